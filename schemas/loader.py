@@ -1,0 +1,69 @@
+"""Loads the released versions of the ControllerEvent schema and their fingerprints.
+
+Versions live in `schemas/avro/controller_event.v<N>.avsc`. The newest is the reader schema of this
+build; every older one stays here forever so that its data can still be read (its fingerprint is
+pinned in tests). A reader finds the writer schema of any single-object-encoded event by its
+CRC-64-AVRO fingerprint, without a registry server.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import fastavro
+
+SCHEMA_DIR = Path(__file__).parent / "avro"
+_NAME = re.compile(r"^controller_event\.v(\d+)\.avsc$")
+
+
+@dataclass(frozen=True)
+class SchemaVersion:
+    version: int
+    path: Path
+    json: dict[str, Any]
+    parsed: Any  # fastavro's parsed schema
+    canonical: str  # Parsing Canonical Form
+    fingerprint: bytes  # CRC-64-AVRO, 8 bytes little-endian, as single-object encoding writes it
+
+    @property
+    def fingerprint_hex(self) -> str:
+        return self.fingerprint.hex()
+
+
+def schema_from_json(schema_json: dict[str, Any], version: int = 0, path: Path | None = None) -> SchemaVersion:
+    parsed = fastavro.parse_schema(schema_json, _write_hint=False)
+    canonical = fastavro.schema.to_parsing_canonical_form(parsed)
+    fp = bytes.fromhex(fastavro.schema.fingerprint(canonical, "CRC-64-AVRO"))
+    return SchemaVersion(version, path or Path("<memory>"), schema_json, parsed, canonical, fp)
+
+
+@cache
+def released() -> tuple[SchemaVersion, ...]:
+    """Every released version, oldest first."""
+    found = []
+    for path in SCHEMA_DIR.iterdir():
+        m = _NAME.match(path.name)
+        if m:
+            found.append(schema_from_json(json.loads(path.read_text()), int(m.group(1)), path))
+    return tuple(sorted(found, key=lambda s: s.version))
+
+
+def current() -> SchemaVersion:
+    """The reader schema of this build: the newest released version."""
+    return released()[-1]
+
+
+def by_version(version: int) -> SchemaVersion:
+    for s in released():
+        if s.version == version:
+            return s
+    raise KeyError(f"no ControllerEvent schema v{version} in {SCHEMA_DIR}")
+
+
+@cache
+def by_fingerprint() -> dict[bytes, SchemaVersion]:
+    return {s.fingerprint: s for s in released()}
