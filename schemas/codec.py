@@ -11,6 +11,7 @@ import io
 from typing import Any
 
 import fastavro
+from fastavro.read import SchemaResolutionError
 
 from schemas import loader
 from schemas.errors import CodecError
@@ -216,18 +217,25 @@ READ_OPTIONS: dict[str, Any] = {"return_record_name": True, "return_record_name_
 
 # --- single-object encoding -------------------------------------------------------------------
 
-def encode(event: ControllerEvent, version: int | None = None) -> bytes:
-    """Single-object encoding of `event` with schema `version` (default: current)."""
-    schema = loader.by_version(version) if version is not None else loader.current()
+def encode(event: ControllerEvent, schema: loader.SchemaVersion | None = None) -> bytes:
+    """Single-object encoding of `event` (default schema: this build's current one)."""
+    return encode_record(to_avro(event), schema or loader.current())
+
+
+def encode_record(record: dict[str, Any], schema: loader.SchemaVersion) -> bytes:
+    """Single-object encoding of an Avro record dict with `schema` as the writer schema."""
     out = io.BytesIO()
     out.write(MAGIC)
     out.write(schema.fingerprint)
-    fastavro.schemaless_writer(out, schema.parsed, to_avro(event))
+    fastavro.schemaless_writer(out, schema.parsed, record)
     return out.getvalue()
 
 
-def decode_record(data: bytes, where: str = "") -> tuple[dict[str, Any], loader.SchemaVersion]:
-    """The Avro record (resolved to the current reader schema) and the writer schema of `data`."""
+def decode_record(
+    data: bytes, where: str = "", reader: loader.SchemaVersion | None = None
+) -> tuple[dict[str, Any], loader.SchemaVersion]:
+    """The Avro record resolved to `reader` (default: this build's current schema) and the writer
+    schema of `data`."""
     if len(data) < HEADER_LEN:
         raise CodecError(f"{len(data)} bytes is shorter than the 10-byte single-object header", where)
     if data[:2] != MAGIC:
@@ -239,13 +247,16 @@ def decode_record(data: bytes, where: str = "") -> tuple[dict[str, Any], loader.
     if writer is None:
         known = ", ".join(f"v{s.version}={s.fingerprint_hex}" for s in loader.released())
         raise CodecError(f"unknown writer schema fingerprint {fp.hex()} (known: {known})", where)
-    reader = loader.current()
+    reader = reader or loader.current()
     buf = io.BytesIO(data)
     buf.seek(HEADER_LEN)
     try:
         record = fastavro.schemaless_reader(
-            buf, writer.parsed, reader.parsed if reader is not writer else None, **READ_OPTIONS
+            buf, writer.parsed, reader.parsed if reader.fingerprint != writer.fingerprint else None,
+            **READ_OPTIONS,
         )
+    except SchemaResolutionError as exc:
+        raise CodecError(f"writer schema v{writer.version} cannot be read as v{reader.version}: {exc}", where) from exc
     except (EOFError, ValueError, IndexError, KeyError, UnicodeDecodeError, OverflowError) as exc:
         raise CodecError(f"truncated or corrupt body ({type(exc).__name__}: {exc})", where) from exc
     left = len(data) - buf.tell()
@@ -254,8 +265,8 @@ def decode_record(data: bytes, where: str = "") -> tuple[dict[str, Any], loader.
     return record, writer
 
 
-def decode(data: bytes, where: str = "") -> ControllerEvent:
-    record, _ = decode_record(data, where)
+def decode(data: bytes, where: str = "", reader: loader.SchemaVersion | None = None) -> ControllerEvent:
+    record, _ = decode_record(data, where, reader)
     try:
         return from_avro(record)
     except (KeyError, ValueError, TypeError) as exc:

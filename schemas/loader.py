@@ -64,6 +64,17 @@ def by_version(version: int) -> SchemaVersion:
     raise KeyError(f"no ControllerEvent schema v{version} in {SCHEMA_DIR}")
 
 
-@cache
+_foreign: dict[bytes, SchemaVersion] = {}
+
+
+def register_writer(schema_json: dict[str, Any], version: int = 0) -> SchemaVersion:
+    """Make a writer schema that this build did not ship (a newer release's) known to readers,
+    so its single-object-encoded events resolve to our reader schema. Container files need no
+    registration: they carry their writer schema."""
+    schema = schema_from_json(schema_json, version)
+    _foreign.setdefault(schema.fingerprint, schema)
+    return schema
+
+
 def by_fingerprint() -> dict[bytes, SchemaVersion]:
-    return {s.fingerprint: s for s in released()}
+    return {**_foreign, **{s.fingerprint: s for s in released()}}
