@@ -1,0 +1,86 @@
+"""The manifest written next to each archive file: what the file holds and how to verify it.
+
+`<file>.avro` gets `<file>.manifest.json`. A file without a manifest is not done (the writer
+crashed before fsyncing it) and readers skip it. The manifest pins the file's sha256 and its
+chain ends (prev_hash before the first event, hash of the last), so a reader can verify a whole
+archive, file by file, without decoding anything but the chain fields.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+MANIFEST_SUFFIX = ".manifest.json"
+FORMAT = "ctrlaudit-archive-manifest/1"
+
+
+@dataclass(frozen=True)
+class SourceMark:
+    kind: str
+    offset: int
+    index: int
+
+
+@dataclass(frozen=True)
+class FileManifest:
+    file: str  # file name, relative to the manifest's directory
+    cluster_id: str
+    count: int
+    first_seq: int
+    last_seq: int
+    first_source: SourceMark
+    last_source: SourceMark
+    first_event_time_ms: int
+    last_event_time_ms: int
+    sha256: str
+    size_bytes: int
+    prev_hash: str  # hash of the event before first_seq ("" when first_seq is 0)
+    chain_head_hash: str  # hash of the event at last_seq
+    schema_version: int
+    schema_fingerprint: str  # CRC-64-AVRO, hex, as single-object encoding writes it
+    codec: str
+    format: str = FORMAT
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, sort_keys=True) + "\n"
+
+    @staticmethod
+    def from_json(text: str) -> FileManifest:
+        d: dict[str, Any] = json.loads(text)
+        d["first_source"] = SourceMark(**d["first_source"])
+        d["last_source"] = SourceMark(**d["last_source"])
+        return FileManifest(**d)
+
+
+def manifest_path(avro_path: Path) -> Path:
+    return avro_path.with_name(avro_path.name + MANIFEST_SUFFIX)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_manifest(avro_path: Path, manifest: FileManifest, fsync: bool = True) -> Path:
+    """Write durably: temp file, fsync, rename, fsync the directory (fsync=False: tests only)."""
+    final = manifest_path(avro_path)
+    tmp = final.with_name(final.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fo:
+        fo.write(manifest.to_json())
+        fo.flush()
+        if fsync:
+            os.fsync(fo.fileno())
+    os.replace(tmp, final)
+    if fsync:
+        fsync_dir(final.parent)
+    return final
+
+
+def read_manifest(path: Path) -> FileManifest:
+    return FileManifest.from_json(Path(path).read_text(encoding="utf-8"))
