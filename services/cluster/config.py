@@ -1,0 +1,190 @@
+"""Server and logging configuration of the dev cluster's combined-mode nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LOG_PATTERN = "[%d] %p %m (%c)%n"
+
+
+@dataclass(frozen=True)
+class NodeLayout:
+    """Where node ``node_id`` keeps everything; all paths are under the cluster directory."""
+
+    node_id: int
+    root: Path
+    plaintext_port: int
+    controller_port: int
+
+    @property
+    def properties(self) -> Path:
+        return self.root / "server.properties"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def metadata_dir(self) -> Path:
+        """The ``__cluster_metadata-0`` partition directory (segments and snapshots)."""
+        return self.data_dir / "__cluster_metadata-0"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def stdout(self) -> Path:
+        return self.root / "stdout.log"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.plaintext_port}"
+
+
+def ports_for(base_port: int, node_id: int) -> tuple[int, int]:
+    """Node i listens on base+100*i+2 (PLAINTEXT) and base+100*i+3 (CONTROLLER)."""
+    return base_port + 100 * node_id + 2, base_port + 100 * node_id + 3
+
+
+@dataclass
+class ClusterSettings:
+    """Knobs of the dev cluster. Defaults favour fast failure detection in tests."""
+
+    version: str
+    nodes: int = 3
+    base_port: int = 19000
+    heap: str = "512m"
+    # Small enough that ISR shrink and fencing happen within seconds of a kill -9.
+    replica_lag_time_max_ms: int = 3000
+    broker_session_timeout_ms: int = 4000
+    broker_heartbeat_interval_ms: int = 500
+    # None keeps Kafka's default; a small value makes the metadata log roll segments.
+    metadata_segment_bytes: int | None = None
+    # Internal topics get few partitions so the metadata log stays small and readable.
+    internal_topic_partitions: int = 5
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_3x(self) -> bool:
+        return self.version.startswith("3.")
+
+
+def server_properties(s: ClusterSettings, node: NodeLayout, voters: str) -> str:
+    props: dict[str, object] = {
+        "process.roles": "broker,controller",
+        "node.id": node.node_id,
+        "controller.quorum.voters": voters,
+        "listeners": f"PLAINTEXT://127.0.0.1:{node.plaintext_port},"
+                     f"CONTROLLER://127.0.0.1:{node.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.plaintext_port}",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": node.data_dir,
+        "num.partitions": 1,
+        "auto.create.topics.enable": "false",
+        "offsets.topic.replication.factor": min(3, s.nodes),
+        "offsets.topic.num.partitions": s.internal_topic_partitions,
+        "transaction.state.log.replication.factor": min(3, s.nodes),
+        "transaction.state.log.min.isr": min(2, s.nodes),
+        "transaction.state.log.num.partitions": s.internal_topic_partitions,
+        "group.initial.rebalance.delay.ms": 0,
+        "replica.lag.time.max.ms": s.replica_lag_time_max_ms,
+        "broker.session.timeout.ms": s.broker_session_timeout_ms,
+        "broker.heartbeat.interval.ms": s.broker_heartbeat_interval_ms,
+        "controller.quorum.election.timeout.ms": 1000,
+        "controller.quorum.fetch.timeout.ms": 2000,
+    }
+    if not s.is_3x:
+        props["share.coordinator.state.topic.replication.factor"] = min(3, s.nodes)
+        props["share.coordinator.state.topic.min.isr"] = min(2, s.nodes)
+    if s.metadata_segment_bytes is not None:
+        if s.is_3x:
+            # 3.x refuses metadata segments under metadata.log.segment.min.bytes (8 MiB).
+            props["metadata.log.segment.min.bytes"] = s.metadata_segment_bytes
+            props["metadata.log.segment.bytes"] = s.metadata_segment_bytes
+        else:
+            # 4.x replaced the min-bytes escape hatch by an internal override.
+            props["internal.metadata.log.segment.bytes"] = s.metadata_segment_bytes
+    props.update(s.overrides)
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def log4j2_properties() -> str:
+    """Kafka 4.x (log4j2): server.log, state-change.log and controller.log per node."""
+    lines = ["status = warn", "name = ctrlaudit-node"]
+    appenders = {
+        "server": ("KafkaAppender", "server.log"),
+        "statechange": ("StateChangeAppender", "state-change.log"),
+        "controller": ("ControllerAppender", "controller.log"),
+    }
+    for key, (name, fname) in appenders.items():
+        lines += [
+            f"appender.{key}.type = File",
+            f"appender.{key}.name = {name}",
+            f"appender.{key}.fileName = ${{sys:kafka.logs.dir}}/{fname}",
+            f"appender.{key}.layout.type = PatternLayout",
+            f"appender.{key}.layout.pattern = {LOG_PATTERN}",
+        ]
+    lines += [
+        "rootLogger.level = INFO",
+        "rootLogger.appenderRef.server.ref = KafkaAppender",
+        "logger.statechange.name = state.change.logger",
+        "logger.statechange.level = INFO",
+        "logger.statechange.additivity = false",
+        "logger.statechange.appenderRef.sc.ref = StateChangeAppender",
+        "logger.controller.name = org.apache.kafka.controller",
+        "logger.controller.level = INFO",
+        "logger.controller.additivity = false",
+        "logger.controller.appenderRef.ctl.ref = ControllerAppender",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def log4j1_properties() -> str:
+    """Kafka 3.9 (reload4j): the same three files, as in Kafka's own config/log4j.properties."""
+    out = ["log4j.rootLogger=INFO, kafkaAppender"]
+    for app, fname in (("kafkaAppender", "server.log"),
+                       ("stateChangeAppender", "state-change.log"),
+                       ("controllerAppender", "controller.log")):
+        out += [
+            f"log4j.appender.{app}=org.apache.log4j.FileAppender",
+            f"log4j.appender.{app}.File=${{kafka.logs.dir}}/{fname}",
+            f"log4j.appender.{app}.layout=org.apache.log4j.PatternLayout",
+            f"log4j.appender.{app}.layout.ConversionPattern={LOG_PATTERN}",
+        ]
+    out += [
+        "log4j.logger.state.change.logger=INFO, stateChangeAppender",
+        "log4j.additivity.state.change.logger=false",
+        "log4j.logger.kafka.controller=TRACE, controllerAppender",
+        "log4j.additivity.kafka.controller=false",
+        "log4j.logger.org.apache.kafka.controller=INFO, controllerAppender",
+        "log4j.additivity.org.apache.kafka.controller=false",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def tools_log4j2_properties() -> str:
+    """Tools print their results on stdout; logging goes to stderr at WARN."""
+    return "\n".join([
+        "status = error",
+        "appender.err.type = Console",
+        "appender.err.name = STDERR",
+        "appender.err.target = SYSTEM_ERR",
+        "appender.err.layout.type = PatternLayout",
+        f"appender.err.layout.pattern = {LOG_PATTERN}",
+        "rootLogger.level = WARN",
+        "rootLogger.appenderRef.err.ref = STDERR",
+    ]) + "\n"
+
+
+def tools_log4j1_properties() -> str:
+    return "\n".join([
+        "log4j.rootLogger=WARN, stderr",
+        "log4j.appender.stderr=org.apache.log4j.ConsoleAppender",
+        "log4j.appender.stderr.Target=System.err",
+        "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout",
+        f"log4j.appender.stderr.layout.ConversionPattern={LOG_PATTERN}",
+    ]) + "\n"

@@ -1,0 +1,67 @@
+"""Kafka jars from Maven Central, resolved once into ``.kafka-cache/<version>/lib``.
+
+The pom in ``kafka/pom.xml`` does the resolving; this module only decides whether it needs to
+run (a ``.complete`` marker is written after a successful resolution, so a half-copied cache from
+an interrupted run is redone rather than trusted).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+POM = REPO_ROOT / "kafka" / "pom.xml"
+
+# The versions the project tests against. "4.x" is the newest 4.x whose tools and shell jars are
+# all on Maven Central; 3.9 is the last line with ZooKeeper mode.
+PINNED = {"4": "4.3.1", "3.9": "3.9.2"}
+ALIASES = {"4.x": "4", "4": "4", "latest": "4", "3.9": "3.9", "3.9.x": "3.9", "3": "3.9"}
+
+
+class JarResolutionError(RuntimeError):
+    """Maven could not provide the jars of a Kafka version."""
+
+
+def resolve_version(version: str) -> str:
+    """Map ``4.x``/``3.9`` (or a full ``x.y.z``) to a pinned full version."""
+    if version in ALIASES:
+        return PINNED[ALIASES[version]]
+    return version
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("CTRLAUDIT_KAFKA_CACHE", REPO_ROOT / ".kafka-cache"))
+
+
+def profile_for(version: str) -> str:
+    return "kafka-3.9" if version.startswith("3.") else "kafka-4"
+
+
+def ensure_jars(version: str = "4.x", *, quiet: bool = True) -> Path:
+    """Return the lib directory of ``version``, running Maven only if it is not complete yet."""
+    full = resolve_version(version)
+    lib = cache_root() / full / "lib"
+    marker = lib / ".complete"
+    if marker.exists():
+        return lib
+    cmd = [
+        "mvn", "-B", "-f", str(POM), "-P", profile_for(full),
+        f"-Dkafka.version={full}", f"-Dkafka.cache={cache_root()}",
+        "dependency:copy-dependencies",
+    ]
+    if quiet:
+        cmd.insert(1, "-q")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+        raise JarResolutionError(f"mvn could not resolve Kafka {full}: " + " | ".join(tail))
+    if not any(lib.glob("kafka_2.13-*.jar")):
+        raise JarResolutionError(f"mvn succeeded but {lib} has no kafka_2.13 jar")
+    marker.write_text(full + "\n")
+    return lib
+
+
+def classpath(version: str = "4.x") -> str:
+    return str(ensure_jars(version) / "*")

@@ -1,0 +1,114 @@
+"""Kafka's own command-line tools, run as ``java -cp lib/* <MainClass>`` from the pinned jars."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import config
+from .jars import ensure_jars, resolve_version
+
+# JIT tiers above C1 cost CPU at startup and buy nothing for a short-lived tool.
+TOOL_JVM_OPTS = ["-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+
+_COMMON = {
+    "topics": "org.apache.kafka.tools.TopicCommand",
+    "reassign": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
+    "metadata-shell": "org.apache.kafka.shell.MetadataShell",
+    "features": "org.apache.kafka.tools.FeatureCommand",
+    "cluster": "org.apache.kafka.tools.ClusterTool",
+    "storage": "kafka.tools.StorageTool",
+    "server": "kafka.Kafka",
+}
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".")[:2])
+
+
+def main_class(tool: str, version: str) -> str:
+    """The main class of ``tool`` in Kafka ``version`` (DumpLogSegments moved to Java in 4.3)."""
+    full = resolve_version(version)
+    if tool == "dump-log":
+        if _version_tuple(full) >= (4, 3):
+            return "org.apache.kafka.tools.DumpLogSegments"
+        return "kafka.tools.DumpLogSegments"
+    try:
+        return _COMMON[tool]
+    except KeyError:
+        raise ValueError(f"unknown Kafka tool {tool!r}; known: "
+                         f"{', '.join(sorted([*_COMMON, 'dump-log']))}") from None
+
+
+@dataclass
+class ToolResult:
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def check(self) -> "ToolResult":
+        if self.returncode != 0:
+            raise ToolError(self)
+        return self
+
+
+class ToolError(RuntimeError):
+    def __init__(self, result: ToolResult):
+        self.result = result
+        last = (result.stderr.strip() or result.stdout.strip()).splitlines()[-3:]
+        super().__init__(f"{result.args[-1] if result.args else 'tool'} exited "
+                         f"{result.returncode}: {' | '.join(last)}")
+
+
+class KafkaTools:
+    """Runs Kafka tools of one version with a quiet (stderr, WARN) logging config."""
+
+    def __init__(self, version: str = "4.x", workdir: Path | None = None):
+        self.version = resolve_version(version)
+        self.lib = ensure_jars(self.version)
+        self.workdir = Path(workdir) if workdir else self.lib.parent
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._log_config = self._write_log_config()
+
+    @property
+    def is_3x(self) -> bool:
+        return self.version.startswith("3.")
+
+    def _write_log_config(self) -> Path:
+        if self.is_3x:
+            path = self.workdir / "tools-log4j.properties"
+            text = config.tools_log4j1_properties()
+        else:
+            path = self.workdir / "tools-log4j2.properties"
+            text = config.tools_log4j2_properties()
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+        return path
+
+    def log_opts(self) -> list[str]:
+        if self.is_3x:
+            return [f"-Dlog4j.configuration=file:{self._log_config}"]
+        return [f"-Dlog4j2.configurationFile={self._log_config}"]
+
+    def command(self, tool: str, *args: str, jvm_opts: list[str] | None = None) -> list[str]:
+        return ["java", *(jvm_opts or TOOL_JVM_OPTS), *self.log_opts(),
+                "-cp", str(self.lib / "*"), main_class(tool, self.version), *map(str, args)]
+
+    def run(self, tool: str, *args: str, check: bool = True, timeout: float = 120,
+            input: str | None = None) -> ToolResult:
+        cmd = self.command(tool, *args)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              input=input, stdin=None if input is not None else subprocess.DEVNULL)
+        res = ToolResult(cmd, proc.returncode, proc.stdout, proc.stderr)
+        return res.check() if check else res
+
+    def dump_log(self, *files: Path | str, metadata: bool = True) -> str:
+        """DumpLogSegments output for ``files`` (``--cluster-metadata-decoder`` by default)."""
+        args = ["--files", ",".join(str(f) for f in files)]
+        if metadata:
+            args.append("--cluster-metadata-decoder")
+        return self.run("dump-log", *args).stdout
