@@ -1,0 +1,83 @@
+"""python -m services.cluster up|down|status|kill N|restart N|controller|tool NAME ARGS...
+
+State lives in --dir (default .kafka-dev/<version>); ``up`` leaves the JVMs running and
+``down`` kills exactly the JVMs recorded there."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .jars import REPO_ROOT, resolve_version
+from .manager import ClusterError, KafkaCluster
+from .tools import ToolError
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m services.cluster", description=__doc__)
+    ap.add_argument("--version", default="4.x", help="4.x (=%(default)s pinned), 3.9, or x.y.z")
+    ap.add_argument("--dir", type=Path, help="cluster directory (default .kafka-dev/<version>)")
+    ap.add_argument("--base-port", type=int, default=19000)
+    ap.add_argument("--segment-bytes", type=int, help="metadata log segment size (small = rolls)")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("up", help="format (once) and start all nodes, wait until ready")
+    d = sub.add_parser("down", help="stop every node this directory's pid files name")
+    d.add_argument("--graceful", action="store_true", help="SIGTERM (controlled shutdown)")
+    d.add_argument("--remove", action="store_true", help="also delete the directory")
+    sub.add_parser("status", help="running nodes and the active controller")
+    for name, hlp in (("kill", "kill -9 node N"), ("stop", "SIGTERM node N"),
+                      ("start", "start node N"), ("restart", "restart node N")):
+        p = sub.add_parser(name, help=hlp)
+        p.add_argument("node", type=int)
+    c = sub.add_parser("controller", help="print the active controller's node id")
+    c.add_argument("--via-tool", action="store_true", help="ask MetadataQuorumCommand")
+    t = sub.add_parser("tool", help="run a Kafka tool: topics, reassign, leader-election, "
+                                    "dump-log, metadata-shell, metadata-quorum, storage, ...")
+    t.add_argument("name")
+    t.add_argument("args", nargs=argparse.REMAINDER)
+    a = ap.parse_args(argv)
+
+    version = resolve_version(a.version)
+    directory = a.dir or REPO_ROOT / ".kafka-dev" / version
+    cluster = KafkaCluster(directory, version, base_port=a.base_port,
+                           metadata_segment_bytes=a.segment_bytes).adopt()
+    try:
+        if a.cmd == "up":
+            cluster.up()
+            print(f"up: {cluster.bootstrap_servers} (dir {cluster.dir}, Kafka {version})")
+        elif a.cmd == "down":
+            cluster.down(graceful=a.graceful, remove=a.remove)
+            print("down")
+        elif a.cmd == "status":
+            for i in cluster.nodes:
+                print(f"node {i}: {'running' if cluster.is_running(i) else 'stopped'} "
+                      f"{cluster.nodes[i].bootstrap}")
+            try:
+                print(f"active controller: {cluster.active_controller()}")
+            except ClusterError as e:
+                print(f"active controller: unknown ({e})")
+        elif a.cmd == "kill":
+            cluster.kill_node(a.node)
+        elif a.cmd == "stop":
+            cluster.stop_node(a.node)
+        elif a.cmd == "start":
+            cluster.start_node(a.node)
+            cluster.wait_ready([a.node])
+        elif a.cmd == "restart":
+            cluster.restart_node(a.node)
+        elif a.cmd == "controller":
+            print(cluster.active_controller(via_tool=a.via_tool))
+        elif a.cmd == "tool":
+            res = cluster.tool(a.name, *a.args, check=False)
+            sys.stdout.write(res.stdout)
+            sys.stderr.write(res.stderr)
+            return res.returncode
+    except (ClusterError, ToolError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
