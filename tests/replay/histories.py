@@ -119,8 +119,11 @@ class HistoryGen:
             self.emit(ControllerChange(self.controller[0], self.controller[1], c[0], c[1], (3000, 3001, 3002)))
         elif r < 0.90:
             t = key[0]
-            self.emit(ConfigChange(ConfigResourceType.TOPIC, t, self.rnd.choice(
-                ("min.insync.replicas", "unclean.leader.election.enable")), self.rnd.choice(("1", "2", "true", None))))
+            if self.rnd.random() < 0.5:
+                name, value = "min.insync.replicas", self.rnd.choice(("1", "2", "3", None))
+            else:
+                name, value = "unclean.leader.election.enable", self.rnd.choice(("true", "false", None))
+            self.emit(ConfigChange(ConfigResourceType.TOPIC, t, name, value))
         elif r < 0.91:
             self.emit(CaptureGap(self.offset + 1, self.offset + 3, "segment deleted before read"))
         elif r < 0.92:

@@ -1,0 +1,104 @@
+"""Archive files -> Arrow tables in the flat `events` layout (schemas.flat), in parallel.
+
+Decoding Avro in Python (fastavro) is the load bottleneck, so the work is spread over processes:
+each worker decodes every k-th block of a file (Avro container blocks are independent), flattens
+the records with `schemas.flat.flatten` (the one definition of the layout) and returns an Arrow
+table. Everything is decoded before anything is stored, so a bad file loads nothing.
+"""
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+from fastavro.read import SchemaResolutionError
+
+from schemas import loader
+from schemas.codec import READ_OPTIONS
+from schemas.container import iter_records
+from schemas.errors import CodecError
+from schemas.flat import flatten, to_arrow
+
+# Files smaller than this are decoded by one worker; larger ones are split by blocks.
+SPLIT_BYTES = 8 * 1024 * 1024
+_DECODE_ERRORS = (ValueError, EOFError, IndexError, KeyError, UnicodeDecodeError, OverflowError,
+                  zlib.error, SchemaResolutionError, TypeError)
+
+
+def archive_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The files to load: a directory stands for all `*.avro` under it, in name order."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files.extend(sorted(p.rglob("*.avro")))
+        elif p.exists():
+            files.append(p)
+        else:
+            raise CodecError("no such file or directory", str(p))
+    return files
+
+
+def check_header(path: Path) -> bool:
+    """Refuses a file that is not a ControllerEvent container (CodecError naming it). Returns
+    whether its writer schema is this build's (no resolution needed)."""
+    for _ in iter_records(path):  # validates the header, the record name and the first record
+        break
+    with open(path, "rb") as fo:
+        writer = fastavro.reader(fo).writer_schema
+    canonical = fastavro.schema.to_parsing_canonical_form(fastavro.parse_schema(writer, _write_hint=False))
+    return bool(canonical == loader.current().canonical)
+
+
+def decode_part(path: Path, shard: int = 0, shards: int = 1, current: bool = True) -> pa.Table:
+    """The flat rows of blocks shard, shard+shards, ... of one container file."""
+    if shards == 1:
+        return to_arrow(flatten(r) for r in iter_records(path))
+    rows: list[tuple[Any, ...]] = []
+    with open(path, "rb") as fo:
+        reader_schema = None if current else loader.current().parsed
+        try:
+            for i, block in enumerate(fastavro.block_reader(fo, reader_schema, **READ_OPTIONS)):
+                if i % shards == shard:
+                    rows.extend(flatten(r) for r in block)
+        except _DECODE_ERRORS as exc:
+            raise CodecError(f"corrupt or truncated data in block {i}: {type(exc).__name__}: {exc}",
+                             str(path)) from exc
+    return to_arrow(rows)
+
+
+def _task(args: tuple[str, int, int, bool]) -> pa.Table:
+    path, shard, shards, current = args
+    return decode_part(Path(path), shard, shards, current)
+
+
+def decode_files(files: list[Path], workers: int | None = None) -> Iterator[tuple[Path, pa.Table]]:
+    """(file, its flat rows), in file order; a file split across workers comes back as one table."""
+    workers = workers or os.cpu_count() or 1
+    tasks: list[tuple[str, int, int, bool]] = []
+    owners: list[Path] = []
+    for f in files:
+        current = check_header(f)
+        shards = max(1, min(workers, f.stat().st_size // SPLIT_BYTES)) if workers > 1 else 1
+        for s in range(shards):
+            tasks.append((str(f), s, shards, current))
+            owners.append(f)
+    if workers == 1 or len(tasks) == 1:
+        results: Iterable[pa.Table] = map(_task, tasks)
+    else:
+        pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)))
+        results = pool.map(_task, tasks)
+    try:
+        pending: list[pa.Table] = []
+        for i, table in enumerate(results):
+            pending.append(table)
+            if i + 1 == len(tasks) or owners[i + 1] != owners[i]:
+                yield owners[i], pa.concat_tables(pending)
+                pending = []
+    finally:
+        if workers != 1 and len(tasks) > 1:
+            pool.shutdown(cancel_futures=True)
