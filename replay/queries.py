@@ -52,6 +52,7 @@ class StateResult:
     # describe shows under "Configs:"), and the effective min ISR / unclean flag per topic.
     topic_configs: dict[str, dict[str, str]]
     effective: dict[str, dict[str, str]]
+    cluster_defaults: dict[str, str]  # dynamic cluster-wide broker configs (BROKER "")
 
 
 def state_as_of(store: Store, point: Point, topic: str | None = None, partition: int | None = None) -> StateResult:
@@ -74,7 +75,7 @@ def state_as_of(store: Store, point: Point, topic: str | None = None, partition:
     effective = {
         t: {k: overrides[t].get(k, defaults.get(k, v)) for k, v in KAFKA_DEFAULTS.items()} for t in topics
     }
-    return StateResult(point, parts, overrides, effective)
+    return StateResult(point, parts, overrides, effective, dict(defaults))
 
 
 def configs_as_of(store: Store, point: Point) -> dict[tuple[str, str], dict[str, str]]:

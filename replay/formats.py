@@ -1,0 +1,227 @@
+"""Renderings of query results: Kafka's `kafka-topics --describe` layout, JSON, rich tables, and
+text for diff, timeline and explain.
+
+`describe` prints exactly the lines of Kafka 4.x TopicCommand (TopicDescription.printDescription and
+PartitionDescription.printDescription): nothing else, so its output compares line by line with the
+real tool's. Say "as of ..." with `as_of_line` separately (e.g. on stderr).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, is_dataclass
+from enum import Enum
+from typing import Any
+
+from rich.table import Table
+
+from schemas.events import PartitionState
+from replay.changes import Explanation, TimelineResult
+from replay.queries import DiffResult, HealthResult, PartitionRow, StateResult
+from replay.store import Point
+
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID.toString(): Kafka omits TopicId then
+
+# Topic configs that a cluster-wide dynamic broker default sets (Kafka's ServerTopicConfigSynonyms,
+# the common ones): topic name -> broker name. Such a default is not "default" for describe.
+TOPIC_SYNONYMS = {
+    "min.insync.replicas": "min.insync.replicas",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+    "compression.type": "compression.type",
+    "cleanup.policy": "log.cleanup.policy",
+    "retention.ms": "log.retention.ms",
+    "retention.bytes": "log.retention.bytes",
+    "segment.bytes": "log.segment.bytes",
+    "segment.ms": "log.roll.ms",
+    "max.message.bytes": "message.max.bytes",
+    "message.timestamp.type": "log.message.timestamp.type",
+}
+
+
+def _ids(values: Sequence[int]) -> str:
+    return ",".join(str(v) for v in values)
+
+
+def describe_configs(result: StateResult, topic: str) -> dict[str, str]:
+    """Non-default configs of a topic: its overrides, then cluster-wide defaults it inherits."""
+    out = {}
+    for name, broker_name in TOPIC_SYNONYMS.items():
+        if broker_name in result.cluster_defaults:
+            out[name] = result.cluster_defaults[broker_name]
+    out.update(result.topic_configs.get(topic, {}))
+    # Kafka lists them in its own config map order; sorted by name here (same set, stable order).
+    return dict(sorted(out.items()))
+
+
+def replication_factor(state: PartitionState) -> int:
+    """TopicCommand.getReplicationFactor: during a reassignment, |replicas| - |adding|."""
+    return len(state.replicas) - len(state.adding_replicas)
+
+
+def describe_partition(row: PartitionRow) -> str:
+    s = row.state
+    line = (f"\tTopic: {row.topic}\tPartition: {row.partition}\tLeader: {s.leader if s.leader >= 0 else 'none'}"
+            f"\tReplicas: {_ids(s.replicas)}\tIsr: {_ids(s.isr)}")
+    if s.adding_replicas or s.removing_replicas:  # listPartitionReassignments has an entry only then
+        line += f"\tAdding Replicas: {_ids(s.adding_replicas)}\tRemoving Replicas: {_ids(s.removing_replicas)}"
+    return line + f"\tElr: {_ids(s.elr)}\tLastKnownElr: {_ids(s.last_known_elr)}"
+
+
+def describe(result: StateResult) -> str:
+    """`kafka-topics --describe` output for the partitions in `result`, topics in name order."""
+    lines: list[str] = []
+    by_topic: dict[str, list[PartitionRow]] = {}
+    for row in result.partitions:
+        by_topic.setdefault(row.topic, []).append(row)
+    for topic in sorted(by_topic):
+        rows = sorted(by_topic[topic], key=lambda r: r.partition)
+        configs = ",".join(f"{k}={v}" for k, v in describe_configs(result, topic).items())
+        head = f"Topic: {topic}"
+        if rows[0].topic_id != ZERO_UUID:
+            head += f"\tTopicId: {rows[0].topic_id}"
+        head += f"\tPartitionCount: {len(rows)}\tReplicationFactor: {replication_factor(rows[0].state)}"
+        lines.append(head + f"\tConfigs: {configs}")
+        lines.extend(describe_partition(r) for r in rows)
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def as_of_line(point: Point) -> str:
+    return f"# cluster {point.cluster_id} {point.describe()}, event {point.event_id}"
+
+
+# --- JSON --------------------------------------------------------------------------------------
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if is_dataclass(value) and not isinstance(value, type):
+        return {k: _plain(v) for k, v in asdict(value).items()}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _state(s: PartitionState | None) -> dict[str, Any] | None:
+    return None if s is None else _plain(s)
+
+
+def to_json(result: StateResult | DiffResult | TimelineResult | Explanation | HealthResult) -> str:
+    """Stable JSON (sorted keys) of any query result, with the point(s) it is current to."""
+    match result:
+        case StateResult():
+            body: dict[str, Any] = {
+                "as_of": _plain(result.point),
+                "topics": {
+                    t: {"configs": describe_configs(result, t), "effective": result.effective[t]}
+                    for t in sorted({r.topic for r in result.partitions})
+                },
+                "partitions": [
+                    {"topic": r.topic, "topic_id": r.topic_id, "partition": r.partition, "since_seq": r.since_seq,
+                     "since_time_ms": r.since_time_ms, "state": _state(r.state)} for r in result.partitions],
+            }
+        case HealthResult():
+            body = {"as_of": _plain(result.point), "kind": result.kind, "rule": result.rule,
+                    "partitions": [{"topic": r.topic, "partition": r.partition, "state": _state(r.state)}
+                                   for r in result.partitions]}
+        case DiffResult():
+            body = {
+                "from": _plain(result.a), "to": _plain(result.b),
+                "partitions": [{"topic": d.topic, "partition": d.partition, "before": _state(d.before),
+                                "after": _state(d.after), "line": d.line()} for d in result.partitions],
+                "brokers": [{"broker_id": i, "before": _plain(a), "after": _plain(b)} for i, a, b in result.brokers],
+                "controller": None if result.controller is None else
+                [_plain(result.controller[0]), _plain(result.controller[1])],
+            }
+        case TimelineResult():
+            body = {"as_of": _plain(result.point), "topic": result.topic, "partition": result.partition,
+                    "changes": [dict(_plain(c), diff=c.diff()) for c in result.changes]}
+        case Explanation():
+            body = _plain(result)
+            body["diff"] = result.change.diff()
+        case _:
+            raise TypeError(f"no JSON rendering for {type(result).__name__}")
+    return json.dumps(body, sort_keys=True, indent=2)
+
+
+# --- text --------------------------------------------------------------------------------------
+
+def diff_text(d: DiffResult) -> str:
+    lines = [f"# from {d.a.describe()} to {d.b.describe()}"]
+    if d.controller is not None:
+        a, b = d.controller
+        lines.append(f"controller: {a.leader_id} (epoch {a.epoch}) -> {b.leader_id} (epoch {b.epoch})")
+    for i, a, b in d.brokers:
+        lines.append(f"broker {i}: {_broker(a)} -> {_broker(b)}")
+    lines.extend(p.line() for p in d.partitions)
+    if len(lines) == 1:
+        lines.append("no differences")
+    return "\n".join(lines) + "\n"
+
+
+def _broker(b: Any) -> str:
+    if b is None:
+        return "unregistered"
+    flags = ["fenced" if b.fenced else "unfenced"] + (["in controlled shutdown"] if b.in_controlled_shutdown else [])
+    return f"epoch {b.epoch} {' '.join(flags)}"
+
+
+def timeline_text(t: TimelineResult) -> str:
+    lines = [f"# {t.topic}-{t.partition} {t.point.describe()}"]
+    for c in t.changes:
+        kinds = ",".join(c.changes) or "-"
+        lines.append(f"seq {c.seq}\toffset {c.source_offset}\ttime {c.event_time_ms}\tcontroller {c.controller_id}"
+                     f"/{c.controller_epoch}\t{kinds}\telection {c.election}\t{c.diff()}")
+    return "\n".join(lines) + "\n"
+
+
+def explain_text(e: Explanation) -> str:
+    c = e.change
+    lines = [
+        f"{c.topic}-{c.partition} at seq {c.seq} (offset {c.source_offset}, time {c.event_time_ms}, event {c.event_id})",
+        f"  decided by:        controller {c.controller_id}, epoch {c.controller_epoch}",
+        f"  changes:           {', '.join(c.changes) or 'none (partition epoch only)'}",
+        f"  change:            {c.diff()}",
+        f"  election:          {c.election}",
+        f"  previous leader:   {e.previous_leader if e.previous_leader is not None else '-'}",
+        f"  previous ISR:      {list(e.previous_isr) if e.previous_isr is not None else '-'}",
+        f"  new leader:        {e.new_leader if e.new_leader is not None else '-'}"
+        + ("" if e.new_leader_in_previous_isr is None else
+           ("  (was in the previous ISR)" if e.new_leader_in_previous_isr else "  (was NOT in the previous ISR)")),
+        f"  reassignment:      {e.reassignment_phase}",
+        f"  min.insync.replicas={e.min_insync_replicas} ({e.config_source['min.insync.replicas']}), "
+        f"unclean.leader.election.enable={e.unclean_leader_election_enable} "
+        f"({e.config_source['unclean.leader.election.enable']}) as of this change",
+    ]
+    if c.bootstrap:
+        lines.append("  bootstrap event: describes state read from a snapshot, not a transition")
+    if c.reason:
+        lines.append(f"  reason:            {c.reason}")
+    return "\n".join(lines) + "\n"
+
+
+# --- rich --------------------------------------------------------------------------------------
+
+def state_table(result: StateResult | HealthResult) -> Table:
+    title = (f"{result.kind} partitions " if isinstance(result, HealthResult) else "partitions ") + result.point.describe()
+    table = Table(title=title)
+    for col in ("topic", "partition", "leader", "replicas", "isr", "adding", "removing", "elr",
+                "leader epoch", "partition epoch", "since seq"):
+        table.add_column(col, justify="right" if col not in ("topic",) else "left")
+    for r in result.partitions:
+        s = r.state
+        table.add_row(r.topic, str(r.partition), str(s.leader) if s.leader >= 0 else "none", _ids(s.replicas),
+                      _ids(s.isr), _ids(s.adding_replicas), _ids(s.removing_replicas), _ids(s.elr),
+                      str(s.leader_epoch), str(s.partition_epoch), str(r.since_seq) if hasattr(r, "since_seq") else "")
+    return table
+
+
+def timeline_table(t: TimelineResult) -> Table:
+    table = Table(title=f"{t.topic}-{t.partition} {t.point.describe()}")
+    for col in ("seq", "offset", "time", "controller/epoch", "changes", "election", "before -> after"):
+        table.add_column(col)
+    for c in t.changes:
+        table.add_row(str(c.seq), str(c.source_offset), str(c.event_time_ms), f"{c.controller_id}/{c.controller_epoch}",
+                      ",".join(c.changes), c.election, c.diff())
+    return table
