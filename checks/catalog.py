@@ -1,0 +1,146 @@
+"""The invariant catalog: one entry per invariant, one SQL definition each (checks/sql/<name>.sql).
+
+Names are the contract with the simulator's ground truth; `tla` names the TLA+ invariant where one
+exists (hachikuji/kafka-specification, Vanlightly/kafka-tlaplus). `needs` lists the payload kinds
+without which the check has nothing to judge (the report then says "no data", not "pass").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from checks.dialect import expand
+
+SQL_DIR = Path(__file__).parent / "sql"
+
+# Columns every invariant query returns, in this order (the engines prepend `invariant`).
+RESULT_COLUMNS = (
+    "cluster_id", "seq", "related_seq", "rule", "status", "allowance", "expected", "actual", "magnitude",
+)
+VIOLATION_COLUMNS = ("invariant",) + RESULT_COLUMNS
+
+
+@dataclass(frozen=True)
+class Invariant:
+    name: str
+    anchor: str  # I1..I13 in research/anchors.md §3, or "" for ctrlaudit's own
+    tla: str
+    statement: str
+    needs: tuple[str, ...]  # payload kinds that must be present
+    data: str  # M = metadata, C = configs, B = offset samples
+    allowances: tuple[str, ...]
+    severity: str = "error"
+
+    @property
+    def sql_path(self) -> Path:
+        return SQL_DIR / f"{self.name}.sql"
+
+
+CATALOG: tuple[Invariant, ...] = (
+    Invariant(
+        "controller_epoch_monotonic", "I1", "ElectionSafety (epoch part)",
+        "ControllerChange epochs and every event's controller_epoch never go backwards along seq.",
+        ("ControllerChange",), "M", (),
+    ),
+    Invariant(
+        "election_safety", "I2", "ElectionSafety",
+        "At most one controller per controller epoch.",
+        ("ControllerChange",), "M", (),
+    ),
+    Invariant(
+        "leader_epoch_monotonic", "I3", "",
+        "A partition's leader epoch never decreases and rises on every leader change and replica removal.",
+        ("PartitionChange",), "M+C",
+        ("no bump on ISR shrink when metadata.version >= 12 (3.6-IV0, KAFKA-15021) or unknown/ZooKeeper",
+         "no bump when a reassignment only adds replicas (KAFKA-13790)"),
+    ),
+    Invariant(
+        "partition_epoch_monotonic", "I4", "",
+        "The partition epoch strictly rises on every PartitionChange that is not a create or bootstrap.",
+        ("PartitionChange",), "M", (),
+    ),
+    Invariant(
+        "leader_in_isr", "I5", "LeaderInIsr",
+        "Leader ∈ ISR ⊆ replicas in every partition state; leader -1 is legal.",
+        ("PartitionChange",), "M", ("leader -1 (no leader), with any ISR",),
+    ),
+    Invariant(
+        "isr_elr_sanity", "I6", "ValidControllerIsrAndElr",
+        "ELR ⊆ replicas, ISR ∩ ELR = ∅, adding ∩ removing = ∅, adding ∪ removing ⊆ replicas.",
+        ("PartitionChange",), "M", (),
+    ),
+    Invariant(
+        "fenced_broker_not_in_isr", "I7", "ValidControllerState",
+        "A fenced or unregistered broker is never leader or in an ISR.",
+        ("PartitionChange", "BrokerChange"), "M", (),
+    ),
+    Invariant(
+        "valid_high_watermark", "I8", "ValidHighWatermark",
+        "Sampled HW ≤ the LEO of every ISR member (ISR as of the sample); LEO -1 is no evidence.",
+        ("OffsetSample", "PartitionChange"), "B+M", ("replicas that did not answer (LEO -1)",),
+    ),
+    Invariant(
+        "high_watermark_monotonic", "I9", "Applied HWM monotonicity",
+        "A partition's sampled HW never decreases, in particular across leader changes.",
+        ("OffsetSample",), "B",
+        ("a new partition incarnation (delete/create) restarts the HW",
+         "a drop after an unclean election between the samples is reported as allowed"),
+    ),
+    Invariant(
+        "unclean_election_allowed", "I12", "",
+        "A leader from outside the previous ISR and ELR only where unclean.leader.election.enable is true, "
+        "and then with RECOVERING.",
+        ("PartitionChange",), "M+C",
+        ("unclean.leader.election.enable=true as of the event: topic, else controller node, else cluster "
+         "default (reported as allowed)",),
+    ),
+    Invariant(
+        "reassignment_legal", "I13", "EventuallyReassignmentCompletes (safety part)",
+        "Reassignments grow to OAR ∪ RAR, add to the ISR only through the leader, complete only when "
+        "adding ⊆ ISR, then replicas = target; cancel restores OAR.",
+        ("PartitionChange",), "M", ("removal-only reassignments may complete in one step",),
+    ),
+    Invariant(
+        "state_continuity", "", "",
+        "Each PartitionChange's before equals the previous event's after for that partition.",
+        ("PartitionChange",), "M", ("a CaptureGap between the two events (reported as allowed)",),
+    ),
+    Invariant(
+        "distinct_replicas", "", "",
+        "No broker twice in a replica list; at creation, replicas on distinct racks where racks allow.",
+        ("PartitionChange",), "M", ("rack rule skipped when any replica's rack is unknown",),
+    ),
+)
+
+BY_NAME: dict[str, Invariant] = {inv.name: inv for inv in CATALOG}
+NAMES: tuple[str, ...] = tuple(BY_NAME)
+
+
+@cache
+def sql_for(name: str, dialect: str) -> str:
+    """The invariant's query in the engine's dialect, returning RESULT_COLUMNS."""
+    return expand(BY_NAME[name].sql_path.read_text(), dialect)
+
+
+def wrapped_sql(name: str, dialect: str) -> str:
+    """The query with the invariant name prepended and the result types pinned, so both engines
+    return identical rows."""
+    return (
+        f"SELECT '{name}' AS invariant, CAST(cluster_id AS STRING) AS cluster_id, CAST(seq AS BIGINT) AS seq, "
+        "CAST(related_seq AS BIGINT) AS related_seq, CAST(rule AS STRING) AS rule, "
+        "CAST(status AS STRING) AS status, CAST(allowance AS STRING) AS allowance, "
+        "CAST(expected AS STRING) AS expected, CAST(actual AS STRING) AS actual, "
+        "CAST(magnitude AS BIGINT) AS magnitude "
+        f"FROM (\n{sql_for(name, dialect)}\n) v"
+    )
+
+# Columns of the events table fetched for the examples of a report (the evidence).
+_STATE = ("replicas", "isr", "adding", "removing", "elr", "leader", "leader_epoch", "partition_epoch", "recovery")
+EVIDENCE_COLUMNS = (
+    "cluster_id", "seq", "event_id", "kind", "source_kind", "source_offset", "source_index", "source_node",
+    "source_file", "event_time_ms", "controller_id", "controller_epoch", "metadata_version", "bootstrap",
+    "topic", "partition", "has_before", *(f"b_{n}" for n in _STATE), "has_after", *(f"a_{n}" for n in _STATE),
+    "changes", "election", "broker_id", "broker_change", "cc_leader", "cc_epoch", "config_type",
+    "config_resource", "config_name", "config_value", "s_hw", "s_leader", "reason",
+)

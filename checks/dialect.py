@@ -1,0 +1,111 @@
+"""Per-engine shims for the few list/set functions DuckDB and Spark SQL spell differently.
+
+Invariant SQL is written once. Where it needs a list function it writes a template call such as
+`{subset(a_isr, a_replicas)}`; `expand(sql, "duckdb"|"spark")` replaces each call (innermost
+arguments first, so calls nest) with that engine's spelling. Everything outside braces is passed
+through untouched, so the rest of the SQL is literally identical for both engines.
+
+All list shims treat lists as sets of non-null ints (which is what replica/ISR lists are); results
+that are lists come back sorted so both engines print them alike.
+"""
+from __future__ import annotations
+
+import re
+
+DIALECTS = ("duckdb", "spark")
+
+# name -> (duckdb template, spark template); {0}, {1} are the expanded arguments.
+SHIMS: dict[str, tuple[str, str]] = {
+    "size": ("len({0})", "size({0})"),
+    "contains": ("list_contains({0}, {1})", "array_contains({0}, {1})"),
+    "subset": ("list_has_all({1}, {0})", "(size(array_except({0}, {1})) = 0)"),
+    "disjoint": ("(NOT list_has_any({0}, {1}))", "(size(array_intersect({0}, {1})) = 0)"),
+    "set_eq": (
+        "(list_sort(list_distinct({0})) = list_sort(list_distinct({1})))",
+        "(array_sort(array_distinct({0})) = array_sort(array_distinct({1})))",
+    ),
+    "union": ("list_sort(list_distinct(list_concat({0}, {1})))", "array_sort(array_union({0}, {1}))"),
+    "except": (
+        "list_sort(list_distinct([x__ for x__ in {0} if not list_contains({1}, x__)]))",
+        "array_sort(array_except({0}, {1}))",
+    ),
+    "intersect": ("list_sort(list_distinct(list_intersect({0}, {1})))", "array_sort(array_intersect({0}, {1}))"),
+    "distinct_size": ("len(list_distinct({0}))", "size(array_distinct({0}))"),
+    "show": ("('[' || array_to_string({0}, ', ') || ']')", "concat('[', array_join({0}, ', '), ']')"),
+    "list1": ("list_value({0})", "array({0})"),
+    "explode": ("unnest({0})", "explode({0})"),
+    # 1-based positions of a list, one row each (Spark's sequence(1, 0) counts down, hence the filter).
+    "explode_index": (
+        "unnest(range(1, len({0}) + 1))",
+        "explode(filter(sequence(1, greatest(size({0}), 1)), i__ -> i__ <= size({0})))",
+    ),
+    "null_ints": ("CAST(NULL AS INTEGER[])", "CAST(NULL AS ARRAY<INT>)"),
+    "null_longs": ("CAST(NULL AS BIGINT[])", "CAST(NULL AS ARRAY<BIGINT>)"),
+    "at": ("list_extract({0}, {1})", "try_element_at({0}, {1})"),
+}
+
+_CALL = re.compile(r"\{([a-z_0-9]+)\(")
+
+
+def _split_args(text: str) -> list[str]:
+    """Split on top-level commas (outside parentheses, brackets and quotes)."""
+    args, depth, quote, start = [], 0, None, 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append(text[start:i].strip())
+            start = i + 1
+    tail = text[start:].strip()
+    if tail or args:
+        args.append(tail)
+    return args
+
+
+def _call_end(sql: str, open_paren: int) -> int:
+    """Index just past the `)}` that closes the call whose `(` is at open_paren."""
+    depth, quote = 0, None
+    for i in range(open_paren, len(sql)):
+        ch = sql[i]
+        if quote:
+            if ch == quote:
+                quote = None
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                if sql[i + 1:i + 2] != "}":
+                    raise ValueError(f"shim call not closed by ')}}': {sql[open_paren - 20:i + 2]!r}")
+                return i + 2
+    raise ValueError(f"unbalanced shim call near {sql[open_paren - 20:open_paren + 40]!r}")
+
+
+def expand(sql: str, dialect: str) -> str:
+    """`sql` with every `{name(args)}` replaced by the dialect's spelling."""
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r}")
+    which = DIALECTS.index(dialect)
+    out, pos = [], 0
+    while (m := _CALL.search(sql, pos)) is not None:
+        name = m.group(1)
+        if name not in SHIMS:
+            raise ValueError(f"unknown shim {{{name}(...)}}")
+        end = _call_end(sql, m.end() - 1)
+        inner = sql[m.end():end - 2]
+        args = [expand(a, dialect) for a in _split_args(inner)]
+        out.append(sql[pos:m.start()])
+        out.append(SHIMS[name][which].format(*args))
+        pos = end
+    out.append(sql[pos:])
+    return "".join(out)

@@ -1,0 +1,129 @@
+"""The embedded engine: runs the catalog's SQL over a DuckDB `events` table (flat.py layout).
+
+The table comes from a replay store (opened read-only, its layout checked), from archive files
+(decoded with schemas.container, flattened with schemas.flat), or from a pyarrow Table.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from checks.catalog import EVIDENCE_COLUMNS, VIOLATION_COLUMNS, wrapped_sql
+from checks.inputs import BadInput, Inputs, archives_to_arrow, check_layout
+
+DIALECT = "duckdb"
+
+
+class DuckDBEngine:
+    name = "duckdb"
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, owned: bool = True) -> None:
+        self.con = con
+        self._owned = owned
+        self.timings: dict[str, float] = {}
+
+    # --- construction ---------------------------------------------------------------------------
+    @classmethod
+    def from_arrow(cls, table: pa.Table, threads: int | None = None) -> DuckDBEngine:
+        con = _connect(":memory:", threads=threads)
+        con.register("flat_arrow", table)
+        con.execute("CREATE TABLE events AS SELECT * FROM flat_arrow")
+        con.unregister("flat_arrow")
+        return cls(con)
+
+    @classmethod
+    def from_archives(cls, archives: Sequence[Path], threads: int | None = None) -> DuckDBEngine:
+        started = time.perf_counter()
+        table = archives_to_arrow(archives)
+        engine = cls.from_arrow(table, threads=threads)
+        engine.timings["load"] = time.perf_counter() - started
+        return engine
+
+    @classmethod
+    def from_store(cls, path: str | Path, threads: int | None = None) -> DuckDBEngine:
+        try:
+            con = _connect(str(path), read_only=True, threads=threads)
+        except duckdb.Error as exc:
+            raise BadInput(f"{path}: cannot open as a DuckDB store ({str(exc).splitlines()[0]})") from exc
+        engine = cls(con)
+        engine.check_store(str(path))
+        return engine
+
+    @classmethod
+    def from_connection(cls, con: duckdb.DuckDBPyConnection) -> DuckDBEngine:
+        """Use a connection that already has an `events` table or view (the caller keeps it)."""
+        engine = cls(con, owned=False)
+        engine.check_store("connection")
+        return engine
+
+    @classmethod
+    def from_inputs(cls, inputs: Inputs, threads: int | None = None) -> DuckDBEngine:
+        if inputs.store is not None:
+            return cls.from_store(inputs.store, threads=threads)
+        return cls.from_archives(inputs.archives, threads=threads)
+
+    def check_store(self, where: str) -> None:
+        cols = self.con.execute(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_name = 'events' ORDER BY ordinal_position"
+        ).fetchall()
+        if not cols:
+            raise BadInput(f"{where}: no `events` table: not a ctrlaudit store")
+        check_layout(cols, where)
+        if self.con.execute("SELECT count(*) FROM events").fetchone()[0] == 0:
+            raise BadInput(f"{where}: store holds no events")
+
+    # --- queries --------------------------------------------------------------------------------
+    def kind_counts(self) -> dict[str, int]:
+        return dict(self.con.execute("SELECT kind, count(*) FROM events GROUP BY kind").fetchall())
+
+    def clusters(self) -> list[str]:
+        return [r[0] for r in self.con.execute("SELECT DISTINCT cluster_id FROM events ORDER BY 1").fetchall()]
+
+    def violations(self, names: Sequence[str]) -> list[tuple[Any, ...]]:
+        """Rows of VIOLATION_COLUMNS for the named invariants, sorted."""
+        rows: list[tuple[Any, ...]] = []
+        for name in names:
+            started = time.perf_counter()
+            rows.extend(self.con.execute(wrapped_sql(name, DIALECT)).fetchall())
+            self.timings[name] = time.perf_counter() - started
+        return sorted(rows, key=sort_key)
+
+    def events_at(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], dict[str, Any]]:
+        keys = sorted(set(keys))
+        if not keys:
+            return {}
+        wanted = pa.table({"k_cluster": [k[0] for k in keys], "k_seq": pa.array([k[1] for k in keys], pa.int64())})
+        self.con.register("wanted_keys", wanted)
+        try:
+            cols = ", ".join(f"e.{c}" for c in EVIDENCE_COLUMNS)
+            res = self.con.execute(
+                f"SELECT {cols} FROM events e JOIN wanted_keys w ON e.cluster_id = w.k_cluster AND e.seq = w.k_seq"
+            ).fetchall()
+        finally:
+            self.con.unregister("wanted_keys")
+        return {(r[0], r[1]): dict(zip(EVIDENCE_COLUMNS, r)) for r in res}
+
+    def close(self) -> None:
+        if self._owned:
+            self.con.close()
+
+
+def sort_key(row: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple((v is None, v if v is not None else 0) for v in row)
+
+
+def _connect(database: str, read_only: bool = False, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    # No extension may try the network (ecosystem.md §5).
+    config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    if threads:
+        config["threads"] = threads
+    return duckdb.connect(database, read_only=read_only, config=config)
+
+
+VIOLATION_COLUMNS = VIOLATION_COLUMNS  # re-exported for callers that only import the engine

@@ -1,0 +1,81 @@
+-- I13. Reassignment transitions (KIP-455; KRaft PartitionChangeBuilder / ZK onPartitionReassignment):
+--  start     (no adding/removing before, some after): replicas grow to OAR ∪ RAR (removing ⊆ old
+--            replicas, adding new), leader and ISR unchanged; adding replicas never join the ISR here;
+--  during    adding replicas join the ISR only through the sitting leader (no election in that change),
+--            the replica set stays as it is;
+--  complete  only when adding ⊆ ISR; replicas = target (old replicas minus removing), removing out
+--            of the ISR, adding/removing cleared;
+--  cancel    restores the original replicas (old replicas minus adding);
+--  otherwise replicas never grow outside a reassignment (removal-only moves may finish in one step).
+-- A change labelled REASSIGNMENT_CANCEL/COMPLETE is judged as such; unlabelled ones by their shape.
+-- Re-targeting an ongoing reassignment (adding/removing change while in progress) is not judged.
+WITH pc AS (
+  SELECT cluster_id, seq, topic, partition, changes,
+         b_replicas, b_isr, b_adding, b_removing, b_leader,
+         a_replicas, a_isr, a_adding, a_removing, a_leader,
+         ({size(b_adding)} > 0 OR {size(b_removing)} > 0) AS b_in,
+         ({size(a_adding)} > 0 OR {size(a_removing)} > 0) AS a_in
+  FROM events
+  WHERE kind = 'PartitionChange' AND NOT bootstrap AND has_before AND has_after
+    AND NOT {contains(changes, 'CREATE')}
+),
+phased AS (
+  SELECT *,
+         CASE
+           WHEN NOT b_in AND a_in THEN 'start'
+           WHEN b_in AND a_in THEN 'during'
+           WHEN b_in AND {contains(changes, 'REASSIGNMENT_CANCEL')} THEN 'cancel'
+           WHEN b_in AND {contains(changes, 'REASSIGNMENT_COMPLETE')} THEN 'complete'
+           WHEN b_in AND {set_eq(a_replicas, {except(b_replicas, b_adding)})}
+                AND NOT {set_eq(a_replicas, {except(b_replicas, b_removing)})} THEN 'cancel'
+           WHEN b_in THEN 'complete'
+           ELSE 'none'
+         END AS phase
+  FROM pc
+),
+judged AS (
+  SELECT *,
+         CASE
+           WHEN phase = 'start' AND NOT {disjoint(a_isr, a_adding)} THEN 'adding_joined_isr_at_start'
+           WHEN phase = 'start' AND NOT ({set_eq(a_replicas, {union(b_replicas, a_adding)})}
+                                         AND {subset(a_removing, b_replicas)}
+                                         AND {disjoint(a_adding, b_replicas)}) THEN 'start_not_grow_to_union'
+           WHEN phase = 'start' AND a_leader <> b_leader THEN 'start_changed_leader'
+           WHEN phase = 'start' AND NOT {set_eq(a_isr, b_isr)} THEN 'start_changed_isr'
+           WHEN phase = 'during' AND {set_eq(a_adding, b_adding)} AND {set_eq(a_removing, b_removing)}
+                AND NOT {set_eq(a_replicas, b_replicas)} THEN 'replicas_changed_during_reassignment'
+           WHEN phase = 'during' AND NOT {subset({intersect(a_isr, b_adding)}, b_isr)}
+                AND (a_leader <> b_leader OR a_leader = -1) THEN 'adding_joined_isr_not_through_leader'
+           WHEN phase = 'complete' AND NOT {subset(b_adding, a_isr)} THEN 'completed_before_adding_in_isr'
+           WHEN phase = 'complete' AND NOT {set_eq(a_replicas, {except(b_replicas, b_removing)})}
+             THEN 'completed_replicas_not_target'
+           WHEN phase = 'complete' AND NOT {disjoint(a_isr, b_removing)} THEN 'completed_isr_keeps_removing'
+           WHEN phase = 'cancel' AND NOT {set_eq(a_replicas, {except(b_replicas, b_adding)})}
+             THEN 'cancel_not_restoring_replicas'
+           WHEN phase = 'none' AND NOT {subset(a_replicas, b_replicas)} THEN 'replicas_added_outside_reassignment'
+         END AS rule
+  FROM phased
+)
+SELECT cluster_id, seq, CAST(NULL AS BIGINT) AS related_seq, rule, 'violated' AS status,
+       CAST(NULL AS STRING) AS allowance,
+       concat(phase, ': ',
+              CASE
+                WHEN phase = 'start' THEN concat('replicas ', {show({union(b_replicas, a_adding)})}, ', leader ',
+                                                 CAST(b_leader AS STRING), ', isr ', {show(b_isr)})
+                WHEN phase = 'during' THEN concat('replicas ', {show(b_replicas)}, ', adding join isr via leader ',
+                                                  CAST(b_leader AS STRING))
+                WHEN phase = 'complete' THEN concat('adding ', {show(b_adding)}, ' ⊆ isr, replicas ',
+                                                    {show({except(b_replicas, b_removing)})}, ', isr without ',
+                                                    {show(b_removing)})
+                WHEN phase = 'cancel' THEN concat('replicas ', {show({except(b_replicas, b_adding)})})
+                ELSE concat('replicas ⊆ ', {show(b_replicas)})
+              END) AS expected,
+       concat(topic, '-', CAST(partition AS STRING),
+              ' replicas ', {show(b_replicas)}, ' -> ', {show(a_replicas)},
+              ', isr ', {show(b_isr)}, ' -> ', {show(a_isr)},
+              ', leader ', CAST(b_leader AS STRING), ' -> ', CAST(a_leader AS STRING),
+              ', adding ', {show(b_adding)}, ' -> ', {show(a_adding)},
+              ', removing ', {show(b_removing)}, ' -> ', {show(a_removing)}) AS actual,
+       CAST(1 AS BIGINT) AS magnitude
+FROM judged
+WHERE rule IS NOT NULL

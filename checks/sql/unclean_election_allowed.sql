@@ -1,0 +1,84 @@
+-- I12. An election whose new leader was in neither the previous ISR nor the previous ELR is unclean.
+-- It is allowed only where unclean.leader.election.enable is true as of that event: the topic's
+-- config, else the controller node's broker config, else the cluster-wide broker default, else
+-- Kafka's default (false). An unclean election must set leader recovery state RECOVERING (KIP-704);
+-- ZooKeeper-mode sources are not held to that. Allowed elections are reported as 'allowed'.
+WITH candidates AS (
+  SELECT cluster_id, seq, topic, partition, controller_id, source_kind, b_leader, a_leader, b_isr, b_elr,
+         a_recovery
+  FROM events
+  WHERE kind = 'PartitionChange' AND NOT bootstrap AND has_before AND has_after
+    AND a_leader <> -1 AND a_leader <> b_leader
+    AND NOT {contains(b_isr, a_leader)} AND NOT {contains(b_elr, a_leader)}
+),
+configs AS (
+  SELECT cluster_id, seq, config_value AS value,
+         CASE WHEN config_type = 'TOPIC' THEN concat('topic:', config_resource)
+              WHEN config_resource = '' THEN 'cluster:'
+              ELSE concat('broker:', config_resource) END AS scope
+  FROM events
+  WHERE kind = 'ConfigChange' AND config_name = 'unclean.leader.election.enable'
+    AND config_type IN ('TOPIC', 'BROKER')
+),
+probes AS (
+  SELECT cluster_id, seq, concat('topic:', topic) AS scope, 1 AS level FROM candidates
+  UNION ALL
+  SELECT cluster_id, seq, concat('broker:', CAST(controller_id AS STRING)), 2 FROM candidates
+  UNION ALL
+  SELECT cluster_id, seq, 'cluster:', 3 FROM candidates
+),
+stream AS (
+  SELECT cluster_id, seq, scope, 1 AS is_config, value, 0 AS level FROM configs
+  UNION ALL
+  SELECT cluster_id, seq, scope, 0, CAST(NULL AS STRING), level FROM probes
+),
+versioned AS (
+  SELECT *, SUM(is_config) OVER (PARTITION BY cluster_id, scope ORDER BY seq
+                                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS version
+  FROM stream
+),
+as_of AS (
+  SELECT *,
+         FIRST_VALUE(value) OVER (PARTITION BY cluster_id, scope, version ORDER BY seq
+                                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS value_asof,
+         FIRST_VALUE(seq) OVER (PARTITION BY cluster_id, scope, version ORDER BY seq
+                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS config_seq
+  FROM versioned
+),
+resolved AS (
+  -- the most specific level with a value (a deleted key, value NULL, falls through)
+  SELECT cluster_id, seq, MIN(level) AS level
+  FROM as_of WHERE is_config = 0 AND version > 0 AND value_asof IS NOT NULL
+  GROUP BY cluster_id, seq
+),
+effective AS (
+  SELECT c.*, r.level, a.value_asof, a.config_seq,
+         CASE WHEN r.level IS NOT NULL AND lower(trim(a.value_asof)) = 'true' THEN 1 ELSE 0 END AS allowed
+  FROM candidates c
+  LEFT JOIN resolved r ON c.cluster_id = r.cluster_id AND c.seq = r.seq
+  LEFT JOIN as_of a ON a.cluster_id = r.cluster_id AND a.seq = r.seq AND a.level = r.level AND a.is_config = 0
+),
+described AS (
+  SELECT *,
+         CASE WHEN level IS NULL THEN 'unclean.leader.election.enable=false (Kafka default)'
+              ELSE concat('unclean.leader.election.enable=', value_asof, ' (',
+                          CASE level WHEN 1 THEN 'topic' WHEN 2 THEN 'controller node' ELSE 'cluster default' END,
+                          ' config, seq ', CAST(config_seq AS STRING), ')') END AS config_text,
+         concat(topic, '-', CAST(partition AS STRING), ' leader ', CAST(b_leader AS STRING), ' -> ',
+                CAST(a_leader AS STRING), ', previous isr ', {show(b_isr)}, ', elr ', {show(b_elr)},
+                ', recovery ', a_recovery) AS what
+  FROM effective
+)
+SELECT cluster_id, seq, config_seq AS related_seq,
+       CASE WHEN allowed = 1 THEN 'unclean_election' ELSE 'unclean_election_not_allowed' END AS rule,
+       CASE WHEN allowed = 1 THEN 'allowed' ELSE 'violated' END AS status,
+       CASE WHEN allowed = 1 THEN config_text END AS allowance,
+       concat('new leader in previous isr or elr; ', config_text) AS expected,
+       what AS actual,
+       CAST(1 AS BIGINT) AS magnitude
+FROM described
+UNION ALL
+SELECT cluster_id, seq, CAST(NULL AS BIGINT), 'unclean_election_without_recovering', 'violated', CAST(NULL AS STRING),
+       'leader recovery state RECOVERING after an unclean election', what, CAST(1 AS BIGINT)
+FROM described
+WHERE a_recovery = 'RECOVERED' AND source_kind <> 'ZOOKEEPER'

@@ -1,0 +1,57 @@
+-- I8 (ValidHighWatermark). From OffsetSample events: the leader's HW ≤ the LEO of every ISR member,
+-- with the ISR of the partition's latest state before the sample. A replica that did not answer
+-- (LEO -1), or that the sample does not list, is not evidence. The sampler reads HW first and
+-- LEOs after, so a healthy partition cannot look violated.
+WITH stream AS (
+  SELECT cluster_id, seq, topic, partition, 1 AS is_state,
+         CASE WHEN has_after THEN a_isr END AS isr,
+         CAST(NULL AS BIGINT) AS hw, CAST(NULL AS INT) AS s_leader,
+         {null_ints()} AS s_replicas, {null_longs()} AS s_leos
+  FROM events WHERE kind = 'PartitionChange'
+  UNION ALL
+  SELECT cluster_id, seq, topic, partition, 0, {null_ints()}, s_hw, s_leader, s_replicas, s_leos
+  FROM events WHERE kind = 'OffsetSample'
+),
+versioned AS (
+  SELECT *, SUM(is_state) OVER (PARTITION BY cluster_id, topic, partition ORDER BY seq
+                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS version
+  FROM stream
+),
+as_of AS (
+  SELECT *,
+         FIRST_VALUE(isr) OVER (PARTITION BY cluster_id, topic, partition, version ORDER BY seq
+                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS isr_asof,
+         FIRST_VALUE(seq) OVER (PARTITION BY cluster_id, topic, partition, version ORDER BY seq
+                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS state_seq
+  FROM versioned
+),
+samples AS (
+  SELECT cluster_id, seq, topic, partition, hw, s_leader, s_replicas, s_leos, isr_asof, state_seq
+  FROM as_of
+  WHERE is_state = 0 AND version > 0 AND isr_asof IS NOT NULL AND hw >= 0
+),
+per_replica AS (
+  SELECT cluster_id, seq, topic, partition, hw, s_leader, isr_asof, state_seq,
+         {at(s_replicas, i)} AS broker, {at(s_leos, i)} AS leo
+  FROM (SELECT *, {explode_index(s_replicas)} AS i FROM samples) x
+),
+judged AS (
+  SELECT * FROM per_replica WHERE leo >= 0 AND {contains(isr_asof, broker)}
+),
+lowest AS (
+  SELECT cluster_id, seq, MIN(leo) AS min_leo FROM judged GROUP BY cluster_id, seq
+),
+worst AS (
+  SELECT j.cluster_id, j.seq, j.topic, j.partition, j.hw, j.s_leader, j.isr_asof, j.state_seq,
+         l.min_leo, MIN(j.broker) AS broker
+  FROM judged j JOIN lowest l ON j.cluster_id = l.cluster_id AND j.seq = l.seq AND j.leo = l.min_leo
+  GROUP BY j.cluster_id, j.seq, j.topic, j.partition, j.hw, j.s_leader, j.isr_asof, j.state_seq, l.min_leo
+)
+SELECT cluster_id, seq, state_seq AS related_seq, 'hw_above_isr_member_leo' AS rule,
+       'violated' AS status, CAST(NULL AS STRING) AS allowance,
+       concat('hw <= min LEO over isr ', {show(isr_asof)}, ' = ', CAST(min_leo AS STRING)) AS expected,
+       concat(topic, '-', CAST(partition AS STRING), ' hw ', CAST(hw AS STRING), ' from leader ',
+              CAST(s_leader AS STRING), '; broker ', CAST(broker AS STRING), ' LEO ', CAST(min_leo AS STRING)) AS actual,
+       CAST(hw - min_leo AS BIGINT) AS magnitude
+FROM worst
+WHERE hw > min_leo
