@@ -1,0 +1,322 @@
+"""Breach injection: one violation of a named invariant at (or right after) a chosen event index.
+
+Each injector emits well-formed events, breaks its invariant in exactly one event where it can,
+and repairs the model right after so that the rest of the history stays clean (a state breach is
+followed by a legal change out of the broken state). Legal set-up events (a failover, a fence, a
+sample) may come first; the ground truth names the breaking event itself.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from schemas.events import (
+    ControllerChange,
+    ControllerEvent,
+    ElectionType,
+    LeaderRecoveryState,
+    PartitionChange,
+    PartitionChangeKind,
+    TopicChange,
+    TopicChangeKind,
+)
+from services.simulator import rules
+from services.simulator.cluster import Partition, Topic, on_leader_change
+from services.simulator.config import BREACHES, BreachRecord
+from services.simulator.workload import Simulator, kafka_uuid
+
+K = PartitionChangeKind
+
+
+class Injector:
+    def __init__(self, inject: Sequence[tuple[str, int]]) -> None:
+        for name, index in inject:
+            if name not in BREACHES:
+                raise ValueError(f"unknown breach {name!r}; known: {', '.join(BREACHES)}")
+            if index < 0:
+                raise ValueError(f"breach index must be >= 0, got {index}")
+        self.pending = sorted(inject, key=lambda x: x[1])
+        self.records: list[BreachRecord] = []
+        self.deferred = 0  # consecutive steps an injection waited for a suitable partition
+
+    def due(self, seq: int) -> bool:
+        return bool(self.pending) and self.pending[0][1] <= seq
+
+    def run(self, sim: Simulator) -> None:
+        name, _ = self.pending[0]
+        record = INJECTORS[name](sim)
+        if record is None:
+            # No suitable state yet (e.g. no partition with two ISR members): let the workload run.
+            self.deferred += 1
+            sim.random_op()
+            return
+        self.pending.pop(0)
+        self.deferred = 0
+        self.records.append(record)
+
+
+def _record(invariant: str, e: ControllerEvent, description: str) -> BreachRecord:
+    p = e.payload
+    topic = getattr(p, "topic", None)
+    partition = getattr(p, "partition", None)
+    return BreachRecord(invariant, e.seq, e.event_id, topic, partition, description)
+
+
+def _partition(sim: Simulator, ok: Callable[[Partition], bool]) -> Partition | None:
+    return sim.pick_partition(lambda p: p.reassignment is None and ok(p), tries=64)
+
+
+def _healthy(p: Partition) -> bool:
+    s = p.state
+    return s.leader >= 0 and s.leader_recovery_state == LeaderRecoveryState.RECOVERED
+
+
+def _emit_raw(sim: Simulator, p: Partition, after, election=ElectionType.NONE, extra=(), reason=None) -> ControllerEvent:
+    """Emit a change exactly as given (no completion follow-up)."""
+    return sim.apply(p, after, election, extra=extra, reason=reason, follow_up=False)
+
+
+# --- controller ---------------------------------------------------------------------------------
+
+def controller_epoch_monotonic(sim: Simulator) -> BreachRecord:
+    if sim.j.controller_epoch < 2:
+        sim.op_controller_failover()
+    epoch = sim.j.controller_epoch
+    stale_epoch = epoch - 1
+    stale_id = sim.controller_history[stale_epoch]
+    e = sim.j.record(ControllerChange(leader_id=stale_id, epoch=stale_epoch, previous_leader_id=sim.j.controller_id,
+                                      previous_epoch=epoch, voters=sim.voters),
+                     controller=(stale_id, stale_epoch))
+    sim.become_controller(sim.j.controller_id)  # the quorum re-asserts itself with a higher epoch
+    return _record("controller_epoch_monotonic", e,
+                   f"controller epoch went back from {epoch} to {stale_epoch} (zombie controller {stale_id})")
+
+
+def election_safety(sim: Simulator) -> BreachRecord:
+    epoch, current = sim.j.controller_epoch, sim.j.controller_id
+    other = next(v for v in sim.voters if v != current)
+    e = sim.j.record(ControllerChange(leader_id=other, epoch=epoch, previous_leader_id=current, previous_epoch=epoch,
+                                      voters=sim.voters), controller=(other, epoch))
+    sim.become_controller(current)
+    return _record("election_safety", e, f"controllers {current} and {other} both claim epoch {epoch}")
+
+
+# --- partition epochs ---------------------------------------------------------------------------
+
+def leader_epoch_monotonic(sim: Simulator) -> BreachRecord | None:
+    p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
+    if p is None:
+        return None
+    s = p.state
+    new = next(r for r in s.replicas if r in s.isr and r != s.leader)
+    after = replace(s, leader=new, partition_epoch=s.partition_epoch + 1)  # leader epoch NOT bumped
+    e = _emit_raw(sim, p, after, ElectionType.CLEAN, reason="injected: leader change without epoch bump")
+    return _record("leader_epoch_monotonic", e, f"leader {s.leader} -> {new} kept leader epoch {s.leader_epoch}")
+
+
+def partition_epoch_monotonic(sim: Simulator) -> BreachRecord | None:
+    p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
+    if p is None:
+        return None
+    s = p.state
+    r = next(x for x in reversed(s.isr) if x != s.leader)
+    after = replace(s, isr=tuple(x for x in s.isr if x != r))  # partition epoch NOT bumped
+    e = _emit_raw(sim, p, after, reason="injected: ISR shrink without partition epoch bump")
+    return _record("partition_epoch_monotonic", e, f"ISR shrink kept partition epoch {s.partition_epoch}")
+
+
+# --- state sanity (broken in one event, repaired by the next) ------------------------------------
+
+def leader_in_isr(sim: Simulator) -> BreachRecord | None:
+    p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
+    if p is None:
+        return None
+    s = p.state
+    broken = replace(s, isr=tuple(x for x in s.isr if x != s.leader), partition_epoch=s.partition_epoch + 1)
+    e = _emit_raw(sim, p, broken, reason="injected: ISR without its leader")
+    _emit_raw(sim, p, replace(broken, isr=s.isr, partition_epoch=broken.partition_epoch + 1),
+              reason="isr expand: leader back in ISR")
+    return _record("leader_in_isr", e, f"leader {s.leader} not in ISR {list(broken.isr)}")
+
+
+def isr_elr_sanity(sim: Simulator) -> BreachRecord | None:
+    p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1 and not q.state.elr)
+    if p is None:
+        return None
+    s = p.state
+    member = next(x for x in s.isr if x != s.leader)
+    broken = replace(s, elr=(member,), partition_epoch=s.partition_epoch + 1)
+    e = _emit_raw(sim, p, broken, reason="injected: ISR member also in ELR")
+    _emit_raw(sim, p, replace(broken, elr=s.elr, partition_epoch=broken.partition_epoch + 1), reason="ELR cleared")
+    return _record("isr_elr_sanity", e, f"replica {member} is in both ISR {list(s.isr)} and ELR")
+
+
+def fenced_broker_not_in_isr(sim: Simulator) -> BreachRecord | None:
+    fenced = [b for b in sorted(sim.brokers) if sim.brokers[b].registered and sim.brokers[b].fenced]
+    if not fenced:
+        if sim.down_brokers() >= sim.max_down + 1:
+            return None
+        b = sim.pick_active_broker()
+        if b is None:
+            return None
+        sim.fence(b, f"broker {b.id} session timed out")
+        sim.later(50 + sim.rng.randrange(200), sim.resume, b)
+        fenced = [b.id]
+    fset = set(fenced)
+    p = _partition(sim, lambda q: _healthy(q) and any(r in fset and r not in q.state.isr for r in q.state.replicas))
+    if p is None:
+        return None
+    s = p.state
+    b = next(r for r in s.replicas if r in fset and r not in s.isr)
+    broken = replace(s, isr=s.isr + (b,), partition_epoch=s.partition_epoch + 1)
+    e = _emit_raw(sim, p, broken, reason="injected: stale AlterPartition re-adds a fenced broker")
+    _emit_raw(sim, p, replace(broken, isr=s.isr, partition_epoch=broken.partition_epoch + 1),
+              reason="isr shrink: fenced broker removed")
+    return _record("fenced_broker_not_in_isr", e, f"fenced broker {b} added to ISR {list(broken.isr)}")
+
+
+# --- offsets ------------------------------------------------------------------------------------
+
+def valid_high_watermark(sim: Simulator) -> BreachRecord | None:
+    p = _partition(sim, _healthy)
+    if p is None:
+        return None
+    sim.sample(p)  # legal; brings the model up to date
+    s = p.state
+    low = min(p.leo.get(r, 0) for r in s.isr)
+    bad_hw = low + 1 + sim.rng.randrange(100)
+    e = sim.j.sample(replace(_last_sample(sim), high_watermark=bad_hw))
+    # Repair: from now on the true HW is bad_hw, and the ISR holds it, so later samples are valid
+    # and the HW does not go back.
+    for r in s.isr:
+        p.leo[r] = max(p.leo.get(r, 0), bad_hw)
+    p.hw = bad_hw
+    return _record("valid_high_watermark", e, f"HW {bad_hw} above min ISR LEO {low}")
+
+
+def _last_sample(sim: Simulator):
+    return sim.j.out[-1].payload
+
+
+def high_watermark_monotonic(sim: Simulator) -> BreachRecord | None:
+    p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
+    if p is None:
+        return None
+    sim.sample(p)
+    if p.hw < 1:
+        sim.sample(p)
+    if p.hw < 1:
+        return None
+    s = p.state
+    new = next(r for r in s.replicas if r in s.isr and r != s.leader)
+    election = ElectionType.PREFERRED if new == s.replicas[0] else ElectionType.CLEAN
+    after = replace(s, leader=new, leader_epoch=s.leader_epoch + 1, partition_epoch=s.partition_epoch + 1)
+    _emit_raw(sim, p, after, election, reason="leader moved")
+    true_hw = p.hw
+    low = max(0, true_hw - 1 - sim.rng.randrange(min(true_hw, 1000)))
+    e = sim.sample(p, hw=low)
+    return _record("high_watermark_monotonic", e, f"HW went back from {true_hw} to {low} after leader change")
+
+
+# --- elections and reassignment -----------------------------------------------------------------
+
+def unclean_election_allowed(sim: Simulator) -> BreachRecord | None:
+    p = _partition(sim, lambda q: _healthy(q) and not q.topic.unclean_allowed
+                   and any(sim.active(r) and r != q.state.leader for r in q.state.replicas))
+    if p is None:
+        return None
+    s = p.state
+    outside = [r for r in s.replicas if sim.active(r) and r not in s.isr]
+    inside = [r for r in s.replicas if sim.active(r) and r != s.leader]
+    new = (outside or inside)[0]
+    after = replace(s, leader=new, isr=(new,), leader_epoch=s.leader_epoch + 1, partition_epoch=s.partition_epoch + 1,
+                    elr=(), last_known_elr=(), leader_recovery_state=LeaderRecoveryState.RECOVERING)
+    e = _emit_raw(sim, p, after, ElectionType.UNCLEAN, reason="injected: unclean election on a topic that forbids it")
+    sim.later(2 + sim.rng.randrange(10), sim.mark_recovered, p)
+    return _record("unclean_election_allowed", e,
+                   f"unclean election of {new} on {p.topic.name} (unclean.leader.election.enable is not true)")
+
+
+def reassignment_legal(sim: Simulator) -> BreachRecord | None:
+    p = _partition(sim, lambda q: _healthy(q) and not q.state.elr and not q.state.last_known_elr)
+    if p is None:
+        return None
+    s = p.state
+    current = set(s.replicas)
+    followers = [r for r in s.replicas if r != s.leader]
+    if not followers:
+        return None
+    kept = tuple(r for r in s.replicas if r != followers[-1])
+    kept_racks = {sim.brokers[r].rack for r in kept}
+    spare = [b for b in sorted(sim.brokers) if sim.brokers[b].active and b not in current]
+    spare.sort(key=lambda b: sim.brokers[b].rack in kept_racks)  # another rack first
+    if not spare:
+        return None
+    target = kept + (spare[0],)
+    sim.start_reassignment(p, target, cancel=False)
+    started = p.state
+    sim.finish_reassignment(p)
+    removing = set(started.removing_replicas)
+    after = replace(started, replicas=target, isr=tuple(r for r in started.isr if r not in removing),
+                    adding_replicas=(), removing_replicas=(), leader_epoch=started.leader_epoch + 1,
+                    partition_epoch=started.partition_epoch + 1)
+    e = _emit_raw(sim, p, after, extra=(K.REASSIGNMENT_COMPLETE,), reason="injected: completed before catch-up")
+    return _record("reassignment_legal", e,
+                   f"reassignment completed while adding {list(started.adding_replicas)} not in ISR {list(started.isr)}")
+
+
+def state_continuity(sim: Simulator) -> BreachRecord | None:
+    p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
+    if p is None:
+        return None
+    s = p.state
+    r = next(x for x in reversed(s.isr) if x != s.leader)
+    lost = sim.build(p, target_isr=tuple(x for x in s.isr if x != r))
+    if lost is None:
+        return None
+    sim.apply(p, lost.after, lost.election, reason="lost")
+    sim.j.out.pop()  # the change happened, its event was lost
+    sim.j.seq -= 1
+    e = sim.expand(p, r, "isr expand")
+    if e is None:
+        return None
+    return _record("state_continuity", e, f"before {e.payload.before.diff(s)} vs the previous after: a lost event")
+
+
+def distinct_replicas(sim: Simulator) -> BreachRecord | None:
+    active = [b for b in sorted(sim.brokers) if sim.brokers[b].active]
+    if len(active) < 2:
+        return None
+    a, b = active[0], active[1]
+    name = f"breach-{sim.j.seq}"
+    t = Topic(name, kafka_uuid(sim.rng), {})
+    sim.j.record(TopicChange(TopicChangeKind.CREATED, name, t.topic_id))
+    state = rules.new_partition((a, b, a), sim.active)
+    state = replace(state, isr=(a, b))
+    e = sim.j.record(PartitionChange(topic=name, topic_id=t.topic_id, partition=0, before=None, after=state,
+                                     changes=(K.CREATE,), election=ElectionType.NONE,
+                                     reason="injected: duplicate replica"))
+    # Deleted at once, so the bad assignment shows in exactly one state.
+    sim.j.next_offset()
+    sim.j.record(PartitionChange(topic=name, topic_id=t.topic_id, partition=0, before=state, after=None,
+                                 changes=(K.DELETE,), election=ElectionType.NONE), new_offset=False)
+    sim.j.record(TopicChange(TopicChangeKind.DELETED, name, t.topic_id), index=1, new_offset=False)
+    return _record("distinct_replicas", e, f"replicas {list(state.replicas)} list broker {a} twice")
+
+
+INJECTORS: dict[str, Callable[[Simulator], BreachRecord | None]] = {
+    "controller_epoch_monotonic": controller_epoch_monotonic,
+    "election_safety": election_safety,
+    "leader_epoch_monotonic": leader_epoch_monotonic,
+    "partition_epoch_monotonic": partition_epoch_monotonic,
+    "leader_in_isr": leader_in_isr,
+    "isr_elr_sanity": isr_elr_sanity,
+    "fenced_broker_not_in_isr": fenced_broker_not_in_isr,
+    "valid_high_watermark": valid_high_watermark,
+    "high_watermark_monotonic": high_watermark_monotonic,
+    "unclean_election_allowed": unclean_election_allowed,
+    "reassignment_legal": reassignment_legal,
+    "state_continuity": state_continuity,
+    "distinct_replicas": distinct_replicas,
+}
+assert set(INJECTORS) == set(BREACHES)

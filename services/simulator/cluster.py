@@ -1,0 +1,168 @@
+"""The simulator's mutable model of a cluster: brokers, topics, partitions, offsets.
+
+Partition registrations are kept as the immutable `PartitionState` of the event contract: a change
+builds the next one, and the previous one is shared as the event's `before`, so nothing is copied.
+Everything else (broker flags, LEOs, the high watermark, the working sets the workload draws from)
+is mutable for speed.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from schemas.events import BrokerState, PartitionState
+
+T = TypeVar("T")
+
+MIN_ISR = "min.insync.replicas"
+UNCLEAN = "unclean.leader.election.enable"
+
+
+class IndexedSet(Generic[T]):
+    """A set with O(1) add, discard and uniform random choice; iteration in a deterministic order."""
+
+    __slots__ = ("_items", "_pos")
+
+    def __init__(self) -> None:
+        self._items: list[T] = []
+        self._pos: dict[T, int] = {}
+
+    def add(self, item: T) -> None:
+        if item not in self._pos:
+            self._pos[item] = len(self._items)
+            self._items.append(item)
+
+    def discard(self, item: T) -> None:
+        i = self._pos.pop(item, None)
+        if i is None:
+            return
+        last = self._items.pop()
+        if i < len(self._items):
+            self._items[i] = last
+            self._pos[last] = i
+
+    def choice(self, rng: random.Random) -> T:
+        return self._items[int(rng.random() * len(self._items))]
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._pos
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(list(self._items))
+
+
+@dataclass(slots=True, eq=False)
+class Broker:
+    id: int
+    rack: str | None
+    epoch: int = -1  # offset of its registration record
+    registered: bool = False
+    fenced: bool = True
+    in_controlled_shutdown: bool = False
+    incarnation: int = 0
+    replicas: int = 0  # how many partitions list it as a replica (for unregistering empty brokers)
+
+    @property
+    def active(self) -> bool:
+        """Kafka's isActive: registered, unfenced and not shutting down: may lead and join ISRs."""
+        return self.registered and not self.fenced and not self.in_controlled_shutdown
+
+    def state(self) -> BrokerState | None:
+        if not self.registered:
+            return None
+        return BrokerState(
+            broker_id=self.id, epoch=self.epoch, fenced=self.fenced, in_controlled_shutdown=self.in_controlled_shutdown,
+            incarnation_id=f"sim-{self.id}-{self.incarnation}", rack=self.rack,
+            endpoints=(f"PLAINTEXT://broker-{self.id}:9092",),
+        )
+
+
+@dataclass(slots=True, eq=False)
+class Reassignment:
+    original: tuple[int, ...]  # OAR, in order
+    target: tuple[int, ...]  # RAR
+    cancel: bool  # decided at the start: this one will be cancelled instead of completed
+
+
+@dataclass(slots=True, eq=False)
+class Partition:
+    topic: Topic
+    id: int
+    state: PartitionState
+    leo: dict[int, int] = field(default_factory=dict)
+    hw: int = 0
+    reassignment: Reassignment | None = None
+    deleted: bool = False
+    frozen: bool = False  # excluded from the workload (breach fixtures)
+
+    @property
+    def online(self) -> bool:
+        return self.state.leader >= 0
+
+
+@dataclass(slots=True, eq=False)
+class Topic:
+    name: str
+    topic_id: str
+    configs: dict[str, str]
+    partitions: list[Partition] = field(default_factory=list)
+    deleted: bool = False
+
+    def min_isr(self, default: int) -> int:
+        return int(self.configs.get(MIN_ISR, default))
+
+    @property
+    def unclean_allowed(self) -> bool:
+        return self.configs.get(UNCLEAN) == "true"
+
+
+# --- offsets ---------------------------------------------------------------------------------
+# LEO per replica and the leader's HW. Invariants kept here (and so in every sample):
+# every ISR member's LEO >= HW; HW = max(HW, min LEO over the ISR) never decreases; LEOs only
+# decrease by truncation to a new leader's LEO, which is >= HW.
+
+def produce(p: Partition, rng: random.Random, strict_min_isr: int | None) -> None:
+    s = p.state
+    if s.leader < 0:
+        return
+    leo = p.leo
+    lead = leo[s.leader] = leo.get(s.leader, 0) + int(rng.random() * 400)
+    low = lead
+    for r in s.isr:
+        if r != s.leader:
+            v = leo.get(r, 0)
+            nv = lead - int(rng.random() * 40)
+            if nv > v:
+                leo[r] = v = nv
+            if v < low:
+                low = v
+    # KIP-966 (ELR on): the HW only advances while |ISR| >= min ISR.
+    if strict_min_isr is not None and len(s.isr) < strict_min_isr:
+        return
+    if low > p.hw:
+        p.hw = low
+
+
+def on_leader_change(p: Partition, new_leader: int, unclean: bool) -> None:
+    """Followers truncate to the new leader's log; an unclean leader keeps at least the HW here so
+    that clean histories stay free of HW regressions (the data loss is in the election record)."""
+    if new_leader < 0:
+        return
+    lead = p.leo.get(new_leader, 0)
+    if unclean and lead < p.hw:
+        lead = p.leo[new_leader] = p.hw
+    for r, v in p.leo.items():
+        if v > lead:
+            p.leo[r] = lead
+
+
+def catch_up(p: Partition, replica: int) -> None:
+    """A follower that caught up with the leader (before it joins the ISR)."""
+    s = p.state
+    lead = p.leo.get(s.leader, 0) if s.leader >= 0 else p.hw
+    p.leo[replica] = max(p.leo.get(replica, 0), lead, p.hw)
