@@ -4,14 +4,15 @@ import pytest
 
 from schemas.container import write_events
 from replay.store import Store
-from tests.replay.fixtures import DELTA1
+from tests.replay.fixtures import DELTA1, DELTA2
 
 
 @pytest.fixture
-def delta1_store(tmp_path):
-    """A store loaded with the DELTA1 fixture (one archive file)."""
-    write_events(tmp_path / "delta1.avro", DELTA1)
-    store = Store(tmp_path / "s.duckdb")
-    store.load([tmp_path / "delta1.avro"], workers=1)
-    yield store
-    store.close()
+def store(tmp_path):
+    """DELTA1 + DELTA2 (test_queries) loaded from two files."""
+    write_events(tmp_path / "a.avro", DELTA1)
+    write_events(tmp_path / "b.avro", DELTA2)
+    s = Store(tmp_path / "s.duckdb")
+    s.load([tmp_path], workers=1)
+    yield s
+    s.close()

@@ -82,3 +82,15 @@ IMAGE1 = ClusterImage(
     gaps=(CaptureGapSeen(15, 1150, 1155, "segment deleted before read"),),
     unknown_records=1,
 )
+
+# DELTA2 continues DELTA1 (seq 20-23) for the query tests.
+O1_OFFLINE = PS((2, 3, 1), (2,), -1, 1, 1)
+O1_UNCLEAN = PS((2, 3, 1), (3,), 3, 2, 2, leader_recovery_state=LeaderRecoveryState.RECOVERING)
+O0_REASSIGN = PS((1, 2, 4, 3), (1, 2), 2, 1, 3, adding_replicas=(4,), removing_replicas=(3,))
+DELTA2 = [
+    ev(20, PartitionChange("orders", ORDERS, 1, O1_CREATED, O1_OFFLINE, (K.LEADER, K.ISR), E.UNKNOWN)),  # orders-1 offline
+    ev(21, ConfigChange(CRT.BROKER, "", "unclean.leader.election.enable", "true")),  # cluster allows unclean
+    ev(22, PartitionChange("orders", ORDERS, 1, O1_OFFLINE, O1_UNCLEAN, (K.LEADER, K.ISR, K.RECOVERY_STATE),
+                           E.UNCLEAN)),  # 3 elected uncleanly
+    ev(23, PartitionChange("orders", ORDERS, 0, O0_MOVED, O0_REASSIGN, (K.REPLICAS, K.REASSIGNMENT_START))),  # move 3 -> 4
+]
