@@ -20,7 +20,7 @@ from typing import Iterator
 from .batch import HEADER_SIZE, LOG_OVERHEAD, MAX_BATCH_BYTES, Batch, read_batch
 from .control import decode_control_batch
 from .errors import (CompressionError, CorruptBatchError, KRaftError, NotAKafkaLogError,
-                     RecordDecodeError, TruncatedLogError)
+                     RecordDecodeError, TruncatedLogError, UnsupportedFormatError)
 from .records import Record, decode_data_batch
 
 log = logging.getLogger(__name__)
@@ -164,7 +164,7 @@ class LogReader:
     # ---- error handling -----------------------------------------------------------------------
     def _first_check(self, buf, pos: int, base: int, err: KRaftError) -> None:
         """A file whose very first batch header is nonsense is not a Kafka log at all."""
-        if pos != base or self.batch_count:
+        if pos != base or self.batch_count or isinstance(err, UnsupportedFormatError):
             return
         magic_ok = len(buf) > pos + 16 and buf[pos + 16] == 2
         if not magic_ok or "implausible" in err.reason:

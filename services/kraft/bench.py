@@ -1,0 +1,83 @@
+"""Decode-rate benchmark on a synthetic metadata log: ``python -m services.kraft.bench [N]``.
+
+The mix imitates a busy cluster's log: mostly PartitionChangeRecords (ISR/leader deltas) and
+NoOps, some PartitionRecords and broker heartbeats' registration changes, in batches of 1-100
+records as the controller writes them."""
+
+from __future__ import annotations
+
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .batch import build_batch
+from .files import LogReader
+from .messages import CATALOGUE
+from .wire import uuid_str, write_uvarint
+
+
+def _value(name: str, version: int, data: dict) -> bytes:
+    mv = CATALOGUE[(name, version)]
+    return write_uvarint(1) + write_uvarint(mv.api_key) + write_uvarint(version) + mv.encode(data)
+
+
+def synthetic_log(path: Path, n_records: int, seed: int = 1) -> int:
+    rnd = random.Random(seed)
+    topics = [uuid_str(rnd.randbytes(16)) for _ in range(50)]
+    dirs = [uuid_str(rnd.randbytes(16)) for _ in range(3)]
+    out = bytearray()
+    offset = 0
+    ts = 1_700_000_000_000
+    while offset < n_records:
+        size = min(rnd.choice([1, 1, 3, 10, 50, 100]), n_records - offset)
+        values = []
+        for _ in range(size):
+            k = rnd.random()
+            t, p = rnd.choice(topics), rnd.randrange(100)
+            if k < 0.55:
+                values.append(_value("PartitionChangeRecord", 2, {
+                    "partitionId": p, "topicId": t, "isr": rnd.sample([1, 2, 3], rnd.randint(1, 3)),
+                    "leader": rnd.choice([-2, 1, 2, 3])}))
+            elif k < 0.8:
+                values.append(_value("NoOpRecord", 0, {}))
+            elif k < 0.9:
+                values.append(_value("PartitionRecord", 2, {
+                    "partitionId": p, "topicId": t, "replicas": [1, 2, 3], "isr": [1, 2, 3],
+                    "removingReplicas": [], "addingReplicas": [], "leader": 1, "leaderEpoch": 0,
+                    "partitionEpoch": 0, "directories": dirs}))
+            else:
+                values.append(_value("BrokerRegistrationChangeRecord", 0, {
+                    "brokerId": rnd.randint(1, 3), "brokerEpoch": rnd.randint(1, 10**6),
+                    "fenced": rnd.choice([-1, 1])}))
+        out += build_batch([(None, v) for v in values], base_offset=offset, leader_epoch=1,
+                           timestamp=ts)
+        offset += size
+        ts += 500
+    path.write_bytes(out)
+    return offset
+
+
+def measure(path: Path, repeat: int = 3) -> tuple[int, float]:
+    best = float("inf")
+    n = 0
+    for _ in range(repeat):
+        t = time.perf_counter()
+        r = LogReader(path)
+        n = sum(len(recs) for _, recs in r.batches())
+        best = min(best, time.perf_counter() - t)
+    return n, n / best
+
+
+def main(argv: list[str]) -> None:
+    n = int(argv[0]) if argv else 500_000
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "00000000000000000000.log"
+        synthetic_log(path, n)
+        count, rate = measure(path)
+        print(f"{count} records, {path.stat().st_size / 1e6:.1f} MB: {rate:,.0f} records/s")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
