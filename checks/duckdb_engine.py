@@ -14,7 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from checks.catalog import EVIDENCE_COLUMNS, VIOLATION_COLUMNS, wrapped_sql
-from checks.inputs import BadInput, Inputs, archives_to_arrow, check_layout
+from checks.inputs import STORE_LAYOUT_VERSION, BadInput, Inputs, archives_to_arrow, check_layout
 
 DIALECT = "duckdb"
 
@@ -51,7 +51,11 @@ class DuckDBEngine:
         except duckdb.Error as exc:
             raise BadInput(f"{path}: cannot open as a DuckDB store ({str(exc).splitlines()[0]})") from exc
         engine = cls(con)
-        engine.check_store(str(path))
+        try:
+            engine.check_store(str(path), require_meta=True)
+        except BadInput:
+            con.close()
+            raise
         return engine
 
     @classmethod
@@ -67,7 +71,16 @@ class DuckDBEngine:
             return cls.from_store(inputs.store, threads=threads)
         return cls.from_archives(inputs.archives, threads=threads)
 
-    def check_store(self, where: str) -> None:
+    def check_store(self, where: str, require_meta: bool = False) -> None:
+        tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        if "store_meta" in tables:
+            found = self.con.execute("SELECT value FROM store_meta WHERE key = 'layout_version'").fetchall()
+            version = found[0][0] if found else None
+            if version != str(STORE_LAYOUT_VERSION):
+                raise BadInput(f"{where}: store layout version {version}, this build reads version "
+                               f"{STORE_LAYOUT_VERSION}; rebuild the store from the archive files")
+        elif require_meta:
+            raise BadInput(f"{where}: a DuckDB file without ctrlaudit's store_meta table: not a ctrlaudit store")
         cols = self.con.execute(
             "SELECT column_name, data_type FROM information_schema.columns "
             "WHERE table_name = 'events' ORDER BY ordinal_position"

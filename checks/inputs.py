@@ -16,6 +16,8 @@ from schemas.errors import ContractError
 
 AVRO_MAGIC = b"Obj\x01"
 DUCKDB_MAGIC = b"DUCK"  # at byte offset 8 of a DuckDB database file
+# replay.store.LAYOUT_VERSION this build reads (checks does not import replay; a test pins the two).
+STORE_LAYOUT_VERSION = 1
 
 
 class BadInput(ContractError):

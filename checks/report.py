@@ -1,0 +1,265 @@
+"""Jepsen-style results: per invariant valid?/count, the worst few examples with evidence, the
+allowances that applied; rendered for the terminal (rich), as JSON and as JUnit XML.
+"""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from checks.catalog import BY_NAME, VIOLATION_COLUMNS, Invariant
+
+WORST = 5  # examples per invariant (Jepsen keeps 8-32; the JSON keeps the same few)
+
+PASS, FAIL, ALLOWED, NO_DATA = "pass", "fail", "allowed", "no data"
+
+
+@dataclass
+class InvariantResult:
+    invariant: Invariant
+    status: str
+    violations: int
+    allowed: int
+    rules: dict[str, int]
+    allowances: dict[str, int]
+    examples: list[dict[str, Any]]
+    allowed_examples: list[dict[str, Any]]
+    missing_data: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        inv = self.invariant
+        return {
+            "name": inv.name, "anchor": inv.anchor, "tla": inv.tla, "statement": inv.statement,
+            "data": inv.data, "severity": inv.severity, "status": self.status, "valid": self.status != FAIL,
+            "violations": self.violations, "allowed": self.allowed, "rules": self.rules,
+            "allowances_applied": self.allowances, "missing_data": self.missing_data,
+            "examples": self.examples, "allowed_examples": self.allowed_examples,
+        }
+
+
+@dataclass
+class Report:
+    engine: str
+    inputs: list[str]
+    events: int
+    clusters: list[str]
+    allow: list[str]
+    results: list[InvariantResult]
+    seconds: float = 0.0
+
+    @property
+    def valid(self) -> bool:
+        return all(r.status != FAIL for r in self.results)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "valid": self.valid, "engine": self.engine, "inputs": self.inputs, "events": self.events,
+            "clusters": self.clusters, "allowed_by_flag": self.allow, "seconds": round(self.seconds, 3),
+            "summary": {r.invariant.name: r.status for r in self.results},
+            "invariants": [r.to_json() for r in self.results],
+        }
+
+
+def _row(values: Sequence[Any]) -> dict[str, Any]:
+    return dict(zip(VIOLATION_COLUMNS, values))
+
+
+def _rank(v: dict[str, Any]) -> tuple[Any, ...]:
+    return (-(v["magnitude"] or 0), v["cluster_id"], v["seq"], v["rule"])
+
+
+def build(
+    engine_name: str,
+    inputs: list[str],
+    kind_counts: dict[str, int],
+    clusters: list[str],
+    names: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    allow: Sequence[str],
+    fetch: Callable[[Iterable[tuple[str, int]]], dict[tuple[str, int], dict[str, Any]]],
+) -> Report:
+    """Condense violation rows into a Report; `fetch` gives the evidence events by (cluster, seq)."""
+    by_name: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    for values in rows:
+        v = _row(values)
+        if v["status"] == "violated" and v["invariant"] in allow:
+            v["status"], v["allowance"] = "allowed", "--allow " + v["invariant"]
+        by_name[v["invariant"]].append(v)
+
+    picked: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+    keys: set[tuple[str, int]] = set()
+    for name, vs in by_name.items():
+        bad = sorted((v for v in vs if v["status"] == "violated"), key=_rank)[:WORST]
+        ok = sorted((v for v in vs if v["status"] == "allowed"), key=_rank)[:WORST]
+        picked[name] = (bad, ok)
+        for v in bad + ok:
+            keys.add((v["cluster_id"], v["seq"]))
+            if v["related_seq"] is not None:
+                keys.add((v["cluster_id"], v["related_seq"]))
+    evidence = fetch(keys)
+
+    results = []
+    for name in names:
+        inv, vs = BY_NAME[name], by_name[name]
+        bad, ok = picked[name]
+        n_bad = sum(1 for v in vs if v["status"] == "violated")
+        n_ok = len(vs) - n_bad
+        missing = [k for k in inv.needs if not kind_counts.get(k)]
+        status = FAIL if n_bad else ALLOWED if n_ok else NO_DATA if missing else PASS
+        results.append(InvariantResult(
+            invariant=inv, status=status, violations=n_bad, allowed=n_ok,
+            rules=dict(Counter(v["rule"] for v in vs)),
+            allowances=dict(Counter(v["allowance"] for v in vs if v["status"] == "allowed")),
+            examples=[_example(v, evidence) for v in bad],
+            allowed_examples=[_example(v, evidence) for v in ok],
+            missing_data=missing,
+        ))
+    return Report(engine_name, inputs, sum(kind_counts.values()), clusters, list(allow), results)
+
+
+def _example(v: dict[str, Any], evidence: dict[tuple[str, int], dict[str, Any]]) -> dict[str, Any]:
+    out = {k: v[k] for k in ("cluster_id", "seq", "related_seq", "rule", "expected", "actual", "magnitude")}
+    if v["allowance"]:
+        out["allowance"] = v["allowance"]
+    out["event"] = _describe(evidence.get((v["cluster_id"], v["seq"])))
+    if v["related_seq"] is not None:
+        out["related_event"] = _describe(evidence.get((v["cluster_id"], v["related_seq"])))
+    return out
+
+
+_STATE = ("leader", "isr", "replicas", "adding", "removing", "elr", "leader_epoch", "partition_epoch", "recovery")
+
+
+def _state(e: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+    if not e.get(f"has_{'before' if prefix == 'b_' else 'after'}"):
+        return None
+    return {k: (list(e[prefix + k]) if isinstance(e[prefix + k], (list, tuple)) else e[prefix + k]) for k in _STATE}
+
+
+def _describe(e: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The evidence for one event: identity, source position, and what it changed."""
+    if e is None:
+        return None
+    out: dict[str, Any] = {
+        "event_id": e["event_id"], "seq": e["seq"], "kind": e["kind"],
+        "source": {"kind": e["source_kind"], "offset": e["source_offset"], "index": e["source_index"],
+                   "node": e["source_node"], "file": e["source_file"]},
+        "event_time_ms": e["event_time_ms"], "controller": e["controller_id"],
+        "controller_epoch": e["controller_epoch"], "metadata_version": e["metadata_version"],
+        "bootstrap": e["bootstrap"],
+    }
+    if e["kind"] in ("PartitionChange", "OffsetSample"):
+        out["partition"] = f"{e['topic']}-{e['partition']}"
+    if e["kind"] == "PartitionChange":
+        before, after = _state(e, "b_"), _state(e, "a_")
+        out["before"], out["after"] = before, after
+        out["change"] = _diff(before, after)
+        out["changes"] = list(e["changes"] or [])
+        out["election"] = e["election"]
+    elif e["kind"] == "BrokerChange":
+        out["broker"] = {"id": e["broker_id"], "change": e["broker_change"]}
+    elif e["kind"] == "ControllerChange":
+        out["controller_change"] = {"leader": e["cc_leader"], "epoch": e["cc_epoch"]}
+    elif e["kind"] == "ConfigChange":
+        out["config"] = {"type": e["config_type"], "resource": e["config_resource"], "name": e["config_name"],
+                         "value": e["config_value"]}
+    elif e["kind"] == "OffsetSample":
+        out["sample"] = {"hw": e["s_hw"], "leader": e["s_leader"]}
+    return out
+
+
+def _diff(before: dict[str, Any] | None, after: dict[str, Any] | None) -> str:
+    if before is None and after is None:
+        return ""
+    if before is None:
+        return "created " + ", ".join(f"{k}={after[k]}" for k in _STATE)
+    if after is None:
+        return "deleted"
+    parts = [f"{k}: {before[k]} -> {after[k]}" for k in _STATE if before[k] != after[k]]
+    return ", ".join(parts) or "no change"
+
+
+# --- output ---------------------------------------------------------------------------------------
+
+def write_json(report: Report, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(report.to_json(), indent=2, sort_keys=False, default=str) + "\n")
+
+
+def junit_xml(report: Report) -> ET.ElementTree:
+    """One <testcase> per invariant: <failure> on violations, <skipped> when the data is missing;
+    allowed breaches are listed in <system-out> of a passing case."""
+    failures = sum(1 for r in report.results if r.status == FAIL)
+    skipped = sum(1 for r in report.results if r.status == NO_DATA)
+    suites = ET.Element("testsuites", name="ctrlaudit check", tests=str(len(report.results)),
+                        failures=str(failures), errors="0", time=f"{report.seconds:.3f}")
+    suite = ET.SubElement(suites, "testsuite", name=f"ctrlaudit.checks.{report.engine}",
+                          tests=str(len(report.results)), failures=str(failures), errors="0",
+                          skipped=str(skipped), time=f"{report.seconds:.3f}")
+    props = ET.SubElement(suite, "properties")
+    for k, v in (("engine", report.engine), ("events", report.events), ("inputs", " ".join(report.inputs)),
+                 ("allow", " ".join(report.allow))):
+        ET.SubElement(props, "property", name=k, value=str(v))
+    for r in report.results:
+        case = ET.SubElement(suite, "testcase", classname=f"ctrlaudit.checks.{report.engine}",
+                             name=r.invariant.name, time="0")
+        if r.status == FAIL:
+            fail = ET.SubElement(case, "failure", type="InvariantViolation",
+                                 message=f"{r.violations} violation(s) of {r.invariant.name}: {r.invariant.statement}")
+            fail.text = "\n".join(_example_line(x) for x in r.examples)
+        elif r.status == NO_DATA:
+            ET.SubElement(case, "skipped", message=f"no {', '.join(r.missing_data)} events in the history")
+        if r.allowed:
+            out = ET.SubElement(case, "system-out")
+            out.text = f"{r.allowed} allowed: " + "; ".join(f"{k} ({n})" for k, n in r.allowances.items()) + "\n" + \
+                "\n".join(_example_line(x) for x in r.allowed_examples)
+    ET.indent(suites)
+    return ET.ElementTree(suites)
+
+
+def write_junit(report: Report, path: str | Path) -> None:
+    junit_xml(report).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _example_line(x: dict[str, Any]) -> str:
+    ev = x.get("event") or {}
+    src = ev.get("source") or {}
+    where = f"{x['cluster_id']} seq {x['seq']}"
+    if ev:
+        where += f" (event {ev['event_id'][:12]}, {src.get('kind')} offset {src.get('offset')}#{src.get('index')})"
+    line = f"{where}: {x['rule']}: expected {x['expected']}; actual {x['actual']}"
+    if ev.get("change"):
+        line += f" [{ev['change']}]"
+    if x.get("related_seq") is not None:
+        line += f" (related seq {x['related_seq']})"
+    return line
+
+
+def print_report(report: Report, console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    table = Table(title=f"ctrlaudit check — {report.events} events, {len(report.clusters)} cluster(s), "
+                        f"engine {report.engine}", title_justify="left")
+    for col in ("invariant", "status", "violations", "allowed", "statement"):
+        table.add_column(col, overflow="fold")
+    style = {PASS: "green", FAIL: "bold red", ALLOWED: "yellow", NO_DATA: "dim"}
+    for r in report.results:
+        table.add_row(r.invariant.name, f"[{style[r.status]}]{r.status}[/]", str(r.violations), str(r.allowed),
+                      r.invariant.statement)
+    console.print(table)
+    for r in report.results:
+        if r.examples:
+            console.print(f"[bold red]{r.invariant.name}[/]: {r.violations} violation(s) "
+                          f"({', '.join(f'{k} {n}' for k, n in r.rules.items())}); worst:")
+            for x in r.examples:
+                console.print("  • " + _example_line(x), markup=False, highlight=False)
+        if r.allowances:
+            console.print(f"[yellow]{r.invariant.name}[/]: allowed: "
+                          + "; ".join(f"{k} ({n})" for k, n in r.allowances.items()), highlight=False)
+    verdict = "[bold green]valid[/]" if report.valid else "[bold red]INVALID[/]"
+    console.print(f"{verdict} in {report.seconds:.2f} s")

@@ -1,0 +1,89 @@
+"""`run_check`: what `ctrlaudit check` calls. Exit codes: 0 clean, 1 violations, 2 bad input."""
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from checks.catalog import BY_NAME, NAMES
+from checks.inputs import BadInput, resolve
+from checks.report import Report, build, print_report, write_json, write_junit
+from schemas.errors import ContractError
+
+EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def check(
+    inputs: str | Path | Sequence[str | Path],
+    engine: str = "duckdb",
+    allow: Sequence[str] = (),
+    invariants: Sequence[str] | None = None,
+    spark=None,
+    master: str = "local[2]",
+) -> Report:
+    """Run the catalog (or the named invariants) over the inputs; raises BadInput/ContractError."""
+    started = time.perf_counter()
+    unknown = [n for n in list(allow) + list(invariants or ()) if n not in BY_NAME]
+    if unknown:
+        raise BadInput(f"unknown invariant {', '.join(map(repr, unknown))}; known: {', '.join(NAMES)}")
+    names = list(invariants or NAMES)
+    resolved = resolve(inputs if isinstance(inputs, (list, tuple)) else [inputs])
+    if engine == "duckdb":
+        from checks.duckdb_engine import DuckDBEngine
+
+        eng = DuckDBEngine.from_inputs(resolved)
+    elif engine == "spark":
+        from checks.spark_engine import SparkEngine, build_session
+
+        eng = SparkEngine.from_inputs(spark or build_session(master), resolved)
+    else:
+        raise BadInput(f"unknown engine {engine!r}; use duckdb or spark")
+    try:
+        rows = eng.violations(names)
+        report = build(eng.name, resolved.describe(), eng.kind_counts(), eng.clusters(), names, rows,
+                       list(allow), eng.events_at)
+    finally:
+        eng.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def run_check(
+    inputs: str | Path | Sequence[str | Path],
+    engine: str = "duckdb",
+    allow: Sequence[str] = (),
+    json_path: str | Path | None = None,
+    junit_path: str | Path | None = None,
+    *,
+    invariants: Sequence[str] | None = None,
+    console=None,
+    spark=None,
+    master: str = "local[2]",
+) -> int:
+    """Check, print a readable report, write JSON/JUnit if asked; 0 clean / 1 violations / 2 bad input.
+
+    Bad input (missing/empty/corrupt archive, a store of another layout, an unknown name in `allow`)
+    prints one line to stderr, never a traceback.
+    """
+    from rich.console import Console
+
+    console = console or Console()
+    try:
+        report = check(inputs, engine=engine, allow=allow, invariants=invariants, spark=spark, master=master)
+    except ContractError as exc:
+        print(f"ctrlaudit check: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        print(f"ctrlaudit check: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print_report(report, console)
+    try:
+        if json_path:
+            write_json(report, json_path)
+        if junit_path:
+            write_junit(report, junit_path)
+    except OSError as exc:
+        print(f"ctrlaudit check: cannot write report: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_CLEAN if report.valid else EXIT_VIOLATIONS

@@ -1,0 +1,215 @@
+"""The scale-out engine: Spark SQL over the same flat `events` view, running the same SQL.
+
+The archive is read with Spark's Avro data source. pyspark 4.3's own spark-sql jar carries
+`org.apache.spark.sql.avro.AvroFileFormat` (only the short name "avro" is unregistered), so it is
+addressed by class name and nothing is downloaded; older pysparks get
+`org.apache.spark:spark-avro_2.13:<version>` through spark.jars.packages (Maven Central).
+spark-avro turns the payload union into a struct member0..member8 (union order, see
+schemas/avro/controller_event.v1.avsc); FLAT_SELECT maps it onto schemas.flat's columns.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+import zipfile
+from collections.abc import Iterable, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from checks.catalog import EVIDENCE_COLUMNS, wrapped_sql
+from checks.duckdb_engine import DuckDBEngine, sort_key
+from checks.inputs import BadInput, Inputs
+from schemas import flat, loader
+
+DIALECT = "spark"
+AVRO_CLASS = "org.apache.spark.sql.avro.AvroFileFormat"
+
+# payload union order of the v1 schema
+_M = {
+    "ControllerChange": "payload.member0", "BrokerChange": "payload.member1", "TopicChange": "payload.member2",
+    "PartitionChange": "payload.member3", "ConfigChange": "payload.member4", "FeatureLevelChange": "payload.member5",
+    "OffsetSample": "payload.member6", "CaptureGap": "payload.member7", "UnknownRecord": "payload.member8",
+}
+_PC, _BC, _OS = _M["PartitionChange"], _M["BrokerChange"], _M["OffsetSample"]
+_STATE_FIELDS = (
+    ("replicas", "replicas"), ("isr", "isr"), ("adding", "adding_replicas"), ("removing", "removing_replicas"),
+    ("elr", "elr"), ("last_known_elr", "last_known_elr"), ("leader", "leader"), ("leader_epoch", "leader_epoch"),
+    ("partition_epoch", "partition_epoch"), ("recovery", "leader_recovery_state"),
+)
+
+
+def _flat_select() -> list[str]:
+    kind = "CASE " + " ".join(f"WHEN {m} IS NOT NULL THEN '{k}'" for k, m in _M.items()) + " END"
+    exprs = {
+        "seq": "seq", "event_id": "event_id", "cluster_id": "cluster_id", "kind": kind,
+        "source_kind": "source.kind", "source_offset": "source.`offset`", "source_index": "source.`index`",
+        "source_node": "source.node_id", "source_file": "source.file", "event_time_ms": "event_time_ms",
+        "capture_time_ms": "capture_time_ms", "controller_id": "controller_id",
+        "controller_epoch": "controller_epoch", "metadata_version": "metadata_version", "bootstrap": "bootstrap",
+        "prev_hash": "prev_hash", "hash": "hash",
+        "topic": f"coalesce({_PC}.topic, {_M['TopicChange']}.topic, {_OS}.topic)",
+        "topic_id": f"coalesce({_PC}.topic_id, {_M['TopicChange']}.topic_id)",
+        "partition": f"coalesce({_PC}.`partition`, {_OS}.`partition`)",
+        "topic_change": f"{_M['TopicChange']}.kind",
+        "has_before": f"CASE WHEN {_PC} IS NULL THEN NULL ELSE {_PC}.before IS NOT NULL END",
+        "has_after": f"CASE WHEN {_PC} IS NULL THEN NULL ELSE {_PC}.after IS NOT NULL END",
+        "changes": f"{_PC}.changes", "election": f"{_PC}.election",
+        "cc_leader": f"{_M['ControllerChange']}.leader_id", "cc_epoch": f"{_M['ControllerChange']}.epoch",
+        "cc_prev_leader": f"{_M['ControllerChange']}.previous_leader_id",
+        "cc_prev_epoch": f"{_M['ControllerChange']}.previous_epoch", "cc_voters": f"{_M['ControllerChange']}.voters",
+        "broker_id": f"{_BC}.broker_id", "broker_change": f"{_BC}.kind",
+        "broker_epoch": f"CASE WHEN {_BC}.after IS NOT NULL THEN {_BC}.after.epoch ELSE {_BC}.before.epoch END",
+        "broker_fenced": f"{_BC}.after.fenced", "broker_shutdown": f"{_BC}.after.in_controlled_shutdown",
+        "broker_rack": f"CASE WHEN {_BC}.after IS NOT NULL THEN {_BC}.after.rack ELSE {_BC}.before.rack END",
+        "broker_prev_epoch": f"{_BC}.before.epoch", "broker_prev_fenced": f"{_BC}.before.fenced",
+        "config_type": f"{_M['ConfigChange']}.resource_type", "config_resource": f"{_M['ConfigChange']}.resource_name",
+        "config_name": f"{_M['ConfigChange']}.name", "config_value": f"{_M['ConfigChange']}.value",
+        "config_prev_value": f"{_M['ConfigChange']}.previous_value",
+        "feature": f"{_M['FeatureLevelChange']}.feature", "feature_level": f"{_M['FeatureLevelChange']}.level",
+        "feature_prev_level": f"{_M['FeatureLevelChange']}.previous_level",
+        "s_leader": f"{_OS}.leader", "s_leader_epoch": f"{_OS}.leader_epoch", "s_hw": f"{_OS}.high_watermark",
+        "s_hw_time_ms": f"{_OS}.hw_time_ms",
+        "s_replicas": f"transform({_OS}.replicas, r -> r.broker_id)",
+        "s_leos": f"transform({_OS}.replicas, r -> r.log_end_offset)",
+        "gap_from": f"{_M['CaptureGap']}.from_offset", "gap_to": f"{_M['CaptureGap']}.to_offset",
+        "unknown_api_key": f"{_M['UnknownRecord']}.api_key", "unknown_version": f"{_M['UnknownRecord']}.version",
+        "reason": f"coalesce({_PC}.reason, {_M['CaptureGap']}.reason, {_M['UnknownRecord']}.reason)",
+    }
+    for short, field in _STATE_FIELDS:
+        exprs[f"b_{short}"] = f"{_PC}.before.{field}"
+        exprs[f"a_{short}"] = f"{_PC}.after.{field}"
+    missing = set(flat.COLUMN_NAMES) ^ set(exprs)
+    assert not missing, f"flat mapping out of date: {missing}"
+    return [f"CAST({exprs[name]} AS {_spark_type(t)}) AS `{name}`" for name, t, _ in flat.FLAT_COLUMNS]
+
+
+def _spark_type(t: Any) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_list(t):
+        return f"ARRAY<{_spark_type(t.value_type)}>"
+    return {pa.int32(): "INT", pa.int64(): "BIGINT", pa.string(): "STRING", pa.bool_(): "BOOLEAN"}[t]
+
+
+FLAT_SELECT = _flat_select()
+
+
+@cache
+def _bundled_avro() -> bool:
+    """Does pyspark's own spark-sql jar contain the Avro file format?"""
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    for jar in jars.glob("spark-sql_*.jar"):
+        with zipfile.ZipFile(jar) as zf:
+            if AVRO_CLASS.replace(".", "/") + ".class" in zf.namelist():
+                return True
+    return False
+
+
+def build_session(master: str = "local[2]", app_name: str = "ctrlaudit-check", shuffle_partitions: int = 8):
+    """A SparkSession kept on loopback, without UI, with Avro available."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(master).appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+    )
+    if not _bundled_avro():
+        import pyspark
+
+        builder = builder.config("spark.jars.packages", f"org.apache.spark:spark-avro_2.13:{pyspark.__version__}")
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def avro_format() -> str:
+    return AVRO_CLASS if _bundled_avro() else "avro"
+
+
+class SparkEngine:
+    name = "spark"
+
+    def __init__(self, spark, events_df, view: str = "events") -> None:
+        self.spark = spark
+        self.df = events_df
+        self.timings: dict[str, float] = {}
+        events_df.createOrReplaceTempView(view)
+
+    @classmethod
+    def from_archives(cls, spark, archives: Sequence[Path]) -> SparkEngine:
+        started = time.perf_counter()
+        raw = (
+            spark.read.format(avro_format())
+            .option("avroSchema", json.dumps(loader.current().json))
+            .load([str(p) for p in archives])
+        )
+        df = raw.selectExpr(*FLAT_SELECT).cache()
+        try:
+            n = df.count()
+        except Exception as exc:  # Spark wraps decoding errors in Py4J/captured exceptions
+            df.unpersist()
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise BadInput(f"{', '.join(map(str, archives))}: corrupt or unreadable archive ({first[:200]})") from exc
+        if n == 0:
+            df.unpersist()
+            raise BadInput(f"{', '.join(map(str, archives))}: archive holds no events")
+        engine = cls(spark, df)
+        engine.timings["load"] = time.perf_counter() - started
+        return engine
+
+    @classmethod
+    def from_arrow(cls, spark, table) -> SparkEngine:
+        df = spark.createDataFrame(table).cache()
+        df.count()
+        return cls(spark, df)
+
+    @classmethod
+    def from_inputs(cls, spark, inputs: Inputs) -> SparkEngine:
+        if inputs.store is not None:
+            # A replay store: DuckDB reads it (and checks its layout), Spark gets the Arrow table.
+            duck = DuckDBEngine.from_store(inputs.store)
+            try:
+                table = duck.con.execute("SELECT * FROM events").to_arrow_table()
+            finally:
+                duck.close()
+            return cls.from_arrow(spark, table)
+        return cls.from_archives(spark, inputs.archives)
+
+    def kind_counts(self) -> dict[str, int]:
+        return {r[0]: r[1] for r in self.spark.sql("SELECT kind, count(*) FROM events GROUP BY kind").collect()}
+
+    def clusters(self) -> list[str]:
+        return [r[0] for r in self.spark.sql("SELECT DISTINCT cluster_id FROM events ORDER BY 1").collect()]
+
+    def violations(self, names: Sequence[str]) -> list[tuple[Any, ...]]:
+        """All named invariants in one Spark job graph (UNION ALL), rows sorted like DuckDB's."""
+        if not names:
+            return []
+        started = time.perf_counter()
+        sql = "\nUNION ALL\n".join(f"SELECT * FROM ({wrapped_sql(n, DIALECT)}) q{i}" for i, n in enumerate(names))
+        rows = [tuple(r) for r in self.spark.sql(sql).collect()]
+        self.timings["all"] = time.perf_counter() - started
+        return sorted(rows, key=sort_key)
+
+    def events_at(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], dict[str, Any]]:
+        keys = sorted(set(keys))
+        if not keys:
+            return {}
+        wanted = self.spark.createDataFrame(keys, "k_cluster STRING, k_seq BIGINT")
+        cols = [f"e.`{c}`" for c in EVIDENCE_COLUMNS]
+        joined = self.df.alias("e").join(
+            wanted.alias("w"), (wanted.k_cluster == self.df.cluster_id) & (wanted.k_seq == self.df.seq)
+        ).selectExpr(*cols)
+        return {(r["cluster_id"], r["seq"]): r.asDict(recursive=True) for r in joined.collect()}
+
+    def close(self) -> None:
+        self.df.unpersist()

@@ -1,0 +1,268 @@
+"""Per invariant: histories that break exactly it (marked), and clean ones that must pass."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from schemas.events import (
+    BrokerChangeKind, ConfigResourceType, ElectionType, LeaderRecoveryState, PartitionChangeKind, SourceKind,
+)
+from tests.checks.histories import History, baseline
+
+K = PartitionChangeKind
+RECOVERING = LeaderRecoveryState.RECOVERING
+
+
+def epoch_regressed(c: str) -> History:
+    h = baseline(c)
+    h.controller = (100, 1)  # a zombie controller of epoch 1 writes after epoch 2 began
+    h.change("t", 0, (K.ISR,), isr=(2,))
+    h.mark("event_controller_epoch_regressed")
+    h.controller = (101, 2)
+    h.change("t", 0, (K.ISR,), isr=(2, 4))
+    return h
+
+
+def two_controllers(c: str) -> History:
+    h = baseline(c)
+    h.elect_controller(102, 2)
+    h.mark("two_controllers_in_one_epoch")
+    h.change("t", 0, (K.ISR,), isr=(2,))
+    return h
+
+
+def leader_epoch_kept(c: str) -> History:
+    h = baseline(c)
+    h.change("t", 0, (K.LEADER,), ElectionType.PREFERRED, leader=4, leader_epoch=h.parts[("t", 0)].leader_epoch)
+    h.mark("leader_changed_without_epoch_bump")
+    return h
+
+
+def leader_epoch_decreased(c: str) -> History:
+    h = baseline(c)
+    h.change("t", 0, (K.ISR,), isr=(2,), leader_epoch=h.parts[("t", 0)].leader_epoch - 1)
+    h.mark("leader_epoch_decreased")
+    return h
+
+
+def isr_shrink_old_mv(c: str) -> History:
+    h = baseline(c, mv=11)
+    h.change("t", 0, (K.ISR,), isr=(2,))
+    h.mark("isr_shrink_without_epoch_bump_before_mv12")
+    # Baseline's own shrinks (before this) also lack the bump at MV 11: mark them too.
+    for i, e in enumerate(h.events[:-1]):
+        p = e.payload
+        if type(p).__name__ == "PartitionChange" and p.before and p.after and \
+                not set(p.before.isr) <= set(p.after.isr) and p.before.leader == p.after.leader and \
+                p.before.leader_epoch == p.after.leader_epoch and set(p.before.replicas) <= set(p.after.replicas):
+            h.mark("isr_shrink_without_epoch_bump_before_mv12", i)
+    return h
+
+
+def partition_epoch_kept(c: str) -> History:
+    h = baseline(c)
+    h.change("t", 0, (K.ISR,), isr=(2,), partition_epoch=h.parts[("t", 0)].partition_epoch)
+    h.mark("partition_epoch_not_increased")
+    return h
+
+
+def leader_outside_isr(c: str) -> History:
+    h = baseline(c)
+    h.change("t", 0, (K.ISR,), isr=(4,))
+    h.mark("leader_not_in_isr")
+    h.change("t", 0, (K.ISR,), isr=(2, 4))
+    return h
+
+
+def isr_elr_overlap(c: str) -> History:
+    h = baseline(c)
+    h.change("t", 0, (K.ELR,), elr=(4,))
+    h.mark("isr_elr_overlap")
+    h.change("t", 0, (K.ELR,), elr=())
+    return h
+
+
+def fenced_joins_isr(c: str) -> History:
+    h = baseline(c)
+    h.change("t", 0, (K.ISR,), isr=(2,))
+    h.broker(4, BrokerChangeKind.FENCED, fenced=True)
+    h.change("t", 0, (K.ISR,), isr=(2, 4))
+    h.mark("fenced_broker_joined_isr")
+    return h
+
+
+def fenced_while_in_isr(c: str) -> History:
+    h = baseline(c)
+    h.broker(4, BrokerChangeKind.FENCED, fenced=True)  # t-0 still has 4 in its ISR
+    h.mark("fenced_while_leader_or_in_isr")
+    return h
+
+
+def hw_above_leo(c: str) -> History:
+    h = baseline(c)
+    h.sample("t", 0, 200, {2: 210, 4: 190})
+    h.mark("hw_above_isr_member_leo")
+    return h
+
+
+def hw_decreased(c: str) -> History:
+    h = baseline(c)
+    h.sample("t", 0, 145, {2: 160, 4: 150})
+    h.mark("hw_decreased")
+    return h
+
+
+def _topic_u(h: History) -> None:
+    h.topic("u")
+    h.create("u", 0, (2, 3, 4))
+    h.change("u", 0, (K.ISR,), isr=(2,))
+    h.change("u", 0, (K.LEADER,), ElectionType.CLEAN, leader=-1)
+
+
+def unclean_not_allowed(c: str) -> History:
+    h = baseline(c)
+    _topic_u(h)
+    h.change("u", 0, (K.LEADER, K.ISR, K.RECOVERY_STATE), ElectionType.UNCLEAN, leader=3, isr=(3,),
+             leader_recovery_state=RECOVERING)
+    h.mark("unclean_election_not_allowed")
+    return h
+
+
+def unclean_without_recovering(c: str) -> History:
+    h = baseline(c)
+    # t allows unclean elections (baseline's topic config), but the new leader stays RECOVERED
+    h.change("t", 1, (K.LEADER, K.ISR), ElectionType.UNCLEAN, leader=4, isr=(4,))
+    h.mark("unclean_election_without_recovering")
+    return h
+
+
+def adding_in_isr_at_start(c: str) -> History:
+    h = baseline(c)
+    h.change("t", 0, (K.REPLICAS, K.ISR, K.REASSIGNMENT_START), replicas=(2, 4, 1, 3), adding_replicas=(1,),
+             removing_replicas=(3,), isr=(1, 2, 4))
+    h.mark("adding_joined_isr_at_start")
+    return h
+
+
+def lost_event(c: str) -> History:
+    h = baseline(c)
+    from dataclasses import replace
+
+    h.change("t", 0, (K.ISR,), before=replace(h.parts[("t", 0)], isr=(2,)), isr=(2, 4))
+    h.mark("before_differs_from_previous_after")
+    return h
+
+
+def duplicate_replica(c: str) -> History:
+    h = baseline(c)
+    h.create("t", 2, (2, 2, 4))
+    h.mark("duplicate_replica")
+    return h
+
+
+def rack_unaware_create(c: str) -> History:
+    h = baseline(c)
+    h.create("t", 2, (1, 4, 2))  # racks a, a, b while racks a, b, c have active brokers
+    h.mark("replicas_share_rack")
+    return h
+
+
+# name of the invariant each case breaks
+VIOLATING: dict[str, tuple[str, Callable[[str], History]]] = {
+    "epoch_regressed": ("controller_epoch_monotonic", epoch_regressed),
+    "two_controllers": ("election_safety", two_controllers),
+    "leader_epoch_kept": ("leader_epoch_monotonic", leader_epoch_kept),
+    "leader_epoch_decreased": ("leader_epoch_monotonic", leader_epoch_decreased),
+    "isr_shrink_old_mv": ("leader_epoch_monotonic", isr_shrink_old_mv),
+    "partition_epoch_kept": ("partition_epoch_monotonic", partition_epoch_kept),
+    "leader_outside_isr": ("leader_in_isr", leader_outside_isr),
+    "isr_elr_overlap": ("isr_elr_sanity", isr_elr_overlap),
+    "fenced_joins_isr": ("fenced_broker_not_in_isr", fenced_joins_isr),
+    "fenced_while_in_isr": ("fenced_broker_not_in_isr", fenced_while_in_isr),
+    "hw_above_leo": ("valid_high_watermark", hw_above_leo),
+    "hw_decreased": ("high_watermark_monotonic", hw_decreased),
+    "unclean_not_allowed": ("unclean_election_allowed", unclean_not_allowed),
+    "unclean_without_recovering": ("unclean_election_allowed", unclean_without_recovering),
+    "adding_in_isr_at_start": ("reassignment_legal", adding_in_isr_at_start),
+    "lost_event": ("state_continuity", lost_event),
+    "duplicate_replica": ("distinct_replicas", duplicate_replica),
+    "rack_unaware_create": ("distinct_replicas", rack_unaware_create),
+}
+
+
+# --- clean histories (allowed breaches are fine, violations are not) ---------------------------------
+
+def clean_baseline(c: str) -> History:
+    return baseline(c)
+
+
+def clean_unknown_mv(c: str) -> History:
+    return baseline(c, mv=None)
+
+
+def clean_unclean_by_cluster_default(c: str) -> History:
+    h = baseline(c)
+    h.config(ConfigResourceType.BROKER, "", "unclean.leader.election.enable", "true")
+    _topic_u(h)
+    h.change("u", 0, (K.LEADER, K.ISR, K.RECOVERY_STATE), ElectionType.UNCLEAN, leader=3, isr=(3,),
+             leader_recovery_state=RECOVERING)
+    return h
+
+
+def clean_gap_then_bootstrap(c: str) -> History:
+    """A capture gap, then a resync: bootstrap states jump (lower epochs), a later break is allowed."""
+    from dataclasses import replace
+
+    h = baseline(c)
+    h.gap()
+    cur = h.parts[("t", 0)]
+    h.change("t", 0, (), bootstrap=True, before=cur, leader_epoch=1, partition_epoch=1, isr=(2,))
+    h.change("t", 0, (K.ISR,), isr=(2, 4))
+    h.gap()
+    h.change("t", 1, (K.ISR,), before=replace(h.parts[("t", 1)], isr=(3, 4)), isr=(3,))  # allowed (gap)
+    return h
+
+
+def clean_hw_drop_after_unclean(c: str) -> History:
+    h = baseline(c)
+    h.sample("t", 1, 70, {3: 80})
+    h.change("t", 1, (K.ISR,), isr=(3, 4))
+    h.change("t", 1, (K.ISR,), isr=(4,), leader=4)
+    h.change("t", 1, (K.ISR,), isr=(4,), leader=-1)
+    h.broker(2, BrokerChangeKind.UNFENCED, fenced=False)
+    h.change("t", 1, (K.LEADER, K.ISR, K.RECOVERY_STATE), ElectionType.UNCLEAN, leader=2, isr=(2,),
+             leader_recovery_state=RECOVERING)
+    h.sample("t", 1, 40, {2: 40})
+    return h
+
+
+def clean_removal_only_and_cancel(c: str) -> History:
+    h = baseline(c)
+    # removal-only reassignment completing in one step (leader epoch bumps: a replica left)
+    h.create("t", 3, (1, 2, 3))
+    h.change("t", 3, (K.REPLICAS, K.ISR, K.REASSIGNMENT_COMPLETE), replicas=(1, 2), isr=(1, 2),
+             leader_epoch=1)
+    # start then cancel
+    h.change("t", 3, (K.REPLICAS, K.REASSIGNMENT_START), replicas=(1, 4, 2), adding_replicas=(4,),
+             removing_replicas=(2,))
+    h.change("t", 3, (K.REPLICAS, K.REASSIGNMENT_CANCEL), replicas=(1, 2), adding_replicas=(),
+             removing_replicas=(), leader_epoch=2)
+    return h
+
+
+def clean_zookeeper_source(c: str) -> History:
+    h = baseline(c, mv=None)
+    from dataclasses import replace
+
+    h.events = [replace(e, source=replace(e.source, kind=SourceKind.ZOOKEEPER)) for e in h.events]
+    return h
+
+
+CLEAN: dict[str, Callable[[str], History]] = {
+    "clean_baseline": clean_baseline,
+    "clean_unknown_mv": clean_unknown_mv,
+    "clean_unclean_by_cluster_default": clean_unclean_by_cluster_default,
+    "clean_gap_then_bootstrap": clean_gap_then_bootstrap,
+    "clean_hw_drop_after_unclean": clean_hw_drop_after_unclean,
+    "clean_removal_only_and_cancel": clean_removal_only_and_cancel,
+    "clean_zookeeper_source": clean_zookeeper_source,
+}
