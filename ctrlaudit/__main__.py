@@ -1,0 +1,3 @@
+from ctrlaudit.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""One module per command group; each has `register(app)`."""

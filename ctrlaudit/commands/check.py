@@ -1,0 +1,31 @@
+"""`ctrlaudit check`: the invariant catalog over a history; exit 1 on any violation."""
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+
+class Engine(str, Enum):
+    duckdb = "duckdb"
+    spark = "spark"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("check")
+    def check(
+        inputs: list[Path] = typer.Argument(..., help="Archive files/directories, or a store (.duckdb)."),
+        engine: Engine = typer.Option(Engine.duckdb, "--engine", help="duckdb (embedded) or spark."),
+        master: str = typer.Option("local[2]", "--master", help="Spark master, with --engine spark."),
+        json_path: Path = typer.Option(None, "--json", help="Write the report as JSON."),
+        junit_path: Path = typer.Option(None, "--junit", help="Write the report as JUnit XML."),
+        allow: list[str] = typer.Option([], "--allow", help="Invariant whose breaches are allowed (repeatable)."),
+        invariant: list[str] = typer.Option([], "--invariant", help="Only these invariants (repeatable)."),
+    ) -> None:
+        """Check every invariant of the catalog. Exit 0 clean, 1 violations, 2 bad input."""
+        from checks.run import run_check
+
+        code = run_check([str(p) for p in inputs], engine=engine.value, allow=allow, json_path=json_path,
+                         junit_path=junit_path, invariants=invariant or None, master=master)
+        raise typer.Exit(code)

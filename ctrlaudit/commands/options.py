@@ -1,0 +1,13 @@
+"""Options shared by several commands, spelled as Kafka's tools spell them where they exist."""
+from __future__ import annotations
+
+import os
+
+import typer
+
+DEFAULT_STORE = os.environ.get("CTRLAUDIT_STORE", "ctrlaudit.duckdb")
+
+STORE = typer.Option(DEFAULT_STORE, "--store", help="DuckDB store file (env CTRLAUDIT_STORE).")
+CLUSTER = typer.Option(None, "--cluster", help="Cluster id, when the store holds several.")
+TOPIC = typer.Option(None, "--topic", help="Only this topic.")
+PARTITION = typer.Option(None, "--partition", help="Only this partition (with --topic).")

@@ -1,0 +1,67 @@
+"""`ctrlaudit simulate`: a deterministic controller history written as archive files."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from ctrlaudit.errors import UsageError, user_errors
+
+
+def _parse_inject(values: list[str]) -> list[tuple[str, int]]:
+    from services.simulator import BREACHES
+
+    out = []
+    for v in values:
+        name, sep, index = v.partition("@")
+        if not sep or not index.isdigit():
+            raise UsageError(f"--inject {v!r}: expected NAME@EVENT_INDEX, e.g. leader_in_isr@5000")
+        if name not in BREACHES:
+            raise UsageError(f"--inject {v!r}: unknown invariant {name!r}; known: {', '.join(BREACHES)}")
+        out.append((name, int(index)))
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("simulate")
+    @user_errors
+    def simulate(
+        out: Path = typer.Option(..., "--out", help="Archive directory to write (files go under <out>/<cluster>/)."),
+        seed: int = typer.Option(0, "--seed", help="Same seed, same history, byte for byte."),
+        events: int = typer.Option(10_000, "--events", min=1, help="Length of the history."),
+        brokers: int = typer.Option(6, "--brokers", min=1),
+        racks: int = typer.Option(3, "--racks", min=0, help="0 = brokers without racks."),
+        topics: int = typer.Option(8, "--topics", min=1),
+        partitions: int = typer.Option(12, "--partitions", min=1, help="Partitions per topic."),
+        replication_factor: int = typer.Option(3, "--replication-factor", min=1),
+        metadata_version: int = typer.Option(21, "--metadata-version", help="metadata.version feature level."),
+        cluster_id: str = typer.Option(None, "--cluster-id", help="Default: sim-<seed>."),
+        inject: list[str] = typer.Option([], "--inject", help="Breach NAME@EVENT_INDEX (repeatable)."),
+        truth: Path = typer.Option(None, "--truth", help="Write the injected breaches (ground truth) as JSON."),
+    ) -> None:
+        """Simulate Kafka's controller (placement, elections, ISR, reassignments, failover, HW/LEO)."""
+        from services.simulator import SimConfig, simulate_to_archive
+
+        breaches = _parse_inject(inject)
+        try:
+            config = SimConfig(seed=seed, events=events, brokers=brokers, racks=racks, topics=topics,
+                               partitions=partitions, replication_factor=replication_factor,
+                               metadata_version=metadata_version, cluster_id=cluster_id)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        console = Console(stderr=True)
+        with console.status(f"simulating {events:,} events"):
+            result = simulate_to_archive(out, config, inject=breaches)
+        print(f"cluster {config.cluster}: {result.events:,} events in {len(result.files)} file(s) under "
+              f"{out / config.cluster} ({result.events_per_second:,.0f} events/s)")
+        print(f"chain head {result.chain_head_hash}")
+        for b in result.breaches:
+            where = f" {b.topic}-{b.partition}" if b.topic is not None else ""
+            print(f"injected {b.invariant} at seq {b.seq}{where}: {b.description}")
+        for name, index in result.not_injected:
+            print(f"NOT injected {name}@{index}: no suitable event before the end of the history")
+        if truth is not None:
+            truth.write_text(json.dumps([asdict(b) for b in result.breaches], indent=2) + "\n")

@@ -1,0 +1,30 @@
+"""`ctrlaudit load`: archive files into the DuckDB store."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ctrlaudit.commands.options import STORE
+from ctrlaudit.errors import user_errors
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("load")
+    @user_errors
+    def load(
+        paths: list[Path] = typer.Argument(..., help="Archive files (.avro) or directories of them."),
+        store: Path = STORE,
+        workers: int = typer.Option(None, "--workers", min=1, help="Decoding processes (default: CPU count)."),
+    ) -> None:
+        """Load archive files into the store. Loading the same events twice adds nothing."""
+        from replay.store import Store
+
+        with Store(store) as s:
+            report = s.load(paths, workers=workers)
+        seconds = report.decode_seconds + report.store_seconds
+        rate = f" ({report.events_read / seconds:,.0f} events/s)" if seconds else ""
+        print(f"{store}: read {report.events_read:,} events from {len(report.files)} file(s), "
+              f"added {report.events_added:,}, already present {report.duplicates:,}{rate}")
+        for cluster in report.clusters:
+            print(f"cluster {cluster}")
