@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .specs import SCHEMAS
-from .wire import ZERO_UUID, VarintError, read_uvarint, uuid_bytes, uuid_str, write_uvarint
+from .wire import (ZERO_UUID, VarintError, _uuid_cache, read_uvarint, uuid_bytes, uuid_str,
+                   write_uvarint)
 
 UNKNOWN_TAGS = "_unknownTaggedFields"
 Decoder = Callable[[Any, int, int], tuple[dict, int]]
@@ -29,6 +30,9 @@ _FIXED = {"bool": ("?", 1), "int8": ("b", 1), "int16": ("h", 2), "uint16": ("H",
           "uuid": ("16s", 16)}
 _ARRAY_FMT = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": "q",
               "uint32": "I", "float64": "d"}
+
+
+_SMALL = 64  # arrays shorter than this use a prebuilt Struct
 
 
 class DecodeFailure(ValueError):
@@ -130,7 +134,7 @@ class _Gen:
     def __init__(self) -> None:
         self.ns: dict[str, Any] = {
             "_uv": read_uvarint, "_uuid": uuid_str, "_Fail": DecodeFailure, "_arr": _array_struct,
-            "_UNK": UNKNOWN_TAGS,
+            "_UNK": UNKNOWN_TAGS, "_UC": _uuid_cache,
         }
         self.n = 0
         self.funcs: list[str] = []
@@ -167,7 +171,10 @@ class _Gen:
                 names = [local[r.name] for r in run]
                 lhs = ", ".join(names) + ("," if len(names) == 1 else "")
                 body.append(f"{lhs} = {self.struct(fmt)}.unpack_from(buf, pos); pos += {size}")
-                body += [f"{local[r.name]} = _uuid({local[r.name]})" for r in run if r.type == "uuid"]
+                for r in run:
+                    if r.type == "uuid":  # inline cache hit: topic and directory ids repeat
+                        u = local[r.name]
+                        body.append(f"{u} = _UC.get({u}) or _uuid({u})")
                 continue
             body += self._read(f, local[f.name], label)
             i += 1
@@ -233,8 +240,11 @@ class _Gen:
         inner: list[str]
         if e in _ARRAY_FMT:
             size = struct.calcsize(">" + _ARRAY_FMT[e])
+            tbl = f"_A_{_ARRAY_FMT[e]}"
+            self.ns[tbl] = [struct.Struct(f">{i}{_ARRAY_FMT[e]}") for i in range(_SMALL)]
             inner = [f"if pos + cnt * {size} > end: raise _Fail('{label}: {f.name} runs past the end')",
-                     f"{n} = list(_arr({_ARRAY_FMT[e]!r}, cnt).unpack_from(buf, pos)); pos += cnt * {size}"]
+                     f"{n} = list(({tbl}[cnt] if cnt < {_SMALL} else _arr({_ARRAY_FMT[e]!r}, cnt))"
+                     f".unpack_from(buf, pos)); pos += cnt * {size}"]
         elif e == "uuid":
             inner = [f"if pos + cnt * 16 > end: raise _Fail('{label}: {f.name} runs past the end')",
                      f"{n} = [_uuid(buf[p:p + 16]) for p in range(pos, pos + 16 * cnt, 16)]; pos += 16 * cnt"]

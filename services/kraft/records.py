@@ -180,6 +180,9 @@ def decode_data_batch(buf, b: Batch, *, on_error: str = "raise") -> list[Record]
             c = rbuf[pos]
             if c < 0x80:
                 length = (c >> 1) ^ -(c & 1); pos += 1
+            elif rbuf[pos + 1] < 0x80:  # records of 64..8191 bytes: two-byte varint
+                u = (c & 0x7F) | (rbuf[pos + 1] << 7)
+                length = (u >> 1) ^ -(u & 1); pos += 2
             else:
                 length, pos = read_varint(rbuf, pos)
             rec_end = pos + length
@@ -203,6 +206,9 @@ def decode_data_batch(buf, b: Batch, *, on_error: str = "raise") -> list[Record]
             c = rbuf[pos]
             if c < 0x80:
                 vlen = (c >> 1) ^ -(c & 1); pos += 1
+            elif rbuf[pos + 1] < 0x80:
+                u = (c & 0x7F) | (rbuf[pos + 1] << 7)
+                vlen = (u >> 1) ^ -(u & 1); pos += 2
             else:
                 vlen, pos = read_varint(rbuf, pos)
             vstart = pos
