@@ -1,0 +1,78 @@
+"""What a partition change was: its kinds of change and, when the leader moved, the election type.
+
+Plain functions over two PartitionStates, so the offline import, the live normalize agent and the
+tests all classify alike. The KRaft log does not say why a leader was chosen; these rules infer it
+the way Kafka's own TopicDelta/PartitionChangeBuilder would have decided.
+"""
+from __future__ import annotations
+
+from schemas.events import ElectionType, LeaderRecoveryState, PartitionChangeKind, PartitionState
+
+K = PartitionChangeKind
+
+
+def change_kinds(before: PartitionState | None, after: PartitionState | None) -> tuple[PartitionChangeKind, ...]:
+    if before is None:
+        return (K.CREATE,)
+    if after is None:
+        return (K.DELETE,)
+    kinds: list[PartitionChangeKind] = []
+    if before.leader != after.leader:
+        kinds.append(K.LEADER)
+    elif before.leader_epoch != after.leader_epoch:
+        kinds.append(K.LEADER_EPOCH)
+    if before.isr != after.isr:
+        kinds.append(K.ISR)
+    if before.replicas != after.replicas:
+        kinds.append(K.REPLICAS)
+    was_moving = bool(before.adding_replicas or before.removing_replicas)
+    is_moving = bool(after.adding_replicas or after.removing_replicas)
+    if is_moving and (not was_moving or (before.adding_replicas, before.removing_replicas)
+                      != (after.adding_replicas, after.removing_replicas)):
+        kinds.append(K.REASSIGNMENT_START)
+    elif was_moving and not is_moving:
+        kinds.append(reassignment_end(before, after))
+    if before.elr != after.elr or before.last_known_elr != after.last_known_elr:
+        kinds.append(K.ELR)
+    if before.leader_recovery_state != after.leader_recovery_state:
+        kinds.append(K.RECOVERY_STATE)
+    return tuple(kinds)
+
+
+def reassignment_end(before: PartitionState, after: PartitionState) -> PartitionChangeKind:
+    """Completion leaves the target (replicas minus removing); a cancel restores the original
+    (replicas minus adding). When both are the same set, Kafka completed it."""
+    target = [r for r in before.replicas if r not in before.removing_replicas]
+    original = [r for r in before.replicas if r not in before.adding_replicas]
+    if sorted(after.replicas) == sorted(target):
+        return K.REASSIGNMENT_COMPLETE
+    if sorted(after.replicas) == sorted(original):
+        return K.REASSIGNMENT_CANCEL
+    return K.REASSIGNMENT_COMPLETE if set(after.replicas) <= set(target) else K.REASSIGNMENT_CANCEL
+
+
+def election_type(
+    before: PartitionState | None,
+    after: PartitionState | None,
+    kinds: tuple[PartitionChangeKind, ...],
+    old_leader_shutting_down: bool = False,
+) -> ElectionType:
+    """How the new leader was chosen; NONE when the leader did not change or went offline."""
+    if before is None or after is None or K.LEADER not in kinds or after.leader < 0:
+        return ElectionType.NONE
+    new, old = after.leader, before.leader
+    if (after.leader_recovery_state is LeaderRecoveryState.RECOVERING
+            and before.leader_recovery_state is not LeaderRecoveryState.RECOVERING):
+        return ElectionType.UNCLEAN
+    if new in before.elr and new not in before.isr:
+        return ElectionType.ELR
+    if new not in before.isr:
+        return ElectionType.UNCLEAN
+    if K.REASSIGNMENT_COMPLETE in kinds or K.REASSIGNMENT_CANCEL in kinds or old in before.removing_replicas:
+        return ElectionType.REASSIGNMENT
+    if old_leader_shutting_down:
+        return ElectionType.CONTROLLED_SHUTDOWN
+    if old >= 0 and new == after.replicas[0] and old in after.isr:
+        # The old leader is still in sync: nothing forced the move but preference.
+        return ElectionType.PREFERRED
+    return ElectionType.CLEAN

@@ -1,0 +1,337 @@
+"""KRaft metadata records -> ControllerEvents with the full state before and after.
+
+`KRaftNormalizer` keeps the current image (topics, partitions, brokers, configs, features, the
+active controller) and applies each committed record with Kafka's own merge rules
+(PartitionRegistration.merge, ClusterDelta, TopicsDelta): a PartitionChangeRecord is a delta
+(Leader -2 and null lists mean unchanged; every record bumps the partition epoch; any Leader other
+than -2 bumps the leader epoch), so only a reader that keeps the image can say what the state was.
+
+Records must arrive in log order and already committed (see services.kraft.TransactionBuffer;
+`feed` buffers metadata transactions itself). Events come out unchained (seq 0, no hashes): the
+archive writer or the normalize agent chains them.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+
+from schemas.chain import event_id
+from schemas.events import (
+    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
+    ControllerEvent, FeatureLevelChange, LeaderRecoveryState, PartitionChange, PartitionState, Payload, SourceKind,
+    SourcePosition, TopicChange, TopicChangeKind, UnknownRecord,
+)
+from services.kraft import ControlRecord, MetadataRecord, TransactionBuffer
+from services.kraft import UnknownRecord as RawUnknown
+from services.normalize.classify import change_kinds, election_type
+from services.normalize.image import KRaftImage, redact
+
+RESOURCE_TYPES = {2: ConfigResourceType.TOPIC, 4: ConfigResourceType.BROKER, 8: ConfigResourceType.BROKER_LOGGER,
+                  16: ConfigResourceType.CLIENT_METRICS, 32: ConfigResourceType.GROUP}
+RECOVERY = {0: LeaderRecoveryState.RECOVERED, 1: LeaderRecoveryState.RECOVERING}
+# Records of known types that say nothing about controller state (quotas, ACLs, SCRAM, producer
+# ids, delegation tokens, migration state, controller registration, the NoOp heartbeat).
+NOT_CONTROLLER_STATE = {6, 10, 11, 13, 14, 15, 16, 18, 19, 20, 21, 22, 26, 27}
+TXN_MARKERS = {23, 24, 25}
+
+
+class KRaftNormalizer:
+    """Feed decoded records in log order; get ControllerEvents."""
+
+    def __init__(self, cluster_id: str, node_id: int = -1, clock: Callable[[], int] | None = None) -> None:
+        self.cluster_id = cluster_id
+        self.node_id = node_id
+        self.image = KRaftImage()
+        self.txn = TransactionBuffer()
+        self.clock = clock or (lambda: int(time.time() * 1000))
+        self.last_offset = -1
+        self._snapshot: tuple[int, set] | None = None  # (end offset, keys seen) while reading a snapshot
+
+    # --- input -----------------------------------------------------------------------------
+
+    def feed(self, record) -> list[ControllerEvent]:
+        """One record in log order (metadata, control or unknown); returns the events it commits."""
+        out: list[ControllerEvent] = []
+        for rec in self.txn.feed(record):
+            out.extend(self._apply(rec))
+        return out
+
+    def feed_all(self, records: Iterable) -> list[ControllerEvent]:
+        out: list[ControllerEvent] = []
+        for r in records:
+            out.extend(self.feed(r))
+        return out
+
+    def gap(self, from_offset: int, to_offset: int, reason: str, event_time_ms: int = -1) -> ControllerEvent:
+        """A stretch that was not read (deleted segment, corrupt bytes): recorded, never hidden."""
+        return self._event(SourceKind.KRAFT_LOG, from_offset, 0, None, event_time_ms if event_time_ms >= 0 else
+                           self.clock(), self.image.epoch, CaptureGap(from_offset, to_offset, reason))
+
+    def begin_snapshot(self, end_offset: int) -> None:
+        """The records that follow are a snapshot's full image (bootstrap events)."""
+        self._snapshot = (end_offset, set())
+
+    def end_snapshot(self, event_time_ms: int) -> list[ControllerEvent]:
+        """Whatever the image holds that the snapshot did not mention is gone: bootstrap deletes."""
+        assert self._snapshot is not None, "end_snapshot without begin_snapshot"
+        end, seen = self._snapshot
+        out: list[ControllerEvent] = []
+        index = 10**6  # after the snapshot's own record indexes
+        for key, state in sorted(self.image.partitions.items()):
+            if ("p",) + key not in seen:
+                topic = self.image.topic_names.get(key[0], "")
+                out.append(self._event(SourceKind.KRAFT_SNAPSHOT, end, index, None, event_time_ms, self.image.epoch,
+                                       PartitionChange(topic, key[0], key[1], state, None, change_kinds(state, None)),
+                                       bootstrap=True))
+                del self.image.partitions[key]
+                index += 1
+        for tid, name in sorted(self.image.topic_names.items()):
+            if ("t", tid) not in seen:
+                out.append(self._event(SourceKind.KRAFT_SNAPSHOT, end, index, None, event_time_ms, self.image.epoch,
+                                       TopicChange(TopicChangeKind.DELETED, name, tid), bootstrap=True))
+                del self.image.topic_names[tid]
+                index += 1
+        for bid, state in sorted(self.image.brokers.items()):
+            if ("b", bid) not in seen:
+                out.append(self._event(SourceKind.KRAFT_SNAPSHOT, end, index, None, event_time_ms, self.image.epoch,
+                                       BrokerChange(bid, BrokerChangeKind.UNREGISTERED, state, None), bootstrap=True))
+                del self.image.brokers[bid]
+                index += 1
+        self._snapshot = None
+        self.last_offset = end - 1
+        return out
+
+    # --- dispatch ----------------------------------------------------------------------------
+
+    def _apply(self, rec) -> list[ControllerEvent]:
+        if self._snapshot is None:
+            if rec.offset <= self.last_offset:
+                return []  # already applied (a re-read after a restart or a snapshot bootstrap)
+            self.last_offset = rec.offset
+        if isinstance(rec, ControlRecord):
+            return self._control(rec)
+        if isinstance(rec, RawUnknown):
+            return [self._ev(rec, UnknownRecord(rec.api_key if rec.api_key is not None else -1,
+                                                rec.version if rec.version is not None else -1,
+                                                bytes(rec.value), rec.error))]
+        if not isinstance(rec, MetadataRecord):
+            raise TypeError(f"not a decoded KRaft record: {type(rec).__name__}")
+        handler = _HANDLERS.get(rec.api_key)
+        if handler is not None:
+            return handler(self, rec, rec.data)
+        if rec.api_key in NOT_CONTROLLER_STATE or rec.api_key in TXN_MARKERS:
+            return []
+        return [self._ev(rec, UnknownRecord(rec.api_key, rec.version, b"", f"no handler for {rec.name}"))]
+
+    def _control(self, rec: ControlRecord) -> list[ControllerEvent]:
+        if rec.type == "LeaderChange" and rec.data is not None:
+            epoch = rec.leader_epoch
+            prev_leader, prev_epoch = self.image.controller, self.image.epoch
+            self.image.controller, self.image.epoch = rec.data["leaderId"], epoch
+            self.image.leaders_by_epoch[epoch] = rec.data["leaderId"]
+            cc = ControllerChange(rec.data["leaderId"], epoch, prev_leader, prev_epoch,
+                                  tuple(v["voterId"] for v in rec.data.get("voters", [])),
+                                  tuple(v["voterId"] for v in rec.data.get("grantingVoters", [])))
+            return [self._ev(rec, cc)]
+        if rec.type == "KRaftVersion" and rec.data is not None:
+            return self._feature(rec, "kraft.version", rec.data["kRaftVersion"])
+        return []  # snapshot header/footer and voter sets are framing, not controller decisions
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _ev(self, rec, payload: Payload, index: int = 0) -> ControllerEvent:
+        kind = SourceKind.KRAFT_SNAPSHOT if self._snapshot is not None else SourceKind.KRAFT_LOG
+        offset = self._snapshot[0] if self._snapshot is not None else rec.offset
+        if self._snapshot is not None:
+            index = rec.offset * 1000 + index  # offsets inside a snapshot file are record indexes
+        return self._event(kind, offset, index, rec.file, rec.append_time, rec.leader_epoch, payload,
+                           bootstrap=self._snapshot is not None)
+
+    def _event(self, kind: SourceKind, offset: int, index: int, file: str | None, event_time_ms: int, epoch: int,
+               payload: Payload, bootstrap: bool = False) -> ControllerEvent:
+        source = SourcePosition(kind, offset, index, self.node_id, file=file)
+        return ControllerEvent(
+            event_id=event_id(self.cluster_id, source), cluster_id=self.cluster_id, seq=0, source=source,
+            event_time_ms=event_time_ms, capture_time_ms=self.clock(),
+            controller_id=self.image.leaders_by_epoch.get(epoch, -1), controller_epoch=epoch,
+            payload=payload, metadata_version=self.image.features.get("metadata.version"), bootstrap=bootstrap,
+        )
+
+    def _seen(self, key: tuple) -> None:
+        if self._snapshot is not None:
+            self._snapshot[1].add(key)
+
+    def _feature(self, rec, name: str, level: int) -> list[ControllerEvent]:
+        previous = self.image.features.get(name)
+        if previous == level and self._snapshot is None:
+            return []
+        self.image.features[name] = level
+        return [self._ev(rec, FeatureLevelChange(name, level, previous))]
+
+    def _partition_event(self, rec, tid: str, pid: int, before: PartitionState | None,
+                         after: PartitionState | None, index: int = 0) -> ControllerEvent:
+        kinds = change_kinds(before, after)
+        shutting_down = False
+        if before is not None and before.leader >= 0:
+            b = self.image.brokers.get(before.leader)
+            shutting_down = b is not None and b.in_controlled_shutdown
+        election = election_type(before, after, kinds, shutting_down)
+        topic = self.image.topic_names.get(tid, "")
+        return self._ev(rec, PartitionChange(topic, tid, pid, before, after, kinds, election), index)
+
+    # --- handlers, one per record type (Kafka's replay rules) ---------------------------------
+
+    def _register_broker(self, rec, d: dict) -> list[ControllerEvent]:
+        bid = d["brokerId"]
+        self._seen(("b", bid))
+        before = self.image.brokers.get(bid)
+        after = BrokerState(
+            broker_id=bid, epoch=d["brokerEpoch"], fenced=d.get("fenced", True),
+            in_controlled_shutdown=d.get("inControlledShutdown", False), incarnation_id=d["incarnationId"],
+            rack=d.get("rack"), endpoints=tuple(f"{e['name']}://{e['host']}:{e['port']}" for e in d["endPoints"]),
+        )
+        self.image.brokers[bid] = after
+        return [self._ev(rec, BrokerChange(bid, BrokerChangeKind.REGISTERED, before, after))]
+
+    def _unregister_broker(self, rec, d: dict) -> list[ControllerEvent]:
+        bid = d["brokerId"]
+        before = self.image.brokers.pop(bid, None)
+        return [self._ev(rec, BrokerChange(bid, BrokerChangeKind.UNREGISTERED, before, None))]
+
+    def _fence(self, rec, d: dict, fenced: bool) -> list[ControllerEvent]:
+        return self._broker_change(rec, d["id"], fenced=fenced, shutdown=None)
+
+    def _registration_change(self, rec, d: dict) -> list[ControllerEvent]:
+        fenced = {1: True, -1: False}.get(d.get("fenced", 0))
+        shutdown = True if d.get("inControlledShutdown", 0) == 1 else None
+        return self._broker_change(rec, d["brokerId"], fenced=fenced, shutdown=shutdown)
+
+    def _broker_change(self, rec, bid: int, fenced: bool | None, shutdown: bool | None) -> list[ControllerEvent]:
+        before = self.image.brokers.get(bid)
+        if before is None:
+            return [self._ev(rec, UnknownRecord(rec.api_key, rec.version, b"",
+                                                f"{rec.name} for broker {bid}, which is not registered"))]
+        after = before
+        if fenced is not None:
+            after = replace(after, fenced=fenced, in_controlled_shutdown=False if fenced else after.in_controlled_shutdown)
+        if shutdown:
+            after = replace(after, in_controlled_shutdown=True)
+        kind = (BrokerChangeKind.CONTROLLED_SHUTDOWN if shutdown else BrokerChangeKind.FENCED if fenced
+                else BrokerChangeKind.UNFENCED if fenced is False else BrokerChangeKind.UPDATED)
+        if after == before:
+            return []  # only fields we do not model changed (log dirs): nothing for the record
+        self.image.brokers[bid] = after
+        return [self._ev(rec, BrokerChange(bid, kind, before, after))]
+
+    def _topic(self, rec, d: dict) -> list[ControllerEvent]:
+        tid = d["topicId"]
+        self._seen(("t", tid))
+        if self._snapshot is not None and self.image.topic_names.get(tid) == d["name"]:
+            return []  # already known: a snapshot restates it
+        self.image.topic_names[tid] = d["name"]
+        return [self._ev(rec, TopicChange(TopicChangeKind.CREATED, d["name"], tid))]
+
+    def _remove_topic(self, rec, d: dict) -> list[ControllerEvent]:
+        tid = d["topicId"]
+        out = []
+        for i, key in enumerate(sorted(k for k in self.image.partitions if k[0] == tid)):
+            out.append(self._partition_event(rec, tid, key[1], self.image.partitions.pop(key), None, index=i))
+        name = self.image.topic_names.pop(tid, "")
+        out.append(self._ev(rec, TopicChange(TopicChangeKind.DELETED, name, tid), index=len(out)))
+        return out
+
+    def _partition_record(self, rec, d: dict) -> list[ControllerEvent]:
+        tid, pid = d["topicId"], d["partitionId"]
+        self._seen(("p", tid, pid))
+        after = PartitionState(
+            replicas=tuple(d["replicas"]), isr=tuple(d["isr"]), leader=d["leader"],
+            leader_epoch=d["leaderEpoch"], partition_epoch=d["partitionEpoch"],
+            adding_replicas=tuple(d["addingReplicas"]), removing_replicas=tuple(d["removingReplicas"]),
+            elr=tuple(d.get("eligibleLeaderReplicas") or ()), last_known_elr=tuple(d.get("lastKnownElr") or ()),
+            leader_recovery_state=RECOVERY.get(d.get("leaderRecoveryState", 0), LeaderRecoveryState.UNKNOWN),
+        )
+        before = self.image.partitions.get((tid, pid))
+        if self._snapshot is not None and before == after:
+            return []  # a snapshot restating what we already know
+        self.image.partitions[(tid, pid)] = after
+        return [self._partition_event(rec, tid, pid, before, after)]
+
+    def _partition_change(self, rec, d: dict) -> list[ControllerEvent]:
+        tid, pid = d["topicId"], d["partitionId"]
+        before = self.image.partitions.get((tid, pid))
+        if before is None:
+            return [self._ev(rec, UnknownRecord(rec.api_key, rec.version, b"",
+                                                f"PartitionChangeRecord for unknown partition {tid}-{pid}"))]
+        after = merge(before, d)
+        self.image.partitions[(tid, pid)] = after
+        return [self._partition_event(rec, tid, pid, before, after)]
+
+    def _clear_elr(self, rec, d: dict) -> list[ControllerEvent]:
+        name = d.get("topicName", "")
+        out = []
+        for key in sorted(self.image.partitions):
+            state = self.image.partitions[key]
+            if (name and self.image.topic_names.get(key[0]) != name) or not (state.elr or state.last_known_elr):
+                continue
+            after = replace(state, elr=(), last_known_elr=(), partition_epoch=state.partition_epoch + 1)
+            self.image.partitions[key] = after
+            out.append(self._partition_event(rec, key[0], key[1], state, after, index=len(out)))
+        return out
+
+    def _config(self, rec, d: dict) -> list[ControllerEvent]:
+        rtype = RESOURCE_TYPES.get(d["resourceType"], ConfigResourceType.UNKNOWN)
+        key = (rtype.value, d["resourceName"], d["name"])
+        self._seen(("c",) + key)
+        previous = self.image.configs.get(key)
+        value = d.get("value")
+        if value is None:
+            self.image.configs.pop(key, None)
+        else:
+            self.image.configs[key] = value
+        if self._snapshot is not None and previous == value:
+            return []
+        shown, shown_prev, redacted = redact(d["name"], value, previous)
+        return [self._ev(rec, ConfigChange(rtype, d["resourceName"], d["name"], shown, shown_prev, redacted))]
+
+    def _feature_level(self, rec, d: dict) -> list[ControllerEvent]:
+        return self._feature(rec, d["name"], d["featureLevel"])
+
+
+def merge(before: PartitionState, d: dict) -> PartitionState:
+    """PartitionRegistration.merge: apply a PartitionChangeRecord's data to the current state."""
+    leader = d.get("leader", -2)
+    replicas = d.get("replicas")
+    isr = d.get("isr")
+    removing, adding = d.get("removingReplicas"), d.get("addingReplicas")
+    elr, lkelr = d.get("eligibleLeaderReplicas"), d.get("lastKnownElr")
+    recovery = d.get("leaderRecoveryState", -1)
+    return PartitionState(
+        replicas=before.replicas if replicas is None else tuple(replicas),
+        isr=before.isr if isr is None else tuple(isr),
+        leader=before.leader if leader == -2 else leader,
+        leader_epoch=before.leader_epoch if leader == -2 else before.leader_epoch + 1,
+        partition_epoch=before.partition_epoch + 1,
+        adding_replicas=before.adding_replicas if adding is None else tuple(adding),
+        removing_replicas=before.removing_replicas if removing is None else tuple(removing),
+        elr=before.elr if elr is None else tuple(elr),
+        last_known_elr=before.last_known_elr if lkelr is None else tuple(lkelr),
+        leader_recovery_state=before.leader_recovery_state if recovery == -1
+        else RECOVERY.get(recovery, LeaderRecoveryState.UNKNOWN),
+    )
+
+
+_HANDLERS: dict[int, Callable[[KRaftNormalizer, MetadataRecord, dict], list[ControllerEvent]]] = {
+    0: KRaftNormalizer._register_broker,
+    1: KRaftNormalizer._unregister_broker,
+    2: KRaftNormalizer._topic,
+    3: KRaftNormalizer._partition_record,
+    4: KRaftNormalizer._config,
+    5: KRaftNormalizer._partition_change,
+    7: lambda n, r, d: n._fence(r, d, True),
+    8: lambda n, r, d: n._fence(r, d, False),
+    9: KRaftNormalizer._remove_topic,
+    12: KRaftNormalizer._feature_level,
+    17: KRaftNormalizer._registration_change,
+    28: KRaftNormalizer._clear_elr,
+}

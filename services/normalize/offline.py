@@ -1,0 +1,128 @@
+"""Offline import: a copied `__cluster_metadata-0` directory (or files from it) -> ControllerEvents.
+
+Which files to read: if the segments start at offset 0 the log alone is the whole history.
+Otherwise the oldest history was deleted by retention; the import bootstraps from the oldest
+snapshot that reaches the first retained segment (its records become bootstrap events: state, not
+transitions), records the deleted stretch as a CaptureGap, and replays the segments after it.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from schemas.errors import ContractError
+from schemas.events import ControllerEvent
+from services.kraft import KRaftError, LogReader, metadata_files, snapshot_id
+from services.kraft.files import segment_base_offset
+from services.normalize.kraft import KRaftNormalizer
+
+log = logging.getLogger(__name__)
+
+
+class ImportError_(ContractError):
+    """The given files do not form a history that can be imported."""
+
+
+@dataclass
+class ImportReport:
+    files: list[str] = field(default_factory=list)
+    records: int = 0
+    events: int = 0
+    gaps: list[str] = field(default_factory=list)
+    partial_tail: str | None = None
+    aborted_transactions: int = 0
+
+
+def cluster_id_of(paths: Sequence[Path]) -> str | None:
+    """cluster.id from the meta.properties of the log dir holding `__cluster_metadata-0`."""
+    for p in paths:
+        d = p if p.is_dir() else p.parent
+        for candidate in (d / "meta.properties", d.parent / "meta.properties"):
+            if candidate.is_file():
+                m = re.search(r"^cluster\.id=(\S+)", candidate.read_text(), re.M)
+                if m:
+                    return m.group(1)
+    return None
+
+
+def plan(paths: Sequence[Path]) -> list[Path]:
+    """The files to read, in order: [snapshot] + segments (see the module doc)."""
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            files.extend(metadata_files(p))
+        elif p.exists():
+            files.append(p)
+        else:
+            raise ImportError_(f"{p}: no such file or directory")
+    segments = sorted((f for f in files if segment_base_offset(f) is not None), key=segment_base_offset)
+    snapshots = sorted((f for f in files if snapshot_id(f) is not None), key=lambda f: snapshot_id(f).end_offset)
+    others = [f for f in files if f not in segments and f not in snapshots]
+    if others:
+        raise ImportError_(f"{others[0]}: not a metadata log segment (NNN.log) or snapshot (NNN-EEE.checkpoint)")
+    if not segments and not snapshots:
+        raise ImportError_("no metadata log segments or snapshots in " + ", ".join(map(str, paths)))
+    first = segment_base_offset(segments[0]) if segments else None
+    if first == 0:
+        return segments
+    # The oldest snapshot that reaches the first retained segment, else the newest one.
+    usable = [s for s in snapshots if first is None or snapshot_id(s).end_offset >= first]
+    if not usable and snapshots:
+        usable = snapshots[-1:]
+    if not usable:
+        raise ImportError_(f"the segments start at offset {first} and no snapshot covers the history before it")
+    return usable[:1] + segments
+
+
+def import_events(paths: Sequence[str | Path], cluster_id: str | None = None, on_error: str = "raise",
+                  node_id: int = -1, report: ImportReport | None = None) -> Iterator[ControllerEvent]:
+    """Events of the metadata files at `paths`, in log order (unchained)."""
+    paths = [Path(p) for p in paths]
+    report = report if report is not None else ImportReport()
+    cluster = cluster_id or cluster_id_of(paths) or "unknown-cluster"
+    norm = KRaftNormalizer(cluster, node_id=node_id)
+    for f in plan(paths):
+        report.files.append(str(f))
+        snap = snapshot_id(f)
+        reader = LogReader(f, on_error=on_error)
+        if snap is not None:
+            norm.begin_snapshot(snap.end_offset)
+            if not report.records and snap.end_offset > 0:
+                yield norm.gap(0, snap.end_offset - 1, f"history before offset {snap.end_offset} was deleted by "
+                               f"retention; state bootstrapped from snapshot {f.name}")
+                report.gaps.append(f"[0, {snap.end_offset - 1}] before snapshot {f.name}")
+        last_time = 0
+        try:
+            skipped = 0
+            for batch, records in reader.batches():
+                if len(reader.skipped) > skipped:
+                    skipped = len(reader.skipped)
+                    lo = norm.last_offset + 1
+                    reason = str(reader.skipped[-1])
+                    yield norm.gap(lo, batch.base_offset - 1, reason, batch.max_timestamp)
+                    report.gaps.append(reason)
+                last_time = batch.max_timestamp
+                for rec in records:
+                    report.records += 1
+                    for event in norm.feed(rec):
+                        report.events += 1
+                        yield event
+        except KRaftError as exc:
+            raise ImportError_(str(exc)) from None
+        if len(reader.skipped) > skipped:  # damage at the very end of the file
+            reason = str(reader.skipped[-1])
+            yield norm.gap(norm.last_offset + 1, -1, reason, last_time)
+            report.gaps.append(reason)
+        if snap is not None:
+            for event in norm.end_snapshot(last_time):
+                report.events += 1
+                yield event
+        if reader.partial_tail is not None:
+            report.partial_tail = f"{f}: the last batch at byte {reader.partial_tail.position} is incomplete"
+    report.aborted_transactions = len(norm.txn.aborted)
+    if norm.txn.in_transaction:
+        log.warning("the log ends inside a metadata transaction begun at offset %d: its records are not "
+                    "committed and were not imported", norm.txn.begin.offset)
