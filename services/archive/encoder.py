@@ -37,17 +37,38 @@ from schemas.events import (
     UnknownRecord,
 )
 
-def _zigzag(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
+def _varint_slow(z: int) -> bytes:
     out = bytearray()
-    while n & ~0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
+    while z & ~0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
     return bytes(out)
 
 
-_SMALL_MIN, _SMALL_MAX = -64, 1 << 14
+# Varints 14 bits at a time: _U14[x] is the whole varint of x < 2**14, _T14[x] the two bytes of
+# 14 low bits with the continuation bit set (more bytes follow). Times in ms need 3 lookups.
+_U14 = [_varint_slow(x) for x in range(1 << 14)]
+_T14 = [bytes(((x & 0x7F) | 0x80, (x >> 7) | 0x80)) for x in range(1 << 14)]
+
+
+def _zigzag(n: int) -> bytes:
+    z = (n << 1) ^ (n >> 63)
+    if z < 0x4000:
+        return _U14[z]
+    if z < 0x10000000:
+        return _T14[z & 0x3FFF] + _U14[z >> 14]
+    if z < 0x40000000000:
+        return _T14[z & 0x3FFF] + _T14[(z >> 14) & 0x3FFF] + _U14[z >> 28]
+    parts = []
+    while z >= 0x4000:
+        parts.append(_T14[z & 0x3FFF])
+        z >>= 14
+    parts.append(_U14[z])
+    return b"".join(parts)
+
+
+_SMALL_MIN, _SMALL_MAX = -64, 1 << 13
 _SMALL = [_zigzag(i) for i in range(_SMALL_MIN, _SMALL_MAX)]
 
 
@@ -105,6 +126,7 @@ class FastV1Encoder:
                     collect(t["items"])
         collect(s)
         self._enum = {name: {sym: enc_long(i) for i, sym in enumerate(syms)} for name, syms in enums.items()}
+        self._source_kind = self._enum["SourceKind"]
 
     # -- primitives ---------------------------------------------------------------------------
     def s(self, v: str) -> bytes:
@@ -140,7 +162,7 @@ class FastV1Encoder:
         b = b"".join((
             b"\x02", ints(p.replicas), ints(p.isr), ints(p.adding_replicas), ints(p.removing_replicas),
             ints(p.elr), ints(p.last_known_elr), enc_long(p.leader), enc_long(p.leader_epoch),
-            enc_long(p.partition_epoch), self._enum["LeaderRecoveryState"][p.leader_recovery_state.value],
+            enc_long(p.partition_epoch), self._enum["LeaderRecoveryState"][p.leader_recovery_state],
         ))
         if len(self._states) >= self._states.limit:
             self._states.clear()
@@ -163,15 +185,16 @@ class FastV1Encoder:
         if name == "PartitionChange":
             pc: PartitionChange = p
             kinds = self._enum["PartitionChangeKind"]
-            changes = (enc_long(len(pc.changes)) + b"".join([kinds[c.value] for c in pc.changes]) + b"\x00"
+            changes = (enc_long(len(pc.changes)) + b"".join([kinds[c] for c in pc.changes]) + b"\x00"
                        if pc.changes else b"\x00")
             return b"".join((
                 head, s(pc.topic), s(pc.topic_id), enc_long(pc.partition), self.state(pc.before), self.state(pc.after),
-                changes, self._enum["ElectionType"][pc.election.value], self.opt_s(pc.reason),
+                changes, self._enum["ElectionType"][pc.election], self.opt_s(pc.reason),
             ))
         if name == "OffsetSample":
             o: OffsetSample = p
-            reps = b"".join([enc_long(r.broker_id) + enc_long(r.log_end_offset) + enc_long(r.time_ms) for r in o.replicas])
+            zz = _zigzag
+            reps = b"".join([zz(r.broker_id) + zz(r.log_end_offset) + zz(r.time_ms) for r in o.replicas])
             return b"".join((
                 head, s(o.topic), enc_long(o.partition), enc_long(o.leader), enc_long(o.leader_epoch),
                 enc_long(o.high_watermark), enc_long(o.hw_time_ms),
@@ -179,7 +202,7 @@ class FastV1Encoder:
             ))
         if name == "BrokerChange":
             bc: BrokerChange = p
-            return b"".join((head, enc_long(bc.broker_id), self._enum["BrokerChangeKind"][bc.kind.value],
+            return b"".join((head, enc_long(bc.broker_id), self._enum["BrokerChangeKind"][bc.kind],
                              self.broker(bc.before), self.broker(bc.after)))
         if name == "ControllerChange":
             c: ControllerChange = p
@@ -187,10 +210,10 @@ class FastV1Encoder:
                              enc_long(c.previous_epoch), self.ints(c.voters), self.ints(c.granting_voters)))
         if name == "TopicChange":
             t: TopicChange = p
-            return b"".join((head, self._enum["TopicChangeKind"][t.kind.value], s(t.topic), s(t.topic_id)))
+            return b"".join((head, self._enum["TopicChangeKind"][t.kind], s(t.topic), s(t.topic_id)))
         if name == "ConfigChange":
             cc: ConfigChange = p
-            return b"".join((head, self._enum["ConfigResourceType"][cc.resource_type.value], s(cc.resource_name),
+            return b"".join((head, self._enum["ConfigResourceType"][cc.resource_type], s(cc.resource_name),
                              s(cc.name), self.opt_s(cc.value), self.opt_s(cc.previous_value),
                              b"\x01" if cc.redacted else b"\x00"))
         if name == "FeatureLevelChange":
@@ -207,13 +230,15 @@ class FastV1Encoder:
     def head(self, e: ControllerEvent, seq: int, prev_hash: str) -> bytes:
         """Every field before `hash`, with the given seq and prev_hash."""
         src = e.source
+        zz = _zigzag
+        extra = b"\x00\x00\x00" if src.zxid is None and src.file is None and src.line is None else (
+            self.opt_l(src.zxid) + self.opt_s(src.file) + self.opt_l(src.line))
         return b"".join((
-            self.s(e.event_id), self.s(e.cluster_id), enc_long(seq),
-            self._enum["SourceKind"][src.kind.value], enc_long(src.node_id), enc_long(src.offset), enc_long(src.index),
-            self.opt_l(src.zxid), self.opt_s(src.file), self.opt_l(src.line),
-            enc_long(e.event_time_ms), enc_long(e.capture_time_ms), enc_long(e.controller_id),
-            enc_long(e.controller_epoch), self.opt_l(e.metadata_version), b"\x01" if e.bootstrap else b"\x00",
-            _enc_str_raw(prev_hash),
+            _enc_str_raw(e.event_id), self.s(e.cluster_id), zz(seq),
+            self._source_kind[src.kind], zz(src.node_id), zz(src.offset), zz(src.index), extra,
+            zz(e.event_time_ms), zz(e.capture_time_ms), zz(e.controller_id), zz(e.controller_epoch),
+            b"\x00" if e.metadata_version is None else b"\x02" + zz(e.metadata_version),
+            b"\x01" if e.bootstrap else b"\x00", _enc_str_raw(prev_hash),
         ))
 
     def split(self, e: ControllerEvent, seq: int, prev_hash: str) -> tuple[bytes, bytes]:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import random
 from collections import deque
 
-from schemas.chain import event_id
+from hashlib import sha256
+
 from schemas.events import ControllerEvent, Payload, SourceKind, SourcePosition
 
+_SIM = SourceKind.SIMULATOR
 NOOP_INTERVAL_MS = 500  # metadata.max.idle.interval.ms: a NoOpRecord per half second of quiet
 
 
@@ -29,6 +31,7 @@ class Journal:
         self.metadata_version = metadata_version
         self.out: deque[ControllerEvent] = deque()
         self._idle_ms = 0
+        self._id_prefix = f"{cluster_id}|{SourceKind.SIMULATOR.value}|"
 
     def advance(self, gap_ms: int) -> None:
         self.time_ms += gap_ms
@@ -47,19 +50,20 @@ class Journal:
                controller: tuple[int, int] | None = None) -> ControllerEvent:
         """A metadata record's event. `new_offset=False` for the 2nd.. events of one record."""
         offset = self.next_offset() if new_offset else self.offset
-        return self._emit(SourcePosition(SourceKind.SIMULATOR, offset, index), payload, controller)
+        return self._emit(SourcePosition(_SIM, offset, index), payload, controller)
 
     def sample(self, payload: Payload) -> ControllerEvent:
         self.sample_index += 1
-        return self._emit(SourcePosition(SourceKind.SIMULATOR, max(self.offset, 0), self.sample_index), payload, None)
+        return self._emit(SourcePosition(_SIM, max(self.offset, 0), self.sample_index), payload, None)
 
     def _emit(self, src: SourcePosition, payload: Payload, controller: tuple[int, int] | None) -> ControllerEvent:
         cid, cepoch = controller if controller is not None else (self.controller_id, self.controller_epoch)
-        e = ControllerEvent(
-            event_id=event_id(self.cluster_id, src), cluster_id=self.cluster_id, seq=self.seq, source=src,
-            event_time_ms=self.time_ms, capture_time_ms=self.time_ms + 3 + int(self.rng.random() * 40),
-            controller_id=cid, controller_epoch=cepoch, payload=payload, metadata_version=self.metadata_version,
-        )
+        # = schemas.chain.event_id(cluster_id, src) for a simulator position (tested), without the
+        # generic formatting.
+        eid = sha256(f"{self._id_prefix}{src.offset}|{src.index}|None|None|None".encode()).hexdigest()[:32]
+        e = ControllerEvent(eid, self.cluster_id, self.seq, src, self.time_ms,
+                            self.time_ms + 3 + int(self.rng.random() * 40), cid, cepoch, payload,
+                            self.metadata_version)  # positional: twice as fast for frozen dataclasses
         self.seq += 1
         self.out.append(e)
         return e

@@ -19,6 +19,7 @@ MV_NO_BUMP_ON_ISR_SHRINK = 12  # 3.6-IV0
 MV_ELR = 23  # 4.0-IV1: eligible leader replicas supported
 
 Acceptable = Callable[[int], bool]
+_ORDER = tuple(K)
 
 
 class Change:
@@ -34,6 +35,22 @@ class Change:
 def change_kinds(before: PartitionState | None, after: PartitionState | None,
                  extra: Sequence[PartitionChangeKind] = ()) -> tuple[PartitionChangeKind, ...]:
     """The kinds of change, in the schema's enum order."""
+    if before is not None and after is not None and not extra:
+        # Fast path for the common ISR/leader changes.
+        kinds_l = []
+        if after.leader != before.leader:
+            kinds_l.append(K.LEADER)
+        elif after.leader_epoch != before.leader_epoch:
+            kinds_l.append(K.LEADER_EPOCH)
+        if after.isr != before.isr:
+            kinds_l.append(K.ISR)
+        if after.replicas != before.replicas:
+            kinds_l.append(K.REPLICAS)
+        if after.elr != before.elr or after.last_known_elr != before.last_known_elr:
+            kinds_l.append(K.ELR)
+        if after.leader_recovery_state != before.leader_recovery_state:
+            kinds_l.append(K.RECOVERY_STATE)
+        return tuple(kinds_l)
     kinds = set(extra)
     if before is None:
         kinds.add(K.CREATE)
@@ -52,7 +69,7 @@ def change_kinds(before: PartitionState | None, after: PartitionState | None,
             kinds.add(K.ELR)
         if after.leader_recovery_state != before.leader_recovery_state:
             kinds.add(K.RECOVERY_STATE)
-    return tuple(k for k in K if k in kinds)
+    return tuple(k for k in _ORDER if k in kinds)
 
 
 def target_elr(s: PartitionState, target_isr: tuple[int, ...], min_isr: int,
@@ -117,10 +134,11 @@ def build(
         leader_epoch += 1
     elif mv < MV_NO_BUMP_ON_ISR_SHRINK and leader != NO_LEADER and not set(s.isr) <= set(isr):
         leader_epoch += 1  # forced bump on ISR shrink (before 3.6-IV0)
-    after = replace(s, isr=isr, leader=leader, leader_epoch=leader_epoch, partition_epoch=s.partition_epoch + 1,
-                    elr=elr, last_known_elr=lke, leader_recovery_state=recovery)
-    if replace(after, partition_epoch=s.partition_epoch) == s:
+    if (leader == s.leader and leader_epoch == s.leader_epoch and isr == s.isr and elr == s.elr
+            and lke == s.last_known_elr and recovery == s.leader_recovery_state):
         return None  # changeRecordIsNoOp
+    after = PartitionState(s.replicas, isr, leader, leader_epoch, s.partition_epoch + 1, s.adding_replicas,
+                           s.removing_replicas, elr, lke, recovery)
     return Change(after, election if leader != s.leader else ElectionType.NONE)
 
 

@@ -196,10 +196,8 @@ class Simulator:
         for r in before.isr:
             if r not in after.isr and r in after.replicas:
                 self.lagging.add((p, r))
-        e = self.j.record(PartitionChange(
-            topic=p.topic.name, topic_id=p.topic.topic_id, partition=p.id, before=before, after=after,
-            changes=rules.change_kinds(before, after, extra), election=election, reason=reason,
-        ))
+        e = self.j.record(PartitionChange(p.topic.name, p.topic.topic_id, p.id, before, after,
+                                          rules.change_kinds(before, after, extra), election, reason))
         if follow_up and p.reassignment is not None and not p.reassignment.cancel and rules.can_complete(after):
             self.complete_reassignment(p)
         return e
@@ -317,13 +315,17 @@ class Simulator:
         strict = p.topic.min_isr(self.cfg.min_insync_replicas) if self.elr else None
         produce(p, self.rng, strict)
         s, t = p.state, self.j.time_ms
-        reps = tuple(
-            ReplicaOffset(r, p.leo.get(r, 0) if self.active(r) or r in s.isr else -1, t + 1 + i)
-            for i, r in enumerate(s.replicas)
-        )
-        return self.j.sample(OffsetSample(topic=p.topic.name, partition=p.id, leader=s.leader,
-                                          leader_epoch=s.leader_epoch, high_watermark=p.hw if hw is None else hw,
-                                          hw_time_ms=t, replicas=reps))
+        brokers, leo, isr = self.brokers, p.leo, s.isr
+        reps = []
+        for r in s.replicas:
+            t += 1
+            b = brokers.get(r)
+            up = r in isr or (b is not None and b.registered and not b.fenced)
+            reps.append(ReplicaOffset(r, leo.get(r, 0) if up else -1, t))
+        t = self.j.time_ms
+        reps = tuple(reps)
+        return self.j.sample(OffsetSample(p.topic.name, p.id, s.leader, s.leader_epoch,
+                                          p.hw if hw is None else hw, t, reps))
 
     # -- ISR and elections --------------------------------------------------------------------
     def op_isr_shrink(self) -> None:
