@@ -11,6 +11,6 @@ def spark():
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from checks.spark_engine import build_session
 
-    session = build_session("local[2]", app_name="ctrlaudit-tests", shuffle_partitions=4)
+    session = build_session("local[2]", app_name="ctrlaudit-tests", shuffle_partitions=1)
     yield session
     session.stop()

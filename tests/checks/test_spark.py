@@ -1,0 +1,87 @@
+"""Spark: one session, all handmade histories in one run (one cluster id each); the Spark flat view
+equals schemas.flat's table, and Spark reports exactly what DuckDB reports."""
+from __future__ import annotations
+
+import pytest
+
+from checks.catalog import NAMES
+from checks.duckdb_engine import DuckDBEngine
+from checks.inputs import resolve
+from checks.run import run_check
+from schemas import flat
+from tests.checks.cases import CLEAN, VIOLATING
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def archive_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("histories")
+    marks = {}
+    for case, (name, make) in sorted(VIOLATING.items()):
+        h = make(case)
+        h.write(d / f"{case}.avro")
+        marks[case] = sorted((name, rule, idx) for rule, idx in h.bad)
+    for case, make in sorted(CLEAN.items()):
+        make(case).write(d / f"{case}.avro")
+        marks[case] = []
+    return d, marks
+
+
+@pytest.fixture(scope="module")
+def spark_engine(spark, archive_dir):
+    from checks.spark_engine import SparkEngine
+
+    eng = SparkEngine.from_archives(spark, resolve([archive_dir[0]]).archives)
+    yield eng
+    eng.close()
+
+
+@pytest.fixture(scope="module")
+def spark_rows(spark_engine):
+    return spark_engine.violations(NAMES)
+
+
+@pytest.fixture(scope="module")
+def duck_rows(archive_dir):
+    eng = DuckDBEngine.from_archives(resolve([archive_dir[0]]).archives)
+    try:
+        return eng.violations(NAMES)
+    finally:
+        eng.close()
+
+
+def test_spark_flat_view_equals_flat_table(spark_engine, archive_dir):
+    from checks.inputs import archives_to_arrow
+
+    want = archives_to_arrow(resolve([archive_dir[0]]).archives).sort_by([("cluster_id", "ascending"),
+                                                                          ("seq", "ascending")])
+    got = spark_engine.df.orderBy("cluster_id", "seq").toArrow()
+    assert got.column_names == flat.COLUMN_NAMES
+    assert got.num_rows == want.num_rows
+    for name in flat.COLUMN_NAMES:
+        assert got.column(name).to_pylist() == want.column(name).to_pylist(), name
+
+
+def test_spark_reports_exactly_the_marked_breaches(spark_rows, archive_dir):
+    _, marks = archive_dir
+    for case, want in marks.items():
+        got = sorted((r[0], r[4], r[2]) for r in spark_rows if r[1] == case and r[5] == "violated")
+        assert got == want, case
+
+
+def test_duckdb_equals_spark(spark_rows, duck_rows):
+    assert spark_rows == duck_rows
+    assert len(spark_rows) > len(VIOLATING)
+
+
+def test_run_check_with_spark_engine(spark, archive_dir, tmp_path):
+    d, _ = archive_dir
+    some = ["valid_high_watermark", "leader_in_isr"]
+    assert run_check([d / "clean_baseline.avro"], engine="spark", spark=spark, invariants=some) == 0
+    assert run_check([d / "hw_above_leo.avro"], engine="spark", spark=spark, invariants=some,
+                     json_path=tmp_path / "r.json") == 1
+    import json
+
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["engine"] == "spark" and report["summary"]["valid_high_watermark"] == "fail"
