@@ -62,7 +62,11 @@ def rebuild_partitions(con: duckdb.DuckDBPyConnection, touched: str | None) -> N
     con.execute(f"""
         INSERT INTO partition_intervals
         WITH changes AS (
-            SELECT e.*, LEAD(seq) OVER w AS next_seq, LEAD(event_time_ms) OVER w AS next_time
+            SELECT e.cluster_id, e.topic_id, e.topic, e."partition", e.seq, e.event_time_ms, e.source_offset,
+                   e.event_id, e.controller_id, e.controller_epoch, e.changes, e.election, e.has_after,
+                   e.a_replicas, e.a_isr, e.a_adding, e.a_removing, e.a_elr, e.a_last_known_elr, e.a_leader,
+                   e.a_leader_epoch, e.a_partition_epoch, e.a_recovery,
+                   LEAD(seq) OVER w AS next_seq, LEAD(event_time_ms) OVER w AS next_time
             FROM events e {keys}
             WHERE kind = 'PartitionChange'
             WINDOW w AS (PARTITION BY cluster_id, topic_id, "partition" ORDER BY seq)

@@ -68,6 +68,19 @@ def _duck_type(t: pa.DataType) -> str:
     return {pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN"}[t]
 
 
+def _sorted_unique(table: pa.Table) -> pa.Table:
+    """Rows in (cluster, seq) order, one per (cluster, seq): decode workers return blocks
+    interleaved, and the same file may be named twice."""
+    table = table.take(pc.sort_indices(table, [("cluster_id", "ascending"), ("seq", "ascending")]))
+    if table.num_rows < 2:
+        return table
+    cluster, seq = table.column("cluster_id").combine_chunks(), table.column("seq").combine_chunks()
+    same = pc.and_(pc.equal(cluster[1:], cluster[:-1]), pc.equal(seq[1:], seq[:-1]))
+    if not pc.any(same).as_py():
+        return table
+    return table.filter(pa.concat_arrays([pa.array([True]), pc.invert(same)]))
+
+
 def parse_time(value: str | int) -> int:
     """Epoch millis from epoch millis (int or digits) or ISO-8601 (naive = UTC)."""
     if isinstance(value, int):
@@ -93,6 +106,7 @@ class Store:
         if read_only and not self.path.exists():
             raise StoreError(f"{self.path}: no such store (load archive files first)")
         self.con = duckdb.connect(str(self.path), read_only=read_only, config=config)
+        self.con.execute("SET enable_progress_bar = false")
         self._check_layout(read_only)
 
     def __enter__(self) -> Store:
@@ -148,31 +162,41 @@ class Store:
         if not tables:
             return report
         t1 = _time.perf_counter()
-        staged = pa.concat_tables(tables)
-        report.events_read = staged.num_rows
+        staged = _sorted_unique(pa.concat_tables(tables))
+        report.events_read = sum(t.num_rows for t in tables)
         con = self.con
         con.register("staged", staged)
         try:
             con.execute("BEGIN")
             self._refuse_forks()
-            con.execute("""CREATE OR REPLACE TEMP TABLE new_events AS
-                SELECT * FROM (SELECT DISTINCT ON (cluster_id, seq) * FROM staged) s
-                WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.cluster_id = s.cluster_id AND e.seq = s.seq)
-                ORDER BY cluster_id, seq""")
-            report.events_added = con.execute("SELECT count(*) FROM new_events").fetchall()[0][0]
+            fresh = self._new_rows(staged)
+            con.register("new_events", fresh)
+            report.events_added = fresh.num_rows
             con.execute("INSERT INTO events SELECT * FROM new_events")
             self._rebuild_intervals()
             self._record_files(per_file)
-            report.clusters = [r[0] for r in con.execute("SELECT DISTINCT cluster_id FROM new_events").fetchall()]
-            con.execute("DROP TABLE new_events")
+            report.clusters = sorted(set(fresh.column("cluster_id").to_pylist()))
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
             raise
         finally:
             con.unregister("staged")
+            con.unregister("new_events")  # no-op when never registered
         report.store_seconds = _time.perf_counter() - t1
         return report
+
+    def _new_rows(self, staged: pa.Table) -> pa.Table:
+        """The staged rows whose (cluster, seq) the store does not hold yet (an Arrow anti-join on
+        the keys only: cheaper than moving the wide rows through SQL)."""
+        known = self.con.sql("""SELECT e.cluster_id, e.seq FROM events e SEMI JOIN staged s
+                                 ON e.cluster_id = s.cluster_id AND e.seq = s.seq""").to_arrow_table()
+        known_table = known
+        if known_table.num_rows == 0:
+            return staged
+        keys = pc.binary_join_element_wise(staged.column("cluster_id"), pc.cast(staged.column("seq"), pa.string()), "|")
+        old = pc.binary_join_element_wise(known_table.column("cluster_id"), pc.cast(known_table.column("seq"), pa.string()), "|")
+        return staged.filter(pc.invert(pc.is_in(keys, value_set=old)))
 
     def _refuse_forks(self) -> None:
         """Same seq, different hash: two histories claim one position. Never pick one silently."""
