@@ -163,11 +163,13 @@ def fenced_broker_not_in_isr(sim: Simulator) -> BreachRecord | None:
         sim.later(50 + sim.rng.randrange(200), sim.resume, b)
         fenced = [b.id]
     fset = set(fenced)
-    p = _partition(sim, lambda q: _healthy(q) and any(r in fset and r not in q.state.isr for r in q.state.replicas))
+    def candidates(q: Partition) -> list[int]:
+        return [r for r in q.state.replicas if r in fset and r not in q.state.isr and r not in q.state.elr]
+    p = _partition(sim, lambda q: _healthy(q) and bool(candidates(q)))
     if p is None:
         return None
     s = p.state
-    b = next(r for r in s.replicas if r in fset and r not in s.isr)
+    b = candidates(p)[0]
     broken = replace(s, isr=s.isr + (b,), partition_epoch=s.partition_epoch + 1)
     e = _emit_raw(sim, p, broken, reason="injected: stale AlterPartition re-adds a fenced broker")
     _emit_raw(sim, p, replace(broken, isr=s.isr, partition_epoch=broken.partition_epoch + 1),

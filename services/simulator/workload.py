@@ -254,8 +254,8 @@ class Simulator:
     def create_topic(self, partitions: int, rf: int) -> Topic | None:
         usable = sorted(b.id for b in self.brokers.values() if b.active)
         rf = min(rf, len(usable))
-        if rf < 1:
-            return None
+        if rf < 1 or (rf > 1 and len({self.brokers[b].rack for b in usable}) == 1 < self.rack_count()):
+            return None  # Kafka would stack replicas on the one rack that is up; create it later
         name = f"topic-{self._topic_counter:05d}"
         self._topic_counter += 1
         configs = {MIN_ISR: str(min(self.cfg.min_insync_replicas, rf))}
@@ -491,7 +491,7 @@ class Simulator:
         else:
             removed = self.rng.sample(current, k)
         kept = [r for r in current if r not in removed]
-        used_racks = {self.brokers[r].rack for r in kept}
+        used_racks = {self.brokers[r].rack for r in (kept or removed)}
         candidates = [b for b in sorted(self.brokers) if self.brokers[b].active and b not in current]
         if len(candidates) < k:
             return None
@@ -504,7 +504,13 @@ class Simulator:
             candidates.remove(b)
             used_racks.add(self.brokers[b].rack)
             target.insert(self.rng.randrange(len(target) + 1), b)
+        racks = self.rack_count()
+        if any(len(rs) > 1 and len({self.brokers[r].rack for r in rs}) == 1 < racks for rs in (target, target + removed)):
+            return None  # the other racks' brokers are down: wait rather than pile onto one rack
         return tuple(target)
+
+    def rack_count(self) -> int:
+        return len({b.rack for b in self.brokers.values() if b.rack is not None})
 
     def op_reassign_start(self) -> None:
         if len(self.reassigning) >= max(4, len(self.live) // 50):
