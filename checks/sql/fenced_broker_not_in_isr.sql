@@ -7,6 +7,8 @@
 --  (b) a broker is fenced or unregistered (not in a bootstrap) while some partition's state as of
 --      that moment still has it as leader or in the ISR. Kafka writes the PartitionChanges that
 --      remove it before the fence record, so a correct history never shows this.
+-- Legal exception (KRaft before ELR): when the last ISR member's broker goes away, the partition keeps
+-- it as its only ISR member with leader -1 ("last replica standing"); such states are not judged.
 -- As-of lookups use one ordered stream per (cluster, broker) and a running count that numbers the
 -- broker's state versions, so they scale without range joins.
 WITH brokers AS (
@@ -24,7 +26,7 @@ joiners AS (
   SELECT cluster_id, seq, topic, partition, a_leader, a_isr,
          {explode(CASE WHEN bootstrap OR NOT has_before THEN {union(a_isr, {list1(a_leader)})}
                   ELSE {except({union(a_isr, {list1(a_leader)})}, {union(b_isr, {list1(b_leader)})})} END)} AS broker
-  FROM pc WHERE has_after
+  FROM pc WHERE has_after AND NOT (a_leader = -1 AND {size(a_isr)} <= 1)
 ),
 stream AS (
   SELECT cluster_id, seq, broker, state, 1 AS is_broker,
@@ -83,7 +85,7 @@ intervals AS (
               WHEN d.del_seq IS NULL THEN n.next_seq
               WHEN d.del_seq < n.next_seq THEN d.del_seq ELSE n.next_seq END AS end_seq
   FROM pc_next n JOIN pc_del d ON n.cluster_id = d.cluster_id AND n.seq = d.seq AND d.is_pc = 1
-  WHERE n.has_after
+  WHERE n.has_after AND NOT (n.a_leader = -1 AND {size(n.a_isr)} <= 1)
 ),
 members AS (
   SELECT cluster_id, seq, end_seq, topic, partition,

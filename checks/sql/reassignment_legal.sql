@@ -1,7 +1,8 @@
 -- I13. Reassignment transitions (KIP-455; KRaft PartitionChangeBuilder / ZK onPartitionReassignment):
 --  start     (no adding/removing before, some after): replicas grow to OAR ∪ RAR (removing ⊆ old
 --            replicas, adding new), leader and ISR unchanged; adding replicas never join the ISR here;
---  during    adding replicas join the ISR only through the sitting leader (no election in that change),
+--  during    adding replicas join the ISR only through the sitting leader (no clean election in that
+--            change; an unclean election, which resets the ISR to its new leader, is I12's business),
 --            the replica set stays as it is;
 --  complete  only when adding ⊆ ISR; replicas = target (old replicas minus removing), removing out
 --            of the ISR, adding/removing cleared;
@@ -45,7 +46,9 @@ judged AS (
            WHEN phase = 'during' AND {set_eq(a_adding, b_adding)} AND {set_eq(a_removing, b_removing)}
                 AND NOT {set_eq(a_replicas, b_replicas)} THEN 'replicas_changed_during_reassignment'
            WHEN phase = 'during' AND NOT {subset({intersect(a_isr, b_adding)}, b_isr)}
-                AND (a_leader <> b_leader OR a_leader = -1) THEN 'adding_joined_isr_not_through_leader'
+                AND (a_leader <> b_leader OR a_leader = -1)
+                AND NOT (a_leader <> -1 AND NOT {contains(b_isr, a_leader)})  -- unclean: ISR := [leader], see I12
+             THEN 'adding_joined_isr_not_through_leader'
            WHEN phase = 'complete' AND NOT {subset(b_adding, a_isr)} THEN 'completed_before_adding_in_isr'
            WHEN phase = 'complete' AND NOT {set_eq(a_replicas, {except(b_replicas, b_removing)})}
              THEN 'completed_replicas_not_target'

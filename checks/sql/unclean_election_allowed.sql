@@ -1,4 +1,5 @@
--- I12. An election whose new leader was in neither the previous ISR nor the previous ELR is unclean.
+-- I12. An election whose new leader was in neither the previous ISR nor the previous ELR is unclean;
+-- so is one the source labels UNCLEAN or that enters RECOVERING (Kafka's TopicDelta counts those).
 -- It is allowed only where unclean.leader.election.enable is true as of that event: the topic's
 -- config, else the controller node's broker config, else the cluster-wide broker default, else
 -- Kafka's default (false). An unclean election must set leader recovery state RECOVERING (KIP-704);
@@ -9,7 +10,8 @@ WITH candidates AS (
   FROM events
   WHERE kind = 'PartitionChange' AND NOT bootstrap AND has_before AND has_after
     AND a_leader <> -1 AND a_leader <> b_leader
-    AND NOT {contains(b_isr, a_leader)} AND NOT {contains(b_elr, a_leader)}
+    AND ((NOT {contains(b_isr, a_leader)} AND NOT {contains(b_elr, a_leader)})
+         OR election = 'UNCLEAN' OR (a_recovery = 'RECOVERING' AND b_recovery <> 'RECOVERING'))
 ),
 configs AS (
   SELECT cluster_id, seq, config_value AS value,
@@ -64,6 +66,10 @@ described AS (
               ELSE concat('unclean.leader.election.enable=', value_asof, ' (',
                           CASE level WHEN 1 THEN 'topic' WHEN 2 THEN 'controller node' ELSE 'cluster default' END,
                           ' config, seq ', CAST(config_seq AS STRING), ')') END AS config_text,
+         CASE WHEN level IS NOT NULL THEN
+           concat('unclean.leader.election.enable=', value_asof, ' (',
+                  CASE level WHEN 1 THEN 'topic' WHEN 2 THEN 'controller node' ELSE 'cluster default' END,
+                  ' config)') END AS allowance_text,
          concat(topic, '-', CAST(partition AS STRING), ' leader ', CAST(b_leader AS STRING), ' -> ',
                 CAST(a_leader AS STRING), ', previous isr ', {show(b_isr)}, ', elr ', {show(b_elr)},
                 ', recovery ', a_recovery) AS what
@@ -72,7 +78,7 @@ described AS (
 SELECT cluster_id, seq, config_seq AS related_seq,
        CASE WHEN allowed = 1 THEN 'unclean_election' ELSE 'unclean_election_not_allowed' END AS rule,
        CASE WHEN allowed = 1 THEN 'allowed' ELSE 'violated' END AS status,
-       CASE WHEN allowed = 1 THEN config_text END AS allowance,
+       CASE WHEN allowed = 1 THEN allowance_text END AS allowance,
        concat('new leader in previous isr or elr; ', config_text) AS expected,
        what AS actual,
        CAST(1 AS BIGINT) AS magnitude
