@@ -71,6 +71,7 @@ class KafkaCluster:
             metadata_segment_bytes=metadata_segment_bytes, overrides=dict(overrides or {}))
         self.tools = KafkaTools(self.version, workdir=self.dir)
         self.procs: dict[int, subprocess.Popen] = {}
+        self.paused: set[int] = set()
         self.nodes = {i: NodeLayout(i, self.dir / f"node{i}", *config.ports_for(base_port, i))
                       for i in range(1, nodes + 1)}
 
@@ -186,6 +187,7 @@ class KafkaCluster:
         p = self.procs.get(node_id)
         if p is None or p.poll() is not None:
             return
+        p.send_signal(signal.SIGCONT)  # a paused JVM cannot act on SIGTERM
         p.send_signal(signal.SIGTERM)
         try:
             p.wait(timeout)
@@ -199,6 +201,21 @@ class KafkaCluster:
             return
         p.kill()
         p.wait(10)
+        self.paused.discard(node_id)
+
+    def pause_node(self, node_id: int) -> None:
+        """SIGSTOP: the JVM stays alive but stops heartbeating and fetching (it is fenced after
+        the session timeout and drops out of ISRs) without losing its registration or its log."""
+        p = self.procs.get(node_id)
+        if p is not None and p.poll() is None:
+            p.send_signal(signal.SIGSTOP)
+            self.paused.add(node_id)
+
+    def resume_node(self, node_id: int) -> None:
+        p = self.procs.get(node_id)
+        if p is not None and p.poll() is None:
+            p.send_signal(signal.SIGCONT)
+        self.paused.discard(node_id)
 
     def restart_node(self, node_id: int, *, kill: bool = False, timeout: float = 60) -> None:
         (self.kill_node if kill else self.stop_node)(node_id)

@@ -37,3 +37,37 @@ def snapshot_metadata(cluster: KafkaCluster, dest: Path) -> dict[int, list[Path]
         from services.kraft import metadata_files
         out[i] = [d / "bootstrap.checkpoint", *metadata_files(d / "__cluster_metadata-0")]
     return out
+
+
+def heal(cluster: KafkaCluster, timeout: float = 90) -> KafkaCluster:
+    """Bring a shared cluster back to all nodes running and unpaused (a test before may have
+    killed, stopped or paused one) and wait until every restarted node finished startup."""
+    started = []
+    for i in cluster.nodes:
+        cluster.resume_node(i)
+        if not cluster.is_running(i):
+            cluster.start_node(i)
+            started.append(i)
+    if started:
+        cluster.wait_ready(started, timeout=timeout)
+    return cluster
+
+
+def copy_node_metadata(cluster: KafkaCluster, node_id: int, dest: Path) -> Path:
+    """Copy one node's ``__cluster_metadata-0`` (plus meta.properties, so the import finds the
+    cluster id) and cut a copied active segment that ends inside a batch (the copy raced an
+    append) back to its last whole batch. Returns the copied partition directory."""
+    from services.kraft import LogReader, metadata_files
+    root = dest / f"node{node_id}"
+    target = root / "__cluster_metadata-0"
+    shutil.copytree(cluster.metadata_dir(node_id), target,
+                    ignore=shutil.ignore_patterns("*.part", "*.deleted", "*.swap"))
+    shutil.copy(cluster.nodes[node_id].data_dir / "meta.properties", root / "meta.properties")
+    for f in metadata_files(target):
+        reader = LogReader(f, live=True)
+        for _ in reader.batches():
+            pass
+        if reader.partial_tail is not None:
+            with open(f, "r+b") as fo:
+                fo.truncate(reader.partial_tail.position)
+    return target

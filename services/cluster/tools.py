@@ -21,6 +21,7 @@ _COMMON = {
     "features": "org.apache.kafka.tools.FeatureCommand",
     "cluster": "org.apache.kafka.tools.ClusterTool",
     "storage": "kafka.tools.StorageTool",
+    "producer-perf": "org.apache.kafka.tools.ProducerPerformance",
     "server": "kafka.Kafka",
 }
 
