@@ -85,3 +85,30 @@ def test_run_check_with_spark_engine(spark, archive_dir, tmp_path):
 
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["engine"] == "spark" and report["summary"]["valid_high_watermark"] == "fail"
+
+
+@pytest.mark.slow
+def test_spark_submit_job(archive_dir, tmp_path):
+    """The job runs under spark-submit with --master passed through; exit code and JUnit as run_check."""
+    import os
+    import subprocess
+    import sys
+    import xml.etree.ElementTree as ET
+    from pathlib import Path
+
+    import pyspark
+
+    d, _ = archive_dir
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    job = Path(__file__).resolve().parents[2] / "checks" / "spark_job.py"
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable}
+    xml = tmp_path / "r.xml"
+    proc = subprocess.run(
+        [str(submit), "--master", "local[1]", str(job), str(d / "leader_outside_isr.avro"),
+         "--invariant", "leader_in_isr", "--invariant", "isr_elr_sanity", "--junit", str(xml),
+         "--shuffle-partitions", "1"],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    root = ET.parse(xml).getroot()
+    assert root.get("failures") == "1"

@@ -1,0 +1,45 @@
+"""The Spark batch job: `spark-submit checks/spark_job.py --master local[2] ARCHIVE... [--json F] [--junit F]
+[--allow NAME ...] [--invariant NAME ...]`. Exit code as run_check: 0 clean, 1 violations, 2 bad input.
+
+`--master` is passed through (spark-submit's own flag works too; this one is for `python -m`).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    # spark-submit runs this file as a script: make the repository importable.
+    root = Path(__file__).resolve().parent.parent
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    from checks.run import run_check
+    from checks.spark_engine import build_session
+
+    parser = argparse.ArgumentParser(prog="ctrlaudit-check-spark", description=__doc__.splitlines()[0])
+    parser.add_argument("inputs", nargs="+", help="archive files or directories (or one replay store)")
+    parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's, else local[2])")
+    parser.add_argument("--json", dest="json_path")
+    parser.add_argument("--junit", dest="junit_path")
+    parser.add_argument("--allow", action="append", default=[])
+    parser.add_argument("--invariant", action="append", default=None)
+    parser.add_argument("--shuffle-partitions", type=int, default=8)
+    args = parser.parse_args(argv)
+
+    master = args.master
+    if master is None:
+        from pyspark import SparkConf
+
+        master = SparkConf().get("spark.master", "local[2]")
+    spark = build_session(master, shuffle_partitions=args.shuffle_partitions)
+    try:
+        return run_check(args.inputs, engine="spark", allow=args.allow, json_path=args.json_path,
+                         junit_path=args.junit_path, invariants=args.invariant, spark=spark)
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
