@@ -21,7 +21,7 @@ from schemas.events import (
     TopicChangeKind,
 )
 from services.simulator import rules
-from services.simulator.cluster import Partition, Topic, on_leader_change
+from services.simulator.cluster import UNCLEAN, Partition, Topic
 from services.simulator.config import BREACHES, BreachRecord
 from services.simulator.workload import Simulator, kafka_uuid
 
@@ -43,16 +43,21 @@ class Injector:
         return bool(self.pending) and self.pending[0][1] <= seq
 
     def run(self, sim: Simulator) -> None:
-        name, _ = self.pending[0]
-        record = INJECTORS[name](sim)
-        if record is None:
-            # No suitable state yet (e.g. no partition with two ISR members): let the workload run.
-            self.deferred += 1
-            sim.random_op()
-            return
-        self.pending.pop(0)
-        self.deferred = 0
-        self.records.append(record)
+        """Inject the first due breach that the current state allows; otherwise let the workload run
+        (e.g. no partition has two ISR members right now) and try again next step."""
+        for i, (name, index) in enumerate(self.pending):
+            if index > sim.j.seq:
+                break
+            record = INJECTORS[name](sim)
+            if record is not None:
+                self.pending.pop(i)
+                self.records.append(record)
+                self.deferred = 0
+                return
+            if len(sim.j.out):  # set-up events were emitted: finish this step with them
+                return
+        self.deferred += 1
+        sim.random_op()
 
 
 def _record(invariant: str, e: ControllerEvent, description: str) -> BreachRecord:
@@ -63,7 +68,10 @@ def _record(invariant: str, e: ControllerEvent, description: str) -> BreachRecor
 
 
 def _partition(sim: Simulator, ok: Callable[[Partition], bool]) -> Partition | None:
-    return sim.pick_partition(lambda p: p.reassignment is None and ok(p), tries=64)
+    """A random partition (not reassigning) that satisfies `ok`; failing that, the first one that does."""
+    def fits(p: Partition) -> bool:
+        return p.reassignment is None and not p.frozen and ok(p)
+    return sim.pick_partition(fits, tries=32) or next((p for p in sim.live if fits(p)), None)
 
 
 def _healthy(p: Partition) -> bool:
@@ -152,27 +160,25 @@ def isr_elr_sanity(sim: Simulator) -> BreachRecord | None:
 
 
 def fenced_broker_not_in_isr(sim: Simulator) -> BreachRecord | None:
-    fenced = [b for b in sorted(sim.brokers) if sim.brokers[b].registered and sim.brokers[b].fenced]
-    if not fenced:
-        if sim.down_brokers() >= sim.max_down + 1:
-            return None
-        b = sim.pick_active_broker()
-        if b is None:
-            return None
-        sim.fence(b, f"broker {b.id} session timed out")
-        sim.later(50 + sim.rng.randrange(200), sim.resume, b)
-        fenced = [b.id]
-    fset = set(fenced)
+    fset = {b for b in sorted(sim.brokers) if sim.brokers[b].registered and sim.brokers[b].fenced}
+
     def candidates(q: Partition) -> list[int]:
-        return [r for r in q.state.replicas if r in fset and r not in q.state.isr and r not in q.state.elr]
-    p = _partition(sim, lambda q: _healthy(q) and bool(candidates(q)))
+        return [r for r in q.state.replicas if r in fset and r not in q.state.isr]
+    p = _partition(sim, lambda q: _healthy(q) and bool(candidates(q))) if fset else None
     if p is None:
+        # Fence one more broker (legal set-up events); the breach follows on a later step.
+        host = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
+        if host is not None and sim.down_brokers() < sim.max_down + 1:
+            b = sim.brokers[next(r for r in host.state.isr if r != host.state.leader)]
+            sim.fence(b, f"broker {b.id} session timed out")
+            sim.later(50 + sim.rng.randrange(200), sim.resume, b)
         return None
     s = p.state
     b = candidates(p)[0]
-    broken = replace(s, isr=s.isr + (b,), partition_epoch=s.partition_epoch + 1)
+    # (An ELR member that joins the ISR leaves the ELR, so that only this invariant breaks.)
+    broken = replace(s, isr=s.isr + (b,), elr=tuple(x for x in s.elr if x != b), partition_epoch=s.partition_epoch + 1)
     e = _emit_raw(sim, p, broken, reason="injected: stale AlterPartition re-adds a fenced broker")
-    _emit_raw(sim, p, replace(broken, isr=s.isr, partition_epoch=broken.partition_epoch + 1),
+    _emit_raw(sim, p, replace(broken, isr=s.isr, elr=s.elr, partition_epoch=broken.partition_epoch + 1),
               reason="isr shrink: fenced broker removed")
     return _record("fenced_broker_not_in_isr", e, f"fenced broker {b} added to ISR {list(broken.isr)}")
 
@@ -226,6 +232,10 @@ def unclean_election_allowed(sim: Simulator) -> BreachRecord | None:
     p = _partition(sim, lambda q: _healthy(q) and not q.topic.unclean_allowed
                    and any(sim.active(r) and r != q.state.leader for r in q.state.replicas))
     if p is None:
+        # Every topic allows unclean elections: take that back on one (a legal config change).
+        allowing = [t for t in sim.topics.values() if t.unclean_allowed]
+        if allowing:
+            sim.set_topic_config(allowing[sim.rng.randrange(len(allowing))], UNCLEAN, None)
         return None
     s = p.state
     outside = [r for r in s.replicas if sim.active(r) and r not in s.isr]
@@ -253,7 +263,13 @@ def reassignment_legal(sim: Simulator) -> BreachRecord | None:
     spare = [b for b in sorted(sim.brokers) if sim.brokers[b].active and b not in current]
     spare.sort(key=lambda b: sim.brokers[b].rack in kept_racks)  # another rack first
     if not spare:
-        return None
+        # No broker to move to: a removal, "completed" without removing anything. (Started by
+        # hand: Kafka would complete a removal at once, in the same record.)
+        started = rules.start_reassignment(s, kept)
+        _emit_raw(sim, p, started, extra=(K.REASSIGNMENT_START,), reason=f"reassignment to {list(kept)}")
+        after = replace(started, removing_replicas=(), partition_epoch=started.partition_epoch + 1)
+        e = _emit_raw(sim, p, after, extra=(K.REASSIGNMENT_COMPLETE,), reason="injected: completion kept OAR")
+        return _record("reassignment_legal", e, f"completed with replicas {list(after.replicas)} != target {list(kept)}")
     target = kept + (spare[0],)
     sim.start_reassignment(p, target, cancel=False)
     started = p.state
