@@ -105,7 +105,7 @@ class FastV1Encoder:
     def __init__(self) -> None:
         self._strs = _Cache(200_000)
         self._lists = _Cache(100_000)
-        self._states = _Cache(4096)
+        self._states = _Cache(65536)  # before-state of a change = after-state of the last one
         s = loader.current().json
         fields = {f["name"]: f for f in s["fields"]}
         payload_union = fields["payload"]["type"]
