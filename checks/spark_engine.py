@@ -101,8 +101,10 @@ def _bundled_avro() -> bool:
     """Does pyspark's own spark-sql jar contain the Avro file format?"""
     import pyspark
 
-    jars = Path(pyspark.__file__).parent / "jars"
-    for jar in jars.glob("spark-sql_*.jar"):
+    # Under spark-submit pyspark is imported from a zip; SPARK_HOME then names the installation.
+    homes = [Path(os.environ["SPARK_HOME"])] if os.environ.get("SPARK_HOME") else []
+    homes.append(Path(pyspark.__file__).parent)
+    for jar in (j for home in homes for j in (home / "jars").glob("spark-sql_*.jar")):
         with zipfile.ZipFile(jar) as zf:
             if AVRO_CLASS.replace(".", "/") + ".class" in zf.namelist():
                 return True
@@ -148,11 +150,15 @@ class SparkEngine:
     @classmethod
     def from_archives(cls, spark, archives: Sequence[Path]) -> SparkEngine:
         started = time.perf_counter()
-        raw = (
-            spark.read.format(avro_format())
-            .option("avroSchema", json.dumps(loader.current().json))
-            .load([str(p) for p in archives])
-        )
+        try:
+            raw = (
+                spark.read.format(avro_format())
+                .option("avroSchema", json.dumps(loader.current().json))
+                .load([str(p) for p in archives])
+            )
+        except Exception as exc:  # e.g. AVRO_DATA_SOURCE_NOT_ENABLED: no Avro module on the classpath
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise BadInput(f"Spark cannot read the archive: {first[:300]}") from exc
         df = raw.selectExpr(*FLAT_SELECT).cache()
         try:
             n = df.count()

@@ -99,7 +99,9 @@ def test_spark_submit_job(archive_dir, tmp_path):
     import pyspark
 
     d, _ = archive_dir
-    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    submit = Path(sys.executable).parent / "spark-submit"  # the venv's launcher (pyspark/bin lacks +x)
+    if not submit.exists():
+        submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     job = Path(__file__).resolve().parents[2] / "checks" / "spark_job.py"
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable}
