@@ -1,0 +1,177 @@
+"""Replay benchmark (not a test): simulated histories of N events over ~100k partitions.
+
+Measures, per history size: simulator throughput (for context), store load throughput, state as of
+a point (median of 20 random points, all partitions), the pure-Python fold, and peak memory.
+Prints a table and appends it, with the machine and the date, to bench/RESULTS.md.
+
+    .venv/bin/python bench/replay.py                       # 1M and 10M events (the 10M run takes long)
+    .venv/bin/python bench/replay.py --events 1000000      # one size
+    .venv/bin/python bench/replay.py --events 1000000 --keep /tmp/bench   # keep archives, reuse them next time
+
+Targets (issue 2): load >= 1M events/s; as-of <= 1 s at 10M; fold >= 500k events/s; peak <= 4 GB.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import random
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from replay.decode import archive_files  # noqa: E402
+from replay.delta import ImageBuilder  # noqa: E402
+from replay.image import EMPTY  # noqa: E402
+from replay.queries import state_arrow, state_as_of  # noqa: E402
+from replay.store import Store  # noqa: E402
+from schemas.container import read_events  # noqa: E402
+from services.simulator import SimConfig, simulate_to_archive  # noqa: E402
+
+RESULTS = Path(__file__).with_name("RESULTS.md")
+
+
+def machine() -> str:
+    cpu = "unknown cpu"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, Python {platform.python_version()}"
+
+
+def peak_mb() -> tuple[float, float]:
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return own, child
+
+
+def history(root: Path, events: int, topics: int, partitions: int, seed: int) -> tuple[Path, float | None]:
+    out = root / f"sim-{events}"
+    marker = out / "COMPLETE"
+    if marker.exists():
+        return out, None
+    shutil.rmtree(out, ignore_errors=True)
+    config = SimConfig(seed=seed, events=events, brokers=12, racks=3, topics=topics, partitions=partitions,
+                       topic_churn=False, cluster_id=f"bench-{events}")
+    t = time.perf_counter()
+    simulate_to_archive(out, config)
+    rate = events / (time.perf_counter() - t)
+    marker.write_text("ok\n")
+    return out, rate
+
+
+def fold_rate(archive: Path, limit: int) -> tuple[int, float]:
+    """Fold throughput on decoded events held in memory (decoding is not timed), up to `limit`."""
+    builder, folded, seconds = ImageBuilder(EMPTY), 0, 0.0
+    chunk: list = []
+
+    def run() -> None:
+        nonlocal folded, seconds
+        gc.freeze()  # decoded events are long-lived: keep the collector off them while timing
+        t = time.perf_counter()
+        builder.replay_all(chunk)
+        seconds += time.perf_counter() - t
+        folded += len(chunk)
+        chunk.clear()
+        gc.unfreeze()
+
+    for f in archive_files([archive]):
+        for e in read_events(f):
+            chunk.append(e)
+            if len(chunk) >= 250_000:
+                run()
+            if folded + len(chunk) >= limit:
+                break
+        if folded + len(chunk) >= limit:
+            break
+    if chunk:
+        run()
+    builder.apply()
+    return folded, folded / seconds
+
+
+def bench(events: int, root: Path, topics: int, partitions: int, workers: int, seed: int) -> dict[str, str]:
+    archive, sim_rate = history(root, events, topics, partitions, seed)
+    store_path = root / f"store-{events}.duckdb"
+    store_path.unlink(missing_ok=True)
+    with Store(store_path) as store:
+        t = time.perf_counter()
+        report = store.load([archive], workers=workers)
+        load_s = time.perf_counter() - t
+        last = store.point()
+        rnd = random.Random(seed)
+        points = [store.point(seq=rnd.randrange(last.seq + 1)) for _ in range(20)]
+        times, sql_times, rows = [], [], []
+        for p in points:
+            t = time.perf_counter()
+            state_arrow(store, p)
+            sql_times.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            rows.append(len(state_as_of(store, p).partitions))
+            times.append(time.perf_counter() - t)
+    folded, fold = fold_rate(archive, limit=min(events, 2_000_000))
+    own, child = peak_mb()
+    return {
+        "events": f"{events:,}",
+        "partitions": f"{topics * partitions:,}",
+        "simulate": f"{sim_rate:,.0f}/s" if sim_rate else "(reused)",
+        "load": f"{report.events_added / load_s:,.0f}/s ({load_s:.1f} s)",
+        "as-of query (Arrow), median (max)": f"{statistics.median(sql_times) * 1000:,.0f} ms "
+                                             f"({max(sql_times) * 1000:,.0f} ms)",
+        "as-of with Python objects, median (max)": f"{statistics.median(times) * 1000:,.0f} ms "
+                                                   f"({max(times) * 1000:,.0f} ms)",
+        "partitions at the points": f"{min(rows):,}–{max(rows):,}",
+        "fold": f"{fold:,.0f}/s (first {folded:,})",
+        "peak RSS": f"{own:,.0f} MB main, {child:,.0f} MB decode worker",
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, action="append", help="history size (repeatable); default 1M and 10M")
+    ap.add_argument("--topics", type=int, default=1000)
+    ap.add_argument("--partitions", type=int, default=100, help="per topic")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--keep", type=Path, help="keep (and reuse) archives and stores here")
+    args = ap.parse_args()
+    sizes = args.events or [1_000_000, 10_000_000]
+    root = args.keep or Path(tempfile.mkdtemp(prefix="ctrlaudit-bench-"))
+    root.mkdir(parents=True, exist_ok=True)
+    rows = []
+    try:
+        for n in sizes:
+            print(f"... {n:,} events", flush=True)
+            rows.append(bench(n, root, args.topics, args.partitions, args.workers, args.seed))
+            print(rows[-1], flush=True)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+    cols = list(rows[0])
+    table = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    table += ["| " + " | ".join(r[c] for c in cols) + " |" for r in rows]
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    text = (f"\n### replay — {when}\n\nMachine: {machine()}. Command: `.venv/bin/python bench/replay.py "
+            f"{' '.join(sys.argv[1:])}`.\n\n" + "\n".join(table) + "\n")
+    print(text)
+    if not RESULTS.exists():
+        RESULTS.write_text("# Benchmark results\n\nMeasured on the project's machines; each section says how.\n")
+    with RESULTS.open("a") as fo:
+        fo.write(text)
+
+
+if __name__ == "__main__":
+    main()
