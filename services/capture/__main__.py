@@ -1,0 +1,20 @@
+"""`python -m services.capture worker|sampler|archiver ...`"""
+import sys
+
+
+def main() -> None:
+    cmd = sys.argv[1] if len(sys.argv) > 1 else ""
+    if cmd == "sampler":
+        from services.capture.sampler import main as run
+        run(sys.argv[2:])
+    elif cmd == "archiver":
+        from services.capture.archiver import main as run
+        run(sys.argv[2:])
+    else:
+        from services.capture.settings import Settings, ensure_topics
+        ensure_topics(Settings())
+        from services.capture.app import main as run
+        run()
+
+
+main()

@@ -1,0 +1,200 @@
+"""The capture worker's agents and tasks. Each body is a few lines; the logic is in logic.py.
+
+* ``normalize``: raw topic -> events topic (KRaft batches become chained ControllerEvents with state
+  before and after); unusable raw messages -> dead-letter topic with the reason.
+* ``watch``: events topic -> alerts topic (per-event invariants, state in changelog-backed tables).
+* ``kraft_source`` (task): the metadata-directory tailer, when CTRLAUDIT_METADATA_DIR is set.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from schemas.events import ControllerEvent
+from services.capture import logic
+from services.capture.app import (
+    alerts_topic, app, broker_states, controller_epochs, dead_letter_topic, events_topic, partition_states, raw_topic,
+    settings,
+)
+from services.capture.codec import RawRecord, decode_raw, encode_raw
+from services.capture.logic import PROGRESS_HEADER, CaptureState, DeadLetter, Progress
+from services.capture.sources import KRaftTail, QuorumWatermark, run_source
+
+log = logging.getLogger(__name__)
+REASON_HEADER = "ctrlaudit-reason"
+
+
+# --- reading back what the topics hold (restart) ------------------------------------------------
+
+def _consumer() -> AIOKafkaConsumer:
+    return AIOKafkaConsumer(bootstrap_servers=settings.bootstrap_servers, enable_auto_commit=False,
+                            max_partition_fetch_bytes=2 * 16 * 1024 * 1024, fetch_max_bytes=64 * 1024 * 1024)
+
+
+async def last_message(topic: str):
+    """The last message of partition 0 of `topic`, or None."""
+    c = _consumer()
+    await c.start()
+    try:
+        tp = TopicPartition(topic, 0)
+        c.assign([tp])
+        end = (await c.end_offsets([tp]))[tp]
+        if end == 0:
+            return None
+        c.seek(tp, end - 1)
+        return await c.getone()
+    finally:
+        await c.stop()
+
+
+async def read_progress() -> tuple[str | None, Progress]:
+    msg = await last_message(settings.events_topic)
+    if msg is None:
+        return None, Progress()
+    return (msg.key.decode() if msg.key else None), Progress.from_headers(msg.headers)
+
+
+async def read_raw(upto: int) -> AsyncIterator[bytes]:
+    """Values of the raw topic's partition 0 from its start to `upto` (exclusive)."""
+    if upto <= 0:
+        return
+    c = _consumer()
+    await c.start()
+    try:
+        tp = TopicPartition(settings.raw_topic, 0)
+        c.assign([tp])
+        await c.seek_to_beginning(tp)
+        while True:
+            batch = await c.getmany(tp, timeout_ms=1000)
+            for msg in batch.get(tp, []):
+                if msg.offset >= upto:
+                    return
+                yield msg.value
+            if await c.position(tp) >= upto:
+                return
+    finally:
+        await c.stop()
+
+
+# --- the normalize pipeline ----------------------------------------------------------------------
+
+class Pipeline:
+    """Per-cluster CaptureStates, rebuilt on the first raw message a worker sees (logic.py explains)."""
+
+    def __init__(self, progress_reader=read_progress, raw_reader=read_raw) -> None:
+        self.progress_reader = progress_reader
+        self.raw_reader = raw_reader
+        self.states: dict[str, CaptureState] = {}
+        self.ready = False
+        self._progress: tuple[str | None, Progress] = (None, Progress())
+        self.sink_event: Callable[[ControllerEvent, bytes], Awaitable] = self._send_event
+        self.sink_dead: Callable[[bytes | None, bytes, str], Awaitable] = self._send_dead
+        self.sink_alert: Callable[[dict], Awaitable] = self._send_alert
+
+    async def prepare(self, first_offset: int) -> None:
+        self._progress = await self.progress_reader()
+        n = 0
+        async for value in self.raw_reader(first_offset):
+            n += 1
+            try:
+                for event, header in self.process(value):
+                    await self.sink_event(event, header)
+            except DeadLetter:
+                pass  # sent to the dead-letter topic when it was first seen
+        self.ready = True
+        log.info("normalize: resumed after seq %d; replayed %d raw messages", self._progress[1].seq, n)
+
+    def state(self, raw: RawRecord) -> CaptureState:
+        st = self.states.get(raw.cluster_id)
+        if st is None:
+            cluster, progress = self._progress
+            st = CaptureState(raw.cluster_id, raw.node_id, progress if cluster in (None, raw.cluster_id) else None)
+            self.states[raw.cluster_id] = st
+        return st
+
+    def process(self, value: bytes) -> list[tuple[ControllerEvent, bytes]]:
+        raw = logic.parse_raw(value)
+        return self.state(raw).process(raw)
+
+    async def handle(self, offset: int, key: bytes | None, value: bytes) -> int:
+        if not self.ready:
+            await self.prepare(offset)
+        try:
+            out = self.process(value)
+        except DeadLetter as d:
+            log.warning("raw offset %d -> dead letter: %s", offset, d.reason)
+            await self.sink_dead(key, value, f"raw offset {offset}: {d.reason}")
+            return 0
+        for event, header in out:
+            await self.sink_event(event, header)
+        return len(out)
+
+    @staticmethod
+    async def _send_event(event: ControllerEvent, header: bytes):
+        return await events_topic.send(key=event.cluster_id.encode(), value=event, headers={PROGRESS_HEADER: header})
+
+    @staticmethod
+    async def _send_dead(key: bytes | None, value: bytes, reason: str):
+        return await dead_letter_topic.send(key=key, value=value, headers={REASON_HEADER: reason.encode()})
+
+    @staticmethod
+    async def _send_alert(alert: dict):
+        log.warning("alert %s: %s", alert["invariant"], alert["detail"])
+        return await alerts_topic.send(key=alert["cluster_id"].encode(), value=alert)
+
+
+pipeline = Pipeline()
+
+
+@app.agent(raw_topic)
+async def normalize(stream):
+    """Raw records -> chained ControllerEvents (or the dead-letter topic)."""
+    async for event in stream.events():
+        await pipeline.handle(event.message.offset, event.key, event.value)
+        yield event.message.offset
+
+
+@app.agent(events_topic)
+async def watch(stream):
+    """Per-event invariants -> alerts."""
+    async for event in stream:
+        alerts = logic.watch(event, partition_states, broker_states, controller_epochs)
+        for a in alerts:
+            await pipeline.sink_alert(a)
+        yield alerts
+
+
+# --- sources ---------------------------------------------------------------------------------
+
+async def declare_topics() -> None:
+    for t in (raw_topic, events_topic, alerts_topic, dead_letter_topic):
+        await t.maybe_declare()
+
+
+@app.task
+async def kraft_source() -> None:
+    """Tail CTRLAUDIT_METADATA_DIR into the raw topic, resuming after the raw topic's last message."""
+    await declare_topics()
+    if not settings.metadata_dir:
+        return
+    from services.normalize.offline import cluster_id_of
+    from pathlib import Path
+    directory = Path(settings.metadata_dir)
+    cluster = settings.cluster_id or cluster_id_of([directory]) or "unknown-cluster"
+    last = await last_message(settings.raw_topic)
+    resume = None
+    if last is not None:
+        try:
+            resume = decode_raw(last.value)
+        except Exception:  # a garbage message at the end (dead-lettered by normalize): read from the start
+            resume = None
+    tail = KRaftTail(directory, cluster, settings.node_id, resume)
+    gate = QuorumWatermark(settings.bootstrap_servers) if settings.commit_gate == "quorum" else None
+    log.info("kraft source: %s (cluster %s) from offset %d", directory, cluster, tail.next_offset)
+
+    async def send(r: RawRecord):
+        return await raw_topic.send(key=r.cluster_id.encode(), value=encode_raw(r))
+
+    await run_source(tail, send, gate, settings.poll_interval, lambda: False)

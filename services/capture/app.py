@@ -1,0 +1,58 @@
+"""The capture worker: one faust.App, its topics and tables, declared once.
+
+Quick start (a local dev cluster, see README "Capture"):
+
+    CTRLAUDIT_BOOTSTRAP_SERVERS=127.0.0.1:9092 \\
+    CTRLAUDIT_METADATA_DIR=/var/lib/kafka/__cluster_metadata-0 CTRLAUDIT_CLUSTER_ID=... \\
+    python -m services.capture worker -l info
+
+or ``ctrlaudit capture --metadata-dir ... --bootstrap-server ...``. Settings come from CTRLAUDIT_* env
+vars (services/capture/settings.py).
+"""
+from __future__ import annotations
+
+import faust
+
+from services.capture import codec as _codecs  # noqa: F401  (registers the Avro codecs)
+from services.capture.settings import EVENTS_TOPIC_CONFIG, MAX_MESSAGE_BYTES, RAW_TOPIC_CONFIG, Settings
+
+settings = Settings()
+
+app = faust.App(
+    settings.app_id,
+    broker=[f"kafka://{hp}" for hp in settings.bootstrap_servers.split(",")],
+    store="memory://",  # tables recover from their changelog topics on start
+    datadir=settings.data_dir,
+    web_enabled=False,
+    topic_replication_factor=settings.replication_factor,
+    topic_partitions=1,
+    producer_acks=-1,
+    producer_max_request_size=MAX_MESSAGE_BYTES,
+    consumer_max_fetch_size=MAX_MESSAGE_BYTES,
+    stream_wait_empty=False,
+)
+
+# Sources -> normalize: RawRecords (services/capture/codec.py), decoded by the agent so that a bad
+# message can go to the dead-letter topic with its reason instead of being skipped by Faust.
+raw_topic = app.topic(settings.raw_topic, key_type=bytes, value_type=bytes, value_serializer="raw",
+                      partitions=1, config=RAW_TOPIC_CONFIG)
+# normalize -> archiver, watch, ctrlaudit load: ControllerEvents, key = cluster id, chained in order.
+events_topic = app.topic(settings.events_topic, key_type=bytes, value_serializer="ctrlaudit-event",
+                         partitions=1, config=EVENTS_TOPIC_CONFIG)
+alerts_topic = app.topic(settings.alerts_topic, key_type=bytes, value_serializer="json", partitions=1)
+dead_letter_topic = app.topic(settings.dead_letter_topic, key_type=bytes, value_type=bytes,
+                              value_serializer="raw", partitions=1, config=EVENTS_TOPIC_CONFIG)
+
+# watch's view of the cluster (changelog-backed: a restarted worker keeps checking continuity).
+partition_states = app.Table("partition-states", default=None, partitions=1, key_type=str,
+                             help="cluster|topic_id|partition -> state after the last change")
+broker_states = app.Table("broker-states", default=None, partitions=1, key_type=str,
+                          help="cluster|broker id -> active/fenced/unregistered")
+controller_epochs = app.Table("controller-epochs", default=None, partitions=1, key_type=str,
+                              help="cluster -> highest controller epoch seen")
+
+from services.capture import agents  # noqa: E402,F401  (agents, tasks and the source service)
+
+
+def main() -> None:
+    app.main()

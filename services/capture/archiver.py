@@ -1,0 +1,135 @@
+"""The archiver: the events topic -> hourly Avro object container files with manifests.
+
+Offsets are committed only after the files holding the events are fsynced and their manifests
+written (ArchiveWriter does temp file, fsync, rename, manifest, fsync). A file is finished when its
+hour ends and at every checkpoint (``flush_seconds``, and when the topic is drained), so there is at
+most one file per hour per checkpoint; names stay `events-<hour>-<first seq>.avro`. After a crash
+the consumer re-reads from the last committed offset and skips every event whose seq the archive
+already holds, so the archive never holds a duplicate and misses nothing; an event that does not
+continue the chain (a seq gap, a foreign prev_hash) stops the archiver with an error instead of
+being written.
+
+Run: ``python -m services.capture archiver`` or ``ctrlaudit archive``.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import time
+from pathlib import Path
+
+from schemas import codec as event_codec
+from schemas.errors import ContractError
+from services.archive import ArchiveWriter
+from services.capture.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class ChainBreak(ContractError):
+    """The events topic does not continue the archive's chain."""
+
+
+class Archive:
+    """One writer per cluster, resumed from the archive's last finished file; plain and testable."""
+
+    def __init__(self, root: str | Path, fsync: bool = True) -> None:
+        self.root = Path(root)
+        self.fsync = fsync
+        self.writers: dict[str, ArchiveWriter] = {}
+        self.appended = 0
+        self.skipped = 0
+
+    def _writer(self, cluster: str) -> ArchiveWriter:
+        w = self.writers.get(cluster)
+        if w is None:
+            w = ArchiveWriter.resume(self.root, cluster, fsync=self.fsync)
+            self.writers[cluster] = w
+        return w
+
+    def add(self, value: bytes) -> bool:
+        """Append one events-topic value; False when the archive already holds it."""
+        event = event_codec.decode(value)
+        w = self._writer(event.cluster_id)
+        if event.seq < w.next_seq:
+            self.skipped += 1
+            return False
+        if event.seq > w.next_seq:
+            raise ChainBreak(f"cluster {event.cluster_id}: event seq {event.seq} arrives but the archive "
+                             f"expects seq {w.next_seq} (the events topic lost events)")
+        try:
+            w.append(event)
+        except ValueError as exc:
+            raise ChainBreak(str(exc)) from None
+        self.appended += 1
+        return True
+
+    def checkpoint(self) -> int:
+        """Finish (fsync) every open file; afterwards offsets may be committed."""
+        n = 0
+        for cluster, w in list(self.writers.items()):
+            n += len(w.close())
+            del self.writers[cluster]
+        return n
+
+
+def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) -> Archive:
+    """Consume until SIGTERM/SIGINT (or `idle_exit` seconds without a message)."""
+    from confluent_kafka import Consumer, KafkaError
+
+    archive = Archive(settings.archive_dir, fsync=fsync)
+    consumer = Consumer({
+        "bootstrap.servers": settings.bootstrap_servers, "group.id": settings.archive_group,
+        "enable.auto.commit": False, "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+        "fetch.max.bytes": 64 * 1024 * 1024,
+    })
+    consumer.subscribe([settings.events_topic])
+    stop = {"now": False}
+
+    def _stop(*_):
+        stop["now"] = True
+    old = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    pending = False
+    last_checkpoint = last_msg = time.monotonic()
+    try:
+        while not stop["now"]:
+            msgs = consumer.consume(10_000, timeout=0.5)
+            for m in msgs:
+                if m.error():
+                    if m.error().code() != KafkaError._PARTITION_EOF:
+                        log.warning("consume: %s", m.error())
+                    continue
+                archive.add(m.value())
+                pending = True
+                last_msg = time.monotonic()
+            now = time.monotonic()
+            if pending and now - last_checkpoint >= settings.archive_flush_seconds:
+                archive.checkpoint()
+                consumer.commit(asynchronous=False)  # only after the files are fsynced
+                pending, last_checkpoint = False, now
+            if idle_exit is not None and not msgs and now - last_msg > idle_exit:
+                break
+        if pending:
+            archive.checkpoint()
+            consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+        for s, h in old.items():
+            signal.signal(s, h)
+    return archive
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m services.capture archiver")
+    p.add_argument("--bootstrap-server")
+    p.add_argument("--topic")
+    p.add_argument("--archive-dir")
+    p.add_argument("--flush-seconds", type=float)
+    p.add_argument("--idle-exit", type=float)
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    s = Settings().replace(bootstrap_servers=a.bootstrap_server, events_topic=a.topic, archive_dir=a.archive_dir,
+                           archive_flush_seconds=a.flush_seconds)
+    arch = run(s, idle_exit=a.idle_exit)
+    log.info("archived %d events (%d already present)", arch.appended, arch.skipped)

@@ -1,0 +1,135 @@
+"""Avro single-object encoding for the capture topics, as Faust codecs.
+
+Two value types travel between the capture processes:
+
+* ``ctrlaudit.events``: ``ControllerEvent`` — the project's contract (schemas/), encoded by
+  ``schemas.codec`` (C3 01 + CRC-64-AVRO fingerprint + body). Registered as the Faust codec
+  ``ctrlaudit-event``.
+* ``ctrlaudit.raw``: ``RawRecord`` (below) — what a source read, with its position. A KRaft source
+  ships each record batch exactly as it lies in the file (header with base offset, partition leader
+  epoch = controller epoch, max timestamp = append time, control flag, CRC), so the normalizer decodes
+  it with the same tested decoder as the offline import, and the CRC still guards the bytes end to end.
+  Registered as ``ctrlaudit-raw``.
+
+Faust itself has no Avro codec (research/ecosystem.md §2); keep every Avro call in this module and
+in schemas/.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+from faust.serializers import codecs
+
+from schemas import codec as event_codec
+from schemas.errors import CodecError
+from schemas.events import ControllerEvent
+from schemas.loader import schema_from_json
+
+MAGIC = b"\xc3\x01"
+
+RAW_KINDS = ("KRAFT_BATCH", "SNAPSHOT_BEGIN", "SNAPSHOT_BATCH", "SNAPSHOT_END", "GAP", "EVENT")
+
+RAW_SCHEMA_JSON: dict[str, Any] = {
+    "type": "record", "name": "RawRecord", "namespace": "ctrlaudit.capture",
+    "doc": "One unit a capture source read, with its position. data: the record batch bytes as in the file "
+           "(KRAFT_BATCH, SNAPSHOT_BATCH) or a single-object-encoded unchained ControllerEvent (EVENT).",
+    "fields": [
+        {"name": "cluster_id", "type": "string"},
+        {"name": "node_id", "type": "int"},
+        {"name": "kind", "type": {"type": "enum", "name": "RawKind", "symbols": list(RAW_KINDS)}},
+        {"name": "file", "type": ["null", "string"], "default": None},
+        {"name": "position", "type": "long", "doc": "byte position of the batch in file"},
+        {"name": "base_offset", "type": "long", "doc": "first metadata offset (GAP: from; SNAPSHOT_*: end offset)"},
+        {"name": "last_offset", "type": "long", "doc": "last metadata offset (GAP: to)"},
+        {"name": "epoch", "type": "int", "doc": "batch partitionLeaderEpoch: the KRaft epoch that appended it"},
+        {"name": "append_time_ms", "type": "long"},
+        {"name": "control_type", "type": ["null", "string"], "default": None},
+        {"name": "read_time_ms", "type": "long"},
+        {"name": "data", "type": "bytes"},
+        {"name": "reason", "type": ["null", "string"], "default": None},
+    ],
+}
+RAW_SCHEMA = schema_from_json(RAW_SCHEMA_JSON, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class RawRecord:
+    cluster_id: str
+    node_id: int
+    kind: str
+    position: int
+    base_offset: int
+    last_offset: int
+    epoch: int
+    append_time_ms: int
+    read_time_ms: int
+    data: bytes = b""
+    file: str | None = None
+    control_type: str | None = None
+    reason: str | None = None
+
+
+_RAW_FIELDS = tuple(f["name"] for f in RAW_SCHEMA_JSON["fields"])
+
+
+def encode_raw(r: RawRecord) -> bytes:
+    out = io.BytesIO()
+    out.write(MAGIC)
+    out.write(RAW_SCHEMA.fingerprint)
+    fastavro.schemaless_writer(out, RAW_SCHEMA.parsed, {k: getattr(r, k) for k in _RAW_FIELDS})
+    return out.getvalue()
+
+
+def decode_raw(data: bytes) -> RawRecord:
+    """Raises CodecError with a one-line reason for anything that is not a RawRecord."""
+    if not isinstance(data, (bytes, bytearray)):
+        raise CodecError(f"raw value is {type(data).__name__}, not bytes")
+    if len(data) < 10 or data[:2] != MAGIC:
+        raise CodecError(f"not Avro single-object encoding (starts with {bytes(data[:2]).hex(' ') or 'nothing'})")
+    fp = bytes(data[2:10])
+    if fp != RAW_SCHEMA.fingerprint:
+        raise CodecError(f"unknown writer schema fingerprint {fp.hex()} (RawRecord is {RAW_SCHEMA.fingerprint_hex})")
+    buf = io.BytesIO(data)
+    buf.seek(10)
+    try:
+        d = fastavro.schemaless_reader(buf, RAW_SCHEMA.parsed, None)
+    except (EOFError, ValueError, IndexError, KeyError, UnicodeDecodeError, OverflowError, TypeError) as exc:
+        raise CodecError(f"truncated or corrupt RawRecord body ({type(exc).__name__}: {exc})") from None
+    if buf.tell() != len(data):
+        raise CodecError(f"{len(data) - buf.tell()} unexpected bytes after the RawRecord body")
+    return RawRecord(**d)
+
+
+class EventCodec(codecs.Codec):
+    """Faust codec: ControllerEvent <-> Avro single-object encoding (schemas.codec)."""
+
+    def _dumps(self, obj: Any) -> bytes:
+        if isinstance(obj, (bytes, bytearray)):
+            return bytes(obj)  # already encoded (forwarding)
+        if not isinstance(obj, ControllerEvent):
+            raise CodecError(f"ctrlaudit-event codec cannot encode {type(obj).__name__}")
+        return event_codec.encode(obj)
+
+    def _loads(self, s: bytes) -> ControllerEvent:
+        return event_codec.decode(s)
+
+
+class RawCodec(codecs.Codec):
+    """Faust codec: RawRecord <-> Avro single-object encoding."""
+
+    def _dumps(self, obj: Any) -> bytes:
+        if isinstance(obj, (bytes, bytearray)):
+            return bytes(obj)
+        return encode_raw(obj)
+
+    def _loads(self, s: bytes) -> RawRecord:
+        return decode_raw(s)
+
+
+EVENT_CODEC = "ctrlaudit-event"
+RAW_CODEC = "ctrlaudit-raw"
+codecs.register(EVENT_CODEC, EventCodec())
+codecs.register(RAW_CODEC, RawCodec())

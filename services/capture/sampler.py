@@ -1,0 +1,182 @@
+"""The offset sampler: HW from each partition's leader, then the LEO of every replica.
+
+Method: two ListOffsets requests per broker and round (kafka-python's protocol layer):
+1. to each partition's leader, replica id -1 (a consumer), LATEST, READ_UNCOMMITTED: the high
+   watermark, with the leader epoch;
+2. afterwards, to every broker holding a replica, replica id -2 (ListOffsetsRequest.DEBUGGING_REPLICA_ID):
+   the broker answers from its local replica even when it is a follower, and for a non-consumer
+   replica id LATEST means the replica's log end offset (ReplicaManager.fetchOffsetForTimestamp:
+   no isolation level -> localLog.logEndOffset).
+DescribeLogDirs was rejected: it reports sizes and an OffsetLag only for future (moving) replicas.
+HW is read strictly before the LEOs (LEOs only grow, except a truncation that stays at or above HW),
+so a healthy partition can never show HW > min LEO of its ISR; the order is recorded in the event
+(sample_order HW_THEN_LEO). A replica whose broker does not answer gets LEO -1.
+
+The samples go to the raw topic as EVENT RawRecords; the normalize agent chains them.
+Run: ``python -m services.capture sampler`` (rate: CTRLAUDIT_SAMPLE_INTERVAL seconds).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from schemas import codec as event_codec
+from schemas.chain import event_id
+from schemas.events import ControllerEvent, OffsetSample, ReplicaOffset, SourceKind, SourcePosition
+from services.capture.codec import RawRecord, encode_raw
+from services.capture.settings import Settings
+
+log = logging.getLogger(__name__)
+DEBUGGING_REPLICA_ID = -2
+LATEST = -1
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    topic: str
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+class OffsetSampler:
+    def __init__(self, bootstrap_servers: str, cluster_id: str, topics: list[str] | None = None) -> None:
+        from kafka.admin import KafkaAdminClient
+        self.admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=5000,
+                                      client_id="ctrlaudit-sampler")
+        self.cluster_id = cluster_id
+        self.topics = topics
+        self.round = 0
+
+    def close(self) -> None:
+        self.admin.close()
+
+    def partitions(self) -> list[PartitionInfo]:
+        out = []
+        for t in self.admin.describe_topics(self.topics):
+            if t.get("is_internal") or t["topic"].startswith("__") or t.get("error_code"):
+                continue
+            for p in t["partitions"]:
+                out.append(PartitionInfo(t["topic"], p["partition"], p["leader"], tuple(p["replicas"]),
+                                         tuple(p["isr"])))
+        return out
+
+    def _list_offsets(self, node: int, tps: list[tuple[str, int]], replica_id: int) -> dict:
+        from kafka.protocol.consumer.offsets import ListOffsetsRequest
+        T = ListOffsetsRequest.ListOffsetsTopic
+        P = T.ListOffsetsPartition
+        by_topic = defaultdict(list)
+        for t, p in tps:
+            by_topic[t].append(P(partition_index=p, timestamp=LATEST))
+        req = ListOffsetsRequest(replica_id=replica_id, isolation_level=0,
+                                 topics=[T(name=t, partitions=ps) for t, ps in by_topic.items()])
+
+        async def send():
+            return await self.admin._manager.send(req, node_id=node)
+        out = {}
+        try:
+            resp = self.admin._manager.run(send)
+        except Exception as exc:
+            log.debug("ListOffsets to %d failed: %s", node, exc)
+            return out
+        for t in resp.topics:
+            for p in t.partitions:
+                if p.error_code == 0:
+                    out[(t.name, p.partition_index)] = (p.offset, getattr(p, "leader_epoch", -1), _now())
+        return out
+
+    def sample(self) -> list[OffsetSample]:
+        """One round: every HW first (from the leaders), then every replica's LEO."""
+        parts = [p for p in self.partitions() if p.leader >= 0]
+        by_leader = defaultdict(list)
+        for p in parts:
+            by_leader[p.leader].append((p.topic, p.partition))
+        hw = {}
+        for node, tps in by_leader.items():
+            hw.update(self._list_offsets(node, tps, -1))
+        by_replica = defaultdict(list)
+        for p in parts:
+            for r in p.replicas:
+                by_replica[r].append((p.topic, p.partition))
+        leo: dict[tuple[int, str, int], tuple[int, int, int]] = {}
+        for node, tps in by_replica.items():
+            for tp, v in self._list_offsets(node, tps, DEBUGGING_REPLICA_ID).items():
+                leo[(node,) + tp] = v
+        out = []
+        for p in parts:
+            h = hw.get((p.topic, p.partition))
+            if h is None:
+                continue
+            reps = tuple(ReplicaOffset(r, *(leo[(r, p.topic, p.partition)][::2]) if (r, p.topic, p.partition) in leo
+                                       else (-1, _now()))
+                         for r in p.replicas)
+            out.append(OffsetSample(p.topic, p.partition, p.leader, h[1] if h[1] is not None else -1,
+                                    h[0], h[2], reps))
+        return out
+
+    def events(self, samples: list[OffsetSample], round_ms: int) -> list[ControllerEvent]:
+        out = []
+        for i, s in enumerate(samples):
+            src = SourcePosition(SourceKind.OFFSET_SAMPLER, round_ms, i)
+            out.append(ControllerEvent(event_id(self.cluster_id, src), self.cluster_id, 0, src, s.hw_time_ms, _now(),
+                                       -1, -1, s))
+        return out
+
+    def raw_records(self, events: list[ControllerEvent]) -> list[RawRecord]:
+        return [RawRecord(self.cluster_id, -1, "EVENT", 0, e.source.offset, e.source.offset, -1, e.event_time_ms,
+                          _now(), event_codec.encode(e)) for e in events]
+
+
+def run(settings: Settings, cluster_id: str, rounds: int | None = None) -> int:
+    from confluent_kafka import Producer
+    sampler = OffsetSampler(settings.bootstrap_servers, cluster_id)
+    producer = Producer({"bootstrap.servers": settings.bootstrap_servers, "acks": "all",
+                         "enable.idempotence": True})
+    stop = {"now": False}
+    old = {s: signal.signal(s, lambda *_: stop.update(now=True)) for s in (signal.SIGTERM, signal.SIGINT)}
+    n = 0
+    try:
+        while not stop["now"] and (rounds is None or n < rounds):
+            started = time.monotonic()
+            round_ms = _now()
+            try:
+                samples = sampler.sample()
+            except Exception as exc:
+                log.warning("sample round failed: %s", exc)
+                samples = []
+            for r in sampler.raw_records(sampler.events(samples, round_ms)):
+                producer.produce(settings.raw_topic, key=cluster_id.encode(), value=encode_raw(r))
+            producer.flush(30)
+            n += 1
+            time.sleep(max(0.0, settings.sample_interval - (time.monotonic() - started)))
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        sampler.close()
+    return n
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m services.capture sampler")
+    p.add_argument("--bootstrap-server")
+    p.add_argument("--cluster-id")
+    p.add_argument("--interval", type=float)
+    p.add_argument("--rounds", type=int)
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    s = Settings().replace(bootstrap_servers=a.bootstrap_server, sample_interval=a.interval)
+    cluster = a.cluster_id or s.cluster_id
+    if not cluster and s.metadata_dir:
+        from pathlib import Path
+        from services.normalize.offline import cluster_id_of
+        cluster = cluster_id_of([Path(s.metadata_dir)])
+    run(s, cluster or "unknown-cluster", a.rounds)

@@ -1,0 +1,88 @@
+"""Capture settings: topic names, Kafka, directories and rates, each with an env-var fallback.
+
+The docker-compose file and the CLI use exactly these variable names (tests/test_compose.py checks).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+
+ENV_PREFIX = "CTRLAUDIT_"
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(ENV_PREFIX + name, default)
+
+
+@dataclass(frozen=True)
+class Settings:
+    bootstrap_servers: str = field(default_factory=lambda: _env("BOOTSTRAP_SERVERS", "127.0.0.1:9092"))
+    raw_topic: str = field(default_factory=lambda: _env("RAW_TOPIC", "ctrlaudit.raw"))
+    events_topic: str = field(default_factory=lambda: _env("EVENTS_TOPIC", "ctrlaudit.events"))
+    alerts_topic: str = field(default_factory=lambda: _env("ALERTS_TOPIC", "ctrlaudit.alerts"))
+    dead_letter_topic: str = field(default_factory=lambda: _env("DEAD_LETTER_TOPIC", "ctrlaudit.dead-letter"))
+    app_id: str = field(default_factory=lambda: _env("APP_ID", "ctrlaudit-capture"))
+    metadata_dir: str = field(default_factory=lambda: _env("METADATA_DIR", ""))
+    cluster_id: str = field(default_factory=lambda: _env("CLUSTER_ID", ""))
+    node_id: int = field(default_factory=lambda: int(_env("NODE_ID", "-1")))
+    poll_interval: float = field(default_factory=lambda: float(_env("POLL_INTERVAL", "0.05")))
+    commit_gate: str = field(default_factory=lambda: _env("COMMIT_GATE", "quorum"))  # quorum | none
+    sample_interval: float = field(default_factory=lambda: float(_env("SAMPLE_INTERVAL", "10")))
+    archive_dir: str = field(default_factory=lambda: _env("ARCHIVE_DIR", "archive"))
+    archive_group: str = field(default_factory=lambda: _env("ARCHIVE_GROUP", "ctrlaudit-archiver"))
+    archive_flush_seconds: float = field(default_factory=lambda: float(_env("ARCHIVE_FLUSH_SECONDS", "60")))
+    data_dir: str = field(default_factory=lambda: _env("DATA_DIR", "ctrlaudit-data"))
+    replication_factor: int = field(default_factory=lambda: int(_env("REPLICATION_FACTOR", "3")))
+    web_port: int = field(default_factory=lambda: int(_env("WEB_PORT", "6066")))
+
+    def replace(self, **kw) -> "Settings":
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update({k: v for k, v in kw.items() if v is not None})
+        return Settings(**values)
+
+    @staticmethod
+    def env_names() -> set[str]:
+        return {ENV_PREFIX + f.name.upper() for f in fields(Settings)}
+
+
+# Topic configs. The events topic is the record of truth: never deleted, never compacted.
+EVENTS_TOPIC_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete"}
+# The raw topic is replayed from its start when a worker restarts (it rebuilds the image), so it keeps
+# everything too; its messages are whole KRaft batches (up to 8 MiB).
+RAW_TOPIC_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete",
+                    "max.message.bytes": str(16 * 1024 * 1024)}
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+
+def ensure_topics(s: Settings, timeout: float = 60) -> list[str]:
+    """Create the capture topics (with their configs) if missing; returns those created. Run before the
+    worker starts: Faust subscribes only to topics that exist when it starts."""
+    import time
+
+    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    wanted = {s.raw_topic: RAW_TOPIC_CONFIG, s.events_topic: EVENTS_TOPIC_CONFIG, s.alerts_topic: {},
+              s.dead_letter_topic: EVENTS_TOPIC_CONFIG}
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=s.bootstrap_servers, client_id="ctrlaudit-setup",
+                                     request_timeout_ms=10000)
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+    try:
+        existing = set(admin.list_topics())
+        todo = [NewTopic(t, 1, s.replication_factor, topic_configs=dict(c)) for t, c in wanted.items()
+                if t not in existing]
+        if todo:
+            try:
+                admin.create_topics(todo)
+            except TopicAlreadyExistsError:
+                pass
+        return [t.name for t in todo]
+    finally:
+        admin.close()

@@ -1,0 +1,232 @@
+"""The KRaft source: tail a node's ``__cluster_metadata-0`` directory and publish each committed record
+batch, with its position, as a RawRecord to the raw topic.
+
+``KRaftTail`` is the plain, tested part: given where the raw topic ends (its last RawRecord) it finds
+its place again in the files, follows segment rolls, and when the segment holding the next offset was
+deleted by retention before it was read, emits a GAP and bootstraps from the oldest snapshot that
+reaches the retained segments (design §4). Only batches below the quorum's high watermark are
+published: a replica's log may hold an uncommitted tail that a new controller truncates after a
+failover, and that must never become an event.
+
+``KRaftSourceService`` runs it inside the Faust worker (mode.Service): it reads the raw topic's last
+message, then polls and sends.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from services.capture.codec import RawRecord
+from services.kraft import KRaftError, TruncatedLogError, metadata_files, read_batch, snapshot_id
+from services.kraft.files import segment_base_offset
+
+log = logging.getLogger(__name__)
+
+CHUNK = 16 * 1024 * 1024  # > KRaft's largest batch (8 MiB)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class KRaftTail:
+    """Where a KRaft source stands, and what it reads next. Not thread-safe."""
+
+    def __init__(self, directory: str | Path, cluster_id: str, node_id: int = -1,
+                 resume: RawRecord | None = None) -> None:
+        self.dir = Path(directory)
+        self.cluster_id = cluster_id
+        self.node_id = node_id
+        self.next_offset = 0
+        self.file: Path | None = None
+        self.position = 0
+        self._snapshot_redo: Path | None = None
+        if resume is not None:
+            self._resume(resume)
+
+    # -- resume ---------------------------------------------------------------------------------
+    def _resume(self, r: RawRecord) -> None:
+        if r.kind == "KRAFT_BATCH":
+            self.next_offset = r.last_offset + 1
+            f = Path(r.file) if r.file else None
+            if f is not None and f.parent == self.dir and f.exists():
+                self.file, self.position = f, r.position + len(r.data)
+        elif r.kind in ("SNAPSHOT_BEGIN", "SNAPSHOT_BATCH"):
+            # the worker died inside a snapshot: publish it again from its start (events dedupe by position)
+            self.next_offset = r.base_offset
+            self._snapshot_redo = Path(r.file) if r.file else None
+        elif r.kind == "SNAPSHOT_END":
+            self.next_offset = r.base_offset
+        elif r.kind == "GAP":
+            self.next_offset = r.last_offset + 1
+
+    # -- reading --------------------------------------------------------------------------------
+    def _raw(self, kind: str, data: bytes = b"", file: Path | None = None, position: int = 0, base: int = 0,
+             last: int = 0, epoch: int = -1, append: int = -1, control: str | None = None,
+             reason: str | None = None) -> RawRecord:
+        return RawRecord(self.cluster_id, self.node_id, kind, position, base, last, epoch,
+                         append if append >= 0 else now_ms(), now_ms(), data,
+                         str(file) if file else None, control, reason)
+
+    def _segments(self) -> list[tuple[int, Path]]:
+        return sorted((segment_base_offset(p), p) for p in metadata_files(self.dir)
+                      if segment_base_offset(p) is not None)
+
+    def _snapshot(self, path: Path) -> list[RawRecord]:
+        sid = snapshot_id(path)
+        out = [self._raw("SNAPSHOT_BEGIN", file=path, base=sid.end_offset, last=sid.end_offset, epoch=sid.epoch)]
+        buf = path.read_bytes()
+        pos, last_time = 0, -1
+        while pos < len(buf):
+            b = read_batch(buf, pos, str(path))
+            out.append(self._raw("SNAPSHOT_BATCH", bytes(buf[pos:b.end_position]), path, pos, b.base_offset,
+                                 b.last_offset, b.leader_epoch, b.max_timestamp,
+                                 "control" if b.is_control else None))
+            last_time = max(last_time, b.max_timestamp)
+            pos = b.end_position
+        out.append(self._raw("SNAPSHOT_END", file=path, base=sid.end_offset, last=sid.end_offset,
+                             epoch=sid.epoch, append=last_time))
+        return out
+
+    def _locate(self) -> list[RawRecord]:
+        """Find the file holding next_offset; a GAP and a snapshot when it is gone."""
+        out: list[RawRecord] = []
+        if self._snapshot_redo is not None:
+            snap, self._snapshot_redo = self._snapshot_redo, None
+            if snap.exists():
+                out += self._snapshot(snap)
+                self.next_offset = snapshot_id(snap).end_offset
+        segs = self._segments()
+        if not segs:
+            return out
+        first = segs[0][0]
+        if first > self.next_offset:
+            snaps = sorted((snapshot_id(p).end_offset, p) for p in metadata_files(self.dir)
+                           if snapshot_id(p) is not None and snapshot_id(p).end_offset >= first)
+            if not snaps:
+                return out  # no usable snapshot yet: Kafka writes one before deleting; try again
+            end, snap = snaps[0]
+            if end > self.next_offset:
+                out.append(self._raw("GAP", base=self.next_offset, last=end - 1,
+                                     reason=f"offsets [{self.next_offset}, {end - 1}] were deleted from {self.dir} "
+                                            f"before they were read; state bootstrapped from {snap.name}"))
+                out += self._snapshot(snap)
+                self.next_offset = end
+        holder = [p for base, p in segs if base <= self.next_offset]
+        self.file, self.position = (holder[-1] if holder else segs[0][1]), 0
+        return out
+
+    def poll(self, committed_end: int | None = None, max_batches: int = 100_000) -> list[RawRecord]:
+        """The next batches whose offsets are all below `committed_end` (None: no gate)."""
+        out: list[RawRecord] = []
+        if self.file is None or not self.file.exists():
+            out += self._locate()
+            if self.file is None:
+                return out
+        while len(out) < max_batches:
+            try:
+                size = os.stat(self.file).st_size
+                with open(self.file, "rb") as fo:
+                    fo.seek(self.position)
+                    buf = fo.read(CHUNK)
+            except FileNotFoundError:
+                self.file = None
+                out += self._locate()
+                if self.file is None:
+                    return out
+                continue
+            if size < self.position:
+                log.warning("%s shrank to %d bytes below our position %d (truncated); re-locating",
+                            self.file, size, self.position)
+                self.file = None
+                out += self._locate()
+                continue
+            pos, blocked = 0, False
+            while pos < len(buf) and len(out) < max_batches:
+                try:
+                    b = read_batch(buf, pos, str(self.file))
+                except TruncatedLogError:
+                    break  # the writer is inside this batch: wait for the rest
+                except KRaftError as exc:
+                    raise KRaftError(f"cannot read {self.file} at byte {self.position + pos}: {exc}") from None
+                if committed_end is not None and b.last_offset >= committed_end:
+                    blocked = True
+                    break
+                if b.last_offset >= self.next_offset:
+                    if b.base_offset > self.next_offset:
+                        out.append(self._raw("GAP", base=self.next_offset, last=b.base_offset - 1,
+                                             reason=f"offsets [{self.next_offset}, {b.base_offset - 1}] missing "
+                                                    f"before {self.file.name}:{self.position + pos}"))
+                    out.append(self._raw("KRAFT_BATCH", bytes(buf[pos:b.end_position]), self.file,
+                                         self.position + pos, b.base_offset, b.last_offset, b.leader_epoch,
+                                         b.max_timestamp, "control" if b.is_control else None))
+                    self.next_offset = b.last_offset + 1
+                pos = b.end_position
+            self.position += pos
+            if blocked or len(out) >= max_batches:
+                return out
+            if pos < len(buf) or len(buf) == CHUNK:
+                if pos == 0:
+                    return out  # partial batch at the tail
+                continue
+            # at the end of this file: move on if a later segment exists
+            later = [(base, p) for base, p in self._segments() if p.name > self.file.name]
+            if not later:
+                return out
+            if os.stat(self.file).st_size != self.position:
+                continue  # appended to between our read and the roll: read the rest first
+            self.file, self.position = later[0][1], 0
+        return out
+
+
+class QuorumWatermark:
+    """The metadata quorum's high watermark via DescribeQuorum (kafka-python admin)."""
+
+    def __init__(self, bootstrap_servers: str) -> None:
+        self.bootstrap = bootstrap_servers
+        self._admin = None
+        self.last = 0
+
+    def __call__(self) -> int:
+        try:
+            if self._admin is None:
+                from kafka.admin import KafkaAdminClient
+                self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000,
+                                               client_id="ctrlaudit-source")
+            q = self._admin.describe_metadata_quorum()
+            hw = q["topics"][0]["partitions"][0]["high_watermark"]
+            self.last = max(self.last, hw)
+        except Exception as exc:  # a broker down or a failover in progress: keep the last known mark
+            log.debug("DescribeQuorum failed: %s", exc)
+            if self._admin is not None:
+                try:
+                    self._admin.close()
+                except Exception:
+                    pass
+                self._admin = None
+        return self.last
+
+    def close(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+
+
+def source_loop_step(tail: KRaftTail, gate: Callable[[], int] | None) -> list[RawRecord]:
+    return tail.poll(gate() if gate is not None else None)
+
+
+async def run_source(tail: KRaftTail, send: Callable[[RawRecord], "asyncio.Future"], gate, poll_interval: float,
+                     stopped: Callable[[], bool]) -> None:
+    """Poll the tail and send in order; a send is awaited before the next poll moves the position on."""
+    loop = asyncio.get_running_loop()
+    while not stopped():
+        batch = await loop.run_in_executor(None, source_loop_step, tail, gate)
+        futures = [await send(r) for r in batch]
+        if futures:
+            await asyncio.gather(*futures)
+        else:
+            await asyncio.sleep(poll_interval)
