@@ -66,10 +66,12 @@ def election_type(
         return ElectionType.UNCLEAN
     if new in before.elr and new not in before.isr:
         return ElectionType.ELR
-    if new not in before.isr:
-        return ElectionType.UNCLEAN
+    # Before the ISR test: a completing reassignment sets the new ISR (with the new leader) in
+    # the same record that elects the leader, so the leader need not be in the ISR before.
     if K.REASSIGNMENT_COMPLETE in kinds or K.REASSIGNMENT_CANCEL in kinds or old in before.removing_replicas:
         return ElectionType.REASSIGNMENT
+    if new not in before.isr:
+        return ElectionType.UNCLEAN
     if old_leader_shutting_down:
         return ElectionType.CONTROLLED_SHUTDOWN
     if old >= 0 and new == after.replicas[0] and old in after.isr:
