@@ -8,7 +8,7 @@ from __future__ import annotations
 import typer
 
 from ctrlaudit import __version__
-from ctrlaudit.commands import check, imports, query, simulate, store
+from ctrlaudit.commands import capture, check, imports, query, simulate, store
 
 app = typer.Typer(
     name="ctrlaudit",
@@ -33,7 +33,7 @@ def root(
     """Capture, replay and check the controller decisions of a Kafka cluster."""
 
 
-for group in (simulate, imports, store, query, check):
+for group in (simulate, imports, store, query, check, capture):
     group.register(app)
 
 

@@ -6,22 +6,34 @@ from pathlib import Path
 import typer
 
 from ctrlaudit.commands.options import STORE
-from ctrlaudit.errors import user_errors
+from ctrlaudit.errors import UsageError, user_errors
 
 
 def register(app: typer.Typer) -> None:
     @app.command("load")
     @user_errors
     def load(
-        paths: list[Path] = typer.Argument(..., help="Archive files (.avro) or directories of them."),
+        paths: list[Path] = typer.Argument(None, help="Archive files (.avro) or directories of them."),
         store: Path = STORE,
+        bootstrap_server: str = typer.Option(None, "--bootstrap-server",
+                                             help="Read the events topic instead of files (with --topic)."),
+        topic: str = typer.Option(None, "--topic", help="Events topic (default ctrlaudit.events)."),
         workers: int = typer.Option(None, "--workers", min=1, help="Decoding processes (default: CPU count)."),
     ) -> None:
         """Load archive files into the store. Loading the same events twice adds nothing."""
+        import tempfile
+
         from replay.store import Store
 
-        with Store(store) as s:
-            report = s.load(paths, workers=workers)
+        if not paths and not bootstrap_server:
+            raise UsageError("give archive paths, or --bootstrap-server (and --topic) to read the events topic")
+        with tempfile.TemporaryDirectory(prefix="ctrlaudit-topic-") as tmp:
+            if bootstrap_server:
+                from services.capture.archiver import consume_to_archive
+                consume_to_archive(bootstrap_server, topic or "ctrlaudit.events", Path(tmp))
+                paths = [*(paths or []), Path(tmp)]
+            with Store(store) as s:
+                report = s.load(paths, workers=workers)
         seconds = report.decode_seconds + report.store_seconds
         rate = f" ({report.events_read / seconds:,.0f} events/s)" if seconds else ""
         print(f"{store}: read {report.events_read:,} events from {len(report.files)} file(s), "

@@ -133,3 +133,36 @@ def main(argv: list[str] | None = None) -> None:
                            archive_flush_seconds=a.flush_seconds)
     arch = run(s, idle_exit=a.idle_exit)
     log.info("archived %d events (%d already present)", arch.appended, arch.skipped)
+
+
+def consume_to_archive(bootstrap_servers: str, topic: str, root: Path, timeout: float = 30) -> Archive:
+    """Read the whole events topic (as it is now) into an archive under `root` (no group, no commit):
+    how `ctrlaudit load --bootstrap-server` reads the topic with the same decoder and chain checks."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from ctrlaudit.errors import UsageError
+
+    c = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "ctrlaudit-load", "enable.auto.commit": False,
+                  "fetch.max.bytes": 64 * 1024 * 1024})
+    archive = Archive(root, fsync=False)
+    try:
+        md = c.list_topics(topic, timeout=timeout)
+        if topic not in md.topics or md.topics[topic].error is not None:
+            raise UsageError(f"topic {topic!r} not found at {bootstrap_servers}")
+        ends = {}
+        for p in md.topics[topic].partitions:
+            lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+            if hi > lo:
+                ends[p] = hi
+        c.assign([TopicPartition(topic, p, 0) for p in ends])
+        while ends:
+            for m in c.consume(10_000, timeout=1.0):
+                if m.error():
+                    continue
+                archive.add(m.value())
+                if m.offset() + 1 >= ends.get(m.partition(), 0):
+                    ends.pop(m.partition(), None)
+        archive.checkpoint()
+    finally:
+        c.close()
+    return archive

@@ -1,0 +1,91 @@
+"""`ctrlaudit capture`, `ctrlaudit archive`, `ctrlaudit verify`: the capture side's commands."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import typer
+
+from ctrlaudit.errors import EXIT_FOUND, UsageError, user_errors
+
+BOOTSTRAP = typer.Option(None, "--bootstrap-server", help="Kafka bootstrap servers (env CTRLAUDIT_BOOTSTRAP_SERVERS).")
+EVENTS_TOPIC = typer.Option(None, "--topic", help="Events topic (env CTRLAUDIT_EVENTS_TOPIC, default ctrlaudit.events).")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("capture")
+    @user_errors
+    def capture(
+        metadata_dir: Path = typer.Option(..., "--metadata-dir", help="A node's __cluster_metadata-0 directory."),
+        bootstrap_server: str = BOOTSTRAP,
+        cluster_id: str = typer.Option(None, "--cluster-id", help="Default: meta.properties next to the directory."),
+        sample_interval: float = typer.Option(0, "--sample-interval", help="Also run the offset sampler every N s."),
+        loglevel: str = typer.Option("info", "--loglevel", "-l"),
+    ) -> None:
+        """Start the capture worker (Faust) with the KRaft source for a cluster."""
+        import subprocess
+
+        if not (metadata_dir / "quorum-state").exists() and not any(metadata_dir.glob("*.log")):
+            raise UsageError(f"{metadata_dir}: not a __cluster_metadata-0 directory")
+        env = dict(os.environ, CTRLAUDIT_METADATA_DIR=str(metadata_dir.resolve()))
+        if bootstrap_server:
+            env["CTRLAUDIT_BOOTSTRAP_SERVERS"] = bootstrap_server
+        if cluster_id:
+            env["CTRLAUDIT_CLUSTER_ID"] = cluster_id
+        procs = [subprocess.Popen([sys.executable, "-m", "services.capture", "worker", "-l", loglevel], env=env)]
+        if sample_interval:
+            env["CTRLAUDIT_SAMPLE_INTERVAL"] = str(sample_interval)
+            procs.append(subprocess.Popen([sys.executable, "-m", "services.capture", "sampler"], env=env))
+        try:
+            rc = procs[0].wait()
+        except KeyboardInterrupt:
+            rc = 0
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.terminate()
+                    p.wait(30)
+        raise typer.Exit(rc)
+
+    @app.command("archive")
+    @user_errors
+    def archive(
+        archive_dir: Path = typer.Option(None, "--archive-dir", help="Archive root (env CTRLAUDIT_ARCHIVE_DIR)."),
+        bootstrap_server: str = BOOTSTRAP,
+        topic: str = EVENTS_TOPIC,
+        flush_seconds: float = typer.Option(None, "--flush-seconds", help="Finish files and commit every N s (60)."),
+        idle_exit: float = typer.Option(None, "--idle-exit", help="Stop after N s without events."),
+    ) -> None:
+        """Consume the events topic into hourly Avro files with manifests (fsync, then commit)."""
+        import logging
+
+        from services.capture.archiver import run
+        from services.capture.settings import Settings
+
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        s = Settings().replace(bootstrap_servers=bootstrap_server, events_topic=topic,
+                               archive_dir=str(archive_dir) if archive_dir else None,
+                               archive_flush_seconds=flush_seconds)
+        a = run(s, idle_exit=idle_exit)
+        print(f"{s.archive_dir}: archived {a.appended:,} events ({a.skipped:,} already present)")
+
+    @app.command("verify")
+    @user_errors
+    def verify(
+        archive: Path = typer.Argument(..., help="Archive root or one cluster's directory."),
+    ) -> None:
+        """Check the hash chain and the manifests; name the first missing/altered/reordered/inserted event.
+
+        Exit 0: intact; 1: broken; 2: not an archive."""
+        from services.archive.verify import verify_archive
+
+        report = verify_archive(archive)
+        if report.ok:
+            print(f"{archive}: OK: {report.events:,} events in {report.files} file(s), "
+                  f"cluster(s) {', '.join(report.clusters)}")
+            return
+        for f in report.findings:
+            print(str(f))
+        print(f"{archive}: BROKEN: {len(report.findings)} problem(s)", file=sys.stderr)
+        raise typer.Exit(EXIT_FOUND)
