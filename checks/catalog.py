@@ -31,6 +31,7 @@ class Invariant:
     data: str  # M = metadata, C = configs, B = offset samples
     allowances: tuple[str, ...]
     severity: str = "error"
+    live: bool = False  # also judged one event at a time by checks.live.LiveChecker (the watch agent)
 
     @property
     def sql_path(self) -> Path:
@@ -41,51 +42,51 @@ CATALOG: tuple[Invariant, ...] = (
     Invariant(
         "controller_epoch_monotonic", "I1", "ElectionSafety (epoch part)",
         "ControllerChange epochs and every event's controller_epoch never go backwards along seq.",
-        ("ControllerChange",), "M", (),
+        ("ControllerChange",), "M", (), live=True,
     ),
     Invariant(
         "election_safety", "I2", "ElectionSafety",
         "At most one controller per controller epoch.",
-        ("ControllerChange",), "M", (),
+        ("ControllerChange",), "M", (), live=True,
     ),
     Invariant(
         "leader_epoch_monotonic", "I3", "",
         "A partition's leader epoch never decreases and rises on every leader change and replica removal.",
         ("PartitionChange",), "M+C",
         ("no bump on ISR shrink when metadata.version >= 12 (3.6-IV0, KAFKA-15021) or unknown/ZooKeeper",
-         "no bump when a reassignment only adds replicas (KAFKA-13790)"),
+         "no bump when a reassignment only adds replicas (KAFKA-13790)"), live=True,
     ),
     Invariant(
         "partition_epoch_monotonic", "I4", "",
         "The partition epoch strictly rises on every PartitionChange that is not a create or bootstrap.",
-        ("PartitionChange",), "M", (),
+        ("PartitionChange",), "M", (), live=True,
     ),
     Invariant(
         "leader_in_isr", "I5", "LeaderInIsr",
         "Leader ∈ ISR ⊆ replicas in every partition state; leader -1 is legal.",
-        ("PartitionChange",), "M", ("leader -1 (no leader), with any ISR",),
+        ("PartitionChange",), "M", ("leader -1 (no leader), with any ISR",), live=True,
     ),
     Invariant(
         "isr_elr_sanity", "I6", "ValidControllerIsrAndElr",
         "ELR ⊆ replicas, ISR ∩ ELR = ∅, adding ∩ removing = ∅, adding ∪ removing ⊆ replicas.",
-        ("PartitionChange",), "M", (),
+        ("PartitionChange",), "M", (), live=True,
     ),
     Invariant(
         "fenced_broker_not_in_isr", "I7", "ValidControllerState",
         "A fenced or unregistered broker is never leader or in an ISR.",
-        ("PartitionChange", "BrokerChange"), "M", (),
+        ("PartitionChange", "BrokerChange"), "M", (), live=True,
     ),
     Invariant(
         "valid_high_watermark", "I8", "ValidHighWatermark",
         "Sampled HW ≤ the LEO of every ISR member (ISR as of the sample); LEO -1 is no evidence.",
-        ("OffsetSample", "PartitionChange"), "B+M", ("replicas that did not answer (LEO -1)",),
+        ("OffsetSample", "PartitionChange"), "B+M", ("replicas that did not answer (LEO -1)",), live=True,
     ),
     Invariant(
         "high_watermark_monotonic", "I9", "Applied HWM monotonicity",
         "A partition's sampled HW never decreases, in particular across leader changes.",
         ("OffsetSample",), "B",
         ("a new partition incarnation (delete/create) restarts the HW",
-         "a drop after an unclean election between the samples is reported as allowed"),
+         "a drop after an unclean election between the samples is reported as allowed"), live=True,
     ),
     Invariant(
         "unclean_election_allowed", "I12", "",
@@ -93,28 +94,29 @@ CATALOG: tuple[Invariant, ...] = (
         "and then with RECOVERING.",
         ("PartitionChange",), "M+C",
         ("unclean.leader.election.enable=true as of the event: topic, else controller node, else cluster "
-         "default (reported as allowed)",),
+         "default (reported as allowed)",), live=True,
     ),
     Invariant(
         "reassignment_legal", "I13", "EventuallyReassignmentCompletes (safety part)",
         "Reassignments grow to OAR ∪ RAR, add to the ISR only through the leader, complete only when "
         "adding ⊆ ISR, then replicas = target; cancel restores OAR.",
-        ("PartitionChange",), "M", ("removal-only reassignments may complete in one step",),
+        ("PartitionChange",), "M", ("removal-only reassignments may complete in one step",), live=True,
     ),
     Invariant(
         "state_continuity", "", "",
         "Each PartitionChange's before equals the previous event's after for that partition.",
-        ("PartitionChange",), "M", ("a CaptureGap between the two events (reported as allowed)",),
+        ("PartitionChange",), "M", ("a CaptureGap between the two events (reported as allowed)",), live=True,
     ),
     Invariant(
         "distinct_replicas", "", "",
         "No broker twice in a replica list; at creation, replicas on distinct racks where racks allow.",
-        ("PartitionChange",), "M", ("rack rule skipped when any replica's rack is unknown",),
+        ("PartitionChange",), "M", ("rack rule skipped when any replica's rack is unknown",), live=True,
     ),
 )
 
 BY_NAME: dict[str, Invariant] = {inv.name: inv for inv in CATALOG}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
+LIVE_NAMES: tuple[str, ...] = tuple(inv.name for inv in CATALOG if inv.live)
 
 
 @cache
