@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from services.cluster.testing import java_available, running_cluster
+from services.cluster.testing import heal, java_available
 from services.kraft import LogReader, MetadataRecord
 
 pytestmark = [pytest.mark.kafka,
@@ -24,26 +24,14 @@ def _wait(pred, timeout=30.0):
     return False
 
 
-@pytest.fixture(scope="module", params=["4.x", "3.9"])
-def cluster(request, tmp_path_factory):
-    started = time.monotonic()
-    with running_cluster(tmp_path_factory.mktemp("cluster") / "c", request.param) as c:
-        c.startup_seconds = time.monotonic() - started
-        yield c
-    pids = [p.pid for p in c.procs.values()]
-    assert not any(os.path.exists(f"/proc/{pid}") and _is_alive(pid) for pid in pids)
-
-
-def _is_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except OSError:
-        return False
+@pytest.fixture(scope="module")
+def cluster(kafka_cluster):
+    """The session's shared cluster (tests/conftest.py), every node running."""
+    return heal(kafka_cluster)
 
 
 def test_up_quickly_with_three_brokers(cluster):
-    assert cluster.startup_seconds < 60
+    assert cluster.startup_seconds < 60  # measured when the session started it
     assert all(cluster.is_running(i) for i in cluster.nodes)
     out = cluster.tool("metadata-quorum", "--bootstrap-server", cluster.bootstrap_servers,
                        "describe", "--replication").stdout
@@ -57,9 +45,9 @@ def test_controller_from_files_matches_the_tool(cluster):
 
 
 def test_topic_tools_work(cluster):
-    cluster.create_topic("t1", 2, 3)
-    assert "t1" in cluster.topics("--list").stdout.split()
-    desc = cluster.topics("--describe", "--topic", "t1").stdout
+    cluster.create_topic("c-t1", 2, 3)
+    assert "c-t1" in cluster.topics("--list").stdout.split()
+    desc = cluster.topics("--describe", "--topic", "c-t1").stdout
     assert "PartitionCount: 2" in desc and "ReplicationFactor: 3" in desc
 
 
@@ -93,6 +81,21 @@ def test_state_change_and_controller_logs_are_written(cluster):
         assert (n.logs_dir / "server.log").stat().st_size > 0
     assert any((n.logs_dir / "state-change.log").stat().st_size > 0 for n in cluster.nodes.values())
     assert any((n.logs_dir / "controller.log").stat().st_size > 0 for n in cluster.nodes.values())
+
+
+def test_pause_fences_and_resume_rejoins(cluster):
+    victim = next(i for i in cluster.nodes if i != cluster.active_controller())
+    cluster.pause_node(victim)
+    try:
+        def fenced():
+            ctl = cluster.active_controller()
+            return any(isinstance(r, MetadataRecord) and r.type == "BROKER_REGISTRATION_CHANGE_RECORD"
+                       and r.data["brokerId"] == victim and r.data.get("fenced") == 1
+                       for f in cluster.metadata_files(ctl)[-3:] for r in LogReader(f, live=True))
+        assert _wait(fenced, 30), "a paused broker was never fenced"
+    finally:
+        cluster.resume_node(victim)
+    assert cluster.is_running(victim) and victim not in cluster.paused
 
 
 def test_dump_log_and_metadata_shell_run(cluster):

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from services.cluster.dumplog import compare, parse
-from services.cluster.testing import java_available, running_cluster, snapshot_metadata
+from services.cluster.testing import heal, java_available, snapshot_metadata
 from services.kraft import ControlRecord, LogReader, MetadataRecord, UnknownRecord
 
 pytestmark = [pytest.mark.kafka,
@@ -36,40 +36,39 @@ def _records(cluster, node):
     return out
 
 
-@pytest.fixture(scope="module", params=["4.x", "3.9"])
-def exercised(request, tmp_path_factory):
-    version = request.param
-    root = tmp_path_factory.mktemp(f"kafka-{version}")
-    overrides = {"metadata.log.max.record.bytes.between.snapshots": "2048",
-                 "metadata.log.max.snapshot.interval.ms": "2000"}
-    with running_cluster(root / "cluster", version, metadata_segment_bytes=4096,
-                         overrides=overrides) as c:
-        c.create_topic("orders", 3, 3, "--config", "min.insync.replicas=2")
-        c.create_topic("audit", 1, 3)
-        victim = next(i for i in c.nodes if i != c.active_controller())
-        c.kill_node(victim)
-        # the controller fences the broker after broker.session.timeout.ms and shrinks ISRs
-        assert _wait(lambda: any(isinstance(r, MetadataRecord)
-                                 and r.type == "BROKER_REGISTRATION_CHANGE_RECORD"
-                                 and r.data["brokerId"] == victim and r.data.get("fenced") == 1
-                                 for r in _records(c, c.active_controller())), 30)
-        c.start_node(victim)
-        c.wait_ready([victim])
-        c.tool("leader-election", "--bootstrap-server", c.bootstrap_servers,
-               "--election-type", "PREFERRED", "--all-topic-partitions", check=False)
-        plan = root / "reassign.json"
-        target = [victim, 1 if victim != 1 else 2]
-        plan.write_text(json.dumps({"version": 1, "partitions": [
-            {"topic": "audit", "partition": 0, "replicas": target}]}))
-        c.tool("reassign", "--bootstrap-server", c.bootstrap_servers,
-               "--reassignment-json-file", str(plan), "--execute")
-        assert _wait(lambda: "complete" in c.tool(
-            "reassign", "--bootstrap-server", c.bootstrap_servers,
-            "--reassignment-json-file", str(plan), "--verify", check=False).stdout, 30)
-        c.topics("--delete", "--topic", "orders")
-        time.sleep(2.5)  # let a snapshot be written after the last changes
-        copies = snapshot_metadata(c, root / "copy")
-        yield c, version, copies, target
+@pytest.fixture(scope="module")
+def exercised(kafka_cluster, tmp_path_factory):
+    """The session's shared cluster (tests/conftest.py: small metadata segments, frequent
+    snapshots) driven through this module's scenario; topics prefixed ``k-``."""
+    c = heal(kafka_cluster)
+    version = c.label
+    root = tmp_path_factory.mktemp(f"kraft-{version}")
+    c.create_topic("k-orders", 3, 3, "--config", "min.insync.replicas=2")
+    c.create_topic("k-audit", 1, 3)
+    victim = next(i for i in c.nodes if i != c.active_controller())
+    c.kill_node(victim)
+    # the controller fences the broker after broker.session.timeout.ms and shrinks ISRs
+    assert _wait(lambda: any(isinstance(r, MetadataRecord)
+                             and r.type == "BROKER_REGISTRATION_CHANGE_RECORD"
+                             and r.data["brokerId"] == victim and r.data.get("fenced") == 1
+                             for r in _records(c, c.active_controller())), 30)
+    c.start_node(victim)
+    c.wait_ready([victim])
+    c.tool("leader-election", "--bootstrap-server", c.bootstrap_servers,
+           "--election-type", "PREFERRED", "--all-topic-partitions", check=False)
+    plan = root / "reassign.json"
+    target = [victim, 1 if victim != 1 else 2]
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "k-audit", "partition": 0, "replicas": target}]}))
+    c.tool("reassign", "--bootstrap-server", c.bootstrap_servers,
+           "--reassignment-json-file", str(plan), "--execute")
+    assert _wait(lambda: "complete" in c.tool(
+        "reassign", "--bootstrap-server", c.bootstrap_servers,
+        "--reassignment-json-file", str(plan), "--verify", check=False).stdout, 30)
+    c.topics("--delete", "--topic", "k-orders")
+    time.sleep(2.5)  # let a snapshot be written after the last changes
+    copies = snapshot_metadata(c, root / "copy")
+    yield c, version, copies, target
 
 
 def test_every_record_matches_dumplogsegments(exercised):
@@ -121,7 +120,7 @@ def test_reassignment_and_fencing_visible_in_decoded_log(exercised):
     _, _, copies, target = exercised
     recs = [r for f in copies[1] for r in LogReader(f, live=True) if isinstance(r, MetadataRecord)]
     audit = next(r.data["topicId"] for r in recs
-                 if r.type == "TOPIC_RECORD" and r.data["name"] == "audit")
+                 if r.type == "TOPIC_RECORD" and r.data["name"] == "k-audit")
     # the reassignment ends with a PartitionChangeRecord setting replicas to the target
     assert any(r.data["topicId"] == audit and r.data["replicas"] == target for r in recs
                if r.type == "PARTITION_CHANGE_RECORD")
