@@ -49,6 +49,42 @@ async def last_message(topic: str):
         await c.stop()
 
 
+async def last_source_record(topic: str, cluster: str, window: int = 200) -> RawRecord | None:
+    """The last RawRecord a KRaft source of `cluster` wrote to `topic` (skipping the sampler's EVENTs and
+    anything undecodable), scanning back from the end."""
+    c = _consumer()
+    await c.start()
+    try:
+        tp = TopicPartition(topic, 0)
+        c.assign([tp])
+        hi = (await c.end_offsets([tp]))[tp]
+        lo = (await c.beginning_offsets([tp]))[tp]
+        while hi > lo:
+            start = max(lo, hi - window)
+            c.seek(tp, start)
+            found = None
+            while True:
+                batch = await c.getmany(tp, timeout_ms=2000)
+                msgs = batch.get(tp, [])
+                for msg in msgs:
+                    if msg.offset >= hi:
+                        break
+                    try:
+                        r = decode_raw(msg.value)
+                    except Exception:
+                        continue
+                    if r.cluster_id == cluster and r.kind != "EVENT":
+                        found = r
+                if not msgs or msgs[-1].offset >= hi - 1:
+                    break
+            if found is not None:
+                return found
+            hi = start
+        return None
+    finally:
+        await c.stop()
+
+
 async def read_progress() -> tuple[str | None, Progress]:
     msg = await last_message(settings.events_topic)
     if msg is None:
@@ -183,13 +219,7 @@ async def kraft_source() -> None:
     from pathlib import Path
     directory = Path(settings.metadata_dir)
     cluster = settings.cluster_id or cluster_id_of([directory]) or "unknown-cluster"
-    last = await last_message(settings.raw_topic)
-    resume = None
-    if last is not None:
-        try:
-            resume = decode_raw(last.value)
-        except Exception:  # a garbage message at the end (dead-lettered by normalize): read from the start
-            resume = None
+    resume = await last_source_record(settings.raw_topic, cluster)
     tail = KRaftTail(directory, cluster, settings.node_id, resume)
     gate = QuorumWatermark(settings.bootstrap_servers) if settings.commit_gate == "quorum" else None
     log.info("kraft source: %s (cluster %s) from offset %d", directory, cluster, tail.next_offset)

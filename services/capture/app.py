@@ -30,6 +30,9 @@ app = faust.App(
     producer_max_request_size=MAX_MESSAGE_BYTES,
     consumer_max_fetch_size=MAX_MESSAGE_BYTES,
     stream_wait_empty=False,
+    # a kill -9'd worker's group membership must expire quickly, or its successor waits for it
+    broker_session_timeout=10.0,
+    broker_heartbeat_interval=2.0,
 )
 
 # Sources -> normalize: RawRecords (services/capture/codec.py), decoded by the agent so that a bad

@@ -1,0 +1,82 @@
+"""One agent.test_context() test per agent (no broker: sinks replaced), and the Faust codecs."""
+from __future__ import annotations
+
+import pytest
+
+from schemas.events import (
+    ControllerEvent, PartitionChange, PartitionState, SourceKind, SourcePosition, TopicChange, TopicChangeKind,
+)
+from services.capture import agents, logic
+from services.capture.codec import EventCodec, RawCodec, RawRecord, encode_raw
+from services.kraft import build_batch
+
+
+
+
+@pytest.fixture
+def sinks(monkeypatch):
+    got = {"events": [], "dead": [], "alerts": []}
+
+    async def ev(e, h):
+        got["events"].append((e, h))
+
+    async def dead(k, v, reason):
+        got["dead"].append(reason)
+
+    async def alert(a):
+        got["alerts"].append(a)
+
+    async def no_progress():
+        return None, logic.Progress()
+
+    async def no_raw(upto):
+        return
+        yield
+
+    p = agents.Pipeline(progress_reader=no_progress, raw_reader=no_raw)
+    p.sink_event, p.sink_dead, p.sink_alert = ev, dead, alert
+    monkeypatch.setattr(agents, "pipeline", p)
+    return got
+
+
+def _topic_record(name: str, b: int) -> bytes:
+    return bytes([1, 2, 0, len(name) + 1]) + name.encode() + bytes([b]) * 16 + b"\x00"
+
+
+@pytest.mark.asyncio
+async def test_normalize_agent(sinks):
+    raw = RawRecord("c", 1, "KRAFT_BATCH", 0, 0, 0, 1, 1000, 1000, build_batch([(None, _topic_record("a", 1))]))
+    async with agents.normalize.test_context() as agent:
+        await agent.put(encode_raw(raw))
+        await agent.put(b"garbage")
+        await agent.put(encode_raw(raw))  # duplicate: nothing new
+    events = [e for e, _ in sinks["events"]]
+    assert [e.payload.topic for e in events] == ["a"] and events[0].seq == 0
+    assert len(sinks["dead"]) == 1 and "not Avro" in sinks["dead"][0]
+
+
+@pytest.mark.asyncio
+async def test_watch_agent(sinks):
+    def pc(before, after, seq):
+        return ControllerEvent("id", "c", seq, SourcePosition(SourceKind.KRAFT_LOG, seq), 0, 0, 1, 1,
+                               PartitionChange("t", "tid", 0, before, after))
+    a = PartitionState((1, 2), (1, 2), 1, 1, 1)
+    b = PartitionState((1, 2), (1,), 1, 1, 2)
+    bad = PartitionState((1, 2), (1,), 2, 1, 3)  # leader outside the ISR
+    async with agents.watch.test_context() as agent:
+        await agent.put(pc(None, a, 0))
+        await agent.put(pc(a, b, 1))
+        await agent.put(pc(b, bad, 2))
+    names = sorted(x["invariant"] for x in sinks["alerts"])
+    assert "leader_in_isr" in names and "leader_epoch_monotonic" in names
+
+
+def test_codecs_round_trip():
+    e = ControllerEvent("id", "c", 0, SourcePosition(SourceKind.KRAFT_LOG, 3), 0, 0, 1, 1,
+                        TopicChange(TopicChangeKind.CREATED, "t", "tid"))
+    c = EventCodec()
+    assert c.loads(c.dumps(e)) == e
+    r = RawRecord("c", 1, "GAP", 0, 0, 9, -1, 0, 0, b"", reason="x")
+    assert RawCodec().loads(RawCodec().dumps(r)) == r
+    from faust.serializers import codecs
+    assert codecs.get_codec("ctrlaudit-event").loads(c.dumps(e)) == e

@@ -1,0 +1,223 @@
+"""Plain functions of the capture pipeline: positions and dedupe, raw decoding and dead letters,
+chain extension across a restart, the tail's resume and gaps, watch rules, the archive's dedupe."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from schemas import codec as event_codec
+from schemas.events import (
+    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ControllerChange, ControllerEvent, OffsetSample,
+    PartitionChange, PartitionState, ReplicaOffset, SourceKind, SourcePosition,
+)
+from services.capture import logic
+from services.capture.codec import RAW_SCHEMA, RawRecord, decode_raw, encode_raw
+from services.capture.logic import CaptureState, DeadLetter, Progress
+from services.capture.sources import KRaftTail
+from services.kraft import build_batch
+
+CL = "c1"
+
+
+def ev(offset, index=0, kind=SourceKind.KRAFT_LOG, payload=None, bootstrap=False, epoch=1) -> ControllerEvent:
+    return ControllerEvent("id", CL, 0, SourcePosition(kind, offset, index), 1000, 1000, 1, epoch,
+                           payload or CaptureGap(0, 0, "x"), bootstrap=bootstrap)
+
+
+def st(leader=1, isr=(1, 2), replicas=(1, 2, 3), le=1, pe=1, **kw) -> PartitionState:
+    return PartitionState(tuple(replicas), tuple(isr), leader, le, pe, **kw)
+
+
+# --- positions -----------------------------------------------------------------------------------
+
+def test_snapshot_sorts_before_the_log_record_at_its_end_offset():
+    snap = ev(10, 5, SourceKind.KRAFT_SNAPSHOT, PartitionChange("t", "id", 0, None, st()))
+    log = ev(10, 0, payload=PartitionChange("t", "id", 0, None, st()))
+    assert logic.position_key(snap) < logic.position_key(log)
+
+
+def test_progress_drops_at_or_below_the_last_position_per_stream():
+    p = Progress()
+    a = ev(5, payload=PartitionChange("t", "id", 0, None, st()))
+    assert p.is_new(a)
+    p.advance(a)
+    assert not p.is_new(a) and not p.is_new(ev(4, payload=a.payload))
+    sample = ev(1, kind=SourceKind.OFFSET_SAMPLER, payload=OffsetSample("t", 0, 1, 1, 0, 0, ()))
+    assert p.is_new(sample)  # another stream
+    assert Progress.from_header(p.header()) == p
+    assert Progress.from_headers([("other", b"x"), (logic.PROGRESS_HEADER, p.header())]) == p
+    assert Progress.from_headers(None) == Progress()
+
+
+# --- raw records ---------------------------------------------------------------------------------
+
+def raw(kind="KRAFT_BATCH", data=b"", base=0, last=0, **kw) -> RawRecord:
+    return RawRecord(CL, 1, kind, 0, base, last, 1, 1000, 1000, data, **kw)
+
+
+def test_raw_round_trip_and_fingerprint():
+    r = raw(data=b"abc", file="f.log", control_type="control", reason=None)
+    b = encode_raw(r)
+    assert b[:2] == b"\xc3\x01" and b[2:10] == RAW_SCHEMA.fingerprint
+    assert decode_raw(b) == r
+
+
+@pytest.mark.parametrize("value,reason", [
+    (b"garbage", "not Avro single-object encoding"),
+    (b"\xc3\x01" + b"\x11" * 8 + b"x", "unknown writer schema fingerprint"),
+    (b"\xc3\x01" + RAW_SCHEMA.fingerprint + b"\x02", "truncated or corrupt"),
+])
+def test_parse_raw_dead_letters_with_the_reason(value, reason):
+    with pytest.raises(DeadLetter, match=reason):
+        logic.parse_raw(value)
+
+
+def test_a_corrupt_batch_is_a_dead_letter():
+    good = build_batch([(None, b"\x01\x02\x00")], base_offset=0)
+    bad = bytearray(good)
+    bad[-1] ^= 0xFF
+    with pytest.raises(DeadLetter, match="bad record batch"):
+        logic.batch_records(raw(data=bytes(bad)))
+
+
+def _topic_record(name: str, tid_byte: int) -> bytes:
+    # TopicRecord v0: frame 1, apiKey 2, version 0, name (compact string), topicId (uuid), no tags
+    body = bytes([1, 2, 0]) + bytes([len(name) + 1]) + name.encode() + bytes([tid_byte]) * 16 + b"\x00"
+    return body
+
+
+def test_capture_state_chains_dedupes_and_resumes():
+    b0 = build_batch([(None, _topic_record("a", 1))], base_offset=0)
+    b1 = build_batch([(None, _topic_record("b", 2))], base_offset=1)
+    s = CaptureState(CL)
+    out0 = s.process(raw(data=b0, base=0, last=0))
+    assert [e.payload.topic for e, _ in out0] == ["a"] and out0[0][0].seq == 0
+    assert s.process(raw(data=b0, base=0, last=0)) == []  # a re-published batch adds nothing
+    out1 = s.process(raw(data=b1, base=1, last=1))
+    assert out1[0][0].seq == 1 and out1[0][0].prev_hash == out0[0][0].hash
+    # a restarted worker: progress from the events topic's last header, replay the raw topic from the start
+    p = Progress.from_header(out1[0][1])
+    s2 = CaptureState(CL, progress=p)
+    assert s2.process(raw(data=b0, base=0, last=0)) == [] and s2.process(raw(data=b1, base=1, last=1)) == []
+    b2 = build_batch([(None, _topic_record("c", 3))], base_offset=2)
+    (e2, _), = s2.process(raw(data=b2, base=2, last=2))
+    assert e2.seq == 2 and e2.prev_hash == out1[0][0].hash and e2.payload.topic == "c"
+
+
+def test_capture_state_restart_in_the_middle_emits_what_the_topic_lacks():
+    batches = [build_batch([(None, _topic_record(n, i + 1))], base_offset=i) for i, n in enumerate("abc")]
+    s = CaptureState(CL)
+    first = s.process(raw(data=batches[0], base=0, last=0))
+    s2 = CaptureState(CL, progress=Progress.from_header(first[0][1]))  # events topic holds only "a"
+    out = [e for i, b in enumerate(batches) for e, _ in s2.process(raw(data=b, base=i, last=i))]
+    assert [e.payload.topic for e in out] == ["b", "c"] and [e.seq for e in out] == [1, 2]
+
+
+def test_event_raw_records_are_chained_and_samples_deduped():
+    sample = ev(100, 0, SourceKind.OFFSET_SAMPLER, OffsetSample("t", 0, 1, 1, 5, 1, (ReplicaOffset(1, 5, 1),)))
+    r = raw("EVENT", event_codec.encode(sample))
+    s = CaptureState(CL)
+    (e, _), = s.process(r)
+    assert e.seq == 0 and e.hash
+    assert s.process(r) == []
+    with pytest.raises(DeadLetter, match="ControllerEvent"):
+        s.process(raw("EVENT", b"junk"))
+    with pytest.raises(DeadLetter, match="cluster"):
+        s.process(replace(r, cluster_id="other"))
+
+
+def test_gap_raw_record_becomes_a_capture_gap():
+    (e, _), = CaptureState(CL).process(raw("GAP", base=0, last=9, reason="deleted"))
+    assert e.payload == CaptureGap(0, 9, "deleted")
+
+
+# --- the KRaft tail -----------------------------------------------------------------------------
+
+def _segment(d: Path, base: int, names: str) -> None:
+    data = b"".join(build_batch([(None, _topic_record(n, base + i + 1))], base_offset=base + i)
+                    for i, n in enumerate(names))
+    (d / f"{base:020d}.log").write_bytes(data)
+
+
+def test_tail_follows_rolls_resumes_and_waits_for_the_commit_mark(tmp_path):
+    _segment(tmp_path, 0, "ab")
+    t = KRaftTail(tmp_path, CL)
+    assert [r.base_offset for r in t.poll(committed_end=1)] == [0]  # offset 1 not committed yet
+    got = t.poll()
+    assert [r.base_offset for r in got] == [1]
+    _segment(tmp_path, 2, "cd")
+    got = t.poll()
+    assert [(r.kind, r.base_offset) for r in got] == [("KRAFT_BATCH", 2), ("KRAFT_BATCH", 3)]
+    resumed = KRaftTail(tmp_path, CL, resume=got[0])
+    assert [r.base_offset for r in resumed.poll()] == [3]
+    with open(tmp_path / f"{2:020d}.log", "ab") as f:  # half a batch: wait for the rest
+        f.write(build_batch([(None, _topic_record("e", 9))], base_offset=4)[:20])
+    assert t.poll() == []
+
+
+def test_tail_after_deleted_segments_emits_gap_and_snapshot(tmp_path):
+    _segment(tmp_path, 5, "fg")
+    snap = build_batch([(None, _topic_record("a", 1))], base_offset=0)
+    (tmp_path / f"{5:020d}-{1:010d}.checkpoint").write_bytes(snap)
+    got = KRaftTail(tmp_path, CL).poll()
+    assert [r.kind for r in got] == ["GAP", "SNAPSHOT_BEGIN", "SNAPSHOT_BATCH", "SNAPSHOT_END", "KRAFT_BATCH",
+                                     "KRAFT_BATCH"]
+    assert (got[0].base_offset, got[0].last_offset) == (0, 4)
+    s = CaptureState(CL)
+    events = [e for r in got for e, _ in s.process(r)]
+    assert [type(e.payload).__name__ for e in events][0] == "CaptureGap"
+    assert [e.payload.topic for e in events[1:]] == ["a", "f", "g"]
+    assert events[1].bootstrap
+
+
+# --- watch rules --------------------------------------------------------------------------------
+
+def pc(before, after, **kw):
+    return ev(1, payload=PartitionChange("t", "tid", 0, before, after), **kw)
+
+
+def test_epoch_rules():
+    assert logic.leader_epoch_monotonic(PartitionChange("t", "x", 0, st(le=3), st(le=2)))
+    assert logic.leader_epoch_monotonic(PartitionChange("t", "x", 0, st(leader=1, le=3), st(leader=2, le=3)))
+    assert not logic.leader_epoch_monotonic(PartitionChange("t", "x", 0, st(leader=1, le=3), st(leader=2, isr=(2,), le=4)))
+    assert logic.partition_epoch_monotonic(PartitionChange("t", "x", 0, st(pe=3), st(pe=3)))
+    assert not logic.partition_epoch_monotonic(PartitionChange("t", "x", 0, st(pe=3), st(pe=4)))
+    assert logic.controller_epoch_monotonic(ev(1, payload=ControllerChange(1, 4), epoch=4), {CL: 5})
+    assert not logic.controller_epoch_monotonic(ev(1, payload=ControllerChange(1, 6), epoch=6), {CL: 5})
+    assert logic.controller_epoch_monotonic(ev(1, epoch=3), {CL: 5})
+
+
+def test_set_rules():
+    assert logic.leader_in_isr(PartitionChange("t", "x", 0, None, st(leader=3, isr=(1, 2))))
+    assert not logic.leader_in_isr(PartitionChange("t", "x", 0, None, st(leader=-1, isr=(1,))))
+    assert logic.isr_elr_sanity(PartitionChange("t", "x", 0, None, st(isr=(1, 2), elr=(2,))))
+    assert logic.isr_elr_sanity(PartitionChange("t", "x", 0, None, st(adding_replicas=(3,), removing_replicas=(3,))))
+    assert not logic.isr_elr_sanity(PartitionChange("t", "x", 0, None, st(isr=(1,), elr=(2,))))
+
+
+def test_fenced_broker_rule_and_last_replica_standing():
+    brokers = {f"{CL}|1": "active", f"{CL}|2": "fenced"}
+    assert logic.fenced_broker_not_in_isr(pc(st(isr=(1,)), st(isr=(1, 2), pe=2)), brokers)
+    assert not logic.fenced_broker_not_in_isr(pc(st(isr=(1, 2)), st(isr=(1, 2), pe=2)), brokers)  # not joining
+    assert not logic.fenced_broker_not_in_isr(pc(st(isr=(2,), leader=2), st(leader=-1, isr=(2,), le=2, pe=2)), brokers)
+
+
+def test_watch_updates_state_and_flags_a_lost_event():
+    parts, brokers, ctl = {}, {}, {}
+    reg = ev(1, payload=BrokerChange(1, BrokerChangeKind.UNFENCED, None, BrokerState(1, 1, False)))
+    assert logic.watch(reg, parts, brokers, ctl) == []
+    assert brokers == {f"{CL}|1": "active"}
+    a = st(leader=1, isr=(1,), replicas=(1,))
+    assert logic.watch(pc(None, a), parts, brokers, ctl) == []
+    b = st(leader=1, isr=(1,), replicas=(1,), pe=2)
+    c = st(leader=1, isr=(1,), replicas=(1,), pe=3)
+    alerts = logic.watch(pc(b, c), parts, brokers, ctl)  # the a -> b change never arrived
+    assert [x["invariant"] for x in alerts] == ["state_continuity"]
+
+
+def test_hw_within_isr():
+    s = OffsetSample("t", 0, 1, 1, 10, 0, (ReplicaOffset(1, 12, 0), ReplicaOffset(2, 9, 0)))
+    assert not logic.hw_within_isr(s, (1, 2))
+    assert logic.hw_within_isr(s, (1,))
