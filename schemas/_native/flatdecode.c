@@ -1,0 +1,1195 @@
+/*
+ * schemas._flatdecode: Avro object container files of ctrlaudit.ControllerEvent v1 -> the flat
+ * `events` columns of schemas/flat.py, without building Python objects per record.
+ *
+ * The decoder is hand-specialised to controller_event.v1.avsc (the Python wrapper,
+ * schemas/fastflat.py, only calls it for files whose writer schema has exactly v1's canonical
+ * form) and fills, per column, Arrow buffers (validity bitmap, values / offsets, child values)
+ * that the wrapper assembles with pyarrow.Array.from_buffers. The column list and the mapping of
+ * record fields to columns mirror schemas.flat.flatten, which stays the reference.
+ *
+ * Safety: every read is bounds-checked; varints are at most 10 bytes; negative lengths/counts,
+ * counts larger than the bytes left, enum and union indexes out of range, ints outside int32,
+ * booleans other than 0/1, invalid UTF-8, bad sync markers, trailing bytes in a block and bad
+ * deflate streams are errors (reported with the index of the record being decoded). Errors
+ * unwind with longjmp to the block loop; all memory is owned by the batch/decoder structs.
+ * Decoding runs without the GIL.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+/* ------------------------------------------------------------------------------------------ */
+/* errors                                                                                      */
+
+enum { E_NONE = 0, E_DATA = 1, E_NOMEM = 2, E_LIMIT = 3 };
+
+typedef struct {
+    jmp_buf jb;
+    int kind;
+    char msg[256];
+} err_t;
+
+static void fail(err_t *e, int kind, const char *fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
+static void fail(err_t *e, int kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    e->kind = kind;
+    longjmp(e->jb, 1);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* reader                                                                                      */
+
+typedef struct {
+    const uint8_t *p, *end;
+    err_t *e;
+} rd_t;
+
+#define REMAIN(r) ((int64_t)((r)->end - (r)->p))
+
+static inline uint64_t rd_varint(rd_t *r)
+{
+    const uint8_t *p = r->p;
+    uint64_t v = 0;
+    int shift = 0;
+    if (r->end - p >= 10) { /* fast path: no per-byte bound check */
+        for (int i = 0; i < 10; i++) {
+            uint8_t b = p[i];
+            if (i == 9 && b > 1)
+                fail(r->e, E_DATA, "varint longer than 10 bytes or above 64 bits");
+            v |= (uint64_t)(b & 0x7f) << shift;
+            if (!(b & 0x80)) {
+                r->p = p + i + 1;
+                return v;
+            }
+            shift += 7;
+        }
+        fail(r->e, E_DATA, "varint longer than 10 bytes");
+    }
+    for (int i = 0; i < 10; i++) {
+        if (p >= r->end)
+            fail(r->e, E_DATA, "unexpected end of data (in a varint)");
+        uint8_t b = *p++;
+        if (i == 9 && b > 1)
+            fail(r->e, E_DATA, "varint longer than 10 bytes or above 64 bits");
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            r->p = p;
+            return v;
+        }
+        shift += 7;
+    }
+    fail(r->e, E_DATA, "varint longer than 10 bytes");
+}
+
+static inline int64_t rd_long(rd_t *r)
+{
+    uint64_t u = rd_varint(r);
+    return (int64_t)((u >> 1) ^ (~(u & 1) + 1));
+}
+
+static inline int32_t rd_int(rd_t *r)
+{
+    int64_t v = rd_long(r);
+    if (v < INT32_MIN || v > INT32_MAX)
+        fail(r->e, E_DATA, "int value %lld out of the 32-bit range", (long long)v);
+    return (int32_t)v;
+}
+
+static inline int rd_bool(rd_t *r)
+{
+    if (r->p >= r->end)
+        fail(r->e, E_DATA, "unexpected end of data (in a boolean)");
+    uint8_t b = *r->p++;
+    if (b > 1)
+        fail(r->e, E_DATA, "boolean byte %u is neither 0 nor 1", b);
+    return b;
+}
+
+static inline int rd_index(rd_t *r, int n, const char *what)
+{
+    int64_t v = rd_long(r);
+    if (v < 0 || v >= n)
+        fail(r->e, E_DATA, "%s index %lld out of range (0..%d)", what, (long long)v, n - 1);
+    return (int)v;
+}
+
+/* Strict UTF-8 (as Python's bytes.decode('utf-8')): no overlongs, surrogates or > U+10FFFF. */
+static int utf8_valid(const uint8_t *s, int64_t n)
+{
+    int64_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ULL)) {
+                i += 8;
+                continue;
+            }
+        }
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
+                return 0;
+            i += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (i + 2 >= n)
+                return 0;
+            uint8_t c1 = s[i + 1], c2 = s[i + 2];
+            if ((c2 & 0xC0) != 0x80)
+                return 0;
+            if (c == 0xE0) {
+                if (c1 < 0xA0 || c1 > 0xBF)
+                    return 0;
+            } else if (c == 0xED) {
+                if (c1 < 0x80 || c1 > 0x9F)
+                    return 0;
+            } else if ((c1 & 0xC0) != 0x80)
+                return 0;
+            i += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (i + 3 >= n)
+                return 0;
+            uint8_t c1 = s[i + 1], c2 = s[i + 2], c3 = s[i + 3];
+            if ((c2 & 0xC0) != 0x80 || (c3 & 0xC0) != 0x80)
+                return 0;
+            if (c == 0xF0) {
+                if (c1 < 0x90 || c1 > 0xBF)
+                    return 0;
+            } else if (c == 0xF4) {
+                if (c1 < 0x80 || c1 > 0x8F)
+                    return 0;
+            } else if ((c1 & 0xC0) != 0x80)
+                return 0;
+            i += 4;
+        } else
+            return 0;
+    }
+    return 1;
+}
+
+typedef struct {
+    const uint8_t *p;
+    int32_t n;
+} sv_t;
+
+static inline sv_t rd_bytes(rd_t *r)
+{
+    int64_t n = rd_long(r);
+    if (n < 0)
+        fail(r->e, E_DATA, "negative length %lld", (long long)n);
+    if (n > REMAIN(r))
+        fail(r->e, E_DATA, "length %lld larger than the %lld bytes left", (long long)n, (long long)REMAIN(r));
+    if (n > INT32_MAX)
+        fail(r->e, E_LIMIT, "string of %lld bytes", (long long)n);
+    sv_t s = {r->p, (int32_t)n};
+    r->p += n;
+    return s;
+}
+
+static inline sv_t rd_str(rd_t *r)
+{
+    sv_t s = rd_bytes(r);
+    if (!utf8_valid(s.p, s.n))
+        fail(r->e, E_DATA, "string is not valid UTF-8");
+    return s;
+}
+
+/* Array/map block count: the number of items of the next block (0 = end). */
+static inline int64_t rd_block_count(rd_t *r)
+{
+    int64_t cnt = rd_long(r);
+    if (cnt < 0) {
+        if (cnt == INT64_MIN)
+            fail(r->e, E_DATA, "array block count out of range");
+        cnt = -cnt;
+        int64_t size = rd_long(r);
+        if (size < 0 || size > REMAIN(r))
+            fail(r->e, E_DATA, "array block size %lld invalid", (long long)size);
+    }
+    if (cnt > REMAIN(r)) /* every item takes at least one byte */
+        fail(r->e, E_DATA, "array count %lld larger than the %lld bytes left", (long long)cnt, (long long)REMAIN(r));
+    return cnt;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* columns                                                                                     */
+
+enum { K_I32 = 0, K_I64 = 1, K_BOOL = 2, K_STR = 3, K_LI32 = 4, K_LI64 = 5, K_LSTR = 6 };
+
+enum {
+    C_SEQ, C_EVENT_ID, C_CLUSTER_ID, C_KIND, C_SOURCE_KIND, C_SOURCE_OFFSET, C_SOURCE_INDEX, C_SOURCE_NODE,
+    C_SOURCE_FILE, C_EVENT_TIME, C_CAPTURE_TIME, C_CONTROLLER_ID, C_CONTROLLER_EPOCH, C_METADATA_VERSION,
+    C_BOOTSTRAP, C_PREV_HASH, C_HASH,
+    C_TOPIC, C_TOPIC_ID, C_PARTITION, C_TOPIC_CHANGE,
+    C_HAS_BEFORE, C_B_STATE, /* 10 columns: replicas isr adding removing elr last_known_elr leader
+                                leader_epoch partition_epoch recovery */
+    C_HAS_AFTER = C_B_STATE + 10, C_A_STATE,
+    C_CHANGES = C_A_STATE + 10, C_ELECTION,
+    C_CC_LEADER, C_CC_EPOCH, C_CC_PREV_LEADER, C_CC_PREV_EPOCH, C_CC_VOTERS,
+    C_BROKER_ID, C_BROKER_CHANGE, C_BROKER_EPOCH, C_BROKER_FENCED, C_BROKER_SHUTDOWN, C_BROKER_RACK,
+    C_BROKER_PREV_EPOCH, C_BROKER_PREV_FENCED,
+    C_CONFIG_TYPE, C_CONFIG_RESOURCE, C_CONFIG_NAME, C_CONFIG_VALUE, C_CONFIG_PREV_VALUE,
+    C_FEATURE, C_FEATURE_LEVEL, C_FEATURE_PREV_LEVEL,
+    C_S_LEADER, C_S_LEADER_EPOCH, C_S_HW, C_S_HW_TIME, C_S_REPLICAS, C_S_LEOS,
+    C_GAP_FROM, C_GAP_TO, C_UNKNOWN_API_KEY, C_UNKNOWN_VERSION, C_REASON,
+    NCOLS
+};
+
+typedef struct {
+    const char *name;
+    int kind;
+} coldef_t;
+
+#define STATE_COLS(p)                                                                                  \
+    {p "replicas", K_LI32}, {p "isr", K_LI32}, {p "adding", K_LI32}, {p "removing", K_LI32},           \
+        {p "elr", K_LI32}, {p "last_known_elr", K_LI32}, {p "leader", K_I32}, {p "leader_epoch", K_I32}, \
+        {p "partition_epoch", K_I32}, {p "recovery", K_STR}
+
+static const coldef_t COLDEFS[NCOLS] = {
+    {"seq", K_I64}, {"event_id", K_STR}, {"cluster_id", K_STR}, {"kind", K_STR}, {"source_kind", K_STR},
+    {"source_offset", K_I64}, {"source_index", K_I32}, {"source_node", K_I32}, {"source_file", K_STR},
+    {"event_time_ms", K_I64}, {"capture_time_ms", K_I64}, {"controller_id", K_I32},
+    {"controller_epoch", K_I32}, {"metadata_version", K_I32}, {"bootstrap", K_BOOL}, {"prev_hash", K_STR},
+    {"hash", K_STR},
+    {"topic", K_STR}, {"topic_id", K_STR}, {"partition", K_I32}, {"topic_change", K_STR},
+    {"has_before", K_BOOL}, STATE_COLS("b_"), {"has_after", K_BOOL}, STATE_COLS("a_"),
+    {"changes", K_LSTR}, {"election", K_STR},
+    {"cc_leader", K_I32}, {"cc_epoch", K_I32}, {"cc_prev_leader", K_I32}, {"cc_prev_epoch", K_I32},
+    {"cc_voters", K_LI32},
+    {"broker_id", K_I32}, {"broker_change", K_STR}, {"broker_epoch", K_I64}, {"broker_fenced", K_BOOL},
+    {"broker_shutdown", K_BOOL}, {"broker_rack", K_STR}, {"broker_prev_epoch", K_I64},
+    {"broker_prev_fenced", K_BOOL},
+    {"config_type", K_STR}, {"config_resource", K_STR}, {"config_name", K_STR}, {"config_value", K_STR},
+    {"config_prev_value", K_STR},
+    {"feature", K_STR}, {"feature_level", K_I32}, {"feature_prev_level", K_I32},
+    {"s_leader", K_I32}, {"s_leader_epoch", K_I32}, {"s_hw", K_I64}, {"s_hw_time_ms", K_I64},
+    {"s_replicas", K_LI32}, {"s_leos", K_LI64},
+    {"gap_from", K_I64}, {"gap_to", K_I64}, {"unknown_api_key", K_I32}, {"unknown_version", K_I32},
+    {"reason", K_STR},
+};
+
+/* Enum symbols and union branches of v1, in schema order. */
+#define N_SOURCE_KIND 7
+static const char *const SOURCE_KIND[] = {"KRAFT_LOG", "KRAFT_SNAPSHOT", "ZOOKEEPER", "BROKER_LOG",
+                                          "OFFSET_SAMPLER", "SIMULATOR", "UNKNOWN"};
+#define N_BROKER_CHANGE_KIND 7
+static const char *const BROKER_CHANGE_KIND[] = {"REGISTERED", "FENCED", "UNFENCED", "CONTROLLED_SHUTDOWN",
+                                                 "UNREGISTERED", "UPDATED", "UNKNOWN"};
+#define N_TOPIC_CHANGE_KIND 3
+static const char *const TOPIC_CHANGE_KIND[] = {"CREATED", "DELETED", "UNKNOWN"};
+#define N_RECOVERY 3
+static const char *const RECOVERY[] = {"RECOVERED", "RECOVERING", "UNKNOWN"};
+#define N_PARTITION_CHANGE_KIND 12
+static const char *const PARTITION_CHANGE_KIND[] = {
+    "CREATE", "DELETE", "LEADER", "LEADER_EPOCH", "ISR", "REPLICAS", "REASSIGNMENT_START",
+    "REASSIGNMENT_COMPLETE", "REASSIGNMENT_CANCEL", "ELR", "RECOVERY_STATE", "UNKNOWN"};
+#define N_ELECTION 8
+static const char *const ELECTION[] = {"NONE", "PREFERRED", "CLEAN", "UNCLEAN", "ELR", "REASSIGNMENT",
+                                       "CONTROLLED_SHUTDOWN", "UNKNOWN"};
+#define N_CONFIG_TYPE 6
+static const char *const CONFIG_TYPE[] = {"TOPIC", "BROKER", "BROKER_LOGGER", "CLIENT_METRICS", "GROUP",
+                                          "UNKNOWN"};
+#define N_PAYLOAD 9
+static const char *const PAYLOAD[] = {"ControllerChange", "BrokerChange", "TopicChange", "PartitionChange",
+                                      "ConfigChange", "FeatureLevelChange", "OffsetSample", "CaptureGap",
+                                      "UnknownRecord"};
+
+/* A column under construction. `data`: values (I32/I64), value bits (BOOL) or int32 offsets
+   (STR and lists, n+1 entries). `v`: characters (STR), child values (LI32/LI64) or child offsets
+   (LSTR). `v2`: child characters (LSTR). Fixed-size buffers are sized by the batch's row
+   capacity; v/v2 grow on their own. */
+typedef struct {
+    uint8_t *p;
+    size_t len, cap;
+} vec_t;
+
+typedef struct {
+    int kind;
+    int64_t len, nulls;
+    uint8_t *valid;
+    uint8_t *data;
+    vec_t v, v2;
+    int64_t child_len;
+} col_t;
+
+/* Variable-size buffers of one batch stay below this, so int32 offsets never overflow. */
+#define BATCH_VAR_LIMIT ((size_t)1 << 30)
+#define BATCH_ROW_LIMIT ((int64_t)1 << 21)
+
+typedef struct {
+    int64_t n, cap;
+    col_t c[NCOLS];
+    err_t *e;
+} batch_t;
+
+static void vec_reserve(batch_t *b, vec_t *v, size_t add)
+{
+    if (v->len + add <= v->cap)
+        return;
+    if (v->len + add > (size_t)INT32_MAX)
+        fail(b->e, E_LIMIT, "a column of one batch exceeds 2 GiB");
+    size_t cap = v->cap ? v->cap : 256;
+    while (cap < v->len + add)
+        cap *= 2;
+    uint8_t *p = realloc(v->p, cap);
+    if (!p)
+        fail(b->e, E_NOMEM, "out of memory");
+    v->p = p;
+    v->cap = cap;
+}
+
+static void batch_free(batch_t *b)
+{
+    if (!b)
+        return;
+    for (int i = 0; i < NCOLS; i++) {
+        free(b->c[i].valid);
+        free(b->c[i].data);
+        free(b->c[i].v.p);
+        free(b->c[i].v2.p);
+    }
+    free(b);
+}
+
+static size_t fixed_bytes(int kind, int64_t rows)
+{
+    switch (kind) {
+    case K_I32:
+        return (size_t)rows * 4;
+    case K_I64:
+        return (size_t)rows * 8;
+    case K_BOOL:
+        return (size_t)(rows / 8 + 1);
+    default:
+        return (size_t)(rows + 1) * 4;
+    }
+}
+
+/* Grow every column's fixed-size buffers to `rows` rows (new bitmap bytes zeroed). */
+static void batch_grow(batch_t *b, int64_t rows)
+{
+    for (int i = 0; i < NCOLS; i++) {
+        col_t *c = &b->c[i];
+        size_t old_bits = b->cap ? (size_t)(b->cap / 8 + 1) : 0, new_bits = (size_t)(rows / 8 + 1);
+        uint8_t *v = realloc(c->valid, new_bits);
+        if (!v)
+            fail(b->e, E_NOMEM, "out of memory");
+        memset(v + old_bits, 0, new_bits - old_bits);
+        c->valid = v;
+        size_t old_fixed = b->cap ? fixed_bytes(c->kind, b->cap) : 0, new_fixed = fixed_bytes(c->kind, rows);
+        uint8_t *d = realloc(c->data, new_fixed);
+        if (!d)
+            fail(b->e, E_NOMEM, "out of memory");
+        memset(d + old_fixed, 0, new_fixed - old_fixed);
+        c->data = d;
+    }
+    b->cap = rows;
+}
+
+static batch_t *batch_new(err_t *e)
+{
+    batch_t *b = calloc(1, sizeof *b);
+    if (!b)
+        fail(e, E_NOMEM, "out of memory");
+    b->e = e;
+    for (int i = 0; i < NCOLS; i++)
+        b->c[i].kind = COLDEFS[i].kind;
+    return b;
+}
+
+#define SETBIT(bits, i) ((bits)[(i) >> 3] |= (uint8_t)(1u << ((i)&7)))
+#define OFFS(c) ((int32_t *)(c)->data)
+
+static inline void put_null(batch_t *b, int ci)
+{
+    col_t *c = &b->c[ci];
+    int64_t row = b->n;
+    switch (c->kind) {
+    case K_I32:
+        ((int32_t *)c->data)[row] = 0;
+        break;
+    case K_I64:
+        ((int64_t *)c->data)[row] = 0;
+        break;
+    case K_BOOL:
+        break;
+    default:
+        OFFS(c)[row + 1] = OFFS(c)[row];
+    }
+    c->nulls++;
+    c->len++;
+}
+
+static inline void put_i32(batch_t *b, int ci, int32_t v)
+{
+    col_t *c = &b->c[ci];
+    ((int32_t *)c->data)[b->n] = v;
+    SETBIT(c->valid, b->n);
+    c->len++;
+}
+
+static inline void put_i64(batch_t *b, int ci, int64_t v)
+{
+    col_t *c = &b->c[ci];
+    ((int64_t *)c->data)[b->n] = v;
+    SETBIT(c->valid, b->n);
+    c->len++;
+}
+
+static inline void put_bool(batch_t *b, int ci, int v)
+{
+    col_t *c = &b->c[ci];
+    if (v)
+        SETBIT(c->data, b->n);
+    SETBIT(c->valid, b->n);
+    c->len++;
+}
+
+static inline void put_str(batch_t *b, int ci, const uint8_t *s, int32_t n)
+{
+    col_t *c = &b->c[ci];
+    vec_reserve(b, &c->v, (size_t)n);
+    memcpy(c->v.p + c->v.len, s, (size_t)n);
+    c->v.len += (size_t)n;
+    OFFS(c)[b->n + 1] = (int32_t)c->v.len;
+    SETBIT(c->valid, b->n);
+    c->len++;
+}
+
+static inline void put_sym(batch_t *b, int ci, const char *sym) { put_str(b, ci, (const uint8_t *)sym, (int32_t)strlen(sym)); }
+
+static inline void put_sv(batch_t *b, int ci, sv_t s)
+{
+    if (s.p)
+        put_str(b, ci, s.p, s.n);
+    else
+        put_null(b, ci);
+}
+
+/* close a list value: its end offset is the current child count */
+static inline void put_list_end(batch_t *b, int ci)
+{
+    col_t *c = &b->c[ci];
+    OFFS(c)[b->n + 1] = (int32_t)c->child_len;
+    SETBIT(c->valid, b->n);
+    c->len++;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the v1 record decoder                                                                       */
+
+static void rd_int_list(rd_t *r, batch_t *b, int ci) /* ci < 0: validate and drop */
+{
+    col_t *c = ci >= 0 ? &b->c[ci] : NULL;
+    int64_t cnt;
+    while ((cnt = rd_block_count(r)) != 0) {
+        if (c) {
+            vec_reserve(b, &c->v, (size_t)cnt * 4);
+            int32_t *out = (int32_t *)(c->v.p + c->v.len);
+            for (int64_t i = 0; i < cnt; i++)
+                out[i] = rd_int(r);
+            c->v.len += (size_t)cnt * 4;
+            c->child_len += cnt;
+            if (c->child_len > INT32_MAX)
+                fail(b->e, E_LIMIT, "list column too long");
+        } else {
+            for (int64_t i = 0; i < cnt; i++)
+                (void)rd_int(r);
+        }
+    }
+    if (c)
+        put_list_end(b, ci);
+}
+
+static void rd_str_list_drop(rd_t *r)
+{
+    int64_t cnt;
+    while ((cnt = rd_block_count(r)) != 0)
+        for (int64_t i = 0; i < cnt; i++)
+            (void)rd_str(r);
+}
+
+static inline sv_t rd_opt_str(rd_t *r)
+{
+    sv_t none = {NULL, 0};
+    return rd_index(r, 2, "union") ? rd_str(r) : none;
+}
+
+static void rd_partition_state(rd_t *r, batch_t *b, int base)
+{
+    for (int i = 0; i < 6; i++)
+        rd_int_list(r, b, base + i);
+    put_i32(b, base + 6, rd_int(r));
+    put_i32(b, base + 7, rd_int(r));
+    put_i32(b, base + 8, rd_int(r));
+    put_sym(b, base + 9, RECOVERY[rd_index(r, N_RECOVERY, "enum LeaderRecoveryState")]);
+}
+
+typedef struct {
+    int present;
+    int64_t epoch;
+    sv_t rack;
+    int fenced, shutdown;
+} broker_state_t;
+
+static void rd_broker_state(rd_t *r, broker_state_t *s)
+{
+    s->present = 1;
+    (void)rd_int(r);       /* broker_id */
+    s->epoch = rd_long(r); /* epoch */
+    (void)rd_opt_str(r);   /* incarnation_id */
+    s->rack = rd_opt_str(r);
+    s->fenced = rd_bool(r);
+    s->shutdown = rd_bool(r);
+    rd_str_list_drop(r); /* endpoints */
+}
+
+static void rd_record(rd_t *r, batch_t *b)
+{
+    sv_t s;
+    /* envelope */
+    s = rd_str(r);
+    put_str(b, C_EVENT_ID, s.p, s.n);
+    s = rd_str(r);
+    put_str(b, C_CLUSTER_ID, s.p, s.n);
+    put_i64(b, C_SEQ, rd_long(r));
+    put_sym(b, C_SOURCE_KIND, SOURCE_KIND[rd_index(r, N_SOURCE_KIND, "enum SourceKind")]);
+    put_i32(b, C_SOURCE_NODE, rd_int(r));
+    put_i64(b, C_SOURCE_OFFSET, rd_long(r));
+    put_i32(b, C_SOURCE_INDEX, rd_int(r));
+    if (rd_index(r, 2, "union"))
+        (void)rd_long(r); /* zxid */
+    put_sv(b, C_SOURCE_FILE, rd_opt_str(r));
+    if (rd_index(r, 2, "union"))
+        (void)rd_long(r); /* line */
+    put_i64(b, C_EVENT_TIME, rd_long(r));
+    put_i64(b, C_CAPTURE_TIME, rd_long(r));
+    put_i32(b, C_CONTROLLER_ID, rd_int(r));
+    put_i32(b, C_CONTROLLER_EPOCH, rd_int(r));
+    if (rd_index(r, 2, "union"))
+        put_i32(b, C_METADATA_VERSION, rd_int(r));
+    put_bool(b, C_BOOTSTRAP, rd_bool(r));
+    s = rd_str(r);
+    put_str(b, C_PREV_HASH, s.p, s.n);
+    s = rd_str(r);
+    put_str(b, C_HASH, s.p, s.n);
+
+    int branch = rd_index(r, N_PAYLOAD, "payload union");
+    put_sym(b, C_KIND, PAYLOAD[branch]);
+    switch (branch) {
+    case 0: /* ControllerChange */
+        put_i32(b, C_CC_LEADER, rd_int(r));
+        put_i32(b, C_CC_EPOCH, rd_int(r));
+        put_i32(b, C_CC_PREV_LEADER, rd_int(r));
+        put_i32(b, C_CC_PREV_EPOCH, rd_int(r));
+        rd_int_list(r, b, C_CC_VOTERS);
+        rd_int_list(r, b, -1); /* granting_voters */
+        break;
+    case 1: { /* BrokerChange */
+        broker_state_t before = {0}, after = {0};
+        put_i32(b, C_BROKER_ID, rd_int(r));
+        put_sym(b, C_BROKER_CHANGE, BROKER_CHANGE_KIND[rd_index(r, N_BROKER_CHANGE_KIND, "enum BrokerChangeKind")]);
+        if (rd_index(r, 2, "union"))
+            rd_broker_state(r, &before);
+        if (rd_index(r, 2, "union"))
+            rd_broker_state(r, &after);
+        broker_state_t *cur = after.present ? &after : (before.present ? &before : NULL);
+        if (cur) {
+            put_i64(b, C_BROKER_EPOCH, cur->epoch);
+            put_sv(b, C_BROKER_RACK, cur->rack);
+        }
+        if (after.present) {
+            put_bool(b, C_BROKER_FENCED, after.fenced);
+            put_bool(b, C_BROKER_SHUTDOWN, after.shutdown);
+        }
+        if (before.present) {
+            put_i64(b, C_BROKER_PREV_EPOCH, before.epoch);
+            put_bool(b, C_BROKER_PREV_FENCED, before.fenced);
+        }
+        break;
+    }
+    case 2: /* TopicChange */
+        put_sym(b, C_TOPIC_CHANGE, TOPIC_CHANGE_KIND[rd_index(r, N_TOPIC_CHANGE_KIND, "enum TopicChangeKind")]);
+        s = rd_str(r);
+        put_str(b, C_TOPIC, s.p, s.n);
+        s = rd_str(r);
+        put_str(b, C_TOPIC_ID, s.p, s.n);
+        break;
+    case 3: { /* PartitionChange */
+        s = rd_str(r);
+        put_str(b, C_TOPIC, s.p, s.n);
+        s = rd_str(r);
+        put_str(b, C_TOPIC_ID, s.p, s.n);
+        put_i32(b, C_PARTITION, rd_int(r));
+        int has = rd_index(r, 2, "union");
+        put_bool(b, C_HAS_BEFORE, has);
+        if (has)
+            rd_partition_state(r, b, C_B_STATE);
+        has = rd_index(r, 2, "union");
+        put_bool(b, C_HAS_AFTER, has);
+        if (has)
+            rd_partition_state(r, b, C_A_STATE);
+        col_t *c = &b->c[C_CHANGES];
+        int64_t cnt;
+        while ((cnt = rd_block_count(r)) != 0) {
+            for (int64_t i = 0; i < cnt; i++) {
+                const char *sym = PARTITION_CHANGE_KIND[rd_index(r, N_PARTITION_CHANGE_KIND, "enum PartitionChangeKind")];
+                size_t n = strlen(sym);
+                vec_reserve(b, &c->v2, n);
+                memcpy(c->v2.p + c->v2.len, sym, n);
+                c->v2.len += n;
+                vec_reserve(b, &c->v, 4);
+                if (c->child_len == 0) { /* the child offsets start with 0 */
+                    vec_reserve(b, &c->v, 8);
+                    memset(c->v.p, 0, 4);
+                    c->v.len = 4;
+                }
+                int32_t end = (int32_t)c->v2.len;
+                memcpy(c->v.p + c->v.len, &end, 4);
+                c->v.len += 4;
+                c->child_len++;
+            }
+        }
+        put_list_end(b, C_CHANGES);
+        put_sym(b, C_ELECTION, ELECTION[rd_index(r, N_ELECTION, "enum ElectionType")]);
+        put_sv(b, C_REASON, rd_opt_str(r));
+        break;
+    }
+    case 4: /* ConfigChange */
+        put_sym(b, C_CONFIG_TYPE, CONFIG_TYPE[rd_index(r, N_CONFIG_TYPE, "enum ConfigResourceType")]);
+        s = rd_str(r);
+        put_str(b, C_CONFIG_RESOURCE, s.p, s.n);
+        s = rd_str(r);
+        put_str(b, C_CONFIG_NAME, s.p, s.n);
+        put_sv(b, C_CONFIG_VALUE, rd_opt_str(r));
+        put_sv(b, C_CONFIG_PREV_VALUE, rd_opt_str(r));
+        (void)rd_bool(r); /* redacted */
+        break;
+    case 5: /* FeatureLevelChange */
+        s = rd_str(r);
+        put_str(b, C_FEATURE, s.p, s.n);
+        put_i32(b, C_FEATURE_LEVEL, rd_int(r));
+        if (rd_index(r, 2, "union"))
+            put_i32(b, C_FEATURE_PREV_LEVEL, rd_int(r));
+        break;
+    case 6: { /* OffsetSample */
+        s = rd_str(r);
+        put_str(b, C_TOPIC, s.p, s.n);
+        put_i32(b, C_PARTITION, rd_int(r));
+        put_i32(b, C_S_LEADER, rd_int(r));
+        put_i32(b, C_S_LEADER_EPOCH, rd_int(r));
+        put_i64(b, C_S_HW, rd_long(r));
+        put_i64(b, C_S_HW_TIME, rd_long(r));
+        col_t *ids = &b->c[C_S_REPLICAS], *leos = &b->c[C_S_LEOS];
+        int64_t cnt;
+        while ((cnt = rd_block_count(r)) != 0) {
+            vec_reserve(b, &ids->v, (size_t)cnt * 4);
+            vec_reserve(b, &leos->v, (size_t)cnt * 8);
+            for (int64_t i = 0; i < cnt; i++) {
+                int32_t id = rd_int(r);
+                int64_t leo = rd_long(r);
+                (void)rd_long(r); /* time_ms */
+                memcpy(ids->v.p + ids->v.len, &id, 4);
+                ids->v.len += 4;
+                memcpy(leos->v.p + leos->v.len, &leo, 8);
+                leos->v.len += 8;
+            }
+            ids->child_len += cnt;
+            leos->child_len += cnt;
+            if (ids->child_len > INT32_MAX)
+                fail(b->e, E_LIMIT, "list column too long");
+        }
+        put_list_end(b, C_S_REPLICAS);
+        put_list_end(b, C_S_LEOS);
+        (void)rd_str(r); /* sample_order */
+        break;
+    }
+    case 7: /* CaptureGap */
+        put_i64(b, C_GAP_FROM, rd_long(r));
+        put_i64(b, C_GAP_TO, rd_long(r));
+        s = rd_str(r);
+        put_str(b, C_REASON, s.p, s.n);
+        break;
+    case 8: /* UnknownRecord */
+        put_i32(b, C_UNKNOWN_API_KEY, rd_int(r));
+        put_i32(b, C_UNKNOWN_VERSION, rd_int(r));
+        (void)rd_bytes(r); /* data */
+        s = rd_str(r);
+        put_str(b, C_REASON, s.p, s.n);
+        break;
+    }
+    /* every column the record did not set is NULL in this row */
+    for (int i = 0; i < NCOLS; i++)
+        if (b->c[i].len == b->n)
+            put_null(b, i);
+    b->n++;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the container file                                                                          */
+
+typedef struct {
+    err_t e;
+    batch_t **batches;
+    int nbatches, capbatches;
+    batch_t *cur;
+    uint8_t *scratch; /* inflated block */
+    size_t scratch_cap;
+    z_stream zs;
+    int zs_init;
+    int64_t index; /* records decoded so far */
+} dec_t;
+
+static void dec_push_batch(dec_t *d)
+{
+    if (!d->cur || d->cur->n == 0)
+        return;
+    if (d->nbatches == d->capbatches) {
+        int cap = d->capbatches ? d->capbatches * 2 : 8;
+        batch_t **p = realloc(d->batches, sizeof *p * (size_t)cap);
+        if (!p)
+            fail(&d->e, E_NOMEM, "out of memory");
+        d->batches = p;
+        d->capbatches = cap;
+    }
+    d->batches[d->nbatches++] = d->cur;
+    d->cur = NULL;
+}
+
+static int batch_full(batch_t *b)
+{
+    if (b->n >= BATCH_ROW_LIMIT)
+        return 1;
+    for (int i = 0; i < NCOLS; i++)
+        if (b->c[i].v.len > BATCH_VAR_LIMIT || b->c[i].v2.len > BATCH_VAR_LIMIT)
+            return 1;
+    return 0;
+}
+
+static void inflate_block(dec_t *d, const uint8_t *src, int64_t n, const uint8_t **out, int64_t *out_len)
+{
+    if (!d->zs_init) {
+        memset(&d->zs, 0, sizeof d->zs);
+        if (inflateInit2(&d->zs, -15) != Z_OK)
+            fail(&d->e, E_NOMEM, "zlib inflateInit2 failed");
+        d->zs_init = 1;
+    } else if (inflateReset(&d->zs) != Z_OK)
+        fail(&d->e, E_DATA, "zlib inflateReset failed");
+    if (d->scratch_cap < (size_t)n * 4 + 4096) {
+        size_t cap = (size_t)n * 4 + 4096;
+        uint8_t *p = realloc(d->scratch, cap);
+        if (!p)
+            fail(&d->e, E_NOMEM, "out of memory");
+        d->scratch = p;
+        d->scratch_cap = cap;
+    }
+    /* feed in chunks of at most 1 GiB: avail_in is a uInt */
+    const uint8_t *in = src;
+    int64_t left = n;
+    size_t produced = 0;
+    for (;;) {
+        if (d->zs.avail_in == 0 && left > 0) {
+            uInt chunk = left > (1 << 30) ? (1u << 30) : (uInt)left;
+            d->zs.next_in = (Bytef *)in;
+            d->zs.avail_in = chunk;
+            in += chunk;
+            left -= chunk;
+        }
+        if (produced == d->scratch_cap) {
+            if (d->scratch_cap >= ((size_t)1 << 31))
+                fail(&d->e, E_LIMIT, "a deflate block inflates to more than 2 GiB");
+            size_t cap = d->scratch_cap * 2;
+            uint8_t *p = realloc(d->scratch, cap);
+            if (!p)
+                fail(&d->e, E_NOMEM, "out of memory");
+            d->scratch = p;
+            d->scratch_cap = cap;
+        }
+        size_t room = d->scratch_cap - produced;
+        if (room > (1u << 30))
+            room = 1u << 30;
+        d->zs.next_out = d->scratch + produced;
+        d->zs.avail_out = (uInt)room;
+        int rc = inflate(&d->zs, Z_NO_FLUSH);
+        produced += room - d->zs.avail_out;
+        if (rc == Z_STREAM_END)
+            break;
+        if (rc == Z_OK)
+            continue;
+        if (rc == Z_BUF_ERROR && d->zs.avail_out != 0 && d->zs.avail_in == 0 && left == 0)
+            fail(&d->e, E_DATA, "deflate stream of a block is truncated");
+        if (rc == Z_BUF_ERROR)
+            continue;
+        if (rc == Z_MEM_ERROR)
+            fail(&d->e, E_NOMEM, "out of memory (zlib)");
+        fail(&d->e, E_DATA, "invalid deflate data in a block: %s", d->zs.msg ? d->zs.msg : "zlib error");
+    }
+    *out = d->scratch;
+    *out_len = (int64_t)produced;
+}
+
+/* Decode the blocks of data[offset:len]. Returns 0 or an E_* kind (message in d->e.msg). */
+static int decode_blocks(dec_t *d, const uint8_t *data, int64_t len, int64_t offset, const uint8_t *sync,
+                         int deflate)
+{
+    if (setjmp(d->e.jb))
+        return d->e.kind;
+    rd_t f = {data + offset, data + len, &d->e};
+    while (f.p < f.end) {
+        int64_t count = rd_long(&f);
+        if (count < 0)
+            fail(&d->e, E_DATA, "negative block count %lld", (long long)count);
+        int64_t size = rd_long(&f);
+        if (size < 0)
+            fail(&d->e, E_DATA, "negative block size %lld", (long long)size);
+        if (size > REMAIN(&f))
+            fail(&d->e, E_DATA, "block of %lld bytes but only %lld left in the file", (long long)size,
+                 (long long)REMAIN(&f));
+        const uint8_t *block = f.p;
+        int64_t block_len = size;
+        f.p += size;
+        if (deflate)
+            inflate_block(d, block, size, &block, &block_len);
+        if (count > block_len)
+            fail(&d->e, E_DATA, "block claims %lld records in %lld bytes", (long long)count, (long long)block_len);
+        if (!d->cur)
+            d->cur = batch_new(&d->e);
+        batch_t *b = d->cur;
+        rd_t r = {block, block + block_len, &d->e};
+        for (int64_t i = 0; i < count; i++) {
+            if (b->n == b->cap)
+                batch_grow(b, b->cap ? b->cap * 2 : 4096);
+            rd_record(&r, b);
+            d->index++;
+        }
+        if (r.p != r.end)
+            fail(&d->e, E_DATA, "%lld bytes left over after the last record of a block", (long long)(r.end - r.p));
+        if (REMAIN(&f) < 16 || memcmp(f.p, sync, 16) != 0)
+            fail(&d->e, E_DATA, "expected sync marker not found");
+        f.p += 16;
+        if (batch_full(b))
+            dec_push_batch(d);
+    }
+    dec_push_batch(d);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Python glue                                                                                 */
+
+/* A read-only buffer owning malloc'd memory (freed with the object): Arrow buffers without a copy. */
+typedef struct {
+    PyObject_HEAD void *ptr;
+    Py_ssize_t len;
+} BufObject;
+
+static int buf_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    BufObject *b = (BufObject *)self;
+    return PyBuffer_FillInfo(view, self, b->ptr, b->len, 1, flags);
+}
+
+static void buf_dealloc(PyObject *self)
+{
+    free(((BufObject *)self)->ptr);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static Py_ssize_t buf_length(PyObject *self) { return ((BufObject *)self)->len; }
+
+static PyBufferProcs buf_as_buffer = {buf_getbuffer, NULL};
+static PySequenceMethods buf_as_sequence = {.sq_length = buf_length};
+
+static PyTypeObject BufType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "schemas._flatdecode.Buffer",
+    .tp_basicsize = sizeof(BufObject),
+    .tp_dealloc = buf_dealloc,
+    .tp_as_buffer = &buf_as_buffer,
+    .tp_as_sequence = &buf_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Read-only memory filled by the decoder.",
+};
+
+/* Takes ownership of *p (set to NULL). */
+static PyObject *take_buf(uint8_t **p, size_t len)
+{
+    BufObject *o = PyObject_New(BufObject, &BufType);
+    if (!o)
+        return NULL;
+    if (!*p) {
+        *p = malloc(1);
+        if (!*p) {
+            Py_DECREF(o);
+            return PyErr_NoMemory();
+        }
+    }
+    o->ptr = *p;
+    o->len = (Py_ssize_t)len;
+    *p = NULL;
+    return (PyObject *)o;
+}
+
+/* (kind, length, null_count, validity|None, data, v|None, v2|None, child_len) */
+static PyObject *col_to_py(col_t *c, int64_t n)
+{
+    PyObject *valid = NULL, *data = NULL, *v = NULL, *v2 = NULL;
+    if (c->nulls) {
+        valid = take_buf(&c->valid, (size_t)(n + 7) / 8);
+        if (!valid)
+            goto err;
+    } else {
+        valid = Py_NewRef(Py_None);
+    }
+    size_t dlen = c->kind == K_BOOL ? (size_t)(n + 7) / 8 : fixed_bytes(c->kind, n);
+    data = take_buf(&c->data, dlen);
+    if (!data)
+        goto err;
+    if (c->kind == K_STR || c->kind == K_LI32 || c->kind == K_LI64 || c->kind == K_LSTR) {
+        if (c->kind == K_LSTR && c->v.len == 0) { /* no child at all: child offsets are [0] */
+            uint8_t *z = calloc(1, 4);
+            if (!z) {
+                PyErr_NoMemory();
+                goto err;
+            }
+            free(c->v.p);
+            c->v.p = z;
+            c->v.len = 4;
+        }
+        v = take_buf(&c->v.p, c->v.len);
+        if (!v)
+            goto err;
+    } else {
+        v = Py_NewRef(Py_None);
+    }
+    if (c->kind == K_LSTR) {
+        v2 = take_buf(&c->v2.p, c->v2.len);
+        if (!v2)
+            goto err;
+    } else {
+        v2 = Py_NewRef(Py_None);
+    }
+    return Py_BuildValue("iLLNNNNL", c->kind, (long long)n, (long long)c->nulls, valid, data, v, v2,
+                         (long long)c->child_len);
+err:
+    Py_XDECREF(valid);
+    Py_XDECREF(data);
+    Py_XDECREF(v);
+    Py_XDECREF(v2);
+    return NULL;
+}
+
+static PyObject *batch_to_py(batch_t *b)
+{
+    PyObject *cols = PyTuple_New(NCOLS);
+    if (!cols)
+        return NULL;
+    for (int i = 0; i < NCOLS; i++) {
+        PyObject *c = col_to_py(&b->c[i], b->n);
+        if (!c) {
+            Py_DECREF(cols);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(cols, i, c);
+    }
+    return Py_BuildValue("LN", (long long)b->n, cols);
+}
+
+static void dec_free(dec_t *d)
+{
+    for (int i = 0; i < d->nbatches; i++)
+        batch_free(d->batches[i]);
+    free(d->batches);
+    batch_free(d->cur);
+    free(d->scratch);
+    if (d->zs_init)
+        inflateEnd(&d->zs);
+}
+
+PyDoc_STRVAR(decode_doc,
+             "decode(data, offset, sync, deflate) -> (batches, error)\n\n"
+             "Decode the blocks of a v1 container file starting at `offset` (after the header).\n"
+             "batches: list of (rows, columns); error: None or (kind, message, record_index) with\n"
+             "kind 1 = corrupt data, 2 = out of memory, 3 = beyond this decoder's limits.");
+
+static PyObject *py_decode(PyObject *self, PyObject *args)
+{
+    Py_buffer data, sync;
+    Py_ssize_t offset;
+    int deflate;
+    if (!PyArg_ParseTuple(args, "y*ny*p", &data, &offset, &sync, &deflate))
+        return NULL;
+    PyObject *result = NULL;
+    if (sync.len != 16 || offset < 0 || offset > data.len) {
+        PyErr_SetString(PyExc_ValueError, "bad sync marker length or offset");
+        goto out;
+    }
+    dec_t *d = calloc(1, sizeof *d);
+    if (!d) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = decode_blocks(d, (const uint8_t *)data.buf, (int64_t)data.len, (int64_t)offset,
+                       (const uint8_t *)sync.buf, deflate);
+    Py_END_ALLOW_THREADS
+    PyObject *err = NULL, *list = NULL;
+    if (rc) {
+        err = Py_BuildValue("isL", rc, d->e.msg, (long long)d->index);
+        list = PyList_New(0);
+    } else {
+        err = Py_NewRef(Py_None);
+        list = PyList_New(d->nbatches);
+        for (int i = 0; list && i < d->nbatches; i++) {
+            PyObject *bt = batch_to_py(d->batches[i]);
+            if (!bt) {
+                Py_CLEAR(list);
+                break;
+            }
+            PyList_SET_ITEM(list, i, bt);
+        }
+    }
+    if (err && list)
+        result = Py_BuildValue("NN", list, err);
+    else {
+        Py_XDECREF(err);
+        Py_XDECREF(list);
+    }
+    dec_free(d);
+    free(d);
+out:
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&sync);
+    return result;
+}
+
+PyDoc_STRVAR(header_doc,
+             "read_header(data) -> (metadata: dict[str, bytes], sync: bytes, offset: int)\n\n"
+             "Parse an Avro object container header; ValueError if it is not one.");
+
+static PyObject *py_read_header(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "y*", &data))
+        return NULL;
+    PyObject *meta = PyDict_New(), *result = NULL;
+    err_t e;
+    if (!meta)
+        goto out;
+    if (setjmp(e.jb)) {
+        PyErr_Format(PyExc_ValueError, "%s", e.msg);
+        goto out;
+    }
+    rd_t r = {(const uint8_t *)data.buf, (const uint8_t *)data.buf + data.len, &e};
+    if (REMAIN(&r) < 4 || memcmp(r.p, "Obj\x01", 4) != 0)
+        fail(&e, E_DATA, "no Avro magic (Obj\\x01) at the start");
+    r.p += 4;
+    int64_t cnt;
+    while ((cnt = rd_block_count(&r)) != 0) {
+        for (int64_t i = 0; i < cnt; i++) {
+            sv_t k = rd_str(&r);
+            sv_t v = rd_bytes(&r);
+            PyObject *key = PyUnicode_DecodeUTF8((const char *)k.p, k.n, "strict");
+            PyObject *val = key ? PyBytes_FromStringAndSize((const char *)v.p, v.n) : NULL;
+            if (!val || PyDict_SetItem(meta, key, val) < 0) {
+                Py_XDECREF(key);
+                Py_XDECREF(val);
+                goto out; /* Python error set */
+            }
+            Py_DECREF(key);
+            Py_DECREF(val);
+        }
+    }
+    if (REMAIN(&r) < 16)
+        fail(&e, E_DATA, "header ends before its sync marker");
+    result = Py_BuildValue("Oy#n", meta, (const char *)r.p, (Py_ssize_t)16,
+                           (Py_ssize_t)(r.p + 16 - (const uint8_t *)data.buf));
+out:
+    Py_XDECREF(meta);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+static PyObject *str_tuple(const char *const *syms, int n)
+{
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; i++) {
+        PyObject *s = PyUnicode_FromString(syms[i]);
+        if (!s) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, s);
+    }
+    return t;
+}
+
+static PyMethodDef methods[] = {
+    {"decode", py_decode, METH_VARARGS, decode_doc},
+    {"read_header", py_read_header, METH_VARARGS, header_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "schemas._flatdecode",
+    "Native decoder: ControllerEvent v1 container files -> flat Arrow column buffers.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__flatdecode(void)
+{
+    if (PyType_Ready(&BufType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m)
+        return NULL;
+    PyObject *cols = PyTuple_New(NCOLS);
+    if (!cols)
+        goto err;
+    for (int i = 0; i < NCOLS; i++) {
+        PyObject *c = Py_BuildValue("(si)", COLDEFS[i].name, COLDEFS[i].kind);
+        if (!c) {
+            Py_DECREF(cols);
+            goto err;
+        }
+        PyTuple_SET_ITEM(cols, i, c);
+    }
+    if (PyModule_AddObject(m, "COLUMNS", cols) < 0) {
+        Py_DECREF(cols);
+        goto err;
+    }
+    PyObject *sym = Py_BuildValue(
+        "{sNsNsNsNsNsNsNsN}", "SourceKind", str_tuple(SOURCE_KIND, N_SOURCE_KIND), "BrokerChangeKind",
+        str_tuple(BROKER_CHANGE_KIND, N_BROKER_CHANGE_KIND), "TopicChangeKind",
+        str_tuple(TOPIC_CHANGE_KIND, N_TOPIC_CHANGE_KIND), "LeaderRecoveryState", str_tuple(RECOVERY, N_RECOVERY),
+        "PartitionChangeKind", str_tuple(PARTITION_CHANGE_KIND, N_PARTITION_CHANGE_KIND), "ElectionType",
+        str_tuple(ELECTION, N_ELECTION), "ConfigResourceType", str_tuple(CONFIG_TYPE, N_CONFIG_TYPE), "payload",
+        str_tuple(PAYLOAD, N_PAYLOAD));
+    if (!sym || PyModule_AddObject(m, "SYMBOLS", sym) < 0) {
+        Py_XDECREF(sym);
+        goto err;
+    }
+    if (PyModule_AddIntConstant(m, "K_I32", K_I32) < 0 || PyModule_AddIntConstant(m, "K_I64", K_I64) < 0 ||
+        PyModule_AddIntConstant(m, "K_BOOL", K_BOOL) < 0 || PyModule_AddIntConstant(m, "K_STR", K_STR) < 0 ||
+        PyModule_AddIntConstant(m, "K_LI32", K_LI32) < 0 || PyModule_AddIntConstant(m, "K_LI64", K_LI64) < 0 ||
+        PyModule_AddIntConstant(m, "K_LSTR", K_LSTR) < 0)
+        goto err;
+    return m;
+err:
+    Py_DECREF(m);
+    return NULL;
+}
