@@ -98,7 +98,9 @@ def _is_unclean(r: Mapping[str, Any]) -> bool:
     a_leader = r["a_leader"]
     if a_leader == -1 or a_leader == r["b_leader"]:
         return False
-    return ((a_leader not in r["b_isr"] and a_leader not in r["b_elr"]) or r["election"] == "UNCLEAN"
+    outside = (a_leader not in r["b_isr"] and a_leader not in r["b_elr"]
+               and not (a_leader in r["b_adding"] and a_leader not in r["a_adding"] and a_leader in r["a_isr"]))
+    return (outside or r["election"] == "UNCLEAN"
             or (r["a_recovery"] == "RECOVERING" and r["b_recovery"] is not None
                 and r["b_recovery"] != "RECOVERING"))
 

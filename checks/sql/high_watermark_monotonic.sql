@@ -1,12 +1,15 @@
 -- I9. A partition's sampled HW never decreases, in particular across leader changes. Samples are
 -- compared with the previous sample of the same partition incarnation (a create or delete starts a
 -- new one). A drop after an unclean election between the two samples (new leader outside the
--- previous ISR and ELR, or labelled UNCLEAN / entering RECOVERING: data may be truncated) is reported as allowed.
+-- previous ISR and ELR, or labelled UNCLEAN / entering RECOVERING: data may be truncated; the same test as
+-- unclean_election_allowed.sql) is reported as allowed.
 WITH stream AS (
   SELECT cluster_id, seq, topic, partition, 0 AS is_sample,
          CASE WHEN NOT has_before OR NOT has_after THEN 1 ELSE 0 END AS is_reset,
          CASE WHEN has_before AND has_after AND NOT bootstrap AND a_leader <> -1 AND a_leader <> b_leader
-                   AND ((NOT {contains(b_isr, a_leader)} AND NOT {contains(b_elr, a_leader)})
+                   AND ((NOT {contains(b_isr, a_leader)} AND NOT {contains(b_elr, a_leader)}
+                         AND NOT ({contains(b_adding, a_leader)} AND NOT {contains(a_adding, a_leader)}
+                                  AND {contains(a_isr, a_leader)}))
                         OR election = 'UNCLEAN' OR (a_recovery = 'RECOVERING' AND b_recovery <> 'RECOVERING'))
               THEN 1 ELSE 0 END AS is_unclean,
          CAST(NULL AS BIGINT) AS hw, CAST(NULL AS INT) AS s_leader, CAST(NULL AS INT) AS s_leader_epoch

@@ -1,5 +1,9 @@
 -- I12. An election whose new leader was in neither the previous ISR nor the previous ELR is unclean;
 -- so is one the source labels UNCLEAN or that enters RECOVERING (Kafka's TopicDelta counts those).
+-- Not unclean: a reassignment completing in the same record that adds its target replica to the ISR
+-- (the sitting leader's AlterPartition) and moves leadership there, because the old leader is being
+-- removed — the new leader was an adding replica, is no longer adding, and is in the new ISR
+-- (seen on real KRaft 3.9 and 4.x clusters: ISR [1,3] -> [2,3], leader 1 -> 2, REASSIGNMENT_COMPLETE).
 -- It is allowed only where unclean.leader.election.enable is true as of that event: the topic's
 -- config, else the controller node's broker config, else the cluster-wide broker default, else
 -- Kafka's default (false). An unclean election must set leader recovery state RECOVERING (KIP-704);
@@ -10,7 +14,9 @@ WITH candidates AS (
   FROM events
   WHERE kind = 'PartitionChange' AND NOT bootstrap AND has_before AND has_after
     AND a_leader <> -1 AND a_leader <> b_leader
-    AND ((NOT {contains(b_isr, a_leader)} AND NOT {contains(b_elr, a_leader)})
+    AND ((NOT {contains(b_isr, a_leader)} AND NOT {contains(b_elr, a_leader)}
+          AND NOT ({contains(b_adding, a_leader)} AND NOT {contains(a_adding, a_leader)}
+                   AND {contains(a_isr, a_leader)}))
          OR election = 'UNCLEAN' OR (a_recovery = 'RECOVERING' AND b_recovery <> 'RECOVERING'))
 ),
 configs AS (

@@ -257,6 +257,19 @@ def clean_zookeeper_source(c: str) -> History:
     return h
 
 
+def clean_reassignment_moves_leader(c: str) -> History:
+    """KRaft completes a reassignment in the record that adds the target replica to the ISR; when the
+    old leader is removed, leadership moves to that replica, which was not in the previous ISR. Not
+    an unclean election (seen on real 3.9 and 4.x clusters)."""
+    h = baseline(c)
+    h.create("t", 4, (1, 2, 3))
+    h.change("t", 4, (K.REPLICAS, K.REASSIGNMENT_START), replicas=(4, 2, 3, 1), adding_replicas=(4,),
+             removing_replicas=(1,))
+    h.change("t", 4, (K.LEADER, K.ISR, K.REPLICAS, K.REASSIGNMENT_COMPLETE), ElectionType.REASSIGNMENT,
+             replicas=(4, 2, 3), isr=(2, 3, 4), leader=4, adding_replicas=(), removing_replicas=())
+    return h
+
+
 CLEAN: dict[str, Callable[[str], History]] = {
     "clean_baseline": clean_baseline,
     "clean_unknown_mv": clean_unknown_mv,
@@ -265,4 +278,5 @@ CLEAN: dict[str, Callable[[str], History]] = {
     "clean_hw_drop_after_unclean": clean_hw_drop_after_unclean,
     "clean_removal_only_and_cancel": clean_removal_only_and_cancel,
     "clean_zookeeper_source": clean_zookeeper_source,
+    "clean_reassignment_moves_leader": clean_reassignment_moves_leader,
 }
