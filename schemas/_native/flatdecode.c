@@ -24,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 /* ------------------------------------------------------------------------------------------ */
 /* errors                                                                                      */
@@ -57,7 +60,7 @@ typedef struct {
 
 #define REMAIN(r) ((int64_t)((r)->end - (r)->p))
 
-static inline uint64_t rd_varint(rd_t *r)
+static uint64_t rd_varint_slow(rd_t *r)
 {
     const uint8_t *p = r->p;
     uint64_t v = 0;
@@ -92,13 +95,22 @@ static inline uint64_t rd_varint(rd_t *r)
     fail(r->e, E_DATA, "varint longer than 10 bytes");
 }
 
-static inline int64_t rd_long(rd_t *r)
+#define HOT static inline __attribute__((always_inline))
+
+HOT uint64_t rd_varint(rd_t *r)
+{
+    if (__builtin_expect(r->p < r->end && !(*r->p & 0x80), 1))
+        return *r->p++;
+    return rd_varint_slow(r);
+}
+
+HOT int64_t rd_long(rd_t *r)
 {
     uint64_t u = rd_varint(r);
     return (int64_t)((u >> 1) ^ (~(u & 1) + 1));
 }
 
-static inline int32_t rd_int(rd_t *r)
+HOT int32_t rd_int(rd_t *r)
 {
     int64_t v = rd_long(r);
     if (v < INT32_MIN || v > INT32_MAX)
@@ -116,7 +128,7 @@ static inline int rd_bool(rd_t *r)
     return b;
 }
 
-static inline int rd_index(rd_t *r, int n, const char *what)
+HOT int rd_index(rd_t *r, int n, const char *what)
 {
     int64_t v = rd_long(r);
     if (v < 0 || v >= n)
@@ -284,30 +296,35 @@ static const coldef_t COLDEFS[NCOLS] = {
 };
 
 /* Enum symbols and union branches of v1, in schema order. */
+typedef struct {
+    const char *s;
+    int32_t n;
+} sym_t;
+#define S(x) {x, (int32_t)sizeof(x) - 1}
 #define N_SOURCE_KIND 7
-static const char *const SOURCE_KIND[] = {"KRAFT_LOG", "KRAFT_SNAPSHOT", "ZOOKEEPER", "BROKER_LOG",
-                                          "OFFSET_SAMPLER", "SIMULATOR", "UNKNOWN"};
+static const sym_t SOURCE_KIND[] = {S("KRAFT_LOG"), S("KRAFT_SNAPSHOT"), S("ZOOKEEPER"), S("BROKER_LOG"),
+                                          S("OFFSET_SAMPLER"), S("SIMULATOR"), S("UNKNOWN")};
 #define N_BROKER_CHANGE_KIND 7
-static const char *const BROKER_CHANGE_KIND[] = {"REGISTERED", "FENCED", "UNFENCED", "CONTROLLED_SHUTDOWN",
-                                                 "UNREGISTERED", "UPDATED", "UNKNOWN"};
+static const sym_t BROKER_CHANGE_KIND[] = {S("REGISTERED"), S("FENCED"), S("UNFENCED"), S("CONTROLLED_SHUTDOWN"),
+                                                 S("UNREGISTERED"), S("UPDATED"), S("UNKNOWN")};
 #define N_TOPIC_CHANGE_KIND 3
-static const char *const TOPIC_CHANGE_KIND[] = {"CREATED", "DELETED", "UNKNOWN"};
+static const sym_t TOPIC_CHANGE_KIND[] = {S("CREATED"), S("DELETED"), S("UNKNOWN")};
 #define N_RECOVERY 3
-static const char *const RECOVERY[] = {"RECOVERED", "RECOVERING", "UNKNOWN"};
+static const sym_t RECOVERY[] = {S("RECOVERED"), S("RECOVERING"), S("UNKNOWN")};
 #define N_PARTITION_CHANGE_KIND 12
-static const char *const PARTITION_CHANGE_KIND[] = {
-    "CREATE", "DELETE", "LEADER", "LEADER_EPOCH", "ISR", "REPLICAS", "REASSIGNMENT_START",
-    "REASSIGNMENT_COMPLETE", "REASSIGNMENT_CANCEL", "ELR", "RECOVERY_STATE", "UNKNOWN"};
+static const sym_t PARTITION_CHANGE_KIND[] = {
+    S("CREATE"), S("DELETE"), S("LEADER"), S("LEADER_EPOCH"), S("ISR"), S("REPLICAS"), S("REASSIGNMENT_START"),
+    S("REASSIGNMENT_COMPLETE"), S("REASSIGNMENT_CANCEL"), S("ELR"), S("RECOVERY_STATE"), S("UNKNOWN")};
 #define N_ELECTION 8
-static const char *const ELECTION[] = {"NONE", "PREFERRED", "CLEAN", "UNCLEAN", "ELR", "REASSIGNMENT",
-                                       "CONTROLLED_SHUTDOWN", "UNKNOWN"};
+static const sym_t ELECTION[] = {S("NONE"), S("PREFERRED"), S("CLEAN"), S("UNCLEAN"), S("ELR"), S("REASSIGNMENT"),
+                                       S("CONTROLLED_SHUTDOWN"), S("UNKNOWN")};
 #define N_CONFIG_TYPE 6
-static const char *const CONFIG_TYPE[] = {"TOPIC", "BROKER", "BROKER_LOGGER", "CLIENT_METRICS", "GROUP",
-                                          "UNKNOWN"};
+static const sym_t CONFIG_TYPE[] = {S("TOPIC"), S("BROKER"), S("BROKER_LOGGER"), S("CLIENT_METRICS"), S("GROUP"),
+                                          S("UNKNOWN")};
 #define N_PAYLOAD 9
-static const char *const PAYLOAD[] = {"ControllerChange", "BrokerChange", "TopicChange", "PartitionChange",
-                                      "ConfigChange", "FeatureLevelChange", "OffsetSample", "CaptureGap",
-                                      "UnknownRecord"};
+static const sym_t PAYLOAD[] = {S("ControllerChange"), S("BrokerChange"), S("TopicChange"), S("PartitionChange"),
+                                      S("ConfigChange"), S("FeatureLevelChange"), S("OffsetSample"), S("CaptureGap"),
+                                      S("UnknownRecord")};
 
 /* A column under construction. `data`: values (I32/I64), value bits (BOOL) or int32 offsets
    (STR and lists, n+1 entries). `v`: characters (STR), child values (LI32/LI64) or child offsets
@@ -320,7 +337,7 @@ typedef struct {
 
 typedef struct {
     int kind;
-    int64_t len, nulls;
+    int64_t nulls; /* counted when the batch is handed over */
     uint8_t *valid;
     uint8_t *data;
     vec_t v, v2;
@@ -333,9 +350,31 @@ typedef struct {
 
 typedef struct {
     int64_t n, cap;
+    uint64_t set[2]; /* columns set in the current row */
     col_t c[NCOLS];
     err_t *e;
 } batch_t;
+
+/* Columns whose NULL needs a write (an offset); fixed-size NULLs are the zeroed buffers. */
+static uint64_t OFFSET_COLS[2];
+
+#define MARK(b, ci) ((b)->set[(ci) >> 6] |= (uint64_t)1 << ((ci)&63))
+
+/* Ask for transparent huge pages on a large fresh buffer: fewer page faults while filling it. */
+static void advise_huge(void *p, size_t len)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const uintptr_t huge = (uintptr_t)1 << 21;
+    if (len < 2 * huge)
+        return;
+    uintptr_t start = ((uintptr_t)p + huge - 1) & ~(huge - 1), end = ((uintptr_t)p + len) & ~(huge - 1);
+    if (end > start)
+        (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)len;
+#endif
+}
 
 static void vec_reserve(batch_t *b, vec_t *v, size_t add)
 {
@@ -401,77 +440,111 @@ static void batch_grow(batch_t *b, int64_t rows)
     b->cap = rows;
 }
 
-static batch_t *batch_new(err_t *e)
+/* A batch with room for `rows` rows. calloc: large zeroed blocks are fresh pages, touched only
+   when written, so a generous estimate costs address space, not time. */
+static batch_t *batch_new(err_t *e, int64_t rows)
 {
     batch_t *b = calloc(1, sizeof *b);
     if (!b)
         fail(e, E_NOMEM, "out of memory");
     b->e = e;
-    for (int i = 0; i < NCOLS; i++)
-        b->c[i].kind = COLDEFS[i].kind;
+    b->cap = rows;
+    for (int i = 0; i < NCOLS; i++) {
+        col_t *c = &b->c[i];
+        c->kind = COLDEFS[i].kind;
+        c->valid = calloc(1, (size_t)(rows / 8 + 1));
+        c->data = calloc(1, fixed_bytes(c->kind, rows));
+        if (!c->valid || !c->data) {
+            batch_free(b);
+            fail(e, E_NOMEM, "out of memory");
+        }
+        advise_huge(c->data, fixed_bytes(c->kind, rows));
+    }
     return b;
+}
+
+/* After the first block of a batch: reserve the variable-size buffers for the rows expected,
+   extrapolated from the bytes per row so far (one realloc instead of a series of doublings). */
+static void batch_project(batch_t *b)
+{
+    if (b->n == 0 || b->cap < 4 * b->n)
+        return;
+    double scale = 1.15 * (double)b->cap / (double)b->n;
+    for (int i = 0; i < NCOLS; i++) {
+        vec_t *vs[2] = {&b->c[i].v, &b->c[i].v2};
+        for (int k = 0; k < 2; k++) {
+            vec_t *v = vs[k];
+            double want = (double)v->len * scale + 1024;
+            if (v->len == 0 || want > (double)BATCH_VAR_LIMIT || (size_t)want <= v->cap)
+                continue;
+            uint8_t *p = realloc(v->p, (size_t)want);
+            if (p) {
+                v->p = p;
+                v->cap = (size_t)want;
+                advise_huge(p, v->cap);
+            }
+        }
+    }
 }
 
 #define SETBIT(bits, i) ((bits)[(i) >> 3] |= (uint8_t)(1u << ((i)&7)))
 #define OFFS(c) ((int32_t *)(c)->data)
 
-static inline void put_null(batch_t *b, int ci)
+/* NULL is the default: nothing to write now (see row_end) */
+static inline void put_null(batch_t *b, int ci) { (void)b; (void)ci; }
+
+/* Close the row: string/list columns the record did not set repeat their last offset. */
+static inline void row_end(batch_t *b)
 {
-    col_t *c = &b->c[ci];
-    int64_t row = b->n;
-    switch (c->kind) {
-    case K_I32:
-        ((int32_t *)c->data)[row] = 0;
-        break;
-    case K_I64:
-        ((int64_t *)c->data)[row] = 0;
-        break;
-    case K_BOOL:
-        break;
-    default:
-        OFFS(c)[row + 1] = OFFS(c)[row];
+    for (int w = 0; w < 2; w++) {
+        uint64_t miss = ~b->set[w] & OFFSET_COLS[w];
+        while (miss) {
+            col_t *c = &b->c[w * 64 + __builtin_ctzll(miss)];
+            OFFS(c)[b->n + 1] = OFFS(c)[b->n];
+            miss &= miss - 1;
+        }
+        b->set[w] = 0;
     }
-    c->nulls++;
-    c->len++;
+    b->n++;
 }
 
 static inline void put_i32(batch_t *b, int ci, int32_t v)
 {
+    MARK(b, ci);
     col_t *c = &b->c[ci];
     ((int32_t *)c->data)[b->n] = v;
     SETBIT(c->valid, b->n);
-    c->len++;
 }
 
 static inline void put_i64(batch_t *b, int ci, int64_t v)
 {
+    MARK(b, ci);
     col_t *c = &b->c[ci];
     ((int64_t *)c->data)[b->n] = v;
     SETBIT(c->valid, b->n);
-    c->len++;
 }
 
 static inline void put_bool(batch_t *b, int ci, int v)
 {
+    MARK(b, ci);
     col_t *c = &b->c[ci];
     if (v)
         SETBIT(c->data, b->n);
     SETBIT(c->valid, b->n);
-    c->len++;
 }
 
 static inline void put_str(batch_t *b, int ci, const uint8_t *s, int32_t n)
 {
+    MARK(b, ci);
     col_t *c = &b->c[ci];
     vec_reserve(b, &c->v, (size_t)n);
     memcpy(c->v.p + c->v.len, s, (size_t)n);
     c->v.len += (size_t)n;
     OFFS(c)[b->n + 1] = (int32_t)c->v.len;
     SETBIT(c->valid, b->n);
-    c->len++;
 }
 
-static inline void put_sym(batch_t *b, int ci, const char *sym) { put_str(b, ci, (const uint8_t *)sym, (int32_t)strlen(sym)); }
+static inline void put_sym(batch_t *b, int ci, sym_t sym) { put_str(b, ci, (const uint8_t *)sym.s, sym.n); }
 
 static inline void put_sv(batch_t *b, int ci, sv_t s)
 {
@@ -484,10 +557,10 @@ static inline void put_sv(batch_t *b, int ci, sv_t s)
 /* close a list value: its end offset is the current child count */
 static inline void put_list_end(batch_t *b, int ci)
 {
+    MARK(b, ci);
     col_t *c = &b->c[ci];
     OFFS(c)[b->n + 1] = (int32_t)c->child_len;
     SETBIT(c->valid, b->n);
-    c->len++;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -648,10 +721,10 @@ static void rd_record(rd_t *r, batch_t *b)
         int64_t cnt;
         while ((cnt = rd_block_count(r)) != 0) {
             for (int64_t i = 0; i < cnt; i++) {
-                const char *sym = PARTITION_CHANGE_KIND[rd_index(r, N_PARTITION_CHANGE_KIND, "enum PartitionChangeKind")];
-                size_t n = strlen(sym);
+                sym_t sym = PARTITION_CHANGE_KIND[rd_index(r, N_PARTITION_CHANGE_KIND, "enum PartitionChangeKind")];
+                size_t n = (size_t)sym.n;
                 vec_reserve(b, &c->v2, n);
-                memcpy(c->v2.p + c->v2.len, sym, n);
+                memcpy(c->v2.p + c->v2.len, sym.s, n);
                 c->v2.len += n;
                 vec_reserve(b, &c->v, 4);
                 if (c->child_len == 0) { /* the child offsets start with 0 */
@@ -733,11 +806,7 @@ static void rd_record(rd_t *r, batch_t *b)
         put_str(b, C_REASON, s.p, s.n);
         break;
     }
-    /* every column the record did not set is NULL in this row */
-    for (int i = 0; i < NCOLS; i++)
-        if (b->c[i].len == b->n)
-            put_null(b, i);
-    b->n++;
+    row_end(b);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -752,7 +821,8 @@ typedef struct {
     size_t scratch_cap;
     z_stream zs;
     int zs_init;
-    int64_t index; /* records decoded so far */
+    int64_t index;     /* records decoded so far */
+    int64_t rows_left; /* records the block headers still announce (an estimate) */
 } dec_t;
 
 static void dec_push_batch(dec_t *d)
@@ -844,11 +914,34 @@ static void inflate_block(dec_t *d, const uint8_t *src, int64_t n, const uint8_t
 }
 
 /* Decode the blocks of data[offset:len]. Returns 0 or an E_* kind (message in d->e.msg). */
+/* The number of records the blocks of the file claim (a pre-pass over block headers only; stops
+   silently at anything odd, decode_blocks reports it). Counts are trusted only as far as the
+   bytes could hold them. */
+static int64_t estimate_rows(const uint8_t *data, int64_t len, int64_t offset, int deflate)
+{
+    err_t e;
+    volatile int64_t total = 0;
+    if (setjmp(e.jb))
+        return total;
+    rd_t f = {data + offset, data + len, &e};
+    while (f.p < f.end) {
+        int64_t count = rd_long(&f), size = rd_long(&f);
+        if (count < 0 || size < 0 || size > REMAIN(&f) - 16)
+            break;
+        if (count > (deflate ? size * 1032 : size))
+            break;
+        total += count;
+        f.p += size + 16;
+    }
+    return total;
+}
+
 static int decode_blocks(dec_t *d, const uint8_t *data, int64_t len, int64_t offset, const uint8_t *sync,
                          int deflate)
 {
     if (setjmp(d->e.jb))
         return d->e.kind;
+    d->rows_left = estimate_rows(data, len, offset, deflate);
     rd_t f = {data + offset, data + len, &d->e};
     while (f.p < f.end) {
         int64_t count = rd_long(&f);
@@ -867,16 +960,22 @@ static int decode_blocks(dec_t *d, const uint8_t *data, int64_t len, int64_t off
             inflate_block(d, block, size, &block, &block_len);
         if (count > block_len)
             fail(&d->e, E_DATA, "block claims %lld records in %lld bytes", (long long)count, (long long)block_len);
-        if (!d->cur)
-            d->cur = batch_new(&d->e);
+        if (!d->cur) {
+            int64_t rows = d->rows_left > count ? d->rows_left : count;
+            d->cur = batch_new(&d->e, rows < BATCH_ROW_LIMIT ? (rows > 1024 ? rows : 1024) : BATCH_ROW_LIMIT);
+        }
         batch_t *b = d->cur;
+        int first_block = b->n == 0;
         rd_t r = {block, block + block_len, &d->e};
         for (int64_t i = 0; i < count; i++) {
             if (b->n == b->cap)
-                batch_grow(b, b->cap ? b->cap * 2 : 4096);
+                batch_grow(b, b->cap * 2);
             rd_record(&r, b);
             d->index++;
         }
+        d->rows_left -= count;
+        if (first_block)
+            batch_project(b);
         if (r.p != r.end)
             fail(&d->e, E_DATA, "%lld bytes left over after the last record of a block", (long long)(r.end - r.p));
         if (REMAIN(&f) < 16 || memcmp(f.p, sync, 16) != 0)
@@ -945,9 +1044,23 @@ static PyObject *take_buf(uint8_t **p, size_t len)
 }
 
 /* (kind, length, null_count, validity|None, data, v|None, v2|None, child_len) */
+static int64_t count_set(const uint8_t *bits, int64_t n)
+{
+    int64_t set = 0, i = 0, nbytes = (n + 7) / 8; /* bits past n are never set */
+    for (; i + 8 <= nbytes; i += 8) {
+        uint64_t w;
+        memcpy(&w, bits + i, 8);
+        set += __builtin_popcountll(w);
+    }
+    for (; i < nbytes; i++)
+        set += __builtin_popcount(bits[i]);
+    return set;
+}
+
 static PyObject *col_to_py(col_t *c, int64_t n)
 {
     PyObject *valid = NULL, *data = NULL, *v = NULL, *v2 = NULL;
+    c->nulls = n - count_set(c->valid, n);
     if (c->nulls) {
         valid = take_buf(&c->valid, (size_t)(n + 7) / 8);
         if (!valid)
@@ -1125,11 +1238,11 @@ out:
     return result;
 }
 
-static PyObject *str_tuple(const char *const *syms, int n)
+static PyObject *str_tuple(const sym_t *syms, int n)
 {
     PyObject *t = PyTuple_New(n);
     for (int i = 0; t && i < n; i++) {
-        PyObject *s = PyUnicode_FromString(syms[i]);
+        PyObject *s = PyUnicode_FromStringAndSize(syms[i].s, syms[i].n);
         if (!s) {
             Py_CLEAR(t);
             break;
@@ -1154,6 +1267,9 @@ PyMODINIT_FUNC PyInit__flatdecode(void)
 {
     if (PyType_Ready(&BufType) < 0)
         return NULL;
+    for (int i = 0; i < NCOLS; i++)
+        if (COLDEFS[i].kind >= K_STR)
+            OFFSET_COLS[i >> 6] |= (uint64_t)1 << (i & 63);
     PyObject *m = PyModule_Create(&moduledef);
     if (!m)
         return NULL;
