@@ -63,11 +63,11 @@ class OffsetSampler:
     def partitions(self) -> list[PartitionInfo]:
         out = []
         for t in self.admin.describe_topics(self.topics):
-            if t.get("is_internal") or t["topic"].startswith("__") or t.get("error_code"):
+            if t.get("is_internal") or t["name"].startswith("__") or t.get("error_code"):
                 continue
             for p in t["partitions"]:
-                out.append(PartitionInfo(t["topic"], p["partition"], p["leader"], tuple(p["replicas"]),
-                                         tuple(p["isr"])))
+                out.append(PartitionInfo(t["name"], p["partition_index"], p["leader_id"], tuple(p["replica_nodes"]),
+                                         tuple(p["isr_nodes"])))
         return out
 
     def _list_offsets(self, node: int, tps: list[tuple[str, int]], replica_id: int) -> dict:
@@ -96,7 +96,14 @@ class OffsetSampler:
 
     def sample(self) -> list[OffsetSample]:
         """One round: every HW first (from the leaders), then every replica's LEO."""
-        parts = [p for p in self.partitions() if p.leader >= 0]
+        for attempt in range(4):  # metadata from a node that does not answer (paused, dying): ask again
+            try:
+                parts = [p for p in self.partitions() if p.leader >= 0]
+                break
+            except Exception as exc:
+                if attempt == 3:
+                    raise
+                log.debug("describe_topics failed (%s); retrying", exc)
         by_leader = defaultdict(list)
         for p in parts:
             by_leader[p.leader].append((p.topic, p.partition))

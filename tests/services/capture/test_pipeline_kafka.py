@@ -95,7 +95,10 @@ def _produce(bootstrap: str, topic: str, key: bytes, values: list[bytes]) -> Non
 def _wait(pred, timeout: float, what: str, step: float = 0.5):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        v = pred()
+        try:
+            v = pred()
+        except Exception:  # a node paused or restarting: ask again
+            v = None
         if v:
             return v
         time.sleep(step)
