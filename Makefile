@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo bench clean
+.PHONY: test demo demo-sim bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,15 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# A real 3-node Kafka cluster when Java and Maven are there; the simulator otherwise.
 demo: $(STAMP)
+	@if command -v java >/dev/null && command -v mvn >/dev/null; then \
+		$(BIN)/python -m ctrlaudit.demo_kafka; \
+	else \
+		echo "no java/mvn: running the simulated demo (make demo-sim)"; $(BIN)/python -m ctrlaudit.demo; \
+	fi
+
+demo-sim: $(STAMP)
 	$(BIN)/python -m ctrlaudit.demo
 
 bench: $(STAMP)

@@ -3,6 +3,8 @@ allowances that applied; rendered for the terminal (rich), as JSON and as JUnit 
 """
 from __future__ import annotations
 
+import sys
+
 import json
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -242,7 +244,7 @@ def print_report(report: Report, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    console = console or Console(width=None if sys.stdout.isatty() else 120)  # not 80 in CI logs
     table = Table(title=f"ctrlaudit check — {report.events} events, {len(report.clusters)} cluster(s), "
                         f"engine {report.engine}", title_justify="left")
     for col in ("invariant", "status", "violations", "allowed", "statement"):

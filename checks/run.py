@@ -68,7 +68,7 @@ def run_check(
     """
     from rich.console import Console
 
-    console = console or Console()
+    console = console or Console(width=None if sys.stdout.isatty() else 120)  # not 80 in CI logs
     try:
         report = check(inputs, engine=engine, allow=allow, invariants=invariants, spark=spark, master=master)
     except ContractError as exc:

@@ -7,6 +7,8 @@ real tool's. Say "as of ..." with `as_of_line` separately (e.g. on stderr).
 """
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, is_dataclass
@@ -167,11 +169,16 @@ def _broker(b: Any) -> str:
     return f"epoch {b.epoch} {' '.join(flags)}"
 
 
+def iso_ms(ms: int) -> str:
+    """UTC, millisecond precision: what an operator lines up with broker logs."""
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def timeline_text(t: TimelineResult) -> str:
     lines = [f"# {t.topic}-{t.partition} {t.point.describe()}"]
     for c in t.changes:
         kinds = ",".join(c.changes) or "-"
-        lines.append(f"seq {c.seq}\toffset {c.source_offset}\ttime {c.event_time_ms}\tcontroller {c.controller_id}"
+        lines.append(f"seq {c.seq}\toffset {c.source_offset}\t{iso_ms(c.event_time_ms)}\tcontroller {c.controller_id}"
                      f"/{c.controller_epoch}\t{kinds}\telection {c.election}\t{c.diff()}")
     return "\n".join(lines) + "\n"
 

@@ -89,7 +89,7 @@ def test_text_renderers(store):
     assert "broker 3: epoch 12 unfenced -> epoch 12 fenced" in d
     assert "orders-0: leader: 1 -> 2, isr: [1, 2, 3] -> [1, 2]" in d
     t = timeline_text(timeline(store, store.point(), "orders", 0))
-    assert "seq 11\toffset 1110\ttime 1700000011000\tcontroller 3000/7\tLEADER\telection CLEAN\tleader: 1 -> 2" in t
+    assert "seq 11\toffset 1110\t2023-11-14T22:13:31.000Z\tcontroller 3000/7\tLEADER\telection CLEAN\tleader: 1 -> 2" in t
     e = explain_text(explain(store, seq=11))
     assert "previous ISR:      [1, 2]" in e and "(was in the previous ISR)" in e
     assert "min.insync.replicas=2 (topic)" in e
