@@ -868,7 +868,12 @@ static void inflate_block(dec_t *d, const uint8_t *src, int64_t n, const uint8_t
         d->scratch = p;
         d->scratch_cap = cap;
     }
-    /* feed in chunks of at most 1 GiB: avail_in is a uInt */
+    /* feed in chunks of at most 1 GiB: avail_in is a uInt. Bytes after the end of the stream are
+       ignored, as Python's zlib.decompressobj(-15).decompress does (fastavro writes zlib.compress
+       output minus its 2-byte header and the last byte of the checksum: 3 bytes follow the
+       stream). */
+    d->zs.next_in = NULL;
+    d->zs.avail_in = 0;
     const uint8_t *in = src;
     int64_t left = n;
     size_t produced = 0;
