@@ -11,7 +11,7 @@ import gc
 import os
 import zlib
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import fastavro
 import pyarrow as pa
 from fastavro.read import SchemaResolutionError
 
-from schemas import loader
+from schemas import fastflat, loader
 from schemas.codec import READ_OPTIONS
 from schemas.container import iter_records
 from schemas.errors import CodecError
@@ -88,6 +88,10 @@ def _task(args: tuple[str, int, int, bool]) -> pa.Table:
 def decode_files(files: list[Path], workers: int | None = None) -> Iterator[tuple[Path, pa.Table]]:
     """(file, its flat rows), in file order; a file split across workers comes back as one table."""
     workers = workers or os.cpu_count() or 1
+    native = [fastflat.accepts(f) for f in files]  # fastflat
+    if any(native):  # fastflat
+        yield from _decode_native(files, native, workers)
+        return
     tasks: list[tuple[str, int, int, bool]] = []
     owners: list[Path] = []
     for f in files:
@@ -111,3 +115,32 @@ def decode_files(files: list[Path], workers: int | None = None) -> Iterator[tupl
     finally:
         if workers != 1 and len(tasks) > 1:
             pool.shutdown(cancel_futures=True)
+
+
+# --- fastflat (native decoder) --------------------------------------------------------------------
+# Files whose writer schema is exactly v1 (codec null/deflate) go to schemas.fastflat, in threads of
+# this process (the C decoder releases the GIL, and its tables need no pickling); the others take
+# the Python path above, which stays the reference.
+
+def _native_table(path: Path) -> pa.Table:
+    try:
+        return fastflat.decode_file(path)
+    except fastflat.Unsupported:  # beyond the native decoder's limits after all
+        return decode_part(path, current=check_header(path))
+
+
+def _decode_native(files: list[Path], native: list[bool], workers: int) -> Iterator[tuple[Path, pa.Table]]:
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, sum(native)))) as threads:
+        futures = [threads.submit(_native_table, f) if n else None for f, n in zip(files, native)]
+        try:
+            for future in futures:  # all decoded before anything is returned; the first error raises
+                if future is not None:
+                    future.result()
+        except BaseException:
+            for future in futures:
+                if future is not None:
+                    future.cancel()
+            raise
+    rest = decode_files([f for f, n in zip(files, native) if not n], workers)
+    for f, future in zip(files, futures):
+        yield (f, future.result()) if future is not None else next(rest)
