@@ -141,6 +141,7 @@ def run(kafka_cluster, tmp_path_factory):
 
     k = threading.Thread(target=killer, daemon=True)
     k.start()
+    ok = False
     try:
         c.create_topic(t1, 6, 3)
         c.create_topic(t2, 3, 2)
@@ -167,9 +168,14 @@ def run(kafka_cluster, tmp_path_factory):
         c.create_topic(t3, 2, 3)
         c.topics("--delete", "--topic", t1)
         _wait(lambda: worker.kills >= 3, 120, "three worker kills")
+        ok = True
     finally:
         stop.set()
         k.join(30)
+        if not ok:  # never leave a worker or an archiver behind
+            archiver.kill()
+            archiver.wait(10)
+            worker.stop()
     scenario_seconds = time.monotonic() - started
     # the cluster is quiet now: copy the source's log and wait for the archive to reach its end
     time.sleep(3)
