@@ -1,0 +1,59 @@
+"""`ctrlaudit import kraft` end to end on a synthetic metadata log, and its bad input."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.ctrlaudit.conftest import run
+from tests.services.normalize.logs import T1, LogBuilder, broker, change, partition
+
+
+def metadata_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "copy" / "__cluster_metadata-0"
+    d.mkdir(parents=True)
+    (d.parent / "meta.properties").write_text("version=1\ncluster.id=q1w2e3r4t5y6u7i8o9p0aA\nnode.id=1\n")
+    b = LogBuilder()
+    b.leader_change(leader=1, epoch=1)
+    for bid in (1, 2, 3):
+        broker(b, bid)
+    b.record("TopicRecord", 0, name="orders", topicId=T1)
+    partition(b, T1, 0, [1, 2, 3], [1, 2, 3], leader=1)
+    change(b, T1, 0, leader=2, isr=[2, 3])
+    b.write(d / "00000000000000000000.log")
+    return d
+
+
+def test_import_load_state(tmp_path: Path) -> None:
+    d = metadata_dir(tmp_path)
+    done = run("import", "kraft", str(d), "--out", str(tmp_path / "archive"))
+    assert done.exit_code == 0, done.output
+    assert "cluster q1w2e3r4t5y6u7i8o9p0aA: 7 records from 1 file(s) -> 7 events" in done.output
+    store = str(tmp_path / "s.duckdb")
+    assert run("load", str(tmp_path / "archive"), "--store", store, "--workers", "1").exit_code == 0
+    state = run("state", "--store", store, "--offset", "5")
+    assert "\tTopic: orders\tPartition: 0\tLeader: 1\tReplicas: 1,2,3\tIsr: 1,2,3\t" in state.output
+    state = run("state", "--store", store)
+    assert "\tTopic: orders\tPartition: 0\tLeader: 2\tReplicas: 1,2,3\tIsr: 2,3\t" in state.output
+    explain = run("explain", "--store", store, "--offset", "6")
+    assert "CLEAN" in explain.output and "previous ISR:      [1, 2, 3]" in explain.output
+    verify = run("verify", str(tmp_path / "archive"))
+    assert verify.exit_code == 0, verify.output
+
+
+def test_import_of_a_flipped_bit_names_the_file_and_exits_2(tmp_path: Path) -> None:
+    d = metadata_dir(tmp_path)
+    seg = d / "00000000000000000000.log"
+    data = bytearray(seg.read_bytes())
+    data[len(data) - 10] ^= 0x40
+    seg.write_bytes(bytes(data))
+    done = run("import", "kraft", str(d), "--out", str(tmp_path / "archive"))
+    assert done.exit_code == 2
+    assert "00000000000000000000.log" in done.output and "Traceback" not in done.output
+    skipped = run("import", "kraft", str(d), "--out", str(tmp_path / "archive2"), "--on-error", "skip")
+    assert skipped.exit_code == 0, skipped.output
+    assert "capture gap:" in skipped.output
+
+
+def test_import_of_something_else_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    done = run("import", "kraft", str(tmp_path / "notes.txt"), "--out", str(tmp_path / "a"))
+    assert done.exit_code == 2 and "not a metadata log segment" in done.output
