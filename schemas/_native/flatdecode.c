@@ -537,9 +537,11 @@ static inline void put_str(batch_t *b, int ci, const uint8_t *s, int32_t n)
 {
     MARK(b, ci);
     col_t *c = &b->c[ci];
-    vec_reserve(b, &c->v, (size_t)n);
-    memcpy(c->v.p + c->v.len, s, (size_t)n);
-    c->v.len += (size_t)n;
+    if (n > 0) { /* an empty string may meet a buffer not allocated yet */
+        vec_reserve(b, &c->v, (size_t)n);
+        memcpy(c->v.p + c->v.len, s, (size_t)n);
+        c->v.len += (size_t)n;
+    }
     OFFS(c)[b->n + 1] = (int32_t)c->v.len;
     SETBIT(c->valid, b->n);
 }
