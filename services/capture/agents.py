@@ -2,7 +2,8 @@
 
 * ``normalize``: raw topic -> events topic (KRaft batches become chained ControllerEvents with state
   before and after); unusable raw messages -> dead-letter topic with the reason.
-* ``watch``: events topic -> alerts topic (per-event invariants, state in changelog-backed tables).
+* ``watch``: events topic -> alerts topic (checks.live.LiveChecker: the catalog's invariants per event;
+  its state is rebuilt from the events topic when a worker starts).
 * ``kraft_source`` (task): the metadata-directory tailer, when CTRLAUDIT_METADATA_DIR is set.
 """
 from __future__ import annotations
@@ -14,11 +15,10 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from schemas.events import ControllerEvent
 from services.capture import logic
-from services.capture.app import (
-    alerts_topic, app, broker_states, controller_epochs, dead_letter_topic, events_topic, partition_states, raw_topic,
-    settings,
-)
-from services.capture.codec import RawRecord, decode_raw, encode_raw
+from checks.live import LiveChecker
+from schemas.errors import CodecError
+from services.capture.app import alerts_topic, app, dead_letter_topic, events_topic, raw_topic, settings, watch_topic
+from services.capture.codec import RawRecord, decode_event_record, decode_raw, encode_raw
 from services.capture.logic import PROGRESS_HEADER, CaptureState, DeadLetter, Progress
 from services.capture.sources import KRaftTail, QuorumWatermark, run_source
 
@@ -92,14 +92,14 @@ async def read_progress() -> tuple[str | None, Progress]:
     return (msg.key.decode() if msg.key else None), Progress.from_headers(msg.headers)
 
 
-async def read_raw(upto: int) -> AsyncIterator[bytes]:
-    """Values of the raw topic's partition 0 from its start to `upto` (exclusive)."""
+async def read_topic(topic: str, upto: int) -> AsyncIterator[bytes]:
+    """Values of `topic`'s partition 0 from its start to `upto` (exclusive)."""
     if upto <= 0:
         return
     c = _consumer()
     await c.start()
     try:
-        tp = TopicPartition(settings.raw_topic, 0)
+        tp = TopicPartition(topic, 0)
         c.assign([tp])
         await c.seek_to_beginning(tp)
         while True:
@@ -114,6 +114,20 @@ async def read_raw(upto: int) -> AsyncIterator[bytes]:
         await c.stop()
 
 
+def read_raw(upto: int) -> AsyncIterator[bytes]:
+    """The raw topic up to `upto` (exclusive)."""
+    return read_topic(settings.raw_topic, upto)
+
+
+async def read_events(upto: int) -> AsyncIterator[dict]:
+    """The events topic's Avro records up to `upto` (exclusive); undecodable values are skipped."""
+    async for value in read_topic(settings.events_topic, upto):
+        try:
+            yield decode_event_record(value)
+        except CodecError:
+            continue
+
+
 # --- the normalize pipeline ----------------------------------------------------------------------
 
 class Pipeline:
@@ -125,7 +139,7 @@ class Pipeline:
         self.states: dict[str, CaptureState] = {}
         self.ready = False
         self._progress: tuple[str | None, Progress] = (None, Progress())
-        self.sink_event: Callable[[ControllerEvent, bytes], Awaitable] = self._send_event
+        self.sink_event: Callable[[ControllerEvent, bytes, bytes], Awaitable] = self._send_event
         self.sink_dead: Callable[[bytes | None, bytes, str], Awaitable] = self._send_dead
         self.sink_alert: Callable[[dict], Awaitable] = self._send_alert
 
@@ -135,8 +149,8 @@ class Pipeline:
         async for value in self.raw_reader(first_offset):
             n += 1
             try:
-                for event, header in self.process(value):
-                    await self.sink_event(event, header)
+                for event, header, encoded in self.process(value):
+                    await self.sink_event(event, header, encoded)
             except DeadLetter:
                 pass  # sent to the dead-letter topic when it was first seen
         self.ready = True
@@ -150,7 +164,7 @@ class Pipeline:
             self.states[raw.cluster_id] = st
         return st
 
-    def process(self, value: bytes) -> list[tuple[ControllerEvent, bytes]]:
+    def process(self, value: bytes) -> list[tuple[ControllerEvent, bytes, bytes]]:
         raw = logic.parse_raw(value)
         return self.state(raw).process(raw)
 
@@ -163,13 +177,16 @@ class Pipeline:
             log.warning("raw offset %d -> dead letter: %s", offset, d.reason)
             await self.sink_dead(key, value, f"raw offset {offset}: {d.reason}")
             return 0
-        for event, header in out:
-            await self.sink_event(event, header)
+        for event, header, encoded in out:
+            await self.sink_event(event, header, encoded)
         return len(out)
 
     @staticmethod
-    async def _send_event(event: ControllerEvent, header: bytes):
-        return await events_topic.send(key=event.cluster_id.encode(), value=event, headers={PROGRESS_HEADER: header})
+    async def _send_event(event: ControllerEvent, header: bytes, encoded: bytes):
+        # `encoded` is the event's value, written once with its hash (the codec forwards bytes). The send
+        # only appends to the producer's batch; batches reach the partition in order (one in flight).
+        return await events_topic.send(key=event.cluster_id.encode(), value=encoded,
+                                       headers={PROGRESS_HEADER: header})
 
     @staticmethod
     async def _send_dead(key: bytes | None, value: bytes, reason: str):
@@ -177,11 +194,38 @@ class Pipeline:
 
     @staticmethod
     async def _send_alert(alert: dict):
-        log.warning("alert %s: %s", alert["invariant"], alert["detail"])
+        (log.info if alert["allowed"] else log.warning)(
+            "alert %s (%s, %s) at seq %s: expected %s, actual %s", alert["invariant"], alert["rule"], alert["status"],
+            alert["seq"], alert["expected"], alert["actual"])
         return await alerts_topic.send(key=alert["cluster_id"].encode(), value=alert)
 
 
 pipeline = Pipeline()
+
+
+class Watch:
+    """The worker's LiveChecker (checks/live.py: the catalog's invariants, event by event). Its state is
+    rebuilt on the first event a worker sees by re-observing the events topic below that offset (their
+    alerts were published before); events of a cluster arrive in seq order (one partition)."""
+
+    def __init__(self, history_reader=read_events) -> None:
+        self.history_reader = history_reader
+        self.checker = LiveChecker()
+        self.ready = False
+
+    async def observe(self, offset: int, event) -> list[dict]:
+        """Alert dicts (Alert.to_dict) of `event` (a ControllerEvent or its Avro record) at `offset`."""
+        if not self.ready:
+            n = 0
+            async for record in self.history_reader(offset):
+                self.checker.observe(record)
+                n += 1
+            self.ready = True
+            log.info("watch: re-observed %d events below offset %d", n, offset)
+        return [a.to_dict() for a in self.checker.observe(event)]
+
+
+watcher = Watch()
 
 
 @app.agent(raw_topic)
@@ -192,11 +236,11 @@ async def normalize(stream):
         yield event.message.offset
 
 
-@app.agent(events_topic)
+@app.agent(watch_topic)
 async def watch(stream):
-    """Per-event invariants -> alerts."""
-    async for event in stream:
-        alerts = logic.watch(event, partition_states, broker_states, controller_epochs)
+    """Per-event invariants (checks.live.LiveChecker) -> alerts."""
+    async for event in stream.events():
+        alerts = await watcher.observe(event.message.offset, event.value)
         for a in alerts:
             await pipeline.sink_alert(a)
         yield alerts

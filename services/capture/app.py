@@ -14,7 +14,9 @@ from __future__ import annotations
 import faust
 
 from services.capture import codec as _codecs  # noqa: F401  (registers the Avro codecs)
-from services.capture.settings import EVENTS_TOPIC_CONFIG, MAX_MESSAGE_BYTES, RAW_TOPIC_CONFIG, Settings
+from services.capture.settings import (
+    EVENTS_BATCH_BYTES, EVENTS_TOPIC_CONFIG, MAX_MESSAGE_BYTES, RAW_TOPIC_CONFIG, Settings,
+)
 
 settings = Settings()
 
@@ -28,6 +30,12 @@ app = faust.App(
     topic_partitions=1,
     producer_acks=-1,
     producer_max_request_size=MAX_MESSAGE_BYTES,
+    # aiokafka builds one batch per partition while the previous one is in flight and waits when it is
+    # full, so a partition's throughput is one batch per acks=all round trip: 16 KiB (the default) held
+    # ~15 events, which capped a burst at ~120 events/s. Keep batches under the brokers' default
+    # message.max.bytes (1 MiB), which bounds a record batch on the events topic.
+    producer_max_batch_size=EVENTS_BATCH_BYTES,
+    producer_linger=0.005,
     consumer_max_fetch_size=MAX_MESSAGE_BYTES,
     stream_wait_empty=False,
     # a kill -9'd worker's group membership must expire quickly, or its successor waits for it
@@ -42,17 +50,11 @@ raw_topic = app.topic(settings.raw_topic, key_type=bytes, value_type=bytes, valu
 # normalize -> archiver, watch, ctrlaudit load: ControllerEvents, key = cluster id, chained in order.
 events_topic = app.topic(settings.events_topic, key_type=bytes, value_serializer="ctrlaudit-event",
                          partitions=1, config=EVENTS_TOPIC_CONFIG)
+# watch reads the same topic as Avro records (what LiveChecker observes; no ControllerEvent objects).
+watch_topic = events_topic.derive(value_serializer="ctrlaudit-event-record")
 alerts_topic = app.topic(settings.alerts_topic, key_type=bytes, value_serializer="json", partitions=1)
 dead_letter_topic = app.topic(settings.dead_letter_topic, key_type=bytes, value_type=bytes,
                               value_serializer="raw", partitions=1, config=EVENTS_TOPIC_CONFIG)
-
-# watch's view of the cluster (changelog-backed: a restarted worker keeps checking continuity).
-partition_states = app.Table("partition-states", default=None, partitions=1, key_type=str,
-                             help="cluster|topic_id|partition -> state after the last change")
-broker_states = app.Table("broker-states", default=None, partitions=1, key_type=str,
-                          help="cluster|broker id -> active/fenced/unregistered")
-controller_epochs = app.Table("controller-epochs", default=None, partitions=1, key_type=str,
-                              help="cluster -> highest controller epoch seen")
 
 from services.capture import agents  # noqa: E402,F401  (agents, tasks and the source service)
 

@@ -16,8 +16,10 @@ in schemas/.
 """
 from __future__ import annotations
 
+import hashlib
 import io
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import fastavro
@@ -53,6 +55,7 @@ RAW_SCHEMA_JSON: dict[str, Any] = {
     ],
 }
 RAW_SCHEMA = schema_from_json(RAW_SCHEMA_JSON, 1)
+_RAW_PARSED = fastavro.parse_schema(RAW_SCHEMA_JSON)  # with the write hint: not parsed again per call
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +82,7 @@ def encode_raw(r: RawRecord) -> bytes:
     out = io.BytesIO()
     out.write(MAGIC)
     out.write(RAW_SCHEMA.fingerprint)
-    fastavro.schemaless_writer(out, RAW_SCHEMA.parsed, {k: getattr(r, k) for k in _RAW_FIELDS})
+    fastavro.schemaless_writer(out, _RAW_PARSED, {k: getattr(r, k) for k in _RAW_FIELDS})
     return out.getvalue()
 
 
@@ -95,7 +98,7 @@ def decode_raw(data: bytes) -> RawRecord:
     buf = io.BytesIO(data)
     buf.seek(10)
     try:
-        d = fastavro.schemaless_reader(buf, RAW_SCHEMA.parsed, None)
+        d = fastavro.schemaless_reader(buf, _RAW_PARSED, None)
     except (EOFError, ValueError, IndexError, KeyError, UnicodeDecodeError, OverflowError, TypeError) as exc:
         raise CodecError(f"truncated or corrupt RawRecord body ({type(exc).__name__}: {exc})") from None
     if buf.tell() != len(data):
@@ -114,7 +117,7 @@ class EventCodec(codecs.Codec):
         return event_codec.encode(obj)
 
     def _loads(self, s: bytes) -> ControllerEvent:
-        return event_codec.decode(s)
+        return decode_event(s)
 
 
 class RawCodec(codecs.Codec):
@@ -129,7 +132,98 @@ class RawCodec(codecs.Codec):
         return decode_raw(s)
 
 
+class EventRecordCodec(codecs.Codec):
+    """Faust codec: events-topic value -> its Avro record dict (what checks.live observes)."""
+
+    def _dumps(self, obj: Any) -> bytes:
+        if isinstance(obj, (bytes, bytearray)):
+            return bytes(obj)
+        if isinstance(obj, ControllerEvent):
+            return event_codec.encode(obj)
+        raise CodecError(f"ctrlaudit-event-record codec cannot encode {type(obj).__name__}")
+
+    def _loads(self, s: bytes) -> dict[str, Any]:
+        return decode_event_record(s)
+
+
 EVENT_CODEC = "ctrlaudit-event"
 RAW_CODEC = "ctrlaudit-raw"
 codecs.register(EVENT_CODEC, EventCodec())
 codecs.register(RAW_CODEC, RawCodec())
+codecs.register("ctrlaudit-event-record", EventRecordCodec())
+
+
+# --- the hot path: parse once, encode each event once ---------------------------------------------
+# schemas.loader parses its schemas without fastavro's write hint, so every fastavro call given
+# `SchemaVersion.parsed` parses the whole schema again (~75% of an event's encode or decode). The
+# capture worker encodes/decodes every event, so it keeps its own hinted copies (same schemas, same
+# bytes; tests/services/capture/test_logic.py compares with schemas.codec and schemas.chain).
+
+@cache
+def _hinted(fingerprint: bytes) -> Any:
+    from schemas import loader
+    return fastavro.parse_schema(loader.by_fingerprint()[fingerprint].json)
+
+
+@cache
+def _hash_split(fingerprint: bytes) -> Any:
+    """The hinted schema of the fields before `hash` (so that the byte offset of `hash` is known)."""
+    from schemas import loader
+    s = loader.by_fingerprint()[fingerprint].json
+    names = [f["name"] for f in s["fields"]]
+    head = {**s, "name": s["name"] + "HashPrefix", "fields": s["fields"][:names.index("hash")]}
+    return fastavro.parse_schema(head)
+
+
+def _avro_string(s: str) -> bytes:
+    b = s.encode()
+    n, out = len(b) << 1, bytearray()  # zigzag of a non-negative length
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out) + b
+
+
+def chain_encode(record: dict[str, Any], prev_hash: str) -> tuple[str, bytes]:
+    """For an Avro record whose seq and prev_hash are set: its chain hash (schemas.chain.record_hash)
+    and its single-object encoding with that hash (schemas.codec.encode), from one write of the body."""
+    from schemas import loader
+    schema = loader.current()
+    fp = schema.fingerprint
+    rec = {**record, "hash": ""}
+    body = io.BytesIO()
+    fastavro.schemaless_writer(body, _hinted(fp), rec)
+    head = io.BytesIO()
+    fastavro.schemaless_writer(head, _hash_split(fp), rec)
+    b, cut = body.getvalue(), head.tell()
+    if b[cut] != 0:  # "" encodes as one zero byte at the end of the prefix
+        raise AssertionError("hash field is not where the prefix schema ends")
+    digest = hashlib.sha256(prev_hash.encode() + b).hexdigest()
+    return digest, MAGIC + fp + b[:cut] + _avro_string(digest) + b[cut + 1:]
+
+
+def decode_event_record(data: bytes) -> dict[str, Any]:
+    """The Avro record of an events-topic value (as schemas.codec.decode_record reads it, resolved to
+    this build's schema); CodecError with schemas.codec's reason for anything else."""
+    from schemas import loader
+    fp = bytes(data[2:10]) if len(data) >= 10 and data[:2] == MAGIC else None
+    cur = loader.current()
+    if fp is not None and fp in loader.by_fingerprint():
+        buf = io.BytesIO(data)
+        buf.seek(10)
+        try:
+            rec = fastavro.schemaless_reader(buf, _hinted(fp), None if fp == cur.fingerprint else _hinted(cur.fingerprint),
+                                             **event_codec.READ_OPTIONS)
+            if buf.tell() == len(data):
+                return rec
+        except Exception:
+            pass
+    return event_codec.decode_record(data)[0]  # the slow path names what is wrong
+
+
+def decode_event(data: bytes) -> ControllerEvent:
+    try:
+        return event_codec.from_avro(decode_event_record(data))
+    except (KeyError, ValueError, TypeError) as exc:
+        raise CodecError(f"body does not form a ControllerEvent ({exc})") from exc

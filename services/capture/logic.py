@@ -17,17 +17,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from schemas import codec as event_codec
-from schemas.chain import Chain
 from schemas.errors import CodecError
-from schemas.events import (
-    BrokerChange, BrokerChangeKind, ControllerChange, ControllerEvent, OffsetSample, PartitionChange,
-    PartitionState, SourceKind,
-)
-from services.capture.codec import RawRecord, decode_raw
+from schemas.events import ControllerEvent, OffsetSample, SourceKind
+from services.capture.codec import RawRecord, chain_encode, decode_raw
 from services.kraft import KRaftError, read_batch
 from services.kraft.control import decode_control_batch
 from services.kraft.records import decode_data_batch
@@ -72,8 +68,10 @@ class Progress:
         self.seq, self.hash = event.seq, event.hash
 
     def header(self) -> bytes:
-        return json.dumps({"seq": self.seq, "hash": self.hash, "last": {k: list(v) for k, v in self.last.items()}},
-                          separators=(",", ":")).encode()
+        # json.dumps(..., separators=(",", ":")) of {"seq", "hash", "last": {stream: [o, r, i]}}, spelled out
+        # (once per event on the hot path); stream names and the hex hash need no escaping
+        last = ",".join(f'"{k}":[{o},{r},{i}]' for k, (o, r, i) in self.last.items())
+        return f'{{"seq":{self.seq},"hash":"{self.hash}","last":{{{last}}}}}'.encode()
 
     @staticmethod
     def from_header(value: bytes | None) -> "Progress":
@@ -123,15 +121,37 @@ def batch_records(raw: RawRecord) -> list:
     return recs
 
 
+class EncodingChain:
+    """schemas.chain.Chain that also returns each event's events-topic value (one Avro write per event:
+    the hash covers the body with hash = "", the value is that body with the hash spliced in)."""
+
+    def __init__(self, cluster_id: str, next_seq: int = 0, head_hash: str = "") -> None:
+        self.cluster_id = cluster_id
+        self.next_seq = next_seq
+        self.head_hash = head_hash
+
+    def append(self, event: ControllerEvent) -> tuple[ControllerEvent, bytes]:
+        if event.cluster_id != self.cluster_id:
+            raise ValueError(f"event of cluster {event.cluster_id!r} appended to chain of {self.cluster_id!r}")
+        record = event_codec.to_avro(event)
+        record["seq"], record["prev_hash"] = self.next_seq, self.head_hash
+        digest, value = chain_encode(record, self.head_hash)
+        linked = replace(event, seq=self.next_seq, prev_hash=self.head_hash, hash=digest)
+        self.next_seq += 1
+        self.head_hash = digest
+        return linked, value
+
+
 class CaptureState:
-    """One cluster's normalizer, chain and progress. `process(raw)` returns the new chained events."""
+    """One cluster's normalizer, chain and progress. `process(raw)` returns the new chained events, each
+    as (event, progress header, encoded value)."""
 
     def __init__(self, cluster_id: str, node_id: int = -1, progress: Progress | None = None,
                  clock=None) -> None:
         self.cluster_id = cluster_id
         self.normalizer = KRaftNormalizer(cluster_id, node_id, clock=clock)
         self.progress = progress or Progress()
-        self.chain = Chain(cluster_id, self.progress.seq + 1, self.progress.hash)
+        self.chain = EncodingChain(cluster_id, self.progress.seq + 1, self.progress.hash)
         self.clock = clock or (lambda: int(time.time() * 1000))
 
     def unchained(self, raw: RawRecord) -> list[ControllerEvent]:
@@ -161,147 +181,18 @@ class CaptureState:
                 return [replace(event, seq=0, prev_hash="", hash="")]
         raise DeadLetter(f"unknown raw kind {raw.kind!r}")
 
-    def process(self, raw: RawRecord) -> list[tuple[ControllerEvent, bytes]]:
+    def process(self, raw: RawRecord) -> list[tuple[ControllerEvent, bytes, bytes]]:
         """The chained events of `raw` that the events topic does not hold yet, each with the progress
-        header to send with it."""
+        header to send with it and its events-topic value (schemas.codec.encode of the event)."""
         if raw.cluster_id != self.cluster_id:
             raise DeadLetter(f"raw record of cluster {raw.cluster_id!r} given to {self.cluster_id!r}")
         out = []
         for e in self.unchained(raw):
             if self.progress.is_new(e):
-                e = self.chain.append(e)
+                e, value = self.chain.append(e)
                 self.progress.advance(e)
-                out.append((e, self.progress.header()))
+                out.append((e, self.progress.header(), value))
         return out
-
-
-# --- watch: per-event invariants ----------------------------------------------------------------
-# Names follow checks/catalog.py. State is kept in plain mappings (Faust tables in the worker):
-#   partitions: "cluster|topic_id|partition" -> state dict, brokers: "cluster|id" -> "active"|"fenced",
-#   controller: cluster -> last controller epoch.
-
-def state_dict(s: PartitionState | None) -> dict | None:
-    return None if s is None else event_codec._state(s)
-
-
-def controller_epoch_monotonic(e: ControllerEvent, controller: Mapping[str, int]) -> list[str]:
-    last = controller.get(e.cluster_id)
-    if isinstance(e.payload, ControllerChange) and last is not None and e.payload.epoch <= last:
-        return [f"controller epoch {e.payload.epoch} after {last}"]
-    if last is not None and e.controller_epoch >= 0 and e.controller_epoch < last and not e.bootstrap:
-        return [f"event written in controller epoch {e.controller_epoch} after epoch {last}"]
-    return []
-
-
-def leader_epoch_monotonic(p: PartitionChange) -> list[str]:
-    b, a = p.before, p.after
-    if b is None or a is None:
-        return []
-    if a.leader_epoch < b.leader_epoch:
-        return [f"leader epoch {b.leader_epoch} -> {a.leader_epoch}"]
-    if a.leader != b.leader and a.leader_epoch <= b.leader_epoch:
-        return [f"leader {b.leader} -> {a.leader} without a new leader epoch ({a.leader_epoch})"]
-    return []
-
-
-def partition_epoch_monotonic(p: PartitionChange) -> list[str]:
-    b, a = p.before, p.after
-    if b is not None and a is not None and a.partition_epoch <= b.partition_epoch:
-        return [f"partition epoch {b.partition_epoch} -> {a.partition_epoch}"]
-    return []
-
-
-def leader_in_isr(p: PartitionChange) -> list[str]:
-    a = p.after
-    if a is None:
-        return []
-    out = []
-    if a.leader >= 0 and a.leader not in a.isr:
-        out.append(f"leader {a.leader} not in ISR {list(a.isr)}")
-    if not set(a.isr) <= set(a.replicas):
-        out.append(f"ISR {list(a.isr)} not within replicas {list(a.replicas)}")
-    return out
-
-
-def isr_elr_sanity(p: PartitionChange) -> list[str]:
-    a = p.after
-    if a is None:
-        return []
-    out = []
-    if not set(a.elr) <= set(a.replicas):
-        out.append(f"ELR {list(a.elr)} not within replicas {list(a.replicas)}")
-    if set(a.isr) & set(a.elr):
-        out.append(f"ISR {list(a.isr)} and ELR {list(a.elr)} overlap")
-    if set(a.adding_replicas) & set(a.removing_replicas):
-        out.append(f"adding {list(a.adding_replicas)} and removing {list(a.removing_replicas)} overlap")
-    if not (set(a.adding_replicas) | set(a.removing_replicas)) <= set(a.replicas):
-        out.append("adding/removing replicas not within replicas")
-    return out
-
-
-def fenced_broker_not_in_isr(e: ControllerEvent, brokers: Mapping[str, str]) -> list[str]:
-    """A change that makes a fenced or unregistered broker leader or adds it to the ISR (brokers that
-    join at this change; KRaft's last-replica-standing state, leader -1 with one ISR member, is legal)."""
-    p = e.payload
-    if not isinstance(p, PartitionChange) or p.after is None or not brokers:
-        return []
-    a, b = p.after, p.before
-    if a.leader == -1 and len(a.isr) <= 1:
-        return []
-    now = set(a.isr) | ({a.leader} if a.leader >= 0 else set())
-    joined = now if (b is None or e.bootstrap) else now - (set(b.isr) | {b.leader})
-    bad = []
-    for broker in sorted(joined):
-        state = brokers.get(f"{e.cluster_id}|{broker}", "unregistered")
-        if state != "active":
-            bad.append(f"{state} broker {broker} joins leader/ISR (leader {a.leader}, ISR {list(a.isr)})")
-    return bad
-
-
-def state_continuity(e: ControllerEvent, partitions: Mapping[str, dict | None]) -> list[str]:
-    p = e.payload
-    if not isinstance(p, PartitionChange) or e.bootstrap:
-        return []
-    key = f"{e.cluster_id}|{p.topic_id}|{p.partition}"
-    if key not in partitions:
-        return []  # first sight of this partition since the watcher started
-    seen = partitions[key]
-    if seen != state_dict(p.before):
-        return [f"before {state_dict(p.before)} != previous after {seen}: an event is missing"]
-    return []
-
-
-def watch(e: ControllerEvent, partitions: MutableMapping, brokers: MutableMapping,
-          controller: MutableMapping) -> list[dict]:
-    """Every per-event check, then the state update. Returns alert dicts (invariant, detail, event)."""
-    found: list[tuple[str, str]] = []
-    found += [("controller_epoch_monotonic", m) for m in controller_epoch_monotonic(e, controller)]
-    p = e.payload
-    if isinstance(p, PartitionChange):
-        for name, fn in (("leader_epoch_monotonic", leader_epoch_monotonic),
-                         ("partition_epoch_monotonic", partition_epoch_monotonic),
-                         ("leader_in_isr", leader_in_isr), ("isr_elr_sanity", isr_elr_sanity)):
-            found += [(name, m) for m in fn(p)]
-        found += [("fenced_broker_not_in_isr", m) for m in fenced_broker_not_in_isr(e, brokers)]
-        found += [("state_continuity", m) for m in state_continuity(e, partitions)]
-        partitions[f"{e.cluster_id}|{p.topic_id}|{p.partition}"] = state_dict(p.after)
-    elif isinstance(p, BrokerChange):
-        key = f"{e.cluster_id}|{p.broker_id}"
-        if p.after is None or p.kind is BrokerChangeKind.UNREGISTERED:
-            brokers[key] = "unregistered"
-        else:
-            brokers[key] = "fenced" if p.after.fenced else "active"
-    if isinstance(p, ControllerChange):
-        controller[e.cluster_id] = max(p.epoch, controller.get(e.cluster_id, -1))
-    elif e.controller_epoch >= 0 and not e.bootstrap:
-        controller[e.cluster_id] = max(e.controller_epoch, controller.get(e.cluster_id, -1))
-    return [alert(e, name, detail) for name, detail in found]
-
-
-def alert(e: ControllerEvent, invariant: str, detail: str) -> dict:
-    return {"invariant": invariant, "detail": detail, "cluster_id": e.cluster_id, "event_id": e.event_id,
-            "seq": e.seq, "offset": e.source.offset, "index": e.source.index, "kind": e.kind,
-            "event_time_ms": e.event_time_ms}
 
 
 # --- offset samples -----------------------------------------------------------------------------

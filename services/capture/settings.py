@@ -52,6 +52,9 @@ EVENTS_TOPIC_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.p
 RAW_TOPIC_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete",
                     "max.message.bytes": str(16 * 1024 * 1024)}
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+# The producer's batch size (bytes): below the brokers' default message.max.bytes (1048588), which the
+# events topic keeps, so that a full batch of events is never refused.
+EVENTS_BATCH_BYTES = 1_000_000
 
 
 def ensure_topics(s: Settings, timeout: float = 60) -> list[str]:

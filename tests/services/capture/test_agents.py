@@ -17,8 +17,8 @@ from services.kraft import build_batch
 def sinks(monkeypatch):
     got = {"events": [], "dead": [], "alerts": []}
 
-    async def ev(e, h):
-        got["events"].append((e, h))
+    async def ev(e, h, v):
+        got["events"].append((e, h, v))
 
     async def dead(k, v, reason):
         got["dead"].append(reason)
@@ -36,6 +36,7 @@ def sinks(monkeypatch):
     p = agents.Pipeline(progress_reader=no_progress, raw_reader=no_raw)
     p.sink_event, p.sink_dead, p.sink_alert = ev, dead, alert
     monkeypatch.setattr(agents, "pipeline", p)
+    monkeypatch.setattr(agents, "watcher", agents.Watch(history_reader=no_raw))
     return got
 
 
@@ -50,7 +51,7 @@ async def test_normalize_agent(sinks):
         await agent.put(encode_raw(raw))
         await agent.put(b"garbage")
         await agent.put(encode_raw(raw))  # duplicate: nothing new
-    events = [e for e, _ in sinks["events"]]
+    events = [e for e, *_ in sinks["events"]]
     assert [e.payload.topic for e in events] == ["a"] and events[0].seq == 0
     assert len(sinks["dead"]) == 1 and "not Avro" in sinks["dead"][0]
 
@@ -69,6 +70,7 @@ async def test_watch_agent(sinks):
         await agent.put(pc(b, bad, 2))
     names = sorted(x["invariant"] for x in sinks["alerts"])
     assert "leader_in_isr" in names and "leader_epoch_monotonic" in names
+    assert all(x["status"] == "violated" and x["seq"] == 2 for x in sinks["alerts"])
 
 
 def test_codecs_round_trip():

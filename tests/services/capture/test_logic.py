@@ -1,5 +1,5 @@
 """Plain functions of the capture pipeline: positions and dedupe, raw decoding and dead letters,
-chain extension across a restart, the tail's resume and gaps, watch rules, the archive's dedupe."""
+chain extension across a restart (and its one-write encoding), the tail's resume and gaps, the archive's dedupe."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -9,8 +9,8 @@ import pytest
 
 from schemas import codec as event_codec
 from schemas.events import (
-    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ControllerChange, ControllerEvent, OffsetSample,
-    PartitionChange, PartitionState, ReplicaOffset, SourceKind, SourcePosition,
+    CaptureGap, ControllerEvent, OffsetSample, PartitionChange, PartitionState, ReplicaOffset, SourceKind,
+    SourcePosition,
 )
 from services.capture import logic
 from services.capture.codec import RAW_SCHEMA, RawRecord, decode_raw, encode_raw
@@ -93,7 +93,7 @@ def test_capture_state_chains_dedupes_and_resumes():
     b1 = build_batch([(None, _topic_record("b", 2))], base_offset=1)
     s = CaptureState(CL)
     out0 = s.process(raw(data=b0, base=0, last=0))
-    assert [e.payload.topic for e, _ in out0] == ["a"] and out0[0][0].seq == 0
+    assert [e.payload.topic for e, *_ in out0] == ["a"] and out0[0][0].seq == 0
     assert s.process(raw(data=b0, base=0, last=0)) == []  # a re-published batch adds nothing
     out1 = s.process(raw(data=b1, base=1, last=1))
     assert out1[0][0].seq == 1 and out1[0][0].prev_hash == out0[0][0].hash
@@ -102,7 +102,7 @@ def test_capture_state_chains_dedupes_and_resumes():
     s2 = CaptureState(CL, progress=p)
     assert s2.process(raw(data=b0, base=0, last=0)) == [] and s2.process(raw(data=b1, base=1, last=1)) == []
     b2 = build_batch([(None, _topic_record("c", 3))], base_offset=2)
-    (e2, _), = s2.process(raw(data=b2, base=2, last=2))
+    (e2, *_), = s2.process(raw(data=b2, base=2, last=2))
     assert e2.seq == 2 and e2.prev_hash == out1[0][0].hash and e2.payload.topic == "c"
 
 
@@ -111,7 +111,7 @@ def test_capture_state_restart_in_the_middle_emits_what_the_topic_lacks():
     s = CaptureState(CL)
     first = s.process(raw(data=batches[0], base=0, last=0))
     s2 = CaptureState(CL, progress=Progress.from_header(first[0][1]))  # events topic holds only "a"
-    out = [e for i, b in enumerate(batches) for e, _ in s2.process(raw(data=b, base=i, last=i))]
+    out = [e for i, b in enumerate(batches) for e, *_ in s2.process(raw(data=b, base=i, last=i))]
     assert [e.payload.topic for e in out] == ["b", "c"] and [e.seq for e in out] == [1, 2]
 
 
@@ -119,7 +119,7 @@ def test_event_raw_records_are_chained_and_samples_deduped():
     sample = ev(100, 0, SourceKind.OFFSET_SAMPLER, OffsetSample("t", 0, 1, 1, 5, 1, (ReplicaOffset(1, 5, 1),)))
     r = raw("EVENT", event_codec.encode(sample))
     s = CaptureState(CL)
-    (e, _), = s.process(r)
+    (e, *_), = s.process(r)
     assert e.seq == 0 and e.hash
     assert s.process(r) == []
     with pytest.raises(DeadLetter, match="ControllerEvent"):
@@ -129,7 +129,7 @@ def test_event_raw_records_are_chained_and_samples_deduped():
 
 
 def test_gap_raw_record_becomes_a_capture_gap():
-    (e, _), = CaptureState(CL).process(raw("GAP", base=0, last=9, reason="deleted"))
+    (e, *_), = CaptureState(CL).process(raw("GAP", base=0, last=9, reason="deleted"))
     assert e.payload == CaptureGap(0, 9, "deleted")
 
 
@@ -166,55 +166,48 @@ def test_tail_after_deleted_segments_emits_gap_and_snapshot(tmp_path):
                                      "KRAFT_BATCH"]
     assert (got[0].base_offset, got[0].last_offset) == (0, 4)
     s = CaptureState(CL)
-    events = [e for r in got for e, _ in s.process(r)]
+    events = [e for r in got for e, *_ in s.process(r)]
     assert [type(e.payload).__name__ for e in events][0] == "CaptureGap"
     assert [e.payload.topic for e in events[1:]] == ["a", "f", "g"]
     assert events[1].bootstrap
 
 
-# --- watch rules --------------------------------------------------------------------------------
+# --- the encoding chain: the same hashes and bytes as schemas.chain + schemas.codec ---------------
 
-def pc(before, after, **kw):
-    return ev(1, payload=PartitionChange("t", "tid", 0, before, after), **kw)
-
-
-def test_epoch_rules():
-    assert logic.leader_epoch_monotonic(PartitionChange("t", "x", 0, st(le=3), st(le=2)))
-    assert logic.leader_epoch_monotonic(PartitionChange("t", "x", 0, st(leader=1, le=3), st(leader=2, le=3)))
-    assert not logic.leader_epoch_monotonic(PartitionChange("t", "x", 0, st(leader=1, le=3), st(leader=2, isr=(2,), le=4)))
-    assert logic.partition_epoch_monotonic(PartitionChange("t", "x", 0, st(pe=3), st(pe=3)))
-    assert not logic.partition_epoch_monotonic(PartitionChange("t", "x", 0, st(pe=3), st(pe=4)))
-    assert logic.controller_epoch_monotonic(ev(1, payload=ControllerChange(1, 4), epoch=4), {CL: 5})
-    assert not logic.controller_epoch_monotonic(ev(1, payload=ControllerChange(1, 6), epoch=6), {CL: 5})
-    assert logic.controller_epoch_monotonic(ev(1, epoch=3), {CL: 5})
-
-
-def test_set_rules():
-    assert logic.leader_in_isr(PartitionChange("t", "x", 0, None, st(leader=3, isr=(1, 2))))
-    assert not logic.leader_in_isr(PartitionChange("t", "x", 0, None, st(leader=-1, isr=(1,))))
-    assert logic.isr_elr_sanity(PartitionChange("t", "x", 0, None, st(isr=(1, 2), elr=(2,))))
-    assert logic.isr_elr_sanity(PartitionChange("t", "x", 0, None, st(adding_replicas=(3,), removing_replicas=(3,))))
-    assert not logic.isr_elr_sanity(PartitionChange("t", "x", 0, None, st(isr=(1,), elr=(2,))))
+def test_encoding_chain_equals_schemas_chain_and_codec():
+    from schemas.chain import Chain
+    from services.capture.codec import decode_event, decode_event_record
+    from services.simulator import SimConfig, Simulation
+    events = [replace(e, seq=0, prev_hash="", hash="") for e in Simulation(SimConfig(seed=5, events=3000)).events()]
+    kinds = {type(e.payload).__name__ for e in events}
+    assert {"PartitionChange", "BrokerChange", "ControllerChange", "TopicChange", "ConfigChange"} <= kinds
+    ref, fast = Chain(events[0].cluster_id), logic.EncodingChain(events[0].cluster_id)
+    for e in events:
+        want = ref.append(e)
+        got, value = fast.append(e)
+        assert got == want
+        assert value == event_codec.encode(want)
+        assert decode_event(value) == want
+        assert decode_event_record(value) == event_codec.decode_record(value)[0]
+    with pytest.raises(ValueError):
+        fast.append(replace(events[0], cluster_id="other"))
 
 
-def test_fenced_broker_rule_and_last_replica_standing():
-    brokers = {f"{CL}|1": "active", f"{CL}|2": "fenced"}
-    assert logic.fenced_broker_not_in_isr(pc(st(isr=(1,)), st(isr=(1, 2), pe=2)), brokers)
-    assert not logic.fenced_broker_not_in_isr(pc(st(isr=(1, 2)), st(isr=(1, 2), pe=2)), brokers)  # not joining
-    assert not logic.fenced_broker_not_in_isr(pc(st(isr=(2,), leader=2), st(leader=-1, isr=(2,), le=2, pe=2)), brokers)
+def test_progress_header_is_the_json_it_always_was():
+    import json
+    for p in (Progress(), Progress(7, "ab" * 32, {"kraft": (10, 1, 3), "sampler": (5, 1, 0)})):
+        want = json.dumps({"seq": p.seq, "hash": p.hash, "last": {k: list(v) for k, v in p.last.items()}},
+                          separators=(",", ":")).encode()
+        assert p.header() == want
 
 
-def test_watch_updates_state_and_flags_a_lost_event():
-    parts, brokers, ctl = {}, {}, {}
-    reg = ev(1, payload=BrokerChange(1, BrokerChangeKind.UNFENCED, None, BrokerState(1, 1, False)))
-    assert logic.watch(reg, parts, brokers, ctl) == []
-    assert brokers == {f"{CL}|1": "active"}
-    a = st(leader=1, isr=(1,), replicas=(1,))
-    assert logic.watch(pc(None, a), parts, brokers, ctl) == []
-    b = st(leader=1, isr=(1,), replicas=(1,), pe=2)
-    c = st(leader=1, isr=(1,), replicas=(1,), pe=3)
-    alerts = logic.watch(pc(b, c), parts, brokers, ctl)  # the a -> b change never arrived
-    assert [x["invariant"] for x in alerts] == ["state_continuity"]
+def test_bad_event_values_keep_their_reasons():
+    from schemas.errors import CodecError
+    from services.capture.codec import decode_event
+    for value, reason in ((b"junk", "shorter than"), (b"\xc3\x01" + b"\x11" * 8 + b"body", "unknown writer schema"),
+                          (event_codec.encode(ev(1))[:-3], "truncated")):
+        with pytest.raises(CodecError, match=reason):
+            decode_event(value)
 
 
 def test_hw_within_isr():
