@@ -121,11 +121,12 @@ def main() -> None:
                 "burst_p99_lag_ms": pct(blat, 99) if blat else None, "max_lag_ms": max(blat) if blat else None,
                 "first_segment_still_present": segs[:1] == ["00000000000000000000.log"],
                 "wall_s": round(time.time() - t0, 1),
+                "load_average_1_5_15": " ".join(f"{x:.2f}" for x in os.getloadavg()),
             }
         finally:
             worker.send_signal(signal.SIGKILL)
             worker.wait(10)
-    line = (f"\n### {time.strftime('%Y-%m-%d %H:%M')} — {platform.node()} ({platform.processor() or platform.machine()}, "
+    line = (f"\n### capture — {time.strftime('%Y-%m-%d %H:%M')} — {platform.node()} ({platform.processor() or platform.machine()}, "
             f"{os.cpu_count()} CPUs), Kafka 4.x 3 nodes local\n\n"
             f"`.venv/bin/python bench/capture.py --burst-partitions {a.burst_partitions} --steady {a.steady}`\n\n"
             + "\n".join(f"- {k}: {v}" for k, v in result.items()) + "\n")
