@@ -79,18 +79,18 @@ def accepts(path: str | Path) -> bool:
     """Cheap check (header only): would decode_file take this file? False on unreadable headers."""
     if not available():
         return False
+    want = 1 << 16
     try:
-        with open(path, "rb") as fo:
-            head = fo.read(1 << 16)
         while True:
+            with open(path, "rb") as fo:
+                head = fo.read(want)
             try:
                 meta, _, _ = _native.read_header(head)
                 break
             except ValueError:
-                if len(head) < (1 << 16):
+                if len(head) < want:  # the whole file was read: not a container header
                     return False
-                with open(path, "rb") as fo:  # a header larger than 64 KiB
-                    head = fo.read(len(head) * 4)
+                want *= 4  # a header larger than what was read
     except OSError:
         return False
     return meta.get("avro.codec", b"null") in CODECS and _is_v1(meta.get("avro.schema", b""))

@@ -450,3 +450,16 @@ def test_callers_use_the_native_path_and_agree(tmp_path: Path, monkeypatch) -> N
     assert [(p, t.num_rows) for p, t in slow_replay] == [(p, t.num_rows) for p, t in fast_replay]
     assert all(a.equals(b) for (_, a), (_, b) in zip(slow_replay, fast_replay))
     assert len(calls) == 2 * len(files)
+
+
+@native
+def test_header_larger_than_the_first_read(tmp_path: Path) -> None:
+    path = tmp_path / "big-header.avro"
+    container.write_events(path, chained_history(), metadata={"note": "x" * 300_000})
+    assert fastflat.accepts(path)
+    assert_same(path)
+    cut = tmp_path / "cut-header.avro"
+    cut.write_bytes(path.read_bytes()[:200_000])
+    assert not fastflat.accepts(cut)
+    with pytest.raises(CodecError):
+        fastflat.decode_file(cut)
