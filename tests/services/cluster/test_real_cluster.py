@@ -83,15 +83,23 @@ def test_state_change_and_controller_logs_are_written(cluster):
     assert any((n.logs_dir / "controller.log").stat().st_size > 0 for n in cluster.nodes.values())
 
 
+def _last_offset(cluster, node: int) -> int:
+    logs = [f for f in cluster.metadata_files(node) if f.suffix == ".log"]
+    return max((r.offset for r in LogReader(logs[-1], live=True)), default=-1) if logs else -1
+
+
 def test_pause_fences_and_resume_rejoins(cluster):
     victim = next(i for i in cluster.nodes if i != cluster.active_controller())
+    since = _last_offset(cluster, cluster.active_controller())
     cluster.pause_node(victim)
     try:
         def fenced():
             ctl = cluster.active_controller()
-            return any(isinstance(r, MetadataRecord) and r.type == "BROKER_REGISTRATION_CHANGE_RECORD"
+            return any(isinstance(r, MetadataRecord) and r.offset > since
+                       and r.type == "BROKER_REGISTRATION_CHANGE_RECORD"
                        and r.data["brokerId"] == victim and r.data.get("fenced") == 1
-                       for f in cluster.metadata_files(ctl)[-3:] for r in LogReader(f, live=True))
+                       for f in cluster.metadata_files(ctl) if f.suffix == ".log"
+                       for r in LogReader(f, live=True))
         assert _wait(fenced, 30), "a paused broker was never fenced"
     finally:
         cluster.resume_node(victim)
