@@ -96,11 +96,12 @@ def accepts(path: str | Path) -> bool:
     return meta.get("avro.codec", b"null") in CODECS and _is_v1(meta.get("avro.schema", b""))
 
 
-def decode_file(path: str | Path) -> pa.Table:
+def decode_file(path: str | Path, batch_rows: int = 0) -> pa.Table:
     """The flat `events` table of one container file (exactly flat.ARROW_SCHEMA).
 
     Raises Unsupported when the native decoder does not take the file (the caller falls back to
-    the Python path), CodecError when the file is corrupt or truncated."""
+    the Python path), CodecError when the file is corrupt or truncated. batch_rows (tests): rows
+    per Arrow record batch, about (default 2**21)."""
     if not available():
         raise Unsupported("native decoder not available")
     path = Path(path)
@@ -117,7 +118,7 @@ def decode_file(path: str | Path) -> pa.Table:
         raise Unsupported(f"{path}: codec {codec!r}")
     if not _is_v1(meta.get("avro.schema", b"")):
         raise Unsupported(f"{path}: writer schema is not this build's v1 schema")
-    batches, err = _native.decode(data, offset, sync, CODECS[codec])
+    batches, err = _native.decode(data, offset, sync, CODECS[codec], batch_rows)
     del data
     if err is not None:
         kind, message, index = err

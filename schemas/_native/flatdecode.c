@@ -825,6 +825,7 @@ typedef struct {
     int zs_init;
     int64_t index;     /* records decoded so far */
     int64_t rows_left; /* records the block headers still announce (an estimate) */
+    int64_t batch_rows; /* a batch is handed over once it holds this many rows (at a block end) */
 } dec_t;
 
 static void dec_push_batch(dec_t *d)
@@ -843,9 +844,9 @@ static void dec_push_batch(dec_t *d)
     d->cur = NULL;
 }
 
-static int batch_full(batch_t *b)
+static int batch_full(batch_t *b, int64_t batch_rows)
 {
-    if (b->n >= BATCH_ROW_LIMIT)
+    if (b->n >= batch_rows)
         return 1;
     for (int i = 0; i < NCOLS; i++)
         if (b->c[i].v.len > BATCH_VAR_LIMIT || b->c[i].v2.len > BATCH_VAR_LIMIT)
@@ -969,7 +970,9 @@ static int decode_blocks(dec_t *d, const uint8_t *data, int64_t len, int64_t off
             fail(&d->e, E_DATA, "block claims %lld records in %lld bytes", (long long)count, (long long)block_len);
         if (!d->cur) {
             int64_t rows = d->rows_left > count ? d->rows_left : count;
-            d->cur = batch_new(&d->e, rows < BATCH_ROW_LIMIT ? (rows > 1024 ? rows : 1024) : BATCH_ROW_LIMIT);
+            if (rows > d->batch_rows)
+                rows = d->batch_rows;
+            d->cur = batch_new(&d->e, rows > 16 ? rows : 16);
         }
         batch_t *b = d->cur;
         int first_block = b->n == 0;
@@ -988,7 +991,7 @@ static int decode_blocks(dec_t *d, const uint8_t *data, int64_t len, int64_t off
         if (REMAIN(&f) < 16 || memcmp(f.p, sync, 16) != 0)
             fail(&d->e, E_DATA, "expected sync marker not found");
         f.p += 16;
-        if (batch_full(b))
+        if (batch_full(b, d->batch_rows))
             dec_push_batch(d);
     }
     dec_push_batch(d);
@@ -1141,7 +1144,7 @@ static void dec_free(dec_t *d)
 }
 
 PyDoc_STRVAR(decode_doc,
-             "decode(data, offset, sync, deflate) -> (batches, error)\n\n"
+             "decode(data, offset, sync, deflate, batch_rows=2**21) -> (batches, error)\n\n"
              "Decode the blocks of a v1 container file starting at `offset` (after the header).\n"
              "batches: list of (rows, columns); error: None or (kind, message, record_index) with\n"
              "kind 1 = corrupt data, 2 = out of memory, 3 = beyond this decoder's limits.");
@@ -1151,8 +1154,11 @@ static PyObject *py_decode(PyObject *self, PyObject *args)
     Py_buffer data, sync;
     Py_ssize_t offset;
     int deflate;
-    if (!PyArg_ParseTuple(args, "y*ny*p", &data, &offset, &sync, &deflate))
+    long long batch_rows = BATCH_ROW_LIMIT;
+    if (!PyArg_ParseTuple(args, "y*ny*p|L", &data, &offset, &sync, &deflate, &batch_rows))
         return NULL;
+    if (batch_rows < 1 || batch_rows > BATCH_ROW_LIMIT)
+        batch_rows = BATCH_ROW_LIMIT;
     PyObject *result = NULL;
     if (sync.len != 16 || offset < 0 || offset > data.len) {
         PyErr_SetString(PyExc_ValueError, "bad sync marker length or offset");
@@ -1163,6 +1169,7 @@ static PyObject *py_decode(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto out;
     }
+    d->batch_rows = batch_rows;
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = decode_blocks(d, (const uint8_t *)data.buf, (int64_t)data.len, (int64_t)offset,

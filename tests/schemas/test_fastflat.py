@@ -463,3 +463,20 @@ def test_header_larger_than_the_first_read(tmp_path: Path) -> None:
     assert not fastflat.accepts(cut)
     with pytest.raises(CodecError):
         fastflat.decode_file(cut)
+
+
+@native
+@pytest.mark.parametrize("batch_rows", [1, 5, 64])
+def test_many_record_batches(tmp_path: Path, batch_rows: int) -> None:
+    # small batches (big files get 2**21 rows a batch): rows spread over batches and
+    # buffers grown past their first reservation give the same table
+    from services.simulator import simulate
+    from services.simulator.config import SimConfig
+
+    path = tmp_path / "batches.avro"
+    container.write_events(path, list(simulate(SimConfig(seed=4, events=600))), sync_interval=3000)
+    want = python_table(path)
+    got = fastflat.decode_file(path, batch_rows=batch_rows)
+    got.validate(full=True)
+    assert got.column(0).num_chunks > 1
+    assert got.equals(want), _diff(got, want)
