@@ -9,20 +9,27 @@ from __future__ import annotations
 
 import hashlib
 import io
+from pathlib import PurePath
 from dataclasses import replace
 from typing import Any
 
 import fastavro
 
 from schemas import loader
-from schemas.events import ControllerEvent, SourcePosition
+from schemas.events import ControllerEvent, SourceKind, SourcePosition
+
+
+# Sources whose offset (+ index) names a record cluster-wide: the file it was read from (a segment
+# of one node's replica, which rolls at its own offsets) must not change the id.
+_OFFSET_NAMED = {SourceKind.KRAFT_LOG, SourceKind.KRAFT_SNAPSHOT, SourceKind.SIMULATOR, SourceKind.OFFSET_SAMPLER}
 
 
 def event_id(cluster_id: str, source: SourcePosition) -> str:
+    """Derived from the cluster and the source position only: the same change read again, from
+    another node's copy or from a copy at another path, gets the same id."""
+    file = None if source.kind in _OFFSET_NAMED or source.file is None else PurePath(source.file).name
     key = "|".join(
-        str(v) for v in (
-            cluster_id, source.kind.value, source.offset, source.index, source.zxid, source.file, source.line,
-        )
+        str(v) for v in (cluster_id, source.kind.value, source.offset, source.index, source.zxid, file, source.line)
     )
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 

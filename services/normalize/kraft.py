@@ -13,6 +13,7 @@ archive writer or the normalize agent chains them.
 from __future__ import annotations
 
 import time
+from pathlib import PurePath
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
@@ -145,7 +146,8 @@ class KRaftNormalizer:
         offset = self._snapshot[0] if self._snapshot is not None else rec.offset
         if self._snapshot is not None:
             index = rec.offset * 1000 + index  # offsets inside a snapshot file are record indexes
-        return self._event(kind, offset, index, rec.file, rec.append_time, rec.leader_epoch, payload,
+        file = PurePath(rec.file).name if rec.file else None  # the capture host's path is noise
+        return self._event(kind, offset, index, file, rec.append_time, rec.leader_epoch, payload,
                            bootstrap=self._snapshot is not None)
 
     def _event(self, kind: SourceKind, offset: int, index: int, file: str | None, event_time_ms: int, epoch: int,

@@ -84,10 +84,14 @@ def import_events(paths: Sequence[str | Path], cluster_id: str | None = None, on
     report = report if report is not None else ImportReport()
     cluster = cluster_id or cluster_id_of(paths) or "unknown-cluster"
     norm = KRaftNormalizer(cluster, node_id=node_id)
-    for f in plan(paths):
+    files = plan(paths)
+    for f in files:
         report.files.append(str(f))
         snap = snapshot_id(f)
-        reader = LogReader(f, on_error=on_error)
+        # A copied active segment may end inside a batch that was being written: stop there and
+        # say so (report.partial_tail) rather than failing the whole import.
+        last_segment = f is files[-1] and snap is None
+        reader = LogReader(f, on_error=on_error, live=last_segment)
         if snap is not None:
             norm.begin_snapshot(snap.end_offset)
             if not report.records and snap.end_offset > 0:
