@@ -92,7 +92,7 @@ def live_rate(table, limit: int) -> tuple[int, float]:
 def bench(n: int, root: Path, args, spark) -> dict:
     archive, sim_rate = history(root, n, args.topics, args.partitions, args.seed)
     files = list(resolve([archive]).archives)
-    res: dict = {"events": n, "sim_rate": sim_rate}
+    res: dict = {"events": n, "sim_rate": sim_rate, "files": files}
 
     t = time.perf_counter()
     table = archives_to_arrow(files)
@@ -100,9 +100,16 @@ def bench(n: int, root: Path, args, spark) -> dict:
     n = res["events"] = table.num_rows
     print(f"    decode {rate(n, res['decode'])}", flush=True)
 
+    if args.live_events:
+        done, secs = live_rate(table, args.live_events)
+        res["live"] = (done, secs)
+        print(f"    live {done:,} events: {rate(done, secs)}", flush=True)
+
     t = time.perf_counter()
     eng = DuckDBEngine.from_arrow(table, threads=args.threads)
     res["duck_table"] = time.perf_counter() - t
+    del table
+    gc.collect()
     try:
         t = time.perf_counter()
         duck_rows = eng.violations(NAMES)
@@ -113,30 +120,62 @@ def bench(n: int, root: Path, args, spark) -> dict:
     print(f"    duckdb table {res['duck_table']:.1f} s, check {rate(n, res['duck_check'])}", flush=True)
     res["violated"] = sum(1 for r in duck_rows if r[5] == "violated")
     res["allowed"] = sum(1 for r in duck_rows if r[5] == "allowed")
+    res["duck_rows"] = duck_rows
 
-    if args.live_events:
-        done, secs = live_rate(table, args.live_events)
-        res["live"] = (done, secs)
-        print(f"    live {done:,} events: {rate(done, secs)}", flush=True)
-    del table
-    gc.collect()
-
-    if spark is not None:
-        from checks.spark_engine import SparkEngine
-
-        t = time.perf_counter()
-        seng = SparkEngine.from_archives(spark, files)
-        res["spark_load"] = time.perf_counter() - t
-        try:
-            t = time.perf_counter()
-            spark_rows = seng.violations(NAMES)
-            res["spark_check"] = time.perf_counter() - t
-        finally:
-            seng.close()
-        res["engines_agree"] = spark_rows == duck_rows
+    if spark is not None and not args.spark_events:
+        res.update(spark_run(spark, files))
+        res["engines_agree"] = res.pop("spark_rows") == duck_rows
         print(f"    spark load {rate(n, res['spark_load'])}, check {rate(n, res['spark_check'])}, "
               f"rows equal DuckDB's: {res['engines_agree']}", flush=True)
     return res
+
+
+def spark_run(spark, files) -> dict:
+    from checks.spark_engine import SparkEngine
+
+    out: dict = {}
+    t = time.perf_counter()
+    seng = SparkEngine.from_archives(spark, files)
+    out["spark_load"] = time.perf_counter() - t
+    try:
+        out["spark_n"] = seng.df.count()
+        t = time.perf_counter()
+        out["spark_rows"] = seng.violations(NAMES)
+        out["spark_check"] = time.perf_counter() - t
+    finally:
+        seng.close()
+    return out
+
+
+def prefix_files(files: list[Path], events: int) -> list[Path]:
+    """The first archive files of a history holding about `events` events (whole files; manifests count)."""
+    import json
+
+    picked, total = [], 0
+    for f in files:
+        if total >= events:
+            break
+        manifest = Path(str(f) + ".manifest.json")
+        count = json.loads(manifest.read_text()).get("count") if manifest.exists() else None
+        picked.append(f)
+        total += count if count is not None else events
+    return picked
+
+
+def spark_growth(spark, largest: dict, sizes: list[int]) -> list[dict]:
+    """Spark over prefixes of the largest history (a history's first files are a history)."""
+    out = []
+    for want in sorted(sizes):
+        files = prefix_files(largest["files"], want)
+        r = spark_run(spark, files)
+        n = r["spark_n"]
+        keys = {(x[0], x[2]) for x in r.pop("spark_rows")}
+        r["events"] = n
+        r["prefix_of"] = largest["events"]
+        out.append(r)
+        print(f"    spark on the first {n:,} events of the {largest['events']:,}-event history: load "
+              f"{rate(n, r['spark_load'])}, check {rate(n, r['spark_check'])} ({len(keys):,} rows)", flush=True)
+    return out
 
 
 def growth(base: dict, cur: dict, key: str) -> str:
@@ -145,7 +184,7 @@ def growth(base: dict, cur: dict, key: str) -> str:
     return f" ×{cur[key] / base[key]:.1f}"
 
 
-def render(results: list[dict], args) -> str:
+def render(results: list[dict], args, spark_rows: list[dict] = ()) -> str:
     base = results[0]
     scale = lambda r: r["events"] / base["events"]  # noqa: E731
     head = ["events", "decode archive→Arrow", "DuckDB table", "DuckDB check (13 invariants)",
@@ -169,7 +208,16 @@ def render(results: list[dict], args) -> str:
     for r in results:
         top = sorted(r["duck_per_invariant"].items(), key=lambda kv: -kv[1])[:4]
         slowest.append(f"{r['events']:,}: " + ", ".join(f"{k} {v:.1f} s" for k, v in top))
-    return "\n".join(lines) + "\n\nSlowest DuckDB queries — " + "; ".join(slowest) + "\n"
+    text = "\n".join(lines) + "\n\nSlowest DuckDB queries — " + "; ".join(slowest) + "\n"
+    if spark_rows:
+        b = spark_rows[0]
+        text += ("\nSpark " + args.master + " over prefixes of one history (cost per event constant = linear):\n\n"
+                 "| events (prefix of) | Spark load | Spark check | check µs/event |\n|---|---|---|---|\n")
+        for r in spark_rows:
+            g = "" if r is b else f" ×{r['spark_check'] / b['spark_check']:.1f} for events ×{r['events'] / b['events']:.1f}"
+            text += (f"| {r['events']:,} (of {r['prefix_of']:,}) | {rate(r['events'], r['spark_load'])} | "
+                     f"{rate(r['events'], r['spark_check'])}{g} | {r['spark_check'] / r['events'] * 1e6:,.0f} |\n")
+    return text
 
 
 def main() -> None:
@@ -182,6 +230,9 @@ def main() -> None:
     ap.add_argument("--master", default=f"local[{os.cpu_count() or 2}]", help="Spark master")
     ap.add_argument("--driver-memory", default="8g")
     ap.add_argument("--no-spark", action="store_true")
+    ap.add_argument("--spark-events", type=int, action="append",
+                    help="run Spark on prefixes of the largest history of about N events (repeatable) instead of "
+                         "on every full history")
     ap.add_argument("--live-events", type=int, default=1_000_000, help="0 = skip the live checker")
     ap.add_argument("--keep", type=Path, help="keep (and reuse) archives here")
     ap.add_argument("--no-results", action="store_true", help="do not append to bench/RESULTS.md")
@@ -196,11 +247,15 @@ def main() -> None:
 
         spark = build_session(args.master, app_name="ctrlaudit-bench-checks",
                               shuffle_partitions=max(8, 2 * (os.cpu_count() or 2)))
-    results = []
+    results, spark_rows = [], []
     try:
         for n in sizes:
             print(f"... {n:,} events", flush=True)
             results.append(bench(n, root, args, spark))
+            results[-1].pop("duck_rows", None)
+        if spark is not None and args.spark_events:
+            print("... Spark growth", flush=True)
+            spark_rows = spark_growth(spark, results[-1], args.spark_events)
     finally:
         if spark is not None:
             spark.stop()
@@ -213,7 +268,7 @@ def main() -> None:
             f"{args.threads}, Spark {args.master if spark is not None else '(skipped)'}. "
             "Histories: bench/replay.py's (1000 topics × 100 partitions, 12 brokers, 3 racks). "
             "\"DuckDB check\" is the 13 queries over a loaded table; decode and table load are timed apart. "
-            "×k = time relative to the smallest size.\n\n" + render(results, args))
+            "×k = time relative to the smallest size.\n\n" + render(results, args, spark_rows))
     print(text)
     if not args.no_results:
         if not RESULTS.exists():

@@ -135,6 +135,7 @@ class _Cluster:
     first_broker_seq: int | None = None
     member_of: dict[int, dict[tuple[str, int], int]] = field(default_factory=dict)  # broker -> partition -> since
     configs: dict[str, tuple[str | None, int]] = field(default_factory=dict)  # scope -> value, seq
+    active_racks: set[str] | None = None  # racks of active brokers (cache, reset on a BrokerChange)
 
 
 def as_row(event: Any) -> dict[str, Any]:
@@ -341,6 +342,8 @@ class LiveChecker:
                         f"isr {_show(isr)}, outside replicas: {_show(sorted(outside))}", len(outside))
 
     def _isr_elr(self, r: Mapping[str, Any], out: list[Alert]) -> None:
+        if not r["a_elr"] and not r["a_adding"] and not r["a_removing"]:
+            return  # every rule needs a non-empty ELR, adding or removing list
         isr, elr, reps = set(r["a_isr"]), set(r["a_elr"]), set(r["a_replicas"])
         adding, removing = set(r["a_adding"]), set(r["a_removing"])
         name = "isr_elr_sanity"
@@ -398,7 +401,9 @@ class LiveChecker:
         if has_b or boot or not c.brokers:
             return
         # a create: racks as of now of the brokers seen so far
-        active_racks = {rack for state, rack, _ in c.brokers.values() if state == "active" and rack is not None}
+        if c.active_racks is None:
+            c.active_racks = {rack for state, rack, _ in c.brokers.values() if state == "active" and rack is not None}
+        active_racks = c.active_racks
         replica_racks, with_rack = set(), 0
         for b in distinct:
             st = c.brokers.get(b)
@@ -540,6 +545,7 @@ class LiveChecker:
                             f"broker {b} still leader or in isr of {len(held)} partition(s), first {first_part}",
                             len(held), related_seq=first_seq)
         c.brokers[b] = (state, r["broker_rack"], seq)
+        c.active_racks = None
         if c.first_broker_seq is None:
             c.first_broker_seq = seq
 
