@@ -93,6 +93,8 @@ def bench(n: int, root: Path, args, spark) -> dict:
     archive, sim_rate = history(root, n, args.topics, args.partitions, args.seed)
     files = list(resolve([archive]).archives)
     res: dict = {"events": n, "sim_rate": sim_rate, "files": files}
+    if args.no_duckdb:
+        return res
 
     t = time.perf_counter()
     table = archives_to_arrow(files)
@@ -185,7 +187,9 @@ def growth(base: dict, cur: dict, key: str) -> str:
 
 
 def render(results: list[dict], args, spark_rows: list[dict] = ()) -> str:
-    base = results[0]
+    if args.no_duckdb:
+        results = []
+    base = results[0] if results else {}
     scale = lambda r: r["events"] / base["events"]  # noqa: E731
     head = ["events", "decode archive→Arrow", "DuckDB table", "DuckDB check (13 invariants)",
             "Spark load (Avro→cache)", "Spark check", "live checker", "violated / allowed", "engines equal"]
@@ -204,11 +208,13 @@ def render(results: list[dict], args, spark_rows: list[dict] = ()) -> str:
             str(r.get("engines_agree", "—")),
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    slowest = []
+    slowest: list[str] = []
     for r in results:
         top = sorted(r["duck_per_invariant"].items(), key=lambda kv: -kv[1])[:4]
         slowest.append(f"{r['events']:,}: " + ", ".join(f"{k} {v:.1f} s" for k, v in top))
     text = "\n".join(lines) + "\n\nSlowest DuckDB queries — " + "; ".join(slowest) + "\n"
+    if args.no_duckdb:
+        text = "(DuckDB and decode not run: --no-duckdb)\n"
     if spark_rows:
         b = spark_rows[0]
         text += ("\nSpark " + args.master + " over prefixes of one history (cost per event constant = linear):\n\n"
@@ -230,6 +236,7 @@ def main() -> None:
     ap.add_argument("--master", default=f"local[{os.cpu_count() or 2}]", help="Spark master")
     ap.add_argument("--driver-memory", default="8g")
     ap.add_argument("--no-spark", action="store_true")
+    ap.add_argument("--no-duckdb", action="store_true", help="only Spark (with --spark-events: prefixes)")
     ap.add_argument("--spark-events", type=int, action="append",
                     help="run Spark on prefixes of the largest history of about N events (repeatable) instead of "
                          "on every full history")
