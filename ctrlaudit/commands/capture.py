@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
         """Check the hash chain and the manifests; name the first missing/altered/reordered/inserted event.
 
         Exit 0: intact; 1: broken; 2: not an archive."""
-        from services.archive.verify import verify_archive
+        from services.archive.integrity import verify_archive
 
         report = verify_archive(archive)
         if report.ok:

@@ -14,7 +14,7 @@ from schemas.chain import record_hash
 from schemas.container import iter_records
 from schemas.events import ControllerEvent, SourceKind, SourcePosition, TopicChange, TopicChangeKind
 from services.archive import ArchiveWriter, list_files
-from services.archive.verify import verify_archive
+from services.archive.integrity import verify_archive
 from services.capture.archiver import Archive, ChainBreak
 from schemas import codec as event_codec
 from schemas.chain import Chain

