@@ -144,9 +144,12 @@ def run(kafka_cluster, tmp_path_factory):
     ok = False
     try:
         c.create_topic(t1, 6, 3)
-        c.create_topic(t2, 3, 2)
-        plan = work / "move.json"
         ids = sorted(c.nodes)
+        # An explicit assignment, so that the plan below really moves one replica of every partition
+        # (with Kafka's own placement it could be the current assignment already: a no-op).
+        c.tool("topics", "--bootstrap-server", bs(), "--create", "--topic", t2, "--replica-assignment",
+               ",".join(f"{ids[p]}:{ids[(p + 1) % 3]}" for p in range(3)))
+        plan = work / "move.json"
         plan.write_text(json.dumps({"version": 1, "partitions": [
             {"topic": t2, "partition": p, "replicas": [ids[(p + 1) % 3], ids[(p + 2) % 3]]} for p in range(3)]}))
         c.tool("reassign", "--bootstrap-server", bs(), "--reassignment-json-file", str(plan), "--execute")
@@ -222,7 +225,9 @@ def test_scenario_is_in_the_archive(run):
     from schemas.events import ControllerChange, ElectionType, PartitionChange, PartitionChangeKind
     pcs = [e.payload for e in run["archive"] if isinstance(e.payload, PartitionChange)]
     mine = [p for p in pcs if p.topic.startswith(run["prefix"])]
-    assert any(PartitionChangeKind.REASSIGNMENT_COMPLETE in p.changes for p in mine)
+    moves = [(p.topic, p.partition, [c.value for c in p.changes], p.before and p.before.replicas,
+              p.after and p.after.replicas) for p in mine if PartitionChangeKind.REPLICAS in p.changes]
+    assert any(PartitionChangeKind.REASSIGNMENT_COMPLETE in p.changes for p in mine), moves
     assert any(p.election is ElectionType.PREFERRED for p in mine)
     assert any(PartitionChangeKind.DELETE in p.changes for p in mine)
     assert sum(isinstance(e.payload, ControllerChange) for e in run["archive"]) >= 1
