@@ -2,7 +2,8 @@
 raises event by event equal DuckDB's rows — same invariant, seq, rule, status, allowance and related
 seq (and magnitude, except election_safety's, which counts the whole epoch) — as multisets, allowed
 ones included. Histories: every handmade case, a simulator history with every breach injected, clean
-simulator seeds (where allowed unclean elections and capture-free drops occur)."""
+simulator seeds (where allowed unclean elections occur); the real-cluster histories are in
+test_real_cluster_checks.py."""
 from __future__ import annotations
 
 import json
