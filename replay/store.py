@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from schemas.flat import FLAT_COLUMNS
 from replay import intervals
-from replay.decode import archive_files, decode_files
+from replay.decode import BATCH_BYTES, archive_files, decode_batches
 from replay.errors import LayoutVersionError, StoreError
 
 LAYOUT_VERSION = 1
@@ -68,17 +68,56 @@ def _duck_type(t: pa.DataType) -> str:
     return {pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN"}[t]
 
 
-def _sorted_unique(table: pa.Table) -> pa.Table:
-    """Rows in (cluster, seq) order, one per (cluster, seq): decode workers return blocks
-    interleaved, and the same file may be named twice."""
-    table = table.take(pc.sort_indices(table, [("cluster_id", "ascending"), ("seq", "ascending")]))
+def _in_order(table: pa.Table) -> pa.Table:
+    """Rows in (cluster, seq) order, one per (cluster, seq). Archive files are written in seq order,
+    so this usually only checks the order (one vectorised pass) instead of sorting; a batch holding
+    the same file twice, or files out of order, is sorted. Two rows at one position with different
+    hashes are a fork (StoreError), never deduplicated silently."""
     if table.num_rows < 2:
         return table
+    cluster, seq = table.column("cluster_id").combine_chunks(), table.column("seq").combine_chunks()
+    c_eq = pc.equal(cluster[1:], cluster[:-1])
+    ahead = pc.or_(pc.greater(cluster[1:], cluster[:-1]), pc.and_(c_eq, pc.greater(seq[1:], seq[:-1])))
+    if pc.all(ahead).as_py():
+        return table
+    table = table.take(pc.sort_indices(table, [("cluster_id", "ascending"), ("seq", "ascending")]))
     cluster, seq = table.column("cluster_id").combine_chunks(), table.column("seq").combine_chunks()
     same = pc.and_(pc.equal(cluster[1:], cluster[:-1]), pc.equal(seq[1:], seq[:-1]))
     if not pc.any(same).as_py():
         return table
+    hashes = table.column("hash").combine_chunks()
+    differ = pc.and_(same, pc.not_equal(hashes[1:], hashes[:-1]))
+    if pc.any(differ).as_py():
+        at = pc.indices_nonzero(differ).slice(0, 3).to_pylist()
+        _raise_fork([(cluster[i].as_py(), seq[i].as_py(), hashes[i].as_py(), hashes[i + 1].as_py()) for i in at])
     return table.filter(pa.concat_arrays([pa.array([True]), pc.invert(same)]))
+
+
+def _raise_fork(forks: list[tuple[str, int, str, str]]) -> None:
+    lines = "; ".join(f"cluster {c} seq {s}: hashes {a[:12]}… and {b[:12]}…" for c, s, a, b in forks)
+    raise StoreError(f"chain fork: different events at the same position ({lines})")
+
+
+def _ranges(table: pa.Table) -> list[tuple[str, int, int]]:
+    """(cluster, min seq, max seq) of each cluster in the table."""
+    g = table.select(["cluster_id", "seq"]).group_by("cluster_id").aggregate([("seq", "min"), ("seq", "max")])
+    return list(zip(*(g.column(c).to_pylist() for c in ("cluster_id", "seq_min", "seq_max"))))
+
+
+class _Run:
+    """What one load knows about the store: the seq span each cluster held before it (only a
+    batch overlapping that span, or a batch inserted by this load, can hold known events), the
+    clusters it added to, and whether intervals exist already (else they are built from scratch)."""
+
+    def __init__(self, store: Store, incremental: bool) -> None:
+        self.incremental = incremental
+        self.spans: dict[str, list[tuple[int, int]]] = {
+            c: [(lo, hi)] for c, lo, hi in store.con.execute(
+                "SELECT cluster_id, min(seq), max(seq) FROM events GROUP BY cluster_id").fetchall()}
+        self.clusters: set[str] = set()
+
+    def may_hold(self, cluster: str, lo: int, hi: int) -> bool:
+        return any(a <= hi and lo <= b for a, b in self.spans.get(cluster, ()))
 
 
 def parse_time(value: str | int) -> int:
@@ -147,95 +186,121 @@ class Store:
 
     # --- loading ----------------------------------------------------------------------------
 
-    def load(self, paths: Iterable[str | Path], workers: int | None = None) -> LoadReport:
-        """Load archive files (a directory = its `*.avro`, in name order). All or nothing."""
+    def load(self, paths: Iterable[str | Path], workers: int | None = None,
+             batch_bytes: int = BATCH_BYTES) -> LoadReport:
+        """Load archive files (a directory = its `*.avro`, in name order). All or nothing.
+
+        Files are decoded and inserted in batches of about `batch_bytes` of archive (at least one
+        file each), so memory is bounded by the batch, not the history; everything happens in one
+        transaction, and intervals are rebuilt once at the end over the keys the load touched.
+        `decode_seconds` is the time spent waiting for the decoder (decoding overlaps inserting)."""
         report = LoadReport()
         files = archive_files(paths)
-        t0 = _time.perf_counter()
-        tables: list[pa.Table] = []
-        per_file: list[tuple[Path, pa.Table]] = []
-        for path, table in decode_files(files, workers):
-            per_file.append((path, table))
-            tables.append(table)
-            report.files.append(str(path))
-        report.decode_seconds = _time.perf_counter() - t0
-        if not tables:
+        if not files:
             return report
-        t1 = _time.perf_counter()
-        staged = _sorted_unique(pa.concat_tables(tables))
-        report.events_read = sum(t.num_rows for t in tables)
         con = self.con
-        con.register("staged", staged)
+        run = _Run(self, incremental=not con.execute("SELECT count(*) = 0 FROM partition_intervals").fetchall()[0][0])
+        batches = decode_batches(files, workers, batch_bytes)
+        con.execute("BEGIN")
         try:
-            con.execute("BEGIN")
-            self._refuse_forks()
-            fresh = self._new_rows(staged)
-            con.register("new_events", fresh)
-            report.events_added = fresh.num_rows
-            con.execute("INSERT INTO events SELECT * FROM new_events")
-            self._rebuild_intervals()
-            self._record_files(per_file)
-            report.clusters = sorted(set(fresh.column("cluster_id").to_pylist()))
+            if run.incremental:
+                con.execute("CREATE OR REPLACE TEMP TABLE touched (cluster_id VARCHAR, topic_id VARCHAR, \"partition\" INTEGER)")
+                con.execute("CREATE OR REPLACE TEMP TABLE deleted_topics (cluster_id VARCHAR, topic_id VARCHAR)")
+            while True:
+                t = _time.perf_counter()
+                batch = next(batches, None)
+                report.decode_seconds += _time.perf_counter() - t
+                if batch is None:
+                    break
+                t = _time.perf_counter()
+                self._store_batch(batch, run, report)
+                del batch  # let it go before the next one is awaited
+                report.store_seconds += _time.perf_counter() - t
+            t = _time.perf_counter()
+            self._rebuild_intervals(run)
             con.execute("COMMIT")
+            report.store_seconds += _time.perf_counter() - t
         except BaseException:
             con.execute("ROLLBACK")
             raise
         finally:
-            con.unregister("staged")
-            con.unregister("new_events")  # no-op when never registered
-        report.store_seconds = _time.perf_counter() - t1
+            batches.close()
+        report.clusters = sorted(run.clusters)
         return report
 
-    def _new_rows(self, staged: pa.Table) -> pa.Table:
-        """The staged rows whose (cluster, seq) the store does not hold yet (an Arrow anti-join on
-        the keys only: cheaper than moving the wide rows through SQL)."""
-        known = self.con.sql("""SELECT e.cluster_id, e.seq FROM events e SEMI JOIN staged s
-                                 ON e.cluster_id = s.cluster_id AND e.seq = s.seq""").to_arrow_table()
-        known_table = known
-        if known_table.num_rows == 0:
-            return staged
-        keys = pc.binary_join_element_wise(staged.column("cluster_id"), pc.cast(staged.column("seq"), pa.string()), "|")
-        old = pc.binary_join_element_wise(known_table.column("cluster_id"), pc.cast(known_table.column("seq"), pa.string()), "|")
-        return staged.filter(pc.invert(pc.is_in(keys, value_set=old)))
-
-    def _refuse_forks(self) -> None:
-        """Same seq, different hash: two histories claim one position. Never pick one silently."""
-        forks = self.con.execute("""
-            SELECT cluster_id, seq, min(hash), max(hash) FROM (
-                SELECT cluster_id, seq, hash FROM staged
-                UNION ALL
-                SELECT e.cluster_id, e.seq, e.hash FROM events e SEMI JOIN staged s
-                  ON e.cluster_id = s.cluster_id AND e.seq = s.seq)
-            GROUP BY cluster_id, seq HAVING count(DISTINCT hash) > 1 ORDER BY seq LIMIT 3""").fetchall()
-        if forks:
-            lines = "; ".join(f"cluster {c} seq {s}: hashes {a[:12]}… and {b[:12]}…" for c, s, a, b in forks)
-            raise StoreError(f"chain fork: different events at the same position ({lines})")
-
-    def _rebuild_intervals(self) -> None:
+    def _store_batch(self, batch: list[tuple[Path, pa.Table]], run: _Run, report: LoadReport) -> None:
         con = self.con
-        clusters = [r[0] for r in con.execute("SELECT DISTINCT cluster_id FROM new_events").fetchall()]
-        if not clusters:
+        staged = _in_order(pa.concat_tables([table for _, table in batch]))
+        report.events_read += sum(table.num_rows for _, table in batch)
+        report.files.extend(str(path) for path, _ in batch)
+        self._record_files(batch)
+        if staged.num_rows == 0:
             return
-        if con.execute("SELECT count(*) = 0 FROM partition_intervals").fetchall()[0][0]:
-            intervals.rebuild_partitions(con, None)
-        else:
+        fresh = self._new_rows(staged, run)
+        report.events_added += fresh.num_rows
+        if fresh.num_rows == 0:
+            return
+        con.register("batch_rows", fresh)
+        try:
+            con.execute("INSERT INTO events SELECT * FROM batch_rows")
+            if run.incremental:
+                con.execute("""INSERT INTO touched SELECT DISTINCT cluster_id, topic_id, "partition"
+                               FROM batch_rows WHERE kind = 'PartitionChange'""")
+                con.execute("""INSERT INTO deleted_topics SELECT cluster_id, topic_id FROM batch_rows
+                               WHERE kind = 'TopicChange' AND topic_change = 'DELETED'""")
+        finally:
+            con.unregister("batch_rows")
+        for cluster, lo, hi in _ranges(fresh):
+            run.clusters.add(cluster)
+            run.spans.setdefault(cluster, []).append((lo, hi))
+
+    def _new_rows(self, staged: pa.Table, run: _Run) -> pa.Table:
+        """The staged rows whose (cluster, seq) the store does not hold yet; a stored event at a
+        staged seq with another hash is a fork (StoreError). The store is asked only about the seq
+        range of each cluster in the batch, and not at all when that range cannot overlap what it
+        holds (the usual case: a first load, or newer files than those loaded before)."""
+        ranges = [(c, lo, hi) for c, lo, hi in _ranges(staged) if run.may_hold(c, lo, hi)]
+        if not ranges:
+            return staged
+        where = " OR ".join("(cluster_id = ? AND seq BETWEEN ? AND ?)" for _ in ranges)
+        known = self.con.sql(f"SELECT cluster_id, seq, hash AS stored_hash FROM events WHERE {where}",
+                             params=[v for r in ranges for v in r]).to_arrow_table()
+        if known.num_rows == 0:
+            return staged
+        keys = pa.table({"cluster_id": staged.column("cluster_id"), "seq": staged.column("seq"),
+                         "hash": staged.column("hash"), "row": pa.array(range(staged.num_rows), pa.int64())})
+        both = keys.join(known, ["cluster_id", "seq"], join_type="inner")
+        forks = both.filter(pc.not_equal(both.column("hash"), both.column("stored_hash")))
+        if forks.num_rows:
+            forks = forks.sort_by([("seq", "ascending")]).slice(0, 3)
+            _raise_fork(list(zip(*(forks.column(c).to_pylist() for c in ("cluster_id", "seq", "stored_hash", "hash")))))
+        keep = pc.invert(pc.is_in(keys.column("row"), value_set=both.column("row").combine_chunks()))
+        return staged.filter(keep)
+
+    def _rebuild_intervals(self, run: _Run) -> None:
+        con = self.con
+        if not run.incremental:
+            if run.clusters:
+                intervals.rebuild_partitions(con, None)
+        elif run.clusters:
             # Keys the new events change, and every partition of a topic they delete.
-            con.execute("""CREATE OR REPLACE TEMP TABLE touched AS
-                SELECT DISTINCT cluster_id, topic_id, "partition" FROM new_events WHERE kind = 'PartitionChange'
+            con.execute("""CREATE TEMP TABLE touched_keys AS
+                SELECT DISTINCT cluster_id, topic_id, "partition" FROM touched
                 UNION
                 SELECT DISTINCT e.cluster_id, e.topic_id, e."partition" FROM events e
-                SEMI JOIN (SELECT cluster_id, topic_id FROM new_events
-                           WHERE kind = 'TopicChange' AND topic_change = 'DELETED') d
-                  ON e.cluster_id = d.cluster_id AND e.topic_id = d.topic_id
+                SEMI JOIN deleted_topics d ON e.cluster_id = d.cluster_id AND e.topic_id = d.topic_id
                 WHERE e.kind = 'PartitionChange'""")
-            intervals.rebuild_partitions(con, "touched")
-            con.execute("DROP TABLE touched")
-        for cluster_id in clusters:
+            intervals.rebuild_partitions(con, "touched_keys")
+        for cluster_id in sorted(run.clusters):
             intervals.rebuild_small(con, cluster_id)
+        if run.incremental:  # temp tables outlive the transaction
+            con.execute("DROP TABLE IF EXISTS touched_keys")
+            con.execute("DROP TABLE touched")
+            con.execute("DROP TABLE deleted_topics")
 
-    def _record_files(self, per_file: list[tuple[Path, pa.Table]]) -> None:
+    def _record_files(self, batch: list[tuple[Path, pa.Table]]) -> None:
         now = int(_time.time() * 1000)
-        for path, table in per_file:
+        for path, table in batch:
             seqs = table.column("seq")
             first = pc.min(seqs).as_py() if table.num_rows else None
             last = pc.max(seqs).as_py() if table.num_rows else None

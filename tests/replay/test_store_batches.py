@@ -1,0 +1,166 @@
+"""Store.load in bounded batches: the same store as one batch, one transaction, forks refused
+wherever they are, re-loads idempotent, and batches stored before the next one is decoded."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from schemas.container import write_events
+from schemas.events import TopicChange
+from replay import store as store_module
+from replay.decode import archive_files, batches_of
+from replay.errors import StoreError
+from replay.store import Store
+from tests.replay.histories import generate
+
+N = 2000
+FILES = 10  # 200 events each
+
+
+@pytest.fixture(scope="module")
+def history():
+    return generate(N, seed=23, chain=True)
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory, history):
+    d = tmp_path_factory.mktemp("archive")
+    step = N // FILES
+    for i in range(FILES):
+        write_events(d / f"events-{i:02d}.avro", history[i * step:(i + 1) * step])
+    return d
+
+
+def _contents(store):
+    """Every table a load writes, except the load times, as sorted reprs."""
+    out = {}
+    for t in ("events", "partition_intervals", "topic_intervals", "broker_intervals", "controller_intervals",
+              "config_intervals", "feature_intervals"):
+        out[t] = sorted(map(repr, store.con.execute(f"SELECT * FROM {t}").fetchall()))
+    out["loaded_files"] = sorted(store.con.execute(
+        "SELECT path, size, events, first_seq, last_seq FROM loaded_files").fetchall())
+    return out
+
+
+@pytest.fixture(scope="module")
+def one_batch(tmp_path_factory, archive):
+    with Store(tmp_path_factory.mktemp("one") / "s.duckdb") as store:
+        report = store.load([archive], workers=1, batch_bytes=1 << 40)
+        assert (report.events_read, report.events_added) == (N, N)
+        yield _contents(store)
+
+
+def test_the_history_deletes_topics(history):
+    # Otherwise the interval comparisons below would not cover deletions across batches.
+    deletes = [e.seq for e in history if isinstance(e.payload, TopicChange) and e.payload.kind.name == "DELETED"]
+    assert deletes and min(deletes) < N - N // FILES  # a deletion before the last file
+
+
+@pytest.mark.parametrize("batch_bytes", [1, 3 * 1024])
+def test_small_batches_give_the_same_store_as_one(tmp_path, archive, one_batch, batch_bytes):
+    files = archive_files([archive])
+    assert len(batches_of(files, batch_bytes)) > 2  # really several batches
+    with Store(tmp_path / "s.duckdb") as store:
+        report = store.load([archive], workers=1, batch_bytes=batch_bytes)
+        assert (report.events_read, report.events_added) == (N, N)
+        assert _contents(store) == one_batch
+
+
+def test_batches_are_stored_before_the_next_is_decoded(tmp_path, archive, monkeypatch):
+    """Memory is bounded by the batch: batch k is in the events table when batch k+1 is handed
+    over (decoding everything first, as the load once did, fails this)."""
+    real = store_module.decode_batches
+    seen: list[tuple[int, int]] = []
+
+    def watched(files, workers=None, batch_bytes=0):
+        for batch in real(files, workers, batch_bytes):
+            stored = holder[0].con.execute("SELECT count(*) FROM events").fetchall()[0][0]
+            seen.append((stored, sum(t.num_rows for _, t in batch)))
+            yield batch
+
+    monkeypatch.setattr(store_module, "decode_batches", watched)
+    holder = [Store(tmp_path / "s.duckdb")]
+    holder[0].load([archive], workers=1, batch_bytes=1)
+    holder[0].close()
+    assert len(seen) == FILES
+    before = 0
+    for stored, rows in seen:
+        assert stored == before
+        before += rows
+
+
+def test_files_given_out_of_order_in_one_batch(tmp_path, archive, one_batch):
+    files = list(reversed(archive_files([archive])))
+    with Store(tmp_path / "s.duckdb") as store:
+        store.load(files, workers=1, batch_bytes=1 << 40)
+        assert _contents(store) == one_batch
+
+
+def test_reload_adds_nothing(tmp_path, archive, one_batch):
+    with Store(tmp_path / "s.duckdb") as store:
+        store.load([archive], workers=1, batch_bytes=1)
+        first = _contents(store)
+        for batch_bytes in (1, 1 << 40):
+            report = store.load([archive / "events-03.avro", archive], workers=1, batch_bytes=batch_bytes)
+            assert (report.events_read, report.events_added) == (N + N // FILES, 0)
+        again = _contents(store)
+        # loaded_files records every load of a file: compare it as a set of distinct rows.
+        assert {k: (set(v) if k == "loaded_files" else v) for k, v in again.items()} == \
+               {k: (set(v) if k == "loaded_files" else v) for k, v in first.items()}
+        assert {k: v for k, v in first.items() if k != "loaded_files"} == \
+               {k: v for k, v in one_batch.items() if k != "loaded_files"}
+
+
+def test_overlapping_file_adds_only_the_new_events(tmp_path, archive, history, one_batch):
+    """A file straddling stored and new seqs (the range check must find the stored part)."""
+    write_events(tmp_path / "straddle.avro", history[900:1500])
+    with Store(tmp_path / "s.duckdb") as store:
+        store.load([archive / f"events-{i:02d}.avro" for i in range(5)], workers=1)  # seq 0..999
+        report = store.load([tmp_path / "straddle.avro"], workers=1)
+        assert (report.events_read, report.events_added) == (600, 500)
+        report = store.load([archive], workers=1, batch_bytes=1)
+        assert report.events_added == N - 1500
+        got = _contents(store)
+        assert {k: v for k, v in got.items() if k != "loaded_files"} == \
+               {k: v for k, v in one_batch.items() if k != "loaded_files"}
+
+
+def _fork_at(history, seq, tmp_path, name="fork.avro"):
+    # Nine events around `seq`, the one at `seq` with another hash.
+    forked = [replace(e, hash="f" * 64) if e.seq == seq else e for e in history[seq - 4:seq + 5]]
+    write_events(tmp_path / name, forked)
+    return tmp_path / name
+
+
+@pytest.mark.parametrize("batch_bytes", [1, 1 << 40])
+def test_fork_in_a_later_file_rolls_back_everything(tmp_path, archive, history, batch_bytes):
+    """The fork is against events this very load inserted (file 02); with batch_bytes=1 the first
+    ten files are already inserted when it is found, and the whole load must still vanish."""
+    fork = _fork_at(history, 450, tmp_path, "zz-fork.avro")
+    with Store(tmp_path / "s.duckdb") as store:
+        with pytest.raises(StoreError, match="chain fork.*seq 450"):
+            store.load([archive, fork], workers=1, batch_bytes=batch_bytes)
+        for t in ("events", "partition_intervals", "broker_intervals", "loaded_files"):
+            assert store.con.execute(f"SELECT count(*) FROM {t}").fetchall() == [(0,)], t
+        # and the store still loads afterwards (no temp table or transaction left behind)
+        assert store.load([archive], workers=1, batch_bytes=batch_bytes).events_added == N
+
+
+def test_fork_against_a_previous_load_rolls_back_the_new_files(tmp_path, archive, history):
+    fork = _fork_at(history, 1210, tmp_path)
+    with Store(tmp_path / "s.duckdb") as store:
+        store.load([archive / f"events-{i:02d}.avro" for i in range(7)], workers=1)  # seq 0..1399
+        before = _contents(store)
+        with pytest.raises(StoreError, match="chain fork.*seq 1210"):
+            store.load([archive / "events-08.avro", fork], workers=1, batch_bytes=1)
+        assert _contents(store) == before
+
+
+def test_identical_duplicate_rows_in_one_batch_are_one_event(tmp_path, archive, one_batch):
+    with Store(tmp_path / "s.duckdb") as store:
+        report = store.load([archive / "events-04.avro", archive], workers=1, batch_bytes=1 << 40)
+        assert (report.events_read, report.events_added) == (N + N // FILES, N)
+        got = _contents(store)
+        assert {k: v for k, v in got.items() if k != "loaded_files"} == \
+               {k: v for k, v in one_batch.items() if k != "loaded_files"}
