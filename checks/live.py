@@ -105,6 +105,17 @@ def _is_unclean(r: Mapping[str, Any]) -> bool:
                 and r["b_recovery"] != "RECOVERING"))
 
 
+LAST_KNOWN_ALLOWANCE = "KIP-966 last known leader: ISR and ELR empty, LastKnownElr = [new leader]"
+
+
+def _last_known_leader(r: Mapping[str, Any]) -> bool:
+    """KIP-966's last-known-leader election (see unclean_election_allowed.sql): ISR and ELR empty, the
+    last known ELR is exactly the new leader, and it enters RECOVERING."""
+    lke = r["b_last_known_elr"] or []
+    return (not r["b_isr"] and not r["b_elr"] and len(lke) == 1 and r["a_leader"] in lke
+            and r["a_recovery"] == "RECOVERING")
+
+
 @dataclass
 class _Partition:
     # state_continuity: the previous PartitionChange
@@ -505,6 +516,9 @@ class LiveChecker:
         if allowed:
             self._alert(out, r, "unclean_election_allowed", "unclean_election", expected, what, 1,
                         related_seq=config_seq, status="allowed", allowance=allowance)
+        elif _last_known_leader(r):
+            self._alert(out, r, "unclean_election_allowed", "last_known_leader_election", expected, what, 1,
+                        related_seq=config_seq, status="allowed", allowance=LAST_KNOWN_ALLOWANCE)
         else:
             self._alert(out, r, "unclean_election_allowed", "unclean_election_not_allowed", expected, what, 1,
                         related_seq=config_seq)

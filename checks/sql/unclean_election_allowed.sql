@@ -8,9 +8,17 @@
 -- config, else the controller node's broker config, else the cluster-wide broker default, else
 -- Kafka's default (false). An unclean election must set leader recovery state RECOVERING (KIP-704);
 -- ZooKeeper-mode sources are not held to that. Allowed elections are reported as 'allowed'.
+-- KIP-966 (Kafka 4.x, eligible leader replicas on): when the ISR and the ELR are both empty and the
+-- last known ELR names one replica, the last leader, Kafka elects it when it comes back, in RECOVERING,
+-- whatever unclean.leader.election.enable says (PartitionChangeBuilder.canElectLastKnownLeader, the
+-- "balanced" recovery). It held every committed record when it led, unless its own shutdown was unclean,
+-- so it is reported as allowed, rule last_known_leader_election, with that allowance named.
 WITH candidates AS (
   SELECT cluster_id, seq, topic, partition, controller_id, source_kind, b_leader, a_leader, b_isr, b_elr,
-         a_recovery
+         a_recovery,
+         CASE WHEN {size(b_isr)} = 0 AND {size(b_elr)} = 0 AND {size(b_last_known_elr)} = 1
+                   AND {contains(b_last_known_elr, a_leader)} AND a_recovery = 'RECOVERING'
+              THEN 1 ELSE 0 END AS last_known
   FROM events
   WHERE kind = 'PartitionChange' AND NOT bootstrap AND has_before AND has_after
     AND a_leader <> -1 AND a_leader <> b_leader
@@ -82,9 +90,12 @@ described AS (
   FROM effective
 )
 SELECT cluster_id, seq, config_seq AS related_seq,
-       CASE WHEN allowed = 1 THEN 'unclean_election' ELSE 'unclean_election_not_allowed' END AS rule,
-       CASE WHEN allowed = 1 THEN 'allowed' ELSE 'violated' END AS status,
-       CASE WHEN allowed = 1 THEN allowance_text END AS allowance,
+       CASE WHEN allowed = 1 THEN 'unclean_election' WHEN last_known = 1 THEN 'last_known_leader_election'
+            ELSE 'unclean_election_not_allowed' END AS rule,
+       CASE WHEN allowed = 1 OR last_known = 1 THEN 'allowed' ELSE 'violated' END AS status,
+       CASE WHEN allowed = 1 THEN allowance_text
+            WHEN last_known = 1 THEN 'KIP-966 last known leader: ISR and ELR empty, LastKnownElr = [new leader]' END
+         AS allowance,
        concat('new leader in previous isr or elr; ', config_text) AS expected,
        what AS actual,
        CAST(1 AS BIGINT) AS magnitude

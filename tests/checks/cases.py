@@ -135,6 +135,25 @@ def unclean_without_recovering(c: str) -> History:
     return h
 
 
+def _kip966_leaderless(h: History, last_known: tuple[int, ...]) -> None:
+    """u-0 after its last ISR member (2) died uncleanly, as Kafka 4.x with ELR records it: no leader,
+    ISR and ELR empty, the last known ELR holding `last_known`. (Broker 2's fence and unfence are left
+    out: it also serves t's partitions, which fenced_broker_not_in_isr would then judge.)"""
+    h.topic("u")
+    h.create("u", 0, (2, 3, 4))
+    h.change("u", 0, (K.ISR,), isr=(2,))
+    h.change("u", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.NONE, leader=-1, isr=(), last_known_elr=last_known)
+
+
+def last_known_not_the_new_leader(c: str) -> History:
+    h = baseline(c)
+    _kip966_leaderless(h, (3,))  # the last known ELR names 3, yet 2 is elected: plain unclean
+    h.change("u", 0, (K.LEADER, K.ISR, K.ELR, K.RECOVERY_STATE), ElectionType.UNCLEAN, leader=2, isr=(2,),
+             last_known_elr=(), leader_recovery_state=RECOVERING)
+    h.mark("unclean_election_not_allowed")
+    return h
+
+
 def adding_in_isr_at_start(c: str) -> History:
     h = baseline(c)
     h.change("t", 0, (K.REPLICAS, K.ISR, K.REASSIGNMENT_START), replicas=(2, 4, 1, 3), adding_replicas=(1,),
@@ -182,6 +201,7 @@ VIOLATING: dict[str, tuple[str, Callable[[str], History]]] = {
     "hw_decreased": ("high_watermark_monotonic", hw_decreased),
     "unclean_not_allowed": ("unclean_election_allowed", unclean_not_allowed),
     "unclean_without_recovering": ("unclean_election_allowed", unclean_without_recovering),
+    "last_known_not_the_new_leader": ("unclean_election_allowed", last_known_not_the_new_leader),
     "adding_in_isr_at_start": ("reassignment_legal", adding_in_isr_at_start),
     "lost_event": ("state_continuity", lost_event),
     "duplicate_replica": ("distinct_replicas", duplicate_replica),
@@ -270,6 +290,16 @@ def clean_reassignment_moves_leader(c: str) -> History:
     return h
 
 
+def clean_kip966_last_known_leader(c: str) -> History:
+    """Kafka 4.x gives a leaderless partition back to its last known leader (the one member of the
+    last known ELR), in RECOVERING, with unclean.leader.election.enable unset: allowed, and named."""
+    h = baseline(c)
+    _kip966_leaderless(h, (2,))
+    h.change("u", 0, (K.LEADER, K.ISR, K.ELR, K.RECOVERY_STATE), ElectionType.UNCLEAN, leader=2, isr=(2,),
+             last_known_elr=(), leader_recovery_state=RECOVERING)
+    return h
+
+
 CLEAN: dict[str, Callable[[str], History]] = {
     "clean_baseline": clean_baseline,
     "clean_unknown_mv": clean_unknown_mv,
@@ -279,4 +309,5 @@ CLEAN: dict[str, Callable[[str], History]] = {
     "clean_removal_only_and_cancel": clean_removal_only_and_cancel,
     "clean_zookeeper_source": clean_zookeeper_source,
     "clean_reassignment_moves_leader": clean_reassignment_moves_leader,
+    "clean_kip966_last_known_leader": clean_kip966_last_known_leader,
 }

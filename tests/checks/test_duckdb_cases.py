@@ -55,3 +55,10 @@ def test_allowed_breaches_are_reported_as_allowed():
     assert ("state_continuity", "g", "capture gap between the two events") in allowed
     assert ("high_watermark_monotonic", "u", "unclean election between the samples (may truncate)") in allowed
     assert any(a[0] == "unclean_election_allowed" and "topic config" in a[2] for a in allowed)
+
+
+def test_kip966_last_known_leader_is_allowed_and_named():
+    rows = run([CLEAN["clean_kip966_last_known_leader"]("k")])
+    mine = [(r[0], r[4], r[5], r[6]) for r in rows if r[0] == "unclean_election_allowed"]
+    assert ("unclean_election_allowed", "last_known_leader_election", "allowed",
+            "KIP-966 last known leader: ISR and ELR empty, LastKnownElr = [new leader]") in mine
