@@ -1,95 +1,196 @@
-"""`make demo` on a real cluster: a 3-node KRaft Kafka from Maven jars, a short incident, and the
-forensics ctrlaudit gives afterwards from the cluster's own metadata log.
+"""`make demo` on a real cluster: the whole loop, live.
 
-start Kafka -> topics -> mark A -> kill -9 a broker (fencing, ISR shrink, leader moves) ->
-restart it -> preferred election -> move a replica -> kill the active controller (new epoch) ->
-copy a node's __cluster_metadata-0 -> ctrlaudit import kraft -> load -> state as of mark A and
-now, diff, timeline, explain, check. Everything lands in demo-out/; the cluster is torn down.
+start a 3-node KRaft Kafka from Maven jars -> start capture (`ctrlaudit capture`: the Faust worker
+tailing one node's __cluster_metadata-0, plus the offset sampler) and the archiver (`ctrlaudit
+archive`) -> drive a short incident with Kafka's own tools: mark A, kill -9 a broker (fencing, ISR
+shrink, leader moves), restart it, preferred election, move a replica, kill -9 the active controller
+(a new epoch) -> wait until the archive holds the last change -> stop everything -> `verify` the
+archive, load it, and show the state at mark A and at the end, a diff, a timeline, an explanation and
+the invariant check. Everything lands in demo-out/; the cluster is torn down.
+
+`run_scenario` takes a running cluster so that the test suite can drive the same loop
+(tests/ctrlaudit/test_demo_kafka.py).
 """
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from ctrlaudit.demo import OUT, step
+from ctrlaudit.demo import CLI, OUT, step
 
 TOPIC = "orders"
+SENTINEL = "demo-end"  # created last: once its creation is archived, everything before it is too
 
 
-def _wait(pred, timeout: float = 60.0, what: str = "") -> None:
+@dataclass
+class Captured:
+    archive: Path
+    mark_a: int            # metadata offset of mark A (last committed offset when describe was stable)
+    mark_end: int
+    events: int            # events the archive held when capture stopped
+    moved: int             # a partition of the topic the killed broker led at mark A: its leader moved
+    topic: str = TOPIC
+    described_a: object = None   # observe.Described at mark A (what kafka-topics --describe printed)
+
+
+def _wait(pred, timeout: float, what: str, step_s: float = 0.5):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.5)
-    raise SystemExit(f"demo: timed out waiting for {what}")
+        try:
+            value = pred()
+        except Exception:  # a tool pointed at a node that just died: ask again
+            value = None
+        if value:
+            return value
+        time.sleep(step_s)
+    raise SystemExit(f"demo: timed out after {timeout:.0f}s waiting for {what}")
+
+
+def _spawn(args: list[str], env: dict, log: Path) -> subprocess.Popen:
+    # Own process group: stopping it also stops the worker and sampler `ctrlaudit capture` starts.
+    return subprocess.Popen([*CLI, *args], env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen, sig: int = signal.SIGINT, timeout: float = 30) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout)
+    except (subprocess.TimeoutExpired, ProcessLookupError):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(10)
+
+
+def _archived(archive: Path) -> list:
+    from services.archive import clusters, iter_events
+    return [e for cl in clusters(archive) for e in iter_events(archive / cl)] if archive.exists() else []
+
+
+def _sentinel_archived(archive: Path, sentinel: str) -> int:
+    from schemas.events import TopicChange
+    events = _archived(archive)
+    done = any(isinstance(e.payload, TopicChange) and e.payload.topic == sentinel for e in events)
+    return len(events) if done else 0
+
+
+def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctrlaudit") -> Captured:
+    """Capture a live incident on the running cluster `c` into `out`/archive. `topic` is the topic the
+    incident happens to; `prefix` names the capture topics (<prefix>.raw, .events, ...) and the sentinel."""
+    from services.cluster import observe
+
+    archive = out / "archive"
+    controller = c.wait_for_controller()
+    source, victim = [i for i in sorted(c.nodes) if i != controller][:2]
+    sentinel = f"{prefix}-{SENTINEL}"
+    env = dict(os.environ, CTRLAUDIT_DATA_DIR=str(out / "faust"), CTRLAUDIT_ARCHIVE_FLUSH_SECONDS="1",
+               CTRLAUDIT_BOOTSTRAP_SERVERS=c.bootstrap_servers, CTRLAUDIT_APP_ID=f"{prefix}-capture",
+               CTRLAUDIT_ARCHIVE_GROUP=f"{prefix}-archiver",
+               **{f"CTRLAUDIT_{k}_TOPIC": f"{prefix}.{v}" for k, v in
+                  (("RAW", "raw"), ("EVENTS", "events"), ("ALERTS", "alerts"), ("DEAD_LETTER", "dead-letter"))})
+    bs = lambda: observe.running_bootstrap(c)  # noqa: E731
+    say(f"$ ctrlaudit capture --metadata-dir {c.metadata_dir(source)} --sample-interval 2   "
+        f"# node {source}'s metadata log -> raw -> events topic")
+    capture = _spawn(["capture", "--metadata-dir", str(c.metadata_dir(source)), "--bootstrap-server",
+                      c.bootstrap_servers, "--sample-interval", "2"], env, out / "capture.log")
+    say(f"$ ctrlaudit archive --archive-dir {archive}   # events topic -> hourly Avro files + manifests")
+    archiver = _spawn(["archive", "--archive-dir", str(archive), "--bootstrap-server", c.bootstrap_servers],
+                      env, out / "archive.log")
+    try:
+        _wait(lambda: _archived(archive), 120, "the first archived events (worker start-up)", 1)
+        say(f"capture is live: {len(_archived(archive))} events archived so far")
+        c.tool("topics", "--bootstrap-server", bs(), "--create", "--topic", topic, "--partitions", "6",
+               "--replication-factor", "3", "--config", "min.insync.replicas=2")
+        mark_a = observe.stable_mark(c, "A", until=lambda d: sum(t == topic for t, _ in d.partitions) == 6)
+        say(f"mark A: {topic} created, metadata offset {mark_a.offset}")
+
+        led = sorted(p for (t, p), d in mark_a.described.partitions.items() if t == topic and d.leader == victim)
+        moved = led[0] if led else 0
+        say(f"kill -9 broker {victim} (it leads {topic} partitions {led}); the controller fences it, "
+            "moves their leaders and shrinks the ISRs...")
+        c.kill_node(victim)
+        _wait(lambda: all(victim not in p.isr for p in observe.describe(c, topic).partitions.values()),
+              60, f"broker {victim} to leave every ISR")
+        c.start_node(victim)
+        c.wait_ready([victim])
+        _wait(lambda: all(len(p.isr) == 3 for p in observe.describe(c, topic).partitions.values()),
+              90, "the ISRs to expand again")
+        say("preferred leader election on every partition")
+        c.tool("leader-election", "--bootstrap-server", bs(), "--election-type", "PREFERRED",
+               "--all-topic-partitions", check=False)
+        replicas = observe.describe(c, topic).partitions[(topic, 0)].replicas
+        target = list(replicas[:-1])  # drop one replica: the controller runs the reassignment steps
+        plan = out / "reassign.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0,
+                                                                  "replicas": target}]}))
+        say(f"reassign {topic}-0 from {list(replicas)} to {target}")
+        c.tool("reassign", "--bootstrap-server", bs(), "--reassignment-json-file", str(plan), "--execute")
+        _wait(lambda: "complete" in c.tool("reassign", "--bootstrap-server", bs(), "--reassignment-json-file",
+                                           str(plan), "--verify", check=False).stdout, 60, "the reassignment")
+        say(f"kill -9 the controller (node {controller}): a new controller epoch")
+        c.kill_node(controller)
+        c.wait_for_controller(exclude=controller)
+        c.start_node(controller)
+        c.wait_ready([controller])
+        c.tool("topics", "--bootstrap-server", bs(), "--create", "--topic", sentinel, "--partitions", "1",
+               "--replication-factor", "3")
+        mark_end = observe.stable_mark(c, "end")
+        say(f"mark end: metadata offset {mark_end.offset}; waiting for the archive to catch up...")
+        events = _wait(lambda: _sentinel_archived(archive, sentinel), 120, "the archive to hold the last change", 1)
+        time.sleep(2)  # the offset sampler's last samples
+    finally:
+        _stop(capture)
+        _stop(archiver)
+    events = max(events, len(_archived(archive)))
+    say(f"capture stopped: {events} events archived")
+    return Captured(archive, mark_a.offset, mark_end.offset, events, moved, topic, mark_a.described)
+
+
+def forensics(cap: Captured, out: Path) -> None:
+    """What an engineer does afterwards, through the real CLI, from the archive alone."""
+    store = str(out / "demo.duckdb")
+    step("is the archive complete and untampered?", "verify", str(cap.archive))
+    step("load it into the embedded store", "load", str(cap.archive), "--store", store)
+    step("the state at mark A, as kafka-topics --describe printed it then", "state", "--store", store,
+         "--offset", str(cap.mark_a), "--topic", cap.topic)
+    step("the state at the end", "state", "--store", store, "--topic", cap.topic)
+    step("everything that changed since mark A", "diff", "--store", store, "--from-offset", str(cap.mark_a),
+         "--topic", cap.topic)
+    p = str(cap.moved)
+    step(f"the history of {cap.topic}-{p}", "timeline", "--store", store, "--topic", cap.topic, "--partition", p)
+    step(f"why {cap.topic}-{p}'s leader last moved", "explain", "--store", store, "--topic", cap.topic, "--partition", p,
+         "--last-leader-change")
+    step("the invariant catalog over the whole history", "check", store, check=False)
 
 
 def main() -> None:
-    from services.cluster import observe
+    from services.cluster import ClusterError
     from services.cluster.testing import running_cluster
 
     shutil.rmtree(OUT, ignore_errors=True)
     OUT.mkdir()
     print("starting a 3-node KRaft cluster (Kafka 4.x jars from Maven Central, cached in .kafka-cache/)...",
           flush=True)
-    with running_cluster(OUT / "cluster", "4.x") as c:
-        bs = lambda: observe.running_bootstrap(c)  # noqa: E731
-        c.tool("topics", "--bootstrap-server", bs(), "--create", "--topic", TOPIC, "--partitions", "6",
-               "--replication-factor", "3", "--config", "min.insync.replicas=2")
-        mark_a = observe.stable_mark(c, "A", until=lambda d: len(d.partitions) == 6)
-        print(f"mark A: {TOPIC} created, metadata offset {mark_a.offset}")
-
-        controller = c.active_controller()
-        victim = next(i for i in c.nodes if i != controller)
-        print(f"kill -9 broker {victim}; the controller fences it and shrinks the ISRs...", flush=True)
-        c.kill_node(victim)
-        _wait(lambda: all(victim not in p.isr for p in observe.describe(c, TOPIC).partitions.values()),
-              60, f"broker {victim} to leave every ISR")
-        c.start_node(victim)
-        c.wait_ready([victim])
-        _wait(lambda: all(len(p.isr) == 3 for p in observe.describe(c, TOPIC).partitions.values()),
-              90, "the ISRs to expand again")
-        c.tool("leader-election", "--bootstrap-server", bs(), "--election-type", "PREFERRED",
-               "--all-topic-partitions", check=False)
-        replicas = observe.describe(c, TOPIC).partitions[(TOPIC, 0)].replicas
-        target = [r for r in replicas if r != replicas[-1]]
-        plan = OUT / "reassign.json"
-        plan.write_text(json.dumps({"version": 1, "partitions": [
-            {"topic": TOPIC, "partition": 0, "replicas": target}]}))
-        print(f"reassign {TOPIC}-0 from {list(replicas)} to {target}", flush=True)
-        c.tool("reassign", "--bootstrap-server", bs(), "--reassignment-json-file", str(plan), "--execute")
-        _wait(lambda: "complete" in c.tool("reassign", "--bootstrap-server", bs(), "--reassignment-json-file",
-                                           str(plan), "--verify", check=False).stdout, 60, "the reassignment")
-        controller = c.active_controller()
-        print(f"kill -9 the active controller (node {controller}): a new controller epoch", flush=True)
-        c.kill_node(controller)
-        c.wait_for_controller(exclude=controller)
-        c.start_node(controller)
-        c.wait_ready([controller])
-        observe.stable_mark(c, "end")
-        copy = OUT / "metadata-copy"
-        node = c.active_controller()
-        shutil.copytree(c.metadata_dir(node), copy / "__cluster_metadata-0")
-        shutil.copy(c.nodes[node].data_dir / "meta.properties", copy / "meta.properties")
-    print("cluster stopped; everything below reads only the copied metadata log\n")
-
-    store, archive = str(OUT / "demo.duckdb"), str(OUT / "archive")
-    step("decode the copied metadata log into an archive", "import", "kraft", str(copy / "__cluster_metadata-0"),
-         "--out", archive)
-    step("load it", "load", archive, "--store", store)
-    step("the state at mark A, as kafka-topics --describe printed it then", "state", "--store", store,
-         "--offset", str(mark_a.offset), "--topic", TOPIC)
-    step("the state at the end", "state", "--store", store, "--topic", TOPIC)
-    step("everything that changed since mark A", "diff", "--store", store, "--from-offset", str(mark_a.offset))
-    step(f"the history of {TOPIC}-0", "timeline", "--store", store, "--topic", TOPIC, "--partition", "0")
-    step(f"why {TOPIC}-0's leader last moved", "explain", "--store", store, "--topic", TOPIC, "--partition", "0",
-         "--last-leader-change")
-    step("the invariant catalog over the whole history", "check", store, check=False)
-    print(f"\nEverything is in {OUT}/ (the metadata copy, the archive, the DuckDB store).")
+    try:
+        with running_cluster(OUT / "cluster", "4.x") as c:
+            cap = run_scenario(c, OUT, say=lambda s: print(s, flush=True))
+    except ClusterError as exc:
+        raise SystemExit(f"demo: {exc}") from None
+    print("cluster stopped; everything below reads only the archive\n")
+    forensics(cap, OUT)
+    print(f"\nEverything is in {OUT}/ (the archive, the DuckDB store, capture.log, archive.log).")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
