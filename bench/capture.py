@@ -6,6 +6,14 @@ election after a broker restart).
     .venv/bin/python bench/capture.py [--burst-partitions 100000] [--steady 30]
 
 Starts its own 3-node 4.x cluster on 127.0.0.1 and a worker subprocess; appends to bench/RESULTS.md.
+
+    .venv/bin/python bench/capture.py --offline [--burst-partitions 100000] [--profile]
+
+The normalize path alone, no Kafka, one thread: a synthetic metadata log shaped like the burst (3 brokers,
+topics of --partitions-per-topic partitions created one batch per topic as the controller writes them,
+then a mass leader election: one PartitionChangeRecord per partition in batches of 1000), each batch as
+the RawRecord the KRaft source ships, through the worker's Pipeline (decode, normalize, dedupe, chain,
+encode, progress header). Prints events/s (and a cProfile top 25 with --profile); appends nothing.
 """
 from __future__ import annotations
 
@@ -62,12 +70,93 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
 
 
+def synthetic_raw(partitions: int, per_topic: int, cluster: str = "bench-cluster") -> list[bytes]:
+    """Raw-topic values (encoded RawRecords) of a burst-shaped metadata log (see the module doc)."""
+    from services.capture.codec import RawRecord, encode_raw
+    from services.kraft import CATALOGUE, build_batch
+    from services.kraft.wire import uuid_str, write_uvarint
+
+    def value(name, version, data):
+        mv = CATALOGUE[(name, version)]
+        return write_uvarint(1) + write_uvarint(mv.api_key) + write_uvarint(version) + mv.encode(data)
+
+    out, offset, t = [], 0, 1_700_000_000_000
+    pos = 0
+
+    def ship(values):
+        nonlocal offset, t, pos
+        b = build_batch([(None, v) for v in values], base_offset=offset, leader_epoch=1, timestamp=t)
+        out.append(encode_raw(RawRecord(cluster, 1, "KRAFT_BATCH", pos, offset, offset + len(values) - 1, 1, t,
+                                        t, b, file="00000000000000000000.log")))
+        offset += len(values)
+        pos += len(b)
+        t += 5
+
+    ship([value("RegisterBrokerRecord", 3, {
+        "brokerId": b, "incarnationId": uuid_str(bytes([b]) * 16), "brokerEpoch": b,
+        "endPoints": [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": 9090 + b, "securityProtocol": 0}],
+        "features": [], "rack": None, "fenced": False, "inControlledShutdown": False}) for b in (1, 2, 3)])
+    topics = []
+    n = 0
+    while n < partitions:
+        k = min(per_topic, partitions - n)
+        tid = uuid_str(len(topics).to_bytes(16, "big"))
+        topics.append((tid, k))
+        recs = [value("TopicRecord", 0, {"name": f"burst-{len(topics)}", "topicId": tid})]
+        for p in range(k):
+            reps = [1 + (p + i) % 3 for i in range(3)]
+            recs.append(value("PartitionRecord", 1, {
+                "partitionId": p, "topicId": tid, "replicas": reps, "isr": reps, "removingReplicas": [],
+                "addingReplicas": [], "leader": reps[0], "leaderEpoch": 0, "partitionEpoch": 0,
+                "directories": ["AAAAAAAAAAAAAAAAAAAAAA"] * 3}))
+        ship(recs)
+        n += k
+    # mass election: every partition's leader moves to its second replica
+    changes = [value("PartitionChangeRecord", 0, {"partitionId": p, "topicId": tid, "leader": 1 + (p + 1) % 3})
+               for tid, k in topics for p in range(k)]
+    for i in range(0, len(changes), 1000):
+        ship(changes[i:i + 1000])
+    return out
+
+
+def offline(a) -> None:
+    import cProfile
+    import pstats
+
+    from services.capture.agents import Pipeline
+    t = time.perf_counter()
+    values = synthetic_raw(a.burst_partitions, a.partitions_per_topic)
+    build_s = time.perf_counter() - t
+    pipe = Pipeline()
+    pipe.ready = True
+    prof = cProfile.Profile(time.process_time) if a.profile else None  # CPU time: the box is shared
+    t, cpu = time.perf_counter(), time.process_time()
+    if prof:
+        prof.enable()
+    n = 0
+    for v in values:
+        n += len(pipe.process(v))
+    if prof:
+        prof.disable()
+    dt, cpu = time.perf_counter() - t, time.process_time() - cpu
+    # the box is shared: CPU time says what the code costs, wall time what this run got
+    print(f"offline normalize: {len(values)} raw messages -> {n} events in {dt:.2f} s wall = {n / dt:,.0f} events/s; "
+          f"{cpu:.2f} s CPU = {n / cpu:,.0f} events per CPU-second "
+          f"(input built in {build_s:.1f} s; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    if prof:
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--burst-partitions", type=int, default=100_000)
     ap.add_argument("--partitions-per-topic", type=int, default=1000)
     ap.add_argument("--steady", type=int, default=30, help="steady-state changes (one topic every 0.3 s)")
+    ap.add_argument("--offline", action="store_true", help="the normalize path alone (no Kafka); see the doc")
+    ap.add_argument("--profile", action="store_true", help="with --offline: cProfile top 25 by own time")
     a = ap.parse_args()
+    if a.offline:
+        return offline(a)
     from services.cluster import observe
     from services.cluster.testing import running_cluster
     work = Path(tempfile.mkdtemp(prefix="bench-capture-"))

@@ -28,9 +28,8 @@ def event_id(cluster_id: str, source: SourcePosition) -> str:
     """Derived from the cluster and the source position only: the same change read again, from
     another node's copy or from a copy at another path, gets the same id."""
     file = None if source.kind in _OFFSET_NAMED or source.file is None else PurePath(source.file).name
-    key = "|".join(
-        str(v) for v in (cluster_id, source.kind.value, source.offset, source.index, source.zxid, file, source.line)
-    )
+    # "|".join(str(v) ...) of the seven values, as an f-string (the capture worker computes one per event)
+    key = f"{cluster_id}|{source.kind.value}|{source.offset}|{source.index}|{source.zxid}|{file}|{source.line}"
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 

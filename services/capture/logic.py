@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import json
 import time
+from hashlib import sha256
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from schemas import codec as event_codec
+from schemas import loader
 from schemas.errors import CodecError
 from schemas.events import ControllerEvent, OffsetSample, SourceKind
+from services.capture import fastencode
 from services.capture.codec import RawRecord, chain_encode, decode_raw
 from services.kraft import KRaftError, read_batch
 from services.kraft.control import decode_control_batch
@@ -122,21 +125,33 @@ def batch_records(raw: RawRecord) -> list:
 
 
 class EncodingChain:
-    """schemas.chain.Chain that also returns each event's events-topic value (one Avro write per event:
-    the hash covers the body with hash = "", the value is that body with the hash spliced in)."""
+    """schemas.chain.Chain that also returns each event's events-topic value (one write per event: the
+    hash covers the body with hash = "", the value is that body with the hash in place). The body is
+    written by services.capture.fastencode (schema v1 by hand, ~10x fastavro) while the current schema
+    is v1, else by fastavro (codec.chain_encode); both give schemas.codec's bytes."""
 
     def __init__(self, cluster_id: str, next_seq: int = 0, head_hash: str = "") -> None:
         self.cluster_id = cluster_id
         self.next_seq = next_seq
         self.head_hash = head_hash
+        self._header = event_codec.MAGIC + loader.current().fingerprint
 
     def append(self, event: ControllerEvent) -> tuple[ControllerEvent, bytes]:
         if event.cluster_id != self.cluster_id:
             raise ValueError(f"event of cluster {event.cluster_id!r} appended to chain of {self.cluster_id!r}")
-        record = event_codec.to_avro(event)
-        record["seq"], record["prev_hash"] = self.next_seq, self.head_hash
-        digest, value = chain_encode(record, self.head_hash)
-        linked = replace(event, seq=self.next_seq, prev_hash=self.head_hash, hash=digest)
+        seq, prev = self.next_seq, self.head_hash
+        if fastencode.AVAILABLE:
+            head, tail = fastencode.parts(event, seq, prev)
+            digest = sha256(b"".join((prev.encode(), head, b"\x00", tail))).hexdigest()
+            value = b"".join((self._header, head, fastencode.string(digest), tail))
+        else:
+            record = event_codec.to_avro(event)
+            record["seq"], record["prev_hash"] = seq, prev
+            digest, value = chain_encode(record, prev)
+        e = event  # spelled out: dataclasses.replace costs ~10 us per call (it introspects the fields)
+        linked = ControllerEvent(e.event_id, e.cluster_id, seq, e.source, e.event_time_ms, e.capture_time_ms,
+                                 e.controller_id, e.controller_epoch, e.payload, e.metadata_version, e.bootstrap,
+                                 prev, digest)
         self.next_seq += 1
         self.head_hash = digest
         return linked, value
