@@ -19,7 +19,8 @@ from checks.live import LiveChecker
 from schemas.errors import CodecError
 from services.capture.app import alerts_topic, app, dead_letter_topic, events_topic, raw_topic, settings, watch_topic
 from services.capture.codec import RawRecord, decode_event_record, decode_raw, encode_raw
-from services.capture.logic import PROGRESS_HEADER, CaptureState, DeadLetter, Progress
+from services.capture.logic import CaptureState, DeadLetter, Progress
+from services.capture.produce import BatchSender, DeliveryFailed
 from services.capture.sources import KRaftTail, QuorumWatermark, run_source
 
 log = logging.getLogger(__name__)
@@ -139,7 +140,8 @@ class Pipeline:
         self.states: dict[str, CaptureState] = {}
         self.ready = False
         self._progress: tuple[str | None, Progress] = (None, Progress())
-        self.sink_event: Callable[[ControllerEvent, bytes, bytes], Awaitable] = self._send_event
+        # one call per raw message with all its events: [(event, progress header, encoded value)]
+        self.sink_events: Callable[[list[tuple[ControllerEvent, bytes, bytes]]], Awaitable] = self._send_events
         self.sink_dead: Callable[[bytes | None, bytes, str], Awaitable] = self._send_dead
         self.sink_alert: Callable[[dict], Awaitable] = self._send_alert
 
@@ -149,10 +151,10 @@ class Pipeline:
         async for value in self.raw_reader(first_offset):
             n += 1
             try:
-                for event, header, encoded in self.process(value):
-                    await self.sink_event(event, header, encoded)
+                out = self.process(value)
             except DeadLetter:
-                pass  # sent to the dead-letter topic when it was first seen
+                continue  # sent to the dead-letter topic when it was first seen
+            await self.sink_events(out)
         self.ready = True
         log.info("normalize: resumed after seq %d; replayed %d raw messages", self._progress[1].seq, n)
 
@@ -177,20 +179,24 @@ class Pipeline:
             log.warning("raw offset %d -> dead letter: %s", offset, d.reason)
             await self.sink_dead(key, value, f"raw offset {offset}: {d.reason}")
             return 0
-        for event, header, encoded in out:
-            await self.sink_event(event, header, encoded)
+        try:
+            await self.sink_events(out)
+        except DeliveryFailed:
+            # Some events may be missing from the topic: forget the image and chain, so that the next
+            # message rebuilds them from the events topic's last message and the raw topic (logic.py),
+            # which re-sends whatever the topic lacks.
+            log.error("normalize: events not delivered at raw offset %d; rebuilding from the events topic", offset)
+            self.states, self.ready = {}, False
+            raise
         return len(out)
 
     @staticmethod
-    async def _send_event(event: ControllerEvent, header: bytes, encoded: bytes):
-        # `encoded` is the event's value, written once with its hash (the codec forwards bytes).
-        # force=True: not a Faust "attachment" of the raw message being processed. Attached sends are held
-        # back until that message's offset is committed (every commit_interval) and published then, which
-        # made a burst crawl (~120 events/s). Sent now, the event only joins the producer's batch; batches
-        # reach the partition in order (one in flight per partition). Exactly-once does not rest on the
-        # attachment: a restarted worker re-sends whatever the events topic lacks (see logic.py).
-        return await events_topic.send(key=event.cluster_id.encode(), value=encoded,
-                                       headers={PROGRESS_HEADER: header}, force=True)
+    async def _send_events(out: list[tuple[ControllerEvent, bytes, bytes]]) -> None:
+        # Straight to aiokafka in record batches (produce.py says why). Not Faust "attachments" of the raw
+        # message either: attached sends wait for that message's offset commit (this made a burst crawl at
+        # ~120 events/s). Exactly-once does not rest on delivery before the raw offset commit: a restarted
+        # worker re-sends whatever the events topic lacks (see logic.py).
+        await events_sender.send(out)
 
     @staticmethod
     async def _send_dead(key: bytes | None, value: bytes, reason: str):
@@ -204,6 +210,7 @@ class Pipeline:
         return await alerts_topic.send(key=alert["cluster_id"].encode(), value=alert)
 
 
+events_sender = BatchSender(lambda: app.producer._ensure_producer(), settings.events_topic)
 pipeline = Pipeline()
 
 

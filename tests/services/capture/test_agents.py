@@ -17,8 +17,8 @@ from services.kraft import build_batch
 def sinks(monkeypatch):
     got = {"events": [], "dead": [], "alerts": []}
 
-    async def ev(e, h, v):
-        got["events"].append((e, h, v))
+    async def ev(out):
+        got["events"].extend(out)
 
     async def dead(k, v, reason):
         got["dead"].append(reason)
@@ -34,7 +34,7 @@ def sinks(monkeypatch):
         yield
 
     p = agents.Pipeline(progress_reader=no_progress, raw_reader=no_raw)
-    p.sink_event, p.sink_dead, p.sink_alert = ev, dead, alert
+    p.sink_events, p.sink_dead, p.sink_alert = ev, dead, alert
     monkeypatch.setattr(agents, "pipeline", p)
     monkeypatch.setattr(agents, "watcher", agents.Watch(history_reader=no_raw))
     return got

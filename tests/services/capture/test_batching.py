@@ -1,0 +1,142 @@
+"""Batching must not change what the events topic holds: the same events, bytes and chain however the
+records are cut into KRaft batches and the events into producer batches, and a restart whose progress
+header points anywhere inside a raw message emits exactly the events after it."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from services.capture import agents, logic
+from services.capture.codec import RawRecord
+from services.capture.logic import CaptureState, Progress
+from services.capture.produce import BatchSender, DeliveryFailed
+from services.kraft import build_batch
+from tests.services.kraft.helpers import metadata_value
+
+CL = "c1"
+TID = "AAAAAAAAAAAAAAAAAAAAAQ"
+
+
+def _records() -> list[bytes]:
+    """A topic of 4 partitions, then a leader change on each: 9 records, 9 events."""
+    out = [metadata_value("TopicRecord", 0, {"name": "t", "topicId": TID})]
+    for p in range(4):
+        out.append(metadata_value("PartitionRecord", 1, {
+            "partitionId": p, "topicId": TID, "replicas": [1, 2, 3], "isr": [1, 2, 3], "removingReplicas": [],
+            "addingReplicas": [], "leader": 1, "leaderEpoch": 0, "partitionEpoch": 0,
+            "directories": ["AAAAAAAAAAAAAAAAAAAAAA"] * 3}))
+    for p in range(4):
+        out.append(metadata_value("PartitionChangeRecord", 0, {"partitionId": p, "topicId": TID, "leader": 2}))
+    return out
+
+
+def _raws(cuts: list[int]) -> list[RawRecord]:
+    """The records shipped as KRaft batches cut before each offset in `cuts` (same append time)."""
+    recs, raws = _records(), []
+    bounds = [0, *cuts, len(recs)]
+    for lo, hi in zip(bounds, bounds[1:]):
+        b = build_batch([(None, v) for v in recs[lo:hi]], base_offset=lo, leader_epoch=1, timestamp=5000)
+        raws.append(RawRecord(CL, 1, "KRAFT_BATCH", lo, lo, hi - 1, 1, 5000, 5000, b))
+    return raws
+
+
+def _run(raws, progress=None):
+    s = CaptureState(CL, 1, progress=progress, clock=lambda: 7000)
+    return [x for r in raws for x in s.process(r)]
+
+
+def test_any_cut_into_kraft_batches_gives_the_same_events_and_chain():
+    whole = _run(_raws([]))
+    assert len(whole) == 9 and [e.seq for e, *_ in whole] == list(range(9))
+    for cut in range(1, 9):
+        for cuts in ([cut], list(range(1, cut + 1))):
+            assert _run(_raws(cuts)) == whole  # events, progress headers and encoded values
+
+
+@pytest.mark.parametrize("cuts", [[], [3, 6]])
+def test_restart_after_any_event_emits_exactly_the_rest(cuts):
+    whole = _run(_raws(cuts))
+    for k, (_, header, _) in enumerate(whole):
+        # the events topic's last message is event k (possibly in the middle of a raw message)
+        assert _run(_raws(cuts), Progress.from_header(header)) == whole[k + 1:]
+
+
+class FakeBatch:
+    def __init__(self, room: int) -> None:
+        self.room, self.items = room, []
+
+    def append(self, *, timestamp, key, value, headers):
+        if len(self.items) >= self.room:
+            return None
+        self.items.append((key, value, headers))
+        return object()
+
+
+class FakeProducer:
+    def __init__(self, room: int) -> None:
+        self.room, self.sent, self.futures = room, [], []
+
+    def create_batch(self):
+        return FakeBatch(self.room)
+
+    async def send_batch(self, batch, topic, *, partition):
+        self.sent.append((topic, partition, batch.items))
+        f = asyncio.get_running_loop().create_future()
+        self.futures.append(f)
+        return f
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("room", [1, 2, 4, 9, 100])
+async def test_sender_cuts_full_batches_and_keeps_the_order(room):
+    out = _run(_raws([4]))
+    prod = FakeProducer(room)
+    s = BatchSender(lambda: prod, "events")
+    await s.send(out[:5])
+    await s.send(out[5:])
+    sent = [item for topic, part, items in prod.sent for item in items]
+    assert all(topic == "events" and part == 0 for topic, part, _ in prod.sent)
+    assert sent == [(CL.encode(), v, [(logic.PROGRESS_HEADER, h)]) for _, h, v in out]
+    assert all(len(items) <= room for *_, items in prod.sent)
+    for f in prod.futures:
+        f.set_result(None)
+    await s.flush()
+    assert s.pending == []
+
+
+@pytest.mark.asyncio
+async def test_a_failed_delivery_raises_and_the_pipeline_rebuilds():
+    prod = FakeProducer(100)
+    s = BatchSender(lambda: prod, "events")
+    out = _run(_raws([]))
+    await s.send(out[:3])
+    prod.futures[0].set_exception(RuntimeError("broker gone"))
+    with pytest.raises(DeliveryFailed, match="broker gone"):
+        await s.send(out[3:])
+
+    reads = []
+
+    async def progress():
+        reads.append(1)
+        return None, Progress()
+
+    async def no_raw(upto):
+        return
+        yield
+
+    async def failing(out):
+        raise DeliveryFailed("x")
+
+    p = agents.Pipeline(progress_reader=progress, raw_reader=no_raw)
+    p.sink_events = failing
+    with pytest.raises(DeliveryFailed):
+        await p.handle(0, None, agents.encode_raw(_raws([])[0]))
+    assert p.states == {} and not p.ready  # the next message rebuilds from the events topic
+    got = []
+
+    async def ok(out):
+        got.extend(out)
+    p.sink_events = ok
+    await p.handle(0, None, agents.encode_raw(_raws([])[0]))
+    assert len(reads) == 2 and [e.seq for e, *_ in got] == list(range(9))
