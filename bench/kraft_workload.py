@@ -98,7 +98,20 @@ class Workload:
         self.partitions = partitions
         self.work = work
         self.admin = AdminClient({"bootstrap.servers": c.bootstrap_servers,
-                                  "socket.timeout.ms": 120000})
+                                  "socket.timeout.ms": 300000})
+        self.admin_props = work / "admin.properties"  # for the Java tools
+        self.admin_props.write_text("default.api.timeout.ms=600000\nrequest.timeout.ms=300000\n")
+
+    @staticmethod
+    def _retry(fn, attempts: int = 3):
+        for attempt in range(attempts):
+            try:
+                return fn()
+            except Exception as e:  # timeouts while the brokers are loaded: wait and retry
+                if attempt == attempts - 1:
+                    raise
+                log(f"retrying after {type(e).__name__}: {e}")
+                time.sleep(10)
 
     def all_partitions(self) -> list[tuple[str, int]]:
         return [(t, p) for t in self.topics for p in range(self.partitions)]
@@ -125,11 +138,15 @@ class Workload:
                 for t, p in parts[i:i + CHUNK]]}
             f = self.work / "rotate.json"
             f.write_text(json.dumps(plan))
-            res = self.c.tool("reassign", "--bootstrap-server", self.c.bootstrap_servers,
-                              "--reassignment-json-file", str(f), "--execute", "--timeout", "300000",
-                              check=False, timeout=900)
-            if res.returncode != 0:
-                log(f"reassign chunk {i}: rc {res.returncode}: {(res.stderr or res.stdout)[-300:]}")
+            for attempt in range(3):  # a busy controller can time the tool's admin calls out
+                res = self.c.tool("reassign", "--bootstrap-server", self.c.bootstrap_servers,
+                                  "--reassignment-json-file", str(f), "--execute", "--timeout", "300000",
+                                  "--command-config", str(self.admin_props), check=False, timeout=900)
+                if res.returncode == 0:
+                    break
+                err = [l for l in (res.stderr or res.stdout).splitlines() if "Error" in l or "Exception" in l]
+                log(f"reassign chunk {i} attempt {attempt}: rc {res.returncode}: {err[:1]}")
+                time.sleep(10)
 
     def elect(self) -> Counter:
         from confluent_kafka import ElectionType, TopicPartition
@@ -137,13 +154,14 @@ class Workload:
         outcome: Counter = Counter()
         for i in range(0, len(parts), CHUNK):
             tps = [TopicPartition(t, p) for t, p in parts[i:i + CHUNK]]
-            res = self.admin.elect_leaders(ElectionType.PREFERRED, tps, request_timeout=300).result()
+            # (confluent-kafka 2.16 rejects keyword timeouts here; socket.timeout.ms applies)
+            res = self._retry(lambda: self.admin.elect_leaders(ElectionType.PREFERRED, tps).result())
             for err in res.values():  # KafkaException(KafkaError) or None
                 outcome["elected" if err is None else _err_name(err)] += 1
         return outcome
 
     def isr_full(self) -> bool:
-        md = self.admin.list_topics(timeout=120)
+        md = self._retry(lambda: self.admin.list_topics(timeout=120))
         for name in self.topics:
             t = md.topics.get(name)
             if t is None or any(len(p.isrs) < 3 for p in t.partitions.values()):

@@ -33,6 +33,8 @@ _ARRAY_FMT = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": "
 
 
 _SMALL = 64  # arrays shorter than this use a prebuilt Struct
+# Entries per message version in the tail caches (see _Gen._cached); once full, no more are added.
+TAIL_CACHE_MAX = 16384
 
 
 class DecodeFailure(ValueError):
@@ -138,6 +140,8 @@ class _Gen:
         }
         self.n = 0
         self.funcs: list[str] = []
+        self.caches: list[dict] = []
+        self.ns["_TCMAX"] = TAIL_CACHE_MAX
 
     def name(self, prefix: str) -> str:
         self.n += 1
@@ -150,13 +154,17 @@ class _Gen:
         return key
 
     def message(self, fields: tuple[Field, ...], schema_tags: set[int], version: int,
-                label: str) -> str:
-        """Emit a function ``f(buf, pos, end) -> (dict, pos)``; returns its name."""
+                label: str, *, cache: bool = False) -> str:
+        """Emit a function ``f(buf, pos, end) -> (dict, pos)``; returns its name.
+
+        ``cache``: memoise the part after the leading fixed-width fields by its bytes (see
+        ``_cached``), for top-level messages whose fields hold no nested structs."""
         fname = self.name("_d_")
         local = {f.name: f"v{i}" for i, f in enumerate(fields)}
-        body: list[str] = []
+        head: list[str] = []
         plain = [f for f in fields if f.tag is None]
         tagged = [f for f in fields if f.tag is not None]
+        lead: list[Field] = []
         i = 0
         while i < len(plain):
             f = plain[i]
@@ -166,24 +174,68 @@ class _Gen:
                 while i < len(plain) and plain[i].type in _FIXED and not plain[i].is_array:
                     run.append(plain[i])
                     i += 1
+                if i - len(run) == 0:
+                    lead = run
                 fmt = ">" + "".join(_FIXED[r.type][0] for r in run)
                 size = sum(_FIXED[r.type][1] for r in run)
                 names = [local[r.name] for r in run]
                 lhs = ", ".join(names) + ("," if len(names) == 1 else "")
-                body.append(f"{lhs} = {self.struct(fmt)}.unpack_from(buf, pos); pos += {size}")
+                head.append(f"{lhs} = {self.struct(fmt)}.unpack_from(buf, pos); pos += {size}")
                 for r in run:
                     if r.type == "uuid":  # inline cache hit: topic and directory ids repeat
                         u = local[r.name]
-                        body.append(f"{u} = _UC.get({u}) or _uuid({u})")
+                        head.append(f"{u} = _UC.get({u}) or _uuid({u})")
                 continue
-            body += self._read(f, local[f.name], label)
+            head += self._read(f, local[f.name], label)
             i += 1
-        body += [f"{local[f.name]} = {self._default_expr(f)}" for f in tagged]
-        body += self._tag_section([(f, local[f.name]) for f in tagged], schema_tags, version, label)
+        head += [f"{local[f.name]} = {self._default_expr(f)}" for f in tagged]
+        head += self._tag_section([(f, local[f.name]) for f in tagged], schema_tags, version, label)
+        if cache and not any(f.children is not None for f in fields):
+            return self._cached(fname, fields, lead, head, local)
         pairs = ", ".join(f"{f.key!r}: {local[f.name]}" for f in fields)
-        body.append(f"d = {{{pairs}}}")
-        body.append("if unk is not None: d[_UNK] = unk")
-        body.append("return d, pos")
+        body = head + [f"d = {{{pairs}}}", "if unk is not None: d[_UNK] = unk", "return d, pos"]
+        self.funcs.append(f"def {fname}(buf, pos, end):\n" + "".join(f"    {l}\n" for l in body))
+        return fname
+
+    def _cached(self, fname: str, fields: tuple[Field, ...], lead: list[Field], head: list[str],
+                local: dict[str, str]) -> str:
+        """Two functions: ``_t`` decodes everything after the leading fixed-width fields into a
+        tuple; ``_d`` looks that tuple up by the bytes it came from first. In a metadata log the
+        rest of a PartitionChangeRecord (ISR, leader, replicas, directories) repeats across
+        partitions, while partition and topic ids, read every time, do not. Only a decode that
+        ends exactly at ``end`` is stored: every read advances ``pos``, so such a decode looked at
+        no byte outside the key, and the same bytes always give the same values (or the same
+        error, which is never stored). Lists are copied out of the tuple for every record, so no
+        two records share a mutable value."""
+        nlead = 1 if lead else 0  # the unpack line, plus one line per uuid in the run
+        nlead += sum(1 for f in lead if f.type == "uuid")
+        rest = [f for f in fields if f not in lead]
+        tname = fname.replace("_d_", "_t_")
+        tnames = [local[f.name] for f in rest] + ["unk"]
+        tail = head[nlead:] + [f"return ({', '.join(tnames)},), pos"]
+        self.funcs.append(f"def {tname}(buf, pos, end):\n" + "".join(f"    {l}\n" for l in tail))
+        cname = "_TC" + fname[2:]
+        self.ns[cname] = {}
+        self.caches.append(self.ns[cname])
+
+        def val(f: Field) -> str:
+            n = local[f.name]
+            return f"(None if {n} is None else [*{n}])" if f.is_array else n
+        pairs = ", ".join(f"{f.key!r}: {val(f)}" for f in fields)
+        body = head[:nlead] + [
+            "k = buf[pos:end]",
+            "if k.__class__ is not bytes: k = bytes(k)  # memoryview, bytearray: copy, never keep",
+            f"t = {cname}.get(k)",
+            "if t is None:",
+            f"    t, pos = {tname}(buf, pos, end)",
+            f"    if pos == end and len({cname}) < _TCMAX: {cname}[k] = t",
+            "else:",
+            "    pos = end",
+            f"{', '.join(tnames)}, = t",
+            f"d = {{{pairs}}}",
+            "if unk is not None: d[_UNK] = [*unk]",
+            "return d, pos",
+        ]
         self.funcs.append(f"def {fname}(buf, pos, end):\n" + "".join(f"    {l}\n" for l in body))
         return fname
 
@@ -343,6 +395,15 @@ class MessageVersion:
         return encode(self.fields, data)
 
 
+TAIL_CACHES: list[dict] = []
+
+
+def clear_tail_caches() -> None:
+    """Empty the decoders' tail caches (benchmarks that must start cold)."""
+    for c in TAIL_CACHES:
+        c.clear()
+
+
 def _build() -> dict[tuple[str, int], MessageVersion]:
     gen = _Gen()
     pending = []
@@ -351,8 +412,9 @@ def _build() -> dict[tuple[str, int], MessageVersion]:
         for v in version_range(schema["validVersions"]):
             fields = fields_for(schema["fields"], v)
             pending.append((name, schema.get("apiKey"), v, fields,
-                            gen.message(fields, tags, v, f"{name} v{v}")))
+                            gen.message(fields, tags, v, f"{name} v{v}", cache=True)))
     ns = gen.compile()
+    TAIL_CACHES.extend(gen.caches)
     return {(name, v): MessageVersion(name, snake_upper(name), key, v, fields, ns[fn])
             for name, key, v, fields, fn in pending}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import mmap
 import struct
 
 from .batch import Batch, records_region
@@ -166,54 +167,69 @@ def decode_value(buf, start: int, end: int) -> tuple[MessageVersion | None, int,
     return mv, api_key, version, data
 
 
+# Zigzag value of every one- and two-byte varint, indexed by the unsigned value: one list index
+# instead of the shifts and xor (lengths and offset deltas under 8192 take at most two bytes).
+_ZZ = [(u >> 1) ^ -(u & 1) for u in range(1 << 14)]
+# The three frame bytes of a value (frame version 1, one-byte apiKey and version) -> decoder:
+# one slice and one lookup instead of three indexings and checks.
+_FRAMES: dict[bytes, MessageVersion] = {bytes([FRAME_VERSION, mv.api_key, mv.version]): mv
+                                        for mv in _DISPATCH.values()
+                                        if mv.api_key < 0x80 and mv.version < 0x80}
+
+
 def decode_data_batch(buf, b: Batch, *, on_error: str = "raise") -> list[Record]:
-    """Decode every record of a (non-control) batch. This loop is the decoder's hot path:
-    one-byte varints are read inline, and the frame of a typical value costs three indexings."""
+    """Decode every record of a (non-control) batch. This loop is the decoder's hot path: one-
+    and two-byte varints are read inline (offset deltas of batches over 63 records take two
+    bytes), and the frame of a typical value costs three indexings."""
     rbuf, pos, end = records_region(buf, b)
+    if rbuf.__class__ is not bytes and rbuf.__class__ is not mmap.mmap:
+        # a bytearray or memoryview: slices would be unhashable (frame lookup, tail caches)
+        rbuf = bytes(rbuf[pos:end]); pos, end = 0, end - pos
     out: list[Record] = []
     append = out.append
     base_off = b.base_offset
     base_ts = b.base_timestamp
-    disp = _DISPATCH
+    frames = _FRAMES
+    zz = _ZZ
+    MR = MetadataRecord
+    errors = _DECODE_ERRORS
     try:
         for _ in range(b.count):
             c = rbuf[pos]
             if c < 0x80:
-                length = (c >> 1) ^ -(c & 1); pos += 1
+                length = zz[c]; pos += 1
             elif rbuf[pos + 1] < 0x80:  # records of 64..8191 bytes: two-byte varint
-                u = (c & 0x7F) | (rbuf[pos + 1] << 7)
-                length = (u >> 1) ^ -(u & 1); pos += 2
+                length = zz[(c & 0x7F) | (rbuf[pos + 1] << 7)]; pos += 2
             else:
                 length, pos = read_varint(rbuf, pos)
             rec_end = pos + length
-            pos += 1  # attributes
-            c = rbuf[pos]
+            c = rbuf[pos + 1]  # after the attributes byte (unused)
             if c < 0x80:
-                tsd = (c >> 1) ^ -(c & 1); pos += 1
+                tsd = zz[c]; pos += 2
             else:
-                tsd, pos = read_varlong(rbuf, pos)
+                tsd, pos = read_varlong(rbuf, pos + 1)
             c = rbuf[pos]
             if c < 0x80:
-                offd = (c >> 1) ^ -(c & 1); pos += 1
+                offd = zz[c]; pos += 1
+            elif rbuf[pos + 1] < 0x80:
+                offd = zz[(c & 0x7F) | (rbuf[pos + 1] << 7)]; pos += 2
             else:
                 offd, pos = read_varint(rbuf, pos)
-            c = rbuf[pos]
-            if c == 1:  # null key, as BatchBuilder always writes
+            if rbuf[pos] == 1:  # null key, as BatchBuilder always writes
                 pos += 1
             else:
                 klen, pos = read_varint(rbuf, pos)
                 pos += max(klen, 0)
             c = rbuf[pos]
             if c < 0x80:
-                vlen = (c >> 1) ^ -(c & 1); pos += 1
+                vlen = zz[c]; pos += 1
             elif rbuf[pos + 1] < 0x80:
-                u = (c & 0x7F) | (rbuf[pos + 1] << 7)
-                vlen = (u >> 1) ^ -(u & 1); pos += 2
+                vlen = zz[(c & 0x7F) | (rbuf[pos + 1] << 7)]; pos += 2
             else:
                 vlen, pos = read_varint(rbuf, pos)
             vstart = pos
-            vend = pos + vlen
-            pos = vend
+            pos += vlen
+            vend = pos
             if rbuf[pos] == 0:
                 pos += 1
             else:
@@ -224,17 +240,17 @@ def decode_data_batch(buf, b: Batch, *, on_error: str = "raise") -> list[Record]
                     f"{length + pos - rec_end}", file=b.file, position=b.position,
                     batch_offset=base_off, record_offset=base_off + offd)
             # frame: three one-byte uvarints in every record Kafka writes today
-            if rbuf[vstart] == 1 and rbuf[vstart + 1] < 0x80 and rbuf[vstart + 2] < 0x80:
-                mv = disp.get(rbuf[vstart + 1] << 16 | rbuf[vstart + 2])
+            if vlen >= 3:
+                mv = frames.get(rbuf[vstart:vstart + 3])
                 if mv is not None:
                     try:
                         data, p = mv.decode(rbuf, vstart + 3, vend)
-                    except _DECODE_ERRORS as e:
+                    except errors as e:
                         append(_bad_value(rbuf, vstart, vend, b, base_off + offd, base_ts + tsd, e,
                                           on_error))
                         continue
                     if p == vend:
-                        append(MetadataRecord(base_off + offd, base_ts + tsd, b, mv, data))
+                        append(MR(base_off + offd, base_ts + tsd, b, mv, data))
                         continue
             append(_slow_value(rbuf, vstart, vend, b, base_off + offd, base_ts + tsd, on_error))
     except (IndexError, VarintError) as e:
