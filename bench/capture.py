@@ -12,8 +12,8 @@ Starts its own 3-node 4.x cluster on 127.0.0.1 and a worker subprocess; appends 
 The normalize path alone, no Kafka, one thread: a synthetic metadata log shaped like the burst (3 brokers,
 topics of --partitions-per-topic partitions created one batch per topic as the controller writes them,
 then a mass leader election: one PartitionChangeRecord per partition in batches of 1000), each batch as
-the RawRecord the KRaft source ships, through the worker's Pipeline (decode, normalize, dedupe, chain,
-encode, progress header). Prints events/s (and a cProfile top 25 with --profile); appends nothing.
+the RawRecord the KRaft source ships, through the worker's Pipeline.handle (decode, normalize, dedupe, chain,
+encode, progress header, aiokafka record batches; the batches are dropped, not sent). Prints events/s (and a cProfile top 25 with --profile); appends nothing.
 """
 from __future__ import annotations
 
@@ -127,20 +127,41 @@ def offline(a) -> None:
     t = time.perf_counter()
     values = synthetic_raw(a.burst_partitions, a.partitions_per_topic)
     build_s = time.perf_counter() - t
+    import asyncio
+
+    from aiokafka.producer.message_accumulator import BatchBuilder
+
+    from services.capture.produce import BatchSender
+
+    class Producer:  # aiokafka's own record-batch builder; the batches are dropped instead of sent
+        def create_batch(self):
+            return BatchBuilder(1_000_000, 0)  # no compression (the worker's default)
+
+        async def send_batch(self, batch, topic, *, partition):
+            f = asyncio.get_running_loop().create_future()
+            f.set_result(None)
+            return f
+
+    sender = BatchSender(Producer, "events")
     pipe = Pipeline()
     pipe.ready = True
+    pipe.sink_events = sender.send
     prof = cProfile.Profile(time.process_time) if a.profile else None  # CPU time: the box is shared
     t, cpu = time.perf_counter(), time.process_time()
     if prof:
         prof.enable()
     n = 0
-    for v in values:
-        n += len(pipe.process(v))
+
+    async def run():
+        nonlocal n
+        for i, v in enumerate(values):
+            n += await pipe.handle(i, None, v)
+    asyncio.run(run())
     if prof:
         prof.disable()
     dt, cpu = time.perf_counter() - t, time.process_time() - cpu
     # the box is shared: CPU time says what the code costs, wall time what this run got
-    print(f"offline normalize: {len(values)} raw messages -> {n} events in {dt:.2f} s wall = {n / dt:,.0f} events/s; "
+    print(f"offline normalize: {len(values)} raw messages -> {n} events ({sender.batches} record batches) in {dt:.2f} s wall = {n / dt:,.0f} events/s; "
           f"{cpu:.2f} s CPU = {n / cpu:,.0f} events per CPU-second "
           f"(input built in {build_s:.1f} s; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
     if prof:

@@ -50,20 +50,6 @@ def long_(n: int) -> bytes:
     return _SMALL[n + _OFF] if -_OFF <= n < _OFF else _varlong(n)
 
 
-_times: dict[int, bytes] = {}
-
-
-def time_(n: int) -> bytes:
-    """A timestamp: all records of a KRaft batch share their append time, and capture times repeat
-    within a millisecond, so they are encoded once."""
-    b = _times.get(n)
-    if b is None:
-        if len(_times) > 10_000:
-            _times.clear()
-        b = _times[n] = long_(n)
-    return b
-
-
 _strings: dict[str, bytes] = {}
 
 
@@ -143,6 +129,7 @@ if AVAILABLE:  # another schema may not have these types: then this module is no
 # --- records ------------------------------------------------------------------------------------
 
 _states: dict[int, tuple[PartitionState, bytes]] = {}
+_state_arrays: dict[tuple, bytes] = {}
 
 
 def _state(s: PartitionState | None) -> bytes:
@@ -153,9 +140,14 @@ def _state(s: PartitionState | None) -> bytes:
     hit = _states.get(id(s))
     if hit is not None and hit[0] is s:
         return hit[1]
-    b = b"".join((b"\x02", int_array(s.replicas), int_array(s.isr), int_array(s.adding_replicas),
-                  int_array(s.removing_replicas), int_array(s.elr), int_array(s.last_known_elr), long_(s.leader),
-                  long_(s.leader_epoch), long_(s.partition_epoch), _RECOVERY[s.leader_recovery_state]))
+    lists = (s.replicas, s.isr, s.adding_replicas, s.removing_replicas, s.elr, s.last_known_elr)
+    arrays = _state_arrays.get(lists)  # the six lists repeat across a burst (a few replica sets)
+    if arrays is None:
+        if len(_state_arrays) > 100_000:
+            _state_arrays.clear()
+        arrays = _state_arrays[lists] = b"\x02" + b"".join([int_array(t) for t in lists])
+    b = b"".join((arrays, long_(s.leader), long_(s.leader_epoch), long_(s.partition_epoch),
+                  _RECOVERY[s.leader_recovery_state]))
     if len(_states) > 200_000:
         _states.clear()
     _states[id(s)] = (s, b)
@@ -213,11 +205,22 @@ def _payload(p: Any) -> bytes:
 def parts(e: ControllerEvent, seq: int, prev_hash: str) -> tuple[bytes, bytes]:
     """(the body's bytes before `hash`, the bytes after it) of `e` with this seq and prev_hash."""
     s = e.source
+    # the fields after the source's index repeat for all events of a KRaft batch: encoded once
+    key = (s.zxid, s.file, s.line, e.event_time_ms, e.capture_time_ms, e.controller_id, e.controller_epoch,
+           e.metadata_version, e.bootstrap)
+    middle = _middles.get(key)
+    if middle is None:
+        if len(_middles) > 10_000:
+            _middles.clear()
+        middle = _middles[key] = b"".join((
+            _opt_long(s.zxid), b"\x00" if s.file is None else b"\x02" + string(s.file), _opt_long(s.line),
+            long_(e.event_time_ms), long_(e.capture_time_ms), long_(e.controller_id), long_(e.controller_epoch),
+            _opt_long(e.metadata_version), _bool(e.bootstrap)))
     head = b"".join((
-        string(e.event_id), _cstring(e.cluster_id), long_(seq),
-        _SOURCE_KIND[s.kind], long_(s.node_id), long_(s.offset), long_(s.index), _opt_long(s.zxid),
-        b"\x00" if s.file is None else b"\x02" + _cstring(s.file), _opt_long(s.line),
-        time_(e.event_time_ms), time_(e.capture_time_ms), long_(e.controller_id), long_(e.controller_epoch),
-        _opt_long(e.metadata_version), _bool(e.bootstrap), string(prev_hash),
+        string(e.event_id), _cstring(e.cluster_id), long_(seq), _SOURCE_KIND[s.kind], long_(s.node_id),
+        long_(s.offset), long_(s.index), middle, string(prev_hash),
     ))
     return head, _payload(e.payload)
+
+
+_middles: dict[tuple, bytes] = {}
