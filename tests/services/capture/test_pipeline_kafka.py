@@ -1,4 +1,4 @@
-"""The capture pipeline on the real 3-node KRaft cluster (4.x only, to keep the wall time modest).
+"""The capture pipeline on the real 3-node KRaft cluster, on both pinned Kafka versions (4.x and 3.9).
 
 One scenario for the module: topics, a reassignment, a preferred election, a kill -9'd broker and a
 controller failover, while the Faust worker (a subprocess) is killed with SIGKILL three times at
@@ -25,7 +25,7 @@ from services.cluster import observe
 from services.cluster.testing import copy_node_metadata, heal
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow,
-              pytest.mark.parametrize("kafka_cluster", ["4.x"], indirect=True)]
+              pytest.mark.parametrize("kafka_cluster", ["4.x", "3.9"], indirect=True)]
 
 ROOT = Path(__file__).resolve().parents[3]
 PY = sys.executable
