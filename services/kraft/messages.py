@@ -199,14 +199,15 @@ class _Gen:
 
     def _cached(self, fname: str, fields: tuple[Field, ...], lead: list[Field], head: list[str],
                 local: dict[str, str]) -> str:
-        """Two functions: ``_t`` decodes everything after the leading fixed-width fields into a
-        tuple; ``_d`` looks that tuple up by the bytes it came from first. In a metadata log the
+        """Two functions: ``_t`` decodes everything after the leading fixed-width fields; ``_d``
+        looks the result up by the bytes it came from first, kept as a dict of those fields in
+        declaration order plus which of them are lists. In a metadata log the
         rest of a PartitionChangeRecord (ISR, leader, replicas, directories) repeats across
         partitions, while partition and topic ids, read every time, do not. Only a decode that
         ends exactly at ``end`` is stored: every read advances ``pos``, so such a decode looked at
         no byte outside the key, and the same bytes always give the same values (or the same
-        error, which is never stored). Lists are copied out of the tuple for every record, so no
-        two records share a mutable value."""
+        error, which is never stored). Lists are copied out of the stored dict for every record,
+        so no two records share a mutable value."""
         nlead = 1 if lead else 0  # the unpack line, plus one line per uuid in the run
         nlead += sum(1 for f in lead if f.type == "uuid")
         rest = [f for f in fields if f not in lead]
@@ -218,22 +219,24 @@ class _Gen:
         self.ns[cname] = {}
         self.caches.append(self.ns[cname])
 
-        def val(f: Field) -> str:
-            n = local[f.name]
-            return f"(None if {n} is None else [*{n}])" if f.is_array else n
-        pairs = ", ".join(f"{f.key!r}: {val(f)}" for f in fields)
+        lead_pairs = "".join(f"{f.key!r}: {local[f.name]}, " for f in lead)
+        rest_pairs = ", ".join(f"{f.key!r}: {local[f.name]}" for f in rest)
         body = head[:nlead] + [
             "k = buf[pos:end]",
             "if k.__class__ is not bytes: k = bytes(k)  # memoryview, bytearray: copy, never keep",
             f"t = {cname}.get(k)",
             "if t is None:",
             f"    t, pos = {tname}(buf, pos, end)",
+            f"    {', '.join(tnames)}, = t",
+            f"    tmpl = {{{rest_pairs}}}",
+            "    if unk is not None: tmpl[_UNK] = unk",
+            "    t = tmpl, tuple([k for k, v in tmpl.items() if v.__class__ is list])",
             f"    if pos == end and len({cname}) < _TCMAX: {cname}[k] = t",
             "else:",
             "    pos = end",
-            f"{', '.join(tnames)}, = t",
-            f"d = {{{pairs}}}",
-            "if unk is not None: d[_UNK] = [*unk]",
+            "tmpl, lists = t",
+            f"d = {{{lead_pairs}**tmpl}}",
+            "for k in lists: d[k] = [*d[k]]",
             "return d, pos",
         ]
         self.funcs.append(f"def {fname}(buf, pos, end):\n" + "".join(f"    {l}\n" for l in body))
