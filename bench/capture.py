@@ -1,7 +1,7 @@
 """Capture benchmark (not a test): latency from a change's commit (batch append time) to its event on the
 events topic (the message's CreateTime, set when the worker sends it), p50/p99 at steady state, and
-throughput during a burst of partition changes (topics with many partitions, then a mass preferred
-election after a broker restart).
+throughput during a burst of partition changes (topics with many partitions) while the worker runs, and
+the catch-up rate: a second burst committed while the worker is stopped, then read as a backlog.
 
     .venv/bin/python bench/capture.py [--burst-partitions 100000] [--steady 30]
 
@@ -50,12 +50,16 @@ def events(bootstrap: str, topic: str, start: int = 0):
     return out, hi
 
 
-def wait_quiet(bootstrap, topic, quiet=3.0, timeout=600):
+def wait_quiet(bootstrap, topic, quiet=3.0, timeout=600, expect=None):
+    """The topic's end offset once it reaches `expect` (if given) or has not moved for `quiet` seconds."""
     from confluent_kafka import Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False})
     last, since, deadline = -1, time.monotonic(), time.monotonic() + timeout
     while time.monotonic() < deadline:
         hi = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
+        if expect is not None and hi >= expect:
+            last = hi
+            break
         if hi != last:
             last, since = hi, time.monotonic()
         elif time.monotonic() - since > quiet:
@@ -173,6 +177,8 @@ def main() -> None:
     ap.add_argument("--burst-partitions", type=int, default=100_000)
     ap.add_argument("--partitions-per-topic", type=int, default=1000)
     ap.add_argument("--steady", type=int, default=30, help="steady-state changes (one topic every 0.3 s)")
+    ap.add_argument("--catch-up-partitions", type=int, default=None,
+                    help="partitions created while the worker is stopped (default: --burst-partitions; 0: skip)")
     ap.add_argument("--offline", action="store_true", help="the normalize path alone (no Kafka); see the doc")
     ap.add_argument("--profile", action="store_true", help="with --offline: cProfile top 25 by own time")
     a = ap.parse_args()
@@ -189,8 +195,28 @@ def main() -> None:
                    CTRLAUDIT_RAW_TOPIC=f"{prefix}.raw", CTRLAUDIT_EVENTS_TOPIC=f"{prefix}.events",
                    CTRLAUDIT_ALERTS_TOPIC=f"{prefix}.alerts", CTRLAUDIT_DEAD_LETTER_TOPIC=f"{prefix}.dlq",
                    CTRLAUDIT_DATA_DIR=str(work / "faust"))
-        worker = subprocess.Popen([sys.executable, "-m", "services.capture", "worker", "-l", "warn"], env=env,
-                                  cwd=ROOT, stdout=open(work / "worker.log", "wb"), stderr=subprocess.STDOUT)
+        def start_worker(log):
+            # --without-web: another worker on this box may hold Faust's web port
+            return subprocess.Popen([sys.executable, "-m", "services.capture", "worker", "-l", "warn", "--without-web"],
+                                    env=env, cwd=ROOT, stdout=open(work / log, "wb"), stderr=subprocess.STDOUT)
+
+        def create(name, partitions):
+            """Topics of --partitions-per-topic partitions, RF 1; returns how many topics."""
+            n = topics = 0
+            while n < partitions:
+                k = min(a.partitions_per_topic, partitions - n)
+                admin.create_topics([NewTopic(f"{prefix}-{name}{n}", k, 1)])
+                n, topics = n + k, topics + 1
+            return topics
+
+        def rates(evs):
+            sends = [ts for _, ts in evs]
+            appends = [e.event_time_ms for e, _ in evs]
+            span = (max(sends) - min(sends)) / 1000 if len(sends) > 1 else float("nan")
+            commit_span = (max(appends) - min(appends)) / 1000 if len(appends) > 1 else float("nan")
+            return span, commit_span, (round(len(evs) / span) if span and span == span else None)
+
+        worker = start_worker("worker.log")
         try:
             ev_topic = f"{prefix}.events"
             time.sleep(15)
@@ -206,29 +232,53 @@ def main() -> None:
             lat = [ts - e.event_time_ms for e, ts in steady if e.source.kind.value == "KRAFT_LOG"]
             if not lat:
                 raise SystemExit(f"no events captured; see {work / 'worker.log'}")
-            # burst: many partitions at once, then a mass election
+            # live burst: many partitions at once (topics of --partitions-per-topic partitions); its rate is
+            # bounded by how fast the controller commits them, so the lag says how far capture falls behind
             t0 = time.time()
-            n = 0
-            while n < a.burst_partitions:
-                k = min(a.partitions_per_topic, a.burst_partitions - n)
-                admin.create_topics([NewTopic(f"{prefix}-b{n}", k, 1)])
-                n += k
-            end2 = wait_quiet(c.bootstrap_servers, ev_topic, quiet=5, timeout=1800)
+            topics = create("b", a.burst_partitions)
+            end2 = wait_quiet(c.bootstrap_servers, ev_topic, quiet=60, timeout=1800,
+                              expect=end + a.burst_partitions + topics)
             burst, _ = events(c.bootstrap_servers, ev_topic, end)
-            admin.close()
-            sends = [ts for _, ts in burst]
-            appends = [e.event_time_ms for e, _ in burst]
-            span = (max(sends) - min(sends)) / 1000 if len(sends) > 1 else float("nan")
-            commit_span = (max(appends) - min(appends)) / 1000 if len(appends) > 1 else float("nan")
+            span, commit_span, eps = rates(burst)
             blat = [ts - e.event_time_ms for e, ts in burst]
+            # catch-up: the worker is stopped while a second burst is committed, then started: it reads the
+            # backlog from the metadata log as fast as it can (source -> raw topic -> normalize -> events
+            # topic, every hop through Kafka), which is the capture's sustained rate, not the controller's
+            catch = {}
+            n_catch = a.burst_partitions if a.catch_up_partitions is None else a.catch_up_partitions
+            if n_catch:
+                worker.send_signal(signal.SIGTERM)
+                try:
+                    worker.wait(60)
+                except subprocess.TimeoutExpired:
+                    worker.kill()
+                    worker.wait(10)
+                t1 = time.time()
+                topics = create("c", n_catch)
+                committed_s = time.time() - t1
+                started = time.time()
+                worker = start_worker("worker2.log")
+                end3 = wait_quiet(c.bootstrap_servers, ev_topic, quiet=90, timeout=1800,
+                                  expect=end2 + n_catch + topics)
+                backlog, _ = events(c.bootstrap_servers, ev_topic, end2)
+                cspan, _, ceps = rates(backlog)
+                catch = {
+                    "catch_up_partitions": n_catch, "catch_up_events": len(backlog),
+                    "catch_up_commit_seconds_worker_stopped": round(committed_s, 1),
+                    "catch_up_emit_seconds": round(cspan, 2), "catch_up_events_per_s": ceps,
+                    "catch_up_start_to_last_event_s": round(max(ts for _, ts in backlog) / 1000 - started, 1)
+                    if backlog else None,
+                }
+            admin.close()
             segs = sorted(p.name for p in c.metadata_dir(1).iterdir() if p.suffix == ".log")
             result = {
                 "steady_events": len(lat), "p50_ms": statistics.median(lat) if lat else None,
                 "p99_ms": pct(lat, 99) if lat else None, "burst_partitions": a.burst_partitions,
                 "burst_events": len(burst), "burst_emit_seconds": round(span, 2),
-                "burst_commit_seconds": round(commit_span, 2),
-                "events_per_s": round(len(burst) / span) if span and span == span else None,
+                "burst_commit_seconds": round(commit_span, 2), "events_per_s": eps,
                 "burst_p99_lag_ms": pct(blat, 99) if blat else None, "max_lag_ms": max(blat) if blat else None,
+                **catch,
+                "metadata_segments": len(segs),
                 "first_segment_still_present": segs[:1] == ["00000000000000000000.log"],
                 "wall_s": round(time.time() - t0, 1),
                 "load_average_1_5_15": " ".join(f"{x:.2f}" for x in os.getloadavg()),
@@ -238,7 +288,9 @@ def main() -> None:
             worker.wait(10)
     line = (f"\n### capture — {time.strftime('%Y-%m-%d %H:%M')} — {platform.node()} ({platform.processor() or platform.machine()}, "
             f"{os.cpu_count()} CPUs), Kafka 4.x 3 nodes local\n\n"
-            f"`.venv/bin/python bench/capture.py --burst-partitions {a.burst_partitions} --steady {a.steady}`\n\n"
+            f"`.venv/bin/python bench/capture.py --burst-partitions {a.burst_partitions} --steady {a.steady}"
+            + (f" --catch-up-partitions {a.catch_up_partitions}" if a.catch_up_partitions is not None else "")
+            + "`\n\n"
             + "\n".join(f"- {k}: {v}" for k, v in result.items()) + "\n")
     print(line)
     res = ROOT / "bench" / "RESULTS.md"

@@ -26,6 +26,7 @@ app = faust.App(
     store="memory://",  # tables recover from their changelog topics on start
     datadir=settings.data_dir,
     web_enabled=False,
+    web_port=settings.web_port,  # the `worker` command starts the web server anyway (unless --without-web)
     topic_replication_factor=settings.replication_factor,
     topic_partitions=1,
     producer_acks=-1,

@@ -95,6 +95,7 @@ async def test_sender_cuts_full_batches_and_keeps_the_order(room):
     s = BatchSender(lambda: prod, "events")
     await s.send(out[:5])
     await s.send(out[5:])
+    await asyncio.sleep(0)  # the flusher queues the open batch
     sent = [item for topic, part, items in prod.sent for item in items]
     assert all(topic == "events" and part == 0 for topic, part, _ in prod.sent)
     assert sent == [(CL.encode(), v, [(logic.PROGRESS_HEADER, h)]) for _, h, v in out]
@@ -111,6 +112,7 @@ async def test_a_failed_delivery_raises_and_the_pipeline_rebuilds():
     s = BatchSender(lambda: prod, "events")
     out = _run(_raws([]))
     await s.send(out[:3])
+    await s._flusher
     prod.futures[0].set_exception(RuntimeError("broker gone"))
     with pytest.raises(DeliveryFailed, match="broker gone"):
         await s.send(out[3:])
@@ -140,3 +142,35 @@ async def test_a_failed_delivery_raises_and_the_pipeline_rebuilds():
     p.sink_events = ok
     await p.handle(0, None, agents.encode_raw(_raws([])[0]))
     assert len(reads) == 2 and [e.seq for e, *_ in got] == list(range(9))
+
+
+@pytest.mark.asyncio
+async def test_events_emitted_while_a_batch_waits_join_the_next_batch_in_order():
+    class SlowProducer(FakeProducer):
+        def __init__(self):
+            super().__init__(100)
+            self.gate = asyncio.Event()
+
+        async def send_batch(self, batch, topic, *, partition):
+            if self.sent:  # the producer takes the next batch only when the one before has left
+                await self.gate.wait()
+            return await super().send_batch(batch, topic, partition=partition)
+
+    prod = SlowProducer()
+    s = BatchSender(lambda: prod, "events")
+    out = _run(_raws([2, 5]))
+    await s.send(out[:2])
+    await asyncio.sleep(0)  # batch 1 queued at once (nothing in flight)
+    await s.send(out[2:5])
+    await asyncio.sleep(0)  # the flusher takes these and waits for the producer
+    await s.send(out[5:])  # -> a new open batch, queued after
+    prod.gate.set()
+    for f in prod.futures:
+        f.set_result(None)
+    while s._flusher is not None and not s._flusher.done():
+        await asyncio.sleep(0)
+        for f in prod.futures:
+            if not f.done():
+                f.set_result(None)
+    assert [len(items) for *_, items in prod.sent] == [2, 3, 4]
+    assert [v for *_, items in prod.sent for _, v, _ in items] == [v for _, _, v in out]
