@@ -108,9 +108,12 @@ def bench(events: int, root: Path, topics: int, partitions: int, workers: int, s
     store_path = root / f"store-{events}.duckdb"
     store_path.unlink(missing_ok=True)
     with Store(store_path) as store:
-        t = time.perf_counter()
+        load_avg_before = os.getloadavg()[0]
+        t, cpu = time.perf_counter(), time.process_time()
         report = store.load([archive], workers=workers)
-        load_s = time.perf_counter() - t
+        load_s, load_cpu = time.perf_counter() - t, time.process_time() - cpu
+        load_avg_after = os.getloadavg()[0]
+        load_peak, _ = peak_mb()
         last = store.point()
         rnd = random.Random(seed)
         points = [store.point(seq=rnd.randrange(last.seq + 1)) for _ in range(20)]
@@ -128,14 +131,18 @@ def bench(events: int, root: Path, topics: int, partitions: int, workers: int, s
         "events": f"{events:,}",
         "partitions": f"{topics * partitions:,}",
         "simulate": f"{sim_rate:,.0f}/s" if sim_rate else "(reused)",
-        "load": f"{report.events_added / load_s:,.0f}/s ({load_s:.1f} s)",
+        "load": f"{report.events_added / load_s:,.0f}/s ({load_s:.1f} s; decode wait {report.decode_seconds:.1f} s)",
+        "load CPU (all threads)": f"{load_cpu:.1f} s ({report.events_added / load_cpu:,.0f} events/CPU-s)",
+        "load average (1 min) before / after load": f"{load_avg_before:.1f} / {load_avg_after:.1f}",
         "as-of query (Arrow), median (max)": f"{statistics.median(sql_times) * 1000:,.0f} ms "
                                              f"({max(sql_times) * 1000:,.0f} ms)",
         "as-of with Python objects, median (max)": f"{statistics.median(times) * 1000:,.0f} ms "
                                                    f"({max(times) * 1000:,.0f} ms)",
         "partitions at the points": f"{min(rows):,}–{max(rows):,}",
         "fold": f"{fold:,.0f}/s (first {folded:,})",
-        "peak RSS": f"{own:,.0f} MB main, {child:,.0f} MB decode worker",
+        "peak RSS after load": f"{load_peak:,.0f} MB",
+        "peak RSS (incl. fold)": f"{own:,.0f} MB main, {child:,.0f} MB decode worker",
+        "load average at the end (1/5/15 min)": " / ".join(f"{x:.1f}" for x in os.getloadavg()),
     }
 
 
