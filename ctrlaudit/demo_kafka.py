@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -51,6 +52,19 @@ def _wait(pred, timeout: float, what: str, step_s: float = 0.5):
             return value
         time.sleep(step_s)
     raise SystemExit(f"demo: timed out after {timeout:.0f}s waiting for {what}")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _log_tail(log: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
 
 
 def _spawn(args: list[str], env: dict, log: Path) -> subprocess.Popen:
@@ -96,7 +110,7 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
     sentinel = f"{prefix}-{SENTINEL}"
     env = dict(os.environ, CTRLAUDIT_DATA_DIR=str(out / "faust"), CTRLAUDIT_ARCHIVE_FLUSH_SECONDS="1",
                CTRLAUDIT_BOOTSTRAP_SERVERS=c.bootstrap_servers, CTRLAUDIT_APP_ID=f"{prefix}-capture",
-               CTRLAUDIT_ARCHIVE_GROUP=f"{prefix}-archiver",
+               CTRLAUDIT_ARCHIVE_GROUP=f"{prefix}-archiver", CTRLAUDIT_WEB_PORT=str(_free_port()),
                **{f"CTRLAUDIT_{k}_TOPIC": f"{prefix}.{v}" for k, v in
                   (("RAW", "raw"), ("EVENTS", "events"), ("ALERTS", "alerts"), ("DEAD_LETTER", "dead-letter"))})
     bs = lambda: observe.running_bootstrap(c)  # noqa: E731
@@ -108,7 +122,16 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
     archiver = _spawn(["archive", "--archive-dir", str(archive), "--bootstrap-server", c.bootstrap_servers],
                       env, out / "archive.log")
     try:
-        _wait(lambda: _archived(archive), 120, "the first archived events (worker start-up)", 1)
+        def alive_and(pred):
+            def check():
+                for name, proc in (("capture", capture), ("archive", archiver)):
+                    if proc.poll() is not None:
+                        raise SystemExit(f"demo: ctrlaudit {name} exited with {proc.returncode}; the end of "
+                                         f"{out / (name + '.log')}:\n{_log_tail(out / (name + '.log'))}")
+                return pred()
+            return check
+
+        _wait(alive_and(lambda: _archived(archive)), 180, "the first archived events (worker start-up)", 1)
         say(f"capture is live: {len(_archived(archive))} events archived so far")
         c.tool("topics", "--bootstrap-server", bs(), "--create", "--topic", topic, "--partitions", "6",
                "--replication-factor", "3", "--config", "min.insync.replicas=2")
@@ -147,7 +170,8 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
                "--replication-factor", "3")
         mark_end = observe.stable_mark(c, "end")
         say(f"mark end: metadata offset {mark_end.offset}; waiting for the archive to catch up...")
-        events = _wait(lambda: _sentinel_archived(archive, sentinel), 120, "the archive to hold the last change", 1)
+        events = _wait(alive_and(lambda: _sentinel_archived(archive, sentinel)), 300,
+                       "the archive to hold the last change", 1)
         time.sleep(2)  # the offset sampler's last samples
     finally:
         _stop(capture)

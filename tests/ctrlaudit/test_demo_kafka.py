@@ -53,7 +53,7 @@ def test_state_at_mark_a_equals_describe_then(demo):
 
 def test_killed_leaders_partition_moved_and_the_controller_changed(demo):
     from replay.queries import state_as_of
-    from schemas.events import ControllerChange
+    from schemas.events import ControllerChange, PartitionChange
     from services.archive import clusters, iter_events
     cap, store, _, _, _ = demo
     before = cap.described_a.partitions[(cap.topic, cap.moved)].leader
@@ -61,7 +61,7 @@ def test_killed_leaders_partition_moved_and_the_controller_changed(demo):
     events = [e for cl in clusters(cap.archive) for e in iter_events(cap.archive / cl)]
     for e in events:
         p = e.payload
-        if getattr(p, "topic", None) == cap.topic and getattr(p, "partition", None) == cap.moved and p.after:
+        if isinstance(p, PartitionChange) and (p.topic, p.partition) == (cap.topic, cap.moved) and p.after:
             timeline_leaders.append(p.after.leader)
     assert timeline_leaders[0] == before
     assert any(leader != before for leader in timeline_leaders), timeline_leaders
