@@ -122,8 +122,22 @@ class ImageBuilder:
         return self
 
     def replay_all(self, events: Iterable[ControllerEvent]) -> ImageBuilder:
+        # The usual event (the next seq of this cluster, a partition change, not bootstrap) skips
+        # replay()'s envelope check and handler lookup: ~10% of the fold's time per event.
+        partition, replay = self._partition, self.replay
         for event in events:
-            self.replay(event)
+            payload = event.payload
+            if (type(payload) is PartitionChange and event.seq == self._seq + 1
+                    and event.cluster_id == self._cluster_id and not event.bootstrap):
+                try:
+                    partition(event, payload, False)
+                except ReplayError as exc:
+                    self.on_error(exc, event)
+                    partition(event, payload, True)
+                self._seq = event.seq
+                self._last = event
+            else:
+                replay(event)
         return self
 
     # --- lookups over base + overlay ------------------------------------------------------
