@@ -59,36 +59,39 @@ def rebuild_partitions(con: duckdb.DuckDBPyConnection, touched: str | None) -> N
                         AND p.topic_id = k.topic_id AND p."partition" = k."partition" """)
     else:
         con.execute("DELETE FROM partition_intervals")
+    # The window runs over the narrow key columns only and the wide state is joined back by seq:
+    # measured at 10M events, 22 instead of 40 CPU-s. No ORDER BY on the insert: sorting the wide
+    # rows took 7.8 GB of RSS past DuckDB's memory limit, and queries order their own results.
     con.execute(f"""
         INSERT INTO partition_intervals
         WITH changes AS (
-            SELECT e.cluster_id, e.topic_id, e.topic, e."partition", e.seq, e.event_time_ms, e.source_offset,
-                   e.event_id, e.controller_id, e.controller_epoch, e.changes, e.election, e.has_after,
-                   e.a_replicas, e.a_isr, e.a_adding, e.a_removing, e.a_elr, e.a_last_known_elr, e.a_leader,
-                   e.a_leader_epoch, e.a_partition_epoch, e.a_recovery,
-                   LEAD(seq) OVER w AS next_seq, LEAD(event_time_ms) OVER w AS next_time
+            SELECT e.cluster_id, e.topic_id, e.seq, e.has_after,
+                   LEAD(e.seq) OVER w AS next_seq, LEAD(e.event_time_ms) OVER w AS next_time
             FROM events e {keys}
-            WHERE kind = 'PartitionChange'
-            WINDOW w AS (PARTITION BY cluster_id, topic_id, "partition" ORDER BY seq)
+            WHERE e.kind = 'PartitionChange'
+            WINDOW w AS (PARTITION BY e.cluster_id, e.topic_id, e."partition" ORDER BY e.seq)
         ), {_DELETES.strip()},
         first_delete AS (
             SELECT c.cluster_id, c.seq, min(d.del_seq) AS del_seq, arg_min(d.del_time, d.del_seq) AS del_time
             FROM changes c JOIN topic_deletes d
               ON d.cluster_id = c.cluster_id AND d.topic_id = c.topic_id AND d.del_seq > c.seq
-            GROUP BY ALL
+            GROUP BY c.cluster_id, c.seq
+        ),
+        ends AS (
+            SELECT c.cluster_id, c.seq,
+                   CASE WHEN f.del_seq IS NOT NULL AND (c.next_seq IS NULL OR f.del_seq < c.next_seq)
+                        THEN f.del_seq ELSE c.next_seq END AS to_seq,
+                   CASE WHEN f.del_seq IS NOT NULL AND (c.next_seq IS NULL OR f.del_seq < c.next_seq)
+                        THEN f.del_time ELSE c.next_time END AS to_time
+            FROM changes c LEFT JOIN first_delete f ON f.cluster_id = c.cluster_id AND f.seq = c.seq
+            WHERE c.has_after
         )
-        SELECT c.cluster_id, c.topic_id, c.topic, c."partition", c.seq,
-               CASE WHEN f.del_seq IS NOT NULL AND (c.next_seq IS NULL OR f.del_seq < c.next_seq)
-                    THEN f.del_seq ELSE c.next_seq END,
-               c.event_time_ms,
-               CASE WHEN f.del_seq IS NOT NULL AND (c.next_seq IS NULL OR f.del_seq < c.next_seq)
-                    THEN f.del_time ELSE c.next_time END,
-               c.source_offset, c.event_id, c.controller_id, c.controller_epoch, c.changes, c.election,
-               a_replicas, a_isr, a_adding, a_removing, a_elr, a_last_known_elr, a_leader, a_leader_epoch,
-               a_partition_epoch, a_recovery
-        FROM changes c LEFT JOIN first_delete f ON f.cluster_id = c.cluster_id AND f.seq = c.seq
-        WHERE c.has_after
-        ORDER BY c.cluster_id, c.topic_id, c."partition", c.seq
+        SELECT e.cluster_id, e.topic_id, e.topic, e."partition", e.seq, n.to_seq, e.event_time_ms, n.to_time,
+               e.source_offset, e.event_id, e.controller_id, e.controller_epoch, e.changes, e.election,
+               e.a_replicas, e.a_isr, e.a_adding, e.a_removing, e.a_elr, e.a_last_known_elr, e.a_leader,
+               e.a_leader_epoch, e.a_partition_epoch, e.a_recovery
+        FROM events e JOIN ends n ON e.cluster_id = n.cluster_id AND e.seq = n.seq
+        WHERE e.kind = 'PartitionChange'
     """)
 
 
