@@ -123,9 +123,31 @@ def synthetic_raw(partitions: int, per_topic: int, cluster: str = "bench-cluster
     return out
 
 
+def offline_process_only(a) -> None:
+    """--src DIR: CaptureState.process alone (no producer batches) with services/ and schemas/ taken from
+    DIR, e.g. an older commit: `git archive 9d4cec4 services schemas | tar -x -C /tmp/old` (A/B on one box)."""
+    values = synthetic_raw(a.burst_partitions, a.partitions_per_topic)
+    for m in [m for m in sys.modules if m.split(".")[0] in ("services", "schemas")]:
+        del sys.modules[m]
+    sys.path.insert(0, str(Path(a.src).resolve()))
+    from services.capture import logic
+    st, n = None, 0
+    t, cpu = time.perf_counter(), time.process_time()
+    for v in values:
+        r = logic.parse_raw(v)
+        st = st or logic.CaptureState(r.cluster_id, r.node_id)
+        n += len(st.process(r))
+    dt, cpu = time.perf_counter() - t, time.process_time() - cpu
+    print(f"process only ({logic.__file__}): {n} events, {cpu:.2f} s CPU = {n / cpu:,.0f} events per CPU-second; "
+          f"{dt:.2f} s wall = {n / dt:,.0f}/s; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def offline(a) -> None:
     import cProfile
     import pstats
+
+    if a.src:
+        return offline_process_only(a)
 
     from services.capture.agents import Pipeline
     t = time.perf_counter()
@@ -181,6 +203,7 @@ def main() -> None:
                     help="partitions created while the worker is stopped (default: --burst-partitions; 0: skip)")
     ap.add_argument("--offline", action="store_true", help="the normalize path alone (no Kafka); see the doc")
     ap.add_argument("--profile", action="store_true", help="with --offline: cProfile top 25 by own time")
+    ap.add_argument("--src", help="with --offline: CaptureState.process only, code from this tree (A/B)")
     a = ap.parse_args()
     if a.offline:
         return offline(a)
@@ -258,7 +281,7 @@ def main() -> None:
                 committed_s = time.time() - t1
                 started = time.time()
                 worker = start_worker("worker2.log")
-                end3 = wait_quiet(c.bootstrap_servers, ev_topic, quiet=90, timeout=1800,
+                end3 = wait_quiet(c.bootstrap_servers, ev_topic, quiet=300, timeout=1800,  # a restart first replays the raw topic
                                   expect=end2 + n_catch + topics)
                 backlog, _ = events(c.bootstrap_servers, ev_topic, end2)
                 cspan, _, ceps = rates(backlog)
