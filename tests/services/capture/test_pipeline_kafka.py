@@ -188,10 +188,14 @@ def run(kafka_cluster, tmp_path_factory):
     last = max(e.source.offset for e in offline)
 
     def caught_up():
+        # Like a supervisor (compose's restart: unless-stopped): a worker that exited by itself, e.g. at
+        # start-up while a broker was down, is started again. Its restarts are not counted as kills.
+        if worker.proc.poll() is not None:
+            worker.start()
         ev = [e for e in _archive_events(work / "archive") if e.source.kind.value.startswith("KRAFT")]
         return ev if ev and max(e.source.offset for e in ev) >= last else None
     try:
-        _wait(caught_up, 120, "the archive to reach the copied log's end", step=1)
+        _wait(caught_up, 240, "the archive to reach the copied log's end", step=1)
     finally:
         time.sleep(2)
         archiver.send_signal(signal.SIGTERM)
