@@ -58,6 +58,20 @@ def peak_mb() -> tuple[float, float]:
     return own, child
 
 
+def phase_peak_mb(reset: bool = True) -> float | None:
+    """Peak RSS (VmHWM) since the last reset, then reset it (Linux: "5" to clear_refs), so each
+    phase's peak is seen apart; None where /proc does not offer it. The "queries" phase includes
+    everything after the load until the fold: points, as-of queries and closing the store."""
+    try:
+        status = Path("/proc/self/status").read_text()
+        peak = int(status.split("VmHWM:")[1].split()[0]) / 1024
+        if reset:
+            Path("/proc/self/clear_refs").write_text("5")
+        return peak
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def history(root: Path, events: int, topics: int, partitions: int, seed: int) -> tuple[Path, float | None]:
     out = root / f"sim-{events}"
     marker = out / "COMPLETE"
@@ -108,13 +122,14 @@ def bench(events: int, root: Path, topics: int, partitions: int, workers: int, s
     archive, sim_rate = history(root, events, topics, partitions, seed)
     store_path = root / f"store-{events}.duckdb"
     store_path.unlink(missing_ok=True)
+    phase_peak_mb()
     with Store(store_path) as store:
         load_avg_before = os.getloadavg()[0]
         t, cpu = time.perf_counter(), time.process_time()
         report = store.load([archive], workers=workers)
         load_s, load_cpu = time.perf_counter() - t, time.process_time() - cpu
         load_avg_after = os.getloadavg()[0]
-        load_peak, _ = peak_mb()
+        load_peak = phase_peak_mb()
         last = store.point()
         rnd = random.Random(seed)
         points = [store.point(seq=rnd.randrange(last.seq + 1)) for _ in range(20)]
@@ -126,7 +141,9 @@ def bench(events: int, root: Path, topics: int, partitions: int, workers: int, s
             t = time.perf_counter()
             rows.append(len(state_as_of(store, p).partitions))
             times.append(time.perf_counter() - t)
+    query_peak = phase_peak_mb()
     folded, fold, fold_cpu = fold_rate(archive, limit=min(events, 2_000_000))
+    fold_peak = phase_peak_mb()
     own, child = peak_mb()
     return {
         "events": f"{events:,}",
@@ -141,8 +158,11 @@ def bench(events: int, root: Path, topics: int, partitions: int, workers: int, s
                                                    f"({max(times) * 1000:,.0f} ms)",
         "partitions at the points": f"{min(rows):,}–{max(rows):,}",
         "fold": f"{fold:,.0f}/s wall, {fold_cpu:,.0f}/CPU-s (first {folded:,})",
-        "peak RSS after load": f"{load_peak:,.0f} MB",
-        "peak RSS (incl. fold)": f"{own:,.0f} MB main, {child:,.0f} MB decode worker",
+        "peak RSS in load / queries / fold": " / ".join("?" if v is None else f"{v:,.0f} MB"
+                                                        for v in (load_peak, query_peak, fold_peak)),
+        # ru_maxrss is reset along with VmHWM, so the run's peak is the largest phase peak.
+        "peak RSS of the run": f"{max(v or 0 for v in (load_peak, query_peak, fold_peak, own)):,.0f} MB main, "
+                               f"{child:,.0f} MB decode worker",
         "load average at the end (1/5/15 min)": " / ".join(f"{x:.1f}" for x in os.getloadavg()),
     }
 

@@ -227,10 +227,14 @@ class Store:
             t = _time.perf_counter()
             self._rebuild_intervals(run)
             con.execute("COMMIT")
-            report.store_seconds += _time.perf_counter() - t
         except BaseException:
             con.execute("ROLLBACK")
             raise
+        else:
+            # Checkpoint now, under the load's memory limit: left to close() it ran with DuckDB's
+            # default limit and took the RSS to 8 GB at 10M events (2.3 GB for the load itself).
+            con.execute("CHECKPOINT")
+            report.store_seconds += _time.perf_counter() - t
         finally:
             batches.close()
             con.execute(f"SET memory_limit = '{previous_limit}'")
