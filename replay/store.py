@@ -41,10 +41,13 @@ class Point:
     source_offset: int
     event_time_ms: int
     event_id: str
+    source_kind: str = ""
 
     def describe(self) -> str:
         when = datetime.fromtimestamp(self.event_time_ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
-        return f"as of seq {self.seq} (offset {self.source_offset}, {when})"
+        # An offset sample's source position is its sampling round (epoch millis), not a log offset.
+        where = "an offset sample" if self.source_kind == "OFFSET_SAMPLER" else f"offset {self.source_offset}"
+        return f"as of seq {self.seq} ({where}, {when})"
 
 
 @dataclass
@@ -350,7 +353,9 @@ class Store:
         if seq is not None:
             cond, args, what = "seq <= ?", [seq], f"seq {seq}"
         elif offset is not None:
-            cond, args, what = "source_offset >= 0 AND source_offset <= ?", [offset], f"offset {offset}"
+            # Log positions only: offset samples' positions are sampling times, not log offsets.
+            cond, args, what = ("source_offset >= 0 AND source_offset <= ? AND source_kind <> 'OFFSET_SAMPLER'",
+                                [offset], f"offset {offset}")
         elif time is not None:
             cond, args, what = "event_time_ms <= ?", [parse_time(time)], f"time {time}"
         elif event_id is not None:
@@ -358,7 +363,7 @@ class Store:
         else:
             cond, args, what = "TRUE", [], "the newest event"
         rows = self.con.execute(f"""
-            SELECT seq, source_offset, event_time_ms, event_id FROM events
+            SELECT seq, source_offset, event_time_ms, event_id, source_kind FROM events
             WHERE cluster_id = ? AND seq = (SELECT max(seq) FROM events WHERE cluster_id = ? AND {cond})
         """, [cluster, cluster, *args]).fetchall()
         if not rows:

@@ -170,3 +170,30 @@ def test_points_and_clusters(tmp_path, loaded, history):
         loaded.point(cluster_id="x")
     with pytest.raises(StoreError, match="no such store"):
         Store(tmp_path / "missing.duckdb", read_only=True)
+
+
+def test_offset_points_skip_offset_samples(tmp_path):
+    """An offset sample's source position is its sampling time (epoch millis): `--offset N` must not
+    pick it as a log position, and a point at a sample says so instead of printing a huge offset."""
+    from dataclasses import replace as dc_replace
+
+    from schemas.events import OffsetSample, SourceKind
+    from tests.checks.histories import baseline
+
+    h = baseline("c")
+    h.sample("t", 0, 150, {2: 160, 3: 160, 4: 160})  # the newest event: a sample
+    events = []
+    for e in h.events:
+        if isinstance(e.payload, OffsetSample):
+            e = dc_replace(e, source=dc_replace(e.source, kind=SourceKind.OFFSET_SAMPLER, offset=1_795_326_118_759))
+        events.append(e)
+    h.events = events
+    path = h.write(tmp_path / "h.avro")
+    with Store(tmp_path / "s.duckdb") as s:
+        s.load([path])
+        newest = s.point()
+        assert newest.source_kind == "OFFSET_SAMPLER"
+        assert "an offset sample" in newest.describe() and "1795326118759" not in newest.describe()
+        at = s.point(offset=10**13)  # beyond every log offset: the last log event, not the sample
+        assert at.source_kind != "OFFSET_SAMPLER" and at.seq < newest.seq
+        assert f"offset {at.source_offset}" in at.describe()
