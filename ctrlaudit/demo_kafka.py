@@ -6,7 +6,7 @@ archive`) -> drive a short incident with Kafka's own tools: mark A, kill -9 a br
 shrink, leader moves), restart it, preferred election, move a replica, kill -9 the active controller
 (a new epoch) -> wait until the archive holds the last change -> stop everything -> `verify` the
 archive, load it, and show the state at mark A and at the end, a diff, a timeline, an explanation and
-the invariant check. Everything lands in demo-out/; the cluster is torn down.
+the invariant check; last, `import kraft` decodes a copy of the node's metadata log offline. Everything lands in demo-out/; the cluster is torn down.
 
 `run_scenario` takes a running cluster so that the test suite can drive the same loop
 (tests/ctrlaudit/test_demo_kafka.py).
@@ -39,6 +39,7 @@ class Captured:
     moved: int             # a partition of the topic the killed broker led at mark A: its leader moved
     topic: str = TOPIC
     described_a: object = None   # observe.Described at mark A (what kafka-topics --describe printed)
+    metadata_copy: Path | None = None  # the tailed node's __cluster_metadata-0, copied at the end
 
 
 def _wait(pred, timeout: float, what: str, step_s: float = 0.5):
@@ -178,7 +179,10 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
         _stop(archiver)
     events = max(events, len(_archived(archive)))
     say(f"capture stopped: {events} events archived")
-    return Captured(archive, mark_a.offset, mark_end.offset, events, moved, topic, mark_a.described)
+    from services.cluster.testing import copy_node_metadata
+    copy = copy_node_metadata(c, source, out / "metadata-copy")
+    say(f"copied node {source}'s metadata log to {copy} (for the offline import)")
+    return Captured(archive, mark_a.offset, mark_end.offset, events, moved, topic, mark_a.described, copy)
 
 
 def forensics(cap: Captured, out: Path) -> None:
@@ -196,6 +200,10 @@ def forensics(cap: Captured, out: Path) -> None:
     step(f"why {cap.topic}-{p}'s leader last moved", "explain", "--store", store, "--topic", cap.topic, "--partition", p,
          "--last-leader-change")
     step("the invariant catalog over the whole history", "check", store, check=False)
+    if cap.metadata_copy is not None:
+        step("the same history offline: decode the copied metadata log (what an operator does with a copy "
+             "taken after an incident)", "import", "kraft", str(cap.metadata_copy), "--out", str(out / "imported"))
+        step("the events decoded offline, verified", "verify", str(out / "imported"))
 
 
 def main() -> None:
