@@ -50,6 +50,7 @@ sys.path.insert(0, str(REPO))
 
 from services.kraft import LogReader, metadata_files  # noqa: E402
 from services.kraft.files import segment_base_offset  # noqa: E402
+from services.cluster.testing import cut_partial_tails  # noqa: E402
 
 CHUNK = 5000
 SEGMENT_BYTES = 16 * 2**20
@@ -324,13 +325,7 @@ def _copy_out(c, out: Path) -> None:
     for p in metadata_files(src):
         if segment_base_offset(p) is not None:
             shutil.copyfile(p, out / p.name)
-    for p in metadata_files(out):  # a kill -9 can leave half a batch at the end
-        r = LogReader(p, live=True)
-        for _ in r.batches():
-            pass
-        if r.partial_tail is not None:
-            with open(p, "r+b") as f:
-                f.truncate(r.partial_tail.position)
+    cut_partial_tails(out)  # a kill -9 can leave half a batch at the end
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -57,17 +57,23 @@ def copy_node_metadata(cluster: KafkaCluster, node_id: int, dest: Path) -> Path:
     """Copy one node's ``__cluster_metadata-0`` (plus meta.properties, so the import finds the
     cluster id) and cut a copied active segment that ends inside a batch (the copy raced an
     append) back to its last whole batch. Returns the copied partition directory."""
-    from services.kraft import LogReader, metadata_files
     root = dest / f"node{node_id}"
     target = root / "__cluster_metadata-0"
     shutil.copytree(cluster.metadata_dir(node_id), target,
                     ignore=shutil.ignore_patterns("*.part", "*.deleted", "*.swap"))
     shutil.copy(cluster.nodes[node_id].data_dir / "meta.properties", root / "meta.properties")
-    for f in metadata_files(target):
+    cut_partial_tails(target)
+    return target
+
+
+def cut_partial_tails(directory: Path) -> None:
+    """Cut each copied segment that ends inside a batch (the copy raced an append, or a kill -9 left
+    half a batch) back to its last whole batch."""
+    from services.kraft import LogReader, metadata_files
+    for f in metadata_files(directory):
         reader = LogReader(f, live=True)
         for _ in reader.batches():
             pass
         if reader.partial_tail is not None:
             with open(f, "r+b") as fo:
                 fo.truncate(reader.partial_tail.position)
-    return target
