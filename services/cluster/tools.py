@@ -24,6 +24,8 @@ _COMMON = {
     "producer-perf": "org.apache.kafka.tools.ProducerPerformance",
     "server": "kafka.Kafka",
 }
+# Tools that only read: safe to run again.
+_READ_ONLY = {"metadata-shell", "dump-log"}
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -102,8 +104,17 @@ class KafkaTools:
     def run(self, tool: str, *args: str, check: bool = True, timeout: float = 120,
             input: str | None = None) -> ToolResult:
         cmd = self.command(tool, *args)
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              input=input, stdin=None if input is not None else subprocess.DEVNULL)
+        # Read-only tools get a second try when they time out: a MetadataShell run that normally takes
+        # seconds once hung past 120 s in a CI run. Tools that change the cluster are never repeated.
+        tries = 2 if tool in _READ_ONLY else 1
+        for attempt in range(tries):
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                                      input=input, stdin=None if input is not None else subprocess.DEVNULL)
+                break
+            except subprocess.TimeoutExpired:
+                if attempt + 1 == tries:
+                    raise
         res = ToolResult(cmd, proc.returncode, proc.stdout, proc.stderr)
         return res.check() if check else res
 
