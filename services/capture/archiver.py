@@ -74,6 +74,33 @@ class Archive:
         return n
 
 
+def commit(consumer, retry_seconds: float = 30.0, pause: float = 0.5) -> bool:
+    """Commit the consumed offsets (the files are fsynced already). A transient failure -- the group
+    coordinator loading or moving after a broker restart -- is retried for `retry_seconds`, then left
+    to the next checkpoint: the archive skips events it already holds by seq, so an offset left
+    uncommitted only means reading those events again. Any other failure is raised."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    transient = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR,
+                 KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.REQUEST_TIMED_OUT,
+                 KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError.REBALANCE_IN_PROGRESS}
+    deadline = time.monotonic() + retry_seconds
+    while True:
+        try:
+            consumer.commit(asynchronous=False)
+            return True
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.code() == KafkaError._NO_OFFSET:
+                return True  # nothing consumed since the last commit
+            if err.code() not in transient and not err.retriable():
+                raise
+            if time.monotonic() >= deadline:
+                log.warning("commit still failing (%s); the next checkpoint commits", err)
+                return False
+            time.sleep(pause)
+
+
 def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) -> Archive:
     """Consume until SIGTERM/SIGINT (or `idle_exit` seconds without a message)."""
     from confluent_kafka import Consumer, KafkaError
@@ -106,13 +133,13 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) 
             now = time.monotonic()
             if pending and now - last_checkpoint >= settings.archive_flush_seconds:
                 archive.checkpoint()
-                consumer.commit(asynchronous=False)  # only after the files are fsynced
+                commit(consumer)  # only after the files are fsynced
                 pending, last_checkpoint = False, now
             if idle_exit is not None and not msgs and now - last_msg > idle_exit:
                 break
         if pending:
             archive.checkpoint()
-            consumer.commit(asynchronous=False)
+            commit(consumer)
     finally:
         consumer.close()
         for s, h in old.items():
