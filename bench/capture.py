@@ -69,6 +69,21 @@ def wait_quiet(bootstrap, topic, quiet=3.0, timeout=600, expect=None):
     return last
 
 
+def cpu_s(pid: int) -> float:
+    """utime + stime of a process so far (seconds), 0 if it is gone."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def box_idle_s() -> float:
+    """Idle CPU-seconds of the whole machine so far (all cores; /proc/stat idle + iowait)."""
+    f = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    return (int(f[4]) + int(f[5])) / os.sysconf("SC_CLK_TCK")
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
@@ -194,6 +209,103 @@ def offline(a) -> None:
         pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
+def backlog_run(a) -> None:
+    """--backlog-dir DIR: the capture's sustained rate on a real metadata log that already exists (e.g. the
+    1M-record log of bench/kraft_workload.py). A fresh 3-node cluster carries only the capture topics, so
+    its brokers are not also maintaining the burst's partitions (in the burst runs above they took ~3.4x
+    the worker's CPU on the same 2 cores); the worker tails DIR with the commit gate off (the log is
+    complete and committed) through the raw topic, normalize and the events topic, like any backlog."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from services.cluster.testing import running_cluster
+    from services.normalize.offline import cluster_id_of
+    src = Path(a.backlog_dir).resolve()
+    work = Path(tempfile.mkdtemp(prefix="bench-capture-"))
+    prefix = "bench" + uuid.uuid4().hex[:4]
+    ev_topic = f"{prefix}.events"
+    with running_cluster(work / "cluster", "4.x", heap="1g") as c:
+        env = dict(os.environ, PYTHONPATH=str(ROOT), CTRLAUDIT_BOOTSTRAP_SERVERS=c.bootstrap_servers,
+                   CTRLAUDIT_METADATA_DIR=str(src), CTRLAUDIT_COMMIT_GATE="none",
+                   CTRLAUDIT_CLUSTER_ID=cluster_id_of([src]) or f"backlog-{src.name}", CTRLAUDIT_APP_ID=prefix,
+                   CTRLAUDIT_RAW_TOPIC=f"{prefix}.raw", CTRLAUDIT_EVENTS_TOPIC=ev_topic,
+                   CTRLAUDIT_ALERTS_TOPIC=f"{prefix}.alerts", CTRLAUDIT_DEAD_LETTER_TOPIC=f"{prefix}.dlq",
+                   CTRLAUDIT_DATA_DIR=str(work / "faust"))
+        brokers0, idle0, started = sum(cpu_s(p.pid) for p in c.procs.values()), box_idle_s(), time.time()
+        cmd = [sys.executable, "-m", "services.capture", "worker", "-l", "warn", "--without-web"]
+        # like `ctrlaudit capture`: the normalize worker, and the watch worker at a lower priority (or one
+        # worker running both agents with --inline-watch)
+        worker = subprocess.Popen(cmd, env=dict(env, CTRLAUDIT_ROLES="normalize,watch" if a.inline_watch else "normalize"),
+                                  cwd=ROOT, stdout=open(work / "worker.log", "wb"), stderr=subprocess.STDOUT)
+        watcher = None if a.inline_watch else subprocess.Popen(
+            cmd, env=dict(env, CTRLAUDIT_ROLES="watch"), cwd=ROOT, stdout=open(work / "watch.log", "wb"),
+            stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(10))
+        try:
+            cons = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": "bench",
+                             "enable.auto.commit": False})
+            tp = TopicPartition(ev_topic, 0)
+            # CPU figures are taken when the topic last grew, so the quiet wait at the end is not in them
+            hi, seen = 0, (time.monotonic(), 0.0, 0.0, 0.0, time.time())
+            while time.monotonic() - seen[0] < a.quiet and time.time() - started < 3600:
+                try:
+                    now = cons.get_watermark_offsets(tp, timeout=10)[1]
+                except Exception:  # the topic does not exist until the worker has started
+                    now = 0
+                if now != hi:
+                    hi = now
+                    seen = (time.monotonic(), cpu_s(worker.pid), sum(cpu_s(p.pid) for p in c.procs.values()),
+                            box_idle_s(), time.time())
+                time.sleep(0.5)
+            _, worker_cpu, brokers_cpu, idle, t_end = seen
+            # the watch worker lags during the backlog (lower priority): its total when the alerts stop
+            alerts, since = -1, time.monotonic()
+            while watcher is not None and time.monotonic() - since < 30:
+                n = cons.get_watermark_offsets(TopicPartition(f"{prefix}.alerts", 0), timeout=10)[1]
+                if n != alerts:
+                    alerts, since, watch_cpu, watch_end = n, time.monotonic(), cpu_s(watcher.pid), time.time()
+                time.sleep(1)
+
+            def stamp(offset):
+                cons.assign([TopicPartition(ev_topic, 0, offset)])
+                while True:
+                    m = cons.poll(10)
+                    if m is not None and not m.error():
+                        return m.timestamp()[1]
+            first, last = stamp(0), stamp(hi - 1)
+            cons.close()
+        finally:
+            for w in (worker, watcher):
+                if w is not None:
+                    w.send_signal(signal.SIGKILL)
+                    w.wait(10)
+    span = (last - first) / 1000
+    result = {
+        "backlog_dir": str(src), "events": hi, "emit_seconds": round(span, 2),
+        "events_per_s": round(hi / span) if span > 0 else None,
+        "start_to_last_event_s": round(last / 1000 - started, 1),
+        "worker_cpu_s": round(worker_cpu, 1), "events_per_worker_cpu_s": round(hi / worker_cpu) if worker_cpu else None,
+        "watch": "inline (one worker)" if a.inline_watch else
+        f"own worker (nice 10): {alerts} alerts, done {watch_end - t_end:.0f} s after the last event, "
+        f"{watch_cpu:.1f} CPU-s",
+        "brokers_cpu_s": round(brokers_cpu - brokers0, 1),
+        "box_idle_cpu_s": f"{idle - idle0:.1f} of {os.cpu_count() * (t_end - started):.1f}",
+        "load_average_1_5_15": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
+    record(f"`.venv/bin/python bench/capture.py --backlog-dir {a.backlog_dir}"
+           + (" --inline-watch" if a.inline_watch else "") + "`", result, "backlog")
+
+
+def record(command: str, result: dict, what: str) -> None:
+    line = (f"\n### capture ({what}) — {time.strftime('%Y-%m-%d %H:%M')} — {platform.node()} "
+            f"({platform.processor() or platform.machine()}, {os.cpu_count()} CPUs), Kafka 4.x 3 nodes local\n\n"
+            f"{command}\n\n" + "\n".join(f"- {k}: {v}" for k, v in result.items()) + "\n")
+    print(line)
+    res = ROOT / "bench" / "RESULTS.md"
+    text = res.read_text() if res.exists() else "# Benchmark results\n"
+    if "## capture" not in text:
+        text += "\n## capture\n"
+    res.write_text(text + line)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--burst-partitions", type=int, default=100_000)
@@ -201,27 +313,47 @@ def main() -> None:
     ap.add_argument("--steady", type=int, default=30, help="steady-state changes (one topic every 0.3 s)")
     ap.add_argument("--catch-up-partitions", type=int, default=None,
                     help="partitions created while the worker is stopped (default: --burst-partitions; 0: skip)")
+    ap.add_argument("--metadata-retention-bytes", type=int, default=0,
+                    help="metadata.max.retention.bytes for the bench cluster (small: retention runs during the burst)")
     ap.add_argument("--offline", action="store_true", help="the normalize path alone (no Kafka); see the doc")
     ap.add_argument("--profile", action="store_true", help="with --offline: cProfile top 25 by own time")
     ap.add_argument("--src", help="with --offline: CaptureState.process only, code from this tree (A/B)")
+    ap.add_argument("--backlog-dir", help="catch up on this existing metadata log instead (see backlog_run())")
+    ap.add_argument("--inline-watch", action="store_true", help="one worker runs both agents (normalize, watch)")
+    ap.add_argument("--quiet", type=float, default=60, help="with --backlog-dir: done after N s without events")
     a = ap.parse_args()
+    if a.backlog_dir:
+        return backlog_run(a)
     if a.offline:
         return offline(a)
     from services.cluster import observe
     from services.cluster.testing import running_cluster
     work = Path(tempfile.mkdtemp(prefix="bench-capture-"))
     prefix = "bench" + uuid.uuid4().hex[:4]
-    with running_cluster(work / "cluster", "4.x", heap="1g",
-                         overrides={"auto.leader.rebalance.enable": "false"}) as c:
+    overrides = {"auto.leader.rebalance.enable": "false"}
+    segment = None
+    if a.metadata_retention_bytes:
+        # small segments, frequent snapshots and a small retention: the controller deletes metadata
+        # segments during the burst, so capture must read them before they go (or record a CaptureGap)
+        segment = max(a.metadata_retention_bytes // 4, 1 << 20)
+        overrides.update({"metadata.max.retention.bytes": str(a.metadata_retention_bytes),
+                          "metadata.log.max.record.bytes.between.snapshots": str(segment)})
+    with running_cluster(work / "cluster", "4.x", heap="1g", metadata_segment_bytes=segment,
+                         overrides=overrides) as c:
         env = dict(os.environ, PYTHONPATH=str(ROOT), CTRLAUDIT_BOOTSTRAP_SERVERS=c.bootstrap_servers,
                    CTRLAUDIT_METADATA_DIR=str(c.metadata_dir(1)), CTRLAUDIT_APP_ID=prefix,
                    CTRLAUDIT_RAW_TOPIC=f"{prefix}.raw", CTRLAUDIT_EVENTS_TOPIC=f"{prefix}.events",
                    CTRLAUDIT_ALERTS_TOPIC=f"{prefix}.alerts", CTRLAUDIT_DEAD_LETTER_TOPIC=f"{prefix}.dlq",
                    CTRLAUDIT_DATA_DIR=str(work / "faust"))
+        cmd = [sys.executable, "-m", "services.capture", "worker", "-l", "warn", "--without-web"]
+
         def start_worker(log):
-            # --without-web: another worker on this box may hold Faust's web port
-            return subprocess.Popen([sys.executable, "-m", "services.capture", "worker", "-l", "warn", "--without-web"],
-                                    env=env, cwd=ROOT, stdout=open(work / log, "wb"), stderr=subprocess.STDOUT)
+            # --without-web: another worker on this box may hold Faust's web port. Like `ctrlaudit capture`,
+            # the watch agent runs in its own worker at a lower priority (started once below) unless
+            # --inline-watch; the catch-up restarts the normalize worker only.
+            roles = "normalize,watch" if a.inline_watch else "normalize"
+            return subprocess.Popen(cmd, env=dict(env, CTRLAUDIT_ROLES=roles), cwd=ROOT,
+                                    stdout=open(work / log, "wb"), stderr=subprocess.STDOUT)
 
         def create(name, partitions):
             """Topics of --partitions-per-topic partitions, RF 1; returns how many topics."""
@@ -240,6 +372,9 @@ def main() -> None:
             return span, commit_span, (round(len(evs) / span) if span and span == span else None)
 
         worker = start_worker("worker.log")
+        watcher = None if a.inline_watch else subprocess.Popen(
+            cmd, env=dict(env, CTRLAUDIT_ROLES="watch"), cwd=ROOT, stdout=open(work / "watch.log", "wb"),
+            stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(10))
         try:
             ev_topic = f"{prefix}.events"
             time.sleep(15)
@@ -280,9 +415,14 @@ def main() -> None:
                 topics = create("c", n_catch)
                 committed_s = time.time() - t1
                 started = time.time()
+                brokers0, idle0 = sum(cpu_s(p.pid) for p in c.procs.values()), box_idle_s()
                 worker = start_worker("worker2.log")
                 end3 = wait_quiet(c.bootstrap_servers, ev_topic, quiet=300, timeout=1800,  # a restart first replays the raw topic
                                   expect=end2 + n_catch + topics)
+                # CPU while the worker caught up (start to quiet, incl. its start and the raw-topic replay):
+                # what the worker itself costs per event, and what the three brokers on the same cores took
+                worker_cpu, brokers_cpu = cpu_s(worker.pid), sum(cpu_s(p.pid) for p in c.procs.values()) - brokers0
+                idle, window = box_idle_s() - idle0, time.time() - started
                 backlog, _ = events(c.bootstrap_servers, ev_topic, end2)
                 cspan, _, ceps = rates(backlog)
                 catch = {
@@ -291,9 +431,17 @@ def main() -> None:
                     "catch_up_emit_seconds": round(cspan, 2), "catch_up_events_per_s": ceps,
                     "catch_up_start_to_last_event_s": round(max(ts for _, ts in backlog) / 1000 - started, 1)
                     if backlog else None,
+                    "catch_up_worker_cpu_s": round(worker_cpu, 1),
+                    "catch_up_events_per_worker_cpu_s": round(len(backlog) / worker_cpu) if worker_cpu else None,
+                    "catch_up_brokers_cpu_s": round(brokers_cpu, 1),
+                    "catch_up_box_idle_cpu_s": f"{idle:.1f} of {os.cpu_count() * window:.1f}",
                 }
             admin.close()
             segs = sorted(p.name for p in c.metadata_dir(1).iterdir() if p.suffix == ".log")
+            snapshots = sorted(p.name for p in c.metadata_dir(1).iterdir() if p.suffix == ".checkpoint")
+            # a CaptureGap is a stretch retention deleted before capture read it (recorded, never hidden)
+            gaps_burst = [e.payload for e, _ in burst if type(e.payload).__name__ == "CaptureGap"]
+            gaps_catch = [e.payload for e, _ in (backlog if n_catch else []) if type(e.payload).__name__ == "CaptureGap"]
             result = {
                 "steady_events": len(lat), "p50_ms": statistics.median(lat) if lat else None,
                 "p99_ms": pct(lat, 99) if lat else None, "burst_partitions": a.burst_partitions,
@@ -301,26 +449,24 @@ def main() -> None:
                 "burst_commit_seconds": round(commit_span, 2), "events_per_s": eps,
                 "burst_p99_lag_ms": pct(blat, 99) if blat else None, "max_lag_ms": max(blat) if blat else None,
                 **catch,
-                "metadata_segments": len(segs),
+                "metadata_retention_bytes": a.metadata_retention_bytes,
+                "metadata_segments_left": len(segs), "metadata_snapshots": len(snapshots),
                 "first_segment_still_present": segs[:1] == ["00000000000000000000.log"],
+                "oldest_segment_left": segs[0] if segs else None,
+                "capture_gaps_burst": len(gaps_burst), "capture_gaps_catch_up": len(gaps_catch),
+                "gap_offsets": [f"{g.from_offset}-{g.to_offset}" for g in gaps_burst + gaps_catch][:5],
                 "wall_s": round(time.time() - t0, 1),
                 "load_average_1_5_15": " ".join(f"{x:.2f}" for x in os.getloadavg()),
             }
         finally:
-            worker.send_signal(signal.SIGKILL)
-            worker.wait(10)
-    line = (f"\n### capture — {time.strftime('%Y-%m-%d %H:%M')} — {platform.node()} ({platform.processor() or platform.machine()}, "
-            f"{os.cpu_count()} CPUs), Kafka 4.x 3 nodes local\n\n"
-            f"`.venv/bin/python bench/capture.py --burst-partitions {a.burst_partitions} --steady {a.steady}"
-            + (f" --catch-up-partitions {a.catch_up_partitions}" if a.catch_up_partitions is not None else "")
-            + "`\n\n"
-            + "\n".join(f"- {k}: {v}" for k, v in result.items()) + "\n")
-    print(line)
-    res = ROOT / "bench" / "RESULTS.md"
-    text = res.read_text() if res.exists() else "# Benchmark results\n"
-    if "## capture" not in text:
-        text += "\n## capture\n"
-    res.write_text(text + line)
+            for w in (worker, watcher):
+                if w is not None:
+                    w.send_signal(signal.SIGKILL)
+                    w.wait(10)
+    record(f"`.venv/bin/python bench/capture.py --burst-partitions {a.burst_partitions} --steady {a.steady}"
+           + (f" --catch-up-partitions {a.catch_up_partitions}" if a.catch_up_partitions is not None else "")
+           + (f" --metadata-retention-bytes {a.metadata_retention_bytes}" if a.metadata_retention_bytes else "")
+           + (" --inline-watch" if a.inline_watch else "") + "`", result, "burst")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ def test_quorum_voters_name_the_three_nodes(spec):
 
 def test_capture_env_is_the_settings(spec):
     known = Settings.env_names()
-    for name in ("capture", "sampler", "archiver"):
+    for name in ("capture", "watch", "sampler", "archiver"):
         env = spec["services"][name]["environment"]
         unknown = {k for k in env if k.startswith("CTRLAUDIT_")} - known
         assert not unknown, f"{name}: {unknown} are not settings"
@@ -55,6 +55,15 @@ def test_capture_reads_a_controller_metadata_dir_read_only(spec):
     assert spec["services"]["kafka-1"]["volumes"] == [f"kafka-1-data:{log_dirs}"]
     assert cap["environment"]["CTRLAUDIT_METADATA_DIR"] == f"{target}/__cluster_metadata-0"
     assert set(spec["volumes"]) >= {"kafka-1-data", "kafka-2-data", "kafka-3-data"}
+
+
+def test_normalize_and_watch_run_as_two_workers(spec):
+    roles = {name: Settings().replace(roles=spec["services"][name]["environment"]["CTRLAUDIT_ROLES"])
+             for name in ("capture", "watch")}
+    assert roles["capture"].role_set == {"normalize"} and roles["watch"].role_set == {"watch"}
+    # two consumer groups: a watch-only worker in the normalizer's group could be handed the raw topic
+    assert roles["capture"].worker_app_id != roles["watch"].worker_app_id
+    assert "python -m services.capture worker" in spec["services"]["watch"]["command"]
 
 
 def test_commands_are_the_capture_entry_points(spec):

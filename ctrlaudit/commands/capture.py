@@ -21,10 +21,16 @@ def register(app: typer.Typer) -> None:
         bootstrap_server: str = BOOTSTRAP,
         cluster_id: str = typer.Option(None, "--cluster-id", help="Default: meta.properties next to the directory."),
         sample_interval: float = typer.Option(0, "--sample-interval", help="Also run the offset sampler every N s."),
+        inline_watch: bool = typer.Option(False, "--inline-watch",
+                                          help="Run the watch agent in the capture worker instead of its own."),
         loglevel: str = typer.Option("info", "--loglevel", "-l"),
     ) -> None:
-        """Start the capture worker (Faust) with the KRaft source for a cluster."""
+        """Start the capture worker (Faust) with the KRaft source for a cluster, and the watch worker.
+
+        The watch agent (live invariant checks -> alerts topic) runs in a second worker at a lower CPU
+        priority, so that a burst of changes is captured at full speed and the alerts catch up after."""
         import subprocess
+        import time
 
         if not (metadata_dir / "quorum-state").exists() and not any(metadata_dir.glob("*.log")):
             raise UsageError(f"{metadata_dir}: not a __cluster_metadata-0 directory")
@@ -33,12 +39,22 @@ def register(app: typer.Typer) -> None:
             env["CTRLAUDIT_BOOTSTRAP_SERVERS"] = bootstrap_server
         if cluster_id:
             env["CTRLAUDIT_CLUSTER_ID"] = cluster_id
-        procs = [subprocess.Popen([sys.executable, "-m", "services.capture", "worker", "-l", loglevel], env=env)]
+        worker = [sys.executable, "-m", "services.capture", "worker", "-l", loglevel]
+        if inline_watch:
+            procs = [subprocess.Popen(worker, env=env)]
+        else:
+            procs = [subprocess.Popen(worker, env=dict(env, CTRLAUDIT_ROLES="normalize")),
+                     # its own consumer group (settings.worker_app_id); no web server (the port is taken)
+                     subprocess.Popen(worker + ["--without-web"], env=dict(env, CTRLAUDIT_ROLES="watch"),
+                                      preexec_fn=lambda: os.nice(10))]
         if sample_interval:
             env["CTRLAUDIT_SAMPLE_INTERVAL"] = str(sample_interval)
             procs.append(subprocess.Popen([sys.executable, "-m", "services.capture", "sampler"], env=env))
         try:
-            rc = procs[0].wait()
+            # the first process to end (worker, watch worker or sampler) ends the capture: none runs alone
+            while all(p.poll() is None for p in procs):
+                time.sleep(0.5)
+            rc = next(p.returncode for p in procs if p.poll() is not None)
         except KeyboardInterrupt:
             rc = 0
         finally:

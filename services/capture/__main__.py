@@ -12,6 +12,10 @@ def main() -> None:
         run(sys.argv[2:])
     else:
         from services.capture.settings import Settings, ensure_topics
+        try:
+            Settings().role_set
+        except ValueError as exc:
+            sys.exit(f"ctrlaudit capture: {exc}")
         ensure_topics(Settings())
         from services.capture.app import main as run
         run()

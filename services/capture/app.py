@@ -15,13 +15,13 @@ import faust
 
 from services.capture import codec as _codecs  # noqa: F401  (registers the Avro codecs)
 from services.capture.settings import (
-    EVENTS_BATCH_BYTES, EVENTS_TOPIC_CONFIG, MAX_MESSAGE_BYTES, RAW_TOPIC_CONFIG, Settings,
+    EVENTS_BATCH_BYTES, EVENTS_TOPIC_CONFIG, IMAGE_TABLE_CONFIG, MAX_MESSAGE_BYTES, RAW_TOPIC_CONFIG, Settings,
 )
 
 settings = Settings()
 
 app = faust.App(
-    settings.app_id,
+    settings.worker_app_id,
     broker=[f"kafka://{hp}" for hp in settings.bootstrap_servers.split(",")],
     store="memory://",  # tables recover from their changelog topics on start
     datadir=settings.data_dir,
@@ -56,6 +56,12 @@ watch_topic = events_topic.derive(value_serializer="ctrlaudit-event-record")
 alerts_topic = app.topic(settings.alerts_topic, key_type=bytes, value_serializer="json", partitions=1)
 dead_letter_topic = app.topic(settings.dead_letter_topic, key_type=bytes, value_type=bytes,
                               value_serializer="raw", partitions=1, config=EVENTS_TOPIC_CONFIG)
+
+# The normalizer's image checkpoints (services/capture/image_store.py): a changelog-backed table, so a
+# restarted worker replays the raw topic from its last checkpoint, not from offset 0. Compacted changelog
+# with small segments, so that recovery reads about one checkpoint, not every one ever written.
+image_table = app.Table("normalizer-images", key_type=str, value_type=bytes, partitions=1,
+                        extra_topic_configs=IMAGE_TABLE_CONFIG)
 
 from services.capture import agents  # noqa: E402,F401  (agents, tasks and the source service)
 

@@ -34,6 +34,26 @@ class Settings:
     data_dir: str = field(default_factory=lambda: _env("DATA_DIR", "ctrlaudit-data"))
     replication_factor: int = field(default_factory=lambda: int(_env("REPLICATION_FACTOR", "3")))
     web_port: int = field(default_factory=lambda: int(_env("WEB_PORT", "6066")))
+    # seconds between normalizer image checkpoints (services/capture/image_store.py); 0: none, a restart
+    # replays the whole raw topic
+    # which agents this worker runs: "normalize,watch" (one process), or "normalize" and "watch" in two
+    # workers so that live checks take their own core and never slow the capture (ctrlaudit capture does)
+    roles: str = field(default_factory=lambda: _env("ROLES", "normalize,watch"))
+    checkpoint_seconds: float = field(default_factory=lambda: float(_env("CHECKPOINT_SECONDS", "60")))
+
+    @property
+    def role_set(self) -> frozenset[str]:
+        roles = frozenset(r.strip() for r in self.roles.split(",") if r.strip())
+        unknown = roles - {"normalize", "watch"}
+        if unknown or not roles:
+            raise ValueError(f"CTRLAUDIT_ROLES={self.roles!r}: expected normalize, watch or both")
+        return roles
+
+    @property
+    def worker_app_id(self) -> str:
+        """A watch-only worker is its own consumer group: in the normalizer's group Faust's assignor could
+        hand it the raw topic, which it has no agent for."""
+        return self.app_id if "normalize" in self.role_set else f"{self.app_id}-watch"
 
     def replace(self, **kw) -> "Settings":
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -52,6 +72,10 @@ EVENTS_TOPIC_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.p
 RAW_TOPIC_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete",
                     "max.message.bytes": str(16 * 1024 * 1024)}
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+# The image checkpoint table's changelog (Faust makes it compacted): segments roll every 10 min or 64 MiB
+# so compaction keeps recovery to about the newest checkpoint.
+IMAGE_TABLE_CONFIG = {"segment.ms": "600000", "segment.bytes": str(64 * 1024 * 1024),
+                      "min.cleanable.dirty.ratio": "0.1"}
 # The producer's batch size (bytes): below the brokers' default message.max.bytes (1048588), which the
 # events topic keeps, so that a full batch of events is never refused.
 EVENTS_BATCH_BYTES = 1_000_000

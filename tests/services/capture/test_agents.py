@@ -29,7 +29,7 @@ def sinks(monkeypatch):
     async def no_progress():
         return None, logic.Progress()
 
-    async def no_raw(upto):
+    async def no_raw(upto, start=0):
         return
         yield
 

@@ -123,7 +123,7 @@ async def test_a_failed_delivery_raises_and_the_pipeline_rebuilds():
         reads.append(1)
         return None, Progress()
 
-    async def no_raw(upto):
+    async def no_raw(upto, start=0):
         return
         yield
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -40,6 +41,7 @@ def _env(c, prefix: str, work: Path, source_node: int) -> dict:
         CTRLAUDIT_DATA_DIR=str(work / "faust"), CTRLAUDIT_ARCHIVE_DIR=str(work / "archive"),
         CTRLAUDIT_ARCHIVE_GROUP=f"{prefix}-archiver", CTRLAUDIT_ARCHIVE_FLUSH_SECONDS="1",
         CTRLAUDIT_SAMPLE_INTERVAL="1",
+        CTRLAUDIT_CHECKPOINT_SECONDS="1",  # so that the kill -9'd worker's successors start from checkpoints
     )
 
 
@@ -171,6 +173,27 @@ def run(kafka_cluster, tmp_path_factory):
         c.create_topic(t3, 2, 3)
         c.topics("--delete", "--topic", t1)
         _wait(lambda: worker.kills >= 3, 120, "three worker kills")
+        stop.set()
+        k.join(30)
+        # One more kill -9 once the worker has written an image checkpoint to its changelog-backed table
+        # (the kills above can come before the first one): its successor must start from it.
+        changelog = f"{prefix}-app-normalizer-images-changelog"
+
+        def checkpointed():
+            if worker.proc.poll() is not None:  # died at start-up while a broker was down: restart it
+                worker.start()
+            try:
+                return _watermarks(c.bootstrap_servers, changelog)[changelog] > 0
+            except Exception:
+                return False
+        _wait(checkpointed, 120, "an image checkpoint in the changelog table")
+        time.sleep(2)
+        resumes = lambda: (work / "worker.log").read_text(errors="replace").count("normalize: resumed after")  # noqa: E731
+        before = resumes()
+        worker.kill9()
+        worker.start()
+        c.create_topic(f"{prefix}-d", 1, 3)  # something for the successor to capture
+        _wait(lambda: resumes() > before, 120, "the restarted worker to resume")
         ok = True
     finally:
         stop.set()
@@ -213,7 +236,7 @@ def _pos(e):
 
 
 def test_archive_holds_every_change_exactly_once(run):
-    assert run["worker"].kills >= 3
+    assert run["worker"].kills >= 4
     kraft = [e for e in run["archive"] if e.source.kind.value.startswith("KRAFT") and e.source.offset <= run["last"]]
     positions = [_pos(e) for e in kraft]
     assert len(positions) == len(set(positions)), "duplicate events in the archive"
@@ -223,6 +246,20 @@ def test_archive_holds_every_change_exactly_once(run):
     assert [(e.kind, e.payload) for e in kraft] == [(e.kind, e.payload) for e in run["offline"]]
     seqs = [e.seq for e in run["archive"]]
     assert seqs == list(range(len(seqs)))
+
+
+def test_restarts_start_from_image_checkpoints_in_the_changelog_table(run):
+    log = (run["work"] / "worker.log").read_text(errors="replace")
+    starts = re.findall(r"image from (the checkpoint at raw offset \d+|the raw topic's start)", log)
+    assert starts and starts[-1].startswith("the checkpoint"), starts  # the start after the last kill -9
+    # the table is changelog-backed: a compacted topic of the worker's app id holds the checkpoints
+    from confluent_kafka.admin import AdminClient, ConfigResource
+    topic = f"{run['prefix']}-app-normalizer-images-changelog"
+    admin = AdminClient({"bootstrap.servers": run["cluster"].bootstrap_servers})
+    conf = admin.describe_configs([ConfigResource("topic", topic)])
+    (fut,) = conf.values()
+    assert fut.result(30)["cleanup.policy"].value == "compact"
+    assert _watermarks(run["cluster"].bootstrap_servers, topic)[topic] > 0
 
 
 def test_scenario_is_in_the_archive(run):

@@ -1,0 +1,178 @@
+"""Image checkpoints in a table (services.capture.image_store) and the pipeline's use of them: a restarted
+pipeline replays the raw topic from the checkpoint and emits exactly what an uninterrupted one emits; a torn
+or altered checkpoint is refused and the replay starts from offset 0; none is taken before the events of
+the messages it covers are delivered."""
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+
+import pytest
+
+from services.capture import agents, logic
+from services.capture.image_store import HEAD, ImageStore
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def raws() -> list[bytes]:
+    spec = importlib.util.spec_from_file_location("ctrlaudit_bench_capture", ROOT / "bench/capture.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.synthetic_raw(2000, 250)  # 3 brokers, 8 topics, then a mass election in 2 batches
+
+
+def normalizers(values) -> dict:
+    st = None
+    for v in values:
+        r = logic.parse_raw(v)
+        st = st or logic.CaptureState(r.cluster_id, r.node_id)
+        st.process(r)
+    return {st.cluster_id: st.normalizer}
+
+
+def test_save_then_load_gives_the_same_image(raws):
+    table: dict[str, bytes] = {}
+    store = ImageStore(table, chunk_bytes=300)  # several chunks
+    ns = normalizers(raws[:6])
+    assert store.save(6, ns)
+    got = store.load()
+    assert got is not None and got.raw_offset == 6
+    (cid, n), = ns.items()
+    assert got.normalizers[cid].image == n.image and got.normalizers[cid].last_offset == n.last_offset
+    assert sum(1 for k in table if k.startswith("0/")) > 1
+
+
+class CrashOnHead(dict):
+    """A table whose writer dies (kill -9) just before the head is written."""
+    armed = False
+
+    def __setitem__(self, k, v):
+        if self.armed and k == HEAD:
+            raise SystemExit("killed")
+        super().__setitem__(k, v)
+
+
+def test_a_write_killed_before_the_head_leaves_the_previous_checkpoint_whole(raws):
+    table = CrashOnHead()
+    store = ImageStore(table, chunk_bytes=300)
+    first = normalizers(raws[:4])
+    store.save(4, first)
+    table.armed = True
+    with pytest.raises(SystemExit):
+        store.save(9, normalizers(raws[:9]))  # other slot: the first checkpoint's chunks are untouched
+    got = store.load()
+    assert got is not None and got.raw_offset == 4
+    assert next(iter(got.normalizers.values())).image == next(iter(first.values())).image
+
+
+def test_an_altered_or_missing_chunk_is_refused(raws):
+    table: dict[str, bytes] = {}
+    store = ImageStore(table, chunk_bytes=300)
+    store.save(6, normalizers(raws[:6]))
+    key = next(k for k in table if k.startswith("0/"))
+    good = table[key]
+    table[key] = good[:-1] + bytes([good[-1] ^ 1])
+    assert store.load() is None
+    del table[key]
+    assert store.load() is None
+    table[key] = good
+    assert store.load() is not None
+
+
+def test_no_checkpoint_while_a_normalizer_is_inside_a_snapshot(raws):
+    ns = normalizers(raws[:3])
+    (n,) = ns.values()
+    n.begin_snapshot(10**6)
+    table: dict[str, bytes] = {}
+    assert not ImageStore(table).save(3, ns) and table == {}
+
+
+def run(pipeline, values, first=0):
+    import asyncio
+    got = []
+
+    async def sink(out):
+        got.extend(out)
+    pipeline.sink_events = sink
+
+    async def go():
+        for i, v in enumerate(values, start=first):
+            await pipeline.handle(i, None, v)
+    asyncio.run(go())
+    return got
+
+
+def make_pipeline(raws, table, progress, reads, flushes, seconds=1e-9):
+    async def progress_reader():
+        return None, progress
+
+    async def raw_reader(upto, start=0):
+        reads.append((start, upto))
+        for v in raws[start:upto]:
+            yield v
+
+    async def flush():
+        flushes.append(1)
+    return agents.Pipeline(progress_reader=progress_reader, raw_reader=raw_reader, images=ImageStore(table),
+                           checkpoint_seconds=seconds, flush_events=flush)
+
+
+def test_a_restarted_pipeline_replays_from_the_checkpoint_and_emits_what_an_uninterrupted_one_does(raws, monkeypatch):
+    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)  # capture_time_ms is in every event's bytes
+    whole = run(make_pipeline(raws, {}, logic.Progress(), [], []), raws)
+    table: dict[str, bytes] = {}
+    flushes: list = []
+    k = 7
+    first = run(make_pipeline(raws, table, logic.Progress(), [], flushes), raws[:k])
+    assert ImageStore(table).head()["raw_offset"] == k and len(flushes) >= 1
+    # the worker is killed; its successor resumes at raw offset k with the events topic's progress
+    progress = logic.Progress()
+    for e, _, _ in first:
+        progress.advance(e)
+    reads: list = []
+    rest = run(make_pipeline(raws, table, progress, reads, []), raws[k:], first=k)
+    assert reads == [(k, k)]  # nothing below the checkpoint was replayed
+    assert [(e, v) for e, _, v in first + rest] == [(e, v) for e, _, v in whole]
+
+
+def test_messages_below_a_checkpoint_past_the_resume_offset_are_skipped(raws, monkeypatch):
+    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
+    whole = run(make_pipeline(raws, {}, logic.Progress(), [], []), raws)
+    table: dict[str, bytes] = {}
+    first = run(make_pipeline(raws, table, logic.Progress(), [], []), raws[:7])
+    progress = logic.Progress()
+    for e, _, _ in first:
+        progress.advance(e)
+    reads: list = []
+    # the raw offsets were committed only up to 5 when the worker died: messages 5 and 6 come again
+    p = make_pipeline(raws, table, progress, reads, [])
+    rest = run(p, raws[5:], first=5)
+    assert reads == [(5, 5)] and p.replayed_from == 7  # nothing replayed; the image is the checkpoint's
+    assert [(e, v) for e, _, v in first + rest] == [(e, v) for e, _, v in whole]
+
+
+def test_no_checkpoint_before_it_is_due(raws):
+    table: dict[str, bytes] = {}
+    flushes: list = []
+    run(make_pipeline(raws, table, logic.Progress(), [], flushes, seconds=3600), raws[:5])
+    assert table == {} and flushes == []
+
+
+def test_a_checkpoint_waits_for_the_events_it_covers_to_be_delivered(raws):
+    order = []
+
+    class Table(dict):
+        def __setitem__(self, k, v):
+            order.append("save")
+            super().__setitem__(k, v)
+
+    p = make_pipeline(raws, Table(), logic.Progress(), [], [])
+
+    async def flush():
+        order.append("flush")
+    p.flush_events = flush
+    run(p, raws[:2])
+    assert order and order[0] == "flush" and "save" in order

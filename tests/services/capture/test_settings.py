@@ -1,0 +1,37 @@
+"""Worker roles: which agents a worker runs and which consumer group it joins."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from services.capture.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize("roles, want, group", [
+    ("normalize,watch", {"normalize", "watch"}, "app"),
+    (" normalize ", {"normalize"}, "app"),
+    ("watch", {"watch"}, "app-watch"),
+])
+def test_roles(roles, want, group):
+    s = Settings().replace(roles=roles, app_id="app")
+    assert s.role_set == want and s.worker_app_id == group
+
+
+@pytest.mark.parametrize("roles", ["", "normalise", "watch,alerts"])
+def test_an_unknown_role_is_refused(roles):
+    with pytest.raises(ValueError, match="expected normalize, watch or both"):
+        Settings().replace(roles=roles).role_set
+
+
+def test_the_worker_refuses_an_unknown_role_in_one_line():
+    r = subprocess.run([sys.executable, "-m", "services.capture", "worker"], cwd=ROOT, capture_output=True,
+                       text=True, env=dict(os.environ, CTRLAUDIT_ROLES="normalise", PYTHONPATH=str(ROOT)), timeout=60)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == ["ctrlaudit capture: CTRLAUDIT_ROLES='normalise': expected normalize, "
+                                             "watch or both"]
