@@ -1,17 +1,22 @@
 """The capture pipeline's logic as plain functions and small classes (no Faust, no Kafka).
 
-Restart design (why the normalizer needs no table of its own)
-------------------------------------------------------------
+Restart design (what lives in the events topic, and what in a table)
+--------------------------------------------------------------------
 The events topic is the record of truth. Every event message carries a ``ctrlaudit-progress`` header:
 the last emitted position per source stream (KRaft log/snapshot, offset sampler) after this event, its
 seq and its hash. A starting worker reads the *last message* of the events topic and gets the chain
-head (seq, hash) and the positions at or below which everything was emitted. It then rebuilds the
-normalizer image by replaying the raw topic from its start up to where its consumer resumes (the raw
-topic keeps everything, like the events topic; it is a copy of the metadata log, small next to data
-topics), emitting only events above those positions. Tables in Kafka and the events topic cannot be
-written atomically without transactions, so any table-held "last position" could disagree with the
-topic after a kill -9 (a lost or duplicated event); a position read back from the topic itself cannot.
-Decoding is deterministic, so the replayed image equals the one the killed worker had.
+head (seq, hash) and the positions at or below which everything was emitted. Tables in Kafka and the
+events topic cannot be written atomically without transactions, so a table-held "last position" or
+chain head could disagree with the topic after a kill -9 (a lost or duplicated event); a position read
+back from the topic itself cannot.
+
+The normalizer image is different: it is a pure function of the raw-topic prefix it was built from, so
+it can be kept in a changelog-backed table (services/capture/image_store.py: checkpoints taken after
+the events they cover are delivered, sha256-checked, written slot-wise so a kill -9 leaves the previous
+one whole). A starting worker takes the last checkpoint and replays the raw topic from its raw offset
+(from offset 0 when there is none, or it is refused) up to where its consumer resumes, emitting only
+events above the topic's positions. Decoding is deterministic, so the image equals the one the killed
+worker had.
 """
 from __future__ import annotations
 

@@ -67,8 +67,9 @@ class Settings:
 
 # Topic configs. The events topic is the record of truth: never deleted, never compacted.
 EVENTS_TOPIC_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete"}
-# The raw topic is replayed from its start when a worker restarts (it rebuilds the image), so it keeps
-# everything too; its messages are whole KRaft batches (up to 8 MiB).
+# A restarting worker replays the raw topic from its last image checkpoint, or from its start when the
+# checkpoint is missing or refused (image_store.py), so it keeps everything too; its messages are whole
+# KRaft batches (up to 8 MiB).
 RAW_TOPIC_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete",
                     "max.message.bytes": str(16 * 1024 * 1024)}
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
