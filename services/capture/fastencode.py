@@ -44,10 +44,19 @@ def _varlong(n: int) -> bytes:
 
 
 _SMALL = [_varlong(n) for n in range(-_OFF, _OFF)]
+# Offsets and seqs pass 8192 early in any log: a zigzag value u below 2**28 is its low 14 bits as two
+# continued bytes (_LOW14) + the varint of u >> 14 (_UNSIGNED: the varint of an unsigned u < 2**14).
+_UNSIGNED = [_SMALL[((u >> 1) ^ -(u & 1)) + _OFF] for u in range(1 << 14)]  # un-zigzag, then the table
+_LOW14 = [bytes(((u & 0x7F) | 0x80, (u >> 7) | 0x80)) for u in range(1 << 14)]
 
 
 def long_(n: int) -> bytes:
-    return _SMALL[n + _OFF] if -_OFF <= n < _OFF else _varlong(n)
+    if -_OFF <= n < _OFF:
+        return _SMALL[n + _OFF]
+    u = (n << 1) ^ (n >> 63)
+    if 0 <= u < 1 << 28:
+        return _LOW14[u & 0x3FFF] + _UNSIGNED[u >> 14]
+    return _varlong(n)
 
 
 _strings: dict[str, bytes] = {}
@@ -125,33 +134,34 @@ if AVAILABLE:  # another schema may not have these types: then this module is no
         "ElectionType", "ConfigResourceType"))
     _BRANCH = {b["name"]: long_(i) for i, b in enumerate(
         next(f["type"] for f in _SCHEMA["fields"] if f["name"] == "payload"))}
+    _PARTITION_CHANGE = _BRANCH["PartitionChange"]
 
 # --- records ------------------------------------------------------------------------------------
 
-_states: dict[int, tuple[PartitionState, bytes]] = {}
 _state_arrays: dict[tuple, bytes] = {}
 
 
 def _state(s: PartitionState | None) -> bytes:
-    """["null", PartitionState]. A state is the `after` of one event and the `before` of the partition's
-    next one: kept by identity (the object is held, so its id cannot be reused while cached)."""
+    """["null", PartitionState]."""
     if s is None:
         return b"\x00"
-    hit = _states.get(id(s))
-    if hit is not None and hit[0] is s:
-        return hit[1]
     lists = (s.replicas, s.isr, s.adding_replicas, s.removing_replicas, s.elr, s.last_known_elr)
     arrays = _state_arrays.get(lists)  # the six lists repeat across a burst (a few replica sets)
     if arrays is None:
         if len(_state_arrays) > 100_000:
             _state_arrays.clear()
         arrays = _state_arrays[lists] = b"\x02" + b"".join([int_array(t) for t in lists])
-    b = b"".join((arrays, long_(s.leader), long_(s.leader_epoch), long_(s.partition_epoch),
-                  _RECOVERY[s.leader_recovery_state]))
-    if len(_states) > 200_000:
-        _states.clear()
-    _states[id(s)] = (s, b)
-    return b
+    return b"".join((arrays, long_(s.leader), long_(s.leader_epoch), long_(s.partition_epoch),
+                     _RECOVERY[s.leader_recovery_state]))
+
+
+# A partition's `before` is the very object that was the `after` of its previous event (the normalizer's
+# image holds it in between), so each partition's last `after` is kept with its bytes. The hit test is
+# identity with an object this module holds (an id cannot be reused while held; states are immutable),
+# so an equal but different state is always encoded afresh. Two dicts, not a dict of (state, bytes)
+# pairs: no tuple per event for the cyclic GC to track, and one entry per partition, not per state.
+_last_after: dict[tuple[str, int], PartitionState] = {}
+_last_after_bytes: dict[tuple[str, int], bytes] = {}
 
 
 def _broker(b: BrokerState | None) -> bytes:
@@ -162,11 +172,34 @@ def _broker(b: BrokerState | None) -> bytes:
                      _opt_string(b.rack), _bool(b.fenced), _bool(b.in_controlled_shutdown), eps))
 
 
+_change_tails: dict[tuple, bytes] = {}
+
+
 def _partition_change(p: PartitionChange) -> bytes:
-    changes = b"\x00" if not p.changes else (
-        long_(len(p.changes)) + b"".join([_CHANGE_KIND[c] for c in p.changes]) + b"\x00")
-    return b"".join((_BRANCH["PartitionChange"], _cstring(p.topic), _cstring(p.topic_id), long_(p.partition),
-                     _state(p.before), _state(p.after), changes, _ELECTION[p.election], _opt_string(p.reason)))
+    # changes, election and reason: a handful of combinations in any log, encoded once each
+    key = (p.changes, p.election, p.reason)
+    tail = _change_tails.get(key)
+    if tail is None:
+        changes = b"\x00" if not p.changes else (
+            long_(len(p.changes)) + b"".join([_CHANGE_KIND[c] for c in p.changes]) + b"\x00")
+        if len(_change_tails) > 10_000:
+            _change_tails.clear()
+        tail = _change_tails[key] = changes + _ELECTION[p.election] + _opt_string(p.reason)
+    key = (p.topic_id, p.partition)
+    before, after = p.before, p.after
+    if before is not None and _last_after.get(key) is before:
+        before_b = _last_after_bytes[key]
+    else:
+        before_b = _state(before)
+    after_b = _state(after)
+    if after is not None:
+        if len(_last_after) > 500_000:  # a bound, not an LRU (a miss only costs an encode)
+            _last_after.clear()
+            _last_after_bytes.clear()
+        _last_after[key] = after
+        _last_after_bytes[key] = after_b
+    return b"".join((_PARTITION_CHANGE, _cstring(p.topic), _cstring(p.topic_id), long_(p.partition),
+                     before_b, after_b, tail))
 
 
 def _payload(p: Any) -> bytes:
@@ -216,9 +249,10 @@ def parts(e: ControllerEvent, seq: int, prev_hash: str) -> tuple[bytes, bytes]:
             _opt_long(s.zxid), b"\x00" if s.file is None else b"\x02" + string(s.file), _opt_long(s.line),
             long_(e.event_time_ms), long_(e.capture_time_ms), long_(e.controller_id), long_(e.controller_epoch),
             _opt_long(e.metadata_version), _bool(e.bootstrap)))
+    eid, prev = e.event_id.encode(), prev_hash.encode()  # string(event_id), string(prev_hash) spelled out
     head = b"".join((
-        string(e.event_id), _cstring(e.cluster_id), long_(seq), _SOURCE_KIND[s.kind], long_(s.node_id),
-        long_(s.offset), long_(s.index), middle, string(prev_hash),
+        long_(len(eid)), eid, _cstring(e.cluster_id), long_(seq), _SOURCE_KIND[s.kind], long_(s.node_id),
+        long_(s.offset), long_(s.index), middle, long_(len(prev)), prev,
     ))
     return head, _payload(e.payload)
 

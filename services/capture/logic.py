@@ -78,7 +78,11 @@ class Progress:
     def header(self) -> bytes:
         # json.dumps(..., separators=(",", ":")) of {"seq", "hash", "last": {stream: [o, r, i]}}, spelled out
         # (once per event on the hot path); stream names and the hex hash need no escaping
-        last = ",".join(f'"{k}":[{o},{r},{i}]' for k, (o, r, i) in self.last.items())
+        items = self.last.items()
+        if len(items) == 1:  # one stream (KRaft only, the usual case): one f-string, no join
+            for k, (o, r, i) in items:
+                return f'{{"seq":{self.seq},"hash":"{self.hash}","last":{{"{k}":[{o},{r},{i}]}}}}'.encode()
+        last = ",".join([f'"{k}":[{o},{r},{i}]' for k, (o, r, i) in items])
         return f'{{"seq":{self.seq},"hash":"{self.hash}","last":{{{last}}}}}'.encode()
 
     @staticmethod
@@ -129,7 +133,12 @@ def batch_records(raw: RawRecord) -> list:
     return recs
 
 
-_set = object.__setattr__  # links an owned frozen event in place (EncodingChain.append)
+# link an owned frozen event in place (EncodingChain.append): the slots' own setters, what
+# object.__setattr__ ends up calling, without its lookup
+_set_seq, _set_prev_hash, _set_hash = (getattr(ControllerEvent, f).__set__ for f in ("seq", "prev_hash", "hash"))
+
+
+_HEX64 = fastencode.long_(64)  # a sha256 hexdigest as an Avro string: its length, then its 64 ASCII bytes
 
 
 class EncodingChain:
@@ -155,16 +164,16 @@ class EncodingChain:
         if fastencode.AVAILABLE:
             head, tail = fastencode.parts(event, seq, prev)
             digest = sha256(b"".join((prev.encode(), head, b"\x00", tail))).hexdigest()
-            value = b"".join((self._header, head, fastencode.string(digest), tail))
+            value = b"".join((self._header, head, _HEX64 + digest.encode(), tail))
         else:
             record = event_codec.to_avro(event)
             record["seq"], record["prev_hash"] = seq, prev
             digest, value = chain_encode(record, prev)
         if owned:
             linked = event
-            _set(linked, "seq", seq)
-            _set(linked, "prev_hash", prev)
-            _set(linked, "hash", digest)
+            _set_seq(linked, seq)
+            _set_prev_hash(linked, prev)
+            _set_hash(linked, digest)
         else:
             e = event  # spelled out: dataclasses.replace costs ~10 us per call (it introspects the fields)
             linked = ControllerEvent(e.event_id, e.cluster_id, seq, e.source, e.event_time_ms, e.capture_time_ms,
@@ -191,10 +200,7 @@ class CaptureState:
         n = self.normalizer
         match raw.kind:
             case "KRAFT_BATCH" | "SNAPSHOT_BATCH":
-                out: list[ControllerEvent] = []
-                for rec in batch_records(raw):
-                    out.extend(n.feed(rec))
-                return out
+                return n.feed_all(batch_records(raw))
             case "SNAPSHOT_BEGIN":
                 n.begin_snapshot(raw.base_offset)
                 return []
@@ -220,11 +226,16 @@ class CaptureState:
         if raw.cluster_id != self.cluster_id:
             raise DeadLetter(f"raw record of cluster {raw.cluster_id!r} given to {self.cluster_id!r}")
         out = []
+        progress, last, append = self.progress, self.progress.last, self.chain.append
         for e in self.unchained(raw):
-            if self.progress.is_new(e):
-                e, value = self.chain.append(e, owned=True)  # unchained() made it for this call
-                self.progress.advance(e)
-                out.append((e, self.progress.header(), value))
+            # Progress.is_new and .advance, the stream and position computed once
+            stream, key = stream_of(e), position_key(e)
+            was = last.get(stream)
+            if was is None or key > was:
+                e, value = append(e, owned=True)  # unchained() made it for this call
+                last[stream] = key
+                progress.seq, progress.hash = e.seq, e.hash
+                out.append((e, progress.header(), value))
         return out
 
 
