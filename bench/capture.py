@@ -26,6 +26,7 @@ encode, progress header, aiokafka record batches; the batches are dropped, not s
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import platform
 import signal
@@ -191,6 +192,9 @@ def offline(a) -> None:
             f.set_result(None)
             return f
 
+    if not a.gc_default:
+        from services.capture.settings import GC_THRESHOLDS
+        gc.set_threshold(*GC_THRESHOLDS)  # what the worker's main() sets
     sender = BatchSender(Producer, "events")
     pipe = Pipeline()
     pipe.ready = True
@@ -325,6 +329,8 @@ def main() -> None:
                     help="metadata.max.retention.bytes for the bench cluster (small: retention runs during the burst)")
     ap.add_argument("--offline", action="store_true", help="the normalize path alone (no Kafka); see the doc")
     ap.add_argument("--profile", action="store_true", help="with --offline: cProfile top 25 by own time")
+    ap.add_argument("--gc-default", action="store_true",
+                    help="with --offline: Python's default GC thresholds, not the worker's (A/B)")
     ap.add_argument("--src", help="with --offline: CaptureState.process only, code from this tree (A/B)")
     ap.add_argument("--backlog-dir", help="catch up on this existing metadata log instead (see backlog_run())")
     ap.add_argument("--inline-watch", action="store_true", help="one worker runs both agents (normalize, watch)")

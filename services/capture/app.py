@@ -11,11 +11,14 @@ vars (services/capture/settings.py).
 """
 from __future__ import annotations
 
+import gc
+
 import faust
 
 from services.capture import codec as _codecs  # noqa: F401  (registers the Avro codecs)
 from services.capture.settings import (
-    EVENTS_BATCH_BYTES, EVENTS_TOPIC_CONFIG, IMAGE_TABLE_CONFIG, MAX_MESSAGE_BYTES, RAW_TOPIC_CONFIG, Settings,
+    EVENTS_BATCH_BYTES, EVENTS_TOPIC_CONFIG, GC_THRESHOLDS, IMAGE_TABLE_CONFIG, MAX_MESSAGE_BYTES,
+    RAW_TOPIC_CONFIG, Settings,
 )
 
 settings = Settings()
@@ -67,4 +70,5 @@ from services.capture import agents  # noqa: E402,F401  (agents, tasks and the s
 
 
 def main() -> None:
+    gc.set_threshold(*GC_THRESHOLDS)  # see settings.GC_THRESHOLDS
     app.main()
