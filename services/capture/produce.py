@@ -9,11 +9,18 @@ is on its way, so the open batch collects whatever the pipeline emits during one
 raw message would cap a burst at one raw message (~1000 events) per acks=all round trip.
 
 Order: there is one open batch; batches are taken from it and queued under one lock, all to the events
-topic's only partition through the one producer, whose partition queue keeps them in order — so events
-land in chain order (and after the replayed ones a restarted worker sends first). Delivery is not awaited
-(that would serialize on round trips); failures are checked before each new send and raise
-`DeliveryFailed`, and the pipeline then rebuilds itself from the events topic (the restart story in
-logic.py) instead of chaining on past a hole.
+topic's only partition through the one producer — so events land in chain order (and after the replayed
+ones a restarted worker sends first).
+
+No holes: a batch is handed to the producer only once the one before it is acknowledged. aiokafka keeps
+one request in flight per broker anyway, so this costs no throughput (the open batch keeps filling while
+the previous one is on the wire), but it means a batch that fails for good (retries exhausted, a broker
+gone past the request timeout) is never followed by a later batch that succeeds: the events topic ends
+with the last batch that was written, the failure raises `DeliveryFailed`, the unsent events are dropped,
+and the pipeline rebuilds itself from the events topic's last message (the restart story in logic.py).
+Without this, batch N+1 could land after a lost batch N and the chain would have a hole that no restart
+can fill (the archiver would stop at it). A failure whose batch was in fact written (a timeout after the
+broker appended it) is harmless: the rebuild reads what the topic holds.
 """
 from __future__ import annotations
 
@@ -49,16 +56,21 @@ class BatchSender:
         """Raise DeliveryFailed for the first failed delivery; forget the delivered ones."""
         if self._error is not None:
             exc, self._error = self._error, None
-            self.pending = []
-            raise DeliveryFailed(f"events batch not queued: {exc!r}")
+            self._drop()
+            raise exc if isinstance(exc, DeliveryFailed) else DeliveryFailed(f"events batch not queued: {exc!r}")
         still = []
         for f in self.pending:
             if not f.done():
                 still.append(f)
             elif f.cancelled() or f.exception() is not None:
-                self.pending = []
+                self._drop()
                 raise DeliveryFailed(f"events batch not delivered: {f.exception() if not f.cancelled() else 'cancelled'}")
         self.pending = still
+
+    def _drop(self) -> None:
+        # after a failed delivery nothing more is sent: the rebuilt pipeline re-emits from the topic's end
+        self.pending = []
+        self._open = None
 
     async def send(self, out: Sequence[tuple[ControllerEvent, bytes, bytes]]) -> None:
         self.check()
@@ -72,7 +84,8 @@ class BatchSender:
                 self._open = producer.create_batch()
             if self._open.append(**item) is None:  # full: queue it, start the next one
                 await self._submit(producer)
-                self._open = producer.create_batch()
+                if self._open is None:
+                    self._open = producer.create_batch()
                 if self._open.append(**item) is None:
                     raise DeliveryFailed(f"an event of {len(value)} bytes does not fit in an empty batch")
         if self._flusher is None or self._flusher.done():
@@ -80,9 +93,11 @@ class BatchSender:
 
     async def _submit(self, producer) -> None:
         async with self._lock:
-            batch, self._open = self._open, None
+            if self.pending:  # the batch before must be acknowledged first (the module doc: no holes)
+                await asyncio.wait(self.pending)
+                self.check()  # DeliveryFailed: the open batch is dropped, not sent after the hole
+            batch, self._open = self._open, None  # taken after the wait: it filled meanwhile
             if batch is not None:
-                # returns once the batch is queued: when the one before it has left for the broker
                 self.pending.append(await producer.send_batch(batch, self.topic, partition=self.partition))
                 self.batches += 1
 

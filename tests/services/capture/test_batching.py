@@ -74,8 +74,10 @@ class FakeBatch:
 
 
 class FakeProducer:
-    def __init__(self, room: int) -> None:
-        self.room, self.sent, self.futures = room, [], []
+    """send_batch returns the delivery future; auto_ack: acknowledged at once (else the test does it)."""
+
+    def __init__(self, room: int, auto_ack: bool = False) -> None:
+        self.room, self.auto_ack, self.sent, self.futures = room, auto_ack, [], []
 
     def create_batch(self):
         return FakeBatch(self.room)
@@ -83,25 +85,30 @@ class FakeProducer:
     async def send_batch(self, batch, topic, *, partition):
         self.sent.append((topic, partition, batch.items))
         f = asyncio.get_running_loop().create_future()
+        if self.auto_ack:
+            f.set_result(None)
         self.futures.append(f)
         return f
+
+
+async def _settle(s: BatchSender) -> None:
+    while s._flusher is not None and not s._flusher.done():
+        await asyncio.sleep(0)
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("room", [1, 2, 4, 9, 100])
 async def test_sender_cuts_full_batches_and_keeps_the_order(room):
     out = _run(_raws([4]))
-    prod = FakeProducer(room)
+    prod = FakeProducer(room, auto_ack=True)
     s = BatchSender(lambda: prod, "events")
     await s.send(out[:5])
     await s.send(out[5:])
-    await asyncio.sleep(0)  # the flusher queues the open batch
+    await _settle(s)  # the flusher queues the open batch
     sent = [item for topic, part, items in prod.sent for item in items]
     assert all(topic == "events" and part == 0 for topic, part, _ in prod.sent)
     assert sent == [(CL.encode(), v, [(logic.PROGRESS_HEADER, h)]) for _, h, v in out]
     assert all(len(items) <= room for *_, items in prod.sent)
-    for f in prod.futures:
-        f.set_result(None)
     await s.flush()
     assert s.pending == []
 
@@ -145,32 +152,52 @@ async def test_a_failed_delivery_raises_and_the_pipeline_rebuilds():
 
 
 @pytest.mark.asyncio
-async def test_events_emitted_while_a_batch_waits_join_the_next_batch_in_order():
-    class SlowProducer(FakeProducer):
-        def __init__(self):
-            super().__init__(100)
-            self.gate = asyncio.Event()
-
-        async def send_batch(self, batch, topic, *, partition):
-            if self.sent:  # the producer takes the next batch only when the one before has left
-                await self.gate.wait()
-            return await super().send_batch(batch, topic, partition=partition)
-
-    prod = SlowProducer()
+async def test_events_emitted_while_a_batch_is_unacknowledged_join_the_next_batch_in_order():
+    prod = FakeProducer(100)
     s = BatchSender(lambda: prod, "events")
     out = _run(_raws([2, 5]))
     await s.send(out[:2])
-    await asyncio.sleep(0)  # batch 1 queued at once (nothing in flight)
+    await _settle(s)  # batch 1 handed over at once (nothing unacknowledged)
     await s.send(out[2:5])
-    await asyncio.sleep(0)  # the flusher takes these and waits for the producer
-    await s.send(out[5:])  # -> a new open batch, queued after
-    prod.gate.set()
-    for f in prod.futures:
-        f.set_result(None)
-    while s._flusher is not None and not s._flusher.done():
+    await s.send(out[5:])
+    for _ in range(5):
         await asyncio.sleep(0)
-        for f in prod.futures:
-            if not f.done():
-                f.set_result(None)
-    assert [len(items) for *_, items in prod.sent] == [2, 3, 4]
+    assert len(prod.sent) == 1  # the rest waits in the open batch for batch 1's acknowledgement
+    prod.futures[0].set_result(None)
+    await _settle(s)
+    prod.futures[1].set_result(None)
+    await s.flush()
+    assert [len(items) for *_, items in prod.sent] == [2, 7]
     assert [v for *_, items in prod.sent for _, v, _ in items] == [v for _, _, v in out]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("room", [1, 3, 100])
+async def test_nothing_is_sent_after_a_lost_batch(room):
+    # batch 1 fails for good while later events wait: none of them may reach the topic after the hole,
+    # whether they wait in a full batch (the agent blocked in send) or in the open one (the flusher)
+    prod = FakeProducer(room)
+    s = BatchSender(lambda: prod, "events")
+    out = _run(_raws([]))
+    await s.send(out[:1])
+    await _settle(s)
+    assert len(prod.sent) == 1
+    rest = asyncio.ensure_future(s.send(out[1:]))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert len(prod.sent) == 1
+    prod.futures[0].set_exception(RuntimeError("request timed out"))
+    raised = []
+    try:
+        await rest
+        await _settle(s)
+        await s.send(out[1:2])  # the flusher's failure surfaces on the next send
+    except DeliveryFailed as exc:
+        raised.append(exc)
+    assert raised and "request timed out" in str(raised[0])
+    assert len(prod.sent) == 1 and s._open is None and s.pending == []
+    # the rebuilt pipeline's sends go through again
+    prod.auto_ack = True
+    await s.send(out[1:])
+    await s.flush()
+    assert [v for *_, items in prod.sent[1:] for _, v, _ in items] == [v for _, _, v in out[1:]]
