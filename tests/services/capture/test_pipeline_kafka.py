@@ -1,10 +1,12 @@
 """The capture pipeline on the real 3-node KRaft cluster, on both pinned Kafka versions (4.x and 3.9).
 
 One scenario for the module: topics, a reassignment, a preferred election, a kill -9'd broker and a
-controller failover, while the Faust worker (a subprocess) is killed with SIGKILL three times at
+controller failover, while the normalize worker (a subprocess) is killed with SIGKILL three times at
 random moments and restarted, and garbage lands on the raw topic. Afterwards the archive holds every
 change exactly once (positions equal to the offline decode of the same metadata log), verify passes,
-and the garbage is on the dead-letter topic with its reason. The offset sampler test pauses a follower.
+and the garbage is on the dead-letter topic with its reason. The workers are laid out as `ctrlaudit
+capture` runs them: the watch agent in its own worker (killed once too), whose alerts must be those of
+the catalog's live checker over the archived history. The offset sampler test pauses a follower.
 """
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ class Worker:
         self.env, self.log, self.proc, self.kills = env, log, None, 0
 
     def start(self) -> None:
-        self.proc = subprocess.Popen([PY, "-m", "services.capture", "worker", "-l", "info"], env=self.env,
+        self.proc = subprocess.Popen([PY, "-m", "services.capture", "worker", "-l", "info", "--without-web"], env=self.env,
                                      stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, cwd=ROOT)
 
     def kill9(self) -> None:
@@ -84,6 +86,15 @@ def _messages(bootstrap: str, topic: str) -> list:
         out += [m for m in c.consume(1000, timeout=1) if not m.error()]
     c.close()
     return out
+
+
+def _committed(bootstrap: str, group: str, topic: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        return c.committed([TopicPartition(topic, 0)], timeout=10)[0].offset
+    finally:
+        c.close()
 
 
 def _produce(bootstrap: str, topic: str, key: bytes, values: list[bytes]) -> None:
@@ -124,8 +135,10 @@ def run(kafka_cluster, tmp_path_factory):
     others = [i for i in c.nodes if i != controller]
     source, broker = others[0], others[1]  # read `source`'s log; kill `broker`; fail over `controller`
     env = _env(c, prefix, work, source)
-    worker = Worker(env, work / "worker.log")
+    worker = Worker(dict(env, CTRLAUDIT_ROLES="normalize"), work / "worker.log")
     worker.start()
+    watcher = Worker(dict(env, CTRLAUDIT_ROLES="watch"), work / "watch.log")
+    watcher.start()
     archiver = subprocess.Popen([PY, "-m", "services.capture", "archiver"], env=env, cwd=ROOT,
                                 stdout=open(work / "archiver.log", "wb"), stderr=subprocess.STDOUT)
     rng = random.Random(int(os.environ.get("CAPTURE_SEED", "4")))
@@ -187,6 +200,11 @@ def run(kafka_cluster, tmp_path_factory):
             except Exception:
                 return False
         _wait(checkpointed, 120, "an image checkpoint in the changelog table")
+        # the watch worker too: its successor rebuilds its checker from the events topic below its offset
+        _wait(lambda: "watch: re-observed" in (work / "watch.log").read_text(errors="replace")
+              or watcher.proc.poll() is not None and watcher.start(), 120, "the watch worker to start")
+        watcher.kill9()
+        watcher.start()
         time.sleep(2)
         resumes = lambda: (work / "worker.log").read_text(errors="replace").count("normalize: resumed after")  # noqa: E731
         before = resumes()
@@ -202,6 +220,7 @@ def run(kafka_cluster, tmp_path_factory):
             archiver.kill()
             archiver.wait(10)
             worker.stop()
+            watcher.stop()
     scenario_seconds = time.monotonic() - started
     # the cluster is quiet now: copy the source's log and wait for the archive to reach its end
     time.sleep(3)
@@ -213,12 +232,17 @@ def run(kafka_cluster, tmp_path_factory):
     def caught_up():
         # Like a supervisor (compose's restart: unless-stopped): a worker that exited by itself, e.g. at
         # start-up while a broker was down, is started again. Its restarts are not counted as kills.
-        if worker.proc.poll() is not None:
-            worker.start()
+        for w in (worker, watcher):
+            if w.proc.poll() is not None:
+                w.start()
         ev = [e for e in _archive_events(work / "archive") if e.source.kind.value.startswith("KRAFT")]
         return ev if ev and max(e.source.offset for e in ev) >= last else None
     try:
         _wait(caught_up, 240, "the archive to reach the copied log's end", step=1)
+        # the watch worker's group has committed the whole events topic (Faust commits every few seconds)
+        events = f"{prefix}.events"
+        _wait(lambda: _committed(c.bootstrap_servers, f"{prefix}-app-watch", events)
+              >= _watermarks(c.bootstrap_servers, events)[events], 120, "the watch worker to reach the end")
     finally:
         time.sleep(2)
         archiver.send_signal(signal.SIGTERM)
@@ -227,7 +251,8 @@ def run(kafka_cluster, tmp_path_factory):
         except subprocess.TimeoutExpired:
             archiver.kill()
         worker.stop()
-    return dict(cluster=c, work=work, prefix=prefix, offline=offline, last=last, worker=worker,
+        watcher.stop()
+    return dict(cluster=c, work=work, prefix=prefix, offline=offline, last=last, worker=worker, watcher=watcher,
                 scenario_seconds=scenario_seconds, archive=_archive_events(work / "archive"))
 
 
@@ -260,6 +285,27 @@ def test_restarts_start_from_image_checkpoints_in_the_changelog_table(run):
     (fut,) = conf.values()
     assert fut.result(30)["cleanup.policy"].value == "compact"
     assert _watermarks(run["cluster"].bootstrap_servers, topic)[topic] > 0
+
+
+def test_watch_worker_alerts_are_the_live_checks_of_the_events_topic(run):
+    from checks.live import LiveChecker
+    from services.capture.codec import decode_event_record
+
+    def key(a: dict) -> tuple:
+        return (a["invariant"], a["cluster_id"], a["seq"], a["related_seq"], a["rule"], a["status"], a["allowance"])
+    bootstrap = run["cluster"].bootstrap_servers
+    # what the watch worker consumed (its group committed the whole topic), as the Avro records it decodes
+    records = [decode_event_record(m.value()) for m in _messages(bootstrap, f"{run['prefix']}.events")]
+    assert [r["seq"] for r in records] == [e.seq for e in run["archive"]]
+    checker = LiveChecker()
+    expected = {a.key() for r in records for a in checker.observe(r)}
+    alerts = [json.loads(m.value()) for m in _messages(bootstrap, f"{run['prefix']}.alerts")]
+    # a kill -9 can re-publish what it sent after its last commit (at least once), never a different alert
+    assert {key(a) for a in alerts} == expected
+    # the killed watch worker's successor rebuilt its checker from the real events topic below its offset
+    log = (run["work"] / "watch.log").read_text(errors="replace")
+    rebuilt = [(int(n), int(o)) for n, o in re.findall(r"watch: re-observed (\d+) events below offset (\d+)", log)]
+    assert run["watcher"].kills == 1 and len(rebuilt) >= 2 and rebuilt[-1][0] == rebuilt[-1][1] > 0, rebuilt
 
 
 def test_scenario_is_in_the_archive(run):
