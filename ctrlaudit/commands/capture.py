@@ -24,45 +24,45 @@ def register(app: typer.Typer) -> None:
         inline_watch: bool = typer.Option(False, "--inline-watch",
                                           help="Run the watch agent in the capture worker instead of its own."),
         loglevel: str = typer.Option("info", "--loglevel", "-l"),
+        max_restarts: int = typer.Option(5, "--max-restarts",
+                                         help="Give up after a process fails this many times in a row, "
+                                              "each within a minute of starting."),
     ) -> None:
         """Start the capture worker (Faust) with the KRaft source for a cluster, and the watch worker.
 
         The watch agent (live invariant checks -> alerts topic) runs in a second worker at a lower CPU
-        priority, so that a burst of changes is captured at full speed and the alerts catch up after."""
+        priority, so that a burst of changes is captured at full speed and the alerts catch up after.
+        A process that exits is started again after a backoff (1 s, doubling to 30 s); one that fails
+        within a minute of starting --max-restarts times in a row stops the capture with its exit code."""
         import subprocess
-        import time
+
+        from ctrlaudit.supervisor import Child, Supervisor
 
         if not (metadata_dir / "quorum-state").exists() and not any(metadata_dir.glob("*.log")):
             raise UsageError(f"{metadata_dir}: not a __cluster_metadata-0 directory")
+        if max_restarts < 1:
+            raise UsageError(f"--max-restarts {max_restarts}: must be at least 1")
         env = dict(os.environ, CTRLAUDIT_METADATA_DIR=str(metadata_dir.resolve()))
         if bootstrap_server:
             env["CTRLAUDIT_BOOTSTRAP_SERVERS"] = bootstrap_server
         if cluster_id:
             env["CTRLAUDIT_CLUSTER_ID"] = cluster_id
-        worker = [sys.executable, "-m", "services.capture", "worker", "-l", loglevel]
+        # no web server in any worker: two workers cannot both bind its port
+        worker = [sys.executable, "-m", "services.capture", "worker", "-l", loglevel, "--without-web"]
+
+        def start(cmd: list[str], roles: str | None = None, nice: int = 0):
+            e = dict(env, CTRLAUDIT_ROLES=roles) if roles else env
+            return lambda: subprocess.Popen(cmd, env=e, preexec_fn=(lambda: os.nice(nice)) if nice else None)
         if inline_watch:
-            procs = [subprocess.Popen(worker, env=env)]
+            children = [Child("capture worker", start(worker))]
         else:
-            procs = [subprocess.Popen(worker, env=dict(env, CTRLAUDIT_ROLES="normalize")),
-                     # its own consumer group (settings.worker_app_id); no web server (the port is taken)
-                     subprocess.Popen(worker + ["--without-web"], env=dict(env, CTRLAUDIT_ROLES="watch"),
-                                      preexec_fn=lambda: os.nice(10))]
+            children = [Child("normalize worker", start(worker, "normalize")),
+                        # its own consumer group (settings.worker_app_id)
+                        Child("watch worker", start(worker, "watch", nice=10))]
         if sample_interval:
             env["CTRLAUDIT_SAMPLE_INTERVAL"] = str(sample_interval)
-            procs.append(subprocess.Popen([sys.executable, "-m", "services.capture", "sampler"], env=env))
-        try:
-            # the first process to end (worker, watch worker or sampler) ends the capture: none runs alone
-            while all(p.poll() is None for p in procs):
-                time.sleep(0.5)
-            rc = next(p.returncode for p in procs if p.poll() is not None)
-        except KeyboardInterrupt:
-            rc = 0
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.terminate()
-                    p.wait(30)
-        raise typer.Exit(rc)
+            children.append(Child("offset sampler", start([sys.executable, "-m", "services.capture", "sampler"])))
+        raise typer.Exit(Supervisor(children, max_quick=max_restarts).run())
 
     @app.command("archive")
     @user_errors
