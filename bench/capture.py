@@ -147,6 +147,25 @@ def synthetic_raw(partitions: int, per_topic: int, cluster: str = "bench-cluster
     return out
 
 
+WORKER = [sys.executable, "-m", "services.capture", "worker", "-l", "warn", "--without-web"]
+
+
+def start_worker(a, env: dict, log: Path) -> subprocess.Popen:
+    """The normalize worker (both agents with --inline-watch). --without-web: like `ctrlaudit capture`
+    (two workers cannot both bind Faust's web port)."""
+    roles = "normalize,watch" if a.inline_watch else "normalize"
+    return subprocess.Popen(WORKER, env=dict(env, CTRLAUDIT_ROLES=roles), cwd=ROOT, stdout=open(log, "wb"),
+                            stderr=subprocess.STDOUT)
+
+
+def start_watcher(a, env: dict, log: Path) -> subprocess.Popen | None:
+    """The watch worker at a lower priority, as `ctrlaudit capture` runs it (None with --inline-watch)."""
+    if a.inline_watch:
+        return None
+    return subprocess.Popen(WORKER, env=dict(env, CTRLAUDIT_ROLES="watch"), cwd=ROOT, stdout=open(log, "wb"),
+                            stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(10))
+
+
 def offline_process_only(a) -> None:
     """--src DIR: CaptureState.process alone (no producer batches) with services/ and schemas/ taken from
     DIR, e.g. an older commit: `git archive 9d4cec4 services schemas | tar -x -C /tmp/old` (A/B on one box)."""
@@ -243,14 +262,8 @@ def backlog_run(a) -> None:
                    CTRLAUDIT_ALERTS_TOPIC=f"{prefix}.alerts", CTRLAUDIT_DEAD_LETTER_TOPIC=f"{prefix}.dlq",
                    CTRLAUDIT_DATA_DIR=str(work / "faust"))
         brokers0, idle0, started = sum(cpu_s(p.pid) for p in c.procs.values()), box_idle_s(), time.time()
-        cmd = [sys.executable, "-m", "services.capture", "worker", "-l", "warn", "--without-web"]
-        # like `ctrlaudit capture`: the normalize worker, and the watch worker at a lower priority (or one
-        # worker running both agents with --inline-watch)
-        worker = subprocess.Popen(cmd, env=dict(env, CTRLAUDIT_ROLES="normalize,watch" if a.inline_watch else "normalize"),
-                                  cwd=ROOT, stdout=open(work / "worker.log", "wb"), stderr=subprocess.STDOUT)
-        watcher = None if a.inline_watch else subprocess.Popen(
-            cmd, env=dict(env, CTRLAUDIT_ROLES="watch"), cwd=ROOT, stdout=open(work / "watch.log", "wb"),
-            stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(10))
+        worker = start_worker(a, env, work / "worker.log")
+        watcher = start_watcher(a, env, work / "watch.log")
         try:
             cons = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": "bench",
                              "enable.auto.commit": False})
@@ -361,15 +374,6 @@ def main() -> None:
                    CTRLAUDIT_RAW_TOPIC=f"{prefix}.raw", CTRLAUDIT_EVENTS_TOPIC=f"{prefix}.events",
                    CTRLAUDIT_ALERTS_TOPIC=f"{prefix}.alerts", CTRLAUDIT_DEAD_LETTER_TOPIC=f"{prefix}.dlq",
                    CTRLAUDIT_DATA_DIR=str(work / "faust"))
-        cmd = [sys.executable, "-m", "services.capture", "worker", "-l", "warn", "--without-web"]
-
-        def start_worker(log):
-            # --without-web: another worker on this box may hold Faust's web port. Like `ctrlaudit capture`,
-            # the watch agent runs in its own worker at a lower priority (started once below) unless
-            # --inline-watch; the catch-up restarts the normalize worker only.
-            roles = "normalize,watch" if a.inline_watch else "normalize"
-            return subprocess.Popen(cmd, env=dict(env, CTRLAUDIT_ROLES=roles), cwd=ROOT,
-                                    stdout=open(work / log, "wb"), stderr=subprocess.STDOUT)
 
         def create(name, partitions):
             """Topics of --partitions-per-topic partitions, RF 1; returns how many topics."""
@@ -387,10 +391,9 @@ def main() -> None:
             commit_span = (max(appends) - min(appends)) / 1000 if len(appends) > 1 else float("nan")
             return span, commit_span, (round(len(evs) / span) if span and span == span else None)
 
-        worker = start_worker("worker.log")
-        watcher = None if a.inline_watch else subprocess.Popen(
-            cmd, env=dict(env, CTRLAUDIT_ROLES="watch"), cwd=ROOT, stdout=open(work / "watch.log", "wb"),
-            stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(10))
+        # the watch worker is started once; the catch-up below restarts the normalize worker only
+        worker = start_worker(a, env, work / "worker.log")
+        watcher = start_watcher(a, env, work / "watch.log")
         try:
             ev_topic = f"{prefix}.events"
             time.sleep(15)
@@ -432,7 +435,7 @@ def main() -> None:
                 committed_s = time.time() - t1
                 started = time.time()
                 brokers0, idle0 = sum(cpu_s(p.pid) for p in c.procs.values()), box_idle_s()
-                worker = start_worker("worker2.log")
+                worker = start_worker(a, env, work / "worker2.log")
                 # a restart first replays the raw topic; with retention a gap changes the count: stop at 60 s quiet
                 end3 = wait_quiet(c.bootstrap_servers, ev_topic, quiet=60 if a.metadata_retention_bytes else 300, timeout=1800,
                                   expect=end2 + n_catch + topics)

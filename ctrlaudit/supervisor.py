@@ -12,6 +12,7 @@ supervisor stops everything and returns that child's exit code. A child that ran
 """
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -70,10 +71,14 @@ class Supervisor:
         return None
 
     def run(self) -> int:
-        """Start every child and keep them running until one gives up (its code) or Ctrl-C (0)."""
-        for c in self.children:
-            self._start(c)
+        """Start every child and keep them running until one gives up (its code), or until Ctrl-C or
+        SIGTERM (0): then every child is stopped too, none is left behind."""
+        def terminate(signum, frame):
+            raise KeyboardInterrupt
+        previous = signal.signal(signal.SIGTERM, terminate)  # what `docker stop` and systemd send
         try:
+            for c in self.children:
+                self._start(c)
             while True:
                 rc = self.step()
                 if rc is not None:
@@ -82,7 +87,9 @@ class Supervisor:
         except KeyboardInterrupt:
             return 0
         finally:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the stop short
             self.stop()
+            signal.signal(signal.SIGTERM, previous)
 
     def stop(self, timeout: float = 30) -> None:
         for c in self.children:

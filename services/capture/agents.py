@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from schemas.events import ControllerEvent
-from services.capture import logic
+from services.capture import checkpoint, logic
 from checks.live import LiveChecker
 from schemas.errors import CodecError
 from services.capture.app import (
@@ -206,12 +206,15 @@ class Pipeline:
             return False
         if time.monotonic() - self._checkpoint_at < self.checkpoint_seconds:
             return False
+        normalizers = {cid: st.normalizer for cid, st in self.states.items()}
+        if not all(checkpoint.quiet(n) for n in normalizers.values()):
+            return False  # inside a metadata transaction or a snapshot: still due, tried after the next message
         if self.flush_events is not None:
             await self.flush_events()
         self._checkpoint_at = time.monotonic()
-        saved = self.images.save(next_offset, {cid: st.normalizer for cid, st in self.states.items()})
+        saved = self.images.save(next_offset, normalizers)
         if saved:
-            log.info("normalize: image checkpoint at raw offset %d", next_offset)
+            log.info("normalize: image checkpoint %d at raw offset %d", self.images.saved, next_offset)
         return saved
 
     def process(self, value: bytes) -> list[tuple[ControllerEvent, bytes, bytes]]:

@@ -45,6 +45,12 @@ app = faust.App(
     # a kill -9'd worker's group membership must expire quickly, or its successor waits for it
     broker_session_timeout=10.0,
     broker_heartbeat_interval=2.0,
+    # aiokafka's consumer, when it looks up a start offset, retries a NotLeaderForPartition answer without
+    # refreshing its metadata (robinhood/aiokafka#9): after a broker restart moved a leader, a starting
+    # worker asked the old leader 10 times a second until the metadata aged out (5 min by default; seen
+    # for 2 min on the 3.9 cluster). Refresh every 10 s instead; a metadata request is cheap.
+    consumer_metadata_max_age_ms=10_000,
+    producer_metadata_max_age_ms=10_000,
 )
 
 # Sources -> normalize: RawRecords (services/capture/codec.py), decoded by the agent so that a bad

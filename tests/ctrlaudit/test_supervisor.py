@@ -134,3 +134,28 @@ def test_capture_command_gives_up_on_a_worker_that_cannot_start(tmp_path: Path):
     assert any("capture worker exited with code 1" in l and "restarting in 1 s (restart 1)" in l for l in err), err
     assert "2 times in a row within 60 s of starting: giving up" in err[-1]
     assert "Traceback" not in done.stderr
+
+
+def test_sigterm_stops_the_supervisor_and_its_children(tmp_path: Path):
+    pids = tmp_path / "pids"
+    root = Path(__file__).resolve().parents[2]
+    script = (
+        "import subprocess, sys\n"
+        "from ctrlaudit.supervisor import Child, Supervisor\n"
+        "def start():\n"
+        "    p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"    open({str(pids)!r}, 'a').write(f'{{p.pid}}\\n')\n"
+        "    return p\n"
+        "sys.exit(Supervisor([Child('a', start), Child('b', start)], poll_s=0.05).run())\n")
+    sup = subprocess.Popen([PY, "-c", script], cwd=root, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    deadline = time.monotonic() + 30
+    while (not pids.exists() or len(pids.read_text().split()) < 2) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    children = [int(p) for p in pids.read_text().split()]
+    assert len(children) == 2
+    sup.terminate()
+    assert sup.wait(30) == 0
+    for pid in children:  # reaped by the supervisor: no such process any more
+        with pytest.raises(ProcessLookupError):
+            import os
+            os.kill(pid, 0)

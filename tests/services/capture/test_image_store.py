@@ -176,3 +176,24 @@ def test_a_checkpoint_waits_for_the_events_it_covers_to_be_delivered(raws):
     p.flush_events = flush
     run(p, raws[:2])
     assert order and order[0] == "flush" and "save" in order
+
+
+def test_a_due_checkpoint_inside_a_transaction_is_tried_again_at_the_next_message(raws, monkeypatch):
+    # not a full interval later: a long transaction would otherwise push every checkpoint back
+    from services.capture import checkpoint
+    table: dict[str, bytes] = {}
+    flushes: list = []
+    p = make_pipeline(raws, table, logic.Progress(), [], flushes, seconds=3600)
+    answers = iter([False, False])  # the first two messages end inside a transaction
+    monkeypatch.setattr(checkpoint, "quiet", lambda n: next(answers, True))
+    monkeypatch.setattr(time, "monotonic", lambda: 10_000.0)
+    p._checkpoint_at = 10_000.0 - 3600  # due from the first message on (prepare sets it at start)
+    orig_prepare = p.prepare
+
+    async def prepare(offset):
+        await orig_prepare(offset)
+        p._checkpoint_at = 10_000.0 - 3600
+    p.prepare = prepare
+    run(p, raws[:5])
+    assert ImageStore(table).head()["raw_offset"] == 3  # saved after the third message, then not due again
+    assert flushes == [1] and p.images.saved == 1  # no flush for the attempts that could not save

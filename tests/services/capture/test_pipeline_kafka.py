@@ -201,8 +201,11 @@ def run(kafka_cluster, tmp_path_factory):
                 return False
         _wait(checkpointed, 120, "an image checkpoint in the changelog table")
         # the watch worker too: its successor rebuilds its checker from the events topic below its offset
-        _wait(lambda: "watch: re-observed" in (work / "watch.log").read_text(errors="replace")
-              or watcher.proc.poll() is not None and watcher.start(), 120, "the watch worker to start")
+        def watch_committed():
+            if watcher.proc.poll() is not None:  # died at start-up while a broker was down: restart it
+                watcher.start()
+            return _committed(c.bootstrap_servers, f"{prefix}-app-watch", f"{prefix}.events") > 0
+        _wait(watch_committed, 120, "the watch worker to commit an events-topic offset")
         watcher.kill9()
         watcher.start()
         time.sleep(2)
