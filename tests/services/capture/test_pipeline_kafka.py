@@ -55,6 +55,12 @@ class Worker:
         self.proc = subprocess.Popen([PY, "-m", "services.capture", "worker", "-l", "info", "--without-web"], env=self.env,
                                      stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, cwd=ROOT)
 
+    def keep_running(self) -> None:
+        """Like a supervisor (`ctrlaudit capture`, compose's restart: unless-stopped): a worker that exited
+        by itself, e.g. at start-up while a broker was down, is started again (not counted as a kill)."""
+        if self.proc.poll() is not None:
+            self.start()
+
     def kill9(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)
@@ -193,8 +199,7 @@ def run(kafka_cluster, tmp_path_factory):
         changelog = f"{prefix}-app-normalizer-images-changelog"
 
         def checkpointed():
-            if worker.proc.poll() is not None:  # died at start-up while a broker was down: restart it
-                worker.start()
+            worker.keep_running()
             try:
                 return _watermarks(c.bootstrap_servers, changelog)[changelog] > 0
             except Exception:
@@ -202,8 +207,7 @@ def run(kafka_cluster, tmp_path_factory):
         _wait(checkpointed, 120, "an image checkpoint in the changelog table")
         # the watch worker too: its successor rebuilds its checker from the events topic below its offset
         def watch_committed():
-            if watcher.proc.poll() is not None:  # died at start-up while a broker was down: restart it
-                watcher.start()
+            watcher.keep_running()
             return _committed(c.bootstrap_servers, f"{prefix}-app-watch", f"{prefix}.events") > 0
         _wait(watch_committed, 120, "the watch worker to commit an events-topic offset")
         watcher.kill9()
@@ -233,11 +237,8 @@ def run(kafka_cluster, tmp_path_factory):
     last = max(e.source.offset for e in offline)
 
     def caught_up():
-        # Like a supervisor (compose's restart: unless-stopped): a worker that exited by itself, e.g. at
-        # start-up while a broker was down, is started again. Its restarts are not counted as kills.
-        for w in (worker, watcher):
-            if w.proc.poll() is not None:
-                w.start()
+        worker.keep_running()
+        watcher.keep_running()
         ev = [e for e in _archive_events(work / "archive") if e.source.kind.value.startswith("KRAFT")]
         return ev if ev and max(e.source.offset for e in ev) >= last else None
     try:
