@@ -2,16 +2,36 @@
 
 schemas._flatdecode (schemas/_native/flatdecode.c, C11 + zlib) is optional: without a C compiler,
 the Python headers or zlib the install still succeeds and schemas.fastflat.available() is False.
+With OpenSSL's headers and libcrypto it also verifies the hash chain as it decodes (SHA-256 from
+libcrypto, which uses the CPU's SHA instructions); without them it decodes only, and
+schemas.verified checks the chain the Python way.
 """
+import ctypes.util
+import os
+import sysconfig
+
 from setuptools import Extension, setup
+
+
+def _openssl() -> bool:
+    if os.environ.get("CTRLAUDIT_NO_OPENSSL"):
+        return False
+    dirs = ["/usr/include", "/usr/local/include", sysconfig.get_paths()["include"]]
+    return ctypes.util.find_library("crypto") is not None and any(
+        os.path.exists(os.path.join(d, "openssl", "sha.h")) for d in dirs)
+
+
+_chain = _openssl()
 
 setup(
     ext_modules=[
         Extension(
             "schemas._flatdecode",
             sources=["schemas/_native/flatdecode.c"],
-            libraries=["z"],
-            extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wno-unused-parameter"],
+            libraries=["z", "crypto"] if _chain else ["z"],
+            define_macros=[("CTRLAUDIT_CHAIN", "1")] if _chain else [],
+            extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wno-unused-parameter",
+                                "-Wno-deprecated-declarations"],
             optional=True,
         )
     ],

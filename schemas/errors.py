@@ -14,3 +14,14 @@ class CodecError(ContractError):
         self.reason = reason
         self.where = where
         super().__init__(f"{where}: {reason}" if where else reason)
+
+
+class ChainBreak(ContractError):
+    """The hash chain does not hold at an event: `kind` is missing | reordered | unchained | altered,
+    `seq` the event where it broke, `where` the file."""
+
+    def __init__(self, kind: str, seq: int | None, message: str, where: str = "") -> None:
+        self.kind = kind
+        self.seq = seq
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)

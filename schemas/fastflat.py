@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache, lru_cache
 from pathlib import Path
 
@@ -22,7 +23,7 @@ import fastavro
 import pyarrow as pa
 
 from schemas import flat, loader
-from schemas.errors import CodecError
+from schemas.errors import ChainBreak, CodecError
 
 try:
     from schemas import _flatdecode as _native
@@ -96,6 +97,21 @@ def accepts(path: str | Path) -> bool:
     return meta.get("avro.codec", b"null") in CODECS and _is_v1(meta.get("avro.schema", b""))
 
 
+def chain_available() -> bool:
+    """Whether decode_verified can check the chain natively (the extension was built with OpenSSL)."""
+    return available() and bool(getattr(_native, "CHAIN", 0))
+
+
+def decode_verified(path: str | Path, first_seq: int, prev_hash: str) -> tuple[pa.Table, str]:
+    """decode_file, also checking each event's hash and its link to the one before it (the first
+    one to `prev_hash` at `first_seq`), and the sha256 of the file's bytes, computed alongside.
+    ChainBreak names the first event that breaks the chain; Unsupported when the native path cannot
+    verify (the caller verifies the Python way)."""
+    if not chain_available():
+        raise Unsupported("native chain verification not available")
+    return _decode(Path(path), 0, (first_seq, prev_hash.encode()))
+
+
 def decode_file(path: str | Path, batch_rows: int = 0) -> pa.Table:
     """The flat `events` table of one container file (exactly flat.ARROW_SCHEMA).
 
@@ -104,7 +120,10 @@ def decode_file(path: str | Path, batch_rows: int = 0) -> pa.Table:
     per Arrow record batch, about (default 2**21)."""
     if not available():
         raise Unsupported("native decoder not available")
-    path = Path(path)
+    return _decode(Path(path), batch_rows, None)[0]
+
+
+def _decode(path: Path, batch_rows: int, chain: tuple[int, bytes] | None) -> tuple[pa.Table, str]:
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -118,10 +137,21 @@ def decode_file(path: str | Path, batch_rows: int = 0) -> pa.Table:
         raise Unsupported(f"{path}: codec {codec!r}")
     if not _is_v1(meta.get("avro.schema", b"")):
         raise Unsupported(f"{path}: writer schema is not this build's v1 schema")
-    batches, err = _native.decode(data, offset, sync, CODECS[codec], batch_rows)
+    digest = ""
+    if chain is None:
+        batches, err = _native.decode(data, offset, sync, CODECS[codec], batch_rows)
+    else:  # the file's sha256 in a thread while decoding (both release the GIL)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            sha = pool.submit(lambda: hashlib.sha256(data).hexdigest())
+            batches, err = _native.decode(data, offset, sync, CODECS[codec], batch_rows, chain)
+            digest = sha.result()
     del data
     if err is not None:
         kind, message, index = err
+        if kind == 4:
+            what, _, detail = message.partition(":")
+            seq = int(detail.split()[1].rstrip(":")) if detail.startswith("seq ") else None
+            raise ChainBreak(what, seq, f"event {index} of the file: {detail}", str(path))
         if kind == 1:
             raise CodecError(
                 f"corrupt or truncated data at record {index} (the {index} records before it were read): "
@@ -129,7 +159,7 @@ def decode_file(path: str | Path, batch_rows: int = 0) -> pa.Table:
         if kind == 2:
             raise MemoryError(f"{path}: {message}")
         raise Unsupported(f"{path}: {message}")
-    return _table(batches)
+    return _table(batches), digest
 
 
 def _table(batches: list[tuple[int, tuple]]) -> pa.Table:

@@ -27,17 +27,25 @@ def kraft(
                                      help="raise: stop at a corrupt batch; skip: record it as a capture gap."),
 ) -> None:
     """Decode a KRaft metadata log (segments and snapshots) into ControllerEvents."""
-    from services.archive.writer import ArchiveWriter
+    from services.archive.writer import ArchiveWriter, after, continuation
     from services.normalize.offline import ImportReport, cluster_id_of, import_events
 
     report = ImportReport()
     cluster = cluster_id or cluster_id_of(paths) or "unknown-cluster"
-    with ArchiveWriter(out, cluster) as writer:
-        for event in import_events(paths, cluster, on_error=on_error.value, node_id=node_id, report=report):
+    # Never over an existing archive: an import into a non-empty directory only appends what comes
+    # after the chain already there (the same cluster's history), or is refused.
+    last = continuation(out, cluster)
+    events = import_events(paths, cluster, on_error=on_error.value, node_id=node_id, report=report)
+    if last is not None:
+        events = after(events, last, out / cluster)
+    with ArchiveWriter.resume(out, cluster) as writer:
+        for event in events:
             writer.append(event)
         files = writer.close()
     print(f"cluster {cluster}: {report.records:,} records from {len(report.files)} file(s) -> "
-          f"{report.events:,} events in {len(files)} archive file(s) under {out}")
+          f"{report.events:,} events in {len(files)} archive file(s) under {out}"
+          + (f" (continuing its chain after seq {last.last_seq}: {writer.next_seq - last.last_seq - 1:,} new)"
+             if last is not None else ""))
     for gap in report.gaps:
         print(f"capture gap: {gap}")
     if report.partial_tail:

@@ -52,6 +52,9 @@ def register(app: typer.Typer) -> None:
                                metadata_version=metadata_version, cluster_id=cluster_id)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+        from services.archive.writer import refuse_non_empty
+
+        refuse_non_empty(out, config.cluster)
         console = Console(stderr=True)
         with console.status(f"simulating {events:,} events"):
             result = simulate_to_archive(out, config, inject=breaches)

@@ -24,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#ifdef CTRLAUDIT_CHAIN
+#include <openssl/sha.h>
+#endif
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
@@ -31,7 +34,7 @@
 /* ------------------------------------------------------------------------------------------ */
 /* errors                                                                                      */
 
-enum { E_NONE = 0, E_DATA = 1, E_NOMEM = 2, E_LIMIT = 3 };
+enum { E_NONE = 0, E_DATA = 1, E_NOMEM = 2, E_LIMIT = 3, E_CHAIN = 4 };
 
 typedef struct {
     jmp_buf jb;
@@ -56,6 +59,10 @@ static void fail(err_t *e, int kind, const char *fmt, ...)
 typedef struct {
     const uint8_t *p, *end;
     err_t *e;
+    /* set by rd_record for the chain check: where the hash field is, and the chain fields */
+    const uint8_t *h_start, *h_end, *prev_p, *hash_p;
+    int32_t prev_n, hash_n;
+    int64_t seq;
 } rd_t;
 
 #define REMAIN(r) ((int64_t)((r)->end - (r)->p))
@@ -642,7 +649,8 @@ static void rd_record(rd_t *r, batch_t *b)
     put_str(b, C_EVENT_ID, s.p, s.n);
     s = rd_str(r);
     put_str(b, C_CLUSTER_ID, s.p, s.n);
-    put_i64(b, C_SEQ, rd_long(r));
+    r->seq = rd_long(r);
+    put_i64(b, C_SEQ, r->seq);
     put_sym(b, C_SOURCE_KIND, SOURCE_KIND[rd_index(r, N_SOURCE_KIND, "enum SourceKind")]);
     put_i32(b, C_SOURCE_NODE, rd_int(r));
     put_i64(b, C_SOURCE_OFFSET, rd_long(r));
@@ -661,8 +669,14 @@ static void rd_record(rd_t *r, batch_t *b)
     put_bool(b, C_BOOTSTRAP, rd_bool(r));
     s = rd_str(r);
     put_str(b, C_PREV_HASH, s.p, s.n);
+    r->prev_p = s.p;
+    r->prev_n = s.n;
+    r->h_start = r->p;
     s = rd_str(r);
     put_str(b, C_HASH, s.p, s.n);
+    r->hash_p = s.p;
+    r->hash_n = s.n;
+    r->h_end = r->p;
 
     int branch = rd_index(r, N_PAYLOAD, "payload union");
     put_sym(b, C_KIND, PAYLOAD[branch]);
@@ -826,6 +840,10 @@ typedef struct {
     int64_t index;     /* records decoded so far */
     int64_t rows_left; /* records the block headers still announce (an estimate) */
     int64_t batch_rows; /* a batch is handed over once it holds this many rows (at a block end) */
+    int verify;         /* check each record's hash and its link to the one before (check_chain) */
+    int64_t next_seq;   /* with verify: the seq the next record must carry */
+    uint8_t head[64];   /* with verify: the hash its prev_hash must equal (head_n bytes) */
+    int head_n;
 } dec_t;
 
 static void dec_push_batch(dec_t *d)
@@ -944,6 +962,50 @@ static int64_t estimate_rows(const uint8_t *data, int64_t len, int64_t offset, i
     return total;
 }
 
+/* The chain rule of schemas/chain.py, on the record's own bytes: hash = sha256(prev_hash || the
+   record's Avro body with the hash field written as the empty string). The body is the record as
+   stored (v1 files only reach this decoder), so it is hashed in three pieces around the hash field,
+   whose empty-string encoding is the single byte 0. Messages start with the kind of break
+   (schemas.verified turns them into findings). */
+static void check_chain(dec_t *d, const rd_t *r, const uint8_t *rec_start)
+{
+#ifdef CTRLAUDIT_CHAIN
+    static const char HEX[] = "0123456789abcdef";
+    if (r->seq != d->next_seq) {
+        if (r->seq > d->next_seq)
+            fail(&d->e, E_CHAIN, "missing:seq %lld follows seq %lld", (long long)r->seq, (long long)(d->next_seq - 1));
+        fail(&d->e, E_CHAIN, "reordered:seq %lld where seq %lld was expected", (long long)r->seq,
+             (long long)d->next_seq);
+    }
+    if (r->prev_n != d->head_n || memcmp(r->prev_p, d->head, (size_t)d->head_n) != 0)
+        fail(&d->e, E_CHAIN, "unchained:seq %lld: its prev_hash %.64s is not the hash %.64s of the event before it",
+             (long long)r->seq, r->prev_n >= 12 ? (const char *)r->prev_p : "(short)",
+             d->head_n >= 12 ? (const char *)d->head : "(none)");
+    SHA256_CTX c;
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    char hex[64];
+    SHA256_Init(&c);
+    SHA256_Update(&c, r->prev_p, (size_t)r->prev_n);
+    SHA256_Update(&c, rec_start, (size_t)(r->h_start - rec_start));
+    SHA256_Update(&c, "", 1);
+    SHA256_Update(&c, r->h_end, (size_t)(r->p - r->h_end));
+    SHA256_Final(md, &c);
+    for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+        hex[2 * i] = HEX[md[i] >> 4];
+        hex[2 * i + 1] = HEX[md[i] & 15];
+    }
+    if (r->hash_n != 64 || memcmp(hex, r->hash_p, 64) != 0)
+        fail(&d->e, E_CHAIN, "altered:seq %lld: its hash does not match its content", (long long)r->seq);
+    memcpy(d->head, r->hash_p, 64);
+    d->head_n = 64;
+    d->next_seq++;
+#else
+    (void)r;
+    (void)rec_start;
+    fail(&d->e, E_LIMIT, "built without OpenSSL: cannot verify the chain natively");
+#endif
+}
+
 static int decode_blocks(dec_t *d, const uint8_t *data, int64_t len, int64_t offset, const uint8_t *sync,
                          int deflate)
 {
@@ -980,7 +1042,10 @@ static int decode_blocks(dec_t *d, const uint8_t *data, int64_t len, int64_t off
         for (int64_t i = 0; i < count; i++) {
             if (b->n == b->cap)
                 batch_grow(b, b->cap * 2);
+            const uint8_t *rec_start = r.p;
             rd_record(&r, b);
+            if (d->verify)
+                check_chain(d, &r, rec_start);
             d->index++;
         }
         d->rows_left -= count;
@@ -1144,8 +1209,10 @@ static void dec_free(dec_t *d)
 }
 
 PyDoc_STRVAR(decode_doc,
-             "decode(data, offset, sync, deflate, batch_rows=2**21) -> (batches, error)\n\n"
+             "decode(data, offset, sync, deflate, batch_rows=2**21, chain=None) -> (batches, error)\n\n"
              "Decode the blocks of a v1 container file starting at `offset` (after the header).\n"
+             "chain=(first_seq, prev_hash: bytes): also verify every record's hash and its link\n"
+             "(error kind 4, message 'missing:|reordered:|unchained:|altered:...').\n"
              "batches: list of (rows, columns); error: None or (kind, message, record_index) with\n"
              "kind 1 = corrupt data, 2 = out of memory, 3 = beyond this decoder's limits.");
 
@@ -1155,8 +1222,19 @@ static PyObject *py_decode(PyObject *self, PyObject *args)
     Py_ssize_t offset;
     int deflate;
     long long batch_rows = BATCH_ROW_LIMIT;
-    if (!PyArg_ParseTuple(args, "y*ny*p|L", &data, &offset, &sync, &deflate, &batch_rows))
+    PyObject *chain = Py_None;
+    long long first_seq = 0;
+    const char *prev = NULL;
+    Py_ssize_t prev_n = 0;
+    if (!PyArg_ParseTuple(args, "y*ny*p|LO", &data, &offset, &sync, &deflate, &batch_rows, &chain))
         return NULL;
+    if (chain != Py_None && (!PyArg_ParseTuple(chain, "Ly#", &first_seq, &prev, &prev_n) || prev_n > 64)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "chain: prev_hash longer than 64 bytes");
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&sync);
+        return NULL;
+    }
     if (batch_rows < 1 || batch_rows > BATCH_ROW_LIMIT)
         batch_rows = BATCH_ROW_LIMIT;
     PyObject *result = NULL;
@@ -1170,6 +1248,12 @@ static PyObject *py_decode(PyObject *self, PyObject *args)
         goto out;
     }
     d->batch_rows = batch_rows;
+    if (chain != Py_None) {
+        d->verify = 1;
+        d->next_seq = first_seq;
+        memcpy(d->head, prev, (size_t)prev_n);
+        d->head_n = (int)prev_n;
+    }
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = decode_blocks(d, (const uint8_t *)data.buf, (int64_t)data.len, (int64_t)offset,
@@ -1287,6 +1371,20 @@ PyMODINIT_FUNC PyInit__flatdecode(void)
     PyObject *m = PyModule_Create(&moduledef);
     if (!m)
         return NULL;
+#ifdef CTRLAUDIT_CHAIN
+    if (PyModule_AddIntConstant(m, "CHAIN", 1) < 0)
+        return NULL;
+#else
+    if (PyModule_AddIntConstant(m, "CHAIN", 0) < 0)
+        return NULL;
+#endif
+#ifdef CTRLAUDIT_CHAIN
+    if (PyModule_AddIntConstant(m, "CHAIN", 1) < 0)
+        return NULL;
+#else
+    if (PyModule_AddIntConstant(m, "CHAIN", 0) < 0)
+        return NULL;
+#endif
     PyObject *cols = PyTuple_New(NCOLS);
     if (!cols)
         goto err;

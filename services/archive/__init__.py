@@ -1,5 +1,5 @@
 """The archive: hash-chained ControllerEvents in hourly Avro object container files with manifests."""
-from services.archive.manifest import FileManifest, SourceMark, read_manifest
+from schemas.manifest import FileManifest, SourceMark, read_manifest
 from services.archive.reader import VerifyReport, clusters, iter_archive_records, iter_events, list_files, verify
 from services.archive.writer import ArchiveWriter, file_name
 

@@ -10,7 +10,7 @@ from typing import Any
 from schemas.chain import record_hash
 from schemas.container import iter_records, read_events
 from schemas.events import ControllerEvent
-from services.archive.manifest import MANIFEST_SUFFIX, FileManifest, read_manifest
+from schemas.manifest import MANIFEST_SUFFIX, FileManifest, read_manifest
 
 
 def list_files(directory: str | Path) -> list[tuple[Path, FileManifest]]:

@@ -24,12 +24,70 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from schemas import loader
+from schemas.errors import ContractError
 from schemas.events import ControllerEvent
 from services.archive.encoder import chain_body, enc_long, make_encoder
-from services.archive.manifest import FileManifest, SourceMark, fsync_dir, write_manifest
+from schemas.manifest import FileManifest, SourceMark, fsync_dir, write_manifest
 from services.archive.reader import list_files
 
 HOUR_MS = 3_600_000
+
+
+class ArchiveExists(ContractError):
+    """The output already holds an archive that the new events do not continue (exit 2)."""
+
+
+def refuse_non_empty(root: str | Path, cluster_id: str) -> None:
+    """For writers that start a chain at seq 0 (simulate): the cluster's directory must not hold
+    anything yet, and the root nothing but cluster directories."""
+    root = Path(root)
+    if not root.exists():
+        return
+    if not root.is_dir():
+        raise ArchiveExists(f"{root}: not a directory")
+    loose = [p.name for p in root.iterdir() if not p.is_dir()]
+    cluster_dir = root / cluster_id
+    held = sorted(p.name for p in cluster_dir.iterdir()) if cluster_dir.is_dir() else []
+    if loose or held:
+        what = held or loose
+        raise ArchiveExists(f"{cluster_dir if held else root}: not empty ({len(what)} file(s), e.g. {what[0]}); "
+                            "refusing to overwrite an archive: choose an empty --out")
+
+
+def continuation(root: str | Path, cluster_id: str) -> FileManifest | None:
+    """Where an import into `root` may continue: None for a fresh cluster directory; else the
+    verified archive's last manifest, whose last event the new events must contain (the caller
+    appends only what follows it: `after`). A directory that does not verify is refused."""
+    from schemas.verified import ArchiveProblem, NotAnArchive, verify
+
+    refuse_loose = Path(root)
+    if refuse_loose.exists() and not refuse_loose.is_dir():
+        raise ArchiveExists(f"{refuse_loose}: not a directory")
+    cluster_dir = Path(root) / cluster_id
+    if not cluster_dir.is_dir() or not any(cluster_dir.iterdir()):
+        return None
+    try:
+        verify([cluster_dir])
+    except (ArchiveProblem, NotAnArchive) as exc:
+        raise ArchiveExists(f"{cluster_dir}: not empty, and not an intact archive to continue ({exc}); "
+                            "refusing to write into it: choose an empty --out") from None
+    return list_files(cluster_dir)[-1][1]
+
+
+def after(events: Iterable[ControllerEvent], last: FileManifest, where: Path) -> Iterable[ControllerEvent]:
+    """The events after the archived head `last` (matched by source position); ArchiveExists when
+    the events never reach it: they are not the same history, and nothing is appended."""
+    mark = last.last_source
+    found = False
+    for e in events:
+        if found:
+            yield e
+        elif (e.source.kind.value, e.source.offset, e.source.index) == (mark.kind, mark.offset, mark.index):
+            found = True
+    if not found:
+        raise ArchiveExists(f"{where}: holds an archive whose last event ({mark.kind} offset {mark.offset} index "
+                            f"{mark.index}) is not among the new events: they do not continue it; nothing was "
+                            "written (choose an empty --out)")
 MAGIC = b"Obj\x01"
 CODECS = ("null", "deflate")
 
@@ -215,6 +273,9 @@ class ArchiveWriter:
         if self.fsync:
             os.fsync(f.fo.fileno())
         f.fo.close()
+        if f.final.exists():  # never replace a finished file: an archive is only ever appended to
+            f.part.unlink(missing_ok=True)
+            raise ArchiveExists(f"{f.final}: already exists; an archive file is never overwritten")
         os.replace(f.part, f.final)
         if self.fsync:
             fsync_dir(self.dir)

@@ -37,7 +37,7 @@ from schemas.events import (
 )
 from services.archive import ArchiveWriter, iter_events, list_files, read_manifest, verify
 from services.archive.encoder import FastavroSplitEncoder, FastV1Encoder, chain_body
-from services.archive.manifest import manifest_path
+from schemas.manifest import manifest_path
 from services.simulator import SimConfig, simulate
 
 HOUR = 3_600_000

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from schemas.errors import ContractError
+
 MANIFEST_SUFFIX = ".manifest.json"
 FORMAT = "ctrlaudit-archive-manifest/1"
 
@@ -82,5 +84,26 @@ def write_manifest(avro_path: Path, manifest: FileManifest, fsync: bool = True) 
     return final
 
 
+class ManifestError(ContractError):
+    """A manifest that cannot be read or does not describe a file (names the manifest)."""
+
+
 def read_manifest(path: Path) -> FileManifest:
-    return FileManifest.from_json(Path(path).read_text(encoding="utf-8"))
+    """The manifest at `path`; ManifestError (one line, naming it) when it is not a valid one."""
+    path = Path(path)
+    try:
+        manifest = FileManifest.from_json(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ManifestError(f"{path}: cannot read the manifest: {exc.strerror}") from exc
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # JSON, missing or unknown keys
+        raise ManifestError(f"{path}: not a valid archive manifest ({type(exc).__name__}: {exc})") from exc
+    ints = ("count", "first_seq", "last_seq", "first_event_time_ms", "last_event_time_ms", "size_bytes",
+            "schema_version")
+    bad = [k for k in ints if type(getattr(manifest, k)) is not int]
+    bad += [k for k in ("file", "cluster_id", "sha256", "prev_hash", "chain_head_hash", "codec")
+            if not isinstance(getattr(manifest, k), str)]
+    if bad:
+        raise ManifestError(f"{path}: not a valid archive manifest (bad {', '.join(bad)})")
+    if manifest.format != FORMAT:
+        raise ManifestError(f"{path}: manifest format {manifest.format!r}, this build reads {FORMAT!r}")
+    return manifest

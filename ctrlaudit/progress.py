@@ -1,0 +1,24 @@
+"""Progress bars for the long commands (load, verify, check, import): rich, on standard error, and
+only when it is a terminal, so logs and pipes get the result lines alone."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def bar(description: str, total: int | None, unit: str = "bytes") -> Iterator[Callable[[int], None] | None]:
+    """A callback advancing the bar by n (of `total`), or None when standard error is not a terminal."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    amount = DownloadColumn() if unit == "bytes" else MofNCompleteColumn()
+    with Progress(TextColumn("{task.description}"), BarColumn(), amount, TimeElapsedColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(description, total=total)
+        yield lambda n: progress.advance(task, n)
