@@ -32,6 +32,8 @@ class Invariant:
     allowances: tuple[str, ...]
     severity: str = "error"
     live: bool = False  # also judged one event at a time by checks.live.LiveChecker (the watch agent)
+    # Judged from one event alone (False): a gap in the history cannot make a finding of it wrong.
+    history: bool = True
 
     @property
     def sql_path(self) -> Path:
@@ -64,12 +66,12 @@ CATALOG: tuple[Invariant, ...] = (
     Invariant(
         "leader_in_isr", "I5", "LeaderInIsr",
         "Leader ∈ ISR ⊆ replicas in every partition state; leader -1 is legal.",
-        ("PartitionChange",), "M", ("leader -1 (no leader), with any ISR",), live=True,
+        ("PartitionChange",), "M", ("leader -1 (no leader), with any ISR",), live=True, history=False,
     ),
     Invariant(
         "isr_elr_sanity", "I6", "ValidControllerIsrAndElr",
         "ELR ⊆ replicas, ISR ∩ ELR = ∅, adding ∩ removing = ∅, adding ∪ removing ⊆ replicas.",
-        ("PartitionChange",), "M", (), live=True,
+        ("PartitionChange",), "M", (), live=True, history=False,
     ),
     Invariant(
         "fenced_broker_not_in_isr", "I7", "ValidControllerState",

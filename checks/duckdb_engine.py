@@ -14,7 +14,9 @@ import duckdb
 import pyarrow as pa
 
 from checks.catalog import EVIDENCE_COLUMNS, VIOLATION_COLUMNS, wrapped_sql
-from checks.inputs import STORE_LAYOUT_VERSION, BadInput, Inputs, archives_to_arrow, check_layout
+from checks.inputs import (STORE_LAYOUT_VERSION, BadInput, Inputs, chain_summary, chains_of, read_archives,
+                           check_layout)
+from schemas.verified import Gap
 
 DIALECT = "duckdb"
 
@@ -26,6 +28,8 @@ class DuckDBEngine:
         self.con = con
         self._owned = owned
         self.timings: dict[str, float] = {}
+        self.gaps: list[Gap] = []  # stretches of the history that are not verified data
+        self.chains: list[dict[str, Any]] = []  # per cluster: verified to, last seq, gaps
 
     # --- construction ---------------------------------------------------------------------------
     @classmethod
@@ -37,10 +41,12 @@ class DuckDBEngine:
         return cls(con)
 
     @classmethod
-    def from_archives(cls, archives: Sequence[Path], threads: int | None = None) -> DuckDBEngine:
+    def from_archives(cls, archives: Sequence[Path], threads: int | None = None, allow_gaps: bool = False,
+                      progress: Any = None) -> DuckDBEngine:
         started = time.perf_counter()
-        table = archives_to_arrow(archives)
+        table, read = read_archives(archives, allow_gaps=allow_gaps, progress=progress)
         engine = cls.from_arrow(table, threads=threads)
+        engine.gaps, engine.chains = chains_of(read)
         engine.timings["load"] = time.perf_counter() - started
         return engine
 
@@ -56,7 +62,19 @@ class DuckDBEngine:
         except BadInput:
             con.close()
             raise
+        engine.read_chain_status()
         return engine
+
+    def read_chain_status(self) -> None:
+        """A store's chain verdicts (replay.chainstate's tables), as the archives' read gives them."""
+        tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        if not {"chain_gaps", "chain_status"} <= tables:  # a hand-made events table: no verdicts to report
+            return
+        gaps = [Gap(*r) for r in self.con.execute(
+            "SELECT cluster_id, from_seq, to_seq, reason FROM chain_gaps ORDER BY 1, 2").fetchall()]
+        self.gaps = gaps
+        self.chains = [chain_summary(c, v, last, [g for g in gaps if g.cluster_id == c]) for c, v, last in
+                       self.con.execute("SELECT cluster_id, verified_to, last_seq FROM chain_status ORDER BY 1").fetchall()]
 
     @classmethod
     def from_connection(cls, con: duckdb.DuckDBPyConnection) -> DuckDBEngine:
@@ -66,10 +84,11 @@ class DuckDBEngine:
         return engine
 
     @classmethod
-    def from_inputs(cls, inputs: Inputs, threads: int | None = None) -> DuckDBEngine:
+    def from_inputs(cls, inputs: Inputs, threads: int | None = None, allow_gaps: bool = False,
+                    progress: Any = None) -> DuckDBEngine:
         if inputs.store is not None:
             return cls.from_store(inputs.store, threads=threads)
-        return cls.from_archives(inputs.archives, threads=threads)
+        return cls.from_archives(inputs.archives, threads=threads, allow_gaps=allow_gaps, progress=progress)
 
     def check_store(self, where: str, require_meta: bool = False) -> None:
         tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}

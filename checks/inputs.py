@@ -3,21 +3,21 @@ DuckDB store built by replay/. Every problem a user can cause becomes one BadInp
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from schemas import fastflat, flat
-from schemas.container import iter_records
+from schemas import flat
 from schemas.errors import ContractError
+from schemas.verified import Gap, VerifiedRead, read_all
 
 AVRO_MAGIC = b"Obj\x01"
 DUCKDB_MAGIC = b"DUCK"  # at byte offset 8 of a DuckDB database file
 # replay.store.LAYOUT_VERSION this build reads (checks does not import replay; a test pins the two).
-STORE_LAYOUT_VERSION = 1
+STORE_LAYOUT_VERSION = 2
 
 
 class BadInput(ContractError):
@@ -59,7 +59,7 @@ def resolve(paths: Sequence[str | Path]) -> Inputs:
             found = sorted(p for p in path.rglob("*.avro") if p.is_file())
             if not found:
                 raise BadInput(f"{path}: directory holds no *.avro archive files")
-            archives.extend(found)
+            archives.extend(found)  # schemas.verified finds each one's manifest (and refuses one without)
             continue
         kind = _kind_of(path)
         if kind == "archive":
@@ -75,30 +75,30 @@ def resolve(paths: Sequence[str | Path]) -> Inputs:
     return Inputs(archives=tuple(archives), store=stores[0] if stores else None)
 
 
-def iter_flat_rows(archives: Sequence[Path]) -> Iterator[tuple[Any, ...]]:
-    for path in archives:
-        for record in iter_records(path):
-            yield flat.flatten(record)
+def archives_to_arrow(archives: Sequence[Path], allow_gaps: bool = False) -> pa.Table:
+    """The flat events table of the archives (verified: see read_archives)."""
+    return read_archives(archives, allow_gaps)[0]
 
 
-def archives_to_arrow(archives: Sequence[Path]) -> pa.Table:
-    """The flat events table of the archives (CodecError on a corrupt file, BadInput when empty)."""
-    tables = [_archive_table(p) for p in archives]  # fastflat
-    table = pa.concat_tables(tables) if tables else flat.to_arrow([])
+def read_archives(archives: Sequence[Path], allow_gaps: bool = False,
+                  progress: Callable[[int], None] | None = None) -> tuple[pa.Table, VerifiedRead]:
+    """The flat events table of the archives, read through schemas.verified (ArchiveProblem on a
+    file that does not verify, unless allow_gaps), and the read (its chains and gaps)."""
+    table, read = read_all(archives, allow_gaps=allow_gaps, progress=progress)
     if table.num_rows == 0:
-        raise BadInput(f"{', '.join(map(str, archives))}: archive holds no events")
-    return table
+        raise BadInput(f"{', '.join(map(str, archives))}: archive holds no verified events")
+    return table, read
 
 
-def _archive_table(path: Path) -> pa.Table:
-    """fastflat: the native decoder for a file whose writer schema is exactly v1 (codec null or
-    deflate), else the Python path (flat.flatten, the reference)."""
-    if fastflat.accepts(path):
-        try:
-            return fastflat.decode_file(path)
-        except fastflat.Unsupported:
-            pass
-    return flat.to_arrow(iter_flat_rows([path]))
+def chains_of(read: VerifiedRead) -> tuple[list[Gap], list[dict[str, Any]]]:
+    """The gaps and the per-cluster chain summaries a report carries."""
+    gaps = [g for c in read.chains.values() for g in c.gaps]
+    return gaps, [chain_summary(c.cluster_id, c.verified_to, c.last_seq, c.gaps) for c in read.chains.values()]
+
+
+def chain_summary(cluster_id: str, verified_to: int, last_seq: int, gaps: Sequence[Gap]) -> dict[str, Any]:
+    return {"cluster_id": cluster_id, "verified_to": verified_to, "last_seq": last_seq,
+            "gaps": [{"from_seq": g.from_seq, "to_seq": g.to_seq, "reason": g.reason} for g in gaps]}
 
 
 def check_layout(columns: Sequence[tuple[str, str]], where: str) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from checks.catalog import BY_NAME, VIOLATION_COLUMNS, Invariant
+from schemas.verified import Gap, no_data_gap
 
 WORST = 5  # examples per invariant (Jepsen keeps 8-32; the JSON keeps the same few)
 
@@ -31,6 +32,7 @@ class InvariantResult:
     examples: list[dict[str, Any]]
     allowed_examples: list[dict[str, Any]]
     missing_data: list[str] = field(default_factory=list)
+    in_gaps: int = 0  # findings left without evidence by a gap: "no data", never violations
 
     def to_json(self) -> dict[str, Any]:
         inv = self.invariant
@@ -39,6 +41,7 @@ class InvariantResult:
             "data": inv.data, "severity": inv.severity, "status": self.status, "valid": self.status != FAIL,
             "violations": self.violations, "allowed": self.allowed, "rules": self.rules,
             "allowances_applied": self.allowances, "missing_data": self.missing_data,
+            "no_data_in_gaps": self.in_gaps,
             "examples": self.examples, "allowed_examples": self.allowed_examples,
         }
 
@@ -52,6 +55,9 @@ class Report:
     allow: list[str]
     results: list[InvariantResult]
     seconds: float = 0.0
+    # per cluster: {"cluster_id", "verified_to", "last_seq", "gaps": [...]}: what the history's
+    # chain was verified to, and the stretches that are not verified data
+    chains: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -62,6 +68,7 @@ class Report:
             "valid": self.valid, "engine": self.engine, "inputs": self.inputs, "events": self.events,
             "clusters": self.clusters, "allowed_by_flag": self.allow, "seconds": round(self.seconds, 3),
             "summary": {r.invariant.name: r.status for r in self.results},
+            "chains": self.chains,
             "invariants": [r.to_json() for r in self.results],
         }
 
@@ -83,11 +90,19 @@ def build(
     rows: Iterable[Sequence[Any]],
     allow: Sequence[str],
     fetch: Callable[[Iterable[tuple[str, int]]], dict[tuple[str, int], dict[str, Any]]],
+    gaps: Sequence[Gap] = (),
+    chains: Sequence[dict[str, Any]] = (),
 ) -> Report:
-    """Condense violation rows into a Report; `fetch` gives the evidence events by (cluster, seq)."""
+    """Condense violation rows into a Report; `fetch` gives the evidence events by (cluster, seq).
+    A finding of an invariant that judges history, whose evidence spans a gap, is "no data"."""
     by_name: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    in_gaps: Counter[str] = Counter()
     for values in rows:
         v = _row(values)
+        if gaps and v["status"] == "violated" and BY_NAME[v["invariant"]].history and \
+                no_data_gap(gaps, v["cluster_id"], v["seq"], v["related_seq"]) is not None:
+            in_gaps[v["invariant"]] += 1
+            continue
         if v["status"] == "violated" and v["invariant"] in allow:
             v["status"], v["allowance"] = "allowed", "--allow " + v["invariant"]
         by_name[v["invariant"]].append(v)
@@ -111,6 +126,8 @@ def build(
         n_bad = sum(1 for v in vs if v["status"] == "violated")
         n_ok = len(vs) - n_bad
         missing = [k for k in inv.needs if not kind_counts.get(k)]
+        if in_gaps[name]:
+            missing.append(f"{in_gaps[name]} finding(s) rest on a gap in the history")
         status = FAIL if n_bad else ALLOWED if n_ok else NO_DATA if missing else PASS
         results.append(InvariantResult(
             invariant=inv, status=status, violations=n_bad, allowed=n_ok,
@@ -118,9 +135,10 @@ def build(
             allowances=dict(Counter(v["allowance"] for v in vs if v["status"] == "allowed")),
             examples=[_example(v, evidence) for v in bad],
             allowed_examples=[_example(v, evidence) for v in ok],
-            missing_data=missing,
+            missing_data=missing, in_gaps=in_gaps[name],
         ))
-    return Report(engine_name, inputs, sum(kind_counts.values()), clusters, list(allow), results)
+    return Report(engine_name, inputs, sum(kind_counts.values()), clusters, list(allow), results,
+                  chains=list(chains))
 
 
 def _example(v: dict[str, Any], evidence: dict[tuple[str, int], dict[str, Any]]) -> dict[str, Any]:
@@ -253,6 +271,14 @@ def print_report(report: Report, console=None) -> None:
     for r in report.results:
         table.add_row(r.invariant.name, f"[{style[r.status]}]{r.status}[/]", str(r.violations), str(r.allowed),
                       r.invariant.statement)
+    for c in report.chains:
+        line = f"cluster {c['cluster_id']}: " + (
+            f"chain verified to seq {c['verified_to']}" if c["verified_to"] == c["last_seq"]
+            else f"chain verified only to seq {c['verified_to']} of {c['last_seq']}")
+        console.print(line, markup=False, highlight=False)
+        for g in c["gaps"]:
+            console.print(f"  WARNING seq {g['from_seq']}..{g['to_seq']} not verified ({g['reason']}): "
+                          "findings resting on it are reported as no data", markup=False, highlight=False)
     console.print(table)
     for r in report.results:
         if r.examples:

@@ -10,6 +10,7 @@ from checks.catalog import BY_NAME, NAMES
 from checks.inputs import BadInput, resolve
 from checks.report import Report, build, print_report, write_json, write_junit
 from schemas.errors import ContractError
+from schemas.verified import ArchiveProblem
 
 EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -21,8 +22,11 @@ def check(
     invariants: Sequence[str] | None = None,
     spark=None,
     master: str = "local[2]",
+    allow_gaps: bool = False,
+    progress=None,
 ) -> Report:
-    """Run the catalog (or the named invariants) over the inputs; raises BadInput/ContractError."""
+    """Run the catalog (or the named invariants) over the inputs; raises BadInput/ContractError
+    (ArchiveProblem when an archive does not verify and allow_gaps is not given)."""
     started = time.perf_counter()
     unknown = [n for n in list(allow) + list(invariants or ()) if n not in BY_NAME]
     if unknown:
@@ -32,17 +36,18 @@ def check(
     if engine == "duckdb":
         from checks.duckdb_engine import DuckDBEngine
 
-        eng = DuckDBEngine.from_inputs(resolved)
+        eng = DuckDBEngine.from_inputs(resolved, allow_gaps=allow_gaps, progress=progress)
     elif engine == "spark":
         from checks.spark_engine import SparkEngine, build_session
 
-        eng = SparkEngine.from_inputs(spark or build_session(master), resolved)
+        eng = SparkEngine.from_inputs(spark or build_session(master), resolved, allow_gaps=allow_gaps,
+                                      progress=progress)
     else:
         raise BadInput(f"unknown engine {engine!r}; use duckdb or spark")
     try:
         rows = eng.violations(names)
         report = build(eng.name, resolved.describe(), eng.kind_counts(), eng.clusters(), names, rows,
-                       list(allow), eng.events_at)
+                       list(allow), eng.events_at, gaps=eng.gaps, chains=eng.chains)
     finally:
         eng.close()
     report.seconds = time.perf_counter() - started
@@ -60,8 +65,11 @@ def run_check(
     console=None,
     spark=None,
     master: str = "local[2]",
+    allow_gaps: bool = False,
+    progress=None,
 ) -> int:
-    """Check, print a readable report, write JSON/JUnit if asked; 0 clean / 1 violations / 2 bad input.
+    """Check, print a readable report, write JSON/JUnit if asked; 0 clean / 1 violations or an archive
+    that does not verify / 2 bad input.
 
     Bad input (missing/empty/corrupt archive, a store of another layout, an unknown name in `allow`)
     prints one line to stderr, never a traceback.
@@ -70,7 +78,11 @@ def run_check(
 
     console = console or Console(width=None if sys.stdout.isatty() else 120)  # not 80 in CI logs
     try:
-        report = check(inputs, engine=engine, allow=allow, invariants=invariants, spark=spark, master=master)
+        report = check(inputs, engine=engine, allow=allow, invariants=invariants, spark=spark, master=master,
+                       allow_gaps=allow_gaps, progress=progress)
+    except ArchiveProblem as exc:  # the history is not what it claims: a finding, not a usage error
+        print(f"ctrlaudit check: {exc}", file=sys.stderr)
+        return EXIT_VIOLATIONS
     except ContractError as exc:
         print(f"ctrlaudit check: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

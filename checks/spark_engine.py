@@ -20,8 +20,9 @@ from typing import Any
 
 from checks.catalog import EVIDENCE_COLUMNS, wrapped_sql
 from checks.duckdb_engine import DuckDBEngine, sort_key
-from checks.inputs import BadInput, Inputs
+from checks.inputs import BadInput, Inputs, chains_of
 from schemas import flat, loader
+from schemas.verified import verify
 
 DIALECT = "spark"
 AVRO_CLASS = "org.apache.spark.sql.avro.AvroFileFormat"
@@ -145,10 +146,25 @@ class SparkEngine:
         self.spark = spark
         self.df = events_df
         self.timings: dict[str, float] = {}
+        self.gaps: list[Any] = []  # as DuckDBEngine: stretches that are not verified data
+        self.chains: list[dict[str, Any]] = []
         events_df.createOrReplaceTempView(view)
 
     @classmethod
-    def from_archives(cls, spark, archives: Sequence[Path]) -> SparkEngine:
+    def from_archives(cls, spark, archives: Sequence[Path], allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
+        """The archive, verified first on the driver through schemas.verified (the one read path):
+        Spark then reads only the files that verified, and each event once."""
+        started = time.perf_counter()
+        read = verify(archives, allow_gaps=allow_gaps, progress=progress)
+        if not read.accepted:
+            raise BadInput(f"{', '.join(map(str, archives))}: archive holds no verified events")
+        engine = cls._read_files(spark, read.accepted, dedupe=any(c.duplicates for c in read.chains.values()))
+        engine.gaps, engine.chains = chains_of(read)
+        engine.timings["load"] = time.perf_counter() - started
+        return engine
+
+    @classmethod
+    def _read_files(cls, spark, archives: Sequence[Path], dedupe: bool) -> SparkEngine:
         started = time.perf_counter()
         try:
             raw = (
@@ -159,7 +175,10 @@ class SparkEngine:
         except Exception as exc:  # e.g. AVRO_DATA_SOURCE_NOT_ENABLED: no Avro module on the classpath
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise BadInput(f"Spark cannot read the archive: {first[:300]}") from exc
-        df = raw.selectExpr(*FLAT_SELECT).cache()
+        df = raw.selectExpr(*FLAT_SELECT)
+        if dedupe:  # files overlapping in seq (verified equal there): each event once
+            df = df.dropDuplicates(["cluster_id", "seq"])
+        df = df.cache()
         try:
             n = df.count()
         except Exception as exc:  # Spark wraps decoding errors in Py4J/captured exceptions
@@ -180,16 +199,19 @@ class SparkEngine:
         return cls(spark, df)
 
     @classmethod
-    def from_inputs(cls, spark, inputs: Inputs) -> SparkEngine:
+    def from_inputs(cls, spark, inputs: Inputs, allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
         if inputs.store is not None:
             # A replay store: DuckDB reads it (and checks its layout), Spark gets the Arrow table.
             duck = DuckDBEngine.from_store(inputs.store)
             try:
                 table = duck.con.execute("SELECT * FROM events").to_arrow_table()
+                gaps, chains = duck.gaps, duck.chains
             finally:
                 duck.close()
-            return cls.from_arrow(spark, table)
-        return cls.from_archives(spark, inputs.archives)
+            engine = cls.from_arrow(spark, table)
+            engine.gaps, engine.chains = gaps, chains
+            return engine
+        return cls.from_archives(spark, inputs.archives, allow_gaps=allow_gaps, progress=progress)
 
     def kind_counts(self) -> dict[str, int]:
         return {r[0]: r[1] for r in self.spark.sql("SELECT kind, count(*) FROM events GROUP BY kind").collect()}

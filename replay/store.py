@@ -20,11 +20,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.flat import FLAT_COLUMNS
-from replay import intervals
-from replay.decode import BATCH_BYTES, archive_files, decode_batches
+from schemas.verified import Gap, VerifiedRead
+from replay import chainstate, intervals
 from replay.errors import LayoutVersionError, StoreError
 
-LAYOUT_VERSION = 1
+# 2: chain_status and chain_gaps (what the load verified). A store of layout 1 is a cache of its
+# archive files: load them into a new store (`ctrlaudit load ARCHIVE --store NEW`).
+LAYOUT_VERSION = 2
+# Archive bytes per insert batch (Arrow rows take ~2.2x the Avro bytes; two batches are alive at a
+# time, the one being stored and the next being decoded).
+BATCH_BYTES = 128 * 1024 * 1024
 DEFAULT_PATH = "ctrlaudit.duckdb"
 # DuckDB's default is 80% of RAM; a load's window functions over a large history would take it.
 # With this cap they spill to <store>.tmp instead, so load memory stays bounded (issue 2: <= 4 GB
@@ -42,12 +47,24 @@ class Point:
     event_time_ms: int
     event_id: str
     source_kind: str = ""
+    verified_to: int = -1  # the chain is verified unbroken from seq 0 to here
+    gaps: tuple[Gap, ...] = ()  # stretches at or before seq that are not verified data
 
     def describe(self) -> str:
         when = datetime.fromtimestamp(self.event_time_ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
         # An offset sample's source position is its sampling round (epoch millis), not a log offset.
         where = "an offset sample" if self.source_kind == "OFFSET_SAMPLER" else f"offset {self.source_offset}"
-        return f"as of seq {self.seq} ({where}, {when})"
+        text = f"as of seq {self.seq} ({where}, {when}), {self.verified()}"
+        for g in self.gaps:
+            text += f"; WARNING {g.describe()}"
+        return text
+
+    def verified(self) -> str:
+        if self.verified_to >= self.seq:
+            return f"chain verified to seq {self.verified_to}"
+        if self.verified_to < 0:
+            return "chain NOT verified from seq 0"
+        return f"chain verified only to seq {self.verified_to}"
 
 
 @dataclass
@@ -58,6 +75,8 @@ class LoadReport:
     clusters: list[str] = field(default_factory=list)
     decode_seconds: float = 0.0
     store_seconds: float = 0.0
+    read: Any = None  # the VerifiedRead (its chains, duplicates and skipped files)
+    chains: dict[str, Any] = field(default_factory=dict)  # cluster -> chainstate.Status after the load
 
     @property
     def duplicates(self) -> int:
@@ -187,6 +206,7 @@ class Store:
                          [str(LAYOUT_VERSION), str(int(_time.time() * 1000))])
         self.con.execute(_events_ddl())
         self.con.execute(intervals.DDL)
+        self.con.execute(chainstate.DDL)
         self.con.execute("""CREATE TABLE loaded_files (path VARCHAR, size BIGINT, events BIGINT, added BIGINT,
                             first_seq BIGINT, last_seq BIGINT, loaded_ms BIGINT)""")
         self.con.execute("COMMIT")
@@ -194,21 +214,26 @@ class Store:
     # --- loading ----------------------------------------------------------------------------
 
     def load(self, paths: Iterable[str | Path], workers: int | None = None,
-             batch_bytes: int = BATCH_BYTES, memory_limit: str | None = LOAD_MEMORY_LIMIT) -> LoadReport:
+             batch_bytes: int = BATCH_BYTES, memory_limit: str | None = LOAD_MEMORY_LIMIT,
+             allow_gaps: bool = False, progress: Any = None) -> LoadReport:
         """Load archive files (a directory = its `*.avro`, in name order). All or nothing.
 
         Files are decoded and inserted in batches of about `batch_bytes` of archive (at least one
         file each), so memory is bounded by the batch, not the history; everything happens in one
         transaction, and intervals are rebuilt once at the end over the keys the load touched.
         `decode_seconds` is the time spent waiting for the decoder (decoding overlaps inserting).
-        `memory_limit` caps DuckDB during the load (it spills to disk beyond it); None = as set."""
+        `memory_limit` caps DuckDB during the load (it spills to disk beyond it); None = as set.
+
+        Files are read through schemas.verified (manifests, hashes, links, forks); a problem loads
+        nothing (ArchiveProblem), unless `allow_gaps`: then the stretch is recorded in chain_gaps
+        and every answer touching it says so. `progress(bytes)` is called per file read."""
         report = LoadReport()
-        files = archive_files(paths)
-        if not files:
-            return report
         con = self.con
+        read = VerifiedRead(paths, allow_gaps=allow_gaps, known=chainstate.heads(con), progress=progress,
+                            workers=workers)
+        report.read = read
         run = _Run(self, incremental=not con.execute("SELECT count(*) = 0 FROM partition_intervals").fetchall()[0][0])
-        batches = decode_batches(files, workers, batch_bytes)
+        batches = verified_batches(read, batch_bytes)
         previous_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
         if memory_limit is not None:
             con.execute(f"SET memory_limit = '{memory_limit}'")
@@ -228,6 +253,7 @@ class Store:
                 del batch  # let it go before the next one is awaited
                 report.store_seconds += _time.perf_counter() - t
             t = _time.perf_counter()
+            report.chains = chainstate.record(con, read, sorted(run.clusters | set(read.chains)), allow_gaps)
             self._rebuild_intervals(run)
             con.execute("COMMIT")
         except BaseException:
@@ -368,4 +394,21 @@ class Store:
         """, [cluster, cluster, *args]).fetchall()
         if not rows:
             raise StoreError(f"no event of cluster {cluster} at or before {what}")
-        return Point(cluster, *rows[0])
+        status = chainstate.status(self.con, cluster)
+        return Point(cluster, *rows[0], verified_to=status.verified_to,
+                     gaps=tuple(g for g in status.gaps if g.from_seq <= rows[0][0] + 1))
+
+
+def verified_batches(read: VerifiedRead, batch_bytes: int) -> Iterable[list[tuple[Path, pa.Table]]]:
+    """The verified files of a read, grouped into batches of about batch_bytes of archive."""
+    batch: list[tuple[Path, pa.Table]] = []
+    size = 0
+    for path, table in read:
+        n = path.stat().st_size
+        if batch and size + n > batch_bytes:
+            yield batch
+            batch, size = [], 0
+        batch.append((path, table))
+        size += n
+    if batch:
+        yield batch

@@ -34,8 +34,9 @@ from schemas.container import iter_records
 from schemas.errors import ChainBreak, CodecError, ContractError
 from schemas.manifest import MANIFEST_SUFFIX, FileManifest, ManifestError, read_manifest
 
-# Files decoded ahead of the one being handed on (bounded memory: each is at most one archive file).
-READ_AHEAD = 2
+# Files decoded ahead of the one being handed on, besides one per worker (memory: each is at most
+# one archive file's rows, ~2.2x its bytes).
+READ_AHEAD = 0
 
 
 class ArchiveProblem(ContractError):
@@ -105,13 +106,23 @@ def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[Path]]:
         elif p.name.endswith(MANIFEST_SUFFIX):
             manifests[p.resolve()] = None
         elif p.exists():
-            avros[p.resolve()] = None
             m = p.with_name(p.name + MANIFEST_SUFFIX)
             if m.exists():
                 manifests[m.resolve()] = None
+            elif p.is_file() and not _is_container(p):  # named by the user, and no archive file at all
+                raise NotAnArchive(f"{p}: not an Avro object container file (and no manifest next to it)")
+            avros[p.resolve()] = None
         else:
             raise NotAnArchive(f"{p}: no such file or directory")
     return list(avros), list(manifests)
+
+
+def _is_container(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fo:
+            return fo.read(4) == b"Obj\x01"
+    except OSError:
+        return False
 
 
 def archive_files(paths: Iterable[str | Path], allow_gaps: bool = False) -> tuple[list[ArchiveFile], list[str]]:
@@ -187,8 +198,10 @@ def read_file(f: ArchiveFile) -> pa.Table:
     m = f.manifest
     try:
         try:
+            if not fastflat.chain_available():
+                raise fastflat.Unsupported("native chain check off or not built")
             table, digest = fastflat.decode_verified(f.path, m.first_seq, m.prev_hash)
-        except fastflat.Unsupported:
+        except fastflat.Unsupported:  # not built, turned off, or a file it does not take: the reference
             table, digest = _verify_python(f)
     except ChainBreak as exc:
         raise ArchiveProblem(exc.kind, f.name, exc.seq, str(exc).split(": ", 1)[-1], m.cluster_id) from None
@@ -231,6 +244,7 @@ class _Cluster:
         self.head = head
         self.broken = False  # a gap has been recorded: nothing after it is anchored to seq 0
         self.bounds: dict[int, str] = {}  # seq -> hash at the ends of accepted files (overlap checks)
+        self.read: list[ArchiveFile] = []  # accepted files, to look up a hash inside one (rare overlaps)
         self.last_file = ""
 
     def accept(self, f: ArchiveFile, table: pa.Table) -> pa.Table:
@@ -238,6 +252,7 @@ class _Cluster:
         c.files += 1
         c.events += table.num_rows
         self.bounds[m.last_seq] = m.chain_head_hash
+        self.read.append(f)
         if m.first_seq > 0:
             self.bounds[m.first_seq - 1] = m.prev_hash
         self.next_seq, self.head = m.last_seq + 1, m.chain_head_hash
@@ -282,19 +297,10 @@ class VerifiedRead:
         return sorted({f.manifest.cluster_id for f in self.files})
 
     def _plan(self) -> list[ArchiveFile]:
-        """Files in (cluster, seq) order, one of each identical file."""
-        seen: set[tuple[str, int, int, str]] = set()
-        out = []
-        for f in sorted(self.files, key=lambda f: (f.manifest.cluster_id, f.manifest.first_seq,
-                                                   f.manifest.last_seq, str(f.path))):
-            m = f.manifest
-            key = (m.cluster_id, m.first_seq, m.last_seq, m.chain_head_hash)
-            if key in seen:  # the same events again (the same file given twice, or a copy)
-                self.chains.setdefault(m.cluster_id, ClusterChain(m.cluster_id)).duplicates += m.count
-                continue
-            seen.add(key)
-            out.append(f)
-        return out
+        """Files in (cluster, seq) order. A copy of a file is read and verified like any other
+        (a damaged copy is reported), then counted as duplicates (_link)."""
+        return sorted(self.files, key=lambda f: (f.manifest.cluster_id, f.manifest.first_seq,
+                                                 f.manifest.last_seq, str(f.path)))
 
     def __iter__(self) -> Iterator[tuple[Path, pa.Table]]:
         plan = self._plan()
@@ -308,20 +314,17 @@ class VerifiedRead:
                 if i < len(plan) and i not in futures:
                     futures[i] = pool.submit(_read_or_problem, plan[i])
 
-            for i in range(READ_AHEAD + self.workers):
+            for i in range(max(1, READ_AHEAD + self.workers)):
                 submit(i)
             try:
                 for i, f in enumerate(plan):
-                    submit(i + READ_AHEAD + self.workers)
+                    submit(i + max(1, READ_AHEAD + self.workers))
                     result = futures.pop(i).result()
                     m = f.manifest
                     st = states.get(m.cluster_id)
                     if st is None:
                         nxt, head = self.known.get(m.cluster_id, (0, ""))
                         st = states[m.cluster_id] = _Cluster(m.cluster_id, nxt, head)
-                        dup = self.chains.get(m.cluster_id)
-                        if dup is not None:
-                            st.chain.duplicates += dup.duplicates
                         self.chains[m.cluster_id] = st.chain
                     table = self._link(st, f, result)
                     if self.progress is not None:
@@ -377,20 +380,22 @@ class VerifiedRead:
         # both agree where they meet (the chain makes one equal hash vouch for everything before it).
         meet = min(m.last_seq, st.next_seq - 1)
         common = [b for b in st.bounds if m.first_seq <= b <= meet]
-        if not common:
-            seeded = self.known.get(m.cluster_id, (0, ""))[0]
-            if meet < seeded:  # only the consumer holds these: it compares them with what it holds
+        if common:
+            at = max(common)
+            ours = st.bounds[at]
+        else:
+            holder = [a for a in st.read if a.manifest.first_seq <= meet <= a.manifest.last_seq]
+            if not holder:  # only the consumer holds these: it compares them with what it holds
                 return st.accept(f, table) if m.last_seq >= st.next_seq else table
-            self._problem(st, ArchiveProblem(
-                "fork", f.name, m.first_seq, f"overlaps seq {m.first_seq}..{meet} already read, with no common "
-                "file boundary to compare them at; give the files of one archive", m.cluster_id), None)
-            return None
-        at = max(common)
+            # no file boundary in common: the hash inside the file read before (read again, rarely)
+            at, other = meet, holder[-1]
+            ours = read_file(other).column("hash")[at - other.manifest.first_seq].as_py()
         theirs = table.column("hash")[at - m.first_seq].as_py()
-        if theirs != st.bounds[at]:
+        if theirs != ours:
+            at, theirs, ours, other_name = _first_difference(st, table, f, at, theirs, ours)
             self._problem(st, ArchiveProblem(
-                "fork", f.name, at, f"a different event at seq {at} than the one already read "
-                f"({theirs[:16]}… vs {st.bounds[at][:16]}…): two diverging histories of cluster {m.cluster_id}",
+                "fork", f.name, at, f"chain fork: a different event at seq {at} than in {other_name} "
+                f"({theirs[:16]}… vs {ours[:16]}…): two diverging histories of cluster {m.cluster_id}",
                 m.cluster_id), None)
             return None
         fresh = table.filter(pc.greater_equal(table.column("seq"), st.next_seq))
@@ -398,6 +403,28 @@ class VerifiedRead:
         if fresh.num_rows == 0:
             return None
         return st.accept(f, fresh)
+
+
+def _first_difference(st: _Cluster, table: pa.Table, f: ArchiveFile, at: int, theirs: str,
+                      ours: str) -> tuple[int, str, str, str]:
+    """Where two files first disagree (read again: only a fork gets here); (seq, their hash, our
+    hash, the other file's name). Falls back to where the difference was found."""
+    m = f.manifest
+    for other in st.read:
+        o = other.manifest
+        lo, hi = max(m.first_seq, o.first_seq), min(m.last_seq, o.last_seq)
+        if lo > hi:
+            continue
+        try:
+            mine = table.column("hash").slice(lo - m.first_seq, hi - lo + 1)
+            held = read_file(other).column("hash").slice(lo - o.first_seq, hi - lo + 1)
+        except ArchiveProblem:
+            continue
+        differ = pc.not_equal(mine, held)
+        if pc.any(differ).as_py():
+            i = pc.indices_nonzero(differ)[0].as_py()
+            return lo + i, mine[i].as_py(), held[i].as_py(), other.name
+    return at, theirs, ours, st.last_file
 
 
 def _read_or_problem(f: ArchiveFile) -> pa.Table | ArchiveProblem:

@@ -22,10 +22,14 @@ def register(app: typer.Typer) -> None:
         junit_path: Path = typer.Option(None, "--junit", help="Write the report as JUnit XML."),
         allow: list[str] = typer.Option([], "--allow", help="Invariant whose breaches are allowed (repeatable)."),
         invariant: list[str] = typer.Option([], "--invariant", help="Only these invariants (repeatable)."),
+        allow_gaps: bool = typer.Option(False, "--allow-gaps",
+                                        help="Check around missing or damaged archive files: findings resting on "
+                                             "such a stretch are reported as no data, never as violations."),
     ) -> None:
         """Check every invariant of the catalog. Exit 0 clean, 1 violations, 2 bad input."""
         from checks.run import run_check
 
         code = run_check([str(p) for p in inputs], engine=engine.value, allow=allow, json_path=json_path,
-                         junit_path=junit_path, invariants=invariant or None, master=master)
+                         junit_path=junit_path, invariants=invariant or None, master=master,
+                         allow_gaps=allow_gaps)
         raise typer.Exit(code)

@@ -18,7 +18,10 @@ def register(app: typer.Typer) -> None:
         bootstrap_server: str = typer.Option(None, "--bootstrap-server",
                                              help="Read the events topic instead of files (with --topic)."),
         topic: str = typer.Option(None, "--topic", help="Events topic (default ctrlaudit.events)."),
-        workers: int = typer.Option(None, "--workers", min=1, help="Decoding processes (default: CPU count)."),
+        workers: int = typer.Option(None, "--workers", min=1, help="Decoding threads (default: 2)."),
+        allow_gaps: bool = typer.Option(False, "--allow-gaps",
+                                        help="Load around missing or damaged files and record the stretches as "
+                                             "gaps (every answer touching them says so) instead of refusing."),
     ) -> None:
         """Load archive files into the store. Loading the same events twice adds nothing."""
         import tempfile
@@ -33,10 +36,12 @@ def register(app: typer.Typer) -> None:
                 consume_to_archive(bootstrap_server, topic or "ctrlaudit.events", Path(tmp))
                 paths = [*(paths or []), Path(tmp)]
             with Store(store) as s:
-                report = s.load(paths, workers=workers)
+                report = s.load(paths, workers=workers, allow_gaps=allow_gaps)
         seconds = report.decode_seconds + report.store_seconds
         rate = f" ({report.events_read / seconds:,.0f} events/s)" if seconds else ""
         print(f"{store}: read {report.events_read:,} events from {len(report.files)} file(s), "
               f"added {report.events_added:,}, already present {report.duplicates:,}{rate}")
-        for cluster in report.clusters:
-            print(f"cluster {cluster}")
+        for status in report.chains.values():
+            print(status.describe())
+        for skipped in (report.read.skipped if report.read else ()):
+            print(f"left out: {skipped}")

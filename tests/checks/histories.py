@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from schemas.chain import Chain, event_id
-from schemas.container import write_events
+from tests.archive_files import write_archive_file as write_events
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
     ControllerEvent, ElectionType, LeaderRecoveryState, OffsetSample, PartitionChange, PartitionChangeKind,

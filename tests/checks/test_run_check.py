@@ -78,8 +78,8 @@ def test_missing_data_is_reported_not_passed(tmp_path):
     assert report["summary"]["leader_in_isr"] == "pass"
 
 
-def _bad(capsys, inputs, **kw):
-    assert run_check(inputs, console=quiet(), **kw) == 2
+def _bad(capsys, inputs, code=2, **kw):
+    assert run_check(inputs, console=quiet(), **kw) == code
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     return err
@@ -89,7 +89,8 @@ def test_bad_inputs_exit_2_with_one_line(capsys, tmp_path, clean_file):
     empty = tmp_path / "empty.avro"
     from schemas.container import write_events
     write_events(empty, [])
-    assert "no events" in _bad(capsys, [empty])
+    # an archive file without its manifest cannot be verified: refused like a broken archive (exit 1)
+    assert "no manifest" in _bad(capsys, [empty], code=1)
     assert "no such file" in _bad(capsys, [tmp_path / "nope.avro"])
     junk = tmp_path / "junk.avro"
     junk.write_bytes(b"hello world, not avro")
@@ -97,7 +98,9 @@ def test_bad_inputs_exit_2_with_one_line(capsys, tmp_path, clean_file):
     corrupt = tmp_path / "corrupt.avro"
     data = clean_file.read_bytes()
     corrupt.write_bytes(data[: len(data) // 2] + b"\xff" * 50)
-    assert "corrupt" in _bad(capsys, [corrupt]) or "truncated" in capsys.readouterr().err
+    manifest = clean_file.with_name(clean_file.name + ".manifest.json")
+    (tmp_path / "corrupt.avro.manifest.json").write_text(manifest.read_text())
+    assert "corrupt" in _bad(capsys, [corrupt], code=1)
     assert "unknown invariant" in _bad(capsys, [clean_file], allow=["no_such_invariant"])
     (tmp_path / "emptydir").mkdir()
     assert "no *.avro" in _bad(capsys, [tmp_path / "emptydir"])

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.container import write_events
+from tests.archive_files import write_archive_file as write_events
 from replay.store import Store
 from tests.replay.fixtures import DELTA1, DELTA2
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from schemas.chain import Chain
-from schemas.container import write_events
+from tests.archive_files import write_archive_file as write_events
 from tests.replay.histories import CLUSTER, HistoryGen
 
 

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.archive_files import seal
 from schemas import codec, container, fastflat, flat, loader
 from schemas.errors import CodecError
 from tests.schemas.samples import PAYLOADS, chained_history, sample_event
@@ -403,6 +404,7 @@ def test_another_writer_schema_is_refused(tmp_path: Path) -> None:
 
     want = python_table(path)
     assert isinstance(want, pa.Table) and want.num_rows == 9
+    seal(path)  # every reader verifies the file against its manifest
     assert archives_to_arrow([path]).equals(want)
     [(_, got)] = list(decode_files([path], workers=1))
     assert got.equals(want)
@@ -416,6 +418,7 @@ def test_other_codec_is_refused(tmp_path: Path) -> None:
         fastflat.decode_file(path)
     from checks.inputs import archives_to_arrow
 
+    seal(path)
     assert archives_to_arrow([path]).equals(python_table(path))
 
 
@@ -439,8 +442,9 @@ def test_callers_use_the_native_path_and_agree(tmp_path: Path, monkeypatch) -> N
     simulate_to_archive(tmp_path, SimConfig(seed=5, events=4000))
     files = sorted(tmp_path.rglob("*.avro"))
     calls = []
-    real = fastflat.decode_file
+    real, real_verified = fastflat.decode_file, fastflat.decode_verified
     monkeypatch.setattr(fastflat, "decode_file", lambda p: calls.append(p) or real(p))
+    monkeypatch.setattr(fastflat, "decode_verified", lambda p, *a: calls.append(p) or real_verified(p, *a))
     fast_checks = archives_to_arrow(files)
     fast_replay = list(decode_files(files, workers=2))
     assert len(calls) == 2 * len(files)
