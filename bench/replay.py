@@ -28,11 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from replay.decode import archive_files  # noqa: E402
 from replay.delta import ImageBuilder  # noqa: E402
 from replay.image import EMPTY  # noqa: E402
 from replay.queries import state_arrow, state_as_of  # noqa: E402
 from replay.store import Store  # noqa: E402
+from schemas import fastflat, verified  # noqa: E402
 from schemas.container import read_events  # noqa: E402
 from services.simulator import SimConfig, simulate_to_archive  # noqa: E402
 
@@ -103,7 +103,7 @@ def fold_rate(archive: Path, limit: int) -> tuple[int, float, float]:
         chunk.clear()
         gc.unfreeze()
 
-    for f in archive_files([archive]):
+    for f in sorted(archive.rglob("*.avro")):
         for e in read_events(f):
             chunk.append(e)
             if len(chunk) >= 250_000:
@@ -118,8 +118,25 @@ def fold_rate(archive: Path, limit: int) -> tuple[int, float, float]:
     return folded, folded / seconds, folded / cpu_seconds
 
 
+def verify_rates(archive: Path, workers: int) -> tuple[float, float]:
+    """Seconds to decode every file without verification (2 threads, as the verified read uses),
+    and to read it verified (schemas.verified: sha256 of each file, every event's hash and link)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    files = sorted(archive.rglob("*.avro"))
+    t = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=min(2, workers)) as pool:
+        for table in pool.map(fastflat.decode_file, files):
+            del table
+    decode_s = time.perf_counter() - t
+    t = time.perf_counter()
+    verified.verify([archive], workers=min(2, workers))
+    return decode_s, time.perf_counter() - t
+
+
 def bench(events: int, root: Path, topics: int, partitions: int, workers: int, seed: int) -> dict[str, str]:
     archive, sim_rate = history(root, events, topics, partitions, seed)
+    decode_s, verify_s = verify_rates(archive, workers)
     store_path = root / f"store-{events}.duckdb"
     store_path.unlink(missing_ok=True)
     phase_peak_mb()
@@ -150,6 +167,9 @@ def bench(events: int, root: Path, topics: int, partitions: int, workers: int, s
         "partitions": f"{topics * partitions:,}",
         "simulate": f"{sim_rate:,.0f}/s" if sim_rate else "(reused)",
         "load": f"{report.events_added / load_s:,.0f}/s ({load_s:.1f} s; decode wait {report.decode_seconds:.1f} s)",
+        "verify (no store)": f"{events / verify_s:,.0f}/s ({verify_s:.2f} s)",
+        "decode without verifying": f"{events / decode_s:,.0f}/s ({decode_s:.2f} s)",
+        "verification / load time": f"{max(0.0, verify_s - decode_s) / load_s:.1%}",
         "load CPU (all threads)": f"{load_cpu:.1f} s ({report.events_added / load_cpu:,.0f} events/CPU-s)",
         "load average (1 min) before / after load": f"{load_avg_before:.1f} / {load_avg_after:.1f}",
         "as-of query (Arrow), median (max)": f"{statistics.median(sql_times) * 1000:,.0f} ms "

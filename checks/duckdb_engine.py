@@ -88,7 +88,7 @@ class DuckDBEngine:
                     progress: Any = None) -> DuckDBEngine:
         if inputs.store is not None:
             return cls.from_store(inputs.store, threads=threads)
-        return cls.from_archives(inputs.archives, threads=threads, allow_gaps=allow_gaps, progress=progress)
+        return cls.from_archives(inputs.sources(), threads=threads, allow_gaps=allow_gaps, progress=progress)
 
     def check_store(self, where: str, require_meta: bool = False) -> None:
         tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}

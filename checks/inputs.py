@@ -26,11 +26,16 @@ class BadInput(ContractError):
 
 @dataclass(frozen=True)
 class Inputs:
-    archives: tuple[Path, ...] = ()
+    archives: tuple[Path, ...] = ()  # the archive files
     store: Path | None = None
+    roots: tuple[Path, ...] = ()  # the files and directories as named: what the verified read is given
 
     def describe(self) -> list[str]:
-        return [str(self.store)] if self.store else [str(p) for p in self.archives]
+        return [str(self.store)] if self.store else [str(p) for p in (self.roots or self.archives)]
+
+    def sources(self) -> tuple[Path, ...]:
+        """What to read: the named directories (so a manifest left without its file is seen) and files."""
+        return self.roots or self.archives
 
 
 def _kind_of(path: Path) -> str:
@@ -50,6 +55,7 @@ def resolve(paths: Sequence[str | Path]) -> Inputs:
     if not paths:
         raise BadInput("no input given: name an archive file, a directory of archives, or a store")
     archives: list[Path] = []
+    roots: list[Path] = []
     stores: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -59,11 +65,13 @@ def resolve(paths: Sequence[str | Path]) -> Inputs:
             found = sorted(p for p in path.rglob("*.avro") if p.is_file())
             if not found:
                 raise BadInput(f"{path}: directory holds no *.avro archive files")
-            archives.extend(found)  # schemas.verified finds each one's manifest (and refuses one without)
+            archives.extend(found)
+            roots.append(path)
             continue
         kind = _kind_of(path)
         if kind == "archive":
             archives.append(path)
+            roots.append(path)
         elif kind == "store":
             stores.append(path)
         elif path.stat().st_size == 0:
@@ -72,7 +80,7 @@ def resolve(paths: Sequence[str | Path]) -> Inputs:
             raise BadInput(f"{path}: neither an Avro archive nor a ctrlaudit DuckDB store")
     if stores and (archives or len(stores) > 1):
         raise BadInput("a store must be checked on its own, not together with other inputs")
-    return Inputs(archives=tuple(archives), store=stores[0] if stores else None)
+    return Inputs(archives=tuple(archives), store=stores[0] if stores else None, roots=tuple(roots))
 
 
 def archives_to_arrow(archives: Sequence[Path], allow_gaps: bool = False) -> pa.Table:

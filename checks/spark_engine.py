@@ -211,7 +211,7 @@ class SparkEngine:
             engine = cls.from_arrow(spark, table)
             engine.gaps, engine.chains = gaps, chains
             return engine
-        return cls.from_archives(spark, inputs.archives, allow_gaps=allow_gaps, progress=progress)
+        return cls.from_archives(spark, inputs.sources(), allow_gaps=allow_gaps, progress=progress)
 
     def kind_counts(self) -> dict[str, int]:
         return {r[0]: r[1] for r in self.spark.sql("SELECT kind, count(*) FROM events GROUP BY kind").collect()}

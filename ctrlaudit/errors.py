@@ -9,6 +9,7 @@ from typing import ParamSpec, TypeVar
 import typer
 
 from schemas.errors import ContractError
+from replay.errors import ChainFork
 from schemas.verified import ArchiveProblem
 
 P = ParamSpec("P")
@@ -34,7 +35,7 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except ArchiveProblem as exc:  # the archive is not what it claims: a finding (exit 1)
+        except (ArchiveProblem, ChainFork) as exc:  # the history is not what it claims: a finding (exit 1)
             raise fail(str(exc), EXIT_FOUND) from None
         except ContractError as exc:
             raise fail(str(exc)) from None

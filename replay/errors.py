@@ -45,3 +45,7 @@ class StoreError(ContractError):
 
 class LayoutVersionError(StoreError):
     """The store file was written with another table layout than this build reads."""
+
+
+class ChainFork(StoreError):
+    """Events that differ from stored ones at the same seq: two histories of one cluster (exit 1)."""

@@ -201,6 +201,8 @@ def explain_text(e: Explanation) -> str:
         f"unclean.leader.election.enable={e.unclean_leader_election_enable} "
         f"({e.config_source['unclean.leader.election.enable']}) as of this change",
     ]
+    lines.append(f"  chain:             {e.point.verified()}")
+    lines += [f"  WARNING:           {g.describe()}" for g in e.point.gaps]
     if c.bootstrap:
         lines.append("  bootstrap event: describes state read from a snapshot, not a transition")
     if c.reason:

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from schemas.flat import FLAT_COLUMNS
 from schemas.verified import Gap, VerifiedRead
 from replay import chainstate, intervals
-from replay.errors import LayoutVersionError, StoreError
+from replay.errors import ChainFork, LayoutVersionError, StoreError
 
 # 2: chain_status and chain_gaps (what the load verified). A store of layout 1 is a cache of its
 # archive files: load them into a new store (`ctrlaudit load ARCHIVE --store NEW`).
@@ -121,7 +121,7 @@ def _in_order(table: pa.Table) -> pa.Table:
 
 def _raise_fork(forks: list[tuple[str, int, str, str]]) -> None:
     lines = "; ".join(f"cluster {c} seq {s}: hashes {a[:12]}… and {b[:12]}…" for c, s, a, b in forks)
-    raise StoreError(f"chain fork: different events at the same position ({lines})")
+    raise ChainFork(f"chain fork: different events at the same position ({lines})")
 
 
 def _ranges(table: pa.Table) -> list[tuple[str, int, int]]:

@@ -21,14 +21,17 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas import fastflat, flat
+from schemas import fastflat, flat, loader
+from schemas.codec import READ_OPTIONS
 from schemas.chain import record_hash
 from schemas.container import iter_records
 from schemas.errors import ChainBreak, CodecError, ContractError
@@ -157,6 +160,17 @@ def archive_files(paths: Iterable[str | Path], allow_gaps: bool = False) -> tupl
                                    manifest.cluster_id))
             continue
         found.append(ArchiveFile(avro, manifest))
+    by_dir: dict[Path, set[str]] = {}
+    for f in found:
+        by_dir.setdefault(f.path.parent, set()).add(f.manifest.cluster_id)
+    for f in list(found):
+        d = f.path.parent
+        if len(by_dir[d]) > 1 and f.manifest.cluster_id != d.name and d.name in by_dir[d]:
+            # one cluster's directory holding a file of another: copied in by mistake, or planted
+            problem(ArchiveProblem("foreign", f.name, f.manifest.first_seq,
+                                   f"a file of cluster {f.manifest.cluster_id} in the directory of cluster {d.name}",
+                                   d.name))
+            found.remove(f)
     for a in avros:
         if a not in described:
             problem(ArchiveProblem("manifest", a.name, None,
@@ -167,6 +181,16 @@ def archive_files(paths: Iterable[str | Path], allow_gaps: bool = False) -> tupl
 
 # --- one file ------------------------------------------------------------------------------------
 
+def _writer_records(path: Path) -> Iterator[tuple[dict, Any]]:
+    """(record as written, the writer's parsed schema): the chain hash is over the body in the
+    schema the event was written with, which for a file of another release is not this build's."""
+    with open(path, "rb") as fo:
+        reader = fastavro.reader(fo, **READ_OPTIONS)
+        parsed = fastavro.parse_schema(reader.writer_schema)
+        for rec in reader:
+            yield rec, parsed
+
+
 def _verify_python(f: ArchiveFile) -> tuple[pa.Table, str]:
     """The reference: decode with fastavro, re-encode each record for its hash, check each link."""
     m = f.manifest
@@ -176,6 +200,8 @@ def _verify_python(f: ArchiveFile) -> tuple[pa.Table, str]:
             digest.update(chunk)
     rows = []
     expected, head = m.first_seq, m.prev_hash
+    current = _is_current(f.path)
+    written = None if current else _writer_records(f.path)
     for i, rec in enumerate(iter_records(f.path)):
         seq = rec["seq"]
         if seq != expected:
@@ -185,12 +211,20 @@ def _verify_python(f: ArchiveFile) -> tuple[pa.Table, str]:
         if rec["prev_hash"] != head:
             raise ChainBreak("unchained", seq, f"event {i} of the file: seq {seq}: its prev_hash "
                              f"{rec['prev_hash'][:64]} is not the hash {head} of the event before it", str(f.path))
-        if record_hash(rec) != rec["hash"]:
+        actual = record_hash(rec) if written is None else record_hash(*next(written))
+        if actual != rec["hash"]:
             raise ChainBreak("altered", seq, f"event {i} of the file: seq {seq}: its hash does not match its content",
                              str(f.path))
         rows.append(flat.flatten(rec))
         expected, head = seq + 1, rec["hash"]
     return flat.to_arrow(rows), digest.hexdigest()
+
+
+def _is_current(path: Path) -> bool:
+    with open(path, "rb") as fo:
+        writer = fastavro.reader(fo).writer_schema
+    canonical = fastavro.schema.to_parsing_canonical_form(fastavro.parse_schema(writer, _write_hint=False))
+    return bool(canonical == loader.current().canonical)
 
 
 def read_file(f: ArchiveFile) -> pa.Table:
@@ -204,7 +238,12 @@ def read_file(f: ArchiveFile) -> pa.Table:
         except fastflat.Unsupported:  # not built, turned off, or a file it does not take: the reference
             table, digest = _verify_python(f)
     except ChainBreak as exc:
-        raise ArchiveProblem(exc.kind, f.name, exc.seq, str(exc).split(": ", 1)[-1], m.cluster_id) from None
+        detail = str(exc).split(": ", 1)[-1]
+        if detail.startswith("event 0 of the file:"):  # the file does not start where its manifest says
+            raise ArchiveProblem("manifest", f.name, exc.seq, f"its first event (seq {exc.seq}) is not the one its "
+                                 f"manifest describes (seq {m.first_seq} after {m.prev_hash[:16] or 'nothing'}…)",
+                                 m.cluster_id) from None
+        raise ArchiveProblem(exc.kind, f.name, exc.seq, detail, m.cluster_id) from None
     except CodecError as exc:
         raise ArchiveProblem("unreadable", f.name, None, exc.reason, m.cluster_id) from None
     except OSError as exc:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.archive_files import seal
+from schemas.chain import record_hash
 from schemas import codec, container, fastflat, flat, loader
 from schemas.errors import CodecError
 from tests.schemas.samples import PAYLOADS, chained_history, sample_event
@@ -392,6 +393,11 @@ def test_another_writer_schema_is_refused(tmp_path: Path) -> None:
         for side in ("before", "after"):
             if r["payload"][0].endswith("PartitionChange") and p.get(side):
                 p[side]["directories"] = ["d1"]
+    # a v2 writer hashes each event's v2 body (schemas.chain): re-chain them as it would
+    parsed_v2, prev = fastavro.parse_schema(v2), ""
+    for r in records:
+        r["prev_hash"] = prev
+        r["hash"] = prev = record_hash(r, parsed_v2)
     path = tmp_path / "v2.avro"
     with open(path, "wb") as fo:
         fastavro.writer(fo, fastavro.parse_schema(v2), records)
