@@ -25,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--junit", dest="junit_path")
     parser.add_argument("--allow", action="append", default=[])
     parser.add_argument("--invariant", action="append", default=None)
+    parser.add_argument("--allow-gaps", action="store_true",
+                        help="check around missing or damaged archive files (findings there: no data)")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
     args = parser.parse_args(argv)
 
@@ -35,8 +37,13 @@ def main(argv: list[str] | None = None) -> int:
         master = SparkConf().get("spark.master", "local[2]")
     spark = build_session(master, shuffle_partitions=args.shuffle_partitions)
     try:
-        return run_check(args.inputs, engine="spark", allow=args.allow, json_path=args.json_path,
-                         junit_path=args.junit_path, invariants=args.invariant, spark=spark)
+        from ctrlaudit.progress import archive_bytes, bar
+
+        # the bar covers the driver's verified read; Spark's own progress is off (spark.ui.*)
+        with bar("verifying on the driver", archive_bytes(args.inputs)) as progress:
+            return run_check(args.inputs, engine="spark", allow=args.allow, json_path=args.json_path,
+                             junit_path=args.junit_path, invariants=args.invariant, spark=spark,
+                             allow_gaps=args.allow_gaps, progress=progress)
     finally:
         spark.stop()
 

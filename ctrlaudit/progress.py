@@ -22,3 +22,16 @@ def bar(description: str, total: int | None, unit: str = "bytes") -> Iterator[Ca
                   console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task(description, total=total)
         yield lambda n: progress.advance(task, n)
+
+
+def archive_bytes(paths) -> int:
+    """Bytes of the archive files under `paths` (the total of a read's bar)."""
+    from pathlib import Path
+
+    total = 0
+    for p in map(Path, paths):
+        if p.is_dir():
+            total += sum(f.stat().st_size for f in p.rglob("*.avro") if f.is_file())
+        elif p.is_file():
+            total += p.stat().st_size
+    return total

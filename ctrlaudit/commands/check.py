@@ -28,8 +28,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Check every invariant of the catalog. Exit 0 clean, 1 violations, 2 bad input."""
         from checks.run import run_check
+        from ctrlaudit.progress import archive_bytes, bar
 
-        code = run_check([str(p) for p in inputs], engine=engine.value, allow=allow, json_path=json_path,
-                         junit_path=junit_path, invariants=invariant or None, master=master,
-                         allow_gaps=allow_gaps)
+        with bar("reading and verifying", archive_bytes(inputs)) as progress:
+            code = run_check([str(p) for p in inputs], engine=engine.value, allow=allow, json_path=json_path,
+                             junit_path=junit_path, invariants=invariant or None, master=master,
+                             allow_gaps=allow_gaps, progress=progress)
         raise typer.Exit(code)

@@ -28,20 +28,24 @@ def kraft(
 ) -> None:
     """Decode a KRaft metadata log (segments and snapshots) into ControllerEvents."""
     from services.archive.writer import ArchiveWriter, after, continuation
-    from services.normalize.offline import ImportReport, cluster_id_of, import_events
+    from ctrlaudit.progress import bar
+    from services.normalize.offline import ImportReport, cluster_id_of, import_events, plan
 
     report = ImportReport()
     cluster = cluster_id or cluster_id_of(paths) or "unknown-cluster"
     # Never over an existing archive: an import into a non-empty directory only appends what comes
     # after the chain already there (the same cluster's history), or is refused.
     last = continuation(out, cluster)
-    events = import_events(paths, cluster, on_error=on_error.value, node_id=node_id, report=report)
-    if last is not None:
-        events = after(events, last, out / cluster)
-    with ArchiveWriter.resume(out, cluster) as writer:
-        for event in events:
-            writer.append(event)
-        files = writer.close()
+    total = sum(f.stat().st_size for f in plan([Path(p) for p in paths]))
+    with bar("importing", total) as progress:
+        events = import_events(paths, cluster, on_error=on_error.value, node_id=node_id, report=report,
+                               progress=progress)
+        if last is not None:
+            events = after(events, last, out / cluster)
+        with ArchiveWriter.resume(out, cluster) as writer:
+            for event in events:
+                writer.append(event)
+            files = writer.close()
     print(f"cluster {cluster}: {report.records:,} records from {len(report.files)} file(s) -> "
           f"{report.events:,} events in {len(files)} archive file(s) under {out}"
           + (f" (continuing its chain after seq {last.last_seq}: {writer.next_seq - last.last_seq - 1:,} new)"

@@ -35,8 +35,10 @@ def register(app: typer.Typer) -> None:
                 from services.capture.archiver import consume_to_archive
                 consume_to_archive(bootstrap_server, topic or "ctrlaudit.events", Path(tmp))
                 paths = [*(paths or []), Path(tmp)]
-            with Store(store) as s:
-                report = s.load(paths, workers=workers, allow_gaps=allow_gaps)
+            from ctrlaudit.progress import archive_bytes, bar
+
+            with Store(store) as s, bar("loading", archive_bytes(paths)) as progress:
+                report = s.load(paths, workers=workers, allow_gaps=allow_gaps, progress=progress)
         seconds = report.decode_seconds + report.store_seconds
         rate = f" ({report.events_read / seconds:,.0f} events/s)" if seconds else ""
         print(f"{store}: read {report.events_read:,} events from {len(report.files)} file(s), "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,14 +78,18 @@ def plan(paths: Sequence[Path]) -> list[Path]:
 
 
 def import_events(paths: Sequence[str | Path], cluster_id: str | None = None, on_error: str = "raise",
-                  node_id: int = -1, report: ImportReport | None = None) -> Iterator[ControllerEvent]:
-    """Events of the metadata files at `paths`, in log order (unchained)."""
+                  node_id: int = -1, report: ImportReport | None = None,
+                  progress: Callable[[int], None] | None = None) -> Iterator[ControllerEvent]:
+    """Events of the metadata files at `paths`, in log order (unchained); `progress(bytes)` after
+    each file."""
     paths = [Path(p) for p in paths]
     report = report if report is not None else ImportReport()
     cluster = cluster_id or cluster_id_of(paths) or "unknown-cluster"
     norm = KRaftNormalizer(cluster, node_id=node_id)
     files = plan(paths)
-    for f in files:
+    for i, f in enumerate(files):
+        if progress is not None and i:
+            progress(files[i - 1].stat().st_size)
         report.files.append(str(f))
         snap = snapshot_id(f)
         # A copied active segment may end inside a batch that was being written: stop there and
