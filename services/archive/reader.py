@@ -1,13 +1,11 @@
 """List and read an archive directory: finished files (those with a manifest) in chain order."""
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schemas.chain import record_hash
 from schemas.container import iter_records, read_events
 from schemas.events import ControllerEvent
 from schemas.manifest import MANIFEST_SUFFIX, FileManifest, read_manifest
@@ -56,37 +54,16 @@ class VerifyReport:
         return not self.problems
 
 
-def verify(directory: str | Path, deep: bool = True) -> VerifyReport:
-    """Check sha256 and counts of every file and the chain across files; `deep` rehashes each event."""
+def verify(directory: str | Path) -> VerifyReport:
+    """The archive's verdict from schemas.verified (the one verify): files, events, the problem."""
+    from schemas.verified import ArchiveProblem, NotAnArchive, verify as verified
+
     report = VerifyReport()
-    expected_seq, head = 0, ""
-    for path, man in list_files(directory):
-        report.files += 1
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        if digest != man.sha256:
-            report.problems.append(f"{path.name}: sha256 {digest} != manifest {man.sha256}")
-        if man.first_seq != expected_seq or man.prev_hash != head:
-            report.problems.append(
-                f"{path.name}: starts at seq {man.first_seq} after {man.prev_hash[:12]!r}, "
-                f"expected seq {expected_seq} after {head[:12]!r}"
-            )
-        count = 0
-        if deep:
-            prev = man.prev_hash
-            for rec in iter_records(path):
-                if rec["prev_hash"] != prev or record_hash(rec) != rec["hash"]:
-                    report.problems.append(f"{path.name}: chain broken at seq {rec['seq']}")
-                    break
-                if rec["seq"] != man.first_seq + count:
-                    report.problems.append(f"{path.name}: seq {rec['seq']} at position {count}")
-                    break
-                prev = rec["hash"]
-                count += 1
-            else:
-                if prev != man.chain_head_hash:
-                    report.problems.append(f"{path.name}: last hash != manifest chain head")
-            if count != man.count:
-                report.problems.append(f"{path.name}: {count} events, manifest says {man.count}")
-        report.events += man.count
-        expected_seq, head = man.last_seq + 1, man.chain_head_hash
+    try:
+        read = verified([directory])
+    except (ArchiveProblem, NotAnArchive) as exc:
+        report.problems.append(str(exc))
+        return report
+    report.files = sum(c.files for c in read.chains.values())
+    report.events = sum(c.events for c in read.chains.values())
     return report

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 from schemas.container import read_events
-from replay.decode import archive_files
 from replay.delta import fold
 from replay.queries import state_as_of
 from replay.store import Store
@@ -52,7 +51,7 @@ def main() -> None:
         r2 = store.load([archive], workers=workers)
         print(f"reload (idempotent): {r2.events_added} added in {time.perf_counter() - again:.1f}s")
         store.close()
-    events = [e for f in archive_files([archive]) for e in read_events(f)]
+    events = [e for f in sorted(archive.rglob("*.avro")) for e in read_events(f)]
     for label in ("gc on", "gc frozen"):
         if label == "gc frozen":
             gc.freeze()  # the 1M decoded events are long-lived: keep the collector off them

@@ -406,14 +406,11 @@ def test_another_writer_schema_is_refused(tmp_path: Path) -> None:
         fastflat.decode_file(path)
     # the callers fall back to the Python path (and get the reference's table)
     from checks.inputs import archives_to_arrow
-    from replay.decode import decode_files
 
     want = python_table(path)
     assert isinstance(want, pa.Table) and want.num_rows == 9
-    seal(path)  # every reader verifies the file against its manifest
+    seal(path)  # every reader (the store's load and the checks) verifies the file against its manifest
     assert archives_to_arrow([path]).equals(want)
-    [(_, got)] = list(decode_files([path], workers=1))
-    assert got.equals(want)
 
 
 @native
@@ -441,25 +438,19 @@ def test_not_an_avro_file(tmp_path: Path) -> None:
 @native
 def test_callers_use_the_native_path_and_agree(tmp_path: Path, monkeypatch) -> None:
     from checks.inputs import archives_to_arrow
-    from replay.decode import decode_files
     from services.simulator import simulate_to_archive
     from services.simulator.config import SimConfig
 
     simulate_to_archive(tmp_path, SimConfig(seed=5, events=4000))
     files = sorted(tmp_path.rglob("*.avro"))
     calls = []
-    real, real_verified = fastflat.decode_file, fastflat.decode_verified
-    monkeypatch.setattr(fastflat, "decode_file", lambda p: calls.append(p) or real(p))
-    monkeypatch.setattr(fastflat, "decode_verified", lambda p, *a: calls.append(p) or real_verified(p, *a))
-    fast_checks = archives_to_arrow(files)
-    fast_replay = list(decode_files(files, workers=2))
-    assert len(calls) == 2 * len(files)
+    real = fastflat.decode_verified
+    monkeypatch.setattr(fastflat, "decode_verified", lambda p, *a: calls.append(p) or real(p, *a))
+    fast = archives_to_arrow(files)  # the one read path: the store's load and both check engines
+    assert len(calls) == len(files)
     monkeypatch.setenv("CTRLAUDIT_NATIVE", "0")
-    assert archives_to_arrow(files).equals(fast_checks)
-    slow_replay = list(decode_files(files, workers=2))
-    assert [(p, t.num_rows) for p, t in slow_replay] == [(p, t.num_rows) for p, t in fast_replay]
-    assert all(a.equals(b) for (_, a), (_, b) in zip(slow_replay, fast_replay))
-    assert len(calls) == 2 * len(files)
+    assert archives_to_arrow(files).equals(fast)
+    assert len(calls) == len(files)
 
 
 @native
