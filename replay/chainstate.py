@@ -18,7 +18,8 @@ from schemas.verified import ArchiveProblem, Gap, VerifiedRead
 
 DDL = """
 CREATE TABLE IF NOT EXISTS chain_status (cluster_id VARCHAR PRIMARY KEY, verified_to BIGINT, last_seq BIGINT,
-                                         head_hash VARCHAR, events BIGINT, checked_ms BIGINT);
+                                         head_hash VARCHAR, events BIGINT, checked_ms BIGINT,
+                                         clock_back_count BIGINT, clock_back_first_seq BIGINT);
 CREATE TABLE IF NOT EXISTS chain_gaps (cluster_id VARCHAR, from_seq BIGINT, to_seq BIGINT, reason VARCHAR);
 """
 
@@ -31,6 +32,14 @@ class Status:
     head_hash: str
     events: int
     gaps: tuple[Gap, ...] = field(default_factory=tuple)
+    clock_back_count: int = 0  # events whose time is before the event before them (clock skew, failover)
+    clock_back_first_seq: int | None = None
+
+    def clock_note(self) -> str:
+        if not self.clock_back_count:
+            return ""
+        return (f"NOTE event times go backwards {self.clock_back_count} time(s), first at seq "
+                f"{self.clock_back_first_seq}: as of a time means the last event at or before it in chain order")
 
     def describe(self) -> str:
         text = f"cluster {self.cluster_id}: {self.events:,} events, seq 0..{self.last_seq}, "
@@ -52,13 +61,23 @@ def heads(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, str]]:
 
 
 def status(con: duckdb.DuckDBPyConnection, cluster_id: str) -> Status:
-    row = con.execute("SELECT verified_to, last_seq, head_hash, events FROM chain_status WHERE cluster_id = ?",
-                      [cluster_id]).fetchall()
+    row = con.execute("SELECT verified_to, last_seq, head_hash, events, coalesce(clock_back_count, 0), "
+                      "clock_back_first_seq FROM chain_status WHERE cluster_id = ?", [cluster_id]).fetchall()
     gaps = tuple(Gap(cluster_id, a, b, r) for a, b, r in con.execute(
         "SELECT from_seq, to_seq, reason FROM chain_gaps WHERE cluster_id = ? ORDER BY from_seq", [cluster_id]).fetchall())
     if not row:
         return Status(cluster_id, -1, -1, "", 0, gaps)
-    return Status(cluster_id, *row[0], gaps=gaps)
+    v, last, head, events, back, back_first = row[0]
+    return Status(cluster_id, v, last, head, events, gaps, back, back_first)
+
+
+def _clock(con: duckdb.DuckDBPyConnection, cluster_id: str) -> tuple[int, int | None]:
+    """How often an event's time is earlier than the event before it, and the first such seq."""
+    n, first = con.execute("""
+        SELECT count(*), min(seq) FROM (
+            SELECT seq, event_time_ms < lag(event_time_ms) OVER (ORDER BY seq) AS back
+            FROM events WHERE cluster_id = ? AND source_kind <> 'OFFSET_SAMPLER') WHERE back""", [cluster_id]).fetchall()[0]
+    return n, first
 
 
 def _stretches(con: duckdb.DuckDBPyConnection, cluster_id: str) -> list[tuple[int, int, str]]:
@@ -113,9 +132,10 @@ def record(con: duckdb.DuckDBPyConnection, read: VerifiedRead, clusters: list[st
         if gaps:
             con.executemany("INSERT INTO chain_gaps VALUES (?, ?, ?, ?)",
                             [[g.cluster_id, g.from_seq, g.to_seq, g.reason] for g in gaps])
-        con.execute("INSERT INTO chain_status VALUES (?, ?, ?, ?, ?, ?)",
-                    [cluster, verified_to, last[0], head, last[1], int(time.time() * 1000)])
-        out[cluster] = Status(cluster, verified_to, last[0], head, last[1], tuple(gaps))
+        back, back_first = _clock(con, cluster)
+        con.execute("INSERT INTO chain_status VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [cluster, verified_to, last[0], head, last[1], int(time.time() * 1000), back, back_first])
+        out[cluster] = Status(cluster, verified_to, last[0], head, last[1], tuple(gaps), back, back_first)
     return out
 
 

@@ -49,6 +49,7 @@ class Point:
     source_kind: str = ""
     verified_to: int = -1  # the chain is verified unbroken from seq 0 to here
     gaps: tuple[Gap, ...] = ()  # stretches at or before seq that are not verified data
+    note: str = ""  # e.g. event times that go backwards, for a point chosen by time
 
     def describe(self) -> str:
         when = datetime.fromtimestamp(self.event_time_ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
@@ -57,6 +58,8 @@ class Point:
         text = f"as of seq {self.seq} ({where}, {when}), {self.verified()}"
         for g in self.gaps:
             text += f"; WARNING {g.describe()}"
+        if self.note:
+            text += f"; {self.note}"
         return text
 
     def verified(self) -> str:
@@ -396,7 +399,8 @@ class Store:
             raise StoreError(f"no event of cluster {cluster} at or before {what}")
         status = chainstate.status(self.con, cluster)
         return Point(cluster, *rows[0], verified_to=status.verified_to,
-                     gaps=tuple(g for g in status.gaps if g.from_seq <= rows[0][0] + 1))
+                     gaps=tuple(g for g in status.gaps if g.from_seq <= rows[0][0] + 1),
+                     note=status.clock_note() if time is not None else "")
 
 
 def verified_batches(read: VerifiedRead, batch_bytes: int) -> Iterable[list[tuple[Path, pa.Table]]]:

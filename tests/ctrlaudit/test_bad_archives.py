@@ -277,3 +277,58 @@ def test_a_gap_filled_by_a_later_load_is_verified_again(pristine, tmp_path):
     done = run("load", str(keep), "--store", str(store))
     assert done.exit_code == 0, done.output
     assert f"chain verified to seq {N - 1}" in run("state", "--store", str(store)).output.splitlines()[0]
+
+
+def _archive_of(events, root: Path) -> Path:
+    from services.archive.writer import ArchiveWriter
+
+    with ArchiveWriter(root, events[0].cluster_id, fsync=False) as w:
+        w.extend(events)
+    return root
+
+
+def _sim_events(n: int, seed: int = 5):
+    from services.simulator import Simulation
+
+    return list(Simulation(SimConfig(seed=seed, events=n, topics=3, partitions=3, cluster_id="sim-x")).events())
+
+
+def test_clocks_going_backwards_are_loaded_and_said(tmp_path):
+    from dataclasses import replace
+
+    events = _sim_events(3000)
+    k = 1500  # from here the clock is an hour behind (a controller with a skewed clock took over)
+    skewed = [replace(e, event_time_ms=e.event_time_ms - 3_600_000) if e_i >= k else e for e_i, e in enumerate(events)]
+    root = _archive_of(skewed, tmp_path / "arch")
+    store = tmp_path / "s.duckdb"
+    done = run("load", str(root), "--store", str(store))
+    assert done.exit_code == 0, done.output
+    t = skewed[k - 1].event_time_ms
+    state = run("state", "--store", str(store), "--time", str(t))
+    assert state.exit_code == 0 and "Traceback" not in state.output
+    assert "event times go backwards" in state.output.splitlines()[0]
+    assert "event times go backwards" not in run("state", "--store", str(store), "--seq", "10").output
+
+
+def test_huge_values_load_and_answer(tmp_path):
+    from dataclasses import replace
+
+    from schemas.events import PartitionChange
+
+    events = _sim_events(400)
+    i = next(j for j, e in enumerate(events) if isinstance(e.payload, PartitionChange) and e.payload.after)
+    p = events[i].payload
+    huge = replace(p.after, replicas=tuple(range(5000)), isr=tuple(range(5000)), leader=2_147_483_647 % 5000,
+                   leader_epoch=2_147_483_647, partition_epoch=2_147_483_646)
+    events[i] = replace(events[i], payload=replace(p, after=huge), event_time_ms=events[i].event_time_ms,
+                        controller_epoch=2_147_483_647)
+    root = _archive_of(events, tmp_path / "arch")
+    store = tmp_path / "s.duckdb"
+    done = run("load", str(root), "--store", str(store))
+    assert done.exit_code == 0, done.output
+    state = run("state", "--store", str(store), "--seq", str(i),
+                "--topic", p.topic, "--partition", str(p.partition), "--format", "json")
+    assert state.exit_code == 0, state.output
+    assert json.loads(state.output)["partitions"][0]["state"]["leader_epoch"] == 2_147_483_647
+    checked = run("check", str(root))
+    assert checked.exit_code in (0, 1) and "Traceback" not in checked.output
