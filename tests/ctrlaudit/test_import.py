@@ -57,3 +57,49 @@ def test_import_of_something_else_exits_2(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("hello")
     done = run("import", "kraft", str(tmp_path / "notes.txt"), "--out", str(tmp_path / "a"))
     assert done.exit_code == 2 and "not a metadata log segment" in done.output
+
+
+def _digest(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_import_into_its_own_archive_appends_only_what_is_new(tmp_path: Path) -> None:
+    d = metadata_dir(tmp_path)
+    out = tmp_path / "archive"
+    assert run("import", "kraft", str(d), "--out", str(out)).exit_code == 0
+    before = _digest(out)
+    again = run("import", "kraft", str(d), "--out", str(out))  # the same copy again: nothing new
+    assert again.exit_code == 0, again.output
+    assert "continuing its chain after seq 6: 0 new" in again.output
+    assert _digest(out) == before
+    # a newer copy of the same log: only the change after the archived head is appended
+    b = LogBuilder()
+    b.leader_change(leader=1, epoch=1)
+    for bid in (1, 2, 3):
+        broker(b, bid)
+    b.record("TopicRecord", 0, name="orders", topicId=T1)
+    partition(b, T1, 0, [1, 2, 3], [1, 2, 3], leader=1)
+    change(b, T1, 0, leader=2, isr=[2, 3])
+    change(b, T1, 0, leader=3, isr=[3])
+    b.write(d / "00000000000000000000.log")
+    newer = run("import", "kraft", str(d), "--out", str(out))
+    assert newer.exit_code == 0, newer.output
+    assert "continuing its chain after seq 6: 1 new" in newer.output
+    assert all(_digest(out)[k] == v for k, v in before.items())  # nothing written before is touched
+    assert run("verify", str(out)).exit_code == 0
+
+
+def test_import_of_another_history_into_an_archive_is_refused(tmp_path: Path) -> None:
+    d = metadata_dir(tmp_path)
+    out = tmp_path / "archive"
+    assert run("import", "kraft", str(d), "--out", str(out)).exit_code == 0
+    before = _digest(out)
+    other = tmp_path / "other" / "__cluster_metadata-0"
+    other.mkdir(parents=True)
+    b = LogBuilder()
+    b.leader_change(leader=1, epoch=1)
+    broker(b, 1)
+    b.write(other / "00000000000000000000.log")
+    done = run("import", "kraft", str(other), "--out", str(out), "--cluster-id", "q1w2e3r4t5y6u7i8o9p0aA")
+    assert done.exit_code == 2 and "do not continue it" in done.output and "Traceback" not in done.output
+    assert _digest(out) == before
