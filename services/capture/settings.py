@@ -40,6 +40,9 @@ class Settings:
     # workers so that live checks take their own core and never slow the capture (ctrlaudit capture does)
     roles: str = field(default_factory=lambda: _env("ROLES", "normalize,watch"))
     checkpoint_seconds: float = field(default_factory=lambda: float(_env("CHECKPOINT_SECONDS", "60")))
+    # a Kafka client properties file (security.protocol, sasl.*, ssl.*), as `--command-config` of Kafka's
+    # tools: every client of the capture side reads it (services/capture/security.py)
+    command_config: str = field(default_factory=lambda: _env("COMMAND_CONFIG", ""))
 
     @property
     def role_set(self) -> frozenset[str]:
@@ -48,6 +51,12 @@ class Settings:
         if unknown or not roles:
             raise ValueError(f"CTRLAUDIT_ROLES={self.roles!r}: expected normalize, watch or both")
         return roles
+
+    @property
+    def security(self):
+        """The ClientSecurity of `command_config` (PLAINTEXT without one); SecurityConfigError when unusable."""
+        from services.capture.security import load
+        return load(self.command_config)
 
     @property
     def worker_app_id(self) -> str:
@@ -95,13 +104,15 @@ def ensure_topics(s: Settings, timeout: float = 60) -> list[str]:
     from kafka.admin import KafkaAdminClient, NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
+    from services.capture.security import kafka_python_kwargs
+    security = kafka_python_kwargs(s.security)
     wanted = {s.raw_topic: RAW_TOPIC_CONFIG, s.events_topic: EVENTS_TOPIC_CONFIG, s.alerts_topic: {},
               s.dead_letter_topic: EVENTS_TOPIC_CONFIG}
     deadline = time.monotonic() + timeout
     while True:
         try:
             admin = KafkaAdminClient(bootstrap_servers=s.bootstrap_servers, client_id="ctrlaudit-setup",
-                                     request_timeout_ms=10000)
+                                     request_timeout_ms=10000, **security)
             break
         except Exception:
             if time.monotonic() > deadline:
