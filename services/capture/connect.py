@@ -42,9 +42,11 @@ class AccessWatch:
         text = err.str()
         fatal = err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL) or (
             err.code() == KafkaError._TRANSPORT and ("SSL" in text or "SASL" in text))
-        if fatal and self.failure is None:
-            self.failure = text
-        elif not fatal:
+        if fatal:
+            self.failure = self.failure or text
+        elif err.code() == KafkaError._ALL_BROKERS_DOWN:
+            log.debug("kafka: %s", text)  # follows another error (refused, disconnected), reported on its own
+        else:
             log.warning("kafka: %s", text)
 
     def check(self) -> None:
