@@ -49,7 +49,10 @@ def _signed_keystore(d: Path, name: str, cn: str, san: str | None, ca: Path, ca_
     return store
 
 
-def make_tls(directory: Path, password: str = "changeit-test") -> TlsFiles:
+DEFAULT_PASSWORD = "changeit-test"
+
+
+def make_tls(directory: Path, password: str = DEFAULT_PASSWORD) -> TlsFiles:
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     ca = d / "ca.p12"
@@ -65,3 +68,23 @@ def make_tls(directory: Path, password: str = "changeit-test") -> TlsFiles:
     broker = _signed_keystore(d, "broker", "localhost", "ip:127.0.0.1,dns:localhost", ca, ca_pem, password)
     client = _signed_keystore(d, "client", "ctrlaudit-client", None, ca, ca_pem, password)
     return TlsFiles(d, password, ca_pem, truststore, broker, client)
+
+
+def client_properties(tls: TlsFiles, directory: Path, scram: tuple[str, str], plain: tuple[str, str]) -> dict[str, Path]:
+    """`--command-config` files for the secure dev cluster: SASL_SSL with SCRAM-SHA-512 and with PLAIN (both
+    against the SASL_SSL listener), and mutual TLS (the SSL listener)."""
+    trust = f"ssl.truststore.location={tls.truststore}\nssl.truststore.password={tls.password}\n"
+    module = "org.apache.kafka.common.security"
+    texts = {
+        "scram": f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={module}.scram."
+                 f"ScramLoginModule required username=\"{scram[0]}\" password=\"{scram[1]}\";\n{trust}",
+        "plain": f"security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config={module}.plain."
+                 f"PlainLoginModule required username=\"{plain[0]}\" password=\"{plain[1]}\";\n{trust}",
+        "mtls": f"security.protocol=SSL\n{trust}ssl.keystore.location={tls.client_keystore}\n"
+                f"ssl.keystore.type=PKCS12\nssl.keystore.password={tls.password}\n",
+    }
+    out = {}
+    for name, text in texts.items():
+        out[name] = Path(directory) / f"client-{name}.properties"
+        out[name].write_text(text)
+    return out
