@@ -16,9 +16,9 @@ def main() -> None:
         try:
             Settings().role_set
             Settings().security
+            ensure_topics(Settings())
         except (ValueError, SecurityConfigError) as exc:
             sys.exit(f"ctrlaudit capture: {exc}")
-        ensure_topics(Settings())
         from services.capture.app import main as run
         run()
 
