@@ -33,15 +33,18 @@ class _DebugLogger:
 class AccessWatch:
     """The error callback of one client: remembers the first authentication or TLS failure."""
 
-    def __init__(self, bootstrap: str, sec: ClientSecurity) -> None:
+    def __init__(self, bootstrap: str, sec: ClientSecurity, strict: bool = False) -> None:
         self.bootstrap, self.sec = bootstrap, sec
+        # strict (the check before a command starts): a disconnect during the TLS or SASL handshake counts
+        # too. Not for a running client: a broker killed mid-handshake must stay a passing fault.
+        self.strict = strict
         self.failure: str | None = None
 
     def __call__(self, err) -> None:
         from confluent_kafka import KafkaError
         text = err.str()
         fatal = err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL) or (
-            err.code() == KafkaError._TRANSPORT and ("SSL" in text or "SASL" in text))
+            self.strict and err.code() == KafkaError._TRANSPORT and ("SSL" in text or "SASL" in text))
         if fatal:
             self.failure = self.failure or text
         elif err.code() == KafkaError._ALL_BROKERS_DOWN:
@@ -59,8 +62,8 @@ def _short(text: str) -> str:
     return text.split(": ", 1)[1] if "://" in text.split(": ", 1)[0] else text
 
 
-def config(bootstrap: str, sec: ClientSecurity, **extra) -> tuple[dict, AccessWatch]:
-    watch = AccessWatch(bootstrap, sec)
+def config(bootstrap: str, sec: ClientSecurity, strict: bool = False, **extra) -> tuple[dict, AccessWatch]:
+    watch = AccessWatch(bootstrap, sec, strict)
     conf = {"bootstrap.servers": bootstrap, **librdkafka_config(sec), "error_cb": watch,
             "logger": _DebugLogger(), **extra}
     return conf, watch
@@ -74,7 +77,7 @@ def check_access(bootstrap: str, sec: ClientSecurity, timeout: float = 15.0) -> 
 
     if sec.protocol == "PLAINTEXT":
         return  # nothing that could be refused
-    conf, watch = config(bootstrap, sec, **{"socket.timeout.ms": 10_000})
+    conf, watch = config(bootstrap, sec, strict=True, **{"socket.timeout.ms": 10_000})
     admin = AdminClient(conf)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -214,3 +214,26 @@ def test_cli_names_a_missing_file(tmp_path):
     assert res.returncode == 2
     assert res.stderr.splitlines() == [f"ctrlaudit: error: {tmp_path / 'missing.properties'}: cannot read the client "
                                        "properties file: No such file or directory"]
+
+
+def test_access_watch_stops_on_refusals_only():
+    """librdkafka's errors as the error callback receives them (confluent_kafka.KafkaError)."""
+    from confluent_kafka import KafkaError
+
+    from services.capture.connect import AccessDenied, AccessWatch
+    sec = from_properties({"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                           "sasl.jaas.config": SCRAM_JAAS}, "f")
+    handshake = KafkaError(KafkaError._TRANSPORT, "sasl_ssl://127.0.0.1:9094/1: SSL handshake failed: certificate verify failed")
+    running, strict = AccessWatch("b:1", sec), AccessWatch("b:1", sec, strict=True)
+    for w in (running, strict):
+        w(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
+        w(KafkaError(KafkaError._TRANSPORT, "sasl_ssl://127.0.0.1:9094/1: Connection refused"))
+        w(handshake)
+    running.check()  # a broker going away mid-handshake is a passing fault for a running client
+    with pytest.raises(AccessDenied) as exc:
+        strict.check()
+    assert str(exc.value) == ("b:1: SASL_SSL SCRAM-SHA-512 as 'admin' refused: SSL handshake failed: "
+                              "certificate verify failed")
+    running(KafkaError(KafkaError._AUTHENTICATION, "sasl_ssl://h:1/bootstrap: SASL authentication error: bad"))
+    with pytest.raises(AccessDenied, match=r"refused: SASL authentication error: bad$"):
+        running.check()
