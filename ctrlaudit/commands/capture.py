@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from ctrlaudit.commands.options import COMMAND_CONFIG
 from ctrlaudit.errors import EXIT_FOUND, UsageError, user_errors
 
 BOOTSTRAP = typer.Option(None, "--bootstrap-server", help="Kafka bootstrap servers (env CTRLAUDIT_BOOTSTRAP_SERVERS).")
@@ -19,6 +20,7 @@ def register(app: typer.Typer) -> None:
     def capture(
         metadata_dir: Path = typer.Option(..., "--metadata-dir", help="A node's __cluster_metadata-0 directory."),
         bootstrap_server: str = BOOTSTRAP,
+        command_config: Path = COMMAND_CONFIG,
         cluster_id: str = typer.Option(None, "--cluster-id", help="Default: meta.properties next to the directory."),
         sample_interval: float = typer.Option(0, "--sample-interval", help="Also run the offset sampler every N s."),
         inline_watch: bool = typer.Option(False, "--inline-watch",
@@ -47,6 +49,9 @@ def register(app: typer.Typer) -> None:
             env["CTRLAUDIT_BOOTSTRAP_SERVERS"] = bootstrap_server
         if cluster_id:
             env["CTRLAUDIT_CLUSTER_ID"] = cluster_id
+        if command_config:  # the workers and the sampler read the same file (an absolute path: their cwd may differ)
+            env["CTRLAUDIT_COMMAND_CONFIG"] = str(command_config.resolve())
+        _check_access(env)
         # no web server in any worker: two workers cannot both bind its port
         worker = [sys.executable, "-m", "services.capture", "worker", "-l", loglevel, "--without-web"]
 
@@ -69,6 +74,7 @@ def register(app: typer.Typer) -> None:
     def archive(
         archive_dir: Path = typer.Option(None, "--archive-dir", help="Archive root (env CTRLAUDIT_ARCHIVE_DIR)."),
         bootstrap_server: str = BOOTSTRAP,
+        command_config: Path = COMMAND_CONFIG,
         topic: str = EVENTS_TOPIC,
         flush_seconds: float = typer.Option(None, "--flush-seconds", help="Finish files and commit every N s (60)."),
         idle_exit: float = typer.Option(None, "--idle-exit", help="Stop after N s without events."),
@@ -82,7 +88,9 @@ def register(app: typer.Typer) -> None:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         s = Settings().replace(bootstrap_servers=bootstrap_server, events_topic=topic,
                                archive_dir=str(archive_dir) if archive_dir else None,
-                               archive_flush_seconds=flush_seconds)
+                               archive_flush_seconds=flush_seconds,
+                               command_config=str(command_config) if command_config else None)
+        _check_access(s)
         a = run(s, idle_exit=idle_exit)
         print(f"{s.archive_dir}: archived {a.appended:,} events ({a.skipped:,} already present)")
 
@@ -119,3 +127,16 @@ def register(app: typer.Typer) -> None:
         for chain in read.chains.values():
             print(f"{archive}: OK: {chain.events:,} events in {chain.files} file(s), cluster {chain.cluster_id}, "
                   f"chain verified to seq {chain.verified_to}")
+
+
+def _check_access(env_or_settings) -> None:
+    """Read the --command-config file and try it on the brokers once, before any client starts: a bad file
+    or refused credentials is one line and exit 2 here, not a worker restarted until it gives up."""
+    from services.capture.connect import check_access
+    from services.capture.settings import Settings
+
+    s = env_or_settings
+    if isinstance(s, dict):
+        s = Settings().replace(bootstrap_servers=s.get("CTRLAUDIT_BOOTSTRAP_SERVERS"),
+                               command_config=s.get("CTRLAUDIT_COMMAND_CONFIG"))
+    check_access(s.bootstrap_servers, s.security)

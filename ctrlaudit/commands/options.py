@@ -11,3 +11,7 @@ STORE = typer.Option(DEFAULT_STORE, "--store", help="DuckDB store file (env CTRL
 CLUSTER = typer.Option(None, "--cluster", help="Cluster id, when the store holds several.")
 TOPIC = typer.Option(None, "--topic", help="Only this topic.")
 PARTITION = typer.Option(None, "--partition", help="Only this partition (with --topic).")
+COMMAND_CONFIG = typer.Option(
+    None, "--command-config",
+    help="Kafka client properties file: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.*, "
+         "ssl.keystore.* (as Kafka's tools take it; env CTRLAUDIT_COMMAND_CONFIG).")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import typer
 
-from ctrlaudit.commands.options import STORE
+from ctrlaudit.commands.options import COMMAND_CONFIG, STORE
 from ctrlaudit.errors import UsageError, user_errors
 
 
@@ -18,6 +18,7 @@ def register(app: typer.Typer) -> None:
         bootstrap_server: str = typer.Option(None, "--bootstrap-server",
                                              help="Read the events topic instead of files (with --topic)."),
         topic: str = typer.Option(None, "--topic", help="Events topic (default ctrlaudit.events)."),
+        command_config: Path = COMMAND_CONFIG,
         workers: int = typer.Option(None, "--workers", min=1, help="Decoding threads (default: 2)."),
         allow_gaps: bool = typer.Option(False, "--allow-gaps",
                                         help="Load around missing or damaged files and record the stretches as "
@@ -30,10 +31,14 @@ def register(app: typer.Typer) -> None:
 
         if not paths and not bootstrap_server:
             raise UsageError("give archive paths, or --bootstrap-server (and --topic) to read the events topic")
+        if command_config and not bootstrap_server:
+            raise UsageError("--command-config is for reading the events topic: give --bootstrap-server too")
         with tempfile.TemporaryDirectory(prefix="ctrlaudit-topic-") as tmp:
             if bootstrap_server:
                 from services.capture.archiver import consume_to_archive
-                consume_to_archive(bootstrap_server, topic or "ctrlaudit.events", Path(tmp))
+                from services.capture.settings import Settings
+                security = Settings().replace(command_config=str(command_config) if command_config else None).security
+                consume_to_archive(bootstrap_server, topic or "ctrlaudit.events", Path(tmp), security=security)
                 paths = [*(paths or []), Path(tmp)]
             from ctrlaudit.progress import archive_bytes, bar
 

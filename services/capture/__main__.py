@@ -12,11 +12,13 @@ def main() -> None:
         run(sys.argv[2:])
     else:
         from services.capture.settings import Settings, ensure_topics
+        from services.capture.security import SecurityConfigError
         try:
             Settings().role_set
-        except ValueError as exc:
+            Settings().security
+            ensure_topics(Settings())
+        except (ValueError, SecurityConfigError) as exc:
             sys.exit(f"ctrlaudit capture: {exc}")
-        ensure_topics(Settings())
         from services.capture.app import main as run
         run()
 

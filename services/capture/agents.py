@@ -19,11 +19,12 @@ from services.capture import checkpoint, logic
 from checks.live import LiveChecker
 from schemas.errors import CodecError
 from services.capture.app import (
-    alerts_topic, app, dead_letter_topic, events_topic, image_table, raw_topic, settings, watch_topic,
+    alerts_topic, app, dead_letter_topic, events_topic, image_table, raw_topic, security, settings, watch_topic,
 )
 from services.capture.codec import RawRecord, decode_event_record, decode_raw, encode_raw
 from services.capture.image_store import ImageStore
 from services.capture.logic import CaptureState, DeadLetter, Progress
+from services.capture.security import aiokafka_kwargs
 from services.capture.produce import BatchSender, DeliveryFailed
 from services.capture.sources import KRaftTail, QuorumWatermark, run_source
 
@@ -35,7 +36,8 @@ REASON_HEADER = "ctrlaudit-reason"
 
 def _consumer() -> AIOKafkaConsumer:
     return AIOKafkaConsumer(bootstrap_servers=settings.bootstrap_servers, enable_auto_commit=False,
-                            max_partition_fetch_bytes=2 * 16 * 1024 * 1024, fetch_max_bytes=64 * 1024 * 1024)
+                            max_partition_fetch_bytes=2 * 16 * 1024 * 1024, fetch_max_bytes=64 * 1024 * 1024,
+                            **aiokafka_kwargs(security))
 
 
 async def last_message(topic: str):
@@ -341,7 +343,7 @@ async def kraft_source() -> None:
     cluster = settings.cluster_id or cluster_id_of([directory]) or "unknown-cluster"
     resume = await last_source_record(settings.raw_topic, cluster)
     tail = KRaftTail(directory, cluster, settings.node_id, resume)
-    gate = QuorumWatermark(settings.bootstrap_servers) if settings.commit_gate == "quorum" else None
+    gate = QuorumWatermark(settings.bootstrap_servers, security) if settings.commit_gate == "quorum" else None
     log.info("kraft source: %s (cluster %s) from offset %d", directory, cluster, tail.next_offset)
 
     async def send(r: RawRecord):

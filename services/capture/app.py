@@ -20,14 +20,19 @@ from services.capture.settings import (
     EVENTS_BATCH_BYTES, EVENTS_TOPIC_CONFIG, GC_THRESHOLDS, IMAGE_TABLE_CONFIG, MAX_MESSAGE_BYTES,
     RAW_TOPIC_CONFIG, Settings,
 )
+from services.capture.security import faust_credentials
 
 settings = Settings()
+# the --command-config file, read once (services/capture/security.py); the worker's own consumers
+# (agents.py) and the quorum gate (sources.py) take it from here too
+security = settings.security
 
 app = faust.App(
     settings.worker_app_id,
     broker=[f"kafka://{hp}" for hp in settings.bootstrap_servers.split(",")],
     store="memory://",  # tables recover from their changelog topics on start
     datadir=settings.data_dir,
+    broker_credentials=faust_credentials(security),
     web_enabled=False,
     web_port=settings.web_port,  # the `worker` command starts the web server anyway (unless --without-web)
     topic_replication_factor=settings.replication_factor,

@@ -105,12 +105,14 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) 
     """Consume until SIGTERM/SIGINT (or `idle_exit` seconds without a message)."""
     from confluent_kafka import Consumer, KafkaError
 
+    from services.capture import connect
+
     archive = Archive(settings.archive_dir, fsync=fsync)
-    consumer = Consumer({
-        "bootstrap.servers": settings.bootstrap_servers, "group.id": settings.archive_group,
-        "enable.auto.commit": False, "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-        "fetch.max.bytes": 64 * 1024 * 1024,
+    conf, access = connect.config(settings.bootstrap_servers, settings.security, **{
+        "group.id": settings.archive_group, "enable.auto.commit": False, "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed", "fetch.max.bytes": 64 * 1024 * 1024,
     })
+    consumer = Consumer(conf)
     consumer.subscribe([settings.events_topic])
     stop = {"now": False}
 
@@ -122,6 +124,7 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) 
     try:
         while not stop["now"]:
             msgs = consumer.consume(10_000, timeout=0.5)
+            access.check()  # refused credentials: one line (AccessDenied), not a retry loop
             for m in msgs:
                 if m.error():
                     if m.error().code() != KafkaError._PARTITION_EOF:
@@ -154,23 +157,34 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--archive-dir")
     p.add_argument("--flush-seconds", type=float)
     p.add_argument("--idle-exit", type=float)
+    p.add_argument("--command-config", help="Kafka client properties file (env CTRLAUDIT_COMMAND_CONFIG)")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     s = Settings().replace(bootstrap_servers=a.bootstrap_server, events_topic=a.topic, archive_dir=a.archive_dir,
-                           archive_flush_seconds=a.flush_seconds)
-    arch = run(s, idle_exit=a.idle_exit)
+                           archive_flush_seconds=a.flush_seconds, command_config=a.command_config)
+    try:
+        arch = run(s, idle_exit=a.idle_exit)
+    except ContractError as exc:  # a bad properties file, refused credentials, a chain break: one line
+        raise SystemExit(f"ctrlaudit archive: {exc}") from None
     log.info("archived %d events (%d already present)", arch.appended, arch.skipped)
 
 
-def consume_to_archive(bootstrap_servers: str, topic: str, root: Path, timeout: float = 30) -> Archive:
+def consume_to_archive(bootstrap_servers: str, topic: str, root: Path, timeout: float = 30,
+                       security=None) -> Archive:
     """Read the whole events topic (as it is now) into an archive under `root` (no group, no commit):
-    how `ctrlaudit load --bootstrap-server` reads the topic with the same decoder and chain checks."""
+    how `ctrlaudit load --bootstrap-server` reads the topic with the same decoder and chain checks.
+    `security`: a ClientSecurity (services/capture/security.py), None for PLAINTEXT."""
     from confluent_kafka import Consumer, TopicPartition
 
     from ctrlaudit.errors import UsageError
+    from services.capture import connect
+    from services.capture.security import ClientSecurity
 
-    c = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "ctrlaudit-load", "enable.auto.commit": False,
-                  "fetch.max.bytes": 64 * 1024 * 1024})
+    security = security or ClientSecurity()
+    connect.check_access(bootstrap_servers, security)
+    conf, access = connect.config(bootstrap_servers, security, **{
+        "group.id": "ctrlaudit-load", "enable.auto.commit": False, "fetch.max.bytes": 64 * 1024 * 1024})
+    c = Consumer(conf)
     archive = Archive(root, fsync=False)
     try:
         md = c.list_topics(topic, timeout=timeout)
@@ -183,7 +197,9 @@ def consume_to_archive(bootstrap_servers: str, topic: str, root: Path, timeout: 
                 ends[p] = hi
         c.assign([TopicPartition(topic, p, 0) for p in ends])
         while ends:
-            for m in c.consume(10_000, timeout=1.0):
+            msgs = c.consume(10_000, timeout=1.0)
+            access.check()
+            for m in msgs:
                 if m.error():
                     continue
                 archive.add(m.value())

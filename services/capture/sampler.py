@@ -28,6 +28,7 @@ from schemas import codec as event_codec
 from schemas.chain import event_id
 from schemas.events import ControllerEvent, OffsetSample, ReplicaOffset, SourceKind, SourcePosition
 from services.capture.codec import RawRecord, encode_raw
+from services.capture.security import ClientSecurity, kafka_python_kwargs
 from services.capture.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -49,10 +50,12 @@ def _now() -> int:
 
 
 class OffsetSampler:
-    def __init__(self, bootstrap_servers: str, cluster_id: str, topics: list[str] | None = None) -> None:
+    def __init__(self, bootstrap_servers: str, cluster_id: str, topics: list[str] | None = None,
+                 security: ClientSecurity | None = None) -> None:
         from kafka.admin import KafkaAdminClient
         self.admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=5000,
-                                      client_id="ctrlaudit-sampler")
+                                      client_id="ctrlaudit-sampler",
+                                      **kafka_python_kwargs(security or ClientSecurity()))
         self.cluster_id = cluster_id
         self.topics = topics
         self.round = 0
@@ -145,9 +148,12 @@ class OffsetSampler:
 
 def run(settings: Settings, cluster_id: str, rounds: int | None = None) -> int:
     from confluent_kafka import Producer
-    sampler = OffsetSampler(settings.bootstrap_servers, cluster_id)
-    producer = Producer({"bootstrap.servers": settings.bootstrap_servers, "acks": "all",
-                         "enable.idempotence": True})
+
+    from services.capture import connect
+    security = settings.security
+    sampler = OffsetSampler(settings.bootstrap_servers, cluster_id, security=security)
+    conf, access = connect.config(settings.bootstrap_servers, security, acks="all", **{"enable.idempotence": True})
+    producer = Producer(conf)
     stop = {"now": False}
     old = {s: signal.signal(s, lambda *_: stop.update(now=True)) for s in (signal.SIGTERM, signal.SIGINT)}
     n = 0
@@ -163,6 +169,7 @@ def run(settings: Settings, cluster_id: str, rounds: int | None = None) -> int:
             for r in sampler.raw_records(sampler.events(samples, round_ms)):
                 producer.produce(settings.raw_topic, key=cluster_id.encode(), value=encode_raw(r))
             producer.flush(30)
+            access.check()  # refused credentials: stop with one line, do not retry forever
             n += 1
             time.sleep(max(0.0, settings.sample_interval - (time.monotonic() - started)))
     finally:
@@ -178,12 +185,20 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--cluster-id")
     p.add_argument("--interval", type=float)
     p.add_argument("--rounds", type=int)
+    p.add_argument("--command-config", help="Kafka client properties file (env CTRLAUDIT_COMMAND_CONFIG)")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    s = Settings().replace(bootstrap_servers=a.bootstrap_server, sample_interval=a.interval)
-    cluster = a.cluster_id or s.cluster_id
-    if not cluster and s.metadata_dir:
-        from pathlib import Path
-        from services.normalize.offline import cluster_id_of
-        cluster = cluster_id_of([Path(s.metadata_dir)])
-    run(s, cluster or "unknown-cluster", a.rounds)
+    s = Settings().replace(bootstrap_servers=a.bootstrap_server, sample_interval=a.interval,
+                           command_config=a.command_config)
+    from services.capture.connect import check_access
+    from services.capture.security import SecurityConfigError
+    try:  # a bad properties file or refused credentials: one line, not a traceback
+        check_access(s.bootstrap_servers, s.security)
+        cluster = a.cluster_id or s.cluster_id
+        if not cluster and s.metadata_dir:
+            from pathlib import Path
+            from services.normalize.offline import cluster_id_of
+            cluster = cluster_id_of([Path(s.metadata_dir)])
+        run(s, cluster or "unknown-cluster", a.rounds)
+    except SecurityConfigError as exc:
+        raise SystemExit(f"ctrlaudit sampler: {exc}") from None

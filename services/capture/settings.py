@@ -40,6 +40,9 @@ class Settings:
     # workers so that live checks take their own core and never slow the capture (ctrlaudit capture does)
     roles: str = field(default_factory=lambda: _env("ROLES", "normalize,watch"))
     checkpoint_seconds: float = field(default_factory=lambda: float(_env("CHECKPOINT_SECONDS", "60")))
+    # a Kafka client properties file (security.protocol, sasl.*, ssl.*), as `--command-config` of Kafka's
+    # tools: every client of the capture side reads it (services/capture/security.py)
+    command_config: str = field(default_factory=lambda: _env("COMMAND_CONFIG", ""))
 
     @property
     def role_set(self) -> frozenset[str]:
@@ -48,6 +51,12 @@ class Settings:
         if unknown or not roles:
             raise ValueError(f"CTRLAUDIT_ROLES={self.roles!r}: expected normalize, watch or both")
         return roles
+
+    @property
+    def security(self):
+        """The ClientSecurity of `command_config` (PLAINTEXT without one); SecurityConfigError when unusable."""
+        from services.capture.security import load
+        return load(self.command_config)
 
     @property
     def worker_app_id(self) -> str:
@@ -89,33 +98,36 @@ GC_THRESHOLDS = (7000, 10, 10)
 
 def ensure_topics(s: Settings, timeout: float = 60) -> list[str]:
     """Create the capture topics (with their configs) if missing; returns those created. Run before the
-    worker starts: Faust subscribes only to topics that exist when it starts."""
+    worker starts: Faust subscribes only to topics that exist when it starts. confluent-kafka's admin
+    client, so that kafka-python is left with only the requests no other client exposes (README)."""
     import time
 
-    from kafka.admin import KafkaAdminClient, NewTopic
-    from kafka.errors import TopicAlreadyExistsError
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from services.capture import connect
 
     wanted = {s.raw_topic: RAW_TOPIC_CONFIG, s.events_topic: EVENTS_TOPIC_CONFIG, s.alerts_topic: {},
               s.dead_letter_topic: EVENTS_TOPIC_CONFIG}
+    conf, access = connect.config(s.bootstrap_servers, s.security, **{"client.id": "ctrlaudit-setup"})
+    admin = AdminClient(conf)
     deadline = time.monotonic() + timeout
-    while True:
+    while True:  # a broker may still be starting
         try:
-            admin = KafkaAdminClient(bootstrap_servers=s.bootstrap_servers, client_id="ctrlaudit-setup",
-                                     request_timeout_ms=10000)
+            existing = set(admin.list_topics(timeout=10).topics)
             break
-        except Exception:
+        except KafkaException:
+            admin.poll(0)
+            access.check()  # refused credentials: AccessDenied, one line (services/capture/__main__.py)
             if time.monotonic() > deadline:
                 raise
             time.sleep(1)
-    try:
-        existing = set(admin.list_topics())
-        todo = [NewTopic(t, 1, s.replication_factor, topic_configs=dict(c)) for t, c in wanted.items()
-                if t not in existing]
-        if todo:
+    todo = [NewTopic(t, 1, s.replication_factor, config=dict(c)) for t, c in wanted.items() if t not in existing]
+    if todo:
+        for topic, future in admin.create_topics(todo, request_timeout=30).items():
             try:
-                admin.create_topics(todo)
-            except TopicAlreadyExistsError:
-                pass
-        return [t.name for t in todo]
-    finally:
-        admin.close()
+                future.result()
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise
+    return [t.topic for t in todo]

@@ -186,8 +186,9 @@ class KRaftTail:
 class QuorumWatermark:
     """The metadata quorum's high watermark via DescribeQuorum (kafka-python admin)."""
 
-    def __init__(self, bootstrap_servers: str) -> None:
+    def __init__(self, bootstrap_servers: str, security=None) -> None:
         self.bootstrap = bootstrap_servers
+        self.security = security  # a ClientSecurity (services/capture/security.py); None: PLAINTEXT
         self._admin = None
         self.last = 0
 
@@ -195,8 +196,11 @@ class QuorumWatermark:
         try:
             if self._admin is None:
                 from kafka.admin import KafkaAdminClient
+
+                from services.capture.security import ClientSecurity, kafka_python_kwargs
                 self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000,
-                                               client_id="ctrlaudit-source")
+                                               client_id="ctrlaudit-source",
+                                               **kafka_python_kwargs(self.security or ClientSecurity()))
             q = self._admin.describe_metadata_quorum()
             hw = q["topics"][0]["partitions"][0]["high_watermark"]
             self.last = max(self.last, hw)

@@ -14,12 +14,33 @@ from .manager import ClusterError, KafkaCluster
 from .tools import ToolError
 
 
+DEV_SCRAM = ("admin", "admin-secret")  # a dev cluster on 127.0.0.1: fixed, well-known credentials
+DEV_PLAIN = ("alice", "alice-secret")
+
+
+def _secure(directory: Path):
+    """Certificates (made once) and client properties files for `--secure`."""
+    from .config import SecureListeners
+    from .tls import DEFAULT_PASSWORD, TlsFiles, client_properties, make_tls
+    d = directory / "tls"
+    if (d / "client.p12").exists():
+        tls = TlsFiles(d, DEFAULT_PASSWORD, d / "ca.pem", d / "truststore.p12", d / "broker.p12", d / "client.p12")
+    else:
+        tls = make_tls(d)
+    client_properties(tls, directory, DEV_SCRAM, DEV_PLAIN)
+    return SecureListeners(tls.broker_keystore, tls.truststore, tls.password,
+                           scram_users=dict([DEV_SCRAM]), plain_users=dict([DEV_PLAIN]))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m services.cluster", description=__doc__)
     ap.add_argument("--version", default="4.x", help="4.x (=%(default)s pinned), 3.9, or x.y.z")
     ap.add_argument("--dir", type=Path, help="cluster directory (default .kafka-dev/<version>)")
     ap.add_argument("--base-port", type=int, default=19000)
     ap.add_argument("--segment-bytes", type=int, help="metadata log segment size (small = rolls)")
+    ap.add_argument("--secure", action="store_true",
+                    help="also a SASL_SSL listener (SCRAM-SHA-512 user admin, PLAIN user alice) and an SSL listener "
+                         "requiring client certificates; certificates and client-*.properties in --dir")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("up", help="format (once) and start all nodes, wait until ready")
     d = sub.add_parser("down", help="stop every node this directory's pid files name")
@@ -40,12 +61,16 @@ def main(argv: list[str] | None = None) -> int:
 
     version = resolve_version(a.version)
     directory = a.dir or REPO_ROOT / ".kafka-dev" / version
+    secure = _secure(directory) if a.secure else None
     cluster = KafkaCluster(directory, version, base_port=a.base_port,
-                           metadata_segment_bytes=a.segment_bytes).adopt()
+                           metadata_segment_bytes=a.segment_bytes, secure=secure).adopt()
     try:
         if a.cmd == "up":
             cluster.up()
             print(f"up: {cluster.bootstrap_servers} (dir {cluster.dir}, Kafka {version})")
+            if secure:
+                print(f"SASL_SSL: {cluster.sasl_ssl_bootstrap} (--command-config {directory}/client-scram.properties "
+                      f"or client-plain.properties); mutual TLS: {cluster.ssl_bootstrap} (client-mtls.properties)")
         elif a.cmd == "down":
             cluster.down(graceful=a.graceful, remove=a.remove)
             print("down")

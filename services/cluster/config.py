@@ -42,10 +42,69 @@ class NodeLayout:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.plaintext_port}"
 
+    # the secured listeners (ClusterSettings.secure): two ports after CONTROLLER
+    @property
+    def sasl_ssl_port(self) -> int:
+        return self.plaintext_port + 2
+
+    @property
+    def ssl_port(self) -> int:
+        return self.plaintext_port + 3
+
 
 def ports_for(base_port: int, node_id: int) -> tuple[int, int]:
-    """Node i listens on base+100*i+2 (PLAINTEXT) and base+100*i+3 (CONTROLLER)."""
+    """Node i listens on base+100*i+2 (PLAINTEXT) and base+100*i+3 (CONTROLLER); with secured listeners
+    also on +4 (SASL_SSL) and +5 (SSL with client certificates)."""
     return base_port + 100 * node_id + 2, base_port + 100 * node_id + 3
+
+
+@dataclass(frozen=True)
+class SecureListeners:
+    """A SASL_SSL listener (SCRAM-SHA-512 and PLAIN) and an SSL listener that requires a client certificate,
+    besides PLAINTEXT (inter-broker, and the tests' own tools) and CONTROLLER. The SCRAM users are added
+    when the storage is formatted (kafka-storage format --add-scram); the PLAIN users live in the
+    listener's JAAS config. No authorizer: any authenticated user may do anything."""
+
+    keystore: Path  # PKCS12, the brokers' key and certificate (services/cluster/tls.py)
+    truststore: Path  # PKCS12, the CA that signs client certificates
+    password: str  # of both stores
+    scram_users: dict[str, str] = field(default_factory=dict)
+    plain_users: dict[str, str] = field(default_factory=dict)
+
+
+def _jaas_quote(v: str) -> str:
+    if any(c in v for c in '"\\\n'):  # would need JAAS and properties escaping; a dev cluster does without
+        raise ValueError("a PLAIN password of the dev cluster may not hold a quote, a backslash or a newline")
+    return f'"{v}"'
+
+
+def secure_properties(sec: SecureListeners, node: "NodeLayout") -> dict[str, object]:
+    plain = " ".join(f"user_{u}={_jaas_quote(p)}" for u, p in sec.plain_users.items())
+    return {
+        "listeners": f"PLAINTEXT://127.0.0.1:{node.plaintext_port},CONTROLLER://127.0.0.1:{node.controller_port},"
+                     f"SASL_SSL://127.0.0.1:{node.sasl_ssl_port},SSL://127.0.0.1:{node.ssl_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.plaintext_port},"
+                                f"SASL_SSL://127.0.0.1:{node.sasl_ssl_port},SSL://127.0.0.1:{node.ssl_port}",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config":
+            f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain};",
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": sec.keystore,
+        "ssl.keystore.password": sec.password,
+        "ssl.key.password": sec.password,
+        "ssl.truststore.type": "PKCS12",
+        "ssl.truststore.location": sec.truststore,
+        "ssl.truststore.password": sec.password,
+        "listener.name.ssl.ssl.client.auth": "required",  # mutual TLS on SSL; SASL_SSL authenticates by SASL
+    }
+
+
+def scram_format_args(sec: SecureListeners) -> list[str]:
+    """kafka-storage format arguments that create the SCRAM-SHA-512 credentials."""
+    return [a for u, p in sec.scram_users.items() for a in ("--add-scram", f"SCRAM-SHA-512=[name={u},password={p}]")]
 
 
 @dataclass
@@ -65,6 +124,8 @@ class ClusterSettings:
     # Internal topics get few partitions so the metadata log stays small and readable.
     internal_topic_partitions: int = 5
     overrides: dict[str, str] = field(default_factory=dict)
+    # SASL_SSL and mutual-TLS listeners besides PLAINTEXT (None: PLAINTEXT only)
+    secure: SecureListeners | None = None
 
     @property
     def is_3x(self) -> bool:
@@ -108,6 +169,8 @@ def server_properties(s: ClusterSettings, node: NodeLayout, voters: str) -> str:
         else:
             # 4.x replaced the min-bytes escape hatch by an internal override.
             props["internal.metadata.log.segment.bytes"] = s.metadata_segment_bytes
+    if s.secure is not None:
+        props.update(secure_properties(s.secure, node))
     props.update(s.overrides)
     return "".join(f"{k}={v}\n" for k, v in props.items())
 

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import config
-from .config import ClusterSettings, NodeLayout
+from .config import ClusterSettings, NodeLayout, SecureListeners
 from .jars import resolve_version
 from .tools import KafkaTools, ToolResult
 
@@ -54,7 +54,8 @@ def find_free_base_port(nodes: int = 3, start: int = 20000, stop: int = 60000,
                         step: int = 1000) -> int:
     """A base port whose 2*nodes derived ports are all free right now."""
     for base in range(start, stop, step):
-        ports = [p for i in range(1, nodes + 1) for p in config.ports_for(base, i)]
+        # PLAINTEXT, CONTROLLER and the two secured listeners' ports (config.ports_for, NodeLayout)
+        ports = [config.ports_for(base, i)[0] + k for i in range(1, nodes + 1) for k in range(4)]
         if all(port_free(p) for p in ports):
             return base
     raise ClusterError("no free base port found")
@@ -63,12 +64,13 @@ def find_free_base_port(nodes: int = 3, start: int = 20000, stop: int = 60000,
 class KafkaCluster:
     def __init__(self, directory: Path | str, version: str = "4.x", *, nodes: int = 3,
                  base_port: int = 19000, metadata_segment_bytes: int | None = None,
-                 heap: str = "512m", overrides: dict[str, str] | None = None):
+                 heap: str = "512m", overrides: dict[str, str] | None = None,
+                 secure: SecureListeners | None = None):
         self.dir = Path(directory).resolve()
         self.version = resolve_version(version)
         self.settings = ClusterSettings(
             version=self.version, nodes=nodes, base_port=base_port, heap=heap,
-            metadata_segment_bytes=metadata_segment_bytes, overrides=dict(overrides or {}))
+            metadata_segment_bytes=metadata_segment_bytes, overrides=dict(overrides or {}), secure=secure)
         self.tools = KafkaTools(self.version, workdir=self.dir)
         self.procs: dict[int, subprocess.Popen] = {}
         self.paused: set[int] = set()
@@ -79,6 +81,16 @@ class KafkaCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(n.bootstrap for n in self.nodes.values())
+
+    @property
+    def sasl_ssl_bootstrap(self) -> str:
+        """The SASL_SSL listeners (SCRAM-SHA-512, PLAIN), when started with `secure`."""
+        return ",".join(f"127.0.0.1:{n.sasl_ssl_port}" for n in self.nodes.values())
+
+    @property
+    def ssl_bootstrap(self) -> str:
+        """The SSL listeners that require a client certificate, when started with `secure`."""
+        return ",".join(f"127.0.0.1:{n.ssl_port}" for n in self.nodes.values())
 
     @property
     def voters(self) -> str:
@@ -108,8 +120,9 @@ class KafkaCluster:
         todo = [n for n in self.nodes.values() if not (n.data_dir / "meta.properties").exists()]
 
         def fmt(n: NodeLayout) -> ToolResult:
+            scram = config.scram_format_args(self.settings.secure) if self.settings.secure else []
             return self.tools.run("storage", "format", "-t", cid, "-c", str(n.properties),
-                                  "--ignore-formatted", check=False)
+                                  "--ignore-formatted", *scram, check=False)
         with ThreadPoolExecutor(max_workers=len(todo) or 1) as ex:
             for n, res in zip(todo, ex.map(fmt, todo)):
                 if res.returncode != 0:
