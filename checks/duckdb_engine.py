@@ -55,7 +55,9 @@ class DuckDBEngine:
         try:
             con = _connect(str(path), read_only=True, threads=threads)
         except duckdb.Error as exc:
-            raise BadInput(f"{path}: cannot open as a DuckDB store ({str(exc).splitlines()[0]})") from exc
+            if "lock" in str(exc).lower():  # DuckDB: one writer process (a load) or any number of readers
+                raise BadInput(f"{path}: the store is in use by a load; check it when the load is done") from None
+            raise BadInput(f"{path}: cannot open as a DuckDB store ({str(exc).splitlines()[0]})") from None
         engine = cls(con)
         try:
             engine.check_store(str(path), require_meta=True)

@@ -6,13 +6,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import duckdb
+
 from checks.catalog import BY_NAME, NAMES
 from checks.inputs import BadInput, resolve
 from checks.report import Report, build, print_report, write_json, write_junit
 from schemas.errors import ContractError
 from schemas.verified import ArchiveProblem
 
-EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def check(
@@ -89,6 +91,13 @@ def run_check(
     except OSError as exc:
         print(f"ctrlaudit check: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except duckdb.Error as exc:  # e.g. a store locked by a load (DuckDB allows one writer process)
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"ctrlaudit check: {text}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("ctrlaudit check: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     print_report(report, console)
     try:
         if json_path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import zipfile
 from collections.abc import Iterable, Sequence
@@ -112,8 +113,20 @@ def _bundled_avro() -> bool:
     return False
 
 
+_MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|spark://[^\s/]+:\d+(,[^\s/]+:\d+)*"
+                     r"|yarn|k8s://\S+|mesos://\S+")
+
+
+def check_master(master: str) -> None:
+    """BadInput (one line) for a --master that is no Spark master URL, before a JVM is started."""
+    if not _MASTER.fullmatch(master.strip()):
+        raise BadInput(f"--master {master!r}: not a Spark master URL (local, local[N], local[*], "
+                       "spark://HOST:PORT, yarn, k8s://HOST:PORT)")
+
+
 def build_session(master: str = "local[2]", app_name: str = "ctrlaudit-check", shuffle_partitions: int = 8):
-    """A SparkSession kept on loopback, without UI, with Avro available."""
+    """A SparkSession kept on loopback, without UI, with Avro available (BadInput when it cannot start)."""
+    check_master(master)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
@@ -130,7 +143,11 @@ def build_session(master: str = "local[2]", app_name: str = "ctrlaudit-check", s
         import pyspark
 
         builder = builder.config("spark.jars.packages", f"org.apache.spark:spark-avro_2.13:{pyspark.__version__}")
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # JVM start, master unreachable: Py4J/PySpark errors of any type
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        raise BadInput(f"Spark did not start with master {master}: {first}") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

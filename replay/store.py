@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from schemas.flat import FLAT_COLUMNS
 from schemas.verified import Gap, VerifiedRead
-from replay import chainstate, intervals
+from replay import chainstate, intervals, opening
 from replay.errors import ChainFork, LayoutVersionError, StoreError
 
 # 2: chain_status and chain_gaps (what the load verified). A store of layout 1 is a cache of its
@@ -173,9 +173,16 @@ class Store:
         config = {"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"}
         if read_only and not self.path.exists():
             raise StoreError(f"{self.path}: no such store (load archive files first)")
-        self.con = duckdb.connect(str(self.path), read_only=read_only, config=config)
-        self.con.execute("SET enable_progress_bar = false")
-        self._check_layout(read_only)
+        self.con = opening.connect(self.path, read_only, config)
+        try:
+            self.con.execute("SET enable_progress_bar = false")
+            self._check_layout(read_only)
+        except duckdb.Error as exc:  # e.g. a truncated or damaged database file
+            self.con.close()
+            raise StoreError(opening.explain(self.path, exc)) from None
+        except BaseException:
+            self.con.close()
+            raise
 
     def __enter__(self) -> Store:
         return self

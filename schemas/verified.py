@@ -483,9 +483,9 @@ def read_all(paths: Iterable[str | Path], allow_gaps: bool = False,
 
 
 def verify(paths: Iterable[str | Path], allow_gaps: bool = False,
-           progress: Callable[[int], None] | None = None) -> VerifiedRead:
+           progress: Callable[[int], None] | None = None, workers: int | None = None) -> VerifiedRead:
     """Read everything and keep nothing but the verdict (ArchiveProblem on the first problem)."""
-    read = VerifiedRead(paths, allow_gaps=allow_gaps, progress=progress)
+    read = VerifiedRead(paths, allow_gaps=allow_gaps, progress=progress, workers=workers)
     for _ in read:
         pass
     return read

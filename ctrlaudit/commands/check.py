@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from ctrlaudit.errors import user_errors
+
 
 class Engine(str, Enum):
     duckdb = "duckdb"
@@ -14,6 +16,7 @@ class Engine(str, Enum):
 
 def register(app: typer.Typer) -> None:
     @app.command("check")
+    @user_errors
     def check(
         inputs: list[Path] = typer.Argument(..., help="Archive files/directories, or a store (.duckdb)."),
         engine: Engine = typer.Option(Engine.duckdb, "--engine", help="duckdb (embedded) or spark."),

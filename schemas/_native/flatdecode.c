@@ -1372,19 +1372,12 @@ PyMODINIT_FUNC PyInit__flatdecode(void)
     if (!m)
         return NULL;
 #ifdef CTRLAUDIT_CHAIN
-    if (PyModule_AddIntConstant(m, "CHAIN", 1) < 0)
-        return NULL;
+    const int chain = 1; /* check_chain is compiled in */
 #else
-    if (PyModule_AddIntConstant(m, "CHAIN", 0) < 0)
-        return NULL;
+    const int chain = 0;
 #endif
-#ifdef CTRLAUDIT_CHAIN
-    if (PyModule_AddIntConstant(m, "CHAIN", 1) < 0)
+    if (PyModule_AddIntConstant(m, "CHAIN", chain) < 0)
         return NULL;
-#else
-    if (PyModule_AddIntConstant(m, "CHAIN", 0) < 0)
-        return NULL;
-#endif
     PyObject *cols = PyTuple_New(NCOLS);
     if (!cols)
         goto err;

@@ -11,13 +11,13 @@ def main() -> None:
         from services.capture.archiver import main as run
         run(sys.argv[2:])
     else:
+        from schemas.errors import ContractError
         from services.capture.settings import Settings, ensure_topics
-        from services.capture.security import SecurityConfigError
         try:
             Settings().role_set
             Settings().security
             ensure_topics(Settings())
-        except (ValueError, SecurityConfigError) as exc:
+        except (ValueError, ContractError) as exc:  # settings (SettingsError), --command-config, Kafka
             sys.exit(f"ctrlaudit capture: {exc}")
         from services.capture.app import main as run
         run()

@@ -160,9 +160,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--command-config", help="Kafka client properties file (env CTRLAUDIT_COMMAND_CONFIG)")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    s = Settings().replace(bootstrap_servers=a.bootstrap_server, events_topic=a.topic, archive_dir=a.archive_dir,
-                           archive_flush_seconds=a.flush_seconds, command_config=a.command_config)
     try:
+        s = Settings().replace(bootstrap_servers=a.bootstrap_server, events_topic=a.topic, archive_dir=a.archive_dir,
+                               archive_flush_seconds=a.flush_seconds, command_config=a.command_config)
         arch = run(s, idle_exit=a.idle_exit)
     except ContractError as exc:  # a bad properties file, refused credentials, a chain break: one line
         raise SystemExit(f"ctrlaudit archive: {exc}") from None
@@ -181,7 +181,7 @@ def consume_to_archive(bootstrap_servers: str, topic: str, root: Path, timeout: 
     from services.capture.security import ClientSecurity
 
     security = security or ClientSecurity()
-    connect.check_access(bootstrap_servers, security)
+    connect.require_reachable(bootstrap_servers, security)
     conf, access = connect.config(bootstrap_servers, security, **{
         "group.id": "ctrlaudit-load", "enable.auto.commit": False, "fetch.max.bytes": 64 * 1024 * 1024})
     c = Consumer(conf)

@@ -39,6 +39,7 @@ class AccessWatch:
         # too. Not for a running client: a broker killed mid-handshake must stay a passing fault.
         self.strict = strict
         self.failure: str | None = None
+        self.last = ""  # the last error seen (for the one line of a command that gives up)
 
     def __call__(self, err) -> None:
         from confluent_kafka import KafkaError
@@ -47,8 +48,10 @@ class AccessWatch:
             self.strict and err.code() == KafkaError._TRANSPORT and ("SSL" in text or "SASL" in text))
         if fatal:
             self.failure = self.failure or text
-        elif err.code() == KafkaError._ALL_BROKERS_DOWN:
-            log.debug("kafka: %s", text)  # follows another error (refused, disconnected), reported on its own
+        elif err.code() == KafkaError._ALL_BROKERS_DOWN or self.strict:
+            # follows another error, or a start-up check that reports what it finds in one line itself
+            self.last = text
+            log.debug("kafka: %s", text)
         else:
             log.warning("kafka: %s", text)
 
@@ -59,7 +62,8 @@ class AccessWatch:
 
 def _short(text: str) -> str:
     """librdkafka's message without its broker prefix ("sasl_ssl://127.0.0.1:9094/bootstrap: ")."""
-    return text.split(": ", 1)[1] if "://" in text.split(": ", 1)[0] else text
+    head, sep, rest = text.partition(": ")
+    return rest if sep and ("://" in head or "/" in head) else text
 
 
 def config(bootstrap: str, sec: ClientSecurity, strict: bool = False, **extra) -> tuple[dict, AccessWatch]:
@@ -87,3 +91,46 @@ def check_access(bootstrap: str, sec: ClientSecurity, timeout: float = 15.0) -> 
         except KafkaException:
             admin.poll(0)  # runs the error callback
             watch.check()
+
+
+class Unreachable(SecurityConfigError):
+    """No broker answered within the wait: one line, exit 2 (a one-shot command does not hang)."""
+
+
+def connect_timeout() -> float:
+    import os
+
+    raw = os.environ.get("CTRLAUDIT_CONNECT_TIMEOUT", "").strip()
+    try:
+        value = float(raw) if raw else 15.0
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise SecurityConfigError(f"CTRLAUDIT_CONNECT_TIMEOUT={raw!r}: expected seconds (a number > 0)")
+    return value
+
+
+def require_reachable(bootstrap: str, sec: ClientSecurity, timeout: float | None = None) -> None:
+    """For one-shot commands (load from the topic): the brokers answer within `timeout` seconds
+    (CTRLAUDIT_CONNECT_TIMEOUT, default 15) and accept `sec`, else one line: Unreachable or AccessDenied."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    timeout = connect_timeout() if timeout is None else timeout
+    conf, watch = config(bootstrap, sec, strict=True, **{"socket.timeout.ms": max(1000, int(timeout * 1000))})
+    admin = AdminClient(conf)
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        try:
+            admin.list_topics(timeout=min(1.0, left))
+            return
+        except KafkaException:
+            admin.poll(0)  # runs the error callback
+            watch.check()
+    admin.poll(0)
+    watch.check()
+    why = f" ({_short(watch.last)})" if watch.last else ""
+    raise Unreachable(f"cannot reach Kafka at {bootstrap} within {timeout:g} s{why}")

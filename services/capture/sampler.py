@@ -188,11 +188,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--command-config", help="Kafka client properties file (env CTRLAUDIT_COMMAND_CONFIG)")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    s = Settings().replace(bootstrap_servers=a.bootstrap_server, sample_interval=a.interval,
-                           command_config=a.command_config)
+    from schemas.errors import ContractError
     from services.capture.connect import check_access
-    from services.capture.security import SecurityConfigError
-    try:  # a bad properties file or refused credentials: one line, not a traceback
+    try:  # a bad setting or properties file, refused credentials: one line, not a traceback
+        s = Settings().replace(bootstrap_servers=a.bootstrap_server, sample_interval=a.interval,
+                               command_config=a.command_config)
         check_access(s.bootstrap_servers, s.security)
         cluster = a.cluster_id or s.cluster_id
         if not cluster and s.metadata_dir:
@@ -200,5 +200,5 @@ def main(argv: list[str] | None = None) -> None:
             from services.normalize.offline import cluster_id_of
             cluster = cluster_id_of([Path(s.metadata_dir)])
         run(s, cluster or "unknown-cluster", a.rounds)
-    except SecurityConfigError as exc:
+    except ContractError as exc:
         raise SystemExit(f"ctrlaudit sampler: {exc}") from None

@@ -7,11 +7,42 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, fields
 
+from schemas.errors import ContractError
+
 ENV_PREFIX = "CTRLAUDIT_"
+
+
+class SettingsError(ContractError, ValueError):
+    """A setting with a value it cannot have: one line naming the variable, the value and what it takes."""
 
 
 def _env(name: str, default: str) -> str:
     return os.environ.get(ENV_PREFIX + name, default)
+
+
+def _number(name: str, default: str, kind: type, what: str):
+    raw = _env(name, default)
+    try:
+        return kind(raw.strip())
+    except ValueError:
+        raise SettingsError(f"{ENV_PREFIX}{name}={raw!r}: expected {what}") from None
+
+
+def _int(name: str, default: str) -> int:
+    return _number(name, default, int, "a whole number")
+
+
+def _float(name: str, default: str) -> float:
+    return _number(name, default, float, "a number of seconds")
+
+
+# (field, lowest allowed value, what it is) -- checked for env values and CLI values alike
+_LIMITS = (
+    ("node_id", -1, "a node id, or -1"), ("poll_interval", 0.001, "seconds > 0"),
+    ("sample_interval", 0.001, "seconds > 0"), ("archive_flush_seconds", 0.001, "seconds > 0"),
+    ("replication_factor", 1, "a replication factor >= 1"), ("web_port", 0, "a port number"),
+    ("checkpoint_seconds", 0, "seconds >= 0 (0: no checkpoints)"),
+)
 
 
 @dataclass(frozen=True)
@@ -24,32 +55,43 @@ class Settings:
     app_id: str = field(default_factory=lambda: _env("APP_ID", "ctrlaudit-capture"))
     metadata_dir: str = field(default_factory=lambda: _env("METADATA_DIR", ""))
     cluster_id: str = field(default_factory=lambda: _env("CLUSTER_ID", ""))
-    node_id: int = field(default_factory=lambda: int(_env("NODE_ID", "-1")))
-    poll_interval: float = field(default_factory=lambda: float(_env("POLL_INTERVAL", "0.05")))
+    node_id: int = field(default_factory=lambda: _int("NODE_ID", "-1"))
+    poll_interval: float = field(default_factory=lambda: _float("POLL_INTERVAL", "0.05"))
     commit_gate: str = field(default_factory=lambda: _env("COMMIT_GATE", "quorum"))  # quorum | none
-    sample_interval: float = field(default_factory=lambda: float(_env("SAMPLE_INTERVAL", "10")))
+    sample_interval: float = field(default_factory=lambda: _float("SAMPLE_INTERVAL", "10"))
     archive_dir: str = field(default_factory=lambda: _env("ARCHIVE_DIR", "archive"))
     archive_group: str = field(default_factory=lambda: _env("ARCHIVE_GROUP", "ctrlaudit-archiver"))
-    archive_flush_seconds: float = field(default_factory=lambda: float(_env("ARCHIVE_FLUSH_SECONDS", "60")))
+    archive_flush_seconds: float = field(default_factory=lambda: _float("ARCHIVE_FLUSH_SECONDS", "60"))
     data_dir: str = field(default_factory=lambda: _env("DATA_DIR", "ctrlaudit-data"))
-    replication_factor: int = field(default_factory=lambda: int(_env("REPLICATION_FACTOR", "3")))
-    web_port: int = field(default_factory=lambda: int(_env("WEB_PORT", "6066")))
+    replication_factor: int = field(default_factory=lambda: _int("REPLICATION_FACTOR", "3"))
+    web_port: int = field(default_factory=lambda: _int("WEB_PORT", "6066"))
     # seconds between normalizer image checkpoints (services/capture/image_store.py); 0: none, a restart
     # replays the whole raw topic
     # which agents this worker runs: "normalize,watch" (one process), or "normalize" and "watch" in two
     # workers so that live checks take their own core and never slow the capture (ctrlaudit capture does)
     roles: str = field(default_factory=lambda: _env("ROLES", "normalize,watch"))
-    checkpoint_seconds: float = field(default_factory=lambda: float(_env("CHECKPOINT_SECONDS", "60")))
+    checkpoint_seconds: float = field(default_factory=lambda: _float("CHECKPOINT_SECONDS", "60"))
     # a Kafka client properties file (security.protocol, sasl.*, ssl.*), as `--command-config` of Kafka's
     # tools: every client of the capture side reads it (services/capture/security.py)
     command_config: str = field(default_factory=lambda: _env("COMMAND_CONFIG", ""))
+
+    def __post_init__(self) -> None:
+        for name, low, what in _LIMITS:
+            value = getattr(self, name)
+            if value < low or (name == "web_port" and value > 65535):
+                raise SettingsError(f"{ENV_PREFIX}{name.upper()}={value!r}: expected {what}")
+        if self.commit_gate not in ("quorum", "none"):
+            raise SettingsError(f"{ENV_PREFIX}COMMIT_GATE={self.commit_gate!r}: expected quorum or none")
+        if not self.bootstrap_servers.strip():
+            raise SettingsError(f"{ENV_PREFIX}BOOTSTRAP_SERVERS={self.bootstrap_servers!r} is empty: expected HOST:PORT[,HOST:PORT...]")
+        self.role_set  # noqa: B018 - validates CTRLAUDIT_ROLES
 
     @property
     def role_set(self) -> frozenset[str]:
         roles = frozenset(r.strip() for r in self.roles.split(",") if r.strip())
         unknown = roles - {"normalize", "watch"}
         if unknown or not roles:
-            raise ValueError(f"CTRLAUDIT_ROLES={self.roles!r}: expected normalize, watch or both")
+            raise SettingsError(f"CTRLAUDIT_ROLES={self.roles!r}: expected normalize, watch or both")
         return roles
 
     @property

@@ -7,9 +7,10 @@ from tests.ctrlaudit.conftest import run
 from tests.services.normalize.logs import T1, LogBuilder, broker, change, partition
 
 
-def metadata_dir(tmp_path: Path) -> Path:
+def metadata_dir(tmp_path: Path, later: tuple[tuple[int, list[int]], ...] = ()) -> Path:
+    """A copied metadata directory; `later`: (leader, isr) changes of orders-0 after the first."""
     d = tmp_path / "copy" / "__cluster_metadata-0"
-    d.mkdir(parents=True)
+    d.mkdir(parents=True, exist_ok=True)
     (d.parent / "meta.properties").write_text("version=1\ncluster.id=q1w2e3r4t5y6u7i8o9p0aA\nnode.id=1\n")
     b = LogBuilder()
     b.leader_change(leader=1, epoch=1)
@@ -18,6 +19,8 @@ def metadata_dir(tmp_path: Path) -> Path:
     b.record("TopicRecord", 0, name="orders", topicId=T1)
     partition(b, T1, 0, [1, 2, 3], [1, 2, 3], leader=1)
     change(b, T1, 0, leader=2, isr=[2, 3])
+    for leader, isr in later:
+        change(b, T1, 0, leader=leader, isr=isr)
     b.write(d / "00000000000000000000.log")
     return d
 
@@ -73,15 +76,7 @@ def test_import_into_its_own_archive_appends_only_what_is_new(tmp_path: Path) ->
     assert "continuing its chain after seq 6: 0 new" in again.output
     assert _digest(out) == before
     # a newer copy of the same log: only the change after the archived head is appended
-    b = LogBuilder()
-    b.leader_change(leader=1, epoch=1)
-    for bid in (1, 2, 3):
-        broker(b, bid)
-    b.record("TopicRecord", 0, name="orders", topicId=T1)
-    partition(b, T1, 0, [1, 2, 3], [1, 2, 3], leader=1)
-    change(b, T1, 0, leader=2, isr=[2, 3])
-    change(b, T1, 0, leader=3, isr=[3])
-    b.write(d / "00000000000000000000.log")
+    metadata_dir(tmp_path, later=((3, [3]),))
     newer = run("import", "kraft", str(d), "--out", str(out))
     assert newer.exit_code == 0, newer.output
     assert "continuing its chain after seq 6: 1 new" in newer.output

@@ -35,3 +35,22 @@ def test_the_worker_refuses_an_unknown_role_in_one_line():
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines() == ["ctrlaudit capture: CTRLAUDIT_ROLES='normalise': expected normalize, "
                                              "watch or both"]
+
+
+@pytest.mark.parametrize("name, value, says", [
+    ("SAMPLE_INTERVAL", "abc", "expected a number of seconds"),
+    ("SAMPLE_INTERVAL", "-3", "expected seconds > 0"),
+    ("REPLICATION_FACTOR", "1.5", "expected a whole number"),
+    ("REPLICATION_FACTOR", "0", "replication factor >= 1"),
+    ("WEB_PORT", "70000", "a port number"),
+    ("COMMIT_GATE", "sometimes", "expected quorum or none"),
+    ("CHECKPOINT_SECONDS", "-1", "seconds >= 0"),
+    ("BOOTSTRAP_SERVERS", " ", "is empty"),
+])
+def test_settings_are_typed_and_checked(monkeypatch, name, value, says):
+    from services.capture.settings import SettingsError
+
+    monkeypatch.setenv("CTRLAUDIT_" + name, value)
+    with pytest.raises(SettingsError, match=says) as info:
+        Settings()
+    assert str(info.value).startswith(f"CTRLAUDIT_{name}=")
