@@ -98,6 +98,11 @@ def run_check(
     except KeyboardInterrupt:
         print("ctrlaudit check: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except RuntimeError as exc:
+        if "interrupted" not in str(exc).lower():  # DuckDB turns Ctrl-C inside a query into this
+            raise
+        print("ctrlaudit check: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     print_report(report, console)
     try:
         if json_path:

@@ -53,13 +53,21 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
             raise fail(f"{where}{exc.strerror or exc}") from None
         except KeyboardInterrupt:
             raise fail("interrupted", EXIT_INTERRUPTED) from None
+        except RuntimeError as exc:
+            if "interrupted" not in str(exc).lower():  # DuckDB turns Ctrl-C inside a query into this
+                raise _internal(exc) from None
+            raise fail("interrupted", EXIT_INTERRUPTED) from None
         except duckdb.Error as exc:  # the store, past opening it (replay.opening names those)
             raise fail(f"store: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
         except Exception as exc:  # noqa: BLE001 - a bug: say so in one line, keep the traceback for debugging
-            if os.environ.get("CTRLAUDIT_DEBUG", "").strip() not in ("", "0"):
-                raise
-            first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-            raise fail(f"internal error: {type(exc).__name__}: {first} (set CTRLAUDIT_DEBUG=1 for the traceback)",
-                       EXIT_INTERNAL) from None
+            raise _internal(exc) from None
 
     return wrapper
+
+
+def _internal(exc: BaseException) -> BaseException:
+    if os.environ.get("CTRLAUDIT_DEBUG", "").strip() not in ("", "0"):
+        return exc
+    first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+    return fail(f"internal error: {type(exc).__name__}: {first} (set CTRLAUDIT_DEBUG=1 for the traceback)",
+                EXIT_INTERNAL)

@@ -45,7 +45,11 @@ def explain(path: Path, exc: BaseException) -> str:
     if "Is a directory" in text or path.is_dir():
         return f"{path}: is a directory, not a store file"
     if "No such file or directory" in text:
-        return f"{path}: the directory {path.parent} does not exist"
+        if not path.parent.exists():
+            return f"{path}: the directory {path.parent} does not exist"
+        return f"{path}: cannot create the store file here ({text.split(': ', 1)[-1]})"
+    if "Could not read enough bytes" in text or "truncated" in text.lower():
+        return f"{path}: the store file is damaged or truncated ({text.split(': ', 1)[-1]}); load the archive into a new store"
     if "Permission denied" in text or "Read-only file system" in text or "read-only" in text.lower():
         return f"{path}: cannot write the store here ({text.split(': ', 1)[-1]})"
     if "No space left" in text:
