@@ -74,6 +74,8 @@ class Settings:
     # a Kafka client properties file (security.protocol, sasl.*, ssl.*), as `--command-config` of Kafka's
     # tools: every client of the capture side reads it (services/capture/security.py)
     command_config: str = field(default_factory=lambda: _env("COMMAND_CONFIG", ""))
+    # configs whose values are redacted besides Kafka's PASSWORD ones (services/normalize/redaction.py)
+    redact_patterns: str = field(default_factory=lambda: _env("REDACT_PATTERNS", ""))
 
     def __post_init__(self) -> None:
         for name, low, what in _LIMITS:
@@ -85,6 +87,9 @@ class Settings:
         if not self.bootstrap_servers.strip():
             raise SettingsError(f"{ENV_PREFIX}BOOTSTRAP_SERVERS={self.bootstrap_servers!r} is empty: expected HOST:PORT[,HOST:PORT...]")
         self.role_set  # noqa: B018 - validates CTRLAUDIT_ROLES
+        if self.redact_patterns:
+            from services.normalize.redaction import compile_patterns
+            compile_patterns(self.redact_patterns)
 
     @property
     def role_set(self) -> frozenset[str]:

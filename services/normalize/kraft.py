@@ -26,7 +26,8 @@ from schemas.events import (
 from services.kraft import ControlRecord, MetadataRecord, TransactionBuffer
 from services.kraft import UnknownRecord as RawUnknown
 from services.normalize.classify import change_kinds, election_type
-from services.normalize.image import KRaftImage, redact
+from services.normalize.image import KRaftImage
+from services.normalize.redaction import redact
 
 RESOURCE_TYPES = {2: ConfigResourceType.TOPIC, 4: ConfigResourceType.BROKER, 8: ConfigResourceType.BROKER_LOGGER,
                   16: ConfigResourceType.CLIENT_METRICS, 32: ConfigResourceType.GROUP}

@@ -80,6 +80,8 @@ ROWS = [
         "CTRLAUDIT_SAMPLE_INTERVAL='abc'", {"CTRLAUDIT_SAMPLE_INTERVAL": "abc"}),
     Row("roles-unknown", ["archive", "--bootstrap-server", "127.0.0.1:1"], 2, "CTRLAUDIT_ROLES='normalise'",
         {"CTRLAUDIT_ROLES": "normalise"}),
+    Row("redact-pattern-not-a-regex", ["archive", "--bootstrap-server", "127.0.0.1:1"], 2,
+        "CTRLAUDIT_REDACT_PATTERNS: 're:([' is not a valid regex", {"CTRLAUDIT_REDACT_PATTERNS": "re:(["}),
     Row("lock-wait-not-a-number", ["state", "--store", "{store}"], 2, "CTRLAUDIT_LOCK_WAIT='forever'",
         {"CTRLAUDIT_LOCK_WAIT": "forever"}),
     Row("time-not-a-time", ["state", "--store", "{store}", "--time", "yesterday"], 2, "yesterday"),
