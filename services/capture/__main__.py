@@ -1,4 +1,4 @@
-"""`python -m services.capture worker|sampler|archiver ...`"""
+"""`python -m services.capture worker|sampler|archiver|health ...`"""
 import sys
 
 
@@ -10,6 +10,16 @@ def main() -> None:
     elif cmd == "archiver":
         from services.capture.archiver import main as run
         run(sys.argv[2:])
+    elif cmd == "health":  # the containers' healthcheck: Kafka answers, with this worker's settings
+        from schemas.errors import ContractError
+        from services.capture.connect import require_reachable
+        from services.capture.settings import Settings
+        try:
+            s = Settings()
+            require_reachable(s.bootstrap_servers, s.security, timeout=5.0)
+        except ContractError as exc:
+            sys.exit(f"ctrlaudit health: {exc}")
+        print("ok")
     else:
         from schemas.errors import ContractError
         from services.capture.settings import Settings, ensure_topics
