@@ -169,6 +169,10 @@ def main(argv: list[str] | None = None) -> None:
     log.info("archived %d events (%d already present)", arch.appended, arch.skipped)
 
 
+class TopicNotFound(ContractError):
+    """The events topic named is not on the cluster (one line, exit 2)."""
+
+
 def consume_to_archive(bootstrap_servers: str, topic: str, root: Path, timeout: float = 30,
                        security=None) -> Archive:
     """Read the whole events topic (as it is now) into an archive under `root` (no group, no commit):
@@ -176,7 +180,6 @@ def consume_to_archive(bootstrap_servers: str, topic: str, root: Path, timeout: 
     `security`: a ClientSecurity (services/capture/security.py), None for PLAINTEXT."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from ctrlaudit.errors import UsageError
     from services.capture import connect
     from services.capture.security import ClientSecurity
 
@@ -189,7 +192,7 @@ def consume_to_archive(bootstrap_servers: str, topic: str, root: Path, timeout: 
     try:
         md = c.list_topics(topic, timeout=timeout)
         if topic not in md.topics or md.topics[topic].error is not None:
-            raise UsageError(f"topic {topic!r} not found at {bootstrap_servers}")
+            raise TopicNotFound(f"topic {topic!r} not found at {bootstrap_servers}")
         ends = {}
         for p in md.topics[topic].partitions:
             lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
