@@ -38,7 +38,9 @@ def register(app: typer.Typer) -> None:
                 from services.capture.archiver import consume_to_archive
                 from services.capture.settings import Settings
                 security = Settings().replace(command_config=str(command_config) if command_config else None).security
-                consume_to_archive(bootstrap_server, topic or "ctrlaudit.events", Path(tmp), security=security)
+                got = consume_to_archive(bootstrap_server, topic or "ctrlaudit.events", Path(tmp), security=security)
+                if got.appended == 0 and not paths:
+                    raise UsageError(f"topic {topic or 'ctrlaudit.events'} at {bootstrap_server} holds no events")
                 paths = [*(paths or []), Path(tmp)]
             from ctrlaudit.progress import archive_bytes, bar
 

@@ -27,7 +27,7 @@ from services.capture.settings import Settings
 log = logging.getLogger(__name__)
 
 
-class ChainBreak(ContractError):
+class TopicDoesNotContinue(ContractError):
     """The events topic does not continue the archive's chain."""
 
 
@@ -56,12 +56,12 @@ class Archive:
             self.skipped += 1
             return False
         if event.seq > w.next_seq:
-            raise ChainBreak(f"cluster {event.cluster_id}: event seq {event.seq} arrives but the archive "
+            raise TopicDoesNotContinue(f"cluster {event.cluster_id}: event seq {event.seq} arrives but the archive "
                              f"expects seq {w.next_seq} (the events topic lost events)")
         try:
             w.append(event)
         except ValueError as exc:
-            raise ChainBreak(str(exc)) from None
+            raise TopicDoesNotContinue(str(exc)) from None
         self.appended += 1
         return True
 

@@ -15,7 +15,7 @@ from schemas.container import iter_records
 from schemas.events import ControllerEvent, SourceKind, SourcePosition, TopicChange, TopicChangeKind
 from services.archive import ArchiveWriter, list_files
 from services.archive.integrity import verify_archive
-from services.capture.archiver import Archive, ChainBreak
+from services.capture.archiver import Archive, TopicDoesNotContinue
 from schemas import codec as event_codec
 from schemas.chain import Chain
 
@@ -125,5 +125,5 @@ def test_archiver_skips_what_it_holds_and_refuses_a_gap(tmp_path):
     b.checkpoint()
     assert verify_archive(tmp_path).ok and verify_archive(tmp_path).events == 5
     more = [chain.append(e) for e in _events(8)[5:]]
-    with pytest.raises(ChainBreak, match="expects seq 5"):
+    with pytest.raises(TopicDoesNotContinue, match="expects seq 5"):
         Archive(tmp_path, fsync=False).add(event_codec.encode(more[1]))
