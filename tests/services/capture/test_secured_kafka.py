@@ -1,6 +1,6 @@
 """The capture side on a secured cluster: every Kafka client goes through `--command-config`.
 
-A one-node 4.x cluster of its own (the dev cluster's `secure` variant: a SASL_SSL listener with
+A one-node cluster of its own, per pinned version (4.x and 3.9) (the dev cluster's `secure` variant: a SASL_SSL listener with
 SCRAM-SHA-512 and PLAIN, an SSL listener that requires a client certificate; certificates made here
 with keytool, the SCRAM user added at format time). One node, because the listeners are what is
 tested, and the session's shared 3-node cluster may be running beside it on this 2-core machine.
@@ -40,8 +40,8 @@ def _jaas(module: str, user: str, pw: str) -> str:
     return f'org.apache.kafka.common.security.{module} required username="{user}" password="{pw}";'
 
 
-@pytest.fixture(scope="module")
-def secured(tmp_path_factory):
+@pytest.fixture(scope="module", params=["4.x", "3.9"])
+def secured(tmp_path_factory, request):
     from services.cluster.config import SecureListeners
     from services.cluster.testing import java_available, running_cluster
     from services.cluster.tls import make_tls
@@ -69,7 +69,7 @@ def secured(tmp_path_factory):
                         "sasl.jaas.config": _jaas("scram.ScramLoginModule", "admin", WRONG_PW)}, **trust),
         "no-cert": _props(work / "no-cert.properties", **{"security.protocol": "SSL"}, **trust),
     }
-    with running_cluster(work / "cluster", "4.x", nodes=1, heap="384m", secure=listeners) as c:
+    with running_cluster(work / "cluster", request.param, nodes=1, heap="384m", secure=listeners) as c:
         c.work, c.files = work, files
         c.bootstrap_for = {"scram": c.sasl_ssl_bootstrap, "plain": c.sasl_ssl_bootstrap, "mtls": c.ssl_bootstrap,
                            "wrong": c.sasl_ssl_bootstrap, "no-cert": c.ssl_bootstrap}
