@@ -333,8 +333,32 @@ class KafkaCluster:
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,
                      *extra: str) -> ToolResult:
-        return self.topics("--create", "--topic", name, "--partitions", str(partitions),
+        done = self.topics("--create", "--topic", name, "--partitions", str(partitions),
                            "--replication-factor", str(replication_factor), *extra)
+        self._await_topic(name)
+        return done
+
+    def _await_topic(self, name: str, timeout: float = 30.0) -> None:
+        """Wait until every running broker's metadata has the new topic: a Kafka tool run right after
+        the creation may ask a broker that has not seen it yet (seen on 3.9 under load: the
+        reassignment tool's "Topic ... not found")."""
+        import time
+
+        from confluent_kafka.admin import AdminClient
+
+        deadline = time.monotonic() + timeout
+        for node_id, node in self.nodes.items():
+            if not self.is_running(node_id):
+                continue
+            admin = AdminClient({"bootstrap.servers": node.bootstrap, "logger": _Quiet()})
+            while time.monotonic() < deadline:
+                try:
+                    md = admin.list_topics(name, timeout=2.0)
+                    if name in md.topics and md.topics[name].error is None and md.topics[name].partitions:
+                        break
+                except Exception:  # noqa: BLE001 - a broker not answering yet: try again until the deadline
+                    pass
+                time.sleep(0.1)
 
     def metadata_files(self, node_id: int) -> list[Path]:
         """Segments and snapshots of a node's metadata log, in offset order."""
@@ -384,3 +408,10 @@ class _PidProcess:
                 raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
             time.sleep(0.05)
         return self.returncode or 0
+
+
+class _Quiet:
+    """librdkafka's log lines of the topic wait: not wanted in the test output."""
+
+    def log(self, level, fmt, *args):
+        pass
