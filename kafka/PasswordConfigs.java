@@ -1,6 +1,8 @@
 /*
- * Prints, one per line and sorted, the name of every config that Kafka's own ConfigDefs declare with
- * ConfigDef.Type.PASSWORD: broker, topic, client, security and Connect configs alike. It finds them
+ * Prints, one per line and sorted, `<name> <TYPE>` for every config that Kafka's own ConfigDefs declare
+ * (broker, topic, client, security and Connect configs alike; a name declared with two types is printed
+ * twice), and on stderr `read <class>` for every class whose ConfigDefs it read, so that the generator
+ * can refuse a run that silently missed the broker's or the topics' ConfigDef. It finds them
  * by reading every static ConfigDef field and every static no-argument ConfigDef method of the
  * classes in the kafka-* and connect-* jars on its class path (so a config added in a new release is
  * found without a list to keep up to date). Run by kafka/gen_password_configs.py with Java's
@@ -30,19 +32,21 @@ public class PasswordConfigs {
                     String cls = n.substring(0, n.length() - 6).replace('/', '.');
                     try {
                         Class<?> c = Class.forName(cls, false, loader);
+                        boolean read = false;
                         for (Field f : c.getDeclaredFields()) {
                             if (Modifier.isStatic(f.getModifiers()) && defClass.isAssignableFrom(f.getType())) {
                                 f.setAccessible(true);
-                                collect(f.get(null), out);
+                                read |= collect(f.get(null), out);
                             }
                         }
                         for (Method m : c.getDeclaredMethods()) {
                             if (Modifier.isStatic(m.getModifiers()) && m.getParameterCount() == 0
                                     && defClass.isAssignableFrom(m.getReturnType())) {
                                 m.setAccessible(true);
-                                collect(m.invoke(null), out);
+                                read |= collect(m.invoke(null), out);
                             }
                         }
+                        if (read) System.err.println("read " + cls);
                     } catch (Throwable t) {
                         // a class that cannot load or initialise here: it holds no ConfigDef we can read
                     }
@@ -53,12 +57,13 @@ public class PasswordConfigs {
         System.exit(0);
     }
 
-    static void collect(Object def, TreeSet<String> out) throws Exception {
-        if (def == null) return;
+    static boolean collect(Object def, TreeSet<String> out) throws Exception {
+        if (def == null) return false;
         Map<?, ?> keys = (Map<?, ?>) def.getClass().getMethod("configKeys").invoke(def);
         for (Object key : keys.values()) {
             Object type = key.getClass().getField("type").get(key);
-            if ("PASSWORD".equals(String.valueOf(type))) out.add((String) key.getClass().getField("name").get(key));
+            out.add(key.getClass().getField("name").get(key) + " " + type);
         }
+        return true;
     }
 }

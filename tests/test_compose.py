@@ -1,14 +1,18 @@
 """docker-compose.yml agrees with the code: services, volumes, ports and CTRLAUDIT_* settings."""
 from __future__ import annotations
 
+import base64
+import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
 
 from services.capture.settings import Settings
+from services.cluster.jars import PINNED
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -117,20 +121,134 @@ def test_two_listeners_one_advertised_to_the_host(spec):
         assert published[port] == listeners["EXTERNAL"].lstrip(":")
 
 
+def _dockerfile() -> list[str]:
+    return [line.strip() for line in (ROOT / "Dockerfile").read_text().splitlines()]
+
+
+def _copied() -> list[str]:
+    """The context paths the Dockerfile COPYs (sources of every COPY; the last word is the destination)."""
+    return [w for line in _dockerfile() if line.startswith("COPY ") for w in line.split()[1:-1]]
+
+
+def _in_context(path: str, rules: list[str]) -> bool:
+    """Docker's .dockerignore semantics, as far as this file uses them: rules in order, the last one that
+    matches the path or one of its parent directories wins, `!` puts back, `**` spans directories."""
+    included = True
+    parts = path.split("/")
+    for rule in rules:
+        negate, pattern = rule.startswith("!"), rule.lstrip("!").strip("/")
+        regex = re.compile("".join(".*" if tok == "**" else "[^/]*" if tok == "*" else "[^/]" if tok == "?"
+                                   else re.escape(tok) for tok in re.split(r"(\*\*|\*|\?)", pattern)))
+        if any(regex.fullmatch("/".join(parts[:i])) for i in range(1, len(parts) + 1)):
+            included = negate
+    return included
+
+
 def test_the_build_context_holds_what_the_dockerfile_copies():
-    dockerfile = (ROOT / "Dockerfile").read_text().splitlines()
-    copied = [w for line in dockerfile if line.startswith("COPY") for w in line.split()[1:-1]]
-    assert {"pyproject.toml", "setup.py", "schemas", "services", "replay", "checks", "ctrlaudit"} <= set(copied)
-    ignore = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-              if line.strip() and not line.startswith("#")]
-    assert ignore[0] == "*"  # everything out, then what is needed back in
-    allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages = {p.rstrip("*") for p in meta["tool"]["setuptools"]["packages"]["find"]["include"]}
+    copied = _copied()
+    # the install needs every package pyproject.toml names, its readme and setup.py (the native extension)
+    assert packages | {meta["project"]["readme"], "pyproject.toml", "setup.py"} <= set(copied)
+    rules = [line for line in (ROOT / ".dockerignore").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    tracked = subprocess.run(["git", "ls-files"], capture_output=True, text=True, cwd=ROOT, check=True).stdout.split()
     for path in copied:
         assert (ROOT / path).exists(), path
-        assert path in allowed, f"{path} is copied but .dockerignore leaves it out of the context"
-    assert any(line.startswith("RUN pip install") for line in dockerfile)  # at build time
-    # the package data the install needs is in the context (the Avro schemas)
-    assert list((ROOT / "schemas" / "avro").glob("*.avsc"))
+        files = [f for f in tracked if f == path or f.startswith(path + "/")]
+        assert files, f"{path}: nothing tracked to copy"
+        left_out = [f for f in files if not _in_context(f, rules)]
+        assert not left_out, f"COPY {path}, but .dockerignore leaves {left_out[:3]} out of the context"
+    # what the build uses beyond Python: the Avro schemas (package data) and the native decoder's source
+    for needed in ("schemas/avro/*.avsc", "schemas/_native/*.c"):
+        found = list(ROOT.glob(needed))
+        assert found and all(_in_context(str(f.relative_to(ROOT)), rules) for f in found), needed
+    # and what must never go in: local environments, Kafka jars, stores, archives, built objects
+    for outside in (".venv/bin/python", ".kafka-cache/4.3.1/lib/kafka-clients.jar", "archive/c/x.avro",
+                    "s.duckdb", "schemas/_flatdecode.cpython-311-x86_64-linux-gnu.so", ".git/HEAD",
+                    "services/__pycache__/x.pyc"):
+        assert not _in_context(outside, rules), outside
+    assert any(line.startswith("RUN pip install") for line in _dockerfile())  # at build time
+    assert not any("pip" in line for line in _dockerfile() if line.split(" ")[0] in ("CMD", "ENTRYPOINT"))
+
+
+def test_dockerignore_semantics_of_the_test():
+    # the matcher above is itself checked, so that a wrong one cannot pass a context that would fail
+    rules = ["*", "!services/", "**/__pycache__", "!keep/**/*.py"]
+    assert _in_context("services/x.py", rules) and not _in_context("other/x.py", rules)
+    assert not _in_context("services/__pycache__/x.pyc", rules)
+    assert _in_context("keep/a/b.py", rules) and not _in_context("keep/a/b.txt", rules)
+
+
+def test_the_brokers_run_a_pinned_kafka_version(spec):
+    tags = {spec["services"][f"kafka-{i}"]["image"] for i in (1, 2, 3)}
+    assert len(tags) == 1
+    assert tags.pop().split(":")[1] in PINNED.values()  # the version the tests and the normalizer know
+
+
+def _canonical_kafka_uuid(value: str) -> bool:
+    """As Kafka's Uuid.fromString/toString: base64url without padding of 16 bytes, and back unchanged."""
+    try:
+        raw = base64.urlsafe_b64decode(value + "==")
+    except ValueError:
+        return False
+    return len(raw) == 16 and base64.urlsafe_b64encode(raw).rstrip(b"=").decode() == value
+
+
+def test_one_cluster_id_for_the_brokers_and_the_workers(spec):
+    assert not _canonical_kafka_uuid("ctrlaudit-compose-0001")  # Kafka reads it back as ...000w
+    ids = {spec["services"][f"kafka-{i}"]["environment"]["CLUSTER_ID"] for i in (1, 2, 3)}
+    assert len(ids) == 1
+    cluster = ids.pop()
+    assert _canonical_kafka_uuid(cluster), cluster
+    for name in CTRLAUDIT_SERVICES:  # events and offset samples are filed under the id Kafka formats with
+        assert spec["services"][name]["environment"]["CTRLAUDIT_CLUSTER_ID"] == cluster, name
+
+
+def test_each_workers_environment_is_valid_settings(spec, monkeypatch):
+    for name in CTRLAUDIT_SERVICES:
+        env = spec["services"][name]["environment"]
+        for key in Settings.env_names():
+            monkeypatch.delenv(key, raising=False)
+        for key, value in env.items():
+            assert isinstance(value, str), f"{name}: {key} is {value!r}: compose wants strings"
+            monkeypatch.setenv(key, value)
+        s = Settings()  # raises SettingsError (one line) on a value the worker would refuse at start
+        assert s.bootstrap_servers == env["CTRLAUDIT_BOOTSTRAP_SERVERS"]
+
+
+def test_nothing_mounts_the_source(spec):
+    """The workers run what the image installed: no service bind-mounts the checkout or a package of it
+    (a mounted source would shadow the install, and `pip install` of it at start is what this replaces)."""
+    source = {(ROOT / p).resolve() for p in _copied()} | {ROOT.resolve()}
+    for name, svc in spec["services"].items():
+        for volume in svc.get("volumes", []):
+            host = volume.split(":")[0]
+            if host.startswith((".", "/")):  # a bind mount, not a named volume
+                assert (ROOT / host).resolve() not in source, f"{name} mounts {host}"
+        for key in ("command", "entrypoint"):
+            assert "pip" not in str(svc.get(key, "")), f"{name}: {key} installs at start-up"
+
+
+def test_listeners_agree_with_the_quorum_and_the_workers(spec):
+    published = []
+    for i in (1, 2, 3):
+        env = spec["services"][f"kafka-{i}"]["environment"]
+        listeners = _listeners(env["KAFKA_LISTENERS"])
+        advertised = _listeners(env["KAFKA_ADVERTISED_LISTENERS"])
+        controller = env["KAFKA_CONTROLLER_LISTENER_NAMES"]
+        assert controller in listeners and controller not in advertised  # the quorum's own, not for clients
+        voters = dict(v.split("@") for v in env["KAFKA_CONTROLLER_QUORUM_VOTERS"].split(","))
+        assert voters[str(i)] == f"kafka-{i}:{listeners[controller].lstrip(':')}"
+        ports = spec["services"][f"kafka-{i}"]["ports"]
+        # only EXTERNAL is published: INTERNAL and CONTROLLER stay inside the compose network
+        assert [p.rsplit(":", 1)[1] for p in ports] == [listeners["EXTERNAL"].lstrip(":")]
+        published += [p.split(":")[1] for p in ports]
+    assert len(set(published)) == 3  # one host port per broker
+    internal = [_listeners(spec["services"][f"kafka-{i}"]["environment"]["KAFKA_ADVERTISED_LISTENERS"])["INTERNAL"]
+                for i in (1, 2, 3)]
+    for name in CTRLAUDIT_SERVICES:  # the workers bootstrap from what the brokers advertise inside
+        assert spec["services"][name]["environment"]["CTRLAUDIT_BOOTSTRAP_SERVERS"].split(",") == internal
 
 
 def _compose_cmd() -> list[str] | None:

@@ -30,7 +30,9 @@ def kraft(
     from services.archive.writer import ArchiveWriter, after, continuation
     from ctrlaudit.progress import bar
     from services.normalize.offline import ImportReport, cluster_id_of, import_events, plan
+    from services.normalize.redaction import patterns
 
+    patterns()  # a bad CTRLAUDIT_REDACT_PATTERNS is one line before anything is read or written
     report = ImportReport()
     cluster = cluster_id or cluster_id_of(paths) or "unknown-cluster"
     # Never over an existing archive: an import into a non-empty directory only appends what comes

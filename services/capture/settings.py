@@ -74,7 +74,8 @@ class Settings:
     # a Kafka client properties file (security.protocol, sasl.*, ssl.*), as `--command-config` of Kafka's
     # tools: every client of the capture side reads it (services/capture/security.py)
     command_config: str = field(default_factory=lambda: _env("COMMAND_CONFIG", ""))
-    # configs whose values are redacted besides Kafka's PASSWORD ones (services/normalize/redaction.py)
+    # configs whose values are redacted besides Kafka's PASSWORD ones and the fallback suffixes: globs or
+    # re:<regex>, comma-separated (services/normalize/redaction.py)
     redact_patterns: str = field(default_factory=lambda: _env("REDACT_PATTERNS", ""))
 
     def __post_init__(self) -> None:

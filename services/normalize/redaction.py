@@ -1,11 +1,25 @@
-"""Which config values never reach the archive: those Kafka itself treats as secrets.
+"""Which config values never reach the archive: those Kafka itself treats as secrets, and the user's.
 
-A config is sensitive when Kafka declares it ConfigDef.Type.PASSWORD (password_configs.py, generated
-from the jars), also in Kafka's per-listener form (`listener.name.<listener>.<config>` and
-`listener.name.<listener>.<sasl mechanism>.<config>`), or when it matches one of the user's patterns
-(CTRLAUDIT_REDACT_PATTERNS: comma-separated globs, or `re:<regex>`). The default patterns catch the
-naming convention of plugins' own secrets (`*.password`, `*.passphrase`, `*.secret`, `*jaas.config`): a false
-positive only hides a value, a false negative puts a secret into an archive kept forever.
+A config is sensitive when
+1. Kafka declares it ConfigDef.Type.PASSWORD (password_configs.py, generated from the jars of the pinned
+   versions), also in Kafka's per-listener forms `listener.name.<listener>.<config>` and
+   `listener.name.<listener>.<sasl mechanism>.<config>`;
+2. its name ends in one of FALLBACK_SUFFIXES (always on);
+3. or it matches one of the user's patterns, CTRLAUDIT_REDACT_PATTERNS: comma-separated, each a glob
+   (`*`, `?`, `[...]`) or `re:<regex>`, matched case-insensitively against the whole name (and against its
+   per-listener reductions); they add to 1 and 2, they never replace them.
+
+Why a fallback beyond Kafka's own list: a ConfigRecord can carry configs that no Kafka ConfigDef declares
+(plugins' own, e.g. a custom authorizer's or a remote storage manager's `rsm.config.*`, and a listener's
+custom callback handlers), and Kafka's list cannot name them. A false positive only hides a value; a
+false negative puts a secret into a hash-chained archive that cannot be edited without breaking its
+chain. No config of the pinned jars that is not PASSWORD ends in these suffixes (a `kafka`-marked test
+checks it against the jars), so the fallback hides nothing Kafka itself declares visible.
+
+The KRaft log itself holds PASSWORD values in clear ("In KRaft mode, Kafka stores sensitive data in
+records, and the data is not encrypted in Kafka": kafka.apache.org/40/getting-started/zk2kraft; the
+ZooKeeper-mode password encoder is gone), so this is where they are hidden. A null value (a deleted key)
+stays null: the record says the key is gone, which is not a secret.
 """
 from __future__ import annotations
 
@@ -18,42 +32,53 @@ from schemas.errors import ContractError
 from services.normalize.password_configs import PASSWORD_CONFIGS
 
 REDACTED = "[redacted]"
-DEFAULT_PATTERNS = "*.password,*.passphrase,*.secret,*password,*jaas.config"
-_LISTENER = re.compile(r"listener\.name\.[^.]+\.(?:[a-z0-9_-]+\.)?(?P<config>.+)", re.IGNORECASE)
+ENV = "CTRLAUDIT_REDACT_PATTERNS"
+FALLBACK_SUFFIXES = ("password", "passphrase", "secret", ".key", ".token", "credentials", "jaas.config")
+_LISTENER_PREFIX = "listener.name."
 
 
 class RedactionPatternError(ContractError):
-    """CTRLAUDIT_REDACT_PATTERNS holds a pattern that is not a valid regex: one line naming it."""
+    """CTRLAUDIT_REDACT_PATTERNS holds a pattern that cannot be used: one line naming it."""
 
 
 @lru_cache(maxsize=8)
 def compile_patterns(spec: str) -> tuple[re.Pattern[str], ...]:
+    """The user's patterns as regexes to fullmatch a lower-cased name; a bad one is RedactionPatternError."""
     out = []
     for raw in (p.strip() for p in spec.split(",")):
         if not raw:
             continue
         if raw.startswith("re:"):
+            if not raw[3:]:
+                raise RedactionPatternError(f"{ENV}: {raw!r} is an empty regex (it would match no config)")
             try:
                 out.append(re.compile(raw[3:], re.IGNORECASE))
             except re.error as exc:
-                raise RedactionPatternError(f"CTRLAUDIT_REDACT_PATTERNS: {raw!r} is not a valid regex ({exc})") from None
+                raise RedactionPatternError(f"{ENV}: {raw!r} is not a valid regex ({exc})") from None
         else:
             out.append(re.compile(fnmatch.translate(raw.lower())))
     return tuple(out)
 
 
 def patterns() -> tuple[re.Pattern[str], ...]:
-    return compile_patterns(os.environ.get("CTRLAUDIT_REDACT_PATTERNS", DEFAULT_PATTERNS))
+    return compile_patterns(os.environ.get(ENV, ""))
+
+
+def forms(name: str) -> tuple[str, ...]:
+    """The lower-cased name and, for Kafka's per-listener configs, the config it sets for that listener
+    (with and without a SASL mechanism segment: which of the two it is cannot be told from the name)."""
+    lowered = name.lower()
+    if not lowered.startswith(_LISTENER_PREFIX):
+        return (lowered,)
+    parts = lowered[len(_LISTENER_PREFIX):].split(".")
+    return (lowered, *(".".join(parts[i:]) for i in (1, 2) if len(parts) > i))
 
 
 def is_sensitive(name: str) -> bool:
-    lowered = name.lower()
-    if lowered in PASSWORD_CONFIGS:
+    candidates = forms(name)
+    if any(c in PASSWORD_CONFIGS or c.endswith(FALLBACK_SUFFIXES) for c in candidates):
         return True
-    m = _LISTENER.fullmatch(lowered)
-    if m and (m["config"] in PASSWORD_CONFIGS or lowered.split(".", 3)[3] in PASSWORD_CONFIGS):
-        return True
-    return any(p.fullmatch(lowered) for p in patterns())
+    return any(p.fullmatch(c) for p in patterns() for c in candidates)
 
 
 def redact(name: str, value: str | None, previous: str | None) -> tuple[str | None, str | None, bool]:
