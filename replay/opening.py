@@ -28,7 +28,7 @@ def lock_wait() -> float:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if value < 0:
+    if not 0 <= value < float("inf"):  # also NaN, which would make the deadline never come
         raise StoreError(f"CTRLAUDIT_LOCK_WAIT={raw!r}: expected seconds to wait for a locked store (a number >= 0)")
     return value
 
