@@ -44,6 +44,8 @@ def explain(path: Path, exc: BaseException) -> str:
         return f"{path}: not a ctrlaudit store (not a DuckDB database file)"
     if "Is a directory" in text or path.is_dir():
         return f"{path}: is a directory, not a store file"
+    if "Not a directory" in text and path.parent.exists() and not path.parent.is_dir():
+        return f"{path}: {path.parent} is not a directory"
     if "No such file or directory" in text:
         if not path.parent.exists():
             return f"{path}: the directory {path.parent} does not exist"
