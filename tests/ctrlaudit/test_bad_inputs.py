@@ -296,8 +296,10 @@ def test_ctrl_c_during_a_load_exits_130_and_keeps_the_store(world, big, tmp_path
     done = _interrupt_after(["load", str(big), "--store", str(store)], 2.0)
     assert done.returncode == 130, done.stderr
     assert done.stderr.strip().splitlines() == ["ctrlaudit: error: interrupted"]
-    # one transaction: the store still holds exactly what it held
+    # one transaction: the store still holds exactly what it held, opens for reading and checks clean
     assert ctrlaudit("state", "--store", str(store), "--format", "json").stdout == before
+    checked = ctrlaudit("check", str(store))
+    assert checked.returncode == 0, checked.stderr
     again = ctrlaudit("load", str(big), "--store", str(store))
     assert again.returncode == 0, again.stderr
 
@@ -320,3 +322,66 @@ def test_a_second_load_waits_for_the_first_and_a_reader_can_give_up(world, big, 
     assert first.wait(timeout=120) == 0, first.stderr.read()
     assert second.returncode == 0, second.stderr
     assert "added 0" in second.stdout
+
+
+def test_ctrl_c_during_a_load_into_a_new_store_leaves_no_store(big, tmp_path):
+    store = tmp_path / "new.duckdb"
+    done = _interrupt_after(["load", str(big), "--store", str(store)], 2.0)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.strip().splitlines() == ["ctrlaudit: error: interrupted"]
+    assert not list(tmp_path.iterdir())  # neither the store nor its .wal
+
+
+# --- bugs and the debug switch (ctrlaudit/errors.py), on a command made to fail --------------------
+
+def _app_raising(exc: BaseException):
+    import typer
+
+    from ctrlaudit.errors import user_errors
+
+    app = typer.Typer()
+
+    @app.command()
+    @user_errors
+    def boom(store: str = "s.duckdb") -> None:
+        raise exc
+
+    return app
+
+
+@pytest.mark.parametrize("exc, code, says", [
+    (ValueError("a bug\nsecond line"), 3, "internal error: ValueError: a bug (set CTRLAUDIT_DEBUG=1 for the traceback)"),
+    (KeyboardInterrupt(), 130, "interrupted"),
+    (PermissionError(13, "Permission denied", "/data/x"), 2, "/data/x: Permission denied"),
+    (OSError(28, "No space left on device", "/data/x"), 2, "/data/x: No space left on device"),
+    (type("KafkaException", (Exception,), {"__module__": "confluent_kafka.cimpl"})("_TRANSPORT: broker down"), 2,
+     "Kafka: _TRANSPORT: broker down"),
+    (type("Py4JNetworkError", (Exception,), {"__module__": "py4j.protocol"})("Answer from Java side is empty"), 2,
+     "Spark: Answer from Java side is empty"),
+])
+def test_errors_become_one_line_with_their_exit_code(monkeypatch, exc, code, says):
+    import duckdb  # noqa: F401 - describe() imports it; keep the import cost out of the timing
+    from typer.testing import CliRunner
+
+    monkeypatch.delenv("CTRLAUDIT_DEBUG", raising=False)
+    done = CliRunner().invoke(_app_raising(exc), [])
+    assert done.exit_code == code
+    assert done.stderr.strip().splitlines() == [f"ctrlaudit: error: {says}"]
+
+
+def test_a_duckdb_error_names_the_store(monkeypatch):
+    import duckdb
+    from typer.testing import CliRunner
+
+    done = CliRunner().invoke(_app_raising(duckdb.IOException("IO Error: disk I/O error\nmore")),
+                              ["--store", "/data/s.duckdb"])
+    assert done.exit_code == 2
+    assert done.stderr.strip() == "ctrlaudit: error: /data/s.duckdb: IO Error: disk I/O error"
+
+
+def test_ctrlaudit_debug_keeps_the_traceback_of_a_bug(monkeypatch):
+    from typer.testing import CliRunner
+
+    monkeypatch.setenv("CTRLAUDIT_DEBUG", "1")
+    done = CliRunner().invoke(_app_raising(ValueError("a bug")), [])
+    assert isinstance(done.exception, ValueError) and done.exit_code == 1  # propagated, not turned into a line
