@@ -52,12 +52,14 @@ class DuckDBEngine:
 
     @classmethod
     def from_store(cls, path: str | Path, threads: int | None = None) -> DuckDBEngine:
-        try:
-            con = _connect(str(path), read_only=True, threads=threads)
-        except duckdb.Error as exc:
-            if "lock" in str(exc).lower():  # DuckDB: one writer process (a load) or any number of readers
-                raise BadInput(f"{path}: the store is in use by a load; check it when the load is done") from None
-            raise BadInput(f"{path}: cannot open as a DuckDB store ({str(exc).splitlines()[0]})") from None
+        from replay import opening
+
+        # as every command opens the store: a store locked by a load (DuckDB: one writer process or any
+        # number of readers) is waited for up to CTRLAUDIT_LOCK_WAIT, then named with the process holding it
+        config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+        if threads:
+            config["threads"] = threads
+        con = opening.connect(Path(path), True, config)
         engine = cls(con)
         try:
             engine.check_store(str(path), require_meta=True)

@@ -104,12 +104,12 @@ def run_check(
         print("ctrlaudit check: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     print_report(report, console)
-    try:
-        if json_path:
-            write_json(report, json_path)
-        if junit_path:
-            write_junit(report, junit_path)
-    except OSError as exc:
-        print(f"ctrlaudit check: cannot write report: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    for path, write in ((json_path, write_json), (junit_path, write_junit)):
+        if not path:
+            continue
+        try:
+            write(report, path)
+        except OSError as exc:  # a full disk, a read-only or missing directory: say which file
+            print(f"ctrlaudit check: cannot write the report {path}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     return EXIT_CLEAN if report.valid else EXIT_VIOLATIONS

@@ -124,9 +124,37 @@ def check_master(master: str) -> None:
                        "spark://HOST:PORT, yarn, k8s://HOST:PORT)")
 
 
+def check_master_reachable(master: str, timeout: float | None = None) -> None:
+    """For spark://HOST:PORT[,HOST:PORT]: BadInput (one line) when no master accepts a TCP connection
+    within `timeout` seconds (CTRLAUDIT_CONNECT_TIMEOUT, default 15). Why: Spark's standalone client
+    retries an unreachable master three times 20 s apart, printing a Java stack trace each time, before
+    it gives up; a socket answers in milliseconds."""
+    import socket
+    import time
+
+    if not master.startswith("spark://"):
+        return
+    from services.capture.connect import connect_timeout
+
+    timeout = connect_timeout() if timeout is None else timeout
+    hosts = [h.rpartition(":") for h in master[len("spark://"):].split(",")]
+    deadline, last = time.monotonic() + timeout, ""
+    while True:
+        for host, _, port in hosts:
+            try:
+                with socket.create_connection((host, int(port)), timeout=max(0.1, min(2.0, deadline - time.monotonic()))):
+                    return
+            except OSError as exc:
+                last = exc.strerror or str(exc) or type(exc).__name__
+        if time.monotonic() >= deadline:
+            raise BadInput(f"cannot reach the Spark master at {master[len('spark://'):]} within {timeout:g} s ({last})")
+        time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+
+
 def build_session(master: str = "local[2]", app_name: str = "ctrlaudit-check", shuffle_partitions: int = 8):
     """A SparkSession kept on loopback, without UI, with Avro available (BadInput when it cannot start)."""
     check_master(master)
+    check_master_reachable(master)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 

@@ -15,8 +15,6 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(__file__).resolve().parent.parent
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    from checks.run import run_check
-    from checks.spark_engine import build_session
 
     parser = argparse.ArgumentParser(prog="ctrlaudit-check-spark", description=__doc__.splitlines()[0])
     parser.add_argument("inputs", nargs="+", help="archive files or directories (or one replay store)")
@@ -29,7 +27,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="check around missing or damaged archive files (findings there: no data)")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
     args = parser.parse_args(argv)
+    from ctrlaudit.errors import main_errors
 
+    # every error is one line "ctrlaudit check: ..." with run_check's exit codes, as `ctrlaudit check`
+    return main_errors("ctrlaudit check", lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from checks.inputs import BadInput
+    from checks.run import run_check
+    from checks.spark_engine import build_session
+
+    # a missing input is found before a JVM is started (about 10 s and a screen of Spark's log)
+    missing = [p for p in args.inputs if not Path(p).exists()]
+    if missing:
+        raise BadInput(f"{missing[0]}: no such file or directory")
     master = args.master
     if master is None:
         from pyspark import SparkConf

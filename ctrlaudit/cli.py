@@ -1,7 +1,8 @@
 """`ctrlaudit`: the command line. One module per command group under ctrlaudit/commands/.
 
 Exit codes: 0 success, 1 the command ran and found something wrong (violations, a broken chain),
-2 bad input or usage (one line on stderr, never a traceback).
+2 bad input, usage or environment (one line on stderr, never a traceback), 3 a bug (one line; the traceback
+with CTRLAUDIT_DEBUG=1), 130 Ctrl-C. ctrlaudit/errors.py has the details.
 """
 from __future__ import annotations
 
@@ -38,4 +39,26 @@ for group in (simulate, imports, store, query, check, capture):
 
 
 def main() -> None:
-    app()
+    """Run the app; click's usage errors (a bad option value, a missing option, an unknown command) are one
+    line "ctrlaudit: error: ..." with exit 2 like every other user error, not typer's boxed panel."""
+    import sys
+
+    # typer vendors click from 0.22 (typer._click) and imports it before: the classes through typer's own
+    click_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    no_args = getattr(sys.modules[click_error.__module__], "NoArgsIsHelpError", ())  # click >= 8.2
+    try:
+        code = app(standalone_mode=False)
+    except no_args as exc:  # `ctrlaudit` alone, `ctrlaudit import`: the help, as in standalone mode
+        print(exc.ctx.get_help() if exc.ctx else exc.format_message())
+        sys.exit(exc.exit_code)
+    except click_error as exc:
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+        message = " ".join(exc.format_message().split())  # click may wrap a long value over lines
+        print(f"ctrlaudit: error: {message}{hint}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except typer.Abort:  # Ctrl-C or EOF while click itself reads input
+        print("ctrlaudit: error: interrupted", file=sys.stderr)
+        sys.exit(130)
+    # standalone_mode=False returns the exit code of typer.Exit, or the command's return value (None)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,4 +1,19 @@
-"""How the CLI turns errors into exit codes: a user error is one line on stderr and exit 2."""
+"""How the CLI turns errors into exit codes and one line on stderr (never a traceback).
+
+Exit codes:
+  0  success
+  1  the command ran and found something (violations, a history that is not what it claims)
+  2  bad input or environment: a user error (arguments, files, settings) or a place that does not
+     work (a store that is locked, damaged or read-only; a full disk; a Kafka cluster that does not
+     answer; a Spark that does not start). One line naming the place.
+  3  a bug (any other exception): one line "internal error: ..."; with CTRLAUDIT_DEBUG=1 the
+     exception propagates with its traceback instead.
+130  Ctrl-C (SIGINT): one line "interrupted". A load is one transaction, so the store keeps its
+     old content.
+
+`describe` is the one mapping; `user_errors` (every typer command) and `main_errors` (the argparse
+entry points: `python -m checks.spark_job`) both use it, so a new kind of error is added once.
+"""
 from __future__ import annotations
 
 import functools
@@ -18,6 +33,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 EXIT_OK, EXIT_FOUND, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_INTERNAL, EXIT_INTERRUPTED = 3, 130
 
 
 class UsageError(ContractError):
@@ -29,45 +45,83 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
     return typer.Exit(code)
 
 
-EXIT_INTERNAL, EXIT_INTERRUPTED = 3, 130
+def debugging() -> bool:
+    return os.environ.get("CTRLAUDIT_DEBUG", "").strip() not in ("", "0")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+def _origin(exc: BaseException) -> str:
+    """The top-level package that raised `exc`'s type ("confluent_kafka", "py4j", ...), without
+    importing those packages here (they are heavy and optional)."""
+    return type(exc).__module__.split(".", 1)[0]
+
+
+def describe(exc: BaseException, store: object = None) -> tuple[str, int] | None:
+    """(one line, exit code) for an error a user can cause or fix; None for a bug.
+
+    `store`: the store path of the command, named in a DuckDB error raised past opening the store
+    (replay.opening names the errors of opening it)."""
+    if isinstance(exc, (ArchiveProblem, ChainFork)):  # the history is not what it claims: a finding
+        return str(exc), EXIT_FOUND
+    if isinstance(exc, ContractError):
+        return str(exc), EXIT_BAD_INPUT
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted", EXIT_INTERRUPTED
+    if isinstance(exc, OSError):  # on the user's paths: missing, a directory, read-only, full disk, ...
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{where}{exc.strerror or _first_line(exc)}", EXIT_BAD_INPUT
+    if isinstance(exc, duckdb.InterruptException) or (
+            isinstance(exc, RuntimeError) and "interrupted" in str(exc).lower()):
+        return "interrupted", EXIT_INTERRUPTED  # DuckDB turns Ctrl-C inside a query into these
+    if isinstance(exc, duckdb.Error):
+        return f"{store or 'store'}: {_first_line(exc)}", EXIT_BAD_INPUT
+    origin = _origin(exc)
+    if origin in ("confluent_kafka", "kafka"):  # a cluster that went away mid-command, a refused request
+        return f"Kafka: {_first_line(exc)}", EXIT_BAD_INPUT
+    if origin in ("py4j", "pyspark"):  # a JVM that did not start or died
+        return f"Spark: {_first_line(exc)}", EXIT_BAD_INPUT
+    return None
+
+
+def internal(exc: BaseException) -> str:
+    return f"internal error: {type(exc).__name__}: {_first_line(exc)} (set CTRLAUDIT_DEBUG=1 for the traceback)"
 
 
 def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Every command goes through this: project errors (bad files, bad arguments) and OS errors on
-    the user's paths become one line and exit 2; a history that is not what it claims, exit 1;
-    Ctrl-C, one line and 130 (a load is one transaction: the store keeps its content). Anything
-    else is a bug: one line and exit 3, the traceback only with CTRLAUDIT_DEBUG=1."""
+    """Every command goes through this: see the module doc for what becomes which exit code."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except typer.Exit:
+        except (typer.Exit, typer.Abort, SystemExit):
             raise
-        except (ArchiveProblem, ChainFork) as exc:  # the history is not what it claims: a finding (exit 1)
-            raise fail(str(exc), EXIT_FOUND) from None
-        except ContractError as exc:
-            raise fail(str(exc)) from None
-        except OSError as exc:  # on the user's paths: missing, a directory, read-only, full disk, ...
-            where = f"{exc.filename}: " if exc.filename else ""
-            raise fail(f"{where}{exc.strerror or exc}") from None
-        except KeyboardInterrupt:
-            raise fail("interrupted", EXIT_INTERRUPTED) from None
-        except RuntimeError as exc:
-            if "interrupted" not in str(exc).lower():  # DuckDB turns Ctrl-C inside a query into this
-                raise _internal(exc) from None
-            raise fail("interrupted", EXIT_INTERRUPTED) from None
-        except duckdb.Error as exc:  # the store, past opening it (replay.opening names those)
-            raise fail(f"store: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
-        except Exception as exc:  # noqa: BLE001 - a bug: say so in one line, keep the traceback for debugging
-            raise _internal(exc) from None
+        except BaseException as exc:  # noqa: BLE001 - mapped to one line by describe(), or a bug
+            known = describe(exc, kwargs.get("store"))
+            if known is not None:
+                raise fail(*known) from None
+            if debugging() or not isinstance(exc, Exception):
+                raise  # CTRLAUDIT_DEBUG=1: the traceback; GeneratorExit and the like are not ours
+            raise fail(internal(exc), EXIT_INTERNAL) from None
 
     return wrapper
 
 
-def _internal(exc: BaseException) -> BaseException:
-    if os.environ.get("CTRLAUDIT_DEBUG", "").strip() not in ("", "0"):
-        return exc
-    first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-    return fail(f"internal error: {type(exc).__name__}: {first} (set CTRLAUDIT_DEBUG=1 for the traceback)",
-                EXIT_INTERNAL)
+def main_errors(prog: str, fn: Callable[[], int]) -> int:
+    """`user_errors` for an entry point that is not a typer command: run `fn`, return its exit code,
+    or print one line "<prog>: <message>" and return the code `describe` gives."""
+    try:
+        return fn()
+    except SystemExit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - as user_errors
+        known = describe(exc)
+        if known is None and (debugging() or not isinstance(exc, Exception)):
+            raise
+        message, code = known or (internal(exc), EXIT_INTERNAL)
+        print(f"{prog}: {message}", file=sys.stderr)
+        return code

@@ -28,7 +28,7 @@ def lock_wait() -> float:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if value < 0:
+    if not 0 <= value < float("inf"):  # also NaN, which would make the deadline never come
         raise StoreError(f"CTRLAUDIT_LOCK_WAIT={raw!r}: expected seconds to wait for a locked store (a number >= 0)")
     return value
 
@@ -44,6 +44,8 @@ def explain(path: Path, exc: BaseException) -> str:
         return f"{path}: not a ctrlaudit store (not a DuckDB database file)"
     if "Is a directory" in text or path.is_dir():
         return f"{path}: is a directory, not a store file"
+    if "Not a directory" in text and path.parent.exists() and not path.parent.is_dir():
+        return f"{path}: {path.parent} is not a directory"
     if "No such file or directory" in text:
         if not path.parent.exists():
             return f"{path}: the directory {path.parent} does not exist"
@@ -57,10 +59,30 @@ def explain(path: Path, exc: BaseException) -> str:
     return f"{path}: {text}"
 
 
+def check_directory_writable(path: Path) -> None:
+    """StoreError when the directory of a store to be written is not writable. Why here: DuckDB writes its
+    write-ahead log `<store>.wal` next to the store only at COMMIT, so a writable store file in a read-only
+    directory would fail only after a whole load, and with "cannot rollback - no transaction is active"
+    (the rollback of the failed commit) instead of the reason."""
+    import tempfile
+
+    parent = path.parent
+    if not parent.is_dir():
+        return  # duckdb.connect's own error says so (explain: "the directory ... does not exist")
+    try:
+        with tempfile.TemporaryFile(dir=parent, prefix=f".{path.name}.probe-"):
+            pass
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot write the store here: the directory {parent} is not writable "
+                         f"({exc.strerror or exc}; DuckDB writes {path.name}.wal next to the store)") from None
+
+
 def connect(path: Path, read_only: bool, config: dict[str, Any], wait: float | None = None) -> duckdb.DuckDBPyConnection:
     """duckdb.connect with the store's errors as StoreError, waiting a bounded time for a lock."""
     if path.is_dir():
         raise StoreError(f"{path}: is a directory, not a store file")
+    if not read_only:
+        check_directory_writable(path)
     deadline = time.monotonic() + (lock_wait() if wait is None else wait)
     delay = 0.05
     while True:

@@ -174,6 +174,7 @@ class Store:
         if read_only and not self.path.exists():
             raise StoreError(f"{self.path}: no such store (load archive files first)")
         self.con = opening.connect(self.path, read_only, config)
+        self.created = False  # this open made the store (an empty layout): the load command removes it if it fails
         try:
             self.con.execute("SET enable_progress_bar = false")
             self._check_layout(read_only)
@@ -210,6 +211,7 @@ class Store:
                                      f"(tables: {', '.join(sorted(tables))}); not a ctrlaudit store")
         if read_only:
             raise StoreError(f"{self.path}: empty store (load archive files first)")
+        self.created = True
         self.con.execute("BEGIN")
         self.con.execute("CREATE TABLE store_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
         self.con.execute("INSERT INTO store_meta VALUES ('layout_version', ?), ('created_ms', ?)",

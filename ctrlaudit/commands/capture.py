@@ -10,7 +10,9 @@ import typer
 from ctrlaudit.commands.options import COMMAND_CONFIG
 from ctrlaudit.errors import EXIT_FOUND, UsageError, user_errors
 
-BOOTSTRAP = typer.Option(None, "--bootstrap-server", help="Kafka bootstrap servers (env CTRLAUDIT_BOOTSTRAP_SERVERS).")
+BOOTSTRAP = typer.Option(None, "--bootstrap-server",
+                         help="Kafka bootstrap servers (env CTRLAUDIT_BOOTSTRAP_SERVERS); a cluster that does not "
+                              "answer within CTRLAUDIT_CONNECT_TIMEOUT seconds (15) is an error.")
 EVENTS_TOPIC = typer.Option(None, "--topic", help="Events topic (env CTRLAUDIT_EVENTS_TOPIC, default ctrlaudit.events).")
 
 
@@ -130,13 +132,14 @@ def register(app: typer.Typer) -> None:
 
 
 def _check_access(env_or_settings) -> None:
-    """Read the --command-config file and try it on the brokers once, before any client starts: a bad file
-    or refused credentials is one line and exit 2 here, not a worker restarted until it gives up."""
-    from services.capture.connect import check_access
+    """Read the --command-config file and try it on the brokers once, before any client starts: a bad file,
+    refused credentials or a cluster that does not answer within CTRLAUDIT_CONNECT_TIMEOUT (15 s) is one
+    line and exit 2 here, not a worker restarted until it gives up nor a consumer retrying forever."""
+    from services.capture.connect import require_reachable
     from services.capture.settings import Settings
 
     s = env_or_settings
     if isinstance(s, dict):
         s = Settings().replace(bootstrap_servers=s.get("CTRLAUDIT_BOOTSTRAP_SERVERS"),
                                command_config=s.get("CTRLAUDIT_COMMAND_CONFIG"))
-    check_access(s.bootstrap_servers, s.security)
+    require_reachable(s.bootstrap_servers, s.security)

@@ -1,6 +1,7 @@
 """`ctrlaudit load`: archive files into the DuckDB store."""
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import typer
@@ -44,7 +45,7 @@ def register(app: typer.Typer) -> None:
                 paths = [*(paths or []), Path(tmp)]
             from ctrlaudit.progress import archive_bytes, bar
 
-            with Store(store) as s, bar("loading", archive_bytes(paths)) as progress:
+            with _removed_if_new_and_failed(Store(store)) as s, bar("loading", archive_bytes(paths)) as progress:
                 report = s.load(paths, workers=workers, allow_gaps=allow_gaps, progress=progress)
         seconds = report.decode_seconds + report.store_seconds
         rate = f" ({report.events_read / seconds:,.0f} events/s)" if seconds else ""
@@ -54,3 +55,19 @@ def register(app: typer.Typer) -> None:
             print(status.describe())
         for skipped in (report.read.skipped if report.read else ()):
             print(f"left out: {skipped}")
+
+
+@contextlib.contextmanager
+def _removed_if_new_and_failed(s):
+    """Close the store; when this load created it and failed (bad input, Ctrl-C), remove the empty store
+    file too, so that a failed load leaves the directory as it was. Safe: the layout was made under this
+    process's write lock, and a load is one transaction, so the file holds nothing else."""
+    try:
+        yield s
+    except BaseException:
+        s.close()
+        if s.created:
+            for leftover in (s.path, s.path.with_name(s.path.name + ".wal")):
+                leftover.unlink(missing_ok=True)
+        raise
+    s.close()

@@ -160,9 +160,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--command-config", help="Kafka client properties file (env CTRLAUDIT_COMMAND_CONFIG)")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from services.capture import connect
     try:
         s = Settings().replace(bootstrap_servers=a.bootstrap_server, events_topic=a.topic, archive_dir=a.archive_dir,
                                archive_flush_seconds=a.flush_seconds, command_config=a.command_config)
+        # at start a cluster that does not answer is one line (the container is restarted); once running,
+        # an outage is waited out by the consumer
+        connect.require_reachable(s.bootstrap_servers, s.security)
         arch = run(s, idle_exit=a.idle_exit)
     except ContractError as exc:  # a bad properties file, refused credentials, a chain break: one line
         raise SystemExit(f"ctrlaudit archive: {exc}") from None

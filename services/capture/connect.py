@@ -17,6 +17,8 @@ from services.capture.security import ClientSecurity, SecurityConfigError, librd
 
 log = logging.getLogger(__name__)
 _rdlog = logging.getLogger("librdkafka")
+WARN_EVERY = 30.0  # seconds between two warnings with the same text (AccessWatch._warn)
+DEFAULT_CONNECT_TIMEOUT = 15.0
 
 
 class AccessDenied(SecurityConfigError):
@@ -40,6 +42,7 @@ class AccessWatch:
         self.strict = strict
         self.failure: str | None = None
         self.last = ""  # the last error seen (for the one line of a command that gives up)
+        self._warned: dict[str, float] = {}  # text -> when it was last logged as a warning
 
     def __call__(self, err) -> None:
         from confluent_kafka import KafkaError
@@ -53,7 +56,17 @@ class AccessWatch:
             self.last = text
             log.debug("kafka: %s", text)
         else:
+            self._warn(text)
+
+    def _warn(self, text: str, every: float = WARN_EVERY) -> None:
+        """A broker that is down is reported by librdkafka at every reconnect attempt (10 a second at
+        first): each distinct message is a warning once per `every` seconds, the repeats go to DEBUG."""
+        now = time.monotonic()
+        if now - self._warned.get(text, -every) >= every:
+            self._warned[text] = now
             log.warning("kafka: %s", text)
+        else:
+            log.debug("kafka: %s", text)
 
     def check(self) -> None:
         if self.failure is not None:
@@ -98,15 +111,20 @@ class Unreachable(SecurityConfigError):
 
 
 def connect_timeout() -> float:
+    """CTRLAUDIT_CONNECT_TIMEOUT: how long a command waits for a Kafka cluster (or a Spark master) to
+    answer before it gives up with one line (default 15 s)."""
+    import math
     import os
+
+    from services.capture.settings import SettingsError
 
     raw = os.environ.get("CTRLAUDIT_CONNECT_TIMEOUT", "").strip()
     try:
-        value = float(raw) if raw else 15.0
+        value = float(raw) if raw else DEFAULT_CONNECT_TIMEOUT
     except ValueError:
         value = -1.0
-    if value <= 0:
-        raise SecurityConfigError(f"CTRLAUDIT_CONNECT_TIMEOUT={raw!r}: expected seconds (a number > 0)")
+    if not value > 0 or math.isinf(value):  # also NaN and inf: a bounded wait is the point
+        raise SettingsError(f"CTRLAUDIT_CONNECT_TIMEOUT={raw!r}: expected seconds (a number > 0)")
     return value
 
 

@@ -189,11 +189,12 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from schemas.errors import ContractError
-    from services.capture.connect import check_access
-    try:  # a bad setting or properties file, refused credentials: one line, not a traceback
+    from services.capture.connect import require_reachable
+    try:  # a bad setting or properties file, refused credentials, no cluster: one line, not a traceback
         s = Settings().replace(bootstrap_servers=a.bootstrap_server, sample_interval=a.interval,
                                command_config=a.command_config)
-        check_access(s.bootstrap_servers, s.security)
+        # within CTRLAUDIT_CONNECT_TIMEOUT, not kafka-python's 30 s bootstrap and its traceback
+        require_reachable(s.bootstrap_servers, s.security)
         cluster = a.cluster_id or s.cluster_id
         if not cluster and s.metadata_dir:
             from pathlib import Path
@@ -202,3 +203,8 @@ def main(argv: list[str] | None = None) -> None:
         run(s, cluster or "unknown-cluster", a.rounds)
     except ContractError as exc:
         raise SystemExit(f"ctrlaudit sampler: {exc}") from None
+    except Exception as exc:
+        # kafka-python's errors (the cluster went away between the check and the first request)
+        if type(exc).__module__.split(".")[0] not in ("kafka", "confluent_kafka"):
+            raise
+        raise SystemExit(f"ctrlaudit sampler: Kafka at {s.bootstrap_servers}: {exc}") from None

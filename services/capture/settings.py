@@ -23,9 +23,12 @@ def _env(name: str, default: str) -> str:
 def _number(name: str, default: str, kind: type, what: str):
     raw = _env(name, default)
     try:
-        return kind(raw.strip())
+        value = kind(raw.strip())
     except ValueError:
         raise SettingsError(f"{ENV_PREFIX}{name}={raw!r}: expected {what}") from None
+    if value != value or value in (float("inf"), float("-inf")):  # nan, inf: time.sleep() refuses them
+        raise SettingsError(f"{ENV_PREFIX}{name}={raw!r}: expected {what} (a finite one)")
+    return value
 
 
 def _int(name: str, default: str) -> int:
@@ -81,7 +84,7 @@ class Settings:
     def __post_init__(self) -> None:
         for name, low, what in _LIMITS:
             value = getattr(self, name)
-            if value < low or (name == "web_port" and value > 65535):
+            if not value >= low or (name == "web_port" and value > 65535):  # `not >=`: NaN from a CLI value too
                 raise SettingsError(f"{ENV_PREFIX}{name.upper()}={value!r}: expected {what}")
         if self.commit_gate not in ("quorum", "none"):
             raise SettingsError(f"{ENV_PREFIX}COMMIT_GATE={self.commit_gate!r}: expected quorum or none")
