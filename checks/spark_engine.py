@@ -151,22 +151,30 @@ def check_master_reachable(master: str, timeout: float | None = None) -> None:
         time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
 
 
-def build_session(master: str = "local[2]", app_name: str = "ctrlaudit-check", shuffle_partitions: int = 8):
-    """A SparkSession kept on loopback, without UI, with Avro available (BadInput when it cannot start)."""
-    check_master(master)
-    check_master_reachable(master)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+_LOOPBACK = re.compile(r"//(127\.0\.0\.1|localhost)[:,]")
+
+
+def build_session(master: str | None = "local[2]", app_name: str = "ctrlaudit-check", shuffle_partitions: int = 8):
+    """A SparkSession kept on loopback, without UI, with Avro available (BadInput when it cannot start).
+    master None: the one spark-submit was given (its JVM already holds it)."""
+    if master is not None:
+        check_master(master)
+        check_master_reachable(master)
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
     builder = (
-        SparkSession.builder.master(master).appName(app_name)
+        builder.appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
     )
+    if master is not None and (master.startswith("local") or _LOOPBACK.search(master)):
+        # a driver of a local or loopback master stays on loopback; on YARN, Kubernetes or a remote
+        # standalone master the executors must reach it, so Spark's own choice stands
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
     if not _bundled_avro():
         import pyspark
 

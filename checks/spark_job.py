@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -42,11 +43,11 @@ def _run(args: argparse.Namespace) -> int:
     missing = [p for p in args.inputs if not Path(p).exists()]
     if missing:
         raise BadInput(f"{missing[0]}: no such file or directory")
+    # Under spark-submit (it starts the JVM and hands its gateway port to this process) the master is
+    # spark-submit's own --master unless this --master overrides it; run alone, local[2].
     master = args.master
-    if master is None:
-        from pyspark import SparkConf
-
-        master = SparkConf().get("spark.master", "local[2]")
+    if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        master = "local[2]"
     spark = build_session(master, shuffle_partitions=args.shuffle_partitions)
     try:
         from ctrlaudit.progress import archive_bytes, bar
