@@ -234,6 +234,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2, help="DuckDB threads")
     ap.add_argument("--master", default=f"local[{os.cpu_count() or 2}]", help="Spark master")
+    ap.add_argument("--spark-cluster", type=int, metavar="WORKERS", default=0,
+                    help="start a Spark standalone cluster (checks.spark_cluster) with this many 1-core workers "
+                         "and run Spark there instead of --master")
+    ap.add_argument("--executor-memory", default="3g", help="with --spark-cluster: memory per worker")
     ap.add_argument("--driver-memory", default="8g")
     ap.add_argument("--no-spark", action="store_true")
     ap.add_argument("--no-duckdb", action="store_true", help="only Spark (with --spark-events: prefixes)")
@@ -247,7 +251,14 @@ def main() -> None:
     sizes = sorted(args.events or [1_000_000])
     root = args.keep or Path(tempfile.mkdtemp(prefix="ctrlaudit-bench-checks-"))
     root.mkdir(parents=True, exist_ok=True)
-    spark = None
+    spark = cluster = None
+    if not args.no_spark and args.spark_cluster:
+        from checks.spark_cluster import SparkCluster
+
+        cluster = SparkCluster.start(root / "spark-cluster", workers=args.spark_cluster, memory=args.executor_memory)
+        args.master = cluster.master_url
+        os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--driver-memory {args.driver_memory} --executor-memory "
+                              f"{args.executor_memory} pyspark-shell")
     if not args.no_spark:
         os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--driver-memory {args.driver_memory} pyspark-shell")
         from checks.spark_engine import build_session
@@ -266,13 +277,15 @@ def main() -> None:
     finally:
         if spark is not None:
             spark.stop()
+        if cluster is not None:
+            cluster.stop()
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = os.getloadavg()
     text = (f"\n### checks — {when}\n\nMachine: {BR.machine()}; load average at the end {load[0]:.1f}. "
             f"Command: `.venv/bin/python bench/checks.py {' '.join(sys.argv[1:])}`. DuckDB threads "
-            f"{args.threads}, Spark {args.master if spark is not None else '(skipped)'}. "
+            f"{args.threads}, Spark {'(skipped)' if spark is None else (f'standalone cluster, {args.spark_cluster} workers x 1 core' if cluster else args.master)}. "
             "Histories: bench/replay.py's (1000 topics × 100 partitions, 12 brokers, 3 racks). "
             "\"DuckDB check\" is the 13 queries over a loaded table; decode and table load are timed apart. "
             "×k = time relative to the smallest size.\n\n" + render(results, args, spark_rows))

@@ -39,6 +39,14 @@ def _run(args: argparse.Namespace) -> int:
     from checks.run import run_check
     from checks.spark_engine import build_session
 
+    # The driver verifies every file's manifest and chain before Spark reads a byte (schemas.verified),
+    # and that reader reads the local filesystem (or a mounted one): an hdfs://, s3a:// or other Hadoop
+    # URI is refused in one line rather than read unverified.
+    remote = [p for p in args.inputs if "://" in p and not p.startswith("file://")]
+    if remote:
+        raise BadInput(f"{remote[0]}: archives are verified on the driver before Spark reads them, and that "
+                       "needs a local or mounted path (HDFS/S3 through Hadoop's filesystem API: not yet)")
+    args.inputs = [p[len("file://"):] if p.startswith("file://") else p for p in args.inputs]
     # a missing input is found before a JVM is started (about 10 s and a screen of Spark's log)
     missing = [p for p in args.inputs if not Path(p).exists()]
     if missing:

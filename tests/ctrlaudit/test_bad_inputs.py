@@ -187,6 +187,8 @@ ROWS = [
       module="checks.spark_job"),
     R("spark-job-missing-input", ["{root}/nope", "--master", "local[1]"], 2,
       "ctrlaudit check: {root}/nope: no such file or directory", module="checks.spark_job"),
+    R("spark-job-hdfs-archive", ["hdfs:///archive", "--master", "local[1]"], 2,
+      "ctrlaudit check: hdfs:///archive: archives are verified on the driver", module="checks.spark_job"),
     # settings: one line naming the variable, the value and what it takes
     R("connect-timeout-not-a-number", ["load", "--bootstrap-server", "127.0.0.1:1", "--store", "{here}/k.duckdb"],
       2, "CTRLAUDIT_CONNECT_TIMEOUT='soon'", {"CTRLAUDIT_CONNECT_TIMEOUT": "soon"}),
