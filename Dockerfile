@@ -1,5 +1,6 @@
 # The ctrlaudit image the compose stack's workers run from: the project installed at build time
-# (nothing is installed or downloaded when a container starts), with the native archive decoder
+# with the capture extra, pinned by constraints.txt (nothing is installed or downloaded when a
+# container starts), with the native archive decoder
 # built against zlib and OpenSSL.
 FROM python:3.11-slim
 
@@ -8,13 +9,13 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
-COPY pyproject.toml setup.py README.md ./
+COPY pyproject.toml setup.py README.md constraints.txt ./
 COPY schemas ./schemas
 COPY services ./services
 COPY replay ./replay
 COPY checks ./checks
 COPY ctrlaudit ./ctrlaudit
-RUN pip install --no-cache-dir . \
+RUN pip install --no-cache-dir -c constraints.txt '.[capture]' \
  && python -c "from schemas import fastflat; assert fastflat.chain_available(), 'native decoder not built'"
 
 WORKDIR /work

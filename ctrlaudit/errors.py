@@ -60,6 +60,13 @@ def _origin(exc: BaseException) -> str:
     return type(exc).__module__.split(".", 1)[0]
 
 
+# Modules of the optional extras (pyproject.toml): offline forensics needs none of them.
+EXTRAS = {
+    "faust": "capture", "aiokafka": "capture", "confluent_kafka": "capture", "kafka": "capture",
+    "cryptography": "capture", "pyspark": "spark", "py4j": "spark",
+}
+
+
 def describe(exc: BaseException, store: object = None) -> tuple[str, int] | None:
     """(one line, exit code) for an error a user can cause or fix; None for a bug.
 
@@ -69,6 +76,10 @@ def describe(exc: BaseException, store: object = None) -> tuple[str, int] | None
         return str(exc), EXIT_FOUND
     if isinstance(exc, ContractError):
         return str(exc), EXIT_BAD_INPUT
+    if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in EXTRAS:
+        extra = EXTRAS[exc.name.split(".")[0]]
+        return (f"this command needs the '{extra}' extra ({exc.name} is not installed): "
+                f"pip install 'ctrlaudit[{extra}]'"), EXIT_BAD_INPUT
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted", EXIT_INTERRUPTED
     if isinstance(exc, OSError):  # on the user's paths: missing, a directory, read-only, full disk, ...
