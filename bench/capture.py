@@ -353,7 +353,6 @@ def main() -> None:
         return backlog_run(a)
     if a.offline:
         return offline(a)
-    from services.cluster import observe
     from services.cluster.testing import running_cluster
     work = Path(tempfile.mkdtemp(prefix="bench-capture-"))
     prefix = "bench" + uuid.uuid4().hex[:4]
@@ -437,7 +436,7 @@ def main() -> None:
                 brokers0, idle0 = sum(cpu_s(p.pid) for p in c.procs.values()), box_idle_s()
                 worker = start_worker(a, env, work / "worker2.log")
                 # a restart first replays the raw topic; with retention a gap changes the count: stop at 60 s quiet
-                end3 = wait_quiet(c.bootstrap_servers, ev_topic, quiet=60 if a.metadata_retention_bytes else 300, timeout=1800,
+                wait_quiet(c.bootstrap_servers, ev_topic, quiet=60 if a.metadata_retention_bytes else 300, timeout=1800,
                                   expect=end2 + n_catch + topics)
                 # CPU while the worker caught up (start to quiet, incl. its start and the raw-topic replay):
                 # what the worker itself costs per event, and what the three brokers on the same cores took

@@ -156,7 +156,7 @@ class Workload:
         for i in range(0, len(parts), CHUNK):
             tps = [TopicPartition(t, p) for t, p in parts[i:i + CHUNK]]
             # (confluent-kafka 2.16 rejects keyword timeouts here; socket.timeout.ms applies)
-            res = self._retry(lambda: self.admin.elect_leaders(ElectionType.PREFERRED, tps).result())
+            res = self._retry(lambda tps=tps: self.admin.elect_leaders(ElectionType.PREFERRED, tps).result())
             for err in res.values():  # KafkaError or None
                 outcome["elected" if err is None else _err_name(err)] += 1
         return outcome

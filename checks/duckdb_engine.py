@@ -56,7 +56,8 @@ class DuckDBEngine:
 
         # as every command opens the store: a store locked by a load (DuckDB: one writer process or any
         # number of readers) is waited for up to CTRLAUDIT_LOCK_WAIT, then named with the process holding it
-        config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+        config: dict[str, str | bool | int | float | list[str]] = {
+            "autoinstall_known_extensions": False, "autoload_known_extensions": False}
         if threads:
             config["threads"] = threads
         con = opening.connect(Path(path), True, config)
@@ -111,7 +112,7 @@ class DuckDBEngine:
         if not cols:
             raise BadInput(f"{where}: no `events` table: not a ctrlaudit store")
         check_layout(cols, where)
-        if self.con.execute("SELECT count(*) FROM events").fetchone()[0] == 0:
+        if self.con.execute("SELECT count(*) FROM events").fetchall()[0][0] == 0:
             raise BadInput(f"{where}: store holds no events")
 
     # --- queries --------------------------------------------------------------------------------
@@ -156,7 +157,8 @@ def sort_key(row: Sequence[Any]) -> tuple[Any, ...]:
 
 def _connect(database: str, read_only: bool = False, threads: int | None = None) -> duckdb.DuckDBPyConnection:
     # No extension may try the network (ecosystem.md §5).
-    config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    config: dict[str, str | bool | int | float | list[str]] = {
+        "autoinstall_known_extensions": False, "autoload_known_extensions": False}
     if threads:
         config["threads"] = threads
     return duckdb.connect(database, read_only=read_only, config=config)

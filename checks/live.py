@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from schemas import flat
 
@@ -153,7 +153,7 @@ def as_row(event: Any) -> dict[str, Any]:
     """A flat row (schemas.flat columns) of a ControllerEvent, an Avro record dict or a flat row dict."""
     if isinstance(event, Mapping):
         if "payload" in event:
-            return dict(zip(flat.COLUMN_NAMES, flat.flatten(event)))
+            return dict(zip(flat.COLUMN_NAMES, flat.flatten(cast(dict[str, Any], event))))
         return event if isinstance(event, dict) else dict(event)
     from schemas import codec
 
@@ -503,7 +503,7 @@ class LiveChecker:
             if found is not None and found[0] is not None:
                 level, (value, config_seq) = lvl, found
                 break
-        allowed = level is not None and value.strip(" ").lower() == "true"
+        allowed = level is not None and value is not None and value.strip(" ").lower() == "true"
         if level is None:
             config_text = "unclean.leader.election.enable=false (Kafka default)"
             allowance = None
@@ -530,15 +530,16 @@ class LiveChecker:
         after = tuple(r[f"a_{n}"] for n in _STATE_FIELDS) if r["has_after"] else None
         if not r["bootstrap"] and r["has_before"] and part.last_seq is not None:
             before = tuple(r[f"b_{n}"] for n in _STATE_FIELDS)
+            last_after = part.last_after or ()  # a state after every change but a delete
             if not part.last_has_after:
                 n_diff = 10
             else:
-                n_diff = sum(1 for x, y in zip(before, part.last_after) if _distinct(x, y))
+                n_diff = sum(1 for x, y in zip(before, last_after) if _distinct(x, y))
             if n_diff:
                 allowed = c.gaps > part.last_gaps
                 rule = "before_of_deleted_partition" if not part.last_has_after else "before_differs_from_previous_after"
                 expected = ("no before (partition deleted at related seq)" if not part.last_has_after else
-                            "before = previous after: " + _state_text(part.last_after))
+                            "before = previous after: " + _state_text(last_after))
                 self._alert(out, r, "state_continuity", rule, expected, f"{_tp(r)} before: {_state_text(before)}",
                             n_diff, related_seq=part.last_seq, status="allowed" if allowed else "violated",
                             allowance="capture gap between the two events" if allowed else None)
@@ -605,7 +606,7 @@ def _distinct(x: Any, y: Any) -> bool:
     """SQL's IS DISTINCT FROM (lists compared element by element, in order)."""
     if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
         return list(x) != list(y)
-    return x != y
+    return bool(x != y)
 
 
 def _state_text(s: tuple[Any, ...]) -> str:

@@ -196,6 +196,7 @@ def _diff(before: dict[str, Any] | None, after: dict[str, Any] | None) -> str:
     if before is None and after is None:
         return ""
     if before is None:
+        assert after is not None
         return "created " + ", ".join(f"{k}={after[k]}" for k in _STATE)
     if after is None:
         return "deleted"
@@ -258,7 +259,7 @@ def _example_line(x: dict[str, Any]) -> str:
     return line
 
 
-def print_report(report: Report, console=None) -> None:
+def print_report(report: Report, console: Any = None) -> None:
     from rich.console import Console
     from rich.table import Table
 

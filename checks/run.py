@@ -5,6 +5,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -22,10 +23,10 @@ def check(
     engine: str = "duckdb",
     allow: Sequence[str] = (),
     invariants: Sequence[str] | None = None,
-    spark=None,
+    spark: Any = None,
     master: str = "local[2]",
     allow_gaps: bool = False,
-    progress=None,
+    progress: Any = None,
 ) -> Report:
     """Run the catalog (or the named invariants) over the inputs; raises BadInput/ContractError
     (ArchiveProblem when an archive does not verify and allow_gaps is not given)."""
@@ -34,11 +35,11 @@ def check(
     if unknown:
         raise BadInput(f"unknown invariant {', '.join(map(repr, unknown))}; known: {', '.join(NAMES)}")
     names = list(invariants or NAMES)
-    resolved = resolve(inputs if isinstance(inputs, (list, tuple)) else [inputs])
+    resolved = resolve([inputs] if isinstance(inputs, (str, Path)) else list(inputs))
     if engine == "duckdb":
         from checks.duckdb_engine import DuckDBEngine
 
-        eng = DuckDBEngine.from_inputs(resolved, allow_gaps=allow_gaps, progress=progress)
+        eng: Any = DuckDBEngine.from_inputs(resolved, allow_gaps=allow_gaps, progress=progress)
     elif engine == "spark":
         from checks.spark_engine import SparkEngine, build_session
 
@@ -64,11 +65,11 @@ def run_check(
     junit_path: str | Path | None = None,
     *,
     invariants: Sequence[str] | None = None,
-    console=None,
-    spark=None,
+    console: Any = None,
+    spark: Any = None,
     master: str = "local[2]",
     allow_gaps: bool = False,
-    progress=None,
+    progress: Any = None,
 ) -> int:
     """Check, print a readable report, write JSON/JUnit if asked; 0 clean / 1 violations or an archive
     that does not verify / 2 bad input.

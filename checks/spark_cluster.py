@@ -24,7 +24,9 @@ import sys
 import time
 import urllib.request
 from dataclasses import asdict, dataclass
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -47,7 +49,7 @@ def spark_submit() -> Path:
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 def _env(work: Path) -> dict[str, str]:
@@ -87,9 +89,9 @@ class SparkCluster:
         env = _env(work)
         spark_class = str(spark_home() / "bin" / "spark-class")
         port, ui = _free_port(), _free_port()
-        procs: list[subprocess.Popen] = []
+        procs: list[subprocess.Popen[bytes]] = []
 
-        def launch(name: str, *args: str) -> subprocess.Popen:
+        def launch(name: str, *args: str) -> subprocess.Popen[bytes]:
             log = open(work / "logs" / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
             p = subprocess.Popen([spark_class, *args], env=env, stdout=log, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, start_new_session=True)
@@ -122,7 +124,7 @@ class SparkCluster:
         data["worker_pids"], data["worker_ui_ports"] = tuple(data["worker_pids"]), tuple(data["worker_ui_ports"])
         return cls(**data)
 
-    def state(self) -> dict | None:
+    def state(self) -> dict[str, Any] | None:
         """The master's own view (its /json endpoint): workers, running and completed applications."""
         return ui_json(self.master_ui_port)
 
@@ -132,20 +134,20 @@ class SparkCluster:
         (Path(self.work_dir) / "cluster.json").unlink(missing_ok=True)
 
 
-def alive_workers(ui_port: int) -> list[dict]:
+def alive_workers(ui_port: int) -> list[dict[str, Any]]:
     state = ui_json(ui_port) or {}
     return [w for w in state.get("workers", []) if w.get("state") == "ALIVE"]
 
 
-def ui_json(port: int) -> dict | None:
+def ui_json(port: int) -> dict[str, Any] | None:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/", timeout=2) as r:
-            return json.loads(r.read())
+            return cast(dict[str, Any], json.loads(r.read()))
     except (OSError, ValueError):
         return None
 
 
-def _await(ready, timeout: float, what: str, work: Path, procs: list[subprocess.Popen]) -> None:
+def _await(ready: Callable[[], bool], timeout: float, what: str, work: Path, procs: list[subprocess.Popen[bytes]]) -> None:
     deadline = time.monotonic() + timeout
     while not ready():
         dead = [p for p in procs if p.poll() is not None]

@@ -154,7 +154,7 @@ def check_master_reachable(master: str, timeout: float | None = None) -> None:
 _LOOPBACK = re.compile(r"//(127\.0\.0\.1|localhost)[:,]")
 
 
-def build_session(master: str | None = "local[2]", app_name: str = "ctrlaudit-check", shuffle_partitions: int = 8):
+def build_session(master: str | None = "local[2]", app_name: str = "ctrlaudit-check", shuffle_partitions: int = 8) -> Any:
     """A SparkSession kept on loopback, without UI, with Avro available (BadInput when it cannot start).
     master None: the one spark-submit was given (its JVM already holds it)."""
     if master is not None:
@@ -195,7 +195,7 @@ def avro_format() -> str:
 class SparkEngine:
     name = "spark"
 
-    def __init__(self, spark, events_df, view: str = "events") -> None:
+    def __init__(self, spark: Any, events_df: Any, view: str = "events") -> None:
         self.spark = spark
         self.df = events_df
         self.timings: dict[str, float] = {}
@@ -204,7 +204,7 @@ class SparkEngine:
         events_df.createOrReplaceTempView(view)
 
     @classmethod
-    def from_archives(cls, spark, archives: Sequence[Path], allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
+    def from_archives(cls, spark: Any, archives: Sequence[Path], allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
         """The archive, verified first on the driver through schemas.verified (the one read path):
         Spark then reads only the files that verified, and each event once."""
         started = time.perf_counter()
@@ -217,7 +217,7 @@ class SparkEngine:
         return engine
 
     @classmethod
-    def _read_files(cls, spark, archives: Sequence[Path], dedupe: bool) -> SparkEngine:
+    def _read_files(cls, spark: Any, archives: Sequence[Path], dedupe: bool) -> SparkEngine:
         started = time.perf_counter()
         try:
             raw = (
@@ -246,13 +246,13 @@ class SparkEngine:
         return engine
 
     @classmethod
-    def from_arrow(cls, spark, table) -> SparkEngine:
+    def from_arrow(cls, spark: Any, table: Any) -> SparkEngine:
         df = spark.createDataFrame(table).cache()
         df.count()
         return cls(spark, df)
 
     @classmethod
-    def from_inputs(cls, spark, inputs: Inputs, allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
+    def from_inputs(cls, spark: Any, inputs: Inputs, allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
         if inputs.store is not None:
             # A replay store: DuckDB reads it (and checks its layout), Spark gets the Arrow table.
             duck = DuckDBEngine.from_store(inputs.store)

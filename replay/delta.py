@@ -7,7 +7,7 @@ the fold through a builder equals the fold of `apply`, in any batching.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from immutables import Map
@@ -91,7 +91,7 @@ class ImageBuilder:
         self._features: dict[str, int] | None = None
         self._gaps: list[CaptureGapSeen] = []
         self._unknown = 0
-        self._handlers = {
+        self._handlers: dict[type, Callable[[ControllerEvent, Any, bool], None]] = {
             PartitionChange: self._partition, BrokerChange: self._broker, TopicChange: self._topic,
             ControllerChange: self._controller_change, ConfigChange: self._config,
             FeatureLevelChange: self._feature, OffsetSample: self._sample, CaptureGap: self._gap,
@@ -153,7 +153,7 @@ class ImageBuilder:
 
     def _id_of_name(self, name: str) -> str | None:
         topic_id = self._names.get(name, _MISSING)
-        return self.base.topics.by_name.get(name) if topic_id is _MISSING else topic_id  # type: ignore[no-any-return]
+        return self.base.topics.by_name.get(name) if topic_id is _MISSING else topic_id
 
     # --- handlers, one per payload type ----------------------------------------------------
 

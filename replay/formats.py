@@ -154,8 +154,8 @@ def diff_text(d: DiffResult) -> str:
     if d.controller is not None:
         a, b = d.controller
         lines.append(f"controller: {a.leader_id} (epoch {a.epoch}) -> {b.leader_id} (epoch {b.epoch})")
-    for i, a, b in d.brokers:
-        lines.append(f"broker {i}: {_broker(a)} -> {_broker(b)}")
+    for i, was, now in d.brokers:
+        lines.append(f"broker {i}: {_broker(was)} -> {_broker(now)}")
     lines.extend(p.line() for p in d.partitions)
     if len(lines) == 1:
         lines.append("no differences")

@@ -11,7 +11,7 @@ import duckdb
 
 STATE = "replicas, isr, adding, removing, elr, last_known_elr, leader, leader_epoch, partition_epoch, recovery"
 
-DDL = f"""
+DDL = """
 CREATE TABLE IF NOT EXISTS partition_intervals (
     cluster_id VARCHAR, topic_id VARCHAR, topic VARCHAR, "partition" INTEGER,
     from_seq BIGINT, to_seq BIGINT, from_time_ms BIGINT, to_time_ms BIGINT, from_offset BIGINT,
@@ -101,7 +101,7 @@ def rebuild_small(con: duckdb.DuckDBPyConnection, cluster_id: str) -> None:
     for table in ("topic_intervals", "broker_intervals", "controller_intervals", "config_intervals",
                   "feature_intervals"):
         con.execute(f"DELETE FROM {table} WHERE cluster_id = ?", [cluster_id])
-    con.execute(f"""
+    con.execute("""
         INSERT INTO topic_intervals
         WITH t AS (SELECT topic_id, topic, topic_change, seq,
                           LEAD(seq) OVER (PARTITION BY topic_id ORDER BY seq) AS next_seq

@@ -220,7 +220,7 @@ def image_at(store: Store, point: Point) -> ClusterImage:
         (ConfigResourceType(t), n): Map(v) for (t, n), v in configs_as_of(store, point).items()}
     features = dict(con.execute(f"SELECT feature, level FROM feature_intervals WHERE {_AT}", params).fetchall())
     brokers = {}
-    for b, e, f, cs, rack, inc, eps in con.execute(f"""
+    for b, e, f, cs, rack, inc, _eps in con.execute(f"""
             SELECT i.broker_id, i.epoch, i.fenced, i.in_controlled_shutdown, i.rack, NULL, NULL
             FROM broker_intervals i WHERE {_AT.replace('cluster_id', 'i.cluster_id')}""", params).fetchall():
         brokers[b] = BrokerState(b, e, f, cs, inc, rack)

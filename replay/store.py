@@ -9,7 +9,7 @@ time into the seq bound every query takes.
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -407,12 +407,13 @@ class Store:
         if not rows:
             raise StoreError(f"no event of cluster {cluster} at or before {what}")
         status = chainstate.status(self.con, cluster)
-        return Point(cluster, *rows[0], verified_to=status.verified_to,
-                     gaps=tuple(g for g in status.gaps if g.from_seq <= rows[0][0] + 1),
+        seq, source_offset, event_time_ms, found_id, source_kind = rows[0]
+        return Point(cluster, seq, source_offset, event_time_ms, found_id, source_kind,
+                     verified_to=status.verified_to, gaps=tuple(g for g in status.gaps if g.from_seq <= seq + 1),
                      note=status.clock_note() if time is not None else "")
 
 
-def verified_batches(read: VerifiedRead, batch_bytes: int) -> Iterable[list[tuple[Path, pa.Table]]]:
+def verified_batches(read: VerifiedRead, batch_bytes: int) -> Generator[list[tuple[Path, pa.Table]], None, None]:
     """The verified files of a read, grouped into batches of about batch_bytes of archive."""
     batch: list[tuple[Path, pa.Table]] = []
     size = 0

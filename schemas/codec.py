@@ -8,7 +8,7 @@ reader schema, so old data stays readable and newer data too (within Avro's reso
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 from fastavro.read import SchemaResolutionError
@@ -262,7 +262,7 @@ def decode_record(
     left = len(data) - buf.tell()
     if left:
         raise CodecError(f"{left} unexpected bytes after the event body", where)
-    return record, writer
+    return cast(dict[str, Any], record), writer
 
 
 def decode(data: bytes, where: str = "", reader: loader.SchemaVersion | None = None) -> ControllerEvent:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import fastavro
 from fastavro.read import SchemaResolutionError
@@ -61,7 +61,7 @@ def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
             name = reader.writer_schema.get("name") if isinstance(reader.writer_schema, dict) else None
             if name not in (RECORD_NAME, "ControllerEvent"):
                 raise CodecError(f"Avro file of record {name!r}, not {RECORD_NAME}", str(path))
-            if not _is_current(reader.writer_schema):
+            if not _is_current(cast(dict[str, Any], reader.writer_schema)):
                 # Resolution is ~3x slower in fastavro: only pay for it when the writer differs.
                 fo.seek(0)
                 reader = fastavro.reader(fo, reader_schema=loader.current().parsed, **READ_OPTIONS)
@@ -70,7 +70,7 @@ def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
         index = 0
         try:
             for record in reader:
-                yield record
+                yield cast(dict[str, Any], record)
                 index += 1
         except (ValueError, EOFError, IndexError, KeyError, UnicodeDecodeError, OverflowError,
                 zlib.error, SchemaResolutionError) as exc:
@@ -97,6 +97,6 @@ def writer_schema_of(path: str | Path) -> dict[str, Any]:
     """The writer schema stored in a container file's header."""
     with open(path, "rb") as fo:
         try:
-            return fastavro.reader(fo).writer_schema
+            return cast(dict[str, Any], fastavro.reader(fo).writer_schema)
         except (ValueError, EOFError) as exc:
             raise CodecError(f"not an Avro object container file ({exc})", str(path)) from exc

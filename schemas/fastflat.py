@@ -18,6 +18,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache, lru_cache
 from pathlib import Path
+from typing import Any
 
 import fastavro
 import pyarrow as pa
@@ -26,7 +27,7 @@ from schemas import flat, loader
 from schemas.errors import ChainBreak, CodecError
 
 try:
-    from schemas import _flatdecode as _native
+    from schemas import _flatdecode as _native  # type: ignore[attr-defined]  # C extension, no stubs
 except ImportError:  # built without a compiler / zlib: the Python path only
     _native = None
 
@@ -142,9 +143,9 @@ def _decode(path: Path, batch_rows: int, chain: tuple[int, bytes] | None) -> tup
         batches, err = _native.decode(data, offset, sync, CODECS[codec], batch_rows)
     else:  # the file's sha256 in a thread while decoding (both release the GIL)
         with ThreadPoolExecutor(max_workers=1) as pool:
-            sha = pool.submit(lambda: hashlib.sha256(data).hexdigest())
+            sha = pool.submit(hashlib.sha256, data)
             batches, err = _native.decode(data, offset, sync, CODECS[codec], batch_rows, chain)
-            digest = sha.result()
+            digest = sha.result().hexdigest()
     del data
     if err is not None:
         kind, message, index = err
@@ -162,7 +163,7 @@ def _decode(path: Path, batch_rows: int, chain: tuple[int, bytes] | None) -> tup
     return _table(batches), digest
 
 
-def _table(batches: list[tuple[int, tuple]]) -> pa.Table:
+def _table(batches: list[tuple[int, tuple[Any, ...]]]) -> pa.Table:
     if not batches:
         return flat.ARROW_SCHEMA.empty_table()
     types = [t for _, t, _ in flat.FLAT_COLUMNS]
@@ -173,7 +174,7 @@ def _table(batches: list[tuple[int, tuple]]) -> pa.Table:
     return pa.Table.from_batches(record_batches, schema=flat.ARROW_SCHEMA)
 
 
-def _array(spec: tuple, typ: pa.DataType) -> pa.Array:
+def _array(spec: tuple[Any, ...], typ: pa.DataType) -> pa.Array:
     kind, n, nulls, valid, data, values, chars, child_len = spec
     buffers = [pa.py_buffer(valid) if valid is not None else None, pa.py_buffer(data)]
     if kind in (_native.K_I32, _native.K_I64, _native.K_BOOL):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,14 +181,14 @@ def archive_files(paths: Iterable[str | Path], allow_gaps: bool = False) -> tupl
 
 # --- one file ------------------------------------------------------------------------------------
 
-def _writer_records(path: Path) -> Iterator[tuple[dict, Any]]:
+def _writer_records(path: Path) -> Iterator[tuple[dict[str, Any], Any]]:
     """(record as written, the writer's parsed schema): the chain hash is over the body in the
     schema the event was written with, which for a file of another release is not this build's."""
     with open(path, "rb") as fo:
         reader = fastavro.reader(fo, **READ_OPTIONS)
         parsed = fastavro.parse_schema(reader.writer_schema)
         for rec in reader:
-            yield rec, parsed
+            yield cast(dict[str, Any], rec), parsed
 
 
 def _verify_python(f: ArchiveFile) -> tuple[pa.Table, str]:

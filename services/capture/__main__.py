@@ -24,8 +24,8 @@ def main() -> None:
         from schemas.errors import ContractError
         from services.capture.settings import Settings, ensure_topics
         try:
-            Settings().role_set
-            Settings().security
+            settings = Settings()
+            _ = settings.role_set, settings.security  # properties that validate (SettingsError)
             ensure_topics(Settings())
         except (ValueError, ContractError) as exc:  # settings (SettingsError), --command-config, Kafka
             sys.exit(f"ctrlaudit capture: {exc}")

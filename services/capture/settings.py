@@ -175,7 +175,7 @@ def ensure_topics(s: Settings, timeout: float = 60) -> list[str]:
             time.sleep(1)
     todo = [NewTopic(t, 1, s.replication_factor, config=dict(c)) for t, c in wanted.items() if t not in existing]
     if todo:
-        for topic, future in admin.create_topics(todo, request_timeout=30).items():
+        for _topic, future in admin.create_topics(todo, request_timeout=30).items():
             try:
                 future.result()
             except KafkaException as exc:

@@ -272,7 +272,7 @@ def shell_image(cluster_or_tools, file: Path | str) -> ShellImage:
     partitions = {tp: parse_partition_registration(outs[k + i]) for i, tp in enumerate(parts)}
     k += len(parts)
     brks = {}
-    for i, b in enumerate(brokers):
+    for i in range(len(brokers)):
         reg = parse_broker_registration(outs[k + i])
         brks[reg.broker_id] = reg
     return ShellImage(ids, partitions, brks)

@@ -345,7 +345,7 @@ class _Gen:
             loop.append(f"{kw} tag in {tuple(invalid)!r}:")
             loop.append(f"    raise _Fail('Tag ' + str(tag) + ' is not valid for version {version}')")
             kw = "elif"
-        loop += ([f"else:"] if kw == "elif" else ["if True:"]) + [
+        loop += (["else:"] if kw == "elif" else ["if True:"]) + [
             "    if unk is None: unk = []",
             "    unk.append((tag, bytes(buf[pos:tend])))",
             "    pos = tend",

@@ -4,7 +4,7 @@ import json
 
 from rich.console import Console
 
-from schemas.events import LeaderRecoveryState, PartitionState as PS
+from schemas.events import PartitionState as PS
 from replay.changes import explain, timeline
 from replay.formats import (
     describe, diff_text, explain_text, state_table, timeline_table, timeline_text, to_json,

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from schemas import (
     BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType,
-    ControllerChange, ControllerEvent, ElectionType, FeatureLevelChange, LeaderRecoveryState,
-    OffsetSample, PartitionChange, PartitionChangeKind, PartitionState, ReplicaOffset, SourceKind,
+    ControllerChange, ControllerEvent, ElectionType, FeatureLevelChange, OffsetSample, PartitionChange, PartitionChangeKind, PartitionState, ReplicaOffset, SourceKind,
     SourcePosition, TopicChange, TopicChangeKind, UnknownRecord,
 )
 from schemas.chain import Chain, event_id

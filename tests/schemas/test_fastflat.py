@@ -144,7 +144,7 @@ def test_one_kind_alone(tmp_path: Path, kind: str) -> None:
 @native
 def test_nulls_and_edges(tmp_path: Path) -> None:
     """Nullable fields both ways, empty lists, an unregistered broker, a created/deleted partition."""
-    from schemas import BrokerChange, BrokerChangeKind, BrokerState, PartitionChange, SourcePosition, SourceKind
+    from schemas import BrokerChange, BrokerChangeKind, BrokerState, SourcePosition, SourceKind
     from dataclasses import replace
 
     base = sample_event("PartitionChange")

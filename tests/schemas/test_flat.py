@@ -16,7 +16,8 @@ def test_every_kind_flattens_to_the_full_width() -> None:
 
 
 def test_columns_carry_the_payload_values() -> None:
-    events_table = flat.to_arrow(flat.flatten(codec.to_avro(e)) for e in chained_history())
+    events_table = flat.to_arrow(  # noqa: F841 - read by name by DuckDB's replacement scan
+        flat.flatten(codec.to_avro(e)) for e in chained_history())
     got = duckdb.sql(
         "SELECT kind, b_isr, a_isr, a_leader, election, s_hw, s_leos, cc_epoch, broker_fenced, config_value, "
         "feature_level, gap_from, unknown_api_key FROM events_table ORDER BY seq"

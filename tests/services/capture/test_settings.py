@@ -26,7 +26,7 @@ def test_roles(roles, want, group):
 @pytest.mark.parametrize("roles", ["", "normalise", "watch,alerts"])
 def test_an_unknown_role_is_refused(roles):
     with pytest.raises(ValueError, match="expected normalize, watch or both"):
-        Settings().replace(roles=roles).role_set
+        _ = Settings().replace(roles=roles).role_set
 
 
 def test_the_worker_refuses_an_unknown_role_in_one_line():

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import fastavro
@@ -11,7 +10,6 @@ from typer.testing import CliRunner
 
 from ctrlaudit.cli import app
 from schemas.chain import record_hash
-from schemas.container import iter_records
 from schemas.events import ControllerEvent, SourceKind, SourcePosition, TopicChange, TopicChangeKind
 from services.archive import ArchiveWriter, list_files
 from services.archive.integrity import verify_archive

@@ -3,7 +3,6 @@ restart, controller failover, logs, and teardown of every JVM it started."""
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest

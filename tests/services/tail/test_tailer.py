@@ -9,7 +9,7 @@ from schemas.events import CaptureGap, PartitionChange
 from services.normalize.offline import import_events
 from services.tail import Batch, EventTailer, Gap, LogTailer, Snapshot, TailError, TailPosition
 from tests.services.kraft.helpers import metadata_value
-from tests.services.normalize.logs import T1, LogBuilder, broker, change, partition
+from tests.services.normalize.logs import T1, LogBuilder, change
 from tests.services.normalize.test_offline import history, snapshot
 
 
