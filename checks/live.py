@@ -39,6 +39,7 @@ LIVE_INVARIANTS: tuple[str, ...] = (
 
 UNCLEAN_KEY = "unclean.leader.election.enable"
 _LEVEL_NAMES = {1: "topic", 2: "controller node", 3: "cluster default"}
+_MEMBER_LISTS = ("isr", "elr", "last_known_elr", "adding", "removing")  # in the SQL's union order
 _STATE_FIELDS = ("replicas", "isr", "adding", "removing", "elr", "last_known_elr", "leader", "leader_epoch",
                  "partition_epoch", "recovery")
 
@@ -89,7 +90,17 @@ def _tp(r: Mapping[str, Any]) -> str:
 def _broker_state(r: Mapping[str, Any]) -> str:
     if r["broker_change"] == "UNREGISTERED" or r["broker_fenced"] is None:
         return "unregistered"
-    return "fenced" if r["broker_fenced"] else "active"
+    if r["broker_fenced"]:
+        return "fenced"
+    return "shutting_down" if r["broker_shutdown"] else "active"
+
+
+def _last_replica_standing(r: Mapping[str, Any]) -> bool:
+    """fenced_broker_not_in_isr's exemption: no leader and at most one ISR member, that member already
+    in the ISR before (or a bootstrap state)."""
+    isr = r["a_isr"]
+    return (r["a_leader"] == -1 and len(isr) <= 1
+            and bool(r["bootstrap"] or (r["has_before"] and set(isr) <= set(r["b_isr"]))))
 
 
 def _is_unclean(r: Mapping[str, Any]) -> bool:
@@ -293,6 +304,7 @@ class LiveChecker:
             self._isr_elr(r, out)
             self._fenced_joiners(c, r, out)
             self._distinct_replicas(c, r, out)
+            self._duplicate_members(r, out)
         self._continuity(c, part, r, out)
         # high_watermark_monotonic: a create/delete starts a new incarnation; count unclean elections
         if not has_b or not has_a:
@@ -307,7 +319,7 @@ class LiveChecker:
         self._close_interval(c, key)
         open_ = c.topic_open.setdefault(key[0], set())
         open_.discard(key[1])
-        if has_a and not (r["a_leader"] == -1 and len(r["a_isr"]) <= 1):
+        if has_a and not _last_replica_standing(r):
             members = frozenset(b for b in set(r["a_isr"]) | {r["a_leader"]} if b is not None and b >= 0)
             if members:
                 part.members = members
@@ -353,8 +365,8 @@ class LiveChecker:
                         f"isr {_show(isr)}, outside replicas: {_show(sorted(outside))}", len(outside))
 
     def _isr_elr(self, r: Mapping[str, Any], out: list[Alert]) -> None:
-        if not r["a_elr"] and not r["a_adding"] and not r["a_removing"]:
-            return  # every rule needs a non-empty ELR, adding or removing list
+        if not r["a_elr"] and not r["a_adding"] and not r["a_removing"] and not r["a_last_known_elr"]:
+            return  # every rule needs a non-empty ELR, last known ELR, adding or removing list
         isr, elr, reps = set(r["a_isr"]), set(r["a_elr"]), set(r["a_replicas"])
         adding, removing = set(r["a_adding"]), set(r["a_removing"])
         name = "isr_elr_sanity"
@@ -372,24 +384,36 @@ class LiveChecker:
                         f"adding ∪ removing ⊆ replicas {_show(r['a_replicas'])}",
                         f"adding {_show(r['a_adding'])}, removing {_show(r['a_removing'])}",
                         len((adding | removing) - reps))
+        if r["has_before"] and not r["bootstrap"]:
+            entered = (elr - set(r["b_elr"])) - set(r["b_isr"])
+            if entered:
+                self._alert(out, r, name, "elr_member_not_from_isr",
+                            f"new elr members from the previous isr {_show(r['b_isr'])}",
+                            f"elr {_show(r['b_elr'])} -> {_show(r['a_elr'])}", len(entered))
+        mv, lke = r["metadata_version"], r["a_last_known_elr"] or []
+        if mv is not None and mv < 22 and (elr or lke):
+            self._alert(out, r, name, "elr_before_metadata_version_22",
+                        "no elr or last known elr below metadata.version 22 (4.0-IV0)",
+                        f"metadata.version {mv}, elr {_show(r['a_elr'])}, last known elr {_show(lke)}",
+                        len(r["a_elr"]) + len(lke))
 
     def _fenced_joiners(self, c: _Cluster, r: Mapping[str, Any], out: list[Alert]) -> None:
         """fenced_broker_not_in_isr (a): brokers that join leader/ISR at this change."""
         leader, isr = r["a_leader"], r["a_isr"]
-        if leader == -1 and len(isr) <= 1:
-            return  # last replica standing
+        if _last_replica_standing(r):
+            return
         now = set(isr) | {leader}
         if r["bootstrap"] or not r["has_before"]:
             joined = now
         else:
-            joined = now - (set(r["b_isr"]) | {r["b_leader"]})
+            joined = (set(isr) - set(r["b_isr"])) | ({leader} - {r["b_leader"]})
         for b in sorted(x for x in joined if x is not None and x >= 0):
             st = c.brokers.get(b)
             if st is None:
                 if c.first_broker_seq is None or c.first_broker_seq >= r["seq"]:
                     continue
                 state, since = "unregistered", None
-            elif st[0] in ("fenced", "unregistered"):
+            elif st[0] in ("fenced", "unregistered", "shutting_down"):
                 state, since = st[0], st[2]
             else:
                 continue
@@ -413,7 +437,9 @@ class LiveChecker:
             return
         # a create: racks as of now of the brokers seen so far
         if c.active_racks is None:
-            c.active_racks = {rack for state, rack, _ in c.brokers.values() if state == "active" and rack is not None}
+            # distinct_replicas.sql's "active": registered and unfenced (in controlled shutdown or not)
+            c.active_racks = {rack for state, rack, _ in c.brokers.values()
+                              if state in ("active", "shutting_down") and rack is not None}
         active_racks = c.active_racks
         replica_racks, with_rack = set(), 0
         for b in distinct:
@@ -429,6 +455,18 @@ class LiveChecker:
                         f"replicas on {needed} distinct racks ({len(active_racks)} racks with active brokers)",
                         f"{_tp(r)} replicas {_show(reps)} on {len(replica_racks)} rack(s)",
                         needed - len(replica_racks))
+
+    def _duplicate_members(self, r: Mapping[str, Any], out: list[Alert]) -> None:
+        """distinct_replicas: no broker twice in the ISR, ELR, last known ELR, adding or removing list,
+        judged where the list is set."""
+        judge_all = r["bootstrap"] or not r["has_before"]
+        for name in _MEMBER_LISTS:
+            members = r[f"a_{name}"]
+            if members is None or len(set(members)) == len(members):
+                continue
+            if judge_all or list(members) != list(r[f"b_{name}"] or ()):
+                self._alert(out, r, "distinct_replicas", f"duplicate_in_{name}", f"each broker at most once in {name}",
+                            f"{_tp(r)} {name} {_show(members)}", len(members) - len(set(members)))
 
     def _reassignment(self, r: Mapping[str, Any], out: list[Alert]) -> None:
         changes = r["changes"]
@@ -549,7 +587,7 @@ class LiveChecker:
     def _broker_change(self, c: _Cluster, r: Mapping[str, Any], out: list[Alert]) -> None:
         b, seq = r["broker_id"], r["seq"]
         state = _broker_state(r)
-        if state != "active" and not r["bootstrap"]:
+        if state in ("fenced", "unregistered") and not r["bootstrap"]:
             # fenced_broker_not_in_isr (b): fenced or unregistered while still leader or in an ISR
             held = c.member_of.get(b)
             if held:

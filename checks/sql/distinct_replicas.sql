@@ -1,5 +1,7 @@
 -- Replica placement. Judged where replicas are set (creates, bootstrap states, replica-set changes):
 --  no broker twice in a replica list;
+--  likewise no broker twice in the ISR, ELR, last known ELR, adding or removing list, judged where
+--  that list is set (a broker counted twice in the ISR inflates it past min.insync.replicas);
 --  at creation (the one moment Kafka's placer chooses), replicas on distinct racks as far as the
 --  racks of the active (registered, unfenced) brokers allow: distinct racks ≥ min(RF, active racks).
 --  Not judged when any replica's rack is unknown (no rack configured).
@@ -50,6 +52,26 @@ per_create AS (
   FROM as_of WHERE is_broker = 0 AND version > 0
   GROUP BY cluster_id, seq
 ),
+member_lists AS (
+  SELECT cluster_id, seq, topic, partition, 'isr' AS list, a_isr AS members, b_isr AS was, has_before, bootstrap
+  FROM events WHERE kind = 'PartitionChange' AND has_after
+  UNION ALL
+  SELECT cluster_id, seq, topic, partition, 'elr', a_elr, b_elr, has_before, bootstrap
+  FROM events WHERE kind = 'PartitionChange' AND has_after
+  UNION ALL
+  SELECT cluster_id, seq, topic, partition, 'last_known_elr', a_last_known_elr, b_last_known_elr, has_before, bootstrap
+  FROM events WHERE kind = 'PartitionChange' AND has_after
+  UNION ALL
+  SELECT cluster_id, seq, topic, partition, 'adding', a_adding, b_adding, has_before, bootstrap
+  FROM events WHERE kind = 'PartitionChange' AND has_after
+  UNION ALL
+  SELECT cluster_id, seq, topic, partition, 'removing', a_removing, b_removing, has_before, bootstrap
+  FROM events WHERE kind = 'PartitionChange' AND has_after
+),
+member_dups AS (
+  SELECT * FROM member_lists
+  WHERE {distinct_size(members)} < {size(members)} AND (bootstrap OR NOT has_before OR NOT (members = was))
+),
 rack_bad AS (
   SELECT c.cluster_id, c.seq, c.topic, c.partition, c.a_replicas, p.active_racks, p.replica_racks,
          CASE WHEN {size(c.a_replicas)} < p.active_racks THEN {size(c.a_replicas)} ELSE p.active_racks END AS needed
@@ -70,3 +92,9 @@ SELECT cluster_id, seq, CAST(NULL AS BIGINT), 'replicas_share_rack', 'violated',
               CAST(replica_racks AS STRING), ' rack(s)'),
        CAST(needed - replica_racks AS BIGINT)
 FROM rack_bad WHERE replica_racks < needed
+UNION ALL
+SELECT cluster_id, seq, CAST(NULL AS BIGINT), concat('duplicate_in_', list), 'violated', CAST(NULL AS STRING),
+       concat('each broker at most once in ', list),
+       concat(topic, '-', CAST(partition AS STRING), ' ', list, ' ', {show(members)}),
+       CAST({size(members)} - {distinct_size(members)} AS BIGINT)
+FROM member_dups

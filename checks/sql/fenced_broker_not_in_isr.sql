@@ -1,20 +1,27 @@
--- I7 (ValidControllerState, KIP-841/903). A fenced or unregistered broker is never leader or in an ISR.
--- Two ways to break it:
+-- I7 (ValidControllerState, KIP-841/903). A fenced or unregistered broker is never leader or in an ISR,
+-- and a broker in controlled shutdown never becomes leader or joins an ISR (KIP-841: it is not an
+-- eligible replica; KRaft moves its leaderships away and takes it out of the ISRs when it enters
+-- controlled shutdown). Two ways to break it:
 --  (a) a PartitionChange makes such a broker leader or adds it to the ISR (judged for brokers that
---      join the state at this change; all members for creates and bootstrap states), with the broker's
+--      join the ISR or become leader at this change, an ISR member elected leader included; all
+--      members for creates and bootstrap states), with the broker's
 --      state as of that change. A broker with no registration at all counts as unregistered once the
 --      history has shown any broker registration (snapshots list brokers before partitions).
 --  (b) a broker is fenced or unregistered (not in a bootstrap) while some partition's state as of
 --      that moment still has it as leader or in the ISR. Kafka writes the PartitionChanges that
 --      remove it before the fence record, so a correct history never shows this.
 -- Legal exception (KRaft before ELR): when the last ISR member's broker goes away, the partition keeps
--- it as its only ISR member with leader -1 ("last replica standing"); such states are not judged.
+-- it as its only ISR member with leader -1 ("last replica standing"); such states are not judged, but
+-- only when that member was in the ISR before (or the state is a bootstrap): a broker that was not in
+-- the ISR does not become its last member.
+-- (b) is about fencing: a broker entering controlled shutdown is still leader and in ISRs at that
+-- record (KRaft writes the moves after it), so only fenced and unregistered states end membership.
 -- As-of lookups use one ordered stream per (cluster, broker) and a running count that numbers the
 -- broker's state versions, so they scale without range joins.
 WITH brokers AS (
   SELECT cluster_id, seq, broker_id AS broker, bootstrap,
          CASE WHEN broker_change = 'UNREGISTERED' OR broker_fenced IS NULL THEN 'unregistered'
-              WHEN broker_fenced THEN 'fenced' ELSE 'active' END AS state
+              WHEN broker_fenced THEN 'fenced' WHEN broker_shutdown THEN 'shutting_down' ELSE 'active' END AS state
   FROM events WHERE kind = 'BrokerChange'
 ),
 pc AS (
@@ -25,8 +32,9 @@ pc AS (
 joiners AS (
   SELECT cluster_id, seq, topic, partition, a_leader, a_isr,
          {explode(CASE WHEN bootstrap OR NOT has_before THEN {union(a_isr, {list1(a_leader)})}
-                  ELSE {except({union(a_isr, {list1(a_leader)})}, {union(b_isr, {list1(b_leader)})})} END)} AS broker
-  FROM pc WHERE has_after AND NOT (a_leader = -1 AND {size(a_isr)} <= 1)
+                  ELSE {union({except(a_isr, b_isr)}, {except({list1(a_leader)}, {list1(b_leader)})})} END)} AS broker
+  FROM pc WHERE has_after AND NOT (a_leader = -1 AND {size(a_isr)} <= 1
+                                    AND (bootstrap OR (has_before AND {subset(a_isr, b_isr)})))
 ),
 stream AS (
   SELECT cluster_id, seq, broker, state, 1 AS is_broker,
@@ -59,7 +67,7 @@ joined_bad AS (
          CASE WHEN a.version = 0 THEN CAST(NULL AS BIGINT) ELSE a.state_seq END AS state_seq
   FROM as_of a JOIN registry r ON a.cluster_id = r.cluster_id
   WHERE a.is_broker = 0
-    AND ((a.version = 0 AND r.first_broker_seq < a.seq) OR a.broker_state IN ('fenced', 'unregistered'))
+    AND ((a.version = 0 AND r.first_broker_seq < a.seq) OR a.broker_state IN ('fenced', 'unregistered', 'shutting_down'))
 ),
 -- (b) membership intervals: a partition state [seq, end) lists its leader and ISR members.
 topic_deletes AS (
@@ -67,7 +75,7 @@ topic_deletes AS (
   FROM events WHERE kind = 'TopicChange' AND topic_change = 'DELETED'
 ),
 pc_next AS (
-  SELECT cluster_id, seq, topic, partition, has_after, a_isr, a_leader,
+  SELECT cluster_id, seq, topic, partition, has_after, a_isr, a_leader, b_isr, has_before, bootstrap,
          LEAD(seq) OVER (PARTITION BY cluster_id, topic, partition ORDER BY seq) AS next_seq
   FROM pc
 ),
@@ -85,7 +93,8 @@ intervals AS (
               WHEN d.del_seq IS NULL THEN n.next_seq
               WHEN d.del_seq < n.next_seq THEN d.del_seq ELSE n.next_seq END AS end_seq
   FROM pc_next n JOIN pc_del d ON n.cluster_id = d.cluster_id AND n.seq = d.seq AND d.is_pc = 1
-  WHERE n.has_after AND NOT (n.a_leader = -1 AND {size(n.a_isr)} <= 1)
+  WHERE n.has_after AND NOT (n.a_leader = -1 AND {size(n.a_isr)} <= 1
+                             AND (n.bootstrap OR (n.has_before AND {subset(n.a_isr, n.b_isr)})))
 ),
 members AS (
   SELECT cluster_id, seq, end_seq, topic, partition,
@@ -93,7 +102,7 @@ members AS (
   FROM intervals
 ),
 fences AS (
-  SELECT cluster_id, seq, broker, state FROM brokers WHERE state <> 'active' AND NOT bootstrap
+  SELECT cluster_id, seq, broker, state FROM brokers WHERE state IN ('fenced', 'unregistered') AND NOT bootstrap
 ),
 deltas AS (
   SELECT cluster_id, seq, broker, 1 AS delta, 0 AS is_fence FROM members WHERE broker >= 0

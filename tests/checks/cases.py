@@ -74,7 +74,7 @@ def leader_outside_isr(c: str) -> History:
 
 
 def isr_elr_overlap(c: str) -> History:
-    h = baseline(c)
+    h = baseline(c, mv=23)  # an ELR needs metadata.version >= 22
     h.change("t", 0, (K.ELR,), elr=(4,))
     h.mark("isr_elr_overlap")
     h.change("t", 0, (K.ELR,), elr=())
@@ -146,7 +146,7 @@ def _kip966_leaderless(h: History, last_known: tuple[int, ...]) -> None:
 
 
 def last_known_not_the_new_leader(c: str) -> History:
-    h = baseline(c)
+    h = baseline(c, mv=23)  # KIP-966 needs metadata.version >= 22
     _kip966_leaderless(h, (3,))  # the last known ELR names 3, yet 2 is elected: plain unclean
     h.change("u", 0, (K.LEADER, K.ISR, K.ELR, K.RECOVERY_STATE), ElectionType.UNCLEAN, leader=2, isr=(2,),
              last_known_elr=(), leader_recovery_state=RECOVERING)
@@ -173,8 +173,9 @@ def lost_event(c: str) -> History:
 
 def duplicate_replica(c: str) -> History:
     h = baseline(c)
-    h.create("t", 2, (2, 2, 4))
+    h.create("t", 2, (2, 2, 4))  # the ISR (the replicas) has the duplicate too
     h.mark("duplicate_replica")
+    h.mark("duplicate_in_isr")
     return h
 
 
@@ -293,7 +294,7 @@ def clean_reassignment_moves_leader(c: str) -> History:
 def clean_kip966_last_known_leader(c: str) -> History:
     """Kafka 4.x gives a leaderless partition back to its last known leader (the one member of the
     last known ELR), in RECOVERING, with unclean.leader.election.enable unset: allowed, and named."""
-    h = baseline(c)
+    h = baseline(c, mv=23)  # KIP-966 needs metadata.version >= 22
     _kip966_leaderless(h, (2,))
     h.change("u", 0, (K.LEADER, K.ISR, K.ELR, K.RECOVERY_STATE), ElectionType.UNCLEAN, leader=2, isr=(2,),
              last_known_elr=(), leader_recovery_state=RECOVERING)
@@ -311,3 +312,193 @@ CLEAN: dict[str, Callable[[str], History]] = {
     "clean_reassignment_moves_leader": clean_reassignment_moves_leader,
     "clean_kip966_last_known_leader": clean_kip966_last_known_leader,
 }
+
+
+# --- issue 17: blind spots ---------------------------------------------------------------------------
+# At the end of baseline: t-0 replicas (2,3,4), isr (2,4), leader 2; t-1 replicas (2,3,4), isr (3,),
+# leader 3; brokers 1, 2, 3, 4 registered and unfenced.
+
+def dup_isr_on_expand(c: str) -> History:
+    h = baseline(c)
+    h.change("t", 0, (K.ISR,), isr=(2, 4, 4))
+    h.mark("duplicate_in_isr")
+    return h
+
+
+def dup_elr_on_shrink(c: str) -> History:
+    h = baseline(c, mv=23)
+    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4, 4))  # 4 leaves the ISR for the ELR, listed twice
+    h.mark("duplicate_in_elr")
+    return h
+
+
+def dup_adding_at_start(c: str) -> History:
+    h = baseline(c)
+    h.change("t", 0, (K.REPLICAS, K.REASSIGNMENT_START), replicas=(2, 3, 4, 1), adding_replicas=(1, 1),
+             removing_replicas=(3,))
+    h.mark("duplicate_in_adding")
+    return h
+
+
+def dup_removing_at_start(c: str) -> History:
+    h = baseline(c)
+    h.change("t", 0, (K.REPLICAS, K.REASSIGNMENT_START), replicas=(2, 3, 4, 1), adding_replicas=(1,),
+             removing_replicas=(3, 3))
+    h.mark("duplicate_in_removing")
+    return h
+
+
+def _fence_4(h: History, kind: BrokerChangeKind = BrokerChangeKind.FENCED) -> None:
+    """Broker 4 leaves t-0's ISR, then is fenced (or unregistered): the legal order."""
+    h.change("t", 0, (K.ISR,), isr=(2,))
+    h.broker(4, kind, fenced=True)
+
+
+def fenced_never_in_isr_last_standing(c: str) -> History:
+    h = baseline(c)
+    _fence_4(h)
+    h.change("t", 1, (K.LEADER, K.ISR), leader=-1, isr=(4,))  # 4 was not in t-1's ISR (3)
+    h.mark("fenced_broker_joined_isr")
+    return h
+
+
+def unregistered_never_in_isr_last_standing(c: str) -> History:
+    h = baseline(c)
+    _fence_4(h, BrokerChangeKind.UNREGISTERED)
+    h.change("t", 1, (K.LEADER, K.ISR), leader=-1, isr=(4,))
+    h.mark("unregistered_broker_joined_isr")
+    return h
+
+
+def fenced_sole_member_at_create(c: str) -> History:
+    h = baseline(c)
+    _fence_4(h)
+    h.create("t", 2, (4, 2, 3), isr=(4,), leader=-1)  # a create is no "last replica standing"
+    h.mark("fenced_broker_joined_isr")
+    return h
+
+
+def _shut_down_4(h: History) -> None:
+    """Broker 4 enters controlled shutdown, and Kafka moves it out of t-0's ISR."""
+    h.broker(4, BrokerChangeKind.CONTROLLED_SHUTDOWN, fenced=False, shutdown=True)
+    h.change("t", 0, (K.ISR,), isr=(2,))
+
+
+def shutting_down_elected(c: str) -> History:
+    h = baseline(c)
+    h.broker(4, BrokerChangeKind.CONTROLLED_SHUTDOWN, fenced=False, shutdown=True)
+    h.change("t", 0, (K.LEADER,), ElectionType.PREFERRED, leader=4)  # 4 is in the ISR but shutting down
+    h.mark("shutting_down_broker_became_leader")
+    return h
+
+
+def shutting_down_joins_isr(c: str) -> History:
+    h = baseline(c)
+    _shut_down_4(h)
+    h.change("t", 0, (K.ISR,), isr=(2, 4))
+    h.mark("shutting_down_broker_joined_isr")
+    return h
+
+
+def shutting_down_leads_new_partition(c: str) -> History:
+    h = baseline(c)
+    _shut_down_4(h)
+    h.create("t", 2, (4, 2, 3))
+    h.mark("shutting_down_broker_became_leader")
+    return h
+
+
+def elr_from_outside_isr(c: str) -> History:
+    h = baseline(c, mv=23)
+    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(3,))  # 3 was not in the ISR (2,4)
+    h.mark("elr_member_not_from_isr")
+    return h
+
+
+def elr_outsider_elected(c: str) -> History:
+    """The issue's case: a broker put in the ELR without coming from the ISR, then elected leader
+    from the ELR (which unclean_election_allowed counts as clean)."""
+    h = baseline(c, mv=23)
+    h.change("t", 0, (K.ISR, K.ELR), isr=(4,), elr=(3,), leader=4)
+    h.mark("elr_member_not_from_isr")
+    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.CLEAN, leader=3, isr=(3,), elr=())
+    return h
+
+
+def elr_at_old_metadata_version(c: str) -> History:
+    h = baseline(c)  # metadata.version 21 (3.9): records without ELR fields
+    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
+    h.mark("elr_before_metadata_version_22")
+    return h
+
+
+def last_known_elr_at_old_metadata_version(c: str) -> History:
+    h = baseline(c)
+    h.change("t", 0, (K.ISR,), isr=(2,), last_known_elr=(4,))
+    h.mark("elr_before_metadata_version_22")
+    return h
+
+
+VIOLATING.update({
+    "dup_isr_on_expand": ("distinct_replicas", dup_isr_on_expand),
+    "dup_elr_on_shrink": ("distinct_replicas", dup_elr_on_shrink),
+    "dup_adding_at_start": ("distinct_replicas", dup_adding_at_start),
+    "dup_removing_at_start": ("distinct_replicas", dup_removing_at_start),
+    "fenced_never_in_isr_last_standing": ("fenced_broker_not_in_isr", fenced_never_in_isr_last_standing),
+    "unregistered_never_in_isr_last_standing": ("fenced_broker_not_in_isr", unregistered_never_in_isr_last_standing),
+    "fenced_sole_member_at_create": ("fenced_broker_not_in_isr", fenced_sole_member_at_create),
+    "shutting_down_elected": ("fenced_broker_not_in_isr", shutting_down_elected),
+    "shutting_down_joins_isr": ("fenced_broker_not_in_isr", shutting_down_joins_isr),
+    "shutting_down_leads_new_partition": ("fenced_broker_not_in_isr", shutting_down_leads_new_partition),
+    "elr_from_outside_isr": ("isr_elr_sanity", elr_from_outside_isr),
+    "elr_outsider_elected": ("isr_elr_sanity", elr_outsider_elected),
+    "elr_at_old_metadata_version": ("isr_elr_sanity", elr_at_old_metadata_version),
+    "last_known_elr_at_old_metadata_version": ("isr_elr_sanity", last_known_elr_at_old_metadata_version),
+})
+
+
+# legal look-alikes of the issue-17 rules
+
+def clean_lists_reordered(c: str) -> History:
+    """The same members in another order, and a broker in adding that is (rightly) in replicas too."""
+    h = baseline(c)
+    h.change("t", 0, (K.ISR,), isr=(4, 2))
+    h.change("t", 0, (K.REPLICAS, K.REASSIGNMENT_START), replicas=(2, 3, 4, 1), adding_replicas=(1,),
+             removing_replicas=(3,))
+    return h
+
+
+def clean_last_replica_standing_then_fence(c: str) -> History:
+    """The last ISR member's broker goes away: the partition keeps it (leader -1), then it is fenced."""
+    h = baseline(c)
+    h.change("t", 0, (K.ISR,), isr=(2,))
+    h.change("t", 0, (K.LEADER,), ElectionType.CLEAN, leader=-1)  # isr stays (2,)
+    h.broker(2, BrokerChangeKind.FENCED, fenced=True)
+    return h
+
+
+def clean_controlled_shutdown(c: str) -> History:
+    """Broker 4 leads t-0, enters controlled shutdown (still leader and in the ISR at that record),
+    Kafka moves leadership and the ISR away, then fences it: nothing to report."""
+    h = baseline(c)
+    h.change("t", 0, (K.LEADER,), ElectionType.PREFERRED, leader=4)
+    h.broker(4, BrokerChangeKind.CONTROLLED_SHUTDOWN, fenced=False, shutdown=True)
+    h.change("t", 0, (K.LEADER, K.ISR), ElectionType.CONTROLLED_SHUTDOWN, leader=2, isr=(2,))
+    h.broker(4, BrokerChangeKind.FENCED, fenced=True)
+    return h
+
+
+def clean_elr_from_isr(c: str) -> History:
+    """KIP-966: ISR members removed below min ISR move into the ELR; later the ELR empties."""
+    h = baseline(c, mv=23)
+    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
+    h.change("t", 0, (K.ISR, K.ELR), isr=(2, 4), elr=())
+    return h
+
+
+CLEAN.update({
+    "clean_lists_reordered": clean_lists_reordered,
+    "clean_last_replica_standing_then_fence": clean_last_replica_standing_then_fence,
+    "clean_controlled_shutdown": clean_controlled_shutdown,
+    "clean_elr_from_isr": clean_elr_from_isr,
+})

@@ -53,14 +53,15 @@ class History:
         self.controller = (leader, epoch)
         return self._emit(ControllerChange(leader, epoch, prev[0], prev[1], (100, 101, 102)))
 
-    def broker(self, bid: int, kind: BrokerChangeKind, fenced: bool, rack: str | None = "auto") -> int:
+    def broker(self, bid: int, kind: BrokerChangeKind, fenced: bool, rack: str | None = "auto",
+               shutdown: bool = False) -> int:
         before = self.brokers.get(bid)
         rack = RACKS.get(bid) if rack == "auto" else rack
         if kind == BrokerChangeKind.UNREGISTERED:
             after = None
             self.brokers.pop(bid, None)
         else:
-            after = BrokerState(bid, epoch=10 + bid, fenced=fenced, rack=rack)
+            after = BrokerState(bid, epoch=10 + bid, fenced=fenced, in_controlled_shutdown=shutdown, rack=rack)
             self.brokers[bid] = after
         return self._emit(BrokerChange(bid, kind, before, after))
 
