@@ -503,6 +503,10 @@ class LiveChecker:
         elif phase == "during":
             if a_add == b_add and a_rem == b_rem and a_rep != b_rep:
                 rule = "replicas_changed_during_reassignment"
+            elif not a_rem <= b_rep:
+                rule = "retarget_removing_not_replicas"
+            elif not (b_rep - a_rep) <= b_add and not b_add <= a_isr:
+                rule = "retarget_shrank_before_adding_in_isr"
             elif (not (a_isr & b_add) <= b_isr and (a_leader != b_leader or a_leader == -1)
                   and not (a_leader != -1 and a_leader not in b_isr)):
                 rule = "adding_joined_isr_not_through_leader"
@@ -522,7 +526,7 @@ class LiveChecker:
             return
         expected = {
             "start": lambda: f"replicas {_show(sorted(b_rep | a_add))}, leader {b_leader}, isr {_show(sorted(b_isr))}",
-            "during": lambda: f"replicas {_show(sorted(b_rep))}, adding join isr via leader {b_leader}",
+            "during": lambda: f"replicas {_show(sorted(b_rep))}, removing ⊆ replicas, adding join isr via leader {b_leader}",
             "complete": lambda: (f"adding {_show(sorted(b_add))} ⊆ isr, replicas {_show(sorted(b_rep - b_rem))}, "
                                  f"isr without {_show(sorted(b_rem))}"),
             "cancel": lambda: f"replicas {_show(sorted(b_rep - b_add))}",

@@ -8,8 +8,11 @@
 --            of the ISR, adding/removing cleared;
 --  cancel    restores the original replicas (old replicas minus adding);
 --  otherwise replicas never grow outside a reassignment (removal-only moves may finish in one step).
+--  re-target (adding/removing change while in progress): removing only names replicas the partition
+--            has (KRaft: removing = current replicas - new target; ZooKeeper: old replicas - target),
+--            and replicas shrink only by adding replicas the new target drops, never by an original
+--            replica while the adding replicas are not all in the ISR (that is completing early).
 -- A change labelled REASSIGNMENT_CANCEL/COMPLETE is judged as such; unlabelled ones by their shape.
--- Re-targeting an ongoing reassignment (adding/removing change while in progress) is not judged.
 WITH pc AS (
   SELECT cluster_id, seq, topic, partition, changes,
          b_replicas, b_isr, b_adding, b_removing, b_leader,
@@ -45,6 +48,9 @@ judged AS (
            WHEN phase = 'start' AND NOT {set_eq(a_isr, b_isr)} THEN 'start_changed_isr'
            WHEN phase = 'during' AND {set_eq(a_adding, b_adding)} AND {set_eq(a_removing, b_removing)}
                 AND NOT {set_eq(a_replicas, b_replicas)} THEN 'replicas_changed_during_reassignment'
+           WHEN phase = 'during' AND NOT {subset(a_removing, b_replicas)} THEN 'retarget_removing_not_replicas'
+           WHEN phase = 'during' AND NOT {subset({except(b_replicas, a_replicas)}, b_adding)}
+                AND NOT {subset(b_adding, a_isr)} THEN 'retarget_shrank_before_adding_in_isr'
            WHEN phase = 'during' AND NOT {subset({intersect(a_isr, b_adding)}, b_isr)}
                 AND (a_leader <> b_leader OR a_leader = -1)
                 AND NOT (a_leader <> -1 AND NOT {contains(b_isr, a_leader)})  -- unclean: ISR := [leader], see I12
@@ -65,8 +71,8 @@ SELECT cluster_id, seq, CAST(NULL AS BIGINT) AS related_seq, rule, 'violated' AS
               CASE
                 WHEN phase = 'start' THEN concat('replicas ', {show({union(b_replicas, a_adding)})}, ', leader ',
                                                  CAST(b_leader AS STRING), ', isr ', {show(b_isr)})
-                WHEN phase = 'during' THEN concat('replicas ', {show(b_replicas)}, ', adding join isr via leader ',
-                                                  CAST(b_leader AS STRING))
+                WHEN phase = 'during' THEN concat('replicas ', {show(b_replicas)}, ', removing ⊆ replicas, ',
+                                                  'adding join isr via leader ', CAST(b_leader AS STRING))
                 WHEN phase = 'complete' THEN concat('adding ', {show(b_adding)}, ' ⊆ isr, replicas ',
                                                     {show({except(b_replicas, b_removing)})}, ', isr without ',
                                                     {show(b_removing)})

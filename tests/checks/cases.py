@@ -502,3 +502,107 @@ CLEAN.update({
     "clean_controlled_shutdown": clean_controlled_shutdown,
     "clean_elr_from_isr": clean_elr_from_isr,
 })
+
+
+def _start_move(h: History) -> None:
+    """t-0 from (2,3,4) to target (2,4,1): grow to the union, adding (1), removing (3)."""
+    h.change("t", 0, (K.REPLICAS, K.REASSIGNMENT_START), replicas=(2, 3, 4, 1), adding_replicas=(1,),
+             removing_replicas=(3,))
+
+
+def retarget_removes_a_stranger(c: str) -> History:
+    h = baseline(c)
+    _start_move(h)
+    h.change("t", 0, (K.REPLICAS,), replicas=(2, 3, 4, 1, 5), removing_replicas=(3, 5))  # 5 was never a replica
+    h.mark("retarget_removing_not_replicas")
+    return h
+
+
+def retarget_removes_strangers_and_retargets(c: str) -> History:
+    h = baseline(c)
+    _start_move(h)
+    h.change("t", 0, (K.REPLICAS,), replicas=(2, 3, 4, 1, 5, 6), adding_replicas=(1, 5), removing_replicas=(3, 6))
+    h.mark("retarget_removing_not_replicas")
+    return h
+
+
+def retarget_removes_stranger_second_time(c: str) -> History:
+    h = baseline(c)
+    h.register(5)
+    _start_move(h)
+    # a legal re-target to (2,4,5) first (KRaft: replicas = target ∪ current), then one naming broker 6
+    h.change("t", 0, (K.REPLICAS,), replicas=(2, 4, 5, 3, 1), adding_replicas=(5,), removing_replicas=(3, 1))
+    h.change("t", 0, (K.REPLICAS,), replicas=(2, 4, 5, 3, 1, 6), removing_replicas=(3, 1, 6))
+    h.mark("retarget_removing_not_replicas")
+    return h
+
+
+def retarget_shrinks_early(c: str) -> History:
+    h = baseline(c)
+    _start_move(h)
+    h.change("t", 0, (K.REPLICAS,), replicas=(2, 4, 1), removing_replicas=(),  # 3 dropped, 1 not in the ISR
+             leader_epoch=h.parts[("t", 0)].leader_epoch + 1)
+    h.mark("retarget_shrank_before_adding_in_isr")
+    return h
+
+
+def retarget_shrinks_to_target(c: str) -> History:
+    h = baseline(c)
+    h.register(5)
+    _start_move(h)
+    # re-target to (2,5): replicas cut straight to target + adding while neither 1 nor 5 is in the ISR
+    h.change("t", 0, (K.REPLICAS, K.ISR), replicas=(2, 5, 1), isr=(2,), adding_replicas=(5, 1), removing_replicas=(),
+             leader_epoch=h.parts[("t", 0)].leader_epoch + 1)
+    h.mark("retarget_shrank_before_adding_in_isr")
+    return h
+
+
+def retarget_shrinks_while_adding_more(c: str) -> History:
+    h = baseline(c)
+    _start_move(h)
+    # re-target adds 5 and drops the removing replica 3 at once, before 1 (or 5) is in the ISR
+    h.change("t", 0, (K.REPLICAS,), replicas=(2, 4, 1, 5), adding_replicas=(1, 5), removing_replicas=(),
+             leader_epoch=h.parts[("t", 0)].leader_epoch + 1)
+    h.mark("retarget_shrank_before_adding_in_isr")
+    return h
+
+
+VIOLATING.update({
+    "retarget_removes_a_stranger": ("reassignment_legal", retarget_removes_a_stranger),
+    "retarget_removes_strangers_and_retargets": ("reassignment_legal", retarget_removes_strangers_and_retargets),
+    "retarget_removes_stranger_second_time": ("reassignment_legal", retarget_removes_stranger_second_time),
+    "retarget_shrinks_early": ("reassignment_legal", retarget_shrinks_early),
+    "retarget_shrinks_to_target": ("reassignment_legal", retarget_shrinks_to_target),
+    "retarget_shrinks_while_adding_more": ("reassignment_legal", retarget_shrinks_while_adding_more),
+})
+
+
+def clean_retarget_kraft(c: str) -> History:
+    """KRaft re-targets (2,3,4)->(2,4,1) to (2,4,5): replicas = target ∪ current, adding = target -
+    current, removing = current - target (1 goes from adding to removing); then 5 joins the ISR via the
+    leader and the move completes."""
+    h = baseline(c)
+    h.register(5)
+    _start_move(h)
+    h.change("t", 0, (K.REPLICAS,), replicas=(2, 4, 5, 3, 1), adding_replicas=(5,), removing_replicas=(3, 1))
+    h.change("t", 0, (K.ISR,), isr=(2, 4, 5))
+    h.change("t", 0, (K.REPLICAS, K.REASSIGNMENT_COMPLETE), replicas=(2, 4, 5), adding_replicas=(),
+             removing_replicas=(), leader_epoch=h.parts[("t", 0)].leader_epoch + 1)
+    return h
+
+
+def clean_retarget_zookeeper_style(c: str) -> History:
+    """ZooKeeper's controller re-targets from the original replicas: RS = TRS ∪ ORS, so an adding replica
+    the new target drops leaves the replica set (1 here), which is legal."""
+    h = baseline(c)
+    h.register(5)
+    _start_move(h)
+    h.change("t", 0, (K.REPLICAS,), replicas=(2, 4, 5, 3), adding_replicas=(5,), removing_replicas=(3,),
+             leader_epoch=h.parts[("t", 0)].leader_epoch + 1)
+    return h
+
+
+CLEAN.update({
+    "clean_retarget_kraft": clean_retarget_kraft,
+    "clean_retarget_zookeeper_style": clean_retarget_zookeeper_style,
+})
