@@ -70,12 +70,14 @@ CATALOG: tuple[Invariant, ...] = (
     ),
     Invariant(
         "isr_elr_sanity", "I6", "ValidControllerIsrAndElr",
-        "ELR ⊆ replicas, ISR ∩ ELR = ∅, adding ∩ removing = ∅, adding ∪ removing ⊆ replicas.",
+        "ELR ⊆ replicas, ISR ∩ ELR = ∅, adding ∩ removing = ∅, adding ∪ removing ⊆ replicas; brokers enter "
+        "the ELR only from the ISR; no ELR below metadata.version 22.",
         ("PartitionChange",), "M", (), live=True, history=False,
     ),
     Invariant(
         "fenced_broker_not_in_isr", "I7", "ValidControllerState",
-        "A fenced or unregistered broker is never leader or in an ISR.",
+        "A fenced or unregistered broker is never leader or in an ISR; a broker in controlled shutdown "
+        "never becomes leader or joins an ISR.",
         ("PartitionChange", "BrokerChange"), "M", (), live=True,
     ),
     Invariant(
@@ -101,17 +103,20 @@ CATALOG: tuple[Invariant, ...] = (
     Invariant(
         "reassignment_legal", "I13", "EventuallyReassignmentCompletes (safety part)",
         "Reassignments grow to OAR ∪ RAR, add to the ISR only through the leader, complete only when "
-        "adding ⊆ ISR, then replicas = target; cancel restores OAR.",
+        "adding ⊆ ISR, then replicas = target; cancel restores OAR; a re-target removes only replicas and "
+        "drops no original replica before adding ⊆ ISR.",
         ("PartitionChange",), "M", ("removal-only reassignments may complete in one step",), live=True,
     ),
     Invariant(
         "state_continuity", "", "",
-        "Each PartitionChange's before equals the previous event's after for that partition.",
+        "Each PartitionChange's before equals the previous event's after for that partition (by topic id), "
+        "and its topic id is live.",
         ("PartitionChange",), "M", ("a CaptureGap between the two events (reported as allowed)",), live=True,
     ),
     Invariant(
         "distinct_replicas", "", "",
-        "No broker twice in a replica list; at creation, replicas on distinct racks where racks allow.",
+        "No broker twice in a replica, ISR, ELR, adding or removing list; at creation, replicas on distinct "
+        "racks where racks allow.",
         ("PartitionChange",), "M", ("rack rule skipped when any replica's rack is unknown",), live=True,
     ),
 )

@@ -158,6 +158,11 @@ class _Cluster:
     member_of: dict[int, dict[tuple[str, int], int]] = field(default_factory=dict)  # broker -> partition -> since
     configs: dict[str, tuple[str | None, int]] = field(default_factory=dict)  # scope -> value, seq
     active_racks: set[str] | None = None  # racks of active brokers (cache, reset on a BrokerChange)
+    # state_continuity: partitions keyed by topic id (a re-created topic is another lineage), and
+    # each topic id's last TopicChange: kind, seq, capture gaps seen by then
+    lineage: dict[tuple[str, int], _Partition] = field(default_factory=dict)
+    topics: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    first_topic_seq: int | None = None
 
 
 def as_row(event: Any) -> dict[str, Any]:
@@ -206,6 +211,10 @@ class LiveChecker:
                          else f"broker:{res}")
                 c.configs[scope] = (r["config_value"], r["seq"])
         elif kind == "TopicChange":
+            if r["topic_id"] is not None:
+                c.topics[r["topic_id"]] = (r["topic_change"], r["seq"], c.gaps)
+            if c.first_topic_seq is None:
+                c.first_topic_seq = r["seq"]
             if r["topic_change"] == "DELETED":
                 for p in c.topic_open.pop(r["topic"], ()):  # fenced (b): a topic delete ends the intervals
                     self._close_interval(c, (r["topic"], p))
@@ -305,7 +314,13 @@ class LiveChecker:
             self._fenced_joiners(c, r, out)
             self._distinct_replicas(c, r, out)
             self._duplicate_members(r, out)
-        self._continuity(c, part, r, out)
+        lineage_key = (r["topic_id"] if r["topic_id"] is not None else r["topic"], r["partition"])
+        lineage = c.lineage.get(lineage_key)
+        if lineage is None:
+            lineage = c.lineage[lineage_key] = _Partition()
+        self._continuity(c, lineage, r, out)
+        if has_a and not boot:
+            self._live_topic(c, r, out)
         # high_watermark_monotonic: a create/delete starts a new incarnation; count unclean elections
         if not has_b or not has_a:
             part.sample = None
@@ -567,6 +582,23 @@ class LiveChecker:
         if r["a_recovery"] == "RECOVERED" and r["source_kind"] is not None and r["source_kind"] != "ZOOKEEPER":
             self._alert(out, r, "unclean_election_allowed", "unclean_election_without_recovering",
                         "leader recovery state RECOVERING after an unclean election", what, 1)
+
+    def _live_topic(self, c: _Cluster, r: Mapping[str, Any], out: list[Alert]) -> None:
+        """state_continuity: a change leaving a state needs its topic id created and not deleted."""
+        tid = r["topic_id"]
+        if tid is None or c.first_topic_seq is None or c.first_topic_seq >= r["seq"]:
+            return
+        known = c.topics.get(tid)
+        if known is not None and known[0] != "DELETED":
+            return
+        after_gap = c.gaps > (known[2] if known is not None else 0)
+        why = "never created" if known is None else f"deleted at seq {known[1]}"
+        self._alert(out, r, "state_continuity", "partition_change_without_live_topic",
+                    f"topic {r['topic']} (id {tid}) created and not deleted before the change",
+                    f"{_tp(r)} under topic id {tid}: {why}", 1,
+                    related_seq=None if known is None else known[1],
+                    status="allowed" if after_gap else "violated",
+                    allowance="capture gap before the change (the topic creation may be lost)" if after_gap else None)
 
     def _continuity(self, c: _Cluster, part: _Partition, r: Mapping[str, Any], out: list[Alert]) -> None:
         after = tuple(r[f"a_{n}"] for n in _STATE_FIELDS) if r["has_after"] else None

@@ -4,7 +4,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from schemas.events import (
-    BrokerChangeKind, ConfigResourceType, ElectionType, LeaderRecoveryState, PartitionChangeKind, SourceKind,
+    BrokerChangeKind, ConfigResourceType, ElectionType, LeaderRecoveryState, PartitionChange, PartitionChangeKind,
+    SourceKind,
 )
 from tests.checks.histories import History, baseline
 
@@ -605,4 +606,77 @@ def clean_retarget_zookeeper_style(c: str) -> History:
 CLEAN.update({
     "clean_retarget_kraft": clean_retarget_kraft,
     "clean_retarget_zookeeper_style": clean_retarget_zookeeper_style,
+})
+
+
+# --- 17.6: partitions keyed by topic id, a live topic for every change ---------------------------------
+
+def _topic_u_deleted(h: History) -> str:
+    """Topic u created with partition u-0 and deleted (partitions first, as KRaft does); its old id."""
+    h.topic("u", "UOLDAAAAAAAAAAAAAAAAAA")
+    h.create("u", 0, (2, 3, 4))
+    h.delete_topic("u")
+    return "UOLDAAAAAAAAAAAAAAAAAA"
+
+
+def partition_created_under_deleted_id(c: str) -> History:
+    h = baseline(c)
+    _topic_u_deleted(h)
+    h.create("u", 0, (2, 3, 4))  # no TopicChange: created under the deleted id
+    h.mark("partition_change_without_live_topic")
+    return h
+
+
+def partition_of_a_topic_never_created(c: str) -> History:
+    h = baseline(c)
+    h.create("v", 0, (2, 3, 4))
+    h.mark("partition_change_without_live_topic")
+    return h
+
+
+def old_id_written_after_recreate(c: str) -> History:
+    """u is deleted and re-created under a new id; then a change is written under the old id, with a
+    before: the old lineage was deleted (continuity by id), and the old id is no live topic."""
+    from dataclasses import replace
+
+    h = baseline(c)
+    old = _topic_u_deleted(h)
+    h.topic("u", "UNEWAAAAAAAAAAAAAAAAAA")
+    h.create("u", 0, (2, 3, 4))
+    st = h.parts[("u", 0)]
+    after = replace(st, isr=(2, 3), partition_epoch=st.partition_epoch + 1)
+    h._emit(PartitionChange("u", old, 0, st, after, (K.ISR,), ElectionType.NONE))
+    h.mark("before_of_deleted_partition")
+    h.mark("partition_change_without_live_topic")
+    return h
+
+
+VIOLATING.update({
+    "partition_created_under_deleted_id": ("state_continuity", partition_created_under_deleted_id),
+    "partition_of_a_topic_never_created": ("state_continuity", partition_of_a_topic_never_created),
+    "old_id_written_after_recreate": ("state_continuity", old_id_written_after_recreate),
+})
+
+
+def clean_topic_recreated(c: str) -> History:
+    """Delete and re-create under a new id, then changes under the new id: a fresh lineage."""
+    h = baseline(c)
+    _topic_u_deleted(h)
+    h.topic("u", "UNEWAAAAAAAAAAAAAAAAAA")
+    h.create("u", 0, (3, 4, 2))
+    h.change("u", 0, (K.ISR,), isr=(3, 4))
+    return h
+
+
+def clean_topic_lost_in_a_gap(c: str) -> History:
+    """The topic's creation fell into a capture gap: its partition's change is allowed, not violated."""
+    h = baseline(c)
+    h.gap()
+    h.create("w", 0, (2, 3, 4))
+    return h
+
+
+CLEAN.update({
+    "clean_topic_recreated": clean_topic_recreated,
+    "clean_topic_lost_in_a_gap": clean_topic_lost_in_a_gap,
 })

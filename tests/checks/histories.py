@@ -30,6 +30,10 @@ class History:
         self.parts: dict[tuple[str, int], PartitionState] = {}
         self.brokers: dict[int, BrokerState] = {}
         self.bad: list[tuple[str, int]] = []  # (rule, index)
+        self.topic_ids: dict[str, str] = {}  # name -> id of its current incarnation
+
+    def tid(self, topic: str) -> str:
+        return self.topic_ids.get(topic) or topic.upper().ljust(22, "A")[:22]
 
     # --- envelope -------------------------------------------------------------------------------
     def _emit(self, payload, *, epoch: int | None = None, controller: int | None = None,
@@ -70,8 +74,16 @@ class History:
             self.broker(b, BrokerChangeKind.REGISTERED, fenced=True)
             self.broker(b, BrokerChangeKind.UNFENCED, fenced=False)
 
-    def topic(self, name: str) -> int:
-        return self._emit(TopicChange(TopicChangeKind.CREATED, name, name.upper().ljust(22, "A")[:22]))
+    def topic(self, name: str, topic_id: str | None = None) -> int:
+        if topic_id is not None:
+            self.topic_ids[name] = topic_id
+        return self._emit(TopicChange(TopicChangeKind.CREATED, name, self.tid(name)))
+
+    def delete_topic(self, name: str) -> int:
+        """KRaft's order: every partition's delete, then the topic's."""
+        for (t, p) in sorted(k for k in self.parts if k[0] == name):
+            self.delete(t, p)
+        return self._emit(TopicChange(TopicChangeKind.DELETED, name, self.tid(name)))
 
     def create(self, topic: str, p: int, replicas: tuple[int, ...], isr: tuple[int, ...] | None = None,
                leader: int | None = None, bootstrap: bool = False) -> int:
@@ -79,7 +91,7 @@ class History:
         st = PartitionState(replicas=replicas, isr=isr, leader=replicas[0] if leader is None else leader,
                             leader_epoch=0, partition_epoch=0)
         self.parts[(topic, p)] = st
-        return self._emit(PartitionChange(topic, topic.upper().ljust(22, "A")[:22], p, None, st, (K.CREATE,),
+        return self._emit(PartitionChange(topic, self.tid(topic), p, None, st, (K.CREATE,),
                                           ElectionType.NONE), bootstrap=bootstrap)
 
     def change(self, topic: str, p: int, changes: tuple[K, ...] = (), election: ElectionType = ElectionType.NONE,
@@ -91,12 +103,12 @@ class History:
         fields.setdefault("partition_epoch", b.partition_epoch + 1)
         after = replace(b, **fields)
         self.parts[(topic, p)] = after
-        return self._emit(PartitionChange(topic, topic.upper().ljust(22, "A")[:22], p, b, after, changes, election),
+        return self._emit(PartitionChange(topic, self.tid(topic), p, b, after, changes, election),
                           bootstrap=bootstrap)
 
     def delete(self, topic: str, p: int) -> int:
         b = self.parts.pop((topic, p))
-        return self._emit(PartitionChange(topic, topic.upper().ljust(22, "A")[:22], p, b, None, (K.DELETE,)))
+        return self._emit(PartitionChange(topic, self.tid(topic), p, b, None, (K.DELETE,)))
 
     def config(self, rtype: ConfigResourceType, resource: str, name: str, value: str | None) -> int:
         return self._emit(ConfigChange(rtype, resource, name, value))
