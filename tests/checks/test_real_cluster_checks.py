@@ -178,3 +178,64 @@ def test_live_alerts_equal_the_batch_report(checked):
     live = Counter(a.key() for a in alerts)
     assert batch == live
     assert any(a.invariant == "unclean_election_allowed" and a.allowed and a.topic == DIRTY for a in alerts)
+
+
+def test_controller_bugs_planted_into_the_real_history_are_caught(checked, tmp_path):
+    """Issue 17's blind spots, planted into this real history and re-chained (so the archive verifies):
+    a duplicate in an ISR, a broker in controlled shutdown elected leader, an ELR member that did not
+    come from the ISR (or an ELR at a metadata.version without one), a partition under a topic id that
+    was never created. Each is reported at the planted event, under its rule."""
+    from dataclasses import replace
+
+    from checks.duckdb_engine import DuckDBEngine
+    from checks.inputs import resolve
+    from schemas.container import read_events
+    from schemas.events import BrokerChange, PartitionChange
+    from tests.archive_files import write_archive_file
+
+    _, archive, _ = checked
+    events = [e for f in resolve([archive]).archives for e in read_events(f)]
+    changes = [(i, e) for i, e in enumerate(events) if isinstance(e.payload, PartitionChange) and not e.bootstrap
+               and e.payload.before is not None and e.payload.after is not None]
+    want: set[tuple[str, str, int]] = set()
+
+    # 1. a duplicate broker in an ISR
+    i, e = next((i, e) for i, e in changes if len(e.payload.after.isr) >= 2)
+    a = e.payload.after
+    events[i] = replace(e, payload=replace(e.payload, after=replace(a, isr=a.isr + (a.isr[0],))))
+    want.add(("distinct_replicas", "duplicate_in_isr", e.seq))
+
+    # 2. the last registration change of a newly elected leader says "in controlled shutdown"
+    j, e = next((j, e) for j, e in changes if j > i + 1 and e.payload.after.leader >= 0
+                and e.payload.after.leader != e.payload.before.leader)
+    leader = e.payload.after.leader
+    k = max(k for k in range(j) if isinstance(events[k].payload, BrokerChange)
+            and events[k].payload.broker_id == leader and events[k].payload.after is not None)
+    b = events[k].payload
+    events[k] = replace(events[k], payload=replace(b, after=replace(b.after, in_controlled_shutdown=True, fenced=False)))
+    want.add(("fenced_broker_not_in_isr", "shutting_down_broker_became_leader", e.seq))
+
+    # 3. an ELR member from outside the ISR (or any ELR below metadata.version 22)
+    m, e = next((m, e) for m, e in changes if m not in (i, j) and e.seq > events[k].seq)
+    a = e.payload.after
+    # a replica out of both ISRs if there is one, else a broker id no replica has
+    outsider = min(set(a.replicas) - set(e.payload.before.isr) - set(a.isr), default=max(a.replicas) + 100)
+    events[m] = replace(e, payload=replace(e.payload, after=replace(a, elr=(outsider,))))
+    mv = e.metadata_version
+    want.add(("isr_elr_sanity", "elr_before_metadata_version_22" if mv is not None and mv < 22
+              else "elr_member_not_from_isr", e.seq))
+
+    # 4. a partition change under a topic id that was never created
+    n, e = next((n, e) for n, e in reversed(changes) if n not in (i, j, m))
+    events[n] = replace(e, payload=replace(e.payload, topic_id="NEVERCREATEDAAAAAAAAAA"))
+    want.add(("state_continuity", "partition_change_without_live_topic", e.seq))
+
+    planted = tmp_path / "planted" / events[0].cluster_id
+    planted.mkdir(parents=True)
+    write_archive_file(planted / "planted.avro", events)
+    eng = DuckDBEngine.from_inputs(resolve([planted.parent]))  # verifies the re-chained file
+    try:
+        got = {(r[0], r[4], r[2]) for r in eng.violations(NAMES) if r[5] == "violated"}
+    finally:
+        eng.close()
+    assert want <= got, sorted(want - got)
