@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from schemas.events import (
+    BrokerChangeKind,
     ControllerChange,
     ControllerEvent,
     ElectionType,
@@ -72,6 +73,19 @@ def _partition(sim: Simulator, ok: Callable[[Partition], bool]) -> Partition | N
     def fits(p: Partition) -> bool:
         return p.reassignment is None and not p.frozen and ok(p)
     return sim.pick_partition(fits, tries=32) or next((p for p in sim.live if fits(p)), None)
+
+
+def _turn(sim: Simulator, name: str, variants: int) -> int:
+    """Which of an invariant's breach variants this injection plants: they take turns, so a history
+    with k breaches of one invariant holds each variant about k / variants times."""
+    counts = sim.__dict__.setdefault("_breach_turns", {})
+    n = counts.get(name, 0)
+    return n % variants
+
+
+def _took_turn(sim: Simulator, name: str) -> None:
+    counts = sim.__dict__.setdefault("_breach_turns", {})
+    counts[name] = counts.get(name, 0) + 1
 
 
 def _healthy(p: Partition) -> bool:
@@ -148,6 +162,8 @@ def leader_in_isr(sim: Simulator) -> BreachRecord | None:
 
 
 def isr_elr_sanity(sim: Simulator) -> BreachRecord | None:
+    if _turn(sim, "isr_elr_sanity", 2) == 1:
+        return _elr_outsider(sim)
     p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1 and not q.state.elr)
     if p is None:
         return None
@@ -156,10 +172,29 @@ def isr_elr_sanity(sim: Simulator) -> BreachRecord | None:
     broken = replace(s, elr=(member,), partition_epoch=s.partition_epoch + 1)
     e = _emit_raw(sim, p, broken, reason="injected: ISR member also in ELR")
     _emit_raw(sim, p, replace(broken, elr=s.elr, partition_epoch=broken.partition_epoch + 1), reason="ELR cleared")
+    _took_turn(sim, "isr_elr_sanity")
     return _record("isr_elr_sanity", e, f"replica {member} is in both ISR {list(s.isr)} and ELR")
 
 
+def _elr_outsider(sim: Simulator) -> BreachRecord | None:
+    """A replica out of sync put into the ELR without having left the ISR (and, below metadata.version
+    22, an ELR at all)."""
+    p = _partition(sim, lambda q: _healthy(q) and not q.state.elr
+                   and any(r not in q.state.isr for r in q.state.replicas))
+    if p is None:
+        return None
+    s = p.state
+    outsider = next(r for r in s.replicas if r not in s.isr)
+    broken = replace(s, elr=(outsider,), partition_epoch=s.partition_epoch + 1)
+    e = _emit_raw(sim, p, broken, reason="injected: ELR member that never was in the ISR")
+    _emit_raw(sim, p, replace(broken, elr=s.elr, partition_epoch=broken.partition_epoch + 1), reason="ELR cleared")
+    _took_turn(sim, "isr_elr_sanity")
+    return _record("isr_elr_sanity", e, f"replica {outsider} entered the ELR from outside ISR {list(s.isr)}")
+
+
 def fenced_broker_not_in_isr(sim: Simulator) -> BreachRecord | None:
+    if _turn(sim, "fenced_broker_not_in_isr", 2) == 1:
+        return _shutting_down_elected(sim)
     fset = {b for b in sorted(sim.brokers) if sim.brokers[b].registered and sim.brokers[b].fenced}
 
     def candidates(q: Partition) -> list[int]:
@@ -180,7 +215,31 @@ def fenced_broker_not_in_isr(sim: Simulator) -> BreachRecord | None:
     e = _emit_raw(sim, p, broken, reason="injected: stale AlterPartition re-adds a fenced broker")
     _emit_raw(sim, p, replace(broken, isr=s.isr, elr=s.elr, partition_epoch=broken.partition_epoch + 1),
               reason="isr shrink: fenced broker removed")
+    _took_turn(sim, "fenced_broker_not_in_isr")
     return _record("fenced_broker_not_in_isr", e, f"fenced broker {b} added to ISR {list(broken.isr)}")
+
+
+def _shutting_down_elected(sim: Simulator) -> BreachRecord | None:
+    """A broker enters controlled shutdown and is elected leader of a partition whose ISR it is in;
+    leadership goes back at once, then the shutdown proceeds as Kafka's would."""
+    p = _partition(sim, lambda q: _healthy(q) and not q.state.elr and not q.state.last_known_elr
+                   and any(r != q.state.leader and sim.brokers[r].active for r in q.state.isr))
+    if p is None:
+        return None
+    s = p.state
+    b = sim.brokers[next(r for r in s.isr if r != s.leader and sim.brokers[r].active)]
+    before = b.state()
+    b.in_controlled_shutdown = True
+    sim.broker_event(b, BrokerChangeKind.CONTROLLED_SHUTDOWN, before)
+    broken = replace(s, leader=b.id, leader_epoch=s.leader_epoch + 1, partition_epoch=s.partition_epoch + 1)
+    e = _emit_raw(sim, p, broken, ElectionType.PREFERRED, reason="injected: leader in controlled shutdown")
+    _emit_raw(sim, p, replace(broken, leader=s.leader, leader_epoch=broken.leader_epoch + 1,
+                              partition_epoch=broken.partition_epoch + 1),
+              ElectionType.CONTROLLED_SHUTDOWN, reason=f"broker {b.id} controlled shutdown")
+    sim.remove_from_isrs(b.id, ElectionType.CONTROLLED_SHUTDOWN, f"broker {b.id} controlled shutdown")
+    sim.later(1 + sim.rng.randrange(10), sim.finish_shutdown, b)
+    _took_turn(sim, "fenced_broker_not_in_isr")
+    return _record("fenced_broker_not_in_isr", e, f"broker {b.id} in controlled shutdown elected leader")
 
 
 # --- offsets ------------------------------------------------------------------------------------
@@ -284,6 +343,8 @@ def reassignment_legal(sim: Simulator) -> BreachRecord | None:
 
 
 def state_continuity(sim: Simulator) -> BreachRecord | None:
+    if _turn(sim, "state_continuity", 2) == 1:
+        return _partition_without_topic(sim)
     p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
     if p is None:
         return None
@@ -298,10 +359,31 @@ def state_continuity(sim: Simulator) -> BreachRecord | None:
     e = sim.expand(p, r, "isr expand")
     if e is None:
         return None
+    _took_turn(sim, "state_continuity")
     return _record("state_continuity", e, f"before {e.payload.before.diff(s)} vs the previous after: a lost event")
 
 
+def _partition_without_topic(sim: Simulator) -> BreachRecord | None:
+    """A partition created under a topic id no TopicChange ever created (deleted at once, so the stray
+    partition shows in exactly one state)."""
+    active = [b for b in sorted(sim.brokers) if sim.brokers[b].active]
+    if len(active) < 2:
+        return None
+    name, topic_id = f"stray-{sim.j.seq}", kafka_uuid(sim.rng)
+    state = rules.new_partition(tuple(active[:2]), sim.active)
+    e = sim.j.record(PartitionChange(topic=name, topic_id=topic_id, partition=0, before=None, after=state,
+                                     changes=(K.CREATE,), election=ElectionType.NONE,
+                                     reason="injected: partition of a topic that was never created"))
+    sim.j.next_offset()
+    sim.j.record(PartitionChange(topic=name, topic_id=topic_id, partition=0, before=state, after=None,
+                                 changes=(K.DELETE,), election=ElectionType.NONE), new_offset=False)
+    _took_turn(sim, "state_continuity")
+    return _record("state_continuity", e, f"{name}-0 created under topic id {topic_id}, never created")
+
+
 def distinct_replicas(sim: Simulator) -> BreachRecord | None:
+    if _turn(sim, "distinct_replicas", 2) == 1:
+        return _duplicate_isr_member(sim)
     active = [b for b in sorted(sim.brokers) if sim.brokers[b].active]
     if len(active) < 2:
         return None
@@ -319,7 +401,20 @@ def distinct_replicas(sim: Simulator) -> BreachRecord | None:
     sim.j.record(PartitionChange(topic=name, topic_id=t.topic_id, partition=0, before=state, after=None,
                                  changes=(K.DELETE,), election=ElectionType.NONE), new_offset=False)
     sim.j.record(TopicChange(TopicChangeKind.DELETED, name, t.topic_id), index=1, new_offset=False)
+    _took_turn(sim, "distinct_replicas")
     return _record("distinct_replicas", e, f"replicas {list(state.replicas)} list broker {a} twice")
+
+
+def _duplicate_isr_member(sim: Simulator) -> BreachRecord | None:
+    p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
+    if p is None:
+        return None
+    s = p.state
+    broken = replace(s, isr=s.isr + (s.isr[-1],), partition_epoch=s.partition_epoch + 1)
+    e = _emit_raw(sim, p, broken, reason="injected: ISR lists a broker twice")
+    _emit_raw(sim, p, replace(broken, isr=s.isr, partition_epoch=broken.partition_epoch + 1), reason="ISR fixed")
+    _took_turn(sim, "distinct_replicas")
+    return _record("distinct_replicas", e, f"ISR {list(broken.isr)} lists broker {s.isr[-1]} twice")
 
 
 INJECTORS: dict[str, Callable[[Simulator], BreachRecord | None]] = {
