@@ -78,7 +78,10 @@ CATALOG: tuple[Invariant, ...] = (
         "fenced_broker_not_in_isr", "I7", "ValidControllerState",
         "A fenced or unregistered broker is never leader or in an ISR; a broker in controlled shutdown "
         "never becomes leader or joins an ISR.",
-        ("PartitionChange", "BrokerChange"), "M", (), live=True,
+        ("PartitionChange", "BrokerChange"), "M",
+        ("known anomaly: a new incarnation registered (fenced) while still in ISRs, below metadata.version 23 "
+         "(4.0-IV1) or unknown — Kafka removes it from ISRs and ELRs first only from there on (KAFKA-15586, "
+         "KIP-966); reported as allowed",), live=True,
     ),
     Invariant(
         "valid_high_watermark", "I8", "ValidHighWatermark",

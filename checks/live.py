@@ -116,6 +116,9 @@ def _is_unclean(r: Mapping[str, Any]) -> bool:
                 and r["b_recovery"] != "RECOVERING"))
 
 
+# fenced_broker_not_in_isr.sql's known anomaly (see there: KAFKA-15586, KIP-966)
+REREGISTRATION_ALLOWANCE = ("known anomaly: re-registration keeps isr membership below metadata.version 23 "
+                            "(KAFKA-15586, KIP-966)")
 LAST_KNOWN_ALLOWANCE = "KIP-966 last known leader: ISR and ELR empty, LastKnownElr = [new leader]"
 
 
@@ -629,10 +632,13 @@ class LiveChecker:
             if held:
                 first_seq = min(held.values())
                 first_part = min(f"{t}-{p}" for t, p in held)
+                mv = r["metadata_version"]
+                known = r["broker_change"] == "REGISTERED" and (mv is None or mv < 23)
                 self._alert(out, r, "fenced_broker_not_in_isr", f"{state}_while_leader_or_in_isr",
                             f"broker {b} removed from every leader and isr before it is {state}",
                             f"broker {b} still leader or in isr of {len(held)} partition(s), first {first_part}",
-                            len(held), related_seq=first_seq)
+                            len(held), related_seq=first_seq, status="allowed" if known else "violated",
+                            allowance=REREGISTRATION_ALLOWANCE if known else None)
         c.brokers[b] = (state, r["broker_rack"], seq)
         c.active_racks = None
         if c.first_broker_seq is None:

@@ -16,10 +16,16 @@
 -- the ISR does not become its last member.
 -- (b) is about fencing: a broker entering controlled shutdown is still leader and in ISRs at that
 -- record (KRaft writes the moves after it), so only fenced and unregistered states end membership.
+-- Known anomaly (allowed): a new incarnation's registration (fenced) while the broker is still leader
+-- or in ISRs, at a metadata.version below 4.0-IV1 (23) or unknown. Kafka removes a re-registering
+-- broker from the ISRs and ELRs first (the records come before the RegisterBrokerRecord) only when
+-- the metadata.version supports ELR: ReplicationControlManager.handleBrokerUncleanShutdown returns at
+-- once otherwise (KAFKA-15586, KIP-966 clean shutdown detection). On Kafka 3.9 every broker that
+-- comes back after an unclean shutdown of the whole cluster shows it; from 4.0-IV1 it is a bug.
 -- As-of lookups use one ordered stream per (cluster, broker) and a running count that numbers the
 -- broker's state versions, so they scale without range joins.
 WITH brokers AS (
-  SELECT cluster_id, seq, broker_id AS broker, bootstrap,
+  SELECT cluster_id, seq, broker_id AS broker, bootstrap, broker_change, metadata_version,
          CASE WHEN broker_change = 'UNREGISTERED' OR broker_fenced IS NULL THEN 'unregistered'
               WHEN broker_fenced THEN 'fenced' WHEN broker_shutdown THEN 'shutting_down' ELSE 'active' END AS state
   FROM events WHERE kind = 'BrokerChange'
@@ -102,7 +108,9 @@ members AS (
   FROM intervals
 ),
 fences AS (
-  SELECT cluster_id, seq, broker, state FROM brokers WHERE state IN ('fenced', 'unregistered') AND NOT bootstrap
+  SELECT cluster_id, seq, broker, state,
+         broker_change = 'REGISTERED' AND (metadata_version IS NULL OR metadata_version < 23) AS known_anomaly
+  FROM brokers WHERE state IN ('fenced', 'unregistered') AND NOT bootstrap
 ),
 deltas AS (
   SELECT cluster_id, seq, broker, 1 AS delta, 0 AS is_fence FROM members WHERE broker >= 0
@@ -118,17 +126,17 @@ active AS (
   FROM deltas
 ),
 bad_fences AS (
-  SELECT a.cluster_id, a.seq, a.broker, f.state, a.n_active
+  SELECT a.cluster_id, a.seq, a.broker, f.state, f.known_anomaly, a.n_active
   FROM active a JOIN fences f ON a.cluster_id = f.cluster_id AND a.seq = f.seq AND a.broker = f.broker
   WHERE a.is_fence = 1 AND a.n_active > 0
 ),
 lingering AS (
-  SELECT b.cluster_id, b.seq, b.broker, b.state, b.n_active,
+  SELECT b.cluster_id, b.seq, b.broker, b.state, b.known_anomaly, b.n_active,
          MIN(m.seq) AS first_state_seq,
          MIN(concat(m.topic, '-', CAST(m.partition AS STRING))) AS first_partition
   FROM bad_fences b JOIN members m
     ON m.cluster_id = b.cluster_id AND m.broker = b.broker AND m.seq < b.seq AND b.seq < m.end_seq
-  GROUP BY b.cluster_id, b.seq, b.broker, b.state, b.n_active
+  GROUP BY b.cluster_id, b.seq, b.broker, b.state, b.known_anomaly, b.n_active
 )
 SELECT cluster_id, seq, state_seq AS related_seq,
        concat(eff_state, '_broker_',
@@ -141,7 +149,9 @@ SELECT cluster_id, seq, state_seq AS related_seq,
        CAST(1 AS BIGINT) AS magnitude
 FROM joined_bad
 UNION ALL
-SELECT cluster_id, seq, first_state_seq, concat(state, '_while_leader_or_in_isr'), 'violated', CAST(NULL AS STRING),
+SELECT cluster_id, seq, first_state_seq, concat(state, '_while_leader_or_in_isr'),
+       CASE WHEN known_anomaly THEN 'allowed' ELSE 'violated' END,
+       CASE WHEN known_anomaly THEN 'known anomaly: re-registration keeps isr membership below metadata.version 23 (KAFKA-15586, KIP-966)' END,
        concat('broker ', CAST(broker AS STRING), ' removed from every leader and isr before it is ', state),
        concat('broker ', CAST(broker AS STRING), ' still leader or in isr of ', CAST(n_active AS STRING),
               ' partition(s), first ', first_partition),

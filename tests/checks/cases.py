@@ -680,3 +680,66 @@ CLEAN.update({
     "clean_topic_recreated": clean_topic_recreated,
     "clean_topic_lost_in_a_gap": clean_topic_lost_in_a_gap,
 })
+
+
+# --- issue 16.1: a re-registration while still in ISRs, by metadata.version ------------------------------
+# Kafka < 4.0-IV1 (e.g. 3.9 at metadata.version 21) writes a returning broker's RegisterBrokerRecord
+# (fenced) while the broker is still in ISRs: a known anomaly, allowed. From 4.0-IV1 (23) the controller
+# removes it from the ISRs and ELRs first (KAFKA-15586), so the same history is a violation.
+
+def _reregister(h: History, bid: int) -> None:
+    h.broker(bid, BrokerChangeKind.REGISTERED, fenced=True)
+
+
+def reregistered_in_isr_at_mv23(c: str) -> History:
+    h = baseline(c, mv=23)
+    _reregister(h, 4)  # t-0's ISR still holds 4
+    h.mark("fenced_while_leader_or_in_isr")
+    return h
+
+
+def reregistered_leader_at_mv27(c: str) -> History:
+    h = baseline(c, mv=27)
+    _reregister(h, 3)  # 3 leads t-1
+    h.mark("fenced_while_leader_or_in_isr")
+    return h
+
+
+def reregistered_twice_at_mv25(c: str) -> History:
+    h = baseline(c, mv=25)
+    _reregister(h, 2)  # in t-0's ISR, and leader
+    h.mark("fenced_while_leader_or_in_isr")
+    h.broker(2, BrokerChangeKind.UNFENCED, fenced=False)
+    _reregister(h, 2)
+    h.mark("fenced_while_leader_or_in_isr")
+    return h
+
+
+VIOLATING.update({
+    "reregistered_in_isr_at_mv23": ("fenced_broker_not_in_isr", reregistered_in_isr_at_mv23),
+    "reregistered_leader_at_mv27": ("fenced_broker_not_in_isr", reregistered_leader_at_mv27),
+    "reregistered_twice_at_mv25": ("fenced_broker_not_in_isr", reregistered_twice_at_mv25),
+})
+
+
+def clean_reregistered_in_isr_at_mv21(c: str) -> History:
+    """Kafka 3.9 after a whole-cluster kill -9: every returning broker re-registers while in ISRs."""
+    h = baseline(c, mv=21)
+    _reregister(h, 4)
+    _reregister(h, 3)
+    _reregister(h, 2)
+    return h
+
+
+def clean_reregistered_after_removal_at_mv23(c: str) -> History:
+    """Kafka 4.x: the ISR removal comes first, then the registration."""
+    h = baseline(c, mv=23)
+    h.change("t", 0, (K.ISR,), isr=(2,))
+    _reregister(h, 4)
+    return h
+
+
+CLEAN.update({
+    "clean_reregistered_in_isr_at_mv21": clean_reregistered_in_isr_at_mv21,
+    "clean_reregistered_after_removal_at_mv23": clean_reregistered_after_removal_at_mv23,
+})

@@ -62,3 +62,14 @@ def test_kip966_last_known_leader_is_allowed_and_named():
     mine = [(r[0], r[4], r[5], r[6]) for r in rows if r[0] == "unclean_election_allowed"]
     assert ("unclean_election_allowed", "last_known_leader_election", "allowed",
             "KIP-966 last known leader: ISR and ELR empty, LastKnownElr = [new leader]") in mine
+
+
+def test_reregistration_in_isr_is_a_named_known_anomaly_below_mv23():
+    from checks.live import REREGISTRATION_ALLOWANCE
+    from tests.checks.cases import clean_reregistered_in_isr_at_mv21, reregistered_in_isr_at_mv23
+
+    old = [r for r in run([clean_reregistered_in_isr_at_mv21("rr-old")]) if r[4] == "fenced_while_leader_or_in_isr"]
+    assert len(old) == 3 and {(r[5], r[6]) for r in old} == {("allowed", REREGISTRATION_ALLOWANCE)}
+    assert "KAFKA-15586" in REREGISTRATION_ALLOWANCE
+    new = [r for r in run([reregistered_in_isr_at_mv23("rr-new")]) if r[4] == "fenced_while_leader_or_in_isr"]
+    assert [(r[5], r[6]) for r in new] == [("violated", None)]
