@@ -71,8 +71,9 @@ CATALOG: tuple[Invariant, ...] = (
     Invariant(
         "isr_elr_sanity", "I6", "ValidControllerIsrAndElr",
         "ELR ⊆ replicas, ISR ∩ ELR = ∅, adding ∩ removing = ∅, adding ∪ removing ⊆ replicas; brokers enter "
-        "the ELR only from the ISR; no ELR below metadata.version 22.",
-        ("PartitionChange",), "M", (), live=True, history=False,
+        "the ELR only from the ISR, and only while |ISR| < min.insync.replicas; a leader from the ELR only "
+        "when the ISR is empty; no ELR below metadata.version 22.",
+        ("PartitionChange",), "M+C", (), live=True,
     ),
     Invariant(
         "fenced_broker_not_in_isr", "I7", "ValidControllerState",

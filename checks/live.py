@@ -95,6 +95,14 @@ def _broker_state(r: Mapping[str, Any]) -> str:
     return "shutting_down" if r["broker_shutdown"] else "active"
 
 
+def _int_or_none(value: str | None) -> int | None:
+    """SQL's TRY_CAST(value AS INT)."""
+    try:
+        return int(str(value).strip()) if value is not None else None
+    except ValueError:
+        return None
+
+
 def _last_replica_standing(r: Mapping[str, Any]) -> bool:
     """fenced_broker_not_in_isr's exemption: no leader and at most one ISR member, that member already
     in the ISR before (or a bootstrap state)."""
@@ -166,6 +174,7 @@ class _Cluster:
     lineage: dict[tuple[str, int], _Partition] = field(default_factory=dict)
     topics: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     first_topic_seq: int | None = None
+    min_isr: dict[str, tuple[int | None, int]] = field(default_factory=dict)  # scope -> value, seq
 
 
 def as_row(event: Any) -> dict[str, Any]:
@@ -208,6 +217,10 @@ class LiveChecker:
         elif kind == "OffsetSample":
             self._sample(c, r, out)
         elif kind == "ConfigChange":
+            if r["config_name"] == "min.insync.replicas" and (
+                    r["config_type"] == "TOPIC" or (r["config_type"] == "BROKER" and r["config_resource"] == "")):
+                scope = f"topic:{r['config_resource']}" if r["config_type"] == "TOPIC" else "cluster:"
+                c.min_isr[scope] = (_int_or_none(r["config_value"]), r["seq"])
             if r["config_name"] == UNCLEAN_KEY and r["config_type"] in ("TOPIC", "BROKER"):
                 res = r["config_resource"]
                 scope = (f"topic:{res}" if r["config_type"] == "TOPIC" else "cluster:" if res == ""
@@ -313,7 +326,7 @@ class LiveChecker:
                 self._unclean(c, r, out)
         if has_a:
             self._leader_in_isr(r, out)
-            self._isr_elr(r, out)
+            self._isr_elr(c, r, out)
             self._fenced_joiners(c, r, out)
             self._distinct_replicas(c, r, out)
             self._duplicate_members(r, out)
@@ -382,7 +395,26 @@ class LiveChecker:
             self._alert(out, r, "leader_in_isr", "isr_not_subset_of_replicas", f"isr ⊆ replicas {_show(reps)}",
                         f"isr {_show(isr)}, outside replicas: {_show(sorted(outside))}", len(outside))
 
-    def _isr_elr(self, r: Mapping[str, Any], out: list[Alert]) -> None:
+    def _isr_elr(self, c: _Cluster, r: Mapping[str, Any], out: list[Alert]) -> None:
+        leader, b_elr = r["a_leader"], r["b_elr"]
+        if (r["has_before"] and not r["bootstrap"] and leader != -1 and leader != r["b_leader"] and b_elr
+                and leader in b_elr and leader not in r["b_isr"]):
+            others = set(r["a_isr"]) - {leader}
+            if others:  # isValidNewLeader: an ELR member only when the target ISR is empty
+                self._alert(out, r, "isr_elr_sanity", "leader_from_elr_while_isr_not_empty",
+                            f"a leader from the elr {_show(b_elr)} only when the isr is empty",
+                            f"leader {r['b_leader']} -> {leader}, isr {_show(r['b_isr'])} -> {_show(r['a_isr'])}",
+                            len(others))
+        if r["a_elr"]:
+            for scope in (f"topic:{r['topic']}", "cluster:"):
+                found = c.min_isr.get(scope)
+                if found is not None and found[0] is not None:
+                    if len(r["a_isr"]) >= found[0]:
+                        self._alert(out, r, "isr_elr_sanity", "elr_while_isr_at_min_isr",
+                                    f"elr empty while |isr| >= min.insync.replicas {found[0]}",
+                                    f"isr {_show(r['a_isr'])}, elr {_show(r['a_elr'])}", len(r["a_elr"]),
+                                    related_seq=found[1])
+                    break
         if not r["a_elr"] and not r["a_adding"] and not r["a_removing"] and not r["a_last_known_elr"]:
             return  # every rule needs a non-empty ELR, last known ELR, adding or removing list
         isr, elr, reps = set(r["a_isr"]), set(r["a_elr"]), set(r["a_replicas"])

@@ -4,10 +4,58 @@
 -- from the ISR of the state before (the controller moves ISR members it removes into the ELR), and
 -- no ELR or last known ELR exists at a metadata.version below 4.0-IV0 (22), whose partition records
 -- cannot carry them (MetadataVersion.isElrSupported; PartitionRecord/PartitionChangeRecord v2).
+-- KIP-966 rules of Kafka's PartitionChangeBuilder (TLA+: ValidControllerIsrAndElr, MinIsrRecoveryQuorum):
+--  the ELR is empty while |ISR| >= min.insync.replicas (maybePopulateTargetElr clears it), judged where
+--  min.insync.replicas is known as of the change (the topic's config, else the cluster default; Kafka
+--  writes the cluster default into the metadata when ELR is enabled); and a leader comes from the ELR
+--  only when the ISR apart from it is empty (isValidNewLeader: ISR member, or ELR member when the
+--  target ISR is empty).
 WITH st AS (
-  SELECT cluster_id, seq, a_isr, a_elr, a_replicas, a_adding, a_removing, a_last_known_elr,
-         b_isr, b_elr, has_before, bootstrap, metadata_version
+  SELECT cluster_id, seq, topic, a_isr, a_elr, a_replicas, a_adding, a_removing, a_last_known_elr,
+         b_isr, b_elr, has_before, bootstrap, metadata_version, a_leader, b_leader
   FROM events WHERE kind = 'PartitionChange' AND has_after
+),
+min_isr_configs AS (
+  SELECT cluster_id, seq, TRY_CAST(config_value AS INT) AS value,
+         CASE WHEN config_type = 'TOPIC' THEN concat('topic:', config_resource) ELSE 'cluster:' END AS scope
+  FROM events
+  WHERE kind = 'ConfigChange' AND config_name = 'min.insync.replicas'
+    AND (config_type = 'TOPIC' OR (config_type = 'BROKER' AND config_resource = ''))
+),
+elr_states AS (SELECT * FROM st WHERE {size(a_elr)} > 0),
+min_isr_probes AS (
+  SELECT cluster_id, seq, concat('topic:', topic) AS scope, 1 AS level FROM elr_states
+  UNION ALL
+  SELECT cluster_id, seq, 'cluster:', 2 FROM elr_states
+),
+min_isr_stream AS (
+  SELECT cluster_id, seq, scope, 1 AS is_config, value, 0 AS level FROM min_isr_configs
+  UNION ALL
+  SELECT cluster_id, seq, scope, 0, CAST(NULL AS INT), level FROM min_isr_probes
+),
+min_isr_versioned AS (
+  SELECT *, SUM(is_config) OVER (PARTITION BY cluster_id, scope ORDER BY seq
+                                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS version
+  FROM min_isr_stream
+),
+min_isr_as_of AS (
+  SELECT *,
+         FIRST_VALUE(value) OVER (PARTITION BY cluster_id, scope, version ORDER BY seq
+                                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS value_asof,
+         FIRST_VALUE(seq) OVER (PARTITION BY cluster_id, scope, version ORDER BY seq
+                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS config_seq
+  FROM min_isr_versioned
+),
+min_isr_resolved AS (
+  SELECT cluster_id, seq, MIN(level) AS level
+  FROM min_isr_as_of WHERE is_config = 0 AND version > 0 AND value_asof IS NOT NULL
+  GROUP BY cluster_id, seq
+),
+elr_with_min_isr AS (
+  SELECT e.*, a.value_asof AS min_isr, a.config_seq
+  FROM elr_states e
+  JOIN min_isr_resolved r ON e.cluster_id = r.cluster_id AND e.seq = r.seq
+  JOIN min_isr_as_of a ON a.cluster_id = r.cluster_id AND a.seq = r.seq AND a.level = r.level AND a.is_config = 0
 )
 SELECT cluster_id, seq, CAST(NULL AS BIGINT) AS related_seq, 'elr_not_subset_of_replicas' AS rule,
        'violated' AS status, CAST(NULL AS STRING) AS allowance,
@@ -46,3 +94,19 @@ SELECT cluster_id, seq, CAST(NULL AS BIGINT), 'elr_before_metadata_version_22', 
               ', last known elr ', {show(a_last_known_elr)}),
        CAST({size(a_elr)} + {size(a_last_known_elr)} AS BIGINT)
 FROM st WHERE metadata_version < 22 AND ({size(a_elr)} > 0 OR {size(a_last_known_elr)} > 0)
+UNION ALL
+SELECT cluster_id, seq, config_seq, 'elr_while_isr_at_min_isr', 'violated', CAST(NULL AS STRING),
+       concat('elr empty while |isr| >= min.insync.replicas ', CAST(min_isr AS STRING)),
+       concat('isr ', {show(a_isr)}, ', elr ', {show(a_elr)}),
+       CAST({size(a_elr)} AS BIGINT)
+FROM elr_with_min_isr WHERE {size(a_isr)} >= min_isr
+UNION ALL
+SELECT cluster_id, seq, CAST(NULL AS BIGINT), 'leader_from_elr_while_isr_not_empty', 'violated', CAST(NULL AS STRING),
+       concat('a leader from the elr ', {show(b_elr)}, ' only when the isr is empty'),
+       concat('leader ', CAST(b_leader AS STRING), ' -> ', CAST(a_leader AS STRING), ', isr ', {show(b_isr)}, ' -> ',
+              {show(a_isr)}),
+       CAST({size({except(a_isr, {list1(a_leader)})})} AS BIGINT)
+FROM st
+WHERE has_before AND NOT bootstrap AND a_leader <> -1 AND a_leader <> b_leader
+  AND {contains(b_elr, a_leader)} AND NOT {contains(b_isr, a_leader)}
+  AND {size({except(a_isr, {list1(a_leader)})})} > 0

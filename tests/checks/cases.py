@@ -743,3 +743,101 @@ CLEAN.update({
     "clean_reregistered_in_isr_at_mv21": clean_reregistered_in_isr_at_mv21,
     "clean_reregistered_after_removal_at_mv23": clean_reregistered_after_removal_at_mv23,
 })
+
+
+# --- issue 16.2: KIP-966 ELR rules that need min.insync.replicas, and elections from the ELR --------------
+
+def _min_isr(h: History, value: str, topic: str | None = None) -> None:
+    if topic is None:
+        h.config(ConfigResourceType.BROKER, "", "min.insync.replicas", value)
+    else:
+        h.config(ConfigResourceType.TOPIC, topic, "min.insync.replicas", value)
+
+
+def elr_kept_after_isr_recovers(c: str) -> History:
+    h = baseline(c, mv=23)
+    _min_isr(h, "2")
+    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))  # below min ISR: 4 into the ELR, legal
+    h.change("t", 0, (K.ISR,), isr=(2, 3))  # |ISR| = 2 again, but the ELR is not cleared
+    h.mark("elr_while_isr_at_min_isr")
+    return h
+
+
+def elr_at_topic_min_isr(c: str) -> History:
+    h = baseline(c, mv=23)
+    _min_isr(h, "2")
+    _min_isr(h, "1", topic="t")  # the topic's override wins: |ISR| = 1 is at min ISR
+    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
+    h.mark("elr_while_isr_at_min_isr")
+    return h
+
+
+def elr_kept_after_min_isr_lowered(c: str) -> History:
+    h = baseline(c, mv=23)
+    _min_isr(h, "2")
+    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
+    _min_isr(h, "1")  # Kafka clears every ELR on this change (ClearElrRecord); here t-0 keeps it
+    h.change("t", 0, ())
+    h.mark("elr_while_isr_at_min_isr")
+    return h
+
+
+def elr_leader_while_isr_member_left(c: str) -> History:
+    h = baseline(c, mv=23)
+    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
+    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.ELR, leader=4, isr=(2, 4), elr=())
+    h.mark("leader_from_elr_while_isr_not_empty")
+    return h
+
+
+def elr_leader_with_other_isr(c: str) -> History:
+    h = baseline(c, mv=23)
+    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
+    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.ELR, leader=4, isr=(4, 3), elr=(2,))
+    h.mark("leader_from_elr_while_isr_not_empty")
+    return h
+
+
+def elr_leader_under_min_isr_config(c: str) -> History:
+    h = baseline(c, mv=23)
+    _min_isr(h, "3")
+    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
+    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.ELR, leader=4, isr=(4, 2), elr=())
+    h.mark("leader_from_elr_while_isr_not_empty")
+    return h
+
+
+VIOLATING.update({
+    "elr_kept_after_isr_recovers": ("isr_elr_sanity", elr_kept_after_isr_recovers),
+    "elr_at_topic_min_isr": ("isr_elr_sanity", elr_at_topic_min_isr),
+    "elr_kept_after_min_isr_lowered": ("isr_elr_sanity", elr_kept_after_min_isr_lowered),
+    "elr_leader_while_isr_member_left": ("isr_elr_sanity", elr_leader_while_isr_member_left),
+    "elr_leader_with_other_isr": ("isr_elr_sanity", elr_leader_with_other_isr),
+    "elr_leader_under_min_isr_config": ("isr_elr_sanity", elr_leader_under_min_isr_config),
+})
+
+
+def clean_elr_below_min_isr(c: str) -> History:
+    """min.insync.replicas 2: the ISR drops to one member, the other goes to the ELR; it recovers and the
+    ELR is cleared in the same change."""
+    h = baseline(c, mv=23)
+    _min_isr(h, "2")
+    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
+    h.change("t", 0, (K.ISR, K.ELR), isr=(2, 4), elr=())
+    return h
+
+
+def clean_elr_election_with_empty_isr(c: str) -> History:
+    """The last ISR member goes away: ISR empty, both in the ELR; an ELR member is elected (legal)."""
+    h = baseline(c, mv=23)
+    _min_isr(h, "2")
+    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
+    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.NONE, leader=-1, isr=(), elr=(4, 2))
+    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.ELR, leader=4, isr=(4,), elr=(2,))
+    return h
+
+
+CLEAN.update({
+    "clean_elr_below_min_isr": clean_elr_below_min_isr,
+    "clean_elr_election_with_empty_isr": clean_elr_election_with_empty_isr,
+})
