@@ -91,10 +91,14 @@ CATALOG: tuple[Invariant, ...] = (
     ),
     Invariant(
         "high_watermark_monotonic", "I9", "Applied HWM monotonicity",
-        "A partition's sampled HW never decreases, in particular across leader changes.",
+        "A partition's sampled HW never decreases, in particular across leader changes; a clean election's new "
+        "leader (in the ISR or ELR as of the last sample) holds the sampled HW (Jepsen's lost writes, as far as "
+        "samples see); an unclean election's loss is measured.",
         ("OffsetSample",), "B",
         ("a new partition incarnation (delete/create) restarts the HW",
-         "a drop after an unclean election between the samples is reported as allowed"), live=True,
+         "a drop after an unclean election between the samples is reported as allowed",
+         "an unclean election whose new leader was behind the sampled HW: allowed, magnitude = records lost"),
+        live=True,
     ),
     Invariant(
         "unclean_election_allowed", "I12", "",

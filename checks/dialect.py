@@ -42,6 +42,8 @@ SHIMS: dict[str, tuple[str, str]] = {
     "null_ints": ("CAST(NULL AS INTEGER[])", "CAST(NULL AS ARRAY<INT>)"),
     "null_longs": ("CAST(NULL AS BIGINT[])", "CAST(NULL AS ARRAY<BIGINT>)"),
     "at": ("list_extract({0}, {1})", "try_element_at({0}, {1})"),
+    # 1-based position of a value in a list, 0 when absent (both engines)
+    "position": ("coalesce(list_position({0}, {1}), 0)", "CAST(array_position({0}, {1}) AS INT)"),
 }
 
 _CALL = re.compile(r"\{([a-z_0-9]+)\(")

@@ -127,6 +127,7 @@ def _is_unclean(r: Mapping[str, Any]) -> bool:
 # fenced_broker_not_in_isr.sql's known anomaly (see there: KAFKA-15586, KIP-966)
 REREGISTRATION_ALLOWANCE = ("known anomaly: re-registration keeps isr membership below metadata.version 23 "
                             "(KAFKA-15586, KIP-966)")
+DATA_LOSS_ALLOWANCE = "unclean election: committed records beyond the log of the new leader are lost"
 LAST_KNOWN_ALLOWANCE = "KIP-966 last known leader: ISR and ELR empty, LastKnownElr = [new leader]"
 
 
@@ -154,6 +155,10 @@ class _Partition:
     # high_watermark_monotonic: previous sample of this incarnation, running unclean count
     uncleans: int = 0
     sample: tuple[int, int, int | None, int | None, int] | None = None  # seq, hw, leader, leader_epoch, uncleans
+    # high_watermark_monotonic (committed data at elections): ISR ∪ ELR now (None: no state), and the
+    # incarnation's last sample: seq, hw, LEO by broker, ISR ∪ ELR as of it
+    members_all: frozenset[int] | None = None
+    last_full_sample: tuple[int, int, dict[int, Any], frozenset[int] | None] | None = None
 
 
 @dataclass
@@ -337,9 +342,14 @@ class LiveChecker:
         self._continuity(c, lineage, r, out)
         if has_a and not boot:
             self._live_topic(c, r, out)
+        # high_watermark_monotonic: committed data at an election, against the incarnation's last sample
+        if transition and r["a_leader"] != -1 and r["a_leader"] != r["b_leader"]:
+            self._committed_at_election(part, r, unclean, out)
         # high_watermark_monotonic: a create/delete starts a new incarnation; count unclean elections
         if not has_b or not has_a:
             part.sample = None
+            part.last_full_sample = None
+        part.members_all = frozenset(r["a_isr"]) | frozenset(r["a_elr"] or ()) if has_a else None
         if unclean:
             part.uncleans += 1
         # valid_high_watermark: the ISR as of later samples
@@ -359,6 +369,25 @@ class LiveChecker:
                 open_.add(key[1])
         if not open_:
             c.topic_open.pop(key[0], None)
+
+    def _committed_at_election(self, part: _Partition, r: Mapping[str, Any], unclean: bool,
+                               out: list[Alert]) -> None:
+        sample = part.last_full_sample
+        if sample is None:
+            return
+        s_seq, hw, leos, members = sample
+        leader = r["a_leader"]
+        leo = leos.get(leader)
+        if leo is None or leo < 0 or leo >= hw:
+            return
+        if not unclean and (members is None or leader not in members):
+            return
+        self._alert(out, r, "high_watermark_monotonic",
+                    "unclean_election_data_loss" if unclean else "new_leader_behind_committed",
+                    f"new leader {leader} holds the committed records: LEO >= hw {hw} sampled at related seq",
+                    f"{_tp(r)} leader -> {leader} with sampled LEO {leo}, isr ∪ elr then {_show(sorted(members or ()))}",
+                    hw - leo, related_seq=s_seq, status="allowed" if unclean else "violated",
+                    allowance=DATA_LOSS_ALLOWANCE if unclean else None)
 
     def _leader_epoch(self, r: Mapping[str, Any], out: list[Alert]) -> None:
         ble, ale = r["b_leader_epoch"], r["a_leader_epoch"]
@@ -697,6 +726,12 @@ class LiveChecker:
                                 f"hw <= min LEO over isr {_show(sorted(part.isr))} = {min_leo}",
                                 f"{_tp(r)} hw {hw} from leader {r['s_leader']}; broker {broker} LEO {min_leo}",
                                 hw - min_leo, related_seq=part.state_seq)
+        # high_watermark_monotonic: the incarnation's last sample, for the next election
+        leos_by_broker: dict[int, Any] = {}
+        for i, b in enumerate(r["s_replicas"] or []):
+            leos = r["s_leos"] or []
+            leos_by_broker.setdefault(b, leos[i] if i < len(leos) else None)
+        part.last_full_sample = (r["seq"], hw, leos_by_broker, part.members_all)
         # high_watermark_monotonic: against the previous sample of this incarnation
         prev = part.sample
         if prev is not None and hw < prev[1]:

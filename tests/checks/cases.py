@@ -841,3 +841,81 @@ CLEAN.update({
     "clean_elr_below_min_isr": clean_elr_below_min_isr,
     "clean_elr_election_with_empty_isr": clean_elr_election_with_empty_isr,
 })
+
+
+# --- issue 16.3: committed data at elections (high_watermark_monotonic) ----------------------------------
+
+def _elr_then_leaderless(h: History, hw: int, leos: dict[int, int]) -> None:
+    """t-0: 4 leaves the ISR for the ELR, a sample (hw, leos), then the ISR empties into the ELR."""
+    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
+    h.sample("t", 0, hw, leos)
+    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.NONE, leader=-1, isr=(), elr=(4, 2))
+
+
+def elr_leader_behind_committed(c: str) -> History:
+    h = baseline(c, mv=23)
+    _elr_then_leaderless(h, 200, {2: 210, 4: 150})
+    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.ELR, leader=4, isr=(4,), elr=(2,))
+    h.mark("new_leader_behind_committed")
+    return h
+
+
+def elr_leader_one_record_behind(c: str) -> History:
+    h = baseline(c, mv=23)
+    _elr_then_leaderless(h, 200, {2: 200, 4: 199})
+    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.ELR, leader=4, isr=(4,), elr=(2,))
+    h.mark("new_leader_behind_committed")
+    return h
+
+
+def elr_leader_behind_after_later_sample(c: str) -> History:
+    h = baseline(c, mv=23)
+    _elr_then_leaderless(h, 200, {2: 220, 4: 210})
+    h.sample("t", 0, 230, {4: 180})  # the last sample before the election: 4 in the ELR, behind the HW
+    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.ELR, leader=4, isr=(4,), elr=(2,))
+    h.mark("new_leader_behind_committed")
+    return h
+
+
+VIOLATING.update({
+    "elr_leader_behind_committed": ("high_watermark_monotonic", elr_leader_behind_committed),
+    "elr_leader_one_record_behind": ("high_watermark_monotonic", elr_leader_one_record_behind),
+    "elr_leader_behind_after_later_sample": ("high_watermark_monotonic", elr_leader_behind_after_later_sample),
+})
+
+
+def clean_elr_leader_holds_committed(c: str) -> History:
+    h = baseline(c, mv=23)
+    _elr_then_leaderless(h, 200, {2: 210, 4: 200})
+    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.ELR, leader=4, isr=(4,), elr=(2,))
+    return h
+
+
+def clean_stale_sample_of_a_rejoined_follower(c: str) -> History:
+    """4 was out of the ISR (and behind) when sampled, caught up, rejoined and was elected: the sample is
+    no evidence against it."""
+    h = baseline(c)
+    h.change("t", 0, (K.ISR,), isr=(2,))
+    h.sample("t", 0, 300, {2: 320, 4: 250})
+    h.change("t", 0, (K.ISR,), isr=(2, 4))
+    h.change("t", 0, (K.LEADER,), ElectionType.PREFERRED, leader=4)
+    return h
+
+
+def unclean_election_with_measured_loss(c: str) -> History:
+    """An allowed unclean election whose new leader was 30 records behind the sampled HW: reported as
+    allowed, with the loss as its magnitude."""
+    h = baseline(c)
+    h.config(ConfigResourceType.TOPIC, "u", "unclean.leader.election.enable", "true")
+    _topic_u(h)
+    h.sample("u", 0, 100, {2: 100, 3: 70}, leader=2)
+    h.change("u", 0, (K.LEADER, K.ISR, K.RECOVERY_STATE), ElectionType.UNCLEAN, leader=3, isr=(3,),
+             leader_recovery_state=RECOVERING)
+    return h
+
+
+CLEAN.update({
+    "clean_elr_leader_holds_committed": clean_elr_leader_holds_committed,
+    "clean_stale_sample_of_a_rejoined_follower": clean_stale_sample_of_a_rejoined_follower,
+    "unclean_election_with_measured_loss": unclean_election_with_measured_loss,
+})

@@ -73,3 +73,11 @@ def test_reregistration_in_isr_is_a_named_known_anomaly_below_mv23():
     assert "KAFKA-15586" in REREGISTRATION_ALLOWANCE
     new = [r for r in run([reregistered_in_isr_at_mv23("rr-new")]) if r[4] == "fenced_while_leader_or_in_isr"]
     assert [(r[5], r[6]) for r in new] == [("violated", None)]
+
+
+def test_unclean_election_loss_is_measured():
+    from checks.live import DATA_LOSS_ALLOWANCE
+    from tests.checks.cases import unclean_election_with_measured_loss
+
+    rows = [r for r in run([unclean_election_with_measured_loss("loss")]) if r[4] == "unclean_election_data_loss"]
+    assert [(r[0], r[5], r[6], r[9]) for r in rows] == [("high_watermark_monotonic", "allowed", DATA_LOSS_ALLOWANCE, 30)]
