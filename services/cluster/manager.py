@@ -41,8 +41,10 @@ def random_cluster_id() -> str:
 
 
 def port_free(port: int) -> bool:
+    """Free for a listener that does not set SO_REUSEADDR: a port whose connections of an earlier
+    cluster still linger in TIME_WAIT is not (a broker's bind then fails: seen in CI as "node 1 exited
+    during startup ... openServerSocket")."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from .manager import KafkaCluster, find_free_base_port
+from .manager import ClusterError, KafkaCluster, find_free_base_port
 
 
 def java_available() -> bool:
@@ -17,10 +17,19 @@ def java_available() -> bool:
 @contextmanager
 def running_cluster(directory: Path, version: str = "4.x", **kw) -> Iterator[KafkaCluster]:
     """Start a cluster and kill every JVM it started on exit, whatever happened in between."""
-    cluster = KafkaCluster(directory, version, base_port=kw.pop("base_port", None)
-                           or find_free_base_port(), **kw)
+    fixed = kw.pop("base_port", None)
+    cluster = KafkaCluster(directory, version, base_port=fixed or find_free_base_port(), **kw)
     try:
-        cluster.up()
+        try:
+            cluster.up()
+        except ClusterError as exc:
+            # a port taken between the check and the bind (another process): once more, elsewhere
+            if fixed or "openServerSocket" not in str(exc) and "Address already in use" not in str(exc):
+                raise
+            cluster.down()
+            shutil.rmtree(directory, ignore_errors=True)
+            cluster = KafkaCluster(directory, version, base_port=find_free_base_port(), **kw)
+            cluster.up()
         yield cluster
     finally:
         cluster.down()
