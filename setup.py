@@ -1,4 +1,8 @@
-"""Only the native extension lives here; the project metadata is in pyproject.toml.
+"""Only the native extensions live here; the project metadata is in pyproject.toml.
+
+services.kraft._kraftdecode (services/kraft/_native/kraftdecode.c, C11, no other library) is
+optional too: without it services.kraft.native.built() is False and LogReader decodes the
+Python way.
 
 schemas._flatdecode (schemas/_native/flatdecode.c, C11 + zlib) is optional: without a C compiler,
 the Python headers or zlib the install still succeeds and schemas.fastflat.available() is False.
@@ -33,6 +37,12 @@ setup(
             extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wno-unused-parameter",
                                 "-Wno-deprecated-declarations"],
             optional=True,
-        )
+        ),
+        Extension(
+            "services.kraft._kraftdecode",
+            sources=["services/kraft/_native/kraftdecode.c"],
+            extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wno-unused-parameter"],
+            optional=True,
+        ),
     ],
 )

@@ -1,4 +1,4 @@
-"""Decode-rate benchmark on a synthetic metadata log: ``python -m services.kraft.bench [N]``.
+"""A synthetic metadata log for tests and for bench/decode.py (timings live in bench/ only).
 
 The mix imitates a busy cluster's log: mostly PartitionChangeRecords (ISR/leader deltas) and
 NoOps, some PartitionRecords and broker heartbeats' registration changes, in batches of 1-100
@@ -7,13 +7,9 @@ records as the controller writes them."""
 from __future__ import annotations
 
 import random
-import sys
-import tempfile
-import time
 from pathlib import Path
 
 from .batch import build_batch
-from .files import LogReader
 from .messages import CATALOGUE
 from .wire import uuid_str, write_uvarint
 
@@ -57,29 +53,3 @@ def synthetic_log(path: Path, n_records: int, seed: int = 1) -> int:
         ts += 500
     path.write_bytes(out)
     return offset
-
-
-def measure(path: Path, repeat: int = 3) -> tuple[int, float]:
-    """Best of ``repeat`` runs, in records per second of this process's CPU time (wall time is
-    meaningless on a shared 2-core machine)."""
-    best = float("inf")
-    n = 0
-    for _ in range(repeat):
-        t = time.process_time()
-        r = LogReader(path)
-        n = sum(len(recs) for _, recs in r.batches())
-        best = min(best, time.process_time() - t)
-    return n, n / best
-
-
-def main(argv: list[str]) -> None:
-    n = int(argv[0]) if argv else 500_000
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "00000000000000000000.log"
-        synthetic_log(path, n)
-        count, rate = measure(path)
-        print(f"{count} records, {path.stat().st_size / 1e6:.1f} MB: {rate:,.0f} records/s (CPU time)")
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -21,6 +21,7 @@ from .batch import HEADER_SIZE, LOG_OVERHEAD, MAX_BATCH_BYTES, Batch, read_batch
 from .control import decode_control_batch
 from .errors import (CompressionError, CorruptBatchError, KRaftError, NotAKafkaLogError,
                      RecordDecodeError, TruncatedLogError, UnsupportedFormatError)
+from . import native
 from .records import Record, decode_data_batch
 
 log = logging.getLogger(__name__)
@@ -83,9 +84,17 @@ class LogReader:
     """Iterate the decoded records (metadata and control) of one segment or snapshot file."""
 
     def __init__(self, path: Path | str, *, on_error: str = "raise", live: bool = False,
-                 start_position: int = 0, verify_crc: bool = True, data: bytes | None = None):
+                 start_position: int = 0, verify_crc: bool = True, data: bytes | None = None,
+                 native_decode: bool | None = None):
+        """``native_decode``: data batches through services.kraft.native (None: when it is built
+        and not turned off by CTRLAUDIT_NATIVE=0; False: the Python path, the reference)."""
         if on_error not in ("raise", "skip"):
             raise ValueError("on_error must be 'raise' or 'skip'")
+        if native_decode and not native.built():
+            raise ValueError("the native KRaft decoder (services.kraft._kraftdecode) is not built")
+        self._decode_data = (native.decode_data_batch if (native.available() if native_decode is None
+                                                          else native_decode)
+                             else decode_data_batch)
         self.path = Path(path)
         self.file = str(path)
         self.on_error = on_error
@@ -125,7 +134,7 @@ class LogReader:
             try:
                 b = read_batch(buf, pos, self.file, verify_crc=self.verify_crc, limit=n)
                 recs = (decode_control_batch(buf, b) if b.is_control
-                        else decode_data_batch(buf, b, on_error=self.on_error))
+                        else self._decode_data(buf, b, on_error=self.on_error))
             except TruncatedLogError as e:
                 self._first_check(buf, pos, base, e)
                 self.partial_tail = PartialTail(self.file, pos, n - pos, e.missing)

@@ -75,3 +75,13 @@ def random_data(fields, rnd: random.Random) -> dict:
 
 def all_versions() -> list[MessageVersion]:
     return list(CATALOGUE.values())
+
+
+def record_view(r) -> tuple:
+    """Everything a decoded record holds, as a comparable tuple (class, position, payload)."""
+    b = r.batch
+    head = (type(r).__name__, r.offset, r.timestamp, b.file, b.position, b.base_offset,
+            b.leader_epoch, r.type)
+    if type(r).__name__ == "UnknownRecord":
+        return head + (r.api_key, r.version, r.value, r.error)
+    return head + (r.mv, r.data)

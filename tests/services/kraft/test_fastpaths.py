@@ -1,5 +1,6 @@
-"""The decoder's speed-ups must not change what it returns: tail caches (messages.py), the frame
-lookup and the zigzag tables of the record loop (records.py), and non-bytes buffers."""
+"""The Python decoder's speed-ups (native_decode=False here) must not change what it returns:
+tail caches (messages.py), the frame lookup and the zigzag tables of the record loop
+(records.py), and non-bytes buffers."""
 
 import random
 
@@ -26,7 +27,7 @@ def test_records_with_the_same_tail_get_their_own_lists(tmp_path):
     f = tmp_path / "00000000000000000000.log"
     f.write_bytes(data_batch([_pcr_isr(p, [1, 2, 3]) for p in range(3)]))
     clear_tail_caches()
-    a, b, c = LogReader(f)
+    a, b, c = LogReader(f, native_decode=False)
     assert [r.data["partitionId"] for r in (a, b, c)] == [0, 1, 2]
     assert a.data["isr"] == b.data["isr"] == [1, 2, 3]
     assert a.data["isr"] is not b.data["isr"]
@@ -34,7 +35,7 @@ def test_records_with_the_same_tail_get_their_own_lists(tmp_path):
     a.data["directories"].clear()
     # neither the other records nor a later decode of the same bytes see the mutation
     assert c.data["isr"] == [1, 2, 3] and c.data["directories"] == [DIR] * 3
-    (again, *_) = LogReader(f)
+    (again, *_) = LogReader(f, native_decode=False)
     assert again.data["isr"] == [1, 2, 3] and again.data["directories"] == [DIR] * 3
 
 
@@ -54,9 +55,9 @@ def test_warm_and_cold_caches_decode_the_same(tmp_path):
     f.write_bytes(data_batch(values))
     clear_tail_caches()
     assert all(not c for c in TAIL_CACHES)
-    cold = [r.data for r in LogReader(f)]
+    cold = [r.data for r in LogReader(f, native_decode=False)]
     assert any(TAIL_CACHES)
-    warm = [r.data for r in LogReader(f)]
+    warm = [r.data for r in LogReader(f, native_decode=False)]
     assert cold == warm == expect
 
 
@@ -82,8 +83,8 @@ def test_a_failing_tail_is_never_cached_as_good(tmp_path):
     clear_tail_caches()
     for _ in range(2):
         with pytest.raises(RecordDecodeError, match="Tag 8 is not valid for version 0"):
-            list(LogReader(f))
-    assert [type(r) for r in LogReader(f, on_error="skip")] == [UnknownRecord, UnknownRecord]
+            list(LogReader(f, native_decode=False))
+    assert [type(r) for r in LogReader(f, on_error="skip", native_decode=False)] == [UnknownRecord, UnknownRecord]
 
 
 def test_a_tail_that_ends_early_is_garbage_after_a_cached_decode(tmp_path):
@@ -92,8 +93,8 @@ def test_a_tail_that_ends_early_is_garbage_after_a_cached_decode(tmp_path):
     f.write_bytes(data_batch([good, good + b"\x00"]))
     clear_tail_caches()
     with pytest.raises(RecordDecodeError, match="garbage"):
-        list(LogReader(f))
-    ok, bad = LogReader(f, on_error="skip")
+        list(LogReader(f, native_decode=False))
+    ok, bad = LogReader(f, on_error="skip", native_decode=False)
     assert ok.data["leader"] == 1 and isinstance(bad, UnknownRecord)
 
 
@@ -102,8 +103,8 @@ def test_non_bytes_buffers_decode_like_bytes(tmp_path, kind):
     raw = data_batch([_pcr_isr(p, [2, 3]) for p in range(5)], base_offset=40) + data_batch(
         [pcr(7, leader=3)], base_offset=45)
     clear_tail_caches()
-    expect = [(r.offset, r.data) for r in LogReader("x.log", data=raw)]
-    got = [(r.offset, r.data) for r in LogReader("x.log", data=kind(raw))]
+    expect = [(r.offset, r.data) for r in LogReader("x.log", data=raw, native_decode=False)]
+    got = [(r.offset, r.data) for r in LogReader("x.log", data=kind(raw), native_decode=False)]
     assert got == expect and [o for o, _ in got] == [40, 41, 42, 43, 44, 45]
     assert all(isinstance(k, bytes) for c in TAIL_CACHES for k in c)
 
@@ -122,6 +123,6 @@ def test_offset_deltas_of_two_and_three_bytes(tmp_path):
     f = tmp_path / "00000000000000000000.log"
     f.write_bytes(build_batch([(None, pcr(i % 50, leader=i % 3)) for i in range(n)],
                               base_offset=1000))
-    recs = list(LogReader(f))
+    recs = list(LogReader(f, native_decode=False))
     assert [r.offset for r in recs] == list(range(1000, 1000 + n))
     assert [r.data["partitionId"] for r in recs[8190:8194]] == [40, 41, 42, 43]

@@ -126,3 +126,20 @@ def test_reassignment_and_fencing_visible_in_decoded_log(exercised):
                if r.type == "PARTITION_CHANGE_RECORD")
     assert any(r.type == "BROKER_REGISTRATION_CHANGE_RECORD" and r.data.get("fenced") == 1
                for r in recs)
+
+
+def test_native_and_python_paths_agree_on_every_file(exercised):
+    """(conftest.py compares the two on every batch too; this one says so for the real logs.)"""
+    from services.kraft import native
+
+    from .helpers import record_view
+    if not native.built():
+        pytest.skip("services.kraft._kraftdecode not built")
+    _, _, copies, _ = exercised
+    total = 0
+    for f in [f for fs in copies.values() for f in fs]:
+        nat, py = ([record_view(r) for r in LogReader(f, live=True, native_decode=flag)]
+                   for flag in (True, False))
+        assert nat == py, f
+        total += len(nat)
+    assert total > 100
