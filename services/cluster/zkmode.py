@@ -88,6 +88,18 @@ class ZooKeeperServer:
         except OSError:
             return False
 
+    def last_zxid(self) -> int:
+        """The zxid of the last transaction ZooKeeper applied (``srvr``'s ``Zxid:``): a position in its log."""
+        with socket.create_connection(("127.0.0.1", self.client_port), timeout=5) as s:
+            s.sendall(b"srvr")
+            out = b""
+            while chunk := s.recv(4096):
+                out += chunk
+        for line in out.decode(errors="replace").splitlines():
+            if line.startswith("Zxid:"):
+                return int(line.split(":", 1)[1].strip(), 16)
+        raise ClusterError(f"ZooKeeper's srvr printed no Zxid: {out[:200]!r}")
+
     def is_running(self) -> bool:
         if self.proc is not None:
             return self.proc.poll() is None

@@ -37,6 +37,7 @@ class Op:
     error: int | None = None  # error: KeeperException code (-101 no node, -103 bad version, ...)
     session_timeout: int | None = None  # createSession
     ttl: int | None = None  # createTTL
+    deleted: tuple[str, ...] = ()  # closeSession: the session's ephemeral znodes it removed (CloseSessionTxn)
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,7 @@ def decode_op(op_type: int, r: JuteReader) -> Op:
         return Op(kind, session_timeout=r.int())
     if op_type == -11:  # CloseSessionTxn (paths2Delete) when logged; older servers log no record
         if r.remaining() not in (0, 12):  # 12: no record, only the TxnDigest
-            for _ in range(r.count()):
-                r.ustring()
+            return Op(kind, deleted=tuple(r.ustring() or "" for _ in range(r.count())))
         return Op(kind)
     raise ValueError(f"transaction type {op_type} ({kind}) is not one ZooKeeper logs")
 
