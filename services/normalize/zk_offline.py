@@ -1,11 +1,11 @@
 """Offline import from ZooKeeper's own files: a copied ``dataDir`` (or its ``version-2``, or ``log.*`` files)
 -> ControllerEvents, in zxid order (the counterpart of ``offline.py`` for KRaft's metadata log).
 
-Every transaction log from the oldest kept one is replayed. A history that does not start at the first
-zxid (older logs purged, ``autopurge``) would need the snapshot before the first log to know the state then;
-reading snapshots is not done yet, so that stretch is recorded as a ``CaptureGap`` and partitions first seen
-after it are reported from their next write on. Missing zxids between files and corrupt stretches
-(``on_error="skip"``) are gaps too, never silent holes.
+Every transaction log from the oldest kept one is replayed. When the logs do not start at the first zxid
+(older logs purged, ``autopurge``), the import bootstraps from the oldest snapshot the logs continue (its
+znodes become bootstrap events: state, not transitions) and records the stretch before it as a
+``CaptureGap``; without such a snapshot the gap says partitions are known from their next write on.
+Missing zxids between files and corrupt stretches (``on_error="skip"``) are gaps too, never silent holes.
 """
 
 from __future__ import annotations
@@ -17,6 +17,17 @@ from schemas.events import ControllerEvent
 from services.normalize.offline import ImportError_, ImportReport
 from services.normalize.zookeeper import ZooKeeperNormalizer
 from services.zookeeper import TxnLogReader, ZooKeeperFileError, log_start_zxid, snapshot_zxid, txn_logs
+from services.zookeeper.snapshot import read_snapshot
+
+
+def snapshots_zk(paths: Sequence[Path]) -> list[Path]:
+    """The ``snapshot.*`` files among ``paths`` (directories searched like ``plan_zk``), in zxid order."""
+    found: list[Path] = []
+    for p in paths:
+        d = p / "version-2" if p.is_dir() and (p / "version-2").is_dir() else p
+        found += [f for f in d.iterdir() if snapshot_zxid(f) is not None] if d.is_dir() else \
+            [d] if snapshot_zxid(d) is not None else []
+    return sorted(set(found), key=snapshot_zxid)
 
 
 def plan_zk(paths: Sequence[Path]) -> list[Path]:
@@ -66,6 +77,21 @@ def import_zk_events(paths: Sequence[str | Path], cluster_id: str, on_error: str
     norm = ZooKeeperNormalizer(cluster_id)
     files = plan_zk([Path(p) for p in paths])
     last: int | None = None
+    first = log_start_zxid(files[0])
+    if first > 1:
+        usable = [s for s in snapshots_zk([Path(p) for p in paths]) if snapshot_zxid(s) >= first - 1]
+        if usable:
+            try:
+                snap = read_snapshot(usable[0])
+            except ZooKeeperFileError as exc:
+                raise ImportError_(str(exc)) from None
+            report.files.append(str(usable[0]))
+            yield _gap(norm, report, 1, snap.zxid, f"history up to zxid {snap.zxid:#x} is in no log given; "
+                       f"state bootstrapped from {usable[0].name}", snap.last_mtime)
+            for event in norm.bootstrap(snap):
+                report.events += 1
+                yield event
+            last = snap.zxid
     for i, f in enumerate(files):
         if progress is not None and i:
             progress(files[i - 1].stat().st_size)

@@ -20,6 +20,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from schemas.chain import event_id
 from schemas.events import (
@@ -30,7 +31,10 @@ from schemas.events import (
 from services.normalize.classify import change_kinds, election_type
 from services.normalize.image import KRaftImage
 from services.normalize.redaction import redact
-from services.zookeeper import Op, Txn
+from services.zookeeper import Txn
+
+if TYPE_CHECKING:
+    from services.zookeeper.snapshot import Snapshot
 
 TOPICS = "/brokers/topics/"
 BROKERS = "/brokers/ids/"
@@ -59,6 +63,8 @@ class ZooKeeperNormalizer:
         self.leader_and_isr: dict[tuple[str, int], tuple[dict, int]] = {}  # (name, p) -> (state JSON, zkVersion)
         self._txn: Txn | None = None
         self._index = 0
+        self._bootstrap = False
+        self._czxid: int | None = None  # a snapshot's znode: its creating zxid (the log's is the txn's)
 
     # --- input ---------------------------------------------------------------------------------
 
@@ -78,6 +84,23 @@ class ZooKeeperNormalizer:
             elif op.kind == "closeSession":
                 for path in op.deleted:
                     out += self._delete(path)
+        return out
+
+    def bootstrap(self, snapshot: "Snapshot") -> list[ControllerEvent]:
+        """The controller state a snapshot holds, as bootstrap events at its zxid (state, not transitions);
+        transactions up to that zxid are then already applied."""
+        self._bootstrap, out = True, []
+        try:
+            # /controller_epoch before /controller (the tree's child order is a hash map's)
+            nodes = sorted(snapshot.nodes, key=lambda n: n.path != "/controller_epoch")
+            self._index = 0
+            for node in nodes:
+                self._txn = Txn(0, 0, snapshot.zxid, node.mtime, 1, (), PurePath(snapshot.file).name)
+                self._czxid = node.czxid
+                out += self._write(node.path, node.data, node.version, created=True)
+        finally:
+            self._bootstrap, self._czxid = False, None
+        self.last_zxid = max(self.last_zxid, snapshot.zxid)
         return out
 
     def gap(self, from_zxid: int, to_zxid: int, reason: str, event_time_ms: int = -1) -> ControllerEvent:
@@ -165,7 +188,8 @@ class ZooKeeperNormalizer:
         d = _json(data)
         before = self.image.brokers.get(bid)
         # Kafka's ZooKeeper-mode broker epoch is the czxid of its registration znode
-        epoch = self._txn.zxid if created or before is None else before.epoch
+        czxid = self._czxid if self._czxid is not None else self._txn.zxid
+        epoch = czxid if created or before is None else before.epoch
         after = BrokerState(bid, epoch, fenced=False, rack=d.get("rack"), endpoints=tuple(d.get("endpoints", ())))
         if after == before or (created and not d):
             return []  # the multi's create has no data yet; its setData carries the registration
@@ -247,4 +271,5 @@ class ZooKeeperNormalizer:
             # the LeaderAndIsr znode says which controller epoch wrote it
             epoch = self.leader_and_isr.get((payload.topic, payload.partition), ({}, 0))[0].get("controller_epoch", epoch)
         return ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, event_time_ms,
-                               self.clock(), self.image.leaders_by_epoch.get(epoch, -1), epoch, payload)
+                               self.clock(), self.image.leaders_by_epoch.get(epoch, -1), epoch, payload,
+                               bootstrap=self._bootstrap)
