@@ -79,10 +79,10 @@ def zk(
     patterns()
     report = ImportReport()
     files = plan_zk([Path(p) for p in paths])
-    cluster = cluster_id or cluster_id_of_zk(files) or "unknown-cluster"
+    cluster = cluster_id or cluster_id_of_zk([Path(p) for p in paths]) or "unknown-cluster"
     last = continuation(out, cluster)
     with bar("importing", sum(f.stat().st_size for f in files)) as progress:
-        events = import_zk_events(files, cluster, on_error=on_error.value, report=report, progress=progress)
+        events = import_zk_events(paths, cluster, on_error=on_error.value, report=report, progress=progress)
         if last is not None:
             events = after(events, last, out / cluster)
         with ArchiveWriter.resume(out, cluster) as writer:

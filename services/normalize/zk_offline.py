@@ -56,10 +56,21 @@ def _follows(prev: int, zxid: int) -> bool:
     return zxid == prev + 1 or (zxid >> 32 > prev >> 32 and zxid & 0xFFFFFFFF <= 1)
 
 
-def cluster_id_of_zk(files: Sequence[Path]) -> str | None:
-    """Kafka's cluster id, from the ``/cluster/id`` znode's creation (in the first log of a cluster's life)."""
+def cluster_id_of_zk(paths: Sequence[Path]) -> str | None:
+    """Kafka's cluster id: the ``/cluster/id`` znode, from the oldest snapshot that has it, else from its
+    creation in the first log (a cluster's first log has it)."""
     import json
-    for f in files[:1]:
+    for snap in snapshots_zk(paths):
+        try:
+            node = next((n for n in read_snapshot(snap).nodes if n.path == "/cluster/id"), None)
+        except ZooKeeperFileError:
+            continue
+        if node is not None:
+            try:
+                return json.loads(node.data or b"{}").get("id")
+            except ValueError:
+                return None
+    for f in plan_zk(paths)[:1]:
         try:
             for txn in TxnLogReader(f, on_error="skip"):
                 for op in txn.ops:
