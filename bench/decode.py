@@ -3,6 +3,8 @@
     python bench/kraft_workload.py --out DIR [--records N]               # real cluster -> DIR
     python bench/decode.py --dir DIR [--rounds 3] [--workers 2]           # measure, append RESULTS.md
     python bench/decode.py --dir DIR --synthetic N ...    # first write N synthetic records to DIR
+    python bench/zk_workload.py --out ZDIR [--txns 20000]                 # ZooKeeper-mode cluster -> ZDIR
+    python bench/decode.py --zk-dir ZDIR/version-2 [--rounds 3]           # ZooKeeper txn log vs TxnLogToolkit
 
 bench/kraft_workload.py makes the log: a real 3-node 4.x cluster driven through mass replica
 rotations, preferred elections, broker kills and controlled shutdowns, and topic churn until
@@ -107,21 +109,54 @@ def measure(directory: Path, rounds: int, workers: int, version: str) -> dict:
             "load": load}
 
 
+# --- the ZooKeeper transaction log ------------------------------------------------------------------
+
+def measure_zk(directory: Path, rounds: int) -> dict:
+    """services.zookeeper.TxnLogReader over every log.* against TxnLogToolkit -d (one JVM per file: the
+    tool reads one file), transactions per second of wall time."""
+    from services.cluster.tools import KafkaTools
+    from services.zookeeper import TxnLogReader, txn_logs
+    files = txn_logs(directory)
+    size = sum(p.stat().st_size for p in files)
+    tools = KafkaTools("3.9", workdir=directory.parent)
+    n = sum(len(list(TxnLogReader(f))) for f in files)  # warm the page cache and learn the count
+    times: dict[str, list[float]] = {"ours (TxnLogReader)": [], "TxnLogToolkit -d": []}
+    load = [os.getloadavg()[0]]
+    for r in range(rounds):
+        t = time.perf_counter()
+        assert sum(sum(1 for _ in TxnLogReader(f)) for f in files) == n
+        times["ours (TxnLogReader)"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        for f in files:
+            subprocess.run(tools.command("txnlog-toolkit", "-d", str(f)), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=True)
+        times["TxnLogToolkit -d"].append(time.perf_counter() - t)
+        load.append(os.getloadavg()[0])
+        print(f"round {r + 1}/{rounds}: " + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in times.items())
+              + f", load {load[-1]:.1f}", flush=True)
+    return {"records": n, "bytes": size, "files": len(files), "times": times, "load": load,
+            "ref": "TxnLogToolkit -d", "unit": "txns", "what": "transaction log file(s) (pre-allocated size)"}
+
+
 def table(res: dict) -> str:
     n = res["records"]
-    ref = min(res["times"]["DumpLogSegments"])
-    lines = [f"{n:,} records, {res['bytes'] / 1e6:.1f} MB in {res['files']} segment file(s); "
+    ref_name = res.get("ref", "DumpLogSegments")
+    ref = min(res["times"][ref_name])
+    lines = [f"{n:,} {res.get('unit', 'records')}, {res['bytes'] / 1e6:.1f} MB in {res['files']} "
+             f"{res.get('what', 'segment file(s)')}; "
              f"1-minute load average {min(res['load']):.1f}-{max(res['load']):.1f} "
              f"(before and after each round)", "",
-             "| decoder | best s | median s | records/s (best) | vs DumpLogSegments | CPU s (best) "
-             "| CPU µs/record | records/CPU-s | vs DumpLogSegments, CPU |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    ref_cpu = min(res["cpu"]["DumpLogSegments"])
+             f"| decoder | best s | median s | {res.get('unit', 'records')}/s (best) | vs {ref_name} |"
+             + (" CPU s (best) | CPU µs/record | records/CPU-s | vs DumpLogSegments, CPU |" if "cpu" in res else ""),
+             "|---|---|---|---|---|" + ("---|---|---|---|" if "cpu" in res else "")]
+    ref_cpu = min(res["cpu"][ref_name]) if "cpu" in res else 0.0
     for name, ts in res["times"].items():
-        best, c = min(ts), min(res["cpu"][name])
-        lines.append(f"| {name} | {best:.2f} | {statistics.median(ts):.2f} | {n / best:,.0f} | "
-                     f"{ref / best:.2f}x | {c:.2f} | {c / n * 1e6:.2f} | {n / c:,.0f} | "
-                     f"{ref_cpu / c:.2f}x |")
+        best = min(ts)
+        row = f"| {name} | {best:.2f} | {statistics.median(ts):.2f} | {n / best:,.0f} | {ref / best:.2f}x |"
+        if "cpu" in res:
+            c = min(res["cpu"][name])
+            row += f" {c:.2f} | {c / n * 1e6:.2f} | {n / c:,.0f} | {ref_cpu / c:.2f}x |"
+        lines.append(row)
     return "\n".join(lines)
 
 
@@ -138,6 +173,16 @@ def append_results(text: str, args: argparse.Namespace) -> Path:
                 break
     except OSError:
         pass
+    if args.zk_dir:
+        head = (f"\n## decode (ZooKeeper transaction log)\n\n{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}, "
+                f"{platform.node()}, {os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
+                f"ZooKeeper 3.8.4 under Kafka 3.9.2 (bench/zk_workload.py); `python bench/decode.py --zk-dir "
+                f"{args.zk_dir} --rounds {args.rounds}`. Wall time, the same log files, alternating runs; "
+                f"TxnLogToolkit -d once per file (it reads one), output to /dev/null, JVM starts included; "
+                f"ours decodes every transaction fully (header, record, multi's sub-records, checksum).\n\n")
+        with open(path, "a") as f:
+            f.write(head + text + "\n")
+        return path
     head = (f"\n## decode\n\n{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}, {platform.node()}, "
             f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, Kafka {args.version}; "
             f"`python bench/decode.py --dir {args.dir} --rounds {args.rounds} --workers {args.workers}"
@@ -154,6 +199,7 @@ def append_results(text: str, args: argparse.Namespace) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", type=Path, help="segments to measure")
+    ap.add_argument("--zk-dir", type=Path, help="a ZooKeeper version-2 directory (bench/zk_workload.py)")
     ap.add_argument("--version", default="4.x")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
@@ -162,14 +208,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="if DIR has no segment yet, write one of N records from "
                          "services.kraft.bench.synthetic_log (no cluster needed)")
     args = ap.parse_args(argv)
-    if not args.dir:
-        ap.error("give --dir (make one with bench/kraft_workload.py)")
-    if args.synthetic and not any(segment_base_offset(p) is not None for p in
-                                  (args.dir.iterdir() if args.dir.exists() else ())):
-        from services.kraft.bench import synthetic_log
-        args.dir.mkdir(parents=True, exist_ok=True)
-        synthetic_log(args.dir / "00000000000000000000.log", args.synthetic)
-    res = measure(args.dir, args.rounds, args.workers, args.version)
+    if not args.dir and not args.zk_dir:
+        ap.error("give --dir (make one with bench/kraft_workload.py) or --zk-dir (bench/zk_workload.py)")
+    if args.zk_dir:
+        res = measure_zk(args.zk_dir, args.rounds)
+    else:
+        if args.synthetic and not any(segment_base_offset(p) is not None for p in
+                                      (args.dir.iterdir() if args.dir.exists() else ())):
+            from services.kraft.bench import synthetic_log
+            args.dir.mkdir(parents=True, exist_ok=True)
+            synthetic_log(args.dir / "00000000000000000000.log", args.synthetic)
+        res = measure(args.dir, args.rounds, args.workers, args.version)
     text = table(res)
     print(text)
     if not args.no_append:

@@ -60,5 +60,43 @@ def kraft(
         print(f"{report.aborted_transactions} aborted metadata transaction(s) left out, as Kafka does")
 
 
+@imports.command("zk")
+@user_errors
+def zk(
+    paths: list[Path] = typer.Argument(..., help="ZooKeeper dataDir (or its version-2), or log.<zxid> files."),
+    out: Path = typer.Option(..., "--out", help="Archive directory to write."),
+    cluster_id: str = typer.Option(None, "--cluster-id", help="Default: the /cluster/id znode in the first log."),
+    on_error: OnError = typer.Option(OnError.raise_, "--on-error",
+                                     help="raise: stop at a corrupt transaction; skip: record it as a capture gap."),
+) -> None:
+    """Decode ZooKeeper transaction logs of a ZooKeeper-mode Kafka cluster into ControllerEvents."""
+    from services.archive.writer import ArchiveWriter, after, continuation
+    from ctrlaudit.progress import bar
+    from services.normalize.offline import ImportReport
+    from services.normalize.redaction import patterns
+    from services.normalize.zk_offline import cluster_id_of_zk, import_zk_events, plan_zk
+
+    patterns()
+    report = ImportReport()
+    files = plan_zk([Path(p) for p in paths])
+    cluster = cluster_id or cluster_id_of_zk([Path(p) for p in paths]) or "unknown-cluster"
+    last = continuation(out, cluster)
+    with bar("importing", sum(f.stat().st_size for f in files)) as progress:
+        events = import_zk_events(paths, cluster, on_error=on_error.value, report=report, progress=progress)
+        if last is not None:
+            events = after(events, last, out / cluster)
+        with ArchiveWriter.resume(out, cluster) as writer:
+            for event in events:
+                writer.append(event)
+            written = writer.close()
+    print(f"cluster {cluster}: {report.records:,} transactions from {len(report.files)} log(s) -> "
+          f"{report.events:,} events in {len(written)} archive file(s) under {out}"
+          + (f" (continuing its chain after seq {last.last_seq})" if last is not None else ""))
+    for gap in report.gaps:
+        print(f"capture gap: {gap}")
+    if report.partial_tail:
+        print(f"stopped at an incomplete transaction: {report.partial_tail}")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(imports, name="import")

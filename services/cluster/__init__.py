@@ -3,9 +3,10 @@ and Kafka's own tools (topics, reassign, leader election, DumpLogSegments, metad
 
 from .jars import PINNED, JarResolutionError, ensure_jars, resolve_version
 from .manager import ClusterError, KafkaCluster, find_free_base_port
+from .zkmode import ZkKafkaCluster, ZooKeeperServer
 from .tools import KafkaTools, ToolError, ToolResult, main_class
 
 __all__ = [
     "PINNED", "ClusterError", "JarResolutionError", "KafkaCluster", "KafkaTools", "ToolError",
-    "ToolResult", "ensure_jars", "find_free_base_port", "main_class", "resolve_version",
+    "ToolResult", "ZkKafkaCluster", "ZooKeeperServer", "ensure_jars", "find_free_base_port", "main_class", "resolve_version",
 ]

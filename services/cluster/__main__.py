@@ -1,4 +1,4 @@
-"""python -m services.cluster up|down|status|kill N|restart N|controller|tool NAME ARGS...
+"""python -m services.cluster [--mode zk] up|down|status|kill N|restart N|controller|tool NAME ARGS...
 
 State lives in --dir (default .kafka-dev/<version>); ``up`` leaves the JVMs running and
 ``down`` kills exactly the JVMs recorded there."""
@@ -12,6 +12,7 @@ from pathlib import Path
 from .jars import REPO_ROOT, resolve_version
 from .manager import ClusterError, KafkaCluster
 from .tools import ToolError
+from .zkmode import ZkKafkaCluster
 
 
 DEV_SCRAM = ("admin", "admin-secret")  # a dev cluster on 127.0.0.1: fixed, well-known credentials
@@ -34,7 +35,9 @@ def _secure(directory: Path):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m services.cluster", description=__doc__)
-    ap.add_argument("--version", default="4.x", help="4.x (=%(default)s pinned), 3.9, or x.y.z")
+    ap.add_argument("--mode", choices=("kraft", "zk"), default="kraft",
+                    help="zk: ZooKeeper-mode brokers and one ZooKeeper (Kafka 3.9; --version defaults to 3.9)")
+    ap.add_argument("--version", default=None, help="4.x (4.3.1 pinned, the default in KRaft mode), 3.9 (the default with --mode zk), or x.y.z")
     ap.add_argument("--dir", type=Path, help="cluster directory (default .kafka-dev/<version>)")
     ap.add_argument("--base-port", type=int, default=19000)
     ap.add_argument("--segment-bytes", type=int, help="metadata log segment size (small = rolls)")
@@ -59,11 +62,17 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("args", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
 
-    version = resolve_version(a.version)
+    version = resolve_version(a.version or ("3.9" if a.mode == "zk" else "4.x"))
     directory = a.dir or REPO_ROOT / ".kafka-dev" / version
     secure = _secure(directory) if a.secure else None
-    cluster = KafkaCluster(directory, version, base_port=a.base_port,
-                           metadata_segment_bytes=a.segment_bytes, secure=secure).adopt()
+    if a.mode == "zk":
+        if secure or a.segment_bytes:
+            ap.error("--secure and --segment-bytes are KRaft-only")
+        directory = a.dir or REPO_ROOT / ".kafka-dev" / f"{version}-zk"
+        cluster = ZkKafkaCluster(directory, version, base_port=a.base_port).adopt()
+    else:
+        cluster = KafkaCluster(directory, version, base_port=a.base_port,
+                               metadata_segment_bytes=a.segment_bytes, secure=secure).adopt()
     try:
         if a.cmd == "up":
             cluster.up()
@@ -82,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"active controller: {cluster.active_controller()}")
             except ClusterError as e:
                 print(f"active controller: unknown ({e})")
+            if a.mode == "zk":
+                print(f"zookeeper: {'running' if cluster.zookeeper.is_running() else 'stopped'} "
+                      f"{cluster.zookeeper_connect} (transaction logs in {cluster.zookeeper.txn_dir})")
         elif a.cmd == "kill":
             cluster.kill_node(a.node)
         elif a.cmd == "stop":

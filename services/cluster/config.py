@@ -251,3 +251,61 @@ def tools_log4j1_properties() -> str:
         "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout",
         f"log4j.appender.stderr.layout.ConversionPattern={LOG_PATTERN}",
     ]) + "\n"
+
+
+# ---- ZooKeeper mode (Kafka 3.9: the last line with it) -------------------------------------------
+def zk_server_properties(s: ClusterSettings, node: NodeLayout, zookeeper_connect: str) -> str:
+    """A ZooKeeper-mode broker: no process.roles, the controller is whichever broker wins ``/controller``.
+    The ZooKeeper session timeout is short so a kill -9'd broker's ``/brokers/ids/<id>`` goes away (and
+    the controller moves leaders off it) within seconds, as broker.session.timeout.ms does in KRaft."""
+    props: dict[str, object] = {
+        "broker.id": node.node_id,
+        "zookeeper.connect": zookeeper_connect,
+        "zookeeper.session.timeout.ms": s.broker_session_timeout_ms,
+        "listeners": f"PLAINTEXT://127.0.0.1:{node.plaintext_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.plaintext_port}",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "log.dirs": node.data_dir,
+        "num.partitions": 1,
+        "auto.create.topics.enable": "false",
+        "delete.topic.enable": "true",
+        "offsets.topic.replication.factor": min(3, s.nodes),
+        "offsets.topic.num.partitions": s.internal_topic_partitions,
+        "transaction.state.log.replication.factor": min(3, s.nodes),
+        "transaction.state.log.min.isr": min(2, s.nodes),
+        "transaction.state.log.num.partitions": s.internal_topic_partitions,
+        "group.initial.rebalance.delay.ms": 0,
+        "replica.lag.time.max.ms": s.replica_lag_time_max_ms,
+        # the controller's preferred-leader rebalance would move leaders behind a scenario's back
+        "auto.leader.rebalance.enable": "false",
+    }
+    props.update(s.overrides)
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def zoo_cfg(data_dir: Path, client_port: int, *, snap_count: int = 10000, prealloc_kb: int = 1024) -> str:
+    """A standalone ZooKeeper. Old transaction logs and snapshots are kept (autopurge off) because they
+    are what ``ctrlaudit import zk`` reads; a small preAllocSize keeps the pre-allocated log files small."""
+    return "".join(f"{k}={v}\n" for k, v in {
+        "tickTime": 500,  # min session timeout = 2 ticks: the brokers' 4 s session is allowed
+        "dataDir": data_dir,
+        "clientPort": client_port,
+        "clientPortAddress": "127.0.0.1",
+        "maxClientCnxns": 0,
+        "admin.enableServer": "false",
+        "4lw.commands.whitelist": "srvr,ruok",
+        "autopurge.purgeInterval": 0,
+        "snapCount": snap_count,
+        "preAllocSize": prealloc_kb,
+    }.items())
+
+
+def zk_log4j1_properties() -> str:
+    """ZooKeeper's own log (the 3.9.2 jars bind slf4j to reload4j), to zookeeper.log in its directory."""
+    return "\n".join([
+        "log4j.rootLogger=INFO, file",
+        "log4j.appender.file=org.apache.log4j.FileAppender",
+        "log4j.appender.file.File=${zookeeper.log.dir}/zookeeper.log",
+        "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
+        f"log4j.appender.file.layout.ConversionPattern={LOG_PATTERN}",
+    ]) + "\n"

@@ -64,6 +64,9 @@ def find_free_base_port(nodes: int = 3, start: int = 20000, stop: int = 60000,
 
 
 class KafkaCluster:
+    started_marker = STARTED_MARKER  # the server.log line that says a node finished startup
+    mode = "kraft"
+
     def __init__(self, directory: Path | str, version: str = "4.x", *, nodes: int = 3,
                  base_port: int = 19000, metadata_segment_bytes: int | None = None,
                  heap: str = "512m", overrides: dict[str, str] | None = None,
@@ -178,7 +181,7 @@ class KafkaCluster:
             return False
         with open(log, "rb") as f:
             f.seek(getattr(self, "_log_offsets", {}).get(node_id, 0))
-            return STARTED_MARKER.encode() in f.read()
+            return self.started_marker.encode() in f.read()
 
     def wait_ready(self, node_ids: list[int] | None = None, timeout: float = 90) -> None:
         ids = list(node_ids or self.nodes)

@@ -61,8 +61,10 @@ def parse_describe(text: str) -> Described:
                 replicas=_ids(fields["Replicas"]), isr=_ids(fields["Isr"]),
                 adding=_ids(fields.get("Adding Replicas", "")),
                 removing=_ids(fields.get("Removing Replicas", "")),
-                elr=_ids(fields["Elr"]) if "Elr" in fields else None,
-                last_known_elr=_ids(fields["LastKnownElr"]) if "LastKnownElr" in fields else None)
+                # "N/A" in ZooKeeper mode (3.9): no ELR there, as when the tool does not print it
+                elr=_ids(fields["Elr"]) if fields.get("Elr", "N/A") != "N/A" else None,
+                last_known_elr=(_ids(fields["LastKnownElr"]) if fields.get("LastKnownElr", "N/A") != "N/A"
+                                else None))
             out.partitions[(p.topic, p.partition)] = p
     return out
 
@@ -276,3 +278,25 @@ def shell_image(cluster_or_tools, file: Path | str) -> ShellImage:
         reg = parse_broker_registration(outs[k + i])
         brks[reg.broker_id] = reg
     return ShellImage(ids, partitions, brks)
+
+
+def zk_stable_mark(cluster, name: str, *, settle: float = 0.5, timeout: float = 60, until=None) -> Mark:
+    """A mark on a ZooKeeper-mode cluster (``ZkKafkaCluster``): ZooKeeper's last zxid, describe, the last zxid
+    again; accepted when no transaction happened in between (and ``until`` holds), so the state as of that
+    zxid is what describe showed. The controller is the broker the brokers name (after /controller's write)."""
+    deadline = time.monotonic() + timeout
+    last_err = ""
+    while True:
+        try:
+            before = cluster.zookeeper.last_zxid()
+            time.sleep(settle)
+            described = describe(cluster)
+            after = cluster.zookeeper.last_zxid()
+            if before == after and (until is None or until(described)):
+                return Mark(name, after, described, cluster.active_controller())
+            last_err = f"zxid moved {before:#x} -> {after:#x}" if before != after else "condition not met"
+        except Exception as e:  # noqa: BLE001 - a tool run against a broker that just died: try again
+            last_err = str(e)
+        if time.monotonic() > deadline:
+            raise ClusterError(f"mark {name}: not stable after {timeout}s ({last_err})")
+        time.sleep(settle)

@@ -23,9 +23,12 @@ _COMMON = {
     "storage": "kafka.tools.StorageTool",
     "producer-perf": "org.apache.kafka.tools.ProducerPerformance",
     "server": "kafka.Kafka",
+    # ZooKeeper's own (3.x jars only): a znode reader and the transaction-log dump tool
+    "zookeeper-shell": "org.apache.zookeeper.ZooKeeperMain",
+    "txnlog-toolkit": "org.apache.zookeeper.server.persistence.TxnLogToolkit",
 }
 # Tools that only read: safe to run again.
-_READ_ONLY = {"metadata-shell", "dump-log"}
+_READ_ONLY = {"metadata-shell", "dump-log", "txnlog-toolkit"}
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:

@@ -1,0 +1,275 @@
+"""ZooKeeper transactions (Kafka's ZooKeeper-mode controller state) -> ControllerEvents.
+
+In ZooKeeper mode the controller's state *is* a set of znodes, and every change to it is a transaction:
+- ``/brokers/topics/<t>``: the assignment ``{"partitions": {p: replicas}, "adding_replicas", "removing_replicas",
+  "topic_id"}`` (KIP-455's OAR/RAR while a reassignment moves replicas);
+- ``/brokers/topics/<t>/partitions/<p>/state``: LeaderAndIsr ``{controller_epoch, leader, leader_epoch, isr}``;
+  its znode version is Kafka's zkVersion, the partition epoch;
+- ``/controller`` (ephemeral, ``brokerid``) and ``/controller_epoch``; ``/brokers/ids/<id>`` (ephemeral
+  registration, its creating zxid is the broker epoch); ``/config/topics/<t>``.
+
+A partition's state is the two joined: replicas and adding/removing from the topic znode, the rest from the
+state znode. An ephemeral znode also disappears when its session closes (a kill -9'd broker's session
+expires): ``closeSession`` lists what it removed. Events come out unchained (the archive writer chains them),
+positioned by zxid (``SourcePosition.offset`` = ``zxid``, ``index`` = the event's place in its transaction).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import PurePath
+from typing import TYPE_CHECKING
+
+from schemas.chain import event_id
+from schemas.events import (
+    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
+    ControllerEvent, PartitionChange, PartitionState, Payload, SourceKind, SourcePosition, TopicChange,
+    TopicChangeKind,
+)
+from services.normalize.classify import change_kinds, election_type
+from services.normalize.image import KRaftImage
+from services.normalize.redaction import redact
+from services.zookeeper import Txn
+
+if TYPE_CHECKING:
+    from services.zookeeper.snapshot import Snapshot
+
+TOPICS = "/brokers/topics/"
+BROKERS = "/brokers/ids/"
+TOPIC_CONFIGS = "/config/topics/"
+
+
+def _json(data: bytes | None) -> dict:
+    try:
+        out = json.loads(data or b"{}")
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+class ZooKeeperNormalizer:
+    """Feed transactions in zxid order; get ControllerEvents with the full state before and after."""
+
+    def __init__(self, cluster_id: str, clock: Callable[[], int] | None = None) -> None:
+        self.cluster_id = cluster_id
+        self.image = KRaftImage()  # keyed like KRaft's: partitions by (topic id, partition)
+        self.clock = clock or (lambda: int(time.time() * 1000))
+        self.last_zxid = 0
+        # what only ZooKeeper has: per topic the assignment znode, per partition its LeaderAndIsr znode
+        self.topic_ids: dict[str, str] = {}  # name -> id
+        self.assignments: dict[str, dict] = {}  # name -> the /brokers/topics/<t> JSON
+        self.leader_and_isr: dict[tuple[str, int], tuple[dict, int]] = {}  # (name, p) -> (state JSON, zkVersion)
+        self._txn: Txn | None = None
+        self._index = 0
+        self._bootstrap = False
+        self._czxid: int | None = None  # a snapshot's znode: its creating zxid (the log's is the txn's)
+
+    # --- input ---------------------------------------------------------------------------------
+
+    def feed(self, txn: Txn) -> list[ControllerEvent]:
+        if txn.zxid <= self.last_zxid:
+            return []  # already applied (overlapping files)
+        self.last_zxid = txn.zxid
+        self._txn, self._index = txn, 0
+        out: list[ControllerEvent] = []
+        for op in txn.ops:
+            if op.kind in ("create", "create2", "createContainer", "createTTL"):
+                out += self._write(op.path, op.data, 0, created=True)
+            elif op.kind in ("setData", "reconfig"):
+                out += self._write(op.path, op.data, op.version if op.version is not None else -1, created=False)
+            elif op.kind in ("delete", "deleteContainer"):
+                out += self._delete(op.path)
+            elif op.kind == "closeSession":
+                for path in op.deleted:
+                    out += self._delete(path)
+        return out
+
+    def bootstrap(self, snapshot: "Snapshot") -> list[ControllerEvent]:
+        """The controller state a snapshot holds, as bootstrap events at its zxid (state, not transitions);
+        transactions up to that zxid are then already applied."""
+        self._bootstrap, out = True, []
+        try:
+            # /controller_epoch before /controller (the tree's child order is a hash map's)
+            nodes = sorted(snapshot.nodes, key=lambda n: n.path != "/controller_epoch")
+            self._index = 0
+            for node in nodes:
+                self._txn = Txn(0, 0, snapshot.zxid, node.mtime, 1, (), PurePath(snapshot.file).name)
+                self._czxid = node.czxid
+                out += self._write(node.path, node.data, node.version, created=True)
+        finally:
+            self._bootstrap, self._czxid = False, None
+        self.last_zxid = max(self.last_zxid, snapshot.zxid)
+        return out
+
+    def gap(self, from_zxid: int, to_zxid: int, reason: str, event_time_ms: int = -1) -> ControllerEvent:
+        """A stretch of transactions that was not read: recorded, never hidden."""
+        self._txn, self._index = None, 0
+        return self._event(from_zxid, None, event_time_ms if event_time_ms >= 0 else self.clock(),
+                           CaptureGap(from_zxid, to_zxid, reason))
+
+    # --- znodes ---------------------------------------------------------------------------------
+
+    def _write(self, path: str | None, data: bytes | None, version: int, created: bool) -> list[ControllerEvent]:
+        if not path:
+            return []
+        if path == "/controller_epoch":
+            try:
+                self.image.epoch = int((data or b"").decode().strip())
+            except ValueError:
+                pass
+            return []
+        if path == "/controller":
+            broker = _json(data).get("brokerid", -1)
+            prev = self.image.controller, self.image.epoch
+            self.image.controller = broker
+            # the same multi sets /controller_epoch after creating /controller: the epoch is the next one
+            epoch = self._epoch_in_txn()
+            if epoch is not None:
+                self.image.epoch = epoch
+            self.image.leaders_by_epoch[self.image.epoch] = broker
+            return [self._emit(ControllerChange(broker, self.image.epoch, prev[0], prev[1]))]
+        if path.startswith(BROKERS) and path.count("/") == 3:
+            return self._broker(int(path.rsplit("/", 1)[1]), data, created)
+        if path.startswith(TOPIC_CONFIGS) and path.count("/") == 3:
+            return self._topic_config(path.rsplit("/", 1)[1], data)
+        if not path.startswith(TOPICS):
+            return []
+        parts = path[len(TOPICS):].split("/")
+        if len(parts) == 1:
+            return self._assignment(parts[0], _json(data), created)
+        if len(parts) == 4 and parts[1] == "partitions" and parts[3] == "state":
+            key = (parts[0], int(parts[2]))
+            self.leader_and_isr[key] = (_json(data), version)
+            return self._partition(*key)
+        return []
+
+    def _delete(self, path: str | None) -> list[ControllerEvent]:
+        if not path:
+            return []
+        if path == "/controller":
+            self.image.controller = -1  # a new one follows with its own create (and ControllerChange)
+            return []
+        if path.startswith(BROKERS) and path.count("/") == 3:
+            bid = int(path.rsplit("/", 1)[1])
+            before = self.image.brokers.pop(bid, None)
+            return [self._emit(BrokerChange(bid, BrokerChangeKind.UNREGISTERED, before, None))] if before else []
+        if not path.startswith(TOPICS):
+            return []
+        parts = path[len(TOPICS):].split("/")
+        if len(parts) == 4 and parts[3] == "state":
+            self.leader_and_isr.pop((parts[0], int(parts[2])), None)
+            return self._partition(parts[0], int(parts[2]))
+        if len(parts) == 1:
+            name = parts[0]
+            for key in [k for k in self.leader_and_isr if k[0] == name]:
+                del self.leader_and_isr[key]  # normally deleted before, child znodes first
+            self.assignments.pop(name, None)
+            tid = self.topic_ids.get(name, "")
+            out = self._partitions_of(name, tid)
+            self.topic_ids.pop(name, None)
+            if tid:
+                self.image.topic_names.pop(tid, None)
+                out.append(self._emit(TopicChange(TopicChangeKind.DELETED, name, tid)))
+            return out
+        return []
+
+    def _epoch_in_txn(self) -> int | None:
+        for op in self._txn.ops if self._txn else ():
+            if op.kind == "setData" and op.path == "/controller_epoch":
+                try:
+                    return int((op.data or b"").decode().strip())
+                except ValueError:
+                    return None
+        return None
+
+    def _broker(self, bid: int, data: bytes | None, created: bool) -> list[ControllerEvent]:
+        d = _json(data)
+        before = self.image.brokers.get(bid)
+        # Kafka's ZooKeeper-mode broker epoch is the czxid of its registration znode
+        czxid = self._czxid if self._czxid is not None else self._txn.zxid
+        epoch = czxid if created or before is None else before.epoch
+        after = BrokerState(bid, epoch, fenced=False, rack=d.get("rack"), endpoints=tuple(d.get("endpoints", ())))
+        if after == before or (created and not d):
+            return []  # the multi's create has no data yet; its setData carries the registration
+        self.image.brokers[bid] = after
+        kind = BrokerChangeKind.REGISTERED if before is None else BrokerChangeKind.UPDATED
+        return [self._emit(BrokerChange(bid, kind, before, after))]
+
+    def _assignment(self, name: str, d: dict, created: bool) -> list[ControllerEvent]:
+        out = []
+        tid = d.get("topic_id") or self.topic_ids.get(name) or name
+        if name not in self.topic_ids:
+            self.topic_ids[name] = tid
+            self.image.topic_names[tid] = name
+            out.append(self._emit(TopicChange(TopicChangeKind.CREATED, name, tid)))
+        self.assignments[name] = d
+        return out + self._partitions_of(name, tid)
+
+    def _partitions_of(self, name: str, tid: str) -> list[ControllerEvent]:
+        keys = {p for (t, p) in self.leader_and_isr if t == name} | {p for (t, p) in self.image.partitions if t == tid}
+        return [e for p in sorted(keys) for e in self._partition(name, p)]
+
+    def _partition(self, name: str, pid: int) -> list[ControllerEvent]:
+        """The joined state of (topic, partition) now, as an event if it differs from what the image holds."""
+        tid = self.topic_ids.get(name, name)
+        key = (tid, pid)
+        before = self.image.partitions.get(key)
+        after = self._state(name, pid)
+        if after == before:
+            return []
+        if after is None:
+            del self.image.partitions[key]
+        else:
+            self.image.partitions[key] = after
+        kinds = change_kinds(before, after)
+        return [self._emit(PartitionChange(name, tid, pid, before, after, kinds,
+                                           election_type(before, after, kinds)))]
+
+    def _state(self, name: str, pid: int) -> PartitionState | None:
+        lai = self.leader_and_isr.get((name, pid))
+        assignment = self.assignments.get(name)
+        if lai is None or assignment is None:
+            return None
+        d, version = lai
+        p = str(pid)
+        return PartitionState(
+            replicas=tuple(assignment.get("partitions", {}).get(p, ())), isr=tuple(d.get("isr", ())),
+            leader=d.get("leader", -1), leader_epoch=d.get("leader_epoch", -1), partition_epoch=version,
+            adding_replicas=tuple(assignment.get("adding_replicas", {}).get(p, ())),
+            removing_replicas=tuple(assignment.get("removing_replicas", {}).get(p, ())))
+
+    def _topic_config(self, name: str, data: bytes | None) -> list[ControllerEvent]:
+        new = {k: str(v) for k, v in _json(data).get("config", {}).items()}
+        out = []
+        for cname in sorted(set(new) | {k[2] for k in self.image.configs if k[:2] == ("TOPIC", name)}):
+            key = ("TOPIC", name, cname)
+            previous, value = self.image.configs.get(key), new.get(cname)
+            if previous == value:
+                continue
+            if value is None:
+                del self.image.configs[key]
+            else:
+                self.image.configs[key] = value
+            shown, shown_prev, redacted = redact(cname, value, previous)
+            out.append(self._emit(ConfigChange(ConfigResourceType.TOPIC, name, cname, shown, shown_prev, redacted)))
+        return out
+
+    # --- events ---------------------------------------------------------------------------------
+
+    def _emit(self, payload: Payload) -> ControllerEvent:
+        txn = self._txn
+        self._index += 1
+        return self._event(txn.zxid, txn, txn.time, payload, self._index - 1)
+
+    def _event(self, zxid: int, txn: Txn | None, event_time_ms: int, payload: Payload, index: int = 0) -> ControllerEvent:
+        file = PurePath(txn.file).name if txn is not None and txn.file else None
+        source = SourcePosition(SourceKind.ZOOKEEPER, zxid, index, -1, zxid, file, None)
+        epoch = self.image.epoch
+        if isinstance(payload, PartitionChange) and payload.after is not None:
+            # the LeaderAndIsr znode says which controller epoch wrote it
+            epoch = self.leader_and_isr.get((payload.topic, payload.partition), ({}, 0))[0].get("controller_epoch", epoch)
+        return ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, event_time_ms,
+                               self.clock(), self.image.leaders_by_epoch.get(epoch, -1), epoch, payload,
+                               bootstrap=self._bootstrap)

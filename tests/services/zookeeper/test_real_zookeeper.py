@@ -1,0 +1,219 @@
+"""The transaction-log reader against ZooKeeper's own TxnLogToolkit, on the logs a real ZooKeeper-mode
+Kafka 3.9.2 cluster wrote through a scenario: topic creation, broker kill -9 and restart, a reassignment,
+a preferred election, a controller kill -9 (new /controller, epoch + 1), topic delete and re-create.
+Every transaction of every log file, field by field; what the controller's writes must show; and
+`ctrlaudit import zk` of the copied logs, replayed, equals `kafka-topics --describe` at every mark."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from services.cluster import ZkKafkaCluster, find_free_base_port, observe
+from services.cluster.testing import java_available
+from services.cluster.txnlogtool import compare, parse
+from services.zookeeper import TxnLogReader, txn_logs
+
+pytestmark = [pytest.mark.kafka,
+              pytest.mark.skipif(not java_available(), reason="needs java and mvn")]
+
+T = "zkscn-"
+
+
+def _until(pred, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if pred():
+                return
+        except Exception:  # noqa: BLE001 - a tool not answering yet
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"not reached in {timeout}s: {pred}")
+
+
+def _p0(c, topic):
+    return observe.describe(c, topic).partitions[(topic, 0)]
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory):
+    root = tmp_path_factory.mktemp("zkscn")
+    c = ZkKafkaCluster(root / "cluster", "3.9", base_port=find_free_base_port(), snap_count=100)
+    facts = {}
+    marks = []
+    mark = lambda name, **kw: marks.append(observe.zk_stable_mark(c, name, **kw))  # noqa: E731
+    try:
+        c.up()
+        mark("up")
+        c.create_topic(T + "a", 2, 3)
+        mark("a created", until=lambda d: len([k for k in d.partitions if k[0] == T + "a"]) == 2)
+        c.create_topic(T + "b", 1, 2)
+        mark("b created", until=lambda d: (T + "b", 0) in d.partitions)
+        victim = next(i for i in c.nodes if i != c.active_controller())
+        c.kill_node(victim)
+        _until(lambda: victim not in _p0(c, T + "a").isr)
+        mark("broker killed", until=lambda d: all(victim not in p.isr for p in d.partitions.values()))
+        c.start_node(victim)
+        c.wait_ready([victim])
+        _until(lambda: all(set(p.isr) == set(p.replicas) for p in observe.describe(c).partitions.values()))
+        mark("broker back", until=lambda d: all(set(p.isr) == set(p.replicas) for p in d.partitions.values()))
+        cur = _p0(c, T + "b").replicas
+        target = [next(i for i in c.nodes if i not in cur), cur[0]]
+        plan = root / "plan.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": T + "b", "partition": 0, "replicas": target}]}))
+        c.tool("reassign", "--bootstrap-server", observe.running_bootstrap(c), "--reassignment-json-file", str(plan),
+               "--execute")
+        _until(lambda: list(_p0(c, T + "b").replicas) == target and not _p0(c, T + "b").adding)
+        mark("reassigned", until=lambda d: set(d.partitions[(T + "b", 0)].isr) == set(target))
+        c.tool("leader-election", "--bootstrap-server", observe.running_bootstrap(c), "--election-type", "PREFERRED",
+               "--all-topic-partitions", check=False)  # exit 1 when some partitions already had their leader
+        _until(lambda: _p0(c, T + "b").leader == target[0])
+        mark("preferred election")
+        old = c.active_controller(via_tool=True)
+        c.kill_node(old)
+        _until(lambda: c.active_controller(via_tool=True) != old)
+        mark("controller killed", until=lambda d: all(old not in p.isr for p in d.partitions.values()))
+        facts.update(old_controller=old, new_controller=c.active_controller(via_tool=True), reassigned=target)
+        c.start_node(old)
+        c.wait_ready([old])
+        mark("old controller back", until=lambda d: all(set(p.isr) == set(p.replicas) for p in d.partitions.values()))
+        c.topics("--delete", "--topic", T + "a")
+        _until(lambda: T + "a" not in c.topics("--list").stdout.split())
+        mark("a deleted", until=lambda d: T + "a" not in d.topic_ids)
+        c.create_topic(T + "a", 1, 3)
+        mark("a re-created", until=lambda d: (T + "a", 0) in d.partitions)
+        c.create_topic(T + "c", 3, 1)
+        mark("c created", until=lambda d: len([k for k in d.partitions if k[0] == T + "c"]) == 3)
+        facts["last_zxid"] = c.zookeeper.last_zxid()
+        facts["marks"] = marks
+        copy = root / "data"
+        shutil.copytree(c.zookeeper.data_dir, copy)
+        files = txn_logs(copy / "version-2")
+        dumps = {f: parse(c.tool("txnlog-toolkit", "-d", str(f)).stdout) for f in files}
+        yield copy, files, dumps, facts
+    finally:
+        c.down()
+
+
+def test_every_txn_of_every_log_matches_txnlogtoolkit(scenario):
+    _, files, dumps, facts = scenario
+    total = 0
+    for f in files:
+        reader = TxnLogReader(f)
+        ours = list(reader)
+        dump = dumps[f]
+        assert reader.partial_tail is None and reader.skipped == []
+        assert len(ours) == len(dump.txns) == dump.eof_count, f
+        assert reader.dbid == dump.dbid
+        assert {t.zxid: compare(t, d) for t, d in zip(ours, dump.txns) if compare(t, d)} == {}
+        total += len(ours)
+    assert len(files) > 1  # snapCount 100 rolled the log (ZooKeeper rolls at a random point past half of it)
+    assert total > 100
+    zxids = [t.zxid for f in files for t in TxnLogReader(f)]
+    assert zxids == sorted(zxids) and len(set(zxids)) == len(zxids) and zxids[-1] >= facts["last_zxid"]
+
+
+def test_the_controllers_writes_are_in_the_log(scenario):
+    _, files, _, facts = scenario
+    txns = [t for f in files for t in TxnLogReader(f)]
+    ops = [(t, o) for t in txns for o in t.ops]
+    controllers = [json.loads(o.data)["brokerid"] for _, o in ops if o.kind == "create" and o.path == "/controller"]
+    assert facts["old_controller"] in controllers and controllers[-1] == facts["new_controller"]
+    epochs = [int(o.data) for _, o in ops if o.kind == "setData" and o.path == "/controller_epoch"]
+    assert epochs == sorted(epochs) and len(epochs) >= 2 and epochs[-1] == epochs[-2] + 1
+    # the reassignment: /admin/reassign_partitions created and deleted, the assignment ends at the target
+    assert any(o.kind == "create" and o.path == "/admin/reassign_partitions" for _, o in ops) or \
+        any(o.path == f"/brokers/topics/{T}b" and json.loads(o.data).get("adding_replicas") for _, o in ops
+            if o.kind == "setData")
+    last_b = [json.loads(o.data) for _, o in ops if o.kind in ("create", "setData") and o.path == f"/brokers/topics/{T}b"]
+    assert last_b[-1]["partitions"]["0"] == facts["reassigned"]
+    # the deleted topic: /admin/delete_topics/<t> then the topic's znodes deleted, then created again
+    seq = [(o.kind, o.path) for _, o in ops if o.path in (f"/admin/delete_topics/{T}a", f"/brokers/topics/{T}a")]
+    assert ("create", f"/admin/delete_topics/{T}a") in seq and ("delete", f"/brokers/topics/{T}a") in seq
+    assert seq[-1] == ("create", f"/brokers/topics/{T}a")
+    # leader epochs of a partition state rise with its setData versions
+    st = [(o.version, json.loads(o.data)["leader_epoch"]) for _, o in ops
+          if o.kind == "setData" and o.path == f"/brokers/topics/{T}b/partitions/0/state"]
+    assert st and [v for v, _ in st] == sorted(v for v, _ in st)
+    assert [e for _, e in st] == sorted(e for _, e in st)
+
+
+def test_imported_state_at_every_mark_equals_describe(scenario, tmp_path):
+    import subprocess
+    import sys
+
+    from replay.queries import state_as_of
+    from replay.store import Store
+
+    copy, _, _, facts = scenario
+    res = subprocess.run([sys.executable, "-m", "ctrlaudit", "import", "zk", str(copy), "--out", str(tmp_path / "a")],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "capture gap" not in res.stdout  # the logs hold the whole history, from zxid 1
+    store = Store(tmp_path / "s.duckdb")
+    try:
+        store.load([tmp_path / "a"])
+        marks = facts["marks"]
+        assert len(marks) >= 12
+        problems = []
+        for m in marks:
+            rows = {(r.topic, r.partition): r for r in state_as_of(store, store.point(offset=m.offset)).partitions}
+            if set(rows) != set(m.described.partitions):
+                problems.append(f"{m.name} @ {m.offset:#x}: partitions: replayed {sorted(rows)}, "
+                                f"described {sorted(m.described.partitions)}")
+                continue
+            for key, d in m.described.partitions.items():
+                s = rows[key].state
+                got = (s.leader, s.replicas, s.isr, s.adding_replicas, s.removing_replicas, rows[key].topic_id)
+                want = (d.leader, d.replicas, d.isr, d.adding, d.removing, m.described.topic_ids[key[0]])
+                if got != want:
+                    problems.append(f"{m.name} @ {m.offset:#x}: {key}: replayed {got} != described {want}")
+        assert not problems, "\n".join(problems)
+    finally:
+        store.close()
+
+
+def test_import_from_a_snapshot_and_the_logs_after_it(scenario, tmp_path):
+    """Older logs purged: the oldest snapshot the remaining logs continue bootstraps the state, the stretch
+    before it is a named gap, and every mark after the snapshot still equals describe."""
+    import subprocess
+    import sys
+
+    from replay.queries import state_as_of
+    from replay.store import Store
+    from services.zookeeper import log_start_zxid, snapshot_zxid
+    from services.zookeeper.snapshot import read_snapshot
+
+    copy, files, _, facts = scenario
+    d = tmp_path / "data" / "version-2"
+    shutil.copytree(copy / "version-2", d)
+    snaps = sorted((p for p in d.iterdir() if snapshot_zxid(p)), key=snapshot_zxid)
+    later = [f for f in files[1:] if any(snapshot_zxid(s) >= log_start_zxid(f) - 1 for s in snaps)]
+    assert later, f"no log starts after a snapshot: {[p.name for p in d.iterdir()]}"
+    keep = later[0]
+    for f in files:
+        if log_start_zxid(f) < log_start_zxid(keep):
+            (d / f.name).unlink()
+    snap = read_snapshot(next(s for s in snaps if snapshot_zxid(s) >= log_start_zxid(keep) - 1))
+    assert any(n.path.startswith("/brokers/topics/") for n in snap.nodes)
+    res = subprocess.run([sys.executable, "-m", "ctrlaudit", "import", "zk", str(tmp_path / "data"),
+                          "--out", str(tmp_path / "a")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert f"capture gap: history up to zxid {snap.zxid:#x} is in no log given" in res.stdout
+    store = Store(tmp_path / "s.duckdb")
+    try:
+        store.load([tmp_path / "a"])
+        after = [m for m in facts["marks"] if m.offset >= snap.zxid]
+        assert after
+        for m in after:
+            rows = {(r.topic, r.partition): r for r in state_as_of(store, store.point(offset=m.offset)).partitions}
+            got = {k: (r.state.leader, r.state.replicas, r.state.isr) for k, r in rows.items()}
+            want = {k: (p.leader, p.replicas, p.isr) for k, p in m.described.partitions.items()}
+            assert got == want, m.name
+    finally:
+        store.close()
