@@ -164,7 +164,7 @@ def build(store: Store, a: Point, b: Point, topic: str | None = None) -> Inciden
         WHERE cluster_id = $c AND from_seq > $a AND from_seq <= $b ORDER BY from_seq""",
         {k: params[k] for k in ("c", "a", "b")}).fetchall())
 
-    reassignments, n_reassign = _reassignments(store)
+    reassignments, n_reassign = _reassignments(store, window | {"tb": params["tb"]})
     ev_params = {k: params[k] for k in ("c", "a", "b")} | ({"t": topic} if topic else {})
     kind_topic = "" if topic is None else " AND (topic = $t OR kind <> 'PartitionChange')"
     kinds = dict(con.execute(f"""SELECT kind, count(*) FROM events WHERE cluster_id = $c AND seq > $a
@@ -237,28 +237,45 @@ def _isr_heatmap(store: Store, top: list[tuple[str, int]], bp: dict[str, int], t
     return {"rows": [f"{t}-{p}" for t, p in top], "times": times, "z": z}
 
 
-def _reassignments(store: Store) -> tuple[tuple[dict[str, Any], ...], int]:
-    """Stretches in which a partition had adding/removing replicas, from start to the first state
-    without them: completed (replicas = the target), cancelled (replicas = the original) or still
-    in flight at the window's end. The longest MAX_REASSIGNMENT_BARS are drawn; all are counted."""
+def _moving(prefix: str, present: str) -> str:
+    """SQL: the state has replicas being added or removed (a reassignment in flight)."""
+    return (f"({present} AND len(coalesce({prefix}adding, [])) + len(coalesce({prefix}removing, [])) > 0)")
+
+
+def _reassignments(store: Store, window: dict[str, Any]) -> tuple[tuple[dict[str, Any], ...], int]:
+    """Stretches in which a partition had adding/removing replicas, from start (or the window's start)
+    to the first state without them: completed (replicas = the target), cancelled (replicas = the
+    original) or still in flight at the window's end. Starts and ends are the events that switch
+    between the two, paired by an ASOF join (no window over every interval). The longest
+    MAX_REASSIGNMENT_BARS are drawn; all are counted."""
+    ev_topic = " AND e.topic = $t" if "t" in window else ""
+    was, now = _moving("e.b_", "e.has_before"), _moving("e.a_", "e.has_after")
+    keep = "lambda x: NOT list_contains(coalesce({0}, []), x)"
     rows = store.con.execute(f"""
-        WITH o AS (
-            SELECT *, sum((NOT reassigning)::INT) OVER (PARTITION BY topic, "partition" ORDER BY s0) AS grp,
-                      lead(replicas) OVER (PARTITION BY topic, "partition" ORDER BY s0) AS next_replicas
-            FROM report_iv SEMI JOIN (SELECT DISTINCT topic, "partition" FROM report_iv WHERE reassigning) r
-                 USING (topic, "partition")
-        ), islands AS (
-            SELECT topic, "partition", grp, min(t0) AS start, max(t1) AS "end",
-                   arg_min(list_filter(replicas, lambda x: NOT list_contains(coalesce(removing, []), x)), s0) AS target,
-                   arg_min(list_filter(replicas, lambda x: NOT list_contains(coalesce(adding, []), x)), s0) AS original,
-                   arg_max(next_replicas, s0) AS after, bool_or(s1 IS NULL) AS open
-            FROM o WHERE reassigning GROUP BY ALL
+        WITH switch AS (
+            SELECT topic, "partition", seq, event_time_ms AS t, {now} AS now, a_replicas AS replicas,
+                   list_filter(a_replicas, {keep.format('a_removing')}) AS target,
+                   list_filter(a_replicas, {keep.format('a_adding')}) AS original
+            FROM events e WHERE cluster_id = $c AND kind = 'PartitionChange' AND seq > $a AND seq <= $b{ev_topic}
+              AND {was} <> {now}
+        ), starts AS (
+            SELECT topic, "partition", seq, t, target, original FROM switch WHERE now
+            UNION ALL
+            SELECT topic, "partition", s0, t0, list_filter(replicas, {keep.format('removing')}),
+                   list_filter(replicas, {keep.format('adding')}) FROM report_iv WHERE s0 = $a AND reassigning
+        ), ends AS (SELECT topic, "partition", seq, t, replicas FROM switch WHERE NOT now),
+        islands AS (
+            SELECT s.topic, s."partition", s.t AS start, coalesce(x.t, $tb) AS "end", s.target, s.original,
+                   x.replicas AS after, x.seq IS NULL AS open
+            FROM starts s ASOF LEFT JOIN ends x
+              ON x.topic = s.topic AND x."partition" = s."partition" AND x.seq >= s.seq
         )
         SELECT topic, "partition", start, "end",
-               CASE WHEN open OR after IS NULL THEN 'in flight'
+               CASE WHEN open THEN 'in flight'
                     WHEN list_sort(after) = list_sort(target) THEN 'completed'
                     WHEN list_sort(after) = list_sort(original) THEN 'cancelled' ELSE 'ended' END,
                count(*) OVER () AS n
-        FROM islands ORDER BY "end" - start DESC, topic, "partition" LIMIT {MAX_REASSIGNMENT_BARS}""").fetchall()
+        FROM islands ORDER BY "end" - start DESC, topic, "partition" LIMIT {MAX_REASSIGNMENT_BARS}""",
+        {k: window[k] for k in ("c", "a", "b", "t") if k in window} | {"tb": window["tb"]}).fetchall()
     bars = tuple({"partition": f"{t}-{p}", "start": s, "end": e, "outcome": o} for t, p, s, e, o, _ in rows)
     return bars, rows[0][5] if rows else 0
