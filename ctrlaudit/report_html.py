@@ -90,7 +90,7 @@ def _vlines(times: list[int], color: str, dash: str) -> list[dict[str, Any]]:
 
 def _figure(fig_id: str, title: str, fig, caption: str, counts: dict[str, Any]) -> str:
     attrs = " ".join(f'data-{k.replace("_", "-")}="{html.escape(str(v))}"' for k, v in counts.items())
-    fig.update_layout(title=title, height=360, margin={"l": 60, "r": 20, "t": 50, "b": 40},
+    fig.update_layout(title=title, height=fig.layout.height or 360, margin={"l": 60, "r": 20, "t": 50, "b": 40},
                       template="plotly_white", legend={"orientation": "h"})
     div = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"{fig_id}-plot",
                       config={"displaylogo": False, "responsive": True})
@@ -157,6 +157,7 @@ def render(store: Store, inc: Incident, checks: dict[str, Any] | None = None) ->
     fig = go.Figure(go.Heatmap(z=hm["z"], x=_axis(hm["times"]), y=hm["rows"], colorscale="RdYlGn",
                                colorbar={"title": "ISR size"}))
     fig.update_layout(height=max(300, 24 * len(hm["rows"]) + 120))
+    fig.update_yaxes(type="category", dtick=1)
     parts.append(_figure("isr", "ISR size of the most affected partitions (smallest per bucket)", fig,
                          f"{len(hm['rows'])} partitions of {inc.affected_count} affected.",
                          {"rows": len(hm["rows"]), "affected": inc.affected_count}))
@@ -168,6 +169,8 @@ def render(store: Store, inc: Incident, checks: dict[str, Any] | None = None) ->
         fig.add_trace(go.Bar(y=[r["partition"] for r in bars], x=[max(r["end"] - r["start"], 1) for r in bars],
                              base=[_ms(r["start"]) for r in bars], orientation="h", name=outcome, marker_color=color))
     fig.update_xaxes(type="date")
+    fig.update_yaxes(type="category", dtick=1)
+    fig.update_layout(height=max(300, 18 * len(inc.reassignments) + 140))
     parts.append(_figure("reassignments", "Reassignments, start to completion or cancellation", fig,
                          f"{inc.reassignment_count} reassignments"
                          + (f" (the {len(inc.reassignments)} longest drawn)" if inc.reassignment_count > len(inc.reassignments) else "")

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.queries import KAFKA_DEFAULTS, MIN_ISR, configs_as_of, min_isr
+from replay.queries import KAFKA_DEFAULTS, MIN_ISR, min_isr
 from replay.store import Point, Store
 from schemas.events import ConfigResourceType
 
 BUCKETS = 300  # points on the time axis: enough for a screen, few enough for a small file
 TOP_PARTITIONS = 20  # rows of the ISR heatmap
-MAX_REASSIGNMENT_BARS = 300
+MAX_REASSIGNMENT_BARS = 40  # one readable row each
 HEALTH = ("offline", "under_replicated", "under_min_isr", "at_min_isr")
 
 
@@ -50,21 +50,23 @@ class Incident:
     notes: list[str] = field(default_factory=list)
 
 
-def _min_isr_by_topic(store: Store, b: Point) -> dict[str, int]:
-    """Effective min.insync.replicas per topic as of the window's end (a change of it inside the
-    window is rare; the per-point queries use the value as of their own point)."""
-    configs = configs_as_of(store, b)
-    default = configs.get((ConfigResourceType.BROKER.value, ""), {}).get(MIN_ISR, KAFKA_DEFAULTS[MIN_ISR])
-    out = {}
-    for (rtype, name), values in configs.items():
-        if rtype == ConfigResourceType.TOPIC.value and MIN_ISR in values:
-            out[name] = min_isr(values[MIN_ISR])
-    return {"": min_isr(default), **out}
+def _min_isr_by_topic(store: Store, a: Point, b: Point) -> dict[str, int]:
+    """Effective min.insync.replicas per topic ("" = the cluster default): the newest value set in
+    or before the window, also of topics deleted in it (their configs end with them). A change of it
+    inside the window is rare; the per-point queries use the value as of their own point."""
+    rows = store.con.execute("""
+        SELECT resource_type, resource_name, arg_max(value, from_seq) FROM config_intervals
+        WHERE cluster_id = $c AND name = $n AND from_seq <= $b AND (to_seq IS NULL OR to_seq > $a)
+              AND (resource_type = $topic OR (resource_type = $broker AND resource_name = ''))
+        GROUP BY ALL""", {"c": a.cluster_id, "n": MIN_ISR, "a": a.seq, "b": b.seq,
+                          "topic": ConfigResourceType.TOPIC.value, "broker": ConfigResourceType.BROKER.value}).fetchall()
+    default = next((v for t, n, v in rows if t == ConfigResourceType.BROKER.value), KAFKA_DEFAULTS[MIN_ISR])
+    return {"": min_isr(default)} | {n: min_isr(v) for t, n, v in rows if t == ConfigResourceType.TOPIC.value}
 
 
 def build(store: Store, a: Point, b: Point, topic: str | None = None) -> Incident:
     con = store.con
-    mins = _min_isr_by_topic(store, b)
+    mins = _min_isr_by_topic(store, a, b)
     con.execute("CREATE OR REPLACE TEMP TABLE report_min_isr (topic VARCHAR, m INTEGER)")
     con.executemany("INSERT INTO report_min_isr VALUES (?, ?)", [[t, m] for t, m in mins.items() if t])
     params = {"c": a.cluster_id, "a": a.seq, "b": b.seq, "ta": a.event_time_ms, "tb": b.event_time_ms,
@@ -201,16 +203,16 @@ def _flag(name: str, prefix: str, present: str | None = None) -> str:
 
 
 def _fill(times: tuple[int, ...], rows: list[tuple[Any, ...]], names: tuple[str, ...]) -> Series:
-    """Per-bucket (max, last) pairs to a series; a bucket without a change keeps the count the
-    previous bucket ended with."""
+    """Per-bucket (max, last) pairs to a series; a bucket's maximum includes the count the previous
+    bucket ended with (it holds until the first change), a bucket without a change keeps it."""
     by_bucket = {r[0]: r[1:] for r in rows}
     values: dict[str, list[int]] = {n: [] for n in names}
     last = {n: 0 for n in names}
     for i in range(len(times)):
         r = by_bucket.get(i)
         for j, n in enumerate(names):
-            if r is not None:
-                values[n].append(int(r[2 * j]))
+            if r is not None:  # the count carried in holds until the bucket's first change
+                values[n].append(max(int(r[2 * j]), last[n]) if i else int(r[2 * j]))
                 last[n] = int(r[2 * j + 1])
             else:
                 values[n].append(last[n])
