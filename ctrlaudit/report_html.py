@@ -70,7 +70,9 @@ def summary(inc: Incident, checks: dict[str, Any] | None) -> list[str]:
         lines.append("Leader elections: " + ", ".join(f"{n:,} {k.lower()}" for k, n in inc.elections["totals"].items())
                      + ".")
     if inc.reassignment_count:
-        lines.append(f"{inc.reassignment_count:,} reassignments were in flight.")
+        outcomes = {o: sum(1 for r in inc.reassignments if r["outcome"] == o) for o in ("completed", "cancelled", "in flight")}
+        lines.append(f"{inc.reassignment_count:,} reassignments ran in the window (of the {len(inc.reassignments)} "
+                     f"longest: " + ", ".join(f"{n} {o}" for o, n in outcomes.items()) + ").")
     if checks is None:
         lines.append("Invariants: not checked (give --check-json from `ctrlaudit check --json` or --run-checks).")
     else:
