@@ -149,6 +149,17 @@ def to_json(result: StateResult | DiffResult | TimelineResult | Explanation | He
 
 # --- text --------------------------------------------------------------------------------------
 
+def reassignment_json(result: StateResult | HealthResult) -> str:
+    """The assignment as of the point in the JSON kafka-reassign-partitions --execute reads
+    (ReassignPartitionsCommand.parsePartitionReassignmentData: version 1, topic/partition/replicas).
+    A partition in the middle of a reassignment gets its original replicas (|replicas| - adding), the
+    assignment a cancel would leave; the order is kept, since the first replica is the preferred leader."""
+    parts = [{"topic": p.topic, "partition": p.partition,
+              "replicas": [r for r in p.state.replicas if r not in p.state.adding_replicas]}
+             for p in result.partitions]
+    return json.dumps({"version": 1, "partitions": parts})
+
+
 def diff_text(d: DiffResult) -> str:
     lines = [f"# from {d.a.describe()} to {d.b.describe()}"]
     if d.controller is not None:

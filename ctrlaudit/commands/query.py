@@ -56,6 +56,10 @@ def register(app: typer.Typer) -> None:
         under_min_isr: bool = typer.Option(False, "--under-min-isr-partitions", "--under-min-isr"),
         offline: bool = typer.Option(False, "--unavailable-partitions", "--offline"),
         fmt: StateFormat = typer.Option(StateFormat.describe, "--format", help="describe | json | table"),
+        reassignment_json: bool = typer.Option(
+            False, "--reassignment-json",
+            help="Print the replica assignment as of the point as kafka-reassign-partitions --execute takes it "
+                 "(a reassignment in flight then: its original replicas), to put a cluster back to that layout."),
     ) -> None:
         """The controller's view as of a point (default: the newest event), as kafka-topics --describe."""
         from replay import formats, queries
@@ -76,7 +80,9 @@ def register(app: typer.Typer) -> None:
             else:
                 result = queries.state_as_of(s, point, topic, partition)
                 _topic_exists(result, topic, partition)
-        if fmt is StateFormat.json:
+        if reassignment_json:
+            print(formats.reassignment_json(result))
+        elif fmt is StateFormat.json:
             print(formats.to_json(result))
         elif fmt is StateFormat.table:
             Console().print(formats.state_table(result))

@@ -120,3 +120,34 @@ def test_report_in_headless_chromium(incident_history):
     assert re.search(rf"{end['offline']:,} offline, {end['under_replicated']:,} under-replicated", summary)
     assert "violated: leader_in_isr" in summary
     assert (ARTIFACTS / "report.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "json"])
+def test_export_writes_every_event_in_seq_order(incident_history, tmp_path, fmt):
+    import duckdb
+
+    out = tmp_path / f"events.{fmt}"
+    done = run("export", "--store", str(incident_history["store"]), "--format", fmt, "--out", str(out))
+    assert done.exit_code == 0, done.output
+    reader = {"parquet": "read_parquet", "csv": "read_csv_auto", "json": "read_json_auto"}[fmt]
+    with Store(incident_history["store"], read_only=True) as s:
+        want = s.con.execute("SELECT seq, hash FROM events ORDER BY seq").fetchall()
+    got = duckdb.connect().execute(f"SELECT seq, hash FROM {reader}('{out}')").fetchall()
+    assert got == want
+    again = run("export", "--store", str(incident_history["store"]), "--out", str(out))
+    assert again.exit_code == 2 and "exists" in again.output
+
+
+def test_reassignment_json_is_the_assignment_as_of_the_point(incident_history):
+    import json
+
+    with Store(incident_history["store"], read_only=True) as s:
+        point = s.point(seq=1500)
+        state = queries.state_as_of(s, point)
+    done = run("state", "--store", str(incident_history["store"]), "--seq", "1500", "--reassignment-json")
+    assert done.exit_code == 0, done.output
+    plan = json.loads(done.stdout)
+    assert plan["version"] == 1
+    assert {(p["topic"], p["partition"]): p["replicas"] for p in plan["partitions"]} == {
+        (p.topic, p.partition): [r for r in p.state.replicas if r not in p.state.adding_replicas]
+        for p in state.partitions}
