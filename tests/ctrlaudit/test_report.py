@@ -151,3 +151,24 @@ def test_reassignment_json_is_the_assignment_as_of_the_point(incident_history):
     assert {(p["topic"], p["partition"]): p["replicas"] for p in plan["partitions"]} == {
         (p.topic, p.partition): [r for r in p.state.replicas if r not in p.state.adding_replicas]
         for p in state.partitions}
+
+
+def test_csv_exports_hold_the_same_rows_as_json(incident_history):
+    import csv
+    import io
+    import json
+
+    store = str(incident_history["store"])
+    for args, key in ((["state", "--seq", "1500"], "partitions"), (["diff", "--from-seq", "1000", "--to-seq", "2000"],
+                                                                     "partitions")):
+        as_json = json.loads(run(*args, "--store", store, "--format", "json").stdout)[key]
+        done = run(*args, "--store", store, "--format", "csv")
+        assert done.exit_code == 0, done.output
+        rows = list(csv.DictReader(io.StringIO(done.stdout)))
+        assert [(r["topic"], int(r["partition"])) for r in rows] == [(p["topic"], p["partition"]) for p in as_json]
+    timeline = json.loads(run("timeline", "--store", store, "--topic", "topic-00000", "--partition", "1",
+                              "--format", "json").stdout)["changes"]
+    rows = list(csv.DictReader(io.StringIO(run("timeline", "--store", store, "--topic", "topic-00000",
+                                               "--partition", "1", "--format", "csv").stdout)))
+    assert [int(r["seq"]) for r in rows] == [c["seq"] for c in timeline]
+    assert [r["isr"] for r in rows] == [",".join(map(str, c["after"]["isr"])) if c["after"] else "" for c in timeline]
