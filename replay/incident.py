@@ -105,7 +105,8 @@ def build(store: Store, a: Point, b: Point, topic: str | None = None) -> Inciden
             FROM events e LEFT JOIN report_min_isr m ON m.topic = e.topic
             WHERE e.cluster_id = $c AND e.kind = 'PartitionChange' AND e.seq > $a AND e.seq <= $b{ev_topic}
         ), d AS (
-            SELECT $a AS seq, $ta AS t, {', '.join(f'sum({f}) AS {f}' for f in HEALTH)} FROM report_iv WHERE s0 = $a
+            SELECT $a AS seq, $ta AS t, {', '.join(f'coalesce(sum({f}), 0) AS {f}' for f in HEALTH)}
+            FROM report_iv WHERE s0 = $a
             UNION ALL SELECT * FROM ev WHERE {changed}
             UNION ALL SELECT s1, t1, {', '.join(f'-{f}' for f in HEALTH)} FROM report_iv
                       WHERE s1 IN ({_TOPIC_DELETES})

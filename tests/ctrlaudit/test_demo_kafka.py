@@ -108,21 +108,19 @@ def test_reassignment_json_as_of_mark_a_puts_the_cluster_back(demo, kafka_cluste
     import json
     import time
 
-    from ctrlaudit.cli import app
+    from replay.formats import reassignment_json
     from replay.queries import state_as_of
     from services.cluster.observe import describe, running_bootstrap
-    from typer.testing import CliRunner
 
     cap, store, _, out, _ = demo
     c = heal(kafka_cluster)
-    done = CliRunner().invoke(app, ["state", "--store", str(out / "s.duckdb"), "--offset", str(cap.mark_a),
-                                    "--topic", cap.topic, "--reassignment-json"])
-    assert done.exit_code == 0, done.output
+    # what `state --reassignment-json` prints (the fixture holds the store open, so not through the CLI)
+    at_mark = state_as_of(store, store.point(offset=cap.mark_a), cap.topic)
+    text = reassignment_json(at_mark)
     plan = tmp_path / "back.json"
-    plan.write_text(done.stdout)
-    want = {(r.topic, r.partition): list(r.state.replicas)
-            for r in state_as_of(store, store.point(offset=cap.mark_a), cap.topic).partitions}
-    assert {(p["topic"], p["partition"]): p["replicas"] for p in json.loads(done.stdout)["partitions"]} == want
+    plan.write_text(text)
+    want = {(r.topic, r.partition): list(r.state.replicas) for r in at_mark.partitions}
+    assert {(p["topic"], p["partition"]): p["replicas"] for p in json.loads(text)["partitions"]} == want
     now = {k: list(p.replicas) for k, p in describe(c, cap.topic).partitions.items()}
     assert now != want  # the demo's reassignment dropped a replica of partition 0 after mark A
     c.tool("reassign", "--bootstrap-server", running_bootstrap(c), "--reassignment-json-file", str(plan), "--execute")
