@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from ctrlaudit import __version__
-from ctrlaudit.commands import capture, check, imports, query, simulate, store
+from ctrlaudit.commands import capture, check, export, imports, query, report, simulate, store
 
 app = typer.Typer(
     name="ctrlaudit",
@@ -34,7 +34,7 @@ def root(
     """Capture, replay and check the controller decisions of a Kafka cluster."""
 
 
-for group in (simulate, imports, store, query, check, capture):
+for group in (simulate, imports, store, query, check, capture, report, export):
     group.register(app)
 
 

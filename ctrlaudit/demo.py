@@ -57,7 +57,11 @@ def main() -> None:
          "--partition", "0", "--limit", "12")
     step(f"why the leader of {topic}-0 last moved", "explain", "--store", store, "--topic", topic,
          "--partition", "0", "--last-leader-change")
-    step("invariants over the whole history", "check", store, check=False)
+    step("invariants over the whole history", "check", store, "--json", str(OUT / "check.json"), check=False)
+    report = OUT / "incident.html"
+    step("the incident report: summary, plots, drill-down per partition (one HTML file, no network needed)",
+         "report", "--store", store, "--check-json", str(OUT / "check.json"), "--out", str(report))
+    print(f"\nThe incident report: {report.resolve()}")
     print(f"\nEverything is in {OUT}/ (archive files, manifests, the DuckDB store).")
 
 

@@ -199,11 +199,16 @@ def forensics(cap: Captured, out: Path) -> None:
     step(f"the history of {cap.topic}-{p}", "timeline", "--store", store, "--topic", cap.topic, "--partition", p)
     step(f"why {cap.topic}-{p}'s leader last moved", "explain", "--store", store, "--topic", cap.topic, "--partition", p,
          "--last-leader-change")
-    step("the invariant catalog over the whole history", "check", store, check=False)
+    step("the invariant catalog over the whole history", "check", store, "--json", str(out / "check.json"),
+         check=False)
     if cap.metadata_copy is not None:
         step("the same history offline: decode the copied metadata log (what an operator does with a copy "
              "taken after an incident)", "import", "kraft", str(cap.metadata_copy), "--out", str(out / "imported"))
         step("the events decoded offline, verified", "verify", str(out / "imported"))
+    report = out / "incident.html"
+    step("the incident report: summary, plots, drill-down per partition (one HTML file, no network needed)",
+         "report", "--store", store, "--check-json", str(out / "check.json"), "--out", str(report))
+    print(f"\nThe incident report: {report.resolve()}")
 
 
 def main() -> None:

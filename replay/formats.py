@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+import csv
+import io
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, is_dataclass
@@ -147,7 +149,52 @@ def to_json(result: StateResult | DiffResult | TimelineResult | Explanation | He
     return json.dumps(body, sort_keys=True, indent=2)
 
 
+def to_csv(result: StateResult | DiffResult | TimelineResult | HealthResult) -> str:
+    """One row per partition (state, health lists, diff) or per change (timeline), with a header;
+    lists as Kafka prints them (comma-separated ids), times in ISO-8601 UTC with milliseconds."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    state_cols = ["leader", "replicas", "isr", "adding", "removing", "elr", "leader_epoch", "partition_epoch"]
+
+    def cells(st: PartitionState | None) -> list[Any]:
+        if st is None:
+            return [""] * len(state_cols)
+        return [st.leader, _ids(st.replicas), _ids(st.isr), _ids(st.adding_replicas), _ids(st.removing_replicas),
+                _ids(st.elr), st.leader_epoch, st.partition_epoch]
+
+    match result:
+        case StateResult() | HealthResult():
+            w.writerow(["topic", "partition", *state_cols, "as_of_seq"])
+            for r in result.partitions:
+                w.writerow([r.topic, r.partition, *cells(r.state), result.point.seq])
+        case DiffResult():
+            w.writerow(["topic", "partition", *("before_" + c for c in state_cols), *("after_" + c for c in state_cols),
+                        "from_seq", "to_seq"])
+            for d in result.partitions:
+                w.writerow([d.topic, d.partition, *cells(d.before), *cells(d.after), result.a.seq, result.b.seq])
+        case TimelineResult():
+            w.writerow(["seq", "offset", "time", "controller", "controller_epoch", "changes", "election",
+                        *state_cols, "change"])
+            for c in result.changes:
+                w.writerow([c.seq, c.source_offset, iso_ms(c.event_time_ms), c.controller_id, c.controller_epoch,
+                            ",".join(c.changes), c.election, *cells(c.after), c.diff()])
+        case _:
+            raise TypeError(f"no CSV rendering for {type(result).__name__}")
+    return buf.getvalue()
+
+
 # --- text --------------------------------------------------------------------------------------
+
+def reassignment_json(result: StateResult | HealthResult) -> str:
+    """The assignment as of the point in the JSON kafka-reassign-partitions --execute reads
+    (ReassignPartitionsCommand.parsePartitionReassignmentData: version 1, topic/partition/replicas).
+    A partition in the middle of a reassignment gets its original replicas (|replicas| - adding), the
+    assignment a cancel would leave; the order is kept, since the first replica is the preferred leader."""
+    parts = [{"topic": p.topic, "partition": p.partition,
+              "replicas": [r for r in p.state.replicas if r not in p.state.adding_replicas]}
+             for p in result.partitions]
+    return json.dumps({"version": 1, "partitions": parts})
+
 
 def diff_text(d: DiffResult) -> str:
     lines = [f"# from {d.a.describe()} to {d.b.describe()}"]

@@ -15,12 +15,14 @@ class StateFormat(str, Enum):
     describe = "describe"
     json = "json"
     table = "table"
+    csv = "csv"
 
 
 class TextFormat(str, Enum):
     text = "text"
     json = "json"
     table = "table"
+    csv = "csv"
 
 
 def _point(s, cluster: str | None, seq: int | None, offset: int | None, time: str | None, side: str = ""):
@@ -55,7 +57,11 @@ def register(app: typer.Typer) -> None:
         under_replicated: bool = typer.Option(False, "--under-replicated-partitions", "--under-replicated"),
         under_min_isr: bool = typer.Option(False, "--under-min-isr-partitions", "--under-min-isr"),
         offline: bool = typer.Option(False, "--unavailable-partitions", "--offline"),
-        fmt: StateFormat = typer.Option(StateFormat.describe, "--format", help="describe | json | table"),
+        fmt: StateFormat = typer.Option(StateFormat.describe, "--format", help="describe | json | table | csv"),
+        reassignment_json: bool = typer.Option(
+            False, "--reassignment-json",
+            help="Print the replica assignment as of the point as kafka-reassign-partitions --execute takes it "
+                 "(a reassignment in flight then: its original replicas), to put a cluster back to that layout."),
     ) -> None:
         """The controller's view as of a point (default: the newest event), as kafka-topics --describe."""
         from replay import formats, queries
@@ -76,8 +82,12 @@ def register(app: typer.Typer) -> None:
             else:
                 result = queries.state_as_of(s, point, topic, partition)
                 _topic_exists(result, topic, partition)
-        if fmt is StateFormat.json:
+        if reassignment_json:
+            print(formats.reassignment_json(result))
+        elif fmt is StateFormat.json:
             print(formats.to_json(result))
+        elif fmt is StateFormat.csv:
+            print(formats.to_csv(result), end="")
         elif fmt is StateFormat.table:
             Console().print(formats.state_table(result))
         else:
@@ -95,7 +105,7 @@ def register(app: typer.Typer) -> None:
         from_time: str = typer.Option(None, "--from-time"),
         to_seq: int = typer.Option(None, "--to-seq"), to_offset: int = typer.Option(None, "--to-offset"),
         to_time: str = typer.Option(None, "--to-time", help="Default: the newest event."),
-        fmt: TextFormat = typer.Option(TextFormat.text, "--format", help="text | json"),
+        fmt: TextFormat = typer.Option(TextFormat.text, "--format", help="text | json | csv"),
     ) -> None:
         """What changed between two points: partitions, brokers, controller."""
         from replay import formats, queries
@@ -109,8 +119,11 @@ def register(app: typer.Typer) -> None:
         if topic is not None:
             result = type(result)(**{**{f: getattr(result, f) for f in result.__dataclass_fields__},
                                      "partitions": tuple(p for p in result.partitions if p.topic == topic)})
-        print(formats.to_json(result) if fmt is TextFormat.json else formats.diff_text(result), end="\n"
-              if fmt is TextFormat.json else "")
+        if fmt is TextFormat.csv:
+            print(formats.to_csv(result), end="")
+        else:
+            print(formats.to_json(result) if fmt is TextFormat.json else formats.diff_text(result), end="\n"
+                  if fmt is TextFormat.json else "")
 
     @app.command("timeline")
     @user_errors
@@ -119,7 +132,7 @@ def register(app: typer.Typer) -> None:
         topic: str = typer.Option(..., "--topic"), partition: int = typer.Option(..., "--partition"),
         to_offset: int = typer.Option(None, "--to-offset"), to_time: str = typer.Option(None, "--to-time"),
         limit: int = typer.Option(None, "--limit", min=1, help="Only the newest N changes."),
-        fmt: TextFormat = typer.Option(TextFormat.text, "--format", help="text | json | table"),
+        fmt: TextFormat = typer.Option(TextFormat.text, "--format", help="text | json | table | csv"),
     ) -> None:
         """Every change of one partition, oldest first, with who decided and why."""
         from replay import changes, formats
@@ -133,6 +146,8 @@ def register(app: typer.Typer) -> None:
             result = type(result)(result.point, result.topic, result.partition, result.changes[-limit:])
         if fmt is TextFormat.json:
             print(formats.to_json(result))
+        elif fmt is TextFormat.csv:
+            print(formats.to_csv(result), end="")
         elif fmt is TextFormat.table:
             Console(width=200).print(formats.timeline_table(result))
         else:
@@ -151,6 +166,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Why one partition change happened: election type, previous ISR, controller and epoch."""
         from replay import changes, formats
+
+        if fmt is TextFormat.csv:
+            raise UsageError("explain answers about one change: --format text or json")
 
         with _open(store) as s:
             if last_leader_change:

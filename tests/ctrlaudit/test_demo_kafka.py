@@ -99,3 +99,34 @@ def test_offline_import_holds_the_archived_kraft_changes(demo):
     both = lambda xs: [x for x in xs if first <= x[0] <= last]  # noqa: E731
     assert len(both(live)) > 100
     assert both(offline) == both(live)
+
+
+def test_reassignment_json_as_of_mark_a_puts_the_cluster_back(demo, kafka_cluster, tmp_path):
+    """`state --offset MARK_A --reassignment-json` fed to Kafka's own kafka-reassign-partitions undoes the
+    demo's reassignment: kafka-topics --describe then shows the replicas the store had as of mark A.
+    Last in this module: it changes the demo topic."""
+    import json
+    import time
+
+    from replay.formats import reassignment_json
+    from replay.queries import state_as_of
+    from services.cluster.observe import describe, running_bootstrap
+
+    cap, store, _, out, _ = demo
+    c = heal(kafka_cluster)
+    # what `state --reassignment-json` prints (the fixture holds the store open, so not through the CLI)
+    at_mark = state_as_of(store, store.point(offset=cap.mark_a), cap.topic)
+    text = reassignment_json(at_mark)
+    plan = tmp_path / "back.json"
+    plan.write_text(text)
+    want = {(r.topic, r.partition): list(r.state.replicas) for r in at_mark.partitions}
+    assert {(p["topic"], p["partition"]): p["replicas"] for p in json.loads(text)["partitions"]} == want
+    now = {k: list(p.replicas) for k, p in describe(c, cap.topic).partitions.items()}
+    assert now != want  # the demo's reassignment dropped a replica of partition 0 after mark A
+    c.tool("reassign", "--bootstrap-server", running_bootstrap(c), "--reassignment-json-file", str(plan), "--execute")
+    deadline = time.monotonic() + 90
+    while "is still in progress" in c.tool("reassign", "--bootstrap-server", running_bootstrap(c),
+                                          "--reassignment-json-file", str(plan), "--verify", check=False).stdout:
+        assert time.monotonic() < deadline, "the reassignment back to mark A did not complete"
+        time.sleep(1)
+    assert {k: list(p.replicas) for k, p in describe(c, cap.topic).partitions.items()} == want

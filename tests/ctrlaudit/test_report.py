@@ -1,0 +1,174 @@
+"""`ctrlaudit report`: the counts it draws against the store's own queries, and the page in a real
+headless Chromium (Debian's package, driven by playwright): every plot is drawn with those counts,
+the page makes no network request, and a screenshot is saved under test-output/."""
+from __future__ import annotations
+
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from replay import incident, queries
+from replay.store import Store
+from tests.ctrlaudit.conftest import run
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-output"
+PLOTS = ("health", "leaders", "brokers", "isr", "reassignments", "elections")
+
+
+@pytest.fixture(scope="module")
+def incident_history(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A simulated history with an injected breach, its store and its check report."""
+    root = tmp_path_factory.mktemp("report")
+    archive, store, checks = root / "archive", root / "s.duckdb", root / "check.json"
+    assert run("simulate", "--out", str(archive), "--seed", "3", "--events", "3000", "--topics", "3",
+               "--partitions", "4", "--inject", "leader_in_isr@2000").exit_code == 0
+    assert run("load", str(archive), "--store", str(store), "--workers", "1").exit_code == 0
+    assert run("check", str(store), "--json", str(checks)).exit_code == 1  # the injected breach
+    return {"store": store, "checks": checks, "root": root}
+
+
+def _counts(s: Store, point) -> dict[str, int]:
+    """The health counts as the state command computes them (replay/queries.py), as of one point."""
+    state = queries.state_as_of(s, point)
+    at_min = sum(1 for p in state.partitions
+                 if len(p.state.isr) == queries.min_isr(state.effective[p.topic][queries.MIN_ISR]))
+    return {"offline": len(queries.offline(s, point).partitions),
+            "under_replicated": len(queries.under_replicated(s, point).partitions),
+            "under_min_isr": len(queries.under_min_isr(s, point).partitions), "at_min_isr": at_min}
+
+
+@pytest.mark.parametrize("window", [(None, None), (400, 2600)])
+def test_series_agree_with_the_state_queries(incident_history, window):
+    """At the window's end the counts equal the queries'; at any point inside, the bucket holding it
+    is at least the count there (a bucket keeps its maximum); leaders per broker likewise."""
+    with Store(incident_history["store"], read_only=True) as s:
+        a = s.point(seq=window[0] or 0)
+        b = s.point(seq=window[1]) if window[1] else s.point()
+        inc = incident.build(s, a, b)
+        assert inc.health.at_end == _counts(s, b)
+        state = queries.state_as_of(s, b)
+        assert {k: n for k, n in inc.leaders.at_end.items() if n} == {str(k): n for k, n in Counter(p.state.leader for p in state.partitions).items()
+                                      if k >= 0}
+        width = inc.health.times[1] - inc.health.times[0]
+        seqs = s.con.execute("SELECT seq FROM events WHERE kind = 'PartitionChange' AND seq > ? AND seq <= ? "
+                             "ORDER BY seq", [a.seq, b.seq]).fetchall()
+        assert seqs
+        for (seq,) in seqs[:: max(1, len(seqs) // 40)]:
+            p = s.point(seq=seq)
+            bucket = min((p.event_time_ms - a.event_time_ms) // width, incident.BUCKETS - 1)
+            for name, n in _counts(s, p).items():
+                assert inc.health.values[name][bucket] >= n, (name, seq)
+        n_elections = s.con.execute(
+            "SELECT count(*) FROM events WHERE kind = 'PartitionChange' AND election <> 'NONE' AND seq > ? AND seq <= ?",
+            [a.seq, b.seq]).fetchone()[0]
+        assert sum(inc.elections["totals"].values()) == n_elections
+
+
+def test_report_cli_refuses_bad_windows_and_topics(incident_history, tmp_path):
+    store = str(incident_history["store"])
+    out = tmp_path / "r.html"
+    done = run("report", "--store", store, "--topic", "no-such-topic", "--out", str(out))
+    assert done.exit_code == 2 and "no-such-topic" in done.output and not out.exists()
+    done = run("report", "--store", store, "--check-json", str(incident_history["store"]), "--out", str(out))
+    assert done.exit_code == 2 and "not a `ctrlaudit check --json` report" in done.output
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium (.ci/run installs Debian's package)")
+def test_report_in_headless_chromium(incident_history):
+    from playwright.sync_api import sync_playwright
+
+    out = incident_history["root"] / "incident.html"
+    done = run("report", "--store", str(incident_history["store"]), "--check-json", str(incident_history["checks"]),
+               "--out", str(out))
+    assert done.exit_code == 0, done.output
+    assert out.stat().st_size < 10_000_000
+    with Store(incident_history["store"], read_only=True) as s:
+        end = _counts(s, s.point())
+        elections = dict(s.con.execute("SELECT election, count(*) FROM events WHERE kind = 'PartitionChange' "
+                                       "AND election <> 'NONE' AND seq > 0 GROUP BY ALL").fetchall())
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            requests: list[str] = []
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(out.as_uri())
+            # plotly draws two <svg class="main-svg"> per plot once it has run
+            page.wait_for_function(f"document.querySelectorAll('figure.plot .main-svg').length >= {2 * len(PLOTS)}",
+                                   timeout=30_000)
+            drawn = page.evaluate("""Object.fromEntries([...document.querySelectorAll('figure.plot')].map(f => {
+                const gd = f.querySelector('.js-plotly-plot');
+                return [f.id, gd.data.map(t => ({name: t.name, x: t.x, y: t.y, z: t.z}))]; }))""")
+            page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+            summary = page.inner_text("#summary")
+        finally:
+            browser.close()
+    assert requests == [out.as_uri()]  # the file itself, nothing from the network
+    assert set(drawn) == set(PLOTS)
+    health = {t["name"].replace(" ", "_"): t["y"] for t in drawn["health"]}
+    for name, n in end.items():
+        assert health[name][-1] == n, name
+    # the injected leader_in_isr breach is marked on the time axis
+    assert health["invariant_violation"] == [0]
+    assert {t["name"]: sum(t["y"]) for t in drawn["elections"]} == elections
+    assert len(drawn["leaders"]) >= 1 and all(len(t["y"]) == incident.BUCKETS for t in drawn["leaders"])
+    assert re.search(rf"{end['offline']:,} offline, {end['under_replicated']:,} under-replicated", summary)
+    assert "violated: leader_in_isr" in summary
+    assert (ARTIFACTS / "report.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "json"])
+def test_export_writes_every_event_in_seq_order(incident_history, tmp_path, fmt):
+    import duckdb
+
+    out = tmp_path / f"events.{fmt}"
+    done = run("export", "--store", str(incident_history["store"]), "--format", fmt, "--out", str(out))
+    assert done.exit_code == 0, done.output
+    reader = {"parquet": "read_parquet", "csv": "read_csv_auto", "json": "read_json_auto"}[fmt]
+    with Store(incident_history["store"], read_only=True) as s:
+        want = s.con.execute("SELECT seq, hash FROM events ORDER BY seq").fetchall()
+    got = duckdb.connect().execute(f"SELECT seq, hash FROM {reader}('{out}')").fetchall()
+    assert got == want
+    again = run("export", "--store", str(incident_history["store"]), "--out", str(out))
+    assert again.exit_code == 2 and "exists" in again.output
+
+
+def test_reassignment_json_is_the_assignment_as_of_the_point(incident_history):
+    import json
+
+    with Store(incident_history["store"], read_only=True) as s:
+        point = s.point(seq=1500)
+        state = queries.state_as_of(s, point)
+    done = run("state", "--store", str(incident_history["store"]), "--seq", "1500", "--reassignment-json")
+    assert done.exit_code == 0, done.output
+    plan = json.loads(done.stdout)
+    assert plan["version"] == 1
+    assert {(p["topic"], p["partition"]): p["replicas"] for p in plan["partitions"]} == {
+        (p.topic, p.partition): [r for r in p.state.replicas if r not in p.state.adding_replicas]
+        for p in state.partitions}
+
+
+def test_csv_exports_hold_the_same_rows_as_json(incident_history):
+    import csv
+    import io
+    import json
+
+    store = str(incident_history["store"])
+    for args, key in ((["state", "--seq", "1500"], "partitions"), (["diff", "--from-seq", "1000", "--to-seq", "2000"],
+                                                                     "partitions")):
+        as_json = json.loads(run(*args, "--store", store, "--format", "json").stdout)[key]
+        done = run(*args, "--store", store, "--format", "csv")
+        assert done.exit_code == 0, done.output
+        rows = list(csv.DictReader(io.StringIO(done.stdout)))
+        assert [(r["topic"], int(r["partition"])) for r in rows] == [(p["topic"], p["partition"]) for p in as_json]
+    timeline = json.loads(run("timeline", "--store", store, "--topic", "topic-00000", "--partition", "1",
+                              "--format", "json").stdout)["changes"]
+    rows = list(csv.DictReader(io.StringIO(run("timeline", "--store", store, "--topic", "topic-00000",
+                                               "--partition", "1", "--format", "csv").stdout)))
+    assert [int(r["seq"]) for r in rows] == [c["seq"] for c in timeline]
+    assert [r["isr"] for r in rows] == [",".join(map(str, c["after"]["isr"])) if c["after"] else "" for c in timeline]
