@@ -27,7 +27,7 @@ def kraft(
                                      help="raise: stop at a corrupt batch; skip: record it as a capture gap."),
 ) -> None:
     """Decode a KRaft metadata log (segments and snapshots) into ControllerEvents."""
-    from services.archive.writer import ArchiveWriter, after, continuation
+    from services.archive.writer import continuation
     from ctrlaudit.progress import bar
     from services.normalize.offline import ImportReport, cluster_id_of, import_events, plan
     from services.normalize.redaction import patterns
@@ -42,12 +42,7 @@ def kraft(
     with bar("importing", total) as progress:
         events = import_events(paths, cluster, on_error=on_error.value, node_id=node_id, report=report,
                                progress=progress)
-        if last is not None:
-            events = after(events, last, out / cluster)
-        with ArchiveWriter.resume(out, cluster) as writer:
-            for event in events:
-                writer.append(event)
-            files = writer.close()
+        files, writer = _append(out, cluster, events, last)
     print(f"cluster {cluster}: {report.records:,} records from {len(report.files)} file(s) -> "
           f"{report.events:,} events in {len(files)} archive file(s) under {out}"
           + (f" (continuing its chain after seq {last.last_seq}: {writer.next_seq - last.last_seq - 1:,} new)"
@@ -70,7 +65,7 @@ def zk(
                                      help="raise: stop at a corrupt transaction; skip: record it as a capture gap."),
 ) -> None:
     """Decode ZooKeeper transaction logs of a ZooKeeper-mode Kafka cluster into ControllerEvents."""
-    from services.archive.writer import ArchiveWriter, after, continuation
+    from services.archive.writer import continuation
     from ctrlaudit.progress import bar
     from services.normalize.offline import ImportReport
     from services.normalize.redaction import patterns
@@ -83,12 +78,7 @@ def zk(
     last = continuation(out, cluster)
     with bar("importing", sum(f.stat().st_size for f in files)) as progress:
         events = import_zk_events(paths, cluster, on_error=on_error.value, report=report, progress=progress)
-        if last is not None:
-            events = after(events, last, out / cluster)
-        with ArchiveWriter.resume(out, cluster) as writer:
-            for event in events:
-                writer.append(event)
-            written = writer.close()
+        written, writer = _append(out, cluster, events, last)
     print(f"cluster {cluster}: {report.records:,} transactions from {len(report.files)} log(s) -> "
           f"{report.events:,} events in {len(written)} archive file(s) under {out}"
           + (f" (continuing its chain after seq {last.last_seq})" if last is not None else ""))
@@ -100,3 +90,17 @@ def zk(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(imports, name="import")
+
+
+def _append(out: Path, cluster: str, events, last):
+    """Write an import's events into the archive directory: after the intact archive already there
+    (only what continues its chain), or into an empty one. Returns (files written, the writer)."""
+    from services.archive.writer import ArchiveWriter, after
+
+    if last is not None:
+        events = after(events, last, out / cluster)
+    with ArchiveWriter.resume(out, cluster) as writer:
+        for event in events:
+            writer.append(event)
+        files = writer.close()
+    return files, writer

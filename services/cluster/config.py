@@ -132,6 +132,23 @@ class ClusterSettings:
         return self.version.startswith("3.")
 
 
+def _broker_basics(s: ClusterSettings, node: NodeLayout) -> dict[str, object]:
+    """What a dev-cluster broker needs in either mode: its log dir, no auto-created topics, small
+    internal topics, and the ISR timing of the settings."""
+    return {
+        "log.dirs": node.data_dir,
+        "num.partitions": 1,
+        "auto.create.topics.enable": "false",
+        "offsets.topic.replication.factor": min(3, s.nodes),
+        "offsets.topic.num.partitions": s.internal_topic_partitions,
+        "transaction.state.log.replication.factor": min(3, s.nodes),
+        "transaction.state.log.min.isr": min(2, s.nodes),
+        "transaction.state.log.num.partitions": s.internal_topic_partitions,
+        "group.initial.rebalance.delay.ms": 0,
+        "replica.lag.time.max.ms": s.replica_lag_time_max_ms,
+    }
+
+
 def server_properties(s: ClusterSettings, node: NodeLayout, voters: str) -> str:
     props: dict[str, object] = {
         "process.roles": "broker,controller",
@@ -143,16 +160,7 @@ def server_properties(s: ClusterSettings, node: NodeLayout, voters: str) -> str:
         "inter.broker.listener.name": "PLAINTEXT",
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-        "log.dirs": node.data_dir,
-        "num.partitions": 1,
-        "auto.create.topics.enable": "false",
-        "offsets.topic.replication.factor": min(3, s.nodes),
-        "offsets.topic.num.partitions": s.internal_topic_partitions,
-        "transaction.state.log.replication.factor": min(3, s.nodes),
-        "transaction.state.log.min.isr": min(2, s.nodes),
-        "transaction.state.log.num.partitions": s.internal_topic_partitions,
-        "group.initial.rebalance.delay.ms": 0,
-        "replica.lag.time.max.ms": s.replica_lag_time_max_ms,
+        **_broker_basics(s, node),
         "broker.session.timeout.ms": s.broker_session_timeout_ms,
         "broker.heartbeat.interval.ms": s.broker_heartbeat_interval_ms,
         "controller.quorum.election.timeout.ms": 1000,
@@ -265,17 +273,8 @@ def zk_server_properties(s: ClusterSettings, node: NodeLayout, zookeeper_connect
         "listeners": f"PLAINTEXT://127.0.0.1:{node.plaintext_port}",
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.plaintext_port}",
         "inter.broker.listener.name": "PLAINTEXT",
-        "log.dirs": node.data_dir,
-        "num.partitions": 1,
-        "auto.create.topics.enable": "false",
+        **_broker_basics(s, node),
         "delete.topic.enable": "true",
-        "offsets.topic.replication.factor": min(3, s.nodes),
-        "offsets.topic.num.partitions": s.internal_topic_partitions,
-        "transaction.state.log.replication.factor": min(3, s.nodes),
-        "transaction.state.log.min.isr": min(2, s.nodes),
-        "transaction.state.log.num.partitions": s.internal_topic_partitions,
-        "group.initial.rebalance.delay.ms": 0,
-        "replica.lag.time.max.ms": s.replica_lag_time_max_ms,
         # the controller's preferred-leader rebalance would move leaders behind a scenario's back
         "auto.leader.rebalance.enable": "false",
     }
