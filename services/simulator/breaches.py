@@ -162,8 +162,13 @@ def leader_in_isr(sim: Simulator) -> BreachRecord | None:
 
 
 def isr_elr_sanity(sim: Simulator) -> BreachRecord | None:
-    if _turn(sim, "isr_elr_sanity", 2) == 1:
+    turn = _turn(sim, "isr_elr_sanity", 4 if sim.elr else 2)  # the KIP-966 rules need an ELR cluster
+    if turn == 1:
         return _elr_outsider(sim)
+    if turn == 2:
+        return _elr_while_isr_at_min_isr(sim)
+    if turn == 3:
+        return _leader_from_elr_while_isr_not_empty(sim)
     p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1 and not q.state.elr)
     if p is None:
         return None
@@ -192,9 +197,58 @@ def _elr_outsider(sim: Simulator) -> BreachRecord | None:
     return _record("isr_elr_sanity", e, f"replica {outsider} entered the ELR from outside ISR {list(s.isr)}")
 
 
+def _min_isr(sim: Simulator, p: Partition) -> int:
+    return p.topic.min_isr(sim.cfg.min_insync_replicas)
+
+
+def _elr_set_up(sim: Simulator) -> None:
+    """A legal ISR shrink to below min.insync.replicas: the follower moves into the ELR."""
+    p = _partition(sim, lambda q: _healthy(q) and not q.state.elr and not q.state.last_known_elr
+                   and len(q.state.isr) == _min_isr(sim, q) == 2)
+    if p is not None:
+        follower = next(r for r in p.state.isr if r != p.state.leader)
+        sim.apply_change(p, sim.build(p, target_isr=(p.state.leader,)), "isr shrink: follower lagging")
+        assert follower in p.state.elr
+
+
+def _elr_while_isr_at_min_isr(sim: Simulator) -> BreachRecord | None:
+    """A follower leaves the ISR into the ELR although the ISR left behind is still at min ISR."""
+    p = _partition(sim, lambda q: _healthy(q) and not q.state.elr and not q.state.last_known_elr
+                   and len(q.state.isr) - 1 >= _min_isr(sim, q))
+    if p is None:
+        return None
+    s = p.state
+    r = next(x for x in reversed(s.isr) if x != s.leader)
+    broken = replace(s, isr=tuple(x for x in s.isr if x != r), elr=(r,), partition_epoch=s.partition_epoch + 1)
+    e = _emit_raw(sim, p, broken, reason="injected: ELR populated while the ISR is at min ISR")
+    _emit_raw(sim, p, replace(broken, isr=s.isr, elr=s.elr, partition_epoch=broken.partition_epoch + 1),
+              reason="isr expand: follower caught up")
+    _took_turn(sim, "isr_elr_sanity")
+    return _record("isr_elr_sanity", e, f"replica {r} put into the ELR with ISR {list(broken.isr)} at min ISR")
+
+
+def _leader_from_elr_while_isr_not_empty(sim: Simulator) -> BreachRecord | None:
+    """An ELR member elected leader while the ISR still has a live member."""
+    p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) == 1 and q.state.leader in q.state.isr
+                   and not q.state.last_known_elr and any(sim.active(r) for r in q.state.elr))
+    if p is None:
+        _elr_set_up(sim)
+        return None
+    s = p.state
+    new = next(r for r in s.elr if sim.active(r))
+    broken = replace(s, leader=new, isr=s.isr + (new,), elr=tuple(r for r in s.elr if r != new),
+                     leader_epoch=s.leader_epoch + 1, partition_epoch=s.partition_epoch + 1)
+    e = _emit_raw(sim, p, broken, ElectionType.ELR, reason="injected: leader from the ELR, ISR not empty")
+    _took_turn(sim, "isr_elr_sanity")
+    return _record("isr_elr_sanity", e, f"ELR member {new} elected while ISR {list(s.isr)} is not empty")
+
+
 def fenced_broker_not_in_isr(sim: Simulator) -> BreachRecord | None:
-    if _turn(sim, "fenced_broker_not_in_isr", 2) == 1:
+    turn = _turn(sim, "fenced_broker_not_in_isr", 3 if sim.mv >= 23 else 2)
+    if turn == 1:
         return _shutting_down_elected(sim)
+    if turn == 2:
+        return _registered_while_in_isr(sim)
     fset = {b for b in sorted(sim.brokers) if sim.brokers[b].registered and sim.brokers[b].fenced}
 
     def candidates(q: Partition) -> list[int]:
@@ -242,6 +296,26 @@ def _shutting_down_elected(sim: Simulator) -> BreachRecord | None:
     return _record("fenced_broker_not_in_isr", e, f"broker {b.id} in controlled shutdown elected leader")
 
 
+def _registered_while_in_isr(sim: Simulator) -> BreachRecord | None:
+    """At metadata.version >= 23 a broker that registers again (an unclean restart) is taken out of
+    the ISRs and ELRs before its registration; here it registers while still in ISRs."""
+    member = {r for p in sim.live for r in p.state.isr if _healthy(p) and p.reassignment is None and not p.frozen}
+    ids = [b for b in sorted(sim.brokers) if b in member and sim.brokers[b].active]
+    if not ids or sim.down_brokers() >= sim.max_down + 1:
+        return None
+    b = sim.brokers[ids[sim.rng.randrange(len(ids))]]
+    before = b.state()
+    b.registered, b.fenced, b.in_controlled_shutdown = True, True, False
+    b.epoch = sim.j.offset + 1
+    b.incarnation += 1
+    e = sim.broker_event(b, BrokerChangeKind.REGISTERED, before)
+    sim.remove_from_isrs(b.id, ElectionType.CLEAN, f"broker {b.id} re-registered")  # the repair
+    sim.later(1 + sim.rng.randrange(30), sim.resume, b)
+    _took_turn(sim, "fenced_broker_not_in_isr")
+    return _record("fenced_broker_not_in_isr", e,
+                   f"broker {b.id} registered again (fenced) while in ISRs, metadata.version {sim.mv}")
+
+
 # --- offsets ------------------------------------------------------------------------------------
 
 def valid_high_watermark(sim: Simulator) -> BreachRecord | None:
@@ -266,6 +340,8 @@ def _last_sample(sim: Simulator):
 
 
 def high_watermark_monotonic(sim: Simulator) -> BreachRecord | None:
+    if _turn(sim, "high_watermark_monotonic", 2 if sim.elr else 1) == 1:
+        return _elr_leader_behind_committed(sim)
     p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
     if p is None:
         return None
@@ -282,7 +358,40 @@ def high_watermark_monotonic(sim: Simulator) -> BreachRecord | None:
     true_hw = p.hw
     low = max(0, true_hw - 1 - sim.rng.randrange(min(true_hw, 1000)))
     e = sim.sample(p, hw=low)
+    _took_turn(sim, "high_watermark_monotonic")
     return _record("high_watermark_monotonic", e, f"HW went back from {true_hw} to {low} after leader change")
+
+
+def _elr_leader_behind_committed(sim: Simulator) -> BreachRecord | None:
+    """KIP-966: the ISR's last member goes and an ELR member is elected, a clean election; but the
+    last sample before it had the new leader's LEO below the HW, so committed records are gone."""
+    def fits(q: Partition) -> bool:
+        s = q.state
+        return (_healthy(q) and len(s.isr) == 1 and s.leader in s.isr and not s.last_known_elr
+                and any(sim.active(r) for r in s.elr))
+    p = _partition(sim, fits)
+    if p is None:
+        _elr_set_up(sim)
+        return None
+    s = p.state
+    sim.sample(p)
+    if p.hw < 1:
+        sim.sample(p)
+    if p.hw < 1:
+        return None
+    new = next(r for r in s.elr if sim.active(r))
+    true = _last_sample(sim)
+    short = max(0, p.hw - 1 - sim.rng.randrange(min(p.hw, 1000)))
+    # The sample says the ELR member is behind the HW (the model's replica is not: the lie is only
+    # in the sample, so the rest of the history stays clean).
+    sim.j.sample(replace(true, replicas=tuple(replace(o, log_end_offset=short) if o.broker_id == new else o
+                                              for o in true.replicas)))
+    after = replace(s, leader=new, isr=(new,), elr=tuple(sorted((set(s.elr) - {new}) | {s.leader})),
+                    leader_epoch=s.leader_epoch + 1, partition_epoch=s.partition_epoch + 1)
+    e = _emit_raw(sim, p, after, ElectionType.ELR, reason="injected: ELR member behind the HW elected")
+    _took_turn(sim, "high_watermark_monotonic")
+    return _record("high_watermark_monotonic", e,
+                   f"ELR member {new} with sampled LEO {short} elected over HW {p.hw}: committed records lost")
 
 
 # --- elections and reassignment -----------------------------------------------------------------

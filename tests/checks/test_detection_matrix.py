@@ -30,11 +30,35 @@ def injected(tmp_path_factory):
     return out, result
 
 
+# A KIP-966 cluster (metadata.version 25, ELR on): the injectors rotate through the ELR and
+# committed-data variants too (4 of isr_elr_sanity, 3 of fenced_broker_not_in_isr, 2 of
+# high_watermark_monotonic), so 12 of each give every variant at least 3 breaches.
+ELR_PER_INVARIANT = 12
+ELR_RULES = ("elr_while_isr_at_min_isr", "leader_from_elr_while_isr_not_empty", "new_leader_behind_committed",
+             "fenced_while_leader_or_in_isr")
+
+
+def elr_config(seed, events):
+    return sim.SimConfig(seed=seed, events=events, elr=True, metadata_version=25)
+
+
+@pytest.fixture(scope="module")
+def injected_elr(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sim-injected-elr")
+    rng = random.Random(4243)
+    inject = [(name, rng.randrange(500, EVENTS - 500)) for name in sim.BREACHES for _ in range(ELR_PER_INVARIANT)]
+    result = sim.simulate_to_archive(out, elr_config(4243, EVENTS), inject)
+    assert not result.not_injected
+    return out, result
+
+
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory):
     out = tmp_path_factory.mktemp("sim-clean")
     for seed in CLEAN_SEEDS:
         sim.simulate_to_archive(out, sim.SimConfig(seed=seed, events=CLEAN_EVENTS))
+    for seed in CLEAN_SEEDS[:5]:
+        sim.simulate_to_archive(out, elr_config(seed + 500, CLEAN_EVENTS))
     return out
 
 
@@ -91,10 +115,24 @@ def test_duckdb_detects_every_injected_breach(injected, capsys):
         eng.close()
 
 
+def test_duckdb_detects_every_elr_breach(injected_elr, capsys):
+    out, result = injected_elr
+    eng = _duck(out)
+    try:
+        rows = _check_engine(eng, result, capsys, f"DuckDB, ELR cluster, {result.events} events, seed 4243")
+    finally:
+        eng.close()
+    # Each KIP-966 / committed-data rule is what fired at >= 3 of the injected events.
+    injected = {b.seq for b in result.breaches}
+    for rule in ELR_RULES:
+        seqs = {r[2] for r in rows if r[4] == rule and r[5] == "violated" and r[2] in injected}
+        assert len(seqs) >= 3, (rule, seqs)
+
+
 def test_duckdb_clean_seeds_report_nothing(clean):
     eng = _duck(clean)
     try:
-        assert len(eng.clusters()) == len(CLEAN_SEEDS)
+        assert len(eng.clusters()) == len(CLEAN_SEEDS) + 5
         rows = eng.violations(NAMES)
         assert [r for r in rows if r[5] == "violated"] == []
         assert Counter(r[0] for r in rows)  # allowed unclean elections do occur
@@ -103,21 +141,21 @@ def test_duckdb_clean_seeds_report_nothing(clean):
 
 
 @pytest.mark.spark
-def test_spark_detects_the_same(injected, clean, spark, capsys):
+def test_spark_detects_the_same(injected, injected_elr, clean, spark, capsys):
     from checks.spark_engine import SparkEngine
 
-    out, result = injected
-    duck = _duck(out)
-    try:
-        want = duck.violations(NAMES)
-    finally:
-        duck.close()
-    eng = SparkEngine.from_inputs(spark, resolve([out]))
-    try:
-        rows = _check_engine(eng, result, capsys, f"Spark, {result.events} events, seed 4242")
-        assert rows == want
-    finally:
-        eng.close()
+    for out, result in (injected, injected_elr):
+        duck = _duck(out)
+        try:
+            want = duck.violations(NAMES)
+        finally:
+            duck.close()
+        eng = SparkEngine.from_inputs(spark, resolve([out]))
+        try:
+            rows = _check_engine(eng, result, capsys, f"Spark, {result.events} events, seed {result.config.seed}")
+            assert rows == want
+        finally:
+            eng.close()
     eng = SparkEngine.from_inputs(spark, resolve([clean]))
     try:
         assert [r for r in eng.violations(NAMES) if r[5] == "violated"] == []

@@ -93,18 +93,30 @@ def test_live_equals_batch_on_handmade_history(case):
 
 # --- simulator histories ------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def injected(tmp_path_factory):
-    out = tmp_path_factory.mktemp("live-injected")
-    rng = random.Random(77)
-    inject = [(name, rng.randrange(500, INJECTED_EVENTS - 500)) for name in sim.BREACHES for _ in range(PER_INVARIANT)]
-    result = sim.simulate_to_archive(out, sim.SimConfig(seed=77, events=INJECTED_EVENTS), inject)
+def _inject(out, config, per_invariant):
+    rng = random.Random(config.seed)
+    inject = [(name, rng.randrange(500, INJECTED_EVENTS - 500)) for name in sim.BREACHES for _ in range(per_invariant)]
+    result = sim.simulate_to_archive(out, config, inject)
     assert not result.not_injected
     return out, result
 
 
-def test_live_equals_batch_with_every_breach_injected(injected):
-    out, result = injected
+@pytest.fixture(scope="module")
+def injected(tmp_path_factory):
+    return _inject(tmp_path_factory.mktemp("live-injected"), sim.SimConfig(seed=77, events=INJECTED_EVENTS),
+                   PER_INVARIANT)
+
+
+@pytest.fixture(scope="module")
+def injected_elr(tmp_path_factory):
+    """A KIP-966 cluster: the injectors' ELR and committed-data variants take their turns too."""
+    config = sim.SimConfig(seed=78, events=INJECTED_EVENTS, elr=True, metadata_version=25)
+    return _inject(tmp_path_factory.mktemp("live-injected-elr"), config, 4 * PER_INVARIANT)
+
+
+@pytest.mark.parametrize("history", ["injected", "injected_elr"])
+def test_live_equals_batch_with_every_breach_injected(history, request):
+    out, result = request.getfixturevalue(history)
     rows = duck_rows_of_archive(out)
     alerts = live_of_archive(out)
     assert_agree(batch_keys(rows), live_keys(alerts))
