@@ -33,6 +33,7 @@ from services.capture.settings import Settings
 
 log = logging.getLogger(__name__)
 DEBUGGING_REPLICA_ID = -2
+METADATA_MAX_AGE_MS = 5000
 LATEST = -1
 
 
@@ -53,8 +54,10 @@ class OffsetSampler:
     def __init__(self, bootstrap_servers: str, cluster_id: str, topics: list[str] | None = None,
                  security: ClientSecurity | None = None) -> None:
         from kafka.admin import KafkaAdminClient
+        # Fenced brokers are left out of metadata responses: with kafka-python's default age (5 min) a
+        # broker fenced at the last refresh stays unknown, and its LEOs -1, long after it is back.
         self.admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=5000,
-                                      client_id="ctrlaudit-sampler",
+                                      client_id="ctrlaudit-sampler", metadata_max_age_ms=METADATA_MAX_AGE_MS,
                                       **kafka_python_kwargs(security or ClientSecurity()))
         self.cluster_id = cluster_id
         self.topics = topics
@@ -74,6 +77,7 @@ class OffsetSampler:
         return out
 
     def _list_offsets(self, node: int, tps: list[tuple[str, int]], replica_id: int) -> dict:
+        from kafka.errors import UnknownBrokerIdError
         from kafka.protocol.consumer.offsets import ListOffsetsRequest
         T = ListOffsetsRequest.ListOffsetsTopic
         P = T.ListOffsetsPartition
@@ -90,6 +94,8 @@ class OffsetSampler:
             resp = self.admin._manager.run(send)
         except Exception as exc:
             log.debug("ListOffsets to %d failed: %s", node, exc)
+            if isinstance(exc, UnknownBrokerIdError):  # back from being fenced: learn it for the next round
+                self.admin._manager.cluster.request_update()
             return out
         for t in resp.topics:
             for p in t.partitions:
