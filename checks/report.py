@@ -33,6 +33,7 @@ class InvariantResult:
     allowed_examples: list[dict[str, Any]]
     missing_data: list[str] = field(default_factory=list)
     in_gaps: int = 0  # findings left without evidence by a gap: "no data", never violations
+    magnitudes: dict[str, int] = field(default_factory=dict)  # rule -> sum of its findings' magnitudes
 
     def to_json(self) -> dict[str, Any]:
         inv = self.invariant
@@ -41,7 +42,7 @@ class InvariantResult:
             "data": inv.data, "severity": inv.severity, "status": self.status, "valid": self.status != FAIL,
             "violations": self.violations, "allowed": self.allowed, "rules": self.rules,
             "allowances_applied": self.allowances, "missing_data": self.missing_data,
-            "no_data_in_gaps": self.in_gaps,
+            "no_data_in_gaps": self.in_gaps, "magnitude_by_rule": self.magnitudes,
             "examples": self.examples, "allowed_examples": self.allowed_examples,
         }
 
@@ -135,10 +136,19 @@ def build(
             allowances=dict(Counter(v["allowance"] for v in vs if v["status"] == "allowed")),
             examples=[_example(v, evidence) for v in bad],
             allowed_examples=[_example(v, evidence) for v in ok],
-            missing_data=missing, in_gaps=in_gaps[name],
+            missing_data=missing, in_gaps=in_gaps[name], magnitudes=_magnitudes(vs),
         ))
     return Report(engine_name, inputs, sum(kind_counts.values()), clusters, list(allow), results,
                   chains=list(chains))
+
+
+def _magnitudes(vs: list[dict[str, Any]]) -> dict[str, int]:
+    """How much each rule's findings add up to (lost records, epochs gone back, ...)."""
+    out: Counter[str] = Counter()
+    for v in vs:
+        if v["magnitude"] is not None:
+            out[v["rule"]] += int(v["magnitude"])
+    return dict(out)
 
 
 def _example(v: dict[str, Any], evidence: dict[tuple[str, int], dict[str, Any]]) -> dict[str, Any]:

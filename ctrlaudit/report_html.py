@@ -79,8 +79,38 @@ def summary(inc: Incident, checks: dict[str, Any] | None) -> list[str]:
         failed = [i["name"] for i in checks["invariants"] if i["status"] == "fail"]
         lines.append(f"Invariants: {len(checks['invariants']) - len(failed)} of {len(checks['invariants'])} hold"
                      + (f"; violated: {', '.join(failed)}." if failed else "."))
+    if checks is not None:
+        n, total = data_loss_totals(checks)
+        if n:
+            lines.append(f"Unclean elections lost committed records, as the offset samples show: {n:,} election(s), "
+                         f"{total:,} records in all (whole checked history; the worst in the window are listed "
+                         f"under Invariants).")
     lines.append(b.describe().capitalize() + ".")
     return lines
+
+
+DATA_LOSS_RULE = "unclean_election_data_loss"
+
+
+def data_loss_totals(checks: dict[str, Any]) -> tuple[int, int]:
+    """(unclean elections with measured loss, records lost in all) of a check report."""
+    for inv in checks.get("invariants", []):
+        if inv["name"] == "high_watermark_monotonic":
+            return inv["rules"].get(DATA_LOSS_RULE, 0), inv.get("magnitude_by_rule", {}).get(DATA_LOSS_RULE, 0)
+    return 0, 0
+
+
+def data_loss_in_window(inc: Incident, checks: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The check report's measured data losses (its worst few) whose election lies in the window."""
+    out = []
+    for inv in (checks or {}).get("invariants", []):
+        for x in inv.get("allowed_examples", []):
+            ev = x.get("event") or {}
+            if x.get("rule") == DATA_LOSS_RULE and inc.a.seq < x["seq"] <= inc.b.seq \
+                    and ev.get("event_time_ms") is not None:
+                out.append({"seq": x["seq"], "time": ev["event_time_ms"], "records": x.get("magnitude") or 0,
+                            "partition": ev.get("partition", ""), "actual": x.get("actual", "")})
+    return out
 
 
 def _vlines(times: list[int], color: str, dash: str) -> list[dict[str, Any]]:
@@ -128,6 +158,13 @@ def render(store: Store, inc: Incident, checks: dict[str, Any] | None = None) ->
         fig.add_trace(go.Scatter(x=[_ms(v["time"]) for v in bad], y=[0] * len(bad), mode="markers",
                                  marker={"color": "red", "symbol": "x", "size": 10}, name="invariant violation",
                                  text=[v["evidence"] for v in bad], hoverinfo="text"))
+    lost = data_loss_in_window(inc, checks)
+    if lost:
+        fig.add_trace(go.Scatter(x=[_ms(v["time"]) for v in lost], y=[0] * len(lost), mode="markers",
+                                 marker={"color": "darkorange", "symbol": "diamond", "size": 11},
+                                 name="committed records lost (unclean election)",
+                                 text=[f"{v['partition']}: {v['records']:,} committed records lost" for v in lost],
+                                 hoverinfo="text"))
     peaks = {f"peak_{n}": max(h.values[n]) for n in HEALTH} | {f"end_{n}": h.at_end[n] for n in HEALTH}
     parts.append(_figure("health", "Partition health (maximum per time bucket)", fig,
                          "Peaks: " + ", ".join(f"{n.replace('_', ' ')} {peaks['peak_' + n]}" for n in HEALTH)
@@ -186,7 +223,7 @@ def render(store: Store, inc: Incident, checks: dict[str, Any] | None = None) ->
                          ", ".join(f"{k}: {n}" for k, n in totals.items()) or "No elections.",
                          {"elections": sum(totals.values())} | {f"election_{k.lower()}": n for k, n in totals.items()}))
 
-    return _page(inc, checks, parts, bad, _drill_down(store, inc), get_plotlyjs())
+    return _page(inc, checks, parts, bad, lost, _drill_down(store, inc), get_plotlyjs())
 
 
 def _drill_down(store: Store, inc: Incident) -> str:
@@ -206,7 +243,8 @@ def _drill_down(store: Store, inc: Incident) -> str:
     return "".join(out) or "<p>No affected partitions.</p>"
 
 
-def _page(inc: Incident, checks, parts: list[str], bad: list[dict[str, Any]], drill: str, plotlyjs: str) -> str:
+def _page(inc: Incident, checks, parts: list[str], bad: list[dict[str, Any]], lost: list[dict[str, Any]], drill: str,
+          plotlyjs: str) -> str:
     verdicts = ""
     if checks is not None:
         rows = "".join(f'<tr><td>{html.escape(i["name"])}</td><td class="verdict-{"fail" if i["status"] == "fail" else "pass"}">'
@@ -215,6 +253,12 @@ def _page(inc: Incident, checks, parts: list[str], bad: list[dict[str, Any]], dr
         evidence = "".join(f"<li>{_ms(v['time'])}: {html.escape(v['evidence'])}</li>" for v in bad)
         verdicts = (f'<h2>Invariants</h2><table id="verdicts"><tr><th>invariant</th><th>verdict</th><th>violations</th>'
                     f"<th>allowed</th></tr>{rows}</table><ul id=\"evidence\">{evidence}</ul>")
+        if lost:
+            loss_rows = "".join(f'<tr><td>{_ms(v["time"])}</td><td>{html.escape(str(v["partition"]))}</td>'
+                                f'<td>{v["records"]:,}</td><td>{html.escape(str(v["actual"]))}</td></tr>' for v in lost)
+            verdicts += ('<h3>Committed records lost in unclean elections (allowed: the topic allows them)</h3>'
+                         '<table id="data-loss"><tr><th>time</th><th>partition</th><th>records lost</th>'
+                         f"<th>evidence</th></tr>{loss_rows}</table>")
     title = f"ctrlaudit incident report: {_ms(inc.a.event_time_ms)} to {_ms(inc.b.event_time_ms)}"
     words = "".join(f"<li>{html.escape(s)}</li>" for s in summary(inc, checks))
     meta = json.dumps({"cluster": inc.a.cluster_id, "from_seq": inc.a.seq, "to_seq": inc.b.seq})

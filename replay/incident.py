@@ -68,7 +68,9 @@ def build(store: Store, a: Point, b: Point, topic: str | None = None) -> Inciden
     con = store.con
     mins = _min_isr_by_topic(store, a, b)
     con.execute("CREATE OR REPLACE TEMP TABLE report_min_isr (topic VARCHAR, m INTEGER)")
-    con.executemany("INSERT INTO report_min_isr VALUES (?, ?)", [[t, m] for t, m in mins.items() if t])
+    overrides = [[t, m] for t, m in mins.items() if t]
+    if overrides:  # (DuckDB refuses an empty executemany: a cluster without topic overrides)
+        con.executemany("INSERT INTO report_min_isr VALUES (?, ?)", overrides)
     params = {"c": a.cluster_id, "a": a.seq, "b": b.seq, "ta": a.event_time_ms, "tb": b.event_time_ms,
               "d": mins[""], "t": topic}
     topic_cond = "" if topic is None else " AND p.topic = $t"

@@ -172,3 +172,23 @@ def test_csv_exports_hold_the_same_rows_as_json(incident_history):
                                                "--partition", "1", "--format", "csv").stdout)))
     assert [int(r["seq"]) for r in rows] == [c["seq"] for c in timeline]
     assert [r["isr"] for r in rows] == [",".join(map(str, c["after"]["isr"])) if c["after"] else "" for c in timeline]
+
+
+def test_report_shows_committed_data_lost_in_unclean_elections(tmp_path):
+    """Issue 16.3: an unclean election whose new leader was behind the sampled HW is allowed, and the
+    report shows how many committed records it lost: in the summary, in a table and on the time axis."""
+    from tests.checks.cases import unclean_election_with_measured_loss
+
+    archive, store, checks = tmp_path / "archive", tmp_path / "s.duckdb", tmp_path / "check.json"
+    h = unclean_election_with_measured_loss("loss")
+    h.write(archive)
+    assert run("load", str(archive), "--store", str(store), "--workers", "1").exit_code == 0
+    assert run("check", str(store), "--json", str(checks)).exit_code == 0  # allowed is not a failure
+    out = tmp_path / "incident.html"
+    r = run("report", "--store", str(store), "--check-json", str(checks), "--out", str(out))
+    assert r.exit_code == 0, r.output
+    page = out.read_text()
+    assert "Unclean elections lost committed records, as the offset samples show: 1 election(s), 30 records" in page
+    table = re.search(r'<table id="data-loss">(.*?)</table>', page, re.S)
+    assert table is not None and "<td>u-0</td><td>30</td>" in table.group(1), table
+    assert "u-0: 30 committed records lost" in page  # the marker's hover text on the health plot
