@@ -111,6 +111,14 @@ def _last_replica_standing(r: Mapping[str, Any]) -> bool:
             and bool(r["bootstrap"] or (r["has_before"] and set(isr) <= set(r["b_isr"]))))
 
 
+def _zk_assignment_only(r: Mapping[str, Any]) -> bool:
+    """A ZooKeeper-mode change of the assignment znode alone: the state znode, and its version (the
+    partition epoch), untouched (see partition_epoch_monotonic.sql)."""
+    return (r["source_kind"] == "ZOOKEEPER" and r["a_partition_epoch"] == r["b_partition_epoch"]
+            and r["a_leader"] == r["b_leader"] and r["a_leader_epoch"] == r["b_leader_epoch"]
+            and len(r["a_isr"]) == len(r["b_isr"]) and set(r["a_isr"]) <= set(r["b_isr"]))
+
+
 def _is_unclean(r: Mapping[str, Any]) -> bool:
     """The unclean-election test of unclean_election_allowed.sql and high_watermark_monotonic.sql
     (the caller has checked: PartitionChange, not bootstrap, before and after present)."""
@@ -321,7 +329,7 @@ class LiveChecker:
         if transition:
             self._leader_epoch(r, out)
             if changes is not None and "CREATE" not in changes:
-                if r["a_partition_epoch"] <= r["b_partition_epoch"]:
+                if r["a_partition_epoch"] <= r["b_partition_epoch"] and not _zk_assignment_only(r):
                     self._alert(out, r, "partition_epoch_monotonic", "partition_epoch_not_increased",
                                 f"partition epoch > {r['b_partition_epoch']}",
                                 f"partition epoch {r['b_partition_epoch']} -> {r['a_partition_epoch']}",
@@ -398,7 +406,7 @@ class LiveChecker:
             mv, sk = r["metadata_version"], r["source_kind"]
             if r["a_leader"] != r["b_leader"]:
                 rule = "leader_changed_without_epoch_bump"
-            elif not set(r["b_replicas"]) <= set(r["a_replicas"]):
+            elif not set(r["b_replicas"]) <= set(r["a_replicas"]) and sk != "ZOOKEEPER":
                 rule = "replicas_removed_without_epoch_bump"
             elif (not set(r["b_isr"]) <= set(r["a_isr"]) and mv is not None and mv < 12
                   and sk is not None and sk != "ZOOKEEPER"):
@@ -687,8 +695,9 @@ class LiveChecker:
     def _broker_change(self, c: _Cluster, r: Mapping[str, Any], out: list[Alert]) -> None:
         b, seq = r["broker_id"], r["seq"]
         state = _broker_state(r)
-        if state in ("fenced", "unregistered") and not r["bootstrap"]:
+        if state in ("fenced", "unregistered") and not r["bootstrap"] and r["source_kind"] != "ZOOKEEPER":
             # fenced_broker_not_in_isr (b): fenced or unregistered while still leader or in an ISR
+            # (KRaft's order; in ZooKeeper mode the broker's znode goes before the controller's moves)
             held = c.member_of.get(b)
             if held:
                 first_seq = min(held.values())

@@ -16,6 +16,9 @@
 -- the ISR does not become its last member.
 -- (b) is about fencing: a broker entering controlled shutdown is still leader and in ISRs at that
 -- record (KRaft writes the moves after it), so only fenced and unregistered states end membership.
+-- (b) is KRaft's order only: in ZooKeeper mode a broker's /brokers/ids znode goes first (its session
+-- ended), and the controller moves its leaderships and ISR memberships after it
+-- (KafkaController.onBrokerFailure), so ZooKeeper-sourced broker changes are not judged by (b).
 -- Known anomaly (allowed): a new incarnation's registration (fenced) while the broker is still leader
 -- or in ISRs, at a metadata.version below 4.0-IV1 (23) or unknown. Kafka removes a re-registering
 -- broker from the ISRs and ELRs first (the records come before the RegisterBrokerRecord) only when
@@ -25,7 +28,7 @@
 -- As-of lookups use one ordered stream per (cluster, broker) and a running count that numbers the
 -- broker's state versions, so they scale without range joins.
 WITH brokers AS (
-  SELECT cluster_id, seq, broker_id AS broker, bootstrap, broker_change, metadata_version,
+  SELECT cluster_id, seq, broker_id AS broker, bootstrap, broker_change, metadata_version, source_kind,
          CASE WHEN broker_change = 'UNREGISTERED' OR broker_fenced IS NULL THEN 'unregistered'
               WHEN broker_fenced THEN 'fenced' WHEN broker_shutdown THEN 'shutting_down' ELSE 'active' END AS state
   FROM events WHERE kind = 'BrokerChange'
@@ -110,7 +113,7 @@ members AS (
 fences AS (
   SELECT cluster_id, seq, broker, state,
          broker_change = 'REGISTERED' AND (metadata_version IS NULL OR metadata_version < 23) AS known_anomaly
-  FROM brokers WHERE state IN ('fenced', 'unregistered') AND NOT bootstrap
+  FROM brokers WHERE state IN ('fenced', 'unregistered') AND NOT bootstrap AND coalesce(source_kind, '') <> 'ZOOKEEPER'
 ),
 deltas AS (
   SELECT cluster_id, seq, broker, 1 AS delta, 0 AS is_fence FROM members WHERE broker >= 0

@@ -2,7 +2,9 @@
 -- included) and whenever replicas leave the replica set (Kafka forces a bump then). Version-aware:
 -- an ISR shrink must bump it only on KRaft metadata.version < 12 (3.6-IV0, KAFKA-15021); a change
 -- that only adds replicas (reassignment start, KAFKA-13790) keeps it. Bootstrap events are not
--- transitions and are not judged.
+-- transitions and are not judged. ZooKeeper mode writes the bump to the partition state znode before
+-- it shrinks the assignment znode (KafkaController.onPartitionReassignment: leader epoch bumped with
+-- RS = TRS, then /brokers/topics updated), so there the replicas leave in a change of their own.
 WITH pc AS (
   SELECT cluster_id, seq, metadata_version, source_kind, b_leader, a_leader, b_leader_epoch, a_leader_epoch,
          b_isr, a_isr, b_replicas, a_replicas
@@ -10,11 +12,12 @@ WITH pc AS (
   WHERE kind = 'PartitionChange' AND NOT bootstrap AND has_before AND has_after
 ),
 judged AS (
-  SELECT cluster_id, seq, b_leader, a_leader, b_leader_epoch, a_leader_epoch, metadata_version,
+  SELECT cluster_id, seq, b_leader, a_leader, b_leader_epoch, a_leader_epoch, metadata_version, source_kind,
          CASE
            WHEN a_leader_epoch < b_leader_epoch THEN 'leader_epoch_decreased'
            WHEN a_leader_epoch = b_leader_epoch AND a_leader <> b_leader THEN 'leader_changed_without_epoch_bump'
            WHEN a_leader_epoch = b_leader_epoch AND NOT {subset(b_replicas, a_replicas)}
+                AND coalesce(source_kind, '') <> 'ZOOKEEPER'
              THEN 'replicas_removed_without_epoch_bump'
            WHEN a_leader_epoch = b_leader_epoch AND NOT {subset(b_isr, a_isr)}
                 AND metadata_version IS NOT NULL AND metadata_version < 12 AND source_kind <> 'ZOOKEEPER'

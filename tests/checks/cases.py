@@ -919,3 +919,74 @@ CLEAN.update({
     "clean_stale_sample_of_a_rejoined_follower": clean_stale_sample_of_a_rejoined_follower,
     "unclean_election_with_measured_loss": unclean_election_with_measured_loss,
 })
+
+
+# --- ZooKeeper mode (issue 12.6): the same catalog with the ZooKeeper-era controller's order --------
+
+def zk_baseline(c: str) -> History:
+    """A ZooKeeper-mode history as `ctrlaudit import zk` writes it (no metadata.version, brokers
+    only registered or gone): a broker dies and its znode goes before the controller moves its
+    leaderships; it comes back; a reassignment in the controller's steps (seed 000): the assignment
+    znode grows to OAR + RAR (the state znode, and its version, untouched), the state znode gets the
+    leader-epoch bumps and the ISR changes, then the assignment znode becomes RAR on its own."""
+    h = History(c, mv=None)
+    h.source = SourceKind.ZOOKEEPER
+    h.elect_controller(1, 1)
+    for b in (1, 2, 3, 4):
+        h.broker(b, BrokerChangeKind.REGISTERED, fenced=False)
+    h.topic("z")
+    h.create("z", 0, (1, 2, 3))
+    h.create("z", 1, (3, 2))
+    h.broker(1, BrokerChangeKind.UNREGISTERED, fenced=True)  # its /brokers/ids znode is gone first
+    h.change("z", 0, (K.LEADER, K.ISR), ElectionType.CLEAN, leader=2, isr=(2, 3))
+    h.broker(1, BrokerChangeKind.REGISTERED, fenced=False)
+    h.change("z", 0, (K.ISR,), isr=(2, 3, 1))
+    z1 = lambda: h.parts[("z", 1)]  # noqa: E731
+    h.change("z", 1, (K.REPLICAS, K.REASSIGNMENT_START), replicas=(1, 3, 2), adding_replicas=(1,),
+             removing_replicas=(2,), partition_epoch=z1().partition_epoch)
+    h.change("z", 1, (K.LEADER_EPOCH,), leader_epoch=z1().leader_epoch + 1)
+    h.change("z", 1, (K.ISR,), isr=(3, 2, 1))
+    h.change("z", 1, (K.LEADER_EPOCH,), leader_epoch=z1().leader_epoch + 1)
+    h.change("z", 1, (K.LEADER_EPOCH, K.ISR), leader_epoch=z1().leader_epoch + 1, isr=(3, 1))
+    h.change("z", 1, (K.REPLICAS, K.REASSIGNMENT_COMPLETE), replicas=(1, 3), adding_replicas=(),
+             removing_replicas=(), partition_epoch=z1().partition_epoch)
+    return h
+
+
+def zk_state_write_kept_version(c: str) -> History:
+    h = zk_baseline(c)
+    h.change("z", 0, (K.ISR,), isr=(2, 3), partition_epoch=h.parts[("z", 0)].partition_epoch)
+    h.mark("partition_epoch_not_increased")
+    return h
+
+
+def zk_assignment_version_went_back(c: str) -> History:
+    h = zk_baseline(c)
+    h.change("z", 1, (K.REPLICAS, K.REASSIGNMENT_START), replicas=(4, 1, 3), adding_replicas=(4,),
+             removing_replicas=(3,), partition_epoch=h.parts[("z", 1)].partition_epoch - 1)
+    h.mark("partition_epoch_not_increased")
+    return h
+
+
+def zk_leader_moved_without_epoch_bump(c: str) -> History:
+    h = zk_baseline(c)
+    h.change("z", 0, (K.LEADER,), ElectionType.PREFERRED, leader=1, leader_epoch=h.parts[("z", 0)].leader_epoch)
+    h.mark("leader_changed_without_epoch_bump")
+    return h
+
+
+def zk_dead_broker_elected(c: str) -> History:
+    h = zk_baseline(c)
+    h.broker(3, BrokerChangeKind.UNREGISTERED, fenced=True)
+    h.change("z", 0, (K.LEADER, K.ISR), ElectionType.CLEAN, leader=3, isr=(3, 1))
+    h.mark("unregistered_broker_became_leader")
+    return h
+
+
+VIOLATING.update({
+    "zk_state_write_kept_version": ("partition_epoch_monotonic", zk_state_write_kept_version),
+    "zk_assignment_version_went_back": ("partition_epoch_monotonic", zk_assignment_version_went_back),
+    "zk_leader_moved_without_epoch_bump": ("leader_epoch_monotonic", zk_leader_moved_without_epoch_bump),
+    "zk_dead_broker_elected": ("fenced_broker_not_in_isr", zk_dead_broker_elected),
+})
+CLEAN.update({"zk_baseline": zk_baseline})

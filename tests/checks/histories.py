@@ -31,6 +31,7 @@ class History:
         self.brokers: dict[int, BrokerState] = {}
         self.bad: list[tuple[str, int]] = []  # (rule, index)
         self.topic_ids: dict[str, str] = {}  # name -> id of its current incarnation
+        self.source = SourceKind.SIMULATOR  # ZOOKEEPER for the ZooKeeper-mode cases
 
     def tid(self, topic: str) -> str:
         return self.topic_ids.get(topic) or topic.upper().ljust(22, "A")[:22]
@@ -39,7 +40,7 @@ class History:
     def _emit(self, payload, *, epoch: int | None = None, controller: int | None = None,
               bootstrap: bool = False) -> int:
         n = len(self.events)
-        src = SourcePosition(SourceKind.SIMULATOR, offset=1000 + n)
+        src = SourcePosition(self.source, offset=1000 + n)
         cid, cep = self.controller
         self.events.append(ControllerEvent(
             event_id=event_id(self.cluster, src), cluster_id=self.cluster, seq=n, source=src,

@@ -216,3 +216,20 @@ def test_import_from_a_snapshot_and_the_logs_after_it(scenario, tmp_path):
             assert got == want, m.name
     finally:
         store.close()
+
+
+def test_check_on_the_zookeeper_history_finds_no_violation(scenario, tmp_path):
+    """The invariant catalog on the imported ZooKeeper-mode history: broker kill -9, reassignment,
+    preferred election, controller failover, delete and re-create are all legal controller behaviour."""
+    import subprocess
+    import sys
+
+    copy, _, _, _ = scenario
+    res = subprocess.run([sys.executable, "-m", "ctrlaudit", "import", "zk", str(copy), "--out", str(tmp_path / "a")],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    res = subprocess.run([sys.executable, "-m", "ctrlaudit", "check", str(tmp_path / "a"), "--json",
+                          str(tmp_path / "r.json")], capture_output=True, text=True)
+    report = json.loads((tmp_path / "r.json").read_text())
+    failed = {i["name"]: i["examples"] for i in report["invariants"] if i["status"] == "fail"}
+    assert res.returncode == 0 and not failed, json.dumps(failed, indent=1)[:6000]
