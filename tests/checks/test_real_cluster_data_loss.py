@@ -43,13 +43,23 @@ def _produce(bootstrap: str, n: int, acks: str, size: int = 200) -> None:
 
 
 def _alter(bootstrap: str, kind: str, name: str, configs: dict[str, str | None]) -> None:
+    """Set (or, for None, delete) configs; retried for a while: a broker that was just restarted may
+    drop the first requests (the shared cluster must not be left throttled for the modules after)."""
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
-    admin = AdminClient({"bootstrap.servers": bootstrap})
     entries = [ConfigEntry(k, v or "", incremental_operation=AlterConfigOpType.SET if v is not None
                            else AlterConfigOpType.DELETE) for k, v in configs.items()]
-    res = ConfigResource(kind, name, incremental_configs=entries)
-    for f in admin.incremental_alter_configs([res]).values():
-        f.result(timeout=30)
+    deadline = time.monotonic() + 90
+    while True:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        try:
+            for f in admin.incremental_alter_configs([ConfigResource(kind, name, incremental_configs=entries)]).values():
+                f.result(timeout=30)
+            return
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2)
 
 
 def _wait(pred, timeout: float, what: str):
