@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import shutil
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from .manager import ClusterError, KafkaCluster, find_free_base_port
 
@@ -15,6 +16,21 @@ def java_available() -> bool:
 
 
 @contextmanager
+def wait_until(pred: Callable[[], Any], timeout: float, what: str, step: float = 0.5) -> Any:
+    """The first truthy value of `pred()` within `timeout` seconds; an exception counts as not yet (a
+    node paused, dying or restarting: ask again)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            v = pred()
+        except Exception:
+            v = None
+        if v:
+            return v
+        time.sleep(step)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def running_cluster(directory: Path, version: str = "4.x", **kw) -> Iterator[KafkaCluster]:
     """Start a cluster and kill every JVM it started on exit, whatever happened in between."""
     fixed = kw.pop("base_port", None)

@@ -24,6 +24,7 @@ from checks.catalog import NAMES
 from checks.live import DATA_LOSS_ALLOWANCE, LiveChecker
 from services.cluster import observe
 from services.cluster.testing import copy_node_metadata, heal
+from services.cluster.testing import wait_until as _wait
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 
@@ -60,19 +61,6 @@ def _alter(bootstrap: str, kind: str, name: str, configs: dict[str, str | None])
             if time.monotonic() > deadline:
                 raise
             time.sleep(2)
-
-
-def _wait(pred, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            v = pred()
-        except Exception:  # a node dying or restarting: ask again
-            v = None
-        if v:
-            return v
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ import pytest
 
 from services.cluster import observe
 from services.cluster.testing import copy_node_metadata, heal
+from services.cluster.testing import wait_until as _wait
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow,
               pytest.mark.parametrize("kafka_cluster", ["4.x", "3.9"], indirect=True)]
@@ -109,19 +110,6 @@ def _produce(bootstrap: str, topic: str, key: bytes, values: list[bytes]) -> Non
     for v in values:
         p.produce(topic, key=key, value=v)
     p.flush(10)
-
-
-def _wait(pred, timeout: float, what: str, step: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            v = pred()
-        except Exception:  # a node paused or restarting: ask again
-            v = None
-        if v:
-            return v
-        time.sleep(step)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _archive_events(root: Path):
