@@ -15,7 +15,6 @@ def java_available() -> bool:
     return shutil.which("java") is not None and shutil.which("mvn") is not None
 
 
-@contextmanager
 def wait_until(pred: Callable[[], Any], timeout: float, what: str, step: float = 0.5) -> Any:
     """The first truthy value of `pred()` within `timeout` seconds; an exception counts as not yet (a
     node paused, dying or restarting: ask again)."""
@@ -31,6 +30,7 @@ def wait_until(pred: Callable[[], Any], timeout: float, what: str, step: float =
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@contextmanager
 def running_cluster(directory: Path, version: str = "4.x", **kw) -> Iterator[KafkaCluster]:
     """Start a cluster and kill every JVM it started on exit, whatever happened in between."""
     fixed = kw.pop("base_port", None)
