@@ -304,11 +304,8 @@ def _registered_while_in_isr(sim: Simulator) -> BreachRecord | None:
     if not ids or sim.down_brokers() >= sim.max_down + 1:
         return None
     b = sim.brokers[ids[sim.rng.randrange(len(ids))]]
-    before = b.state()
-    b.registered, b.fenced, b.in_controlled_shutdown = True, True, False
-    b.epoch = sim.j.offset + 1
-    b.incarnation += 1
-    e = sim.broker_event(b, BrokerChangeKind.REGISTERED, before)
+    sim.register(b)  # a new incarnation, fenced, without leaving its ISRs first
+    e = sim.j.out[-1]
     sim.remove_from_isrs(b.id, ElectionType.CLEAN, f"broker {b.id} re-registered")  # the repair
     sim.later(1 + sim.rng.randrange(30), sim.resume, b)
     _took_turn(sim, "fenced_broker_not_in_isr")
