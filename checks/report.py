@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from checks.catalog import BY_NAME, VIOLATION_COLUMNS, Invariant
+from replay import times
 from schemas.verified import Gap, no_data_gap
 
 WORST = 5  # examples per invariant (Jepsen keeps 8-32; the JSON keeps the same few)
@@ -178,7 +179,8 @@ def _describe(e: dict[str, Any] | None) -> dict[str, Any] | None:
         "event_id": e["event_id"], "seq": e["seq"], "kind": e["kind"],
         "source": {"kind": e["source_kind"], "offset": e["source_offset"], "index": e["source_index"],
                    "node": e["source_node"], "file": e["source_file"]},
-        "event_time_ms": e["event_time_ms"], "controller": e["controller_id"],
+        "event_time_ms": e["event_time_ms"], "event_time": times.show(e["event_time_ms"]),
+        "controller": e["controller_id"],
         "controller_epoch": e["controller_epoch"], "metadata_version": e["metadata_version"],
         "bootstrap": e["bootstrap"],
     }
@@ -217,7 +219,13 @@ def _diff(before: dict[str, Any] | None, after: dict[str, Any] | None) -> str:
 # --- output ---------------------------------------------------------------------------------------
 
 def write_json(report: Report, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(report.to_json(), indent=2, sort_keys=False, default=str) + "\n")
+    """To the file, or to standard output for '-'."""
+    text = json.dumps(report.to_json(), indent=2, sort_keys=False, default=str) + "\n"
+    if str(path) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        Path(path).write_text(text)
 
 
 def junit_xml(report: Report) -> ET.ElementTree:
@@ -260,7 +268,8 @@ def _example_line(x: dict[str, Any]) -> str:
     src = ev.get("source") or {}
     where = f"{x['cluster_id']} seq {x['seq']}"
     if ev:
-        where += f" (event {ev['event_id'][:12]}, {src.get('kind')} offset {src.get('offset')}#{src.get('index')})"
+        where += (f" (event {ev['event_id'][:12]}, {times.show(ev.get('event_time_ms'))}, {src.get('kind')} offset "
+                  f"{src.get('offset')}#{src.get('index')})")
     line = f"{where}: {x['rule']}: expected {x['expected']}; actual {x['actual']}"
     if ev.get("change"):
         line += f" [{ev['change']}]"

@@ -7,13 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import duckdb
 
 from checks.catalog import BY_NAME, NAMES
 from checks.inputs import BadInput, resolve
 from checks.report import Report, build, print_report, write_json, write_junit
-from schemas.errors import ContractError
-from schemas.verified import ArchiveProblem
 
 EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -79,31 +76,21 @@ def run_check(
     """
     from rich.console import Console
 
-    console = console or Console(width=None if sys.stdout.isatty() else 120)  # not 80 in CI logs
+    # with the JSON on standard output (--json -), the readable report goes to standard error
+    to_stderr = json_path is not None and str(json_path) == "-"
+    console = console or Console(stderr=to_stderr,
+                                 width=None if (sys.stderr if to_stderr else sys.stdout).isatty() else 120)
+    from ctrlaudit.errors import PREFIX, describe
+
     try:
         report = check(inputs, engine=engine, allow=allow, invariants=invariants, spark=spark, master=master,
                        allow_gaps=allow_gaps, progress=progress)
-    except ArchiveProblem as exc:  # the history is not what it claims: a finding, not a usage error
-        print(f"ctrlaudit check: {exc}", file=sys.stderr)
-        return EXIT_VIOLATIONS
-    except ContractError as exc:
-        print(f"ctrlaudit check: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except OSError as exc:
-        print(f"ctrlaudit check: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except duckdb.Error as exc:  # e.g. a store locked by a load (DuckDB allows one writer process)
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"ctrlaudit check: {text}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print("ctrlaudit check: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except RuntimeError as exc:
-        if "interrupted" not in str(exc).lower():  # DuckDB turns Ctrl-C inside a query into this
+    except BaseException as exc:  # noqa: BLE001 - the CLI's one mapping of errors to a line and an exit code
+        known = describe(exc)
+        if known is None:
             raise
-        print("ctrlaudit check: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print(PREFIX + known[0], file=sys.stderr)
+        return known[1]
     print_report(report, console)
     for path, write in ((json_path, write_json), (junit_path, write_junit)):
         if not path:
@@ -111,6 +98,6 @@ def run_check(
         try:
             write(report, path)
         except OSError as exc:  # a full disk, a read-only or missing directory: say which file
-            print(f"ctrlaudit check: cannot write the report {path}: {exc.strerror or exc}", file=sys.stderr)
+            print(f"{PREFIX}cannot write the report {path}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
     return EXIT_CLEAN if report.valid else EXIT_VIOLATIONS

@@ -30,8 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from ctrlaudit.errors import main_errors
 
-    # every error is one line "ctrlaudit check: ..." with run_check's exit codes, as `ctrlaudit check`
-    return main_errors("ctrlaudit check", lambda: _run(args))
+    # every error is one line "ctrlaudit: error: ..." with run_check's exit codes, as `ctrlaudit check`
+    return main_errors(lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help: flag names never cut, wrapped to the terminal
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 

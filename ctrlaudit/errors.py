@@ -33,6 +33,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 EXIT_OK, EXIT_FOUND, EXIT_BAD_INPUT = 0, 1, 2
+PREFIX = "ctrlaudit: error: "  # the start of every error line, whichever command or entry point prints it
 EXIT_INTERNAL, EXIT_INTERRUPTED = 3, 130
 
 
@@ -41,7 +42,7 @@ class UsageError(ContractError):
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
-    print(f"ctrlaudit: error: {message}", file=sys.stderr)
+    print(PREFIX + message, file=sys.stderr)
     return typer.Exit(code)
 
 
@@ -122,9 +123,10 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def main_errors(prog: str, fn: Callable[[], int]) -> int:
-    """`user_errors` for an entry point that is not a typer command: run `fn`, return its exit code,
-    or print one line "<prog>: <message>" and return the code `describe` gives."""
+def main_errors(fn: Callable[[], int]) -> int:
+    """`user_errors` for an entry point that is not a typer command (`python -m checks.spark_job`, which
+    spark-submit runs): run `fn`, return its exit code, or print the one error line and return the code
+    `describe` gives."""
     try:
         return fn()
     except SystemExit:
@@ -134,5 +136,5 @@ def main_errors(prog: str, fn: Callable[[], int]) -> int:
         if known is None and (debugging() or not isinstance(exc, Exception)):
             raise
         message, code = known or (internal(exc), EXIT_INTERNAL)
-        print(f"{prog}: {message}", file=sys.stderr)
+        print(PREFIX + message, file=sys.stderr)
         return code

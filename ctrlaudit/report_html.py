@@ -11,7 +11,7 @@ import html
 import json
 from typing import Any
 
-from replay import changes, formats
+from replay import changes, formats, times
 from replay.incident import HEALTH, Incident
 from replay.store import Store
 
@@ -30,7 +30,7 @@ table { border-collapse: collapse; } td, th { border: 1px solid #ddd; padding: 2
 
 
 def _ms(ms: int) -> str:
-    return formats.iso_ms(ms)
+    return times.iso(ms)
 
 
 def _duration(ms: int) -> str:

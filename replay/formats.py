@@ -7,8 +7,6 @@ real tool's. Say "as of ..." with `as_of_line` separately (e.g. on stderr).
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 import csv
 import io
 import json
@@ -23,6 +21,7 @@ from schemas.events import PartitionState
 from replay.changes import Explanation, TimelineResult
 from replay.queries import DiffResult, HealthResult, PartitionRow, StateResult
 from replay.store import Point
+from replay.times import show
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID.toString(): Kafka omits TopicId then
 
@@ -71,21 +70,28 @@ def describe_partition(row: PartitionRow) -> str:
     return line + f"\tElr: {_ids(s.elr)}\tLastKnownElr: {_ids(s.last_known_elr)}"
 
 
-def describe(result: StateResult) -> str:
-    """`kafka-topics --describe` output for the partitions in `result`, topics in name order."""
+def describe(result: StateResult, topics_with_overrides: bool = False) -> str:
+    """`kafka-topics --describe` output for the partitions in `result`, topics in name order.
+    `topics_with_overrides`: as `--topics-with-overrides`, the header lines of the topics whose
+    configs differ from the defaults, and no partition lines."""
     lines: list[str] = []
     by_topic: dict[str, list[PartitionRow]] = {}
     for row in result.partitions:
         by_topic.setdefault(row.topic, []).append(row)
+    counts = result.partition_counts or {}
     for topic in sorted(by_topic):
         rows = sorted(by_topic[topic], key=lambda r: r.partition)
-        configs = ",".join(f"{k}={v}" for k, v in describe_configs(result, topic).items())
+        configs = describe_configs(result, topic)
+        if topics_with_overrides and not configs:
+            continue
         head = f"Topic: {topic}"
         if rows[0].topic_id != ZERO_UUID:
             head += f"\tTopicId: {rows[0].topic_id}"
-        head += f"\tPartitionCount: {len(rows)}\tReplicationFactor: {replication_factor(rows[0].state)}"
-        lines.append(head + f"\tConfigs: {configs}")
-        lines.extend(describe_partition(r) for r in rows)
+        head += (f"\tPartitionCount: {counts.get(topic, len(rows))}"
+                 f"\tReplicationFactor: {replication_factor(rows[0].state)}")
+        lines.append(head + "\tConfigs: " + ",".join(f"{k}={v}" for k, v in configs.items()))
+        if not topics_with_overrides:
+            lines.extend(describe_partition(r) for r in rows)
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -107,6 +113,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _point(p: Point) -> dict[str, Any]:
+    """A point as JSON: its fields (times as epoch millis) and its time in the output format."""
+    return dict(_plain(p), event_time=show(p.event_time_ms))
+
+
 def _state(s: PartitionState | None) -> dict[str, Any] | None:
     return None if s is None else _plain(s)
 
@@ -116,7 +127,7 @@ def to_json(result: StateResult | DiffResult | TimelineResult | Explanation | He
     match result:
         case StateResult():
             body: dict[str, Any] = {
-                "as_of": _plain(result.point),
+                "as_of": _point(result.point),
                 "topics": {
                     t: {"configs": describe_configs(result, t), "effective": result.effective[t]}
                     for t in sorted({r.topic for r in result.partitions})
@@ -126,12 +137,12 @@ def to_json(result: StateResult | DiffResult | TimelineResult | Explanation | He
                      "since_time_ms": r.since_time_ms, "state": _state(r.state)} for r in result.partitions],
             }
         case HealthResult():
-            body = {"as_of": _plain(result.point), "kind": result.kind, "rule": result.rule,
+            body = {"as_of": _point(result.point), "kind": result.kind, "rule": result.rule,
                     "partitions": [{"topic": r.topic, "partition": r.partition, "state": _state(r.state)}
                                    for r in result.partitions]}
         case DiffResult():
             body = {
-                "from": _plain(result.a), "to": _plain(result.b),
+                "from": _point(result.a), "to": _point(result.b),
                 "partitions": [{"topic": d.topic, "partition": d.partition, "before": _state(d.before),
                                 "after": _state(d.after), "line": d.line()} for d in result.partitions],
                 "brokers": [{"broker_id": i, "before": _plain(a), "after": _plain(b)} for i, a, b in result.brokers],
@@ -139,11 +150,14 @@ def to_json(result: StateResult | DiffResult | TimelineResult | Explanation | He
                 [_plain(result.controller[0]), _plain(result.controller[1])],
             }
         case TimelineResult():
-            body = {"as_of": _plain(result.point), "topic": result.topic, "partition": result.partition,
-                    "changes": [dict(_plain(c), diff=c.diff()) for c in result.changes]}
+            body = {"as_of": _point(result.point), "topic": result.topic, "partition": result.partition,
+                    "changes": [dict(_plain(c), diff=c.diff(), event_time=show(c.event_time_ms))
+                                for c in result.changes]}
         case Explanation():
             body = _plain(result)
+            body["point"] = _point(result.point)
             body["diff"] = result.change.diff()
+            body["change"]["event_time"] = show(result.change.event_time_ms)
         case _:
             raise TypeError(f"no JSON rendering for {type(result).__name__}")
     return json.dumps(body, sort_keys=True, indent=2)
@@ -176,7 +190,7 @@ def to_csv(result: StateResult | DiffResult | TimelineResult | HealthResult) -> 
             w.writerow(["seq", "offset", "time", "controller", "controller_epoch", "changes", "election",
                         *state_cols, "change"])
             for c in result.changes:
-                w.writerow([c.seq, c.source_offset, iso_ms(c.event_time_ms), c.controller_id, c.controller_epoch,
+                w.writerow([c.seq, c.source_offset, show(c.event_time_ms), c.controller_id, c.controller_epoch,
                             ",".join(c.changes), c.election, *cells(c.after), c.diff()])
         case _:
             raise TypeError(f"no CSV rendering for {type(result).__name__}")
@@ -216,16 +230,11 @@ def _broker(b: Any) -> str:
     return f"epoch {b.epoch} {' '.join(flags)}"
 
 
-def iso_ms(ms: int) -> str:
-    """UTC, millisecond precision: what an operator lines up with broker logs."""
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def timeline_text(t: TimelineResult) -> str:
     lines = [f"# {t.topic}-{t.partition} {t.point.describe()}"]
     for c in t.changes:
         kinds = ",".join(c.changes) or "-"
-        lines.append(f"seq {c.seq}\toffset {c.source_offset}\t{iso_ms(c.event_time_ms)}\tcontroller {c.controller_id}"
+        lines.append(f"seq {c.seq}\toffset {c.source_offset}\t{show(c.event_time_ms)}\tcontroller {c.controller_id}"
                      f"/{c.controller_epoch}\t{kinds}\telection {c.election}\t{c.diff()}")
     return "\n".join(lines) + "\n"
 
@@ -233,7 +242,7 @@ def timeline_text(t: TimelineResult) -> str:
 def explain_text(e: Explanation) -> str:
     c = e.change
     lines = [
-        f"{c.topic}-{c.partition} at seq {c.seq} (offset {c.source_offset}, time {c.event_time_ms}, event {c.event_id})",
+        f"{c.topic}-{c.partition} at seq {c.seq} (offset {c.source_offset}, {show(c.event_time_ms)}, event {c.event_id})",
         f"  decided by:        controller {c.controller_id}, epoch {c.controller_epoch}",
         f"  changes:           {', '.join(c.changes) or 'none (partition epoch only)'}",
         f"  change:            {c.diff()}",
@@ -278,6 +287,6 @@ def timeline_table(t: TimelineResult) -> Table:
     for col in ("seq", "offset", "time", "controller/epoch", "changes", "election", "before -> after"):
         table.add_column(col)
     for c in t.changes:
-        table.add_row(str(c.seq), str(c.source_offset), str(c.event_time_ms), f"{c.controller_id}/{c.controller_epoch}",
+        table.add_row(str(c.seq), str(c.source_offset), show(c.event_time_ms), f"{c.controller_id}/{c.controller_epoch}",
                       ",".join(c.changes), c.election, c.diff())
     return table

@@ -55,15 +55,28 @@ class StateResult:
     topic_configs: dict[str, dict[str, str]]
     effective: dict[str, dict[str, str]]
     cluster_defaults: dict[str, str]  # dynamic cluster-wide broker configs (BROKER "")
+    # Partitions of each topic as of the point, also when only some of them were asked for (--partition).
+    partition_counts: dict[str, int] = None  # type: ignore[assignment]
 
 
-def state_arrow(store: Store, point: Point, topic: str | None = None, partition: int | None = None) -> pa.Table:
+Topics = str | list[str] | tuple[str, ...] | None  # one topic, several (a --topic regex resolved), or all
+
+
+def _topic_filter(topic: Topics, params: dict[str, Any]) -> str:
+    if topic is None:
+        return ""
+    if isinstance(topic, str):
+        params["t"] = topic
+        return " AND topic = $t"
+    params["t"] = list(topic)
+    return " AND list_contains($t, topic)"
+
+
+def state_arrow(store: Store, point: Point, topic: Topics = None, partition: int | None = None) -> pa.Table:
     """The partition states as of `point` as an Arrow table (one range query, no Python objects):
     topic, topic_id, partition, from_seq, from_time_ms and the state columns."""
-    where, params = _AT, {"c": point.cluster_id, "s": point.seq}
-    if topic is not None:
-        where += " AND topic = $t"
-        params["t"] = topic
+    params: dict[str, Any] = {"c": point.cluster_id, "s": point.seq}
+    where = _AT + _topic_filter(topic, params)
     if partition is not None:
         where += ' AND "partition" = $p'
         params["p"] = partition
@@ -88,7 +101,7 @@ def _tuples(column: pa.ChunkedArray) -> list[tuple[int, ...]]:
     return out
 
 
-def state_as_of(store: Store, point: Point, topic: str | None = None, partition: int | None = None) -> StateResult:
+def state_as_of(store: Store, point: Point, topic: Topics = None, partition: int | None = None) -> StateResult:
     """All partitions, one topic's, or one partition's state as of `point`."""
     table = state_arrow(store, point, topic, partition)
     # Column-wise through Arrow, list columns as slices of their values and positional constructors:
@@ -116,7 +129,20 @@ def state_as_of(store: Store, point: Point, topic: str | None = None, partition:
     effective = {
         t: {k: overrides[t].get(k, defaults.get(k, v)) for k, v in KAFKA_DEFAULTS.items()} for t in topics
     }
-    return StateResult(point, parts, overrides, effective, dict(defaults))
+    if partition is None:
+        counts: dict[str, int] = {}
+        for p in parts:
+            counts[p.topic] = counts.get(p.topic, 0) + 1
+    else:
+        counts = partition_counts(store, point, topics)
+    return StateResult(point, parts, overrides, effective, dict(defaults), counts)
+
+
+def partition_counts(store: Store, point: Point, topics: list[str]) -> dict[str, int]:
+    params: dict[str, Any] = {"c": point.cluster_id, "s": point.seq}
+    return dict(store.con.execute(
+        f"SELECT topic, count(*) FROM partition_intervals WHERE {_AT}{_topic_filter(topics, params)} GROUP BY topic",
+        params).fetchall())
 
 
 def configs_as_of(store: Store, point: Point) -> dict[tuple[str, str], dict[str, str]]:
@@ -152,7 +178,7 @@ class HealthResult:
     rule: str
 
 
-def under_replicated(store: Store, point: Point, topic: str | None = None) -> HealthResult:
+def under_replicated(store: Store, point: Point, topic: Topics = None) -> HealthResult:
     """Kafka's rule (TopicCommand.isUnderReplicated): |isr| < replication factor, where the
     replication factor during a reassignment is |replicas| - |adding|."""
     s = state_as_of(store, point, topic)
@@ -161,7 +187,7 @@ def under_replicated(store: Store, point: Point, topic: str | None = None) -> He
     return HealthResult(point, "under-replicated", rows, "|isr| < |replicas| - |adding|")
 
 
-def under_min_isr(store: Store, point: Point, topic: str | None = None) -> HealthResult:
+def under_min_isr(store: Store, point: Point, topic: Topics = None) -> HealthResult:
     """Kafka's rule (TopicCommand.isUnderMinIsr): no leader, or |isr| < min.insync.replicas as of
     the point (topic override, else cluster default, else 1)."""
     s = state_as_of(store, point, topic)
@@ -178,9 +204,31 @@ def min_isr(value: str) -> int:
         return 1
 
 
-def offline(store: Store, point: Point, topic: str | None = None) -> HealthResult:
+def at_min_isr(store: Store, point: Point, topic: Topics = None) -> HealthResult:
+    """Kafka's rule (TopicCommand.isAtMinIsrPartitions): |isr| = min.insync.replicas as of the point:
+    one more replica out of the ISR and producers with acks=all are refused."""
+    s = state_as_of(store, point, topic)
+    rows = tuple(p for p in s.partitions if len(p.state.isr) == min_isr(s.effective[p.topic][MIN_ISR]))
+    return HealthResult(point, "at-min-isr", rows, "|isr| = min.insync.replicas")
+
+
+def offline(store: Store, point: Point, topic: Topics = None) -> HealthResult:
     s = state_as_of(store, point, topic)
     return HealthResult(point, "offline", tuple(p for p in s.partitions if p.state.leader == -1), "leader = -1")
+
+
+def unavailable(store: Store, point: Point, topic: Topics = None) -> HealthResult:
+    """Kafka's rule (TopicCommand.hasUnavailablePartitions): no leader, or a leader that is not a live
+    broker (describeCluster lists registered, unfenced brokers). Differs from `offline` only between a
+    broker's fencing and the leader moves the controller writes after it."""
+    s = state_as_of(store, point, topic)
+    brokers = brokers_as_of(store, point)
+    if not brokers:  # a history without registrations (an import that began mid-way): no evidence either way
+        return HealthResult(point, "unavailable", tuple(p for p in s.partitions if p.state.leader == -1),
+                            "leader = -1 (no broker registrations in the history to tell live brokers)")
+    live = {b for b, state in brokers.items() if not state.fenced}
+    rows = tuple(p for p in s.partitions if p.state.leader == -1 or p.state.leader not in live)
+    return HealthResult(point, "unavailable", rows, "leader = -1 or leader not a live (registered, unfenced) broker")
 
 
 # --- diff ------------------------------------------------------------------------------------

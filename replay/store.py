@@ -11,7 +11,6 @@ from __future__ import annotations
 import time as _time
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import pyarrow.compute as pc
 
 from schemas.flat import FLAT_COLUMNS
 from schemas.verified import Gap, VerifiedRead
-from replay import chainstate, intervals, opening
+from replay import chainstate, intervals, opening, times
 from replay.errors import ChainFork, LayoutVersionError, StoreError
 
 # 2: chain_status and chain_gaps (what the load verified). A store of layout 1 is a cache of its
@@ -52,7 +51,7 @@ class Point:
     note: str = ""  # e.g. event times that go backwards, for a point chosen by time
 
     def describe(self) -> str:
-        when = datetime.fromtimestamp(self.event_time_ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
+        when = times.show(self.event_time_ms)
         # An offset sample's source position is its sampling round (epoch millis), not a log offset.
         where = "an offset sample" if self.source_kind == "OFFSET_SAMPLER" else f"offset {self.source_offset}"
         text = f"as of seq {self.seq} ({where}, {when}), {self.verified()}"
@@ -147,22 +146,6 @@ class _Run:
 
     def may_hold(self, cluster: str, lo: int, hi: int) -> bool:
         return any(a <= hi and lo <= b for a, b in self.spans.get(cluster, ()))
-
-
-def parse_time(value: str | int) -> int:
-    """Epoch millis from epoch millis (int or digits) or ISO-8601 (naive = UTC)."""
-    if isinstance(value, int):
-        return value
-    text = value.strip()
-    if text.lstrip("-").isdigit():
-        return int(text)
-    try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
-    except ValueError as exc:
-        raise StoreError(f"not a time: {value!r} (use ISO-8601 or epoch millis)") from exc
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return int(dt.timestamp() * 1000)
 
 
 class Store:
@@ -395,7 +378,8 @@ class Store:
             cond, args, what = ("source_offset >= 0 AND source_offset <= ? AND source_kind <> 'OFFSET_SAMPLER'",
                                 [offset], f"offset {offset}")
         elif time is not None:
-            cond, args, what = "event_time_ms <= ?", [parse_time(time)], f"time {time}"
+            parsed = times.parse(time)
+            cond, args, what = "event_time_ms <= ?", [parsed.ms], f"time {time}"
         elif event_id is not None:
             cond, args, what = "event_id = ?", [event_id], f"event {event_id}"
         else:
@@ -410,7 +394,7 @@ class Store:
         seq, source_offset, event_time_ms, found_id, source_kind = rows[0]
         return Point(cluster, seq, source_offset, event_time_ms, found_id, source_kind,
                      verified_to=status.verified_to, gaps=tuple(g for g in status.gaps if g.from_seq <= seq + 1),
-                     note=status.clock_note() if time is not None else "")
+                     note="; ".join(n for n in (parsed.note, status.clock_note()) if n) if time is not None else "")
 
 
 def verified_batches(read: VerifiedRead, batch_bytes: int) -> Generator[list[tuple[Path, pa.Table]], None, None]:

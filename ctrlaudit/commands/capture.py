@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from ctrlaudit.commands.options import COMMAND_CONFIG
+from ctrlaudit.commands.output import JSON_OUT, Output
 from ctrlaudit.errors import EXIT_FOUND, UsageError, user_errors
 
 BOOTSTRAP = typer.Option(None, "--bootstrap-server",
@@ -27,7 +28,8 @@ def register(app: typer.Typer) -> None:
         sample_interval: float = typer.Option(0, "--sample-interval", help="Also run the offset sampler every N s."),
         inline_watch: bool = typer.Option(False, "--inline-watch",
                                           help="Run the watch agent in the capture worker instead of its own."),
-        loglevel: str = typer.Option("info", "--loglevel", "-l"),
+        loglevel: str = typer.Option("info", "--loglevel", "-l", help="Log level of the workers: debug, info, warning, "
+                                                                      "error."),
         max_restarts: int = typer.Option(5, "--max-restarts",
                                          help="Give up after a process fails this many times in a row, "
                                               "each within a minute of starting."),
@@ -80,6 +82,7 @@ def register(app: typer.Typer) -> None:
         topic: str = EVENTS_TOPIC,
         flush_seconds: float = typer.Option(None, "--flush-seconds", help="Finish files and commit every N s (60)."),
         idle_exit: float = typer.Option(None, "--idle-exit", help="Stop after N s without events."),
+        json_path: Path = JSON_OUT,
     ) -> None:
         """Consume the events topic into hourly Avro files with manifests (fsync, then commit)."""
         import logging
@@ -94,17 +97,22 @@ def register(app: typer.Typer) -> None:
                                command_config=str(command_config) if command_config else None)
         _check_access(s)
         a = run(s, idle_exit=idle_exit)
-        print(f"{s.archive_dir}: archived {a.appended:,} events ({a.skipped:,} already present)")
+        out = Output(json_path)
+        out.say(f"{s.archive_dir}: archived {a.appended:,} events ({a.skipped:,} already present)")
+        out.json({"archive_dir": str(s.archive_dir), "appended": a.appended, "already_present": a.skipped})
 
     @app.command("verify")
     @user_errors
     def verify(
         archive: Path = typer.Argument(..., help="Archive root or one cluster's directory."),
+        json_path: Path = JSON_OUT,
     ) -> None:
         """Check the hash chain and the manifests; name the first missing/altered/reordered/inserted event.
 
         Exit 0: intact; 1: broken; 2: not an archive."""
         from ctrlaudit.progress import bar
+        from dataclasses import asdict
+
         from schemas.errors import ContractError
         from schemas.verified import ArchiveProblem, VerifiedRead
         from services.archive.integrity import verify_archive
@@ -122,13 +130,18 @@ def register(app: typer.Typer) -> None:
                 findings = [str(f) for f in verify_archive(archive).findings] or [str(problem)]
             except ContractError:
                 findings = [str(problem)]
+            out = Output(json_path)
             for line in findings:
-                print(line)
-            print(f"{archive}: BROKEN: {len(findings)} problem(s)", file=sys.stderr)
+                out.say(line)
+            out.say(f"{archive}: BROKEN: {len(findings)} problem(s)")
+            out.json({"archive": str(archive), "intact": False, "problems": findings})
             raise typer.Exit(EXIT_FOUND) from None
+        out = Output(json_path)
         for chain in read.chains.values():
-            print(f"{archive}: OK: {chain.events:,} events in {chain.files} file(s), cluster {chain.cluster_id}, "
-                  f"chain verified to seq {chain.verified_to}")
+            out.say(f"{archive}: OK: {chain.events:,} events in {chain.files} file(s), cluster {chain.cluster_id}, "
+                    f"chain verified to seq {chain.verified_to}")
+        out.json(lambda: {"archive": str(archive), "intact": True, "problems": [],
+                          "chains": [asdict(c) for c in read.chains.values()]})
 
 
 def _check_access(env_or_settings) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from ctrlaudit.commands.output import JSON_OUT, TIME_FORMAT, TimeFormat, use_time_format
 from ctrlaudit.errors import user_errors
 
 
@@ -21,16 +22,19 @@ def register(app: typer.Typer) -> None:
         inputs: list[Path] = typer.Argument(..., help="Archive files/directories, or a store (.duckdb)."),
         engine: Engine = typer.Option(Engine.duckdb, "--engine", help="duckdb (embedded) or spark."),
         master: str = typer.Option("local[2]", "--master", help="Spark master, with --engine spark."),
-        json_path: Path = typer.Option(None, "--json", help="Write the report as JSON."),
+        json_path: Path = JSON_OUT,
         junit_path: Path = typer.Option(None, "--junit", help="Write the report as JUnit XML."),
         allow: list[str] = typer.Option([], "--allow", help="Invariant whose breaches are allowed (repeatable)."),
         invariant: list[str] = typer.Option([], "--invariant", help="Only these invariants (repeatable)."),
         allow_gaps: bool = typer.Option(False, "--allow-gaps",
                                         help="Check around missing or damaged archive files: findings resting on "
                                              "such a stretch are reported as no data, never as violations."),
+        time_format: TimeFormat = TIME_FORMAT,
     ) -> None:
         """Check every invariant of the catalog. Exit 0 clean, 1 violations, 2 bad input."""
         from checks.run import run_check
+
+        use_time_format(time_format)
         from ctrlaudit.progress import archive_bytes, bar
 
         with bar("reading and verifying", archive_bytes(inputs)) as progress:

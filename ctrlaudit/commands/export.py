@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from ctrlaudit.commands.options import CLUSTER, STORE
+from ctrlaudit.commands.output import JSON_OUT, Output
 from ctrlaudit.errors import UsageError, user_errors
 
 
@@ -30,6 +31,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", help="The file to write."),
         fmt: ExportFormat = typer.Option(ExportFormat.parquet, "--format", help="parquet | csv | json (one event "
                                                                                 "per line)"),
+        json_path: Path = JSON_OUT,
     ) -> None:
         """Write the events table (one row per event, the flat layout of schemas/flat.py, in seq order)."""
         from ctrlaudit.commands.query import _open
@@ -45,4 +47,6 @@ def register(app: typer.Typer) -> None:
                           f"({_COPY[fmt]})", {"c": cluster_id})
             n = s.con.execute("SELECT count(*) FROM events WHERE cluster_id = $c", {"c": cluster_id}).fetchone()[0]
         os.replace(tmp, out)
-        print(f"wrote {out}: {n:,} events of cluster {cluster_id} ({fmt.value})")
+        said = Output(json_path)
+        said.say(f"wrote {out}: {n:,} events of cluster {cluster_id} ({fmt.value})")
+        said.json({"out": str(out), "events": n, "cluster_id": cluster_id, "format": fmt.value})

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import typer
 
+from ctrlaudit.commands.output import JSON_OUT, Output
 from ctrlaudit.errors import user_errors
 
-imports = typer.Typer(help="Turn controller state from elsewhere into an archive.", no_args_is_help=True)
+imports = typer.Typer(help="Turn controller state from elsewhere into an archive.", no_args_is_help=True,
+                      rich_markup_mode=None)
 
 
 class OnError(str, Enum):
@@ -25,6 +27,7 @@ def kraft(
     node_id: int = typer.Option(-1, "--node-id", help="The node whose copy this is (recorded in positions)."),
     on_error: OnError = typer.Option(OnError.raise_, "--on-error",
                                      help="raise: stop at a corrupt batch; skip: record it as a capture gap."),
+    json_path: Path = JSON_OUT,
 ) -> None:
     """Decode a KRaft metadata log (segments and snapshots) into ControllerEvents."""
     from services.archive.writer import continuation
@@ -43,16 +46,18 @@ def kraft(
         events = import_events(paths, cluster, on_error=on_error.value, node_id=node_id, report=report,
                                progress=progress)
         files, writer = _append(out, cluster, events, last)
-    print(f"cluster {cluster}: {report.records:,} records from {len(report.files)} file(s) -> "
-          f"{report.events:,} events in {len(files)} archive file(s) under {out}"
-          + (f" (continuing its chain after seq {last.last_seq}: {writer.next_seq - last.last_seq - 1:,} new)"
-             if last is not None else ""))
+    said = Output(json_path)
+    said.say(f"cluster {cluster}: {report.records:,} records from {len(report.files)} file(s) -> "
+             f"{report.events:,} events in {len(files)} archive file(s) under {out}"
+             + (f" (continuing its chain after seq {last.last_seq}: {writer.next_seq - last.last_seq - 1:,} new)"
+                if last is not None else ""))
     for gap in report.gaps:
-        print(f"capture gap: {gap}")
+        said.say(f"capture gap: {gap}")
     if report.partial_tail:
-        print(f"stopped at an incomplete batch: {report.partial_tail}")
+        said.say(f"stopped at an incomplete batch: {report.partial_tail}")
     if report.aborted_transactions:
-        print(f"{report.aborted_transactions} aborted metadata transaction(s) left out, as Kafka does")
+        said.say(f"{report.aborted_transactions} aborted metadata transaction(s) left out, as Kafka does")
+    said.json(lambda: _summary(cluster, out, report, files, last))
 
 
 @imports.command("zk")
@@ -63,6 +68,7 @@ def zk(
     cluster_id: str = typer.Option(None, "--cluster-id", help="Default: the /cluster/id znode in the first log."),
     on_error: OnError = typer.Option(OnError.raise_, "--on-error",
                                      help="raise: stop at a corrupt transaction; skip: record it as a capture gap."),
+    json_path: Path = JSON_OUT,
 ) -> None:
     """Decode ZooKeeper transaction logs of a ZooKeeper-mode Kafka cluster into ControllerEvents."""
     from services.archive.writer import continuation
@@ -79,17 +85,29 @@ def zk(
     with bar("importing", sum(f.stat().st_size for f in files)) as progress:
         events = import_zk_events(paths, cluster, on_error=on_error.value, report=report, progress=progress)
         written, writer = _append(out, cluster, events, last)
-    print(f"cluster {cluster}: {report.records:,} transactions from {len(report.files)} log(s) -> "
-          f"{report.events:,} events in {len(written)} archive file(s) under {out}"
-          + (f" (continuing its chain after seq {last.last_seq})" if last is not None else ""))
+    said = Output(json_path)
+    said.say(f"cluster {cluster}: {report.records:,} transactions from {len(report.files)} log(s) -> "
+             f"{report.events:,} events in {len(written)} archive file(s) under {out}"
+             + (f" (continuing its chain after seq {last.last_seq})" if last is not None else ""))
     for gap in report.gaps:
-        print(f"capture gap: {gap}")
+        said.say(f"capture gap: {gap}")
     if report.partial_tail:
-        print(f"stopped at an incomplete transaction: {report.partial_tail}")
+        said.say(f"stopped at an incomplete transaction: {report.partial_tail}")
+    said.json(lambda: _summary(cluster, out, report, written, last))
 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(imports, name="import")
+
+
+def _summary(cluster: str, out: Path, report, files, last) -> dict:
+    """An import as JSON: what was read, what was written, and what could not be (gaps)."""
+    return {"cluster_id": cluster, "out": str(out), "records": report.records,
+            "files_read": [str(f) for f in report.files], "events": report.events,
+            "archive_files": [str(f) for f in files],
+            "continued_after_seq": last.last_seq if last is not None else None,
+            "gaps": [str(g) for g in report.gaps], "partial_tail": report.partial_tail or None,
+            "aborted_transactions": report.aborted_transactions}
 
 
 def _append(out: Path, cluster: str, events, last):

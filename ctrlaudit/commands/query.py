@@ -5,9 +5,9 @@ from enum import Enum
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from ctrlaudit.commands.options import CLUSTER, PARTITION, STORE, TOPIC
+from ctrlaudit.commands.output import JSON_OUT, TIME_FORMAT, Output, TimeFormat, print_table, use_time_format
 from ctrlaudit.errors import UsageError, user_errors
 
 
@@ -25,6 +25,13 @@ class TextFormat(str, Enum):
     csv = "csv"
 
 
+SEQ = typer.Option(None, "--seq", help="As of this event: its position in the hash chain.")
+OFFSET = typer.Option(None, "--offset", help="As of this metadata log offset (the last event at or before it).")
+TIME = typer.Option(None, "--time", help="As of this time: ISO-8601 (UTC when no zone is given) or epoch millis; "
+                                         "epoch seconds are read as such, with a note.")
+FORMAT_HELP = "Output: {}."
+
+
 def _point(s, cluster: str | None, seq: int | None, offset: int | None, time: str | None, side: str = ""):
     given = [n for n, v in (("seq", seq), ("offset", offset), ("time", time)) if v is not None]
     if len(given) > 1:
@@ -40,48 +47,83 @@ def _open(store: Path):
     return Store(store, read_only=True)
 
 
-def _topic_exists(result, topic: str | None, partition: int | None) -> None:
-    if topic is not None and not result.partitions:
-        what = f"{topic}-{partition}" if partition is not None else f"topic {topic!r}"
-        raise UsageError(f"{what} does not exist {result.point.describe()}")
+# kafka-topics --describe's partition filters, under Kafka's names: (flag, alias, queries function, help)
+_FILTERS = {
+    "under_replicated": ("--under-replicated-partitions", "--under-replicated",
+                         "Only partitions whose ISR is smaller than the replication factor."),
+    "under_min_isr": ("--under-min-isr-partitions", "--under-min-isr",
+                      "Only partitions without a leader or with fewer in-sync replicas than min.insync.replicas."),
+    "at_min_isr": ("--at-min-isr-partitions", "--at-min-isr",
+                   "Only partitions whose ISR size equals min.insync.replicas."),
+    "unavailable": ("--unavailable-partitions", None,
+                    "Only partitions without a leader or whose leader is not a live (registered, unfenced) broker."),
+    "offline": ("--offline", None, "Only partitions without a leader (leader -1), as the report counts them."),
+}
+
+
+def _flag(name: str) -> typer.Option:
+    flag, alias, text = _FILTERS[name]
+    return typer.Option(False, *([flag, alias] if alias else [flag]), help=text)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("state")
     @user_errors
     def state(
-        store: Path = STORE, cluster: str = CLUSTER, topic: str = TOPIC, partition: int = PARTITION,
-        seq: int = typer.Option(None, "--seq", help="As of this event (chain position)."),
-        offset: int = typer.Option(None, "--offset", help="As of this metadata log offset."),
-        time: str = typer.Option(None, "--time", help="As of this time: ISO-8601 or epoch millis."),
-        under_replicated: bool = typer.Option(False, "--under-replicated-partitions", "--under-replicated"),
-        under_min_isr: bool = typer.Option(False, "--under-min-isr-partitions", "--under-min-isr"),
-        offline: bool = typer.Option(False, "--unavailable-partitions", "--offline"),
-        fmt: StateFormat = typer.Option(StateFormat.describe, "--format", help="describe | json | table | csv"),
+        store: Path = STORE, cluster: str = CLUSTER,
+        topic: str = typer.Option(None, "--topic", help="A topic, or a regular expression over whole names "
+                                                        "(as kafka-topics: 'orders.*', 'a,b')."),
+        partition: int = PARTITION, seq: int = SEQ, offset: int = OFFSET, time: str = TIME,
+        under_replicated: bool = _flag("under_replicated"), under_min_isr: bool = _flag("under_min_isr"),
+        at_min_isr: bool = _flag("at_min_isr"), unavailable: bool = _flag("unavailable"),
+        offline: bool = _flag("offline"),
+        with_overrides: bool = typer.Option(False, "--topics-with-overrides",
+                                            help="Only the topics whose configs differ from the defaults, "
+                                                 "one line each."),
+        exclude_internal: bool = typer.Option(False, "--exclude-internal",
+                                              help="Leave out internal topics (__consumer_offsets, "
+                                                   "__transaction_state, __share_group_state)."),
+        fmt: StateFormat = typer.Option(StateFormat.describe, "--format",
+                                        help=FORMAT_HELP.format("describe (kafka-topics --describe), json, table, "
+                                                                "csv")),
         reassignment_json: bool = typer.Option(
             False, "--reassignment-json",
             help="Print the replica assignment as of the point as kafka-reassign-partitions --execute takes it "
                  "(a reassignment in flight then: its original replicas), to put a cluster back to that layout."),
+        json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT,
     ) -> None:
         """The controller's view as of a point (default: the newest event), as kafka-topics --describe."""
-        from replay import formats, queries
+        from replay import formats, queries, topics
 
+        use_time_format(time_format)
         if partition is not None and topic is None:
             raise UsageError("--partition needs --topic")
-        if sum((under_replicated, under_min_isr, offline)) > 1:
-            raise UsageError("give at most one of --under-replicated, --under-min-isr, --offline")
+        picked = [n for n, on in (("under_replicated", under_replicated), ("under_min_isr", under_min_isr),
+                                  ("at_min_isr", at_min_isr), ("unavailable", unavailable), ("offline", offline))
+                  if on]
+        if len(picked) + with_overrides > 1:
+            flags = [_FILTERS[n][0] for n in picked] + (["--topics-with-overrides"] if with_overrides else [])
+            raise UsageError(f"give at most one of the filters (got {', '.join(flags)}), as kafka-topics")
         with _open(store) as s:
             point = _point(s, cluster, seq, offset, time)
-            if under_replicated or under_min_isr or offline:
-                pick = queries.under_replicated if under_replicated else (
-                    queries.under_min_isr if under_min_isr else queries.offline)
-                result = pick(s, point, topic)
+            names = None
+            if topic is not None or exclude_internal:
+                names = (topics.resolve(s, point, topic, exclude_internal) if topic is not None else
+                         [n for n in topics.names_as_of(s, point) if n not in topics.INTERNAL])
+            if partition is not None and len(names) == 1:
+                names = names[0]
+            if picked:
+                result = getattr(queries, picked[0])(s, point, names)
                 if partition is not None:
                     result = type(result)(result.point, result.kind,
                                           tuple(p for p in result.partitions if p.partition == partition), result.rule)
             else:
-                result = queries.state_as_of(s, point, topic, partition)
-                _topic_exists(result, topic, partition)
+                result = queries.state_as_of(s, point, names, partition)
+                if partition is not None and not result.partitions:
+                    raise UsageError(topics.missing_partition(s, point, names if isinstance(names, str) else topic,
+                                                              partition))
+        if Output(json_path).json(lambda: formats.to_json(result)):
+            return
         if reassignment_json:
             print(formats.reassignment_json(result))
         elif fmt is StateFormat.json:
@@ -89,67 +131,88 @@ def register(app: typer.Typer) -> None:
         elif fmt is StateFormat.csv:
             print(formats.to_csv(result), end="")
         elif fmt is StateFormat.table:
-            Console().print(formats.state_table(result))
+            print_table(formats.state_table(result))
         else:
             print(formats.as_of_line(result.point))
             if isinstance(result, queries.HealthResult):
                 print("".join(formats.describe_partition(r) + "\n" for r in result.partitions), end="")
             else:
-                print(formats.describe(result), end="")
+                print(formats.describe(result, topics_with_overrides=with_overrides), end="")
 
     @app.command("diff")
     @user_errors
     def diff(
-        store: Path = STORE, cluster: str = CLUSTER, topic: str = TOPIC,
-        from_seq: int = typer.Option(None, "--from-seq"), from_offset: int = typer.Option(None, "--from-offset"),
-        from_time: str = typer.Option(None, "--from-time"),
-        to_seq: int = typer.Option(None, "--to-seq"), to_offset: int = typer.Option(None, "--to-offset"),
-        to_time: str = typer.Option(None, "--to-time", help="Default: the newest event."),
-        fmt: TextFormat = typer.Option(TextFormat.text, "--format", help="text | json | csv"),
+        store: Path = STORE, cluster: str = CLUSTER,
+        topic: str = typer.Option(None, "--topic", help="Only these topics: a name or a regular expression."),
+        from_seq: int = typer.Option(None, "--from-seq", help="Start: as of this event (chain position)."),
+        from_offset: int = typer.Option(None, "--from-offset", help="Start: as of this metadata log offset."),
+        from_time: str = typer.Option(None, "--from-time", help="Start: as of this time (ISO-8601 or epoch millis)."),
+        to_seq: int = typer.Option(None, "--to-seq", help="End: as of this event (default: the newest)."),
+        to_offset: int = typer.Option(None, "--to-offset", help="End: as of this metadata log offset."),
+        to_time: str = typer.Option(None, "--to-time", help="End: as of this time (default: the newest event)."),
+        fmt: TextFormat = typer.Option(TextFormat.text, "--format", help=FORMAT_HELP.format("text, json, csv")),
+        json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT,
     ) -> None:
         """What changed between two points: partitions, brokers, controller."""
-        from replay import formats, queries
+        from replay import formats, queries, topics
 
+        use_time_format(time_format)
+        if fmt is TextFormat.table:
+            raise UsageError("diff prints text, json or csv (--format table is for state and timeline)")
         if from_seq is None and from_offset is None and from_time is None:
             raise UsageError("diff needs a start: --from-seq, --from-offset or --from-time")
         with _open(store) as s:
             a = _point(s, cluster, from_seq, from_offset, from_time, "from-")
             b = _point(s, cluster, to_seq, to_offset, to_time, "to-")
             result = queries.diff(s, a, b)
-        if topic is not None:
-            result = type(result)(**{**{f: getattr(result, f) for f in result.__dataclass_fields__},
-                                     "partitions": tuple(p for p in result.partitions if p.topic == topic)})
+            if topic is not None:
+                pattern = topics.kafka_regex(topic)
+                known = set(topics.names_as_of(s, a)) | set(topics.names_as_of(s, b))
+                if not any(pattern.fullmatch(n) for n in known):
+                    topics.resolve(s, b, topic)  # raises, naming the closest topics
+                result = type(result)(**{**{f: getattr(result, f) for f in result.__dataclass_fields__},
+                                         "partitions": tuple(p for p in result.partitions
+                                                             if pattern.fullmatch(p.topic))})
+        if Output(json_path).json(lambda: formats.to_json(result)):
+            return
         if fmt is TextFormat.csv:
             print(formats.to_csv(result), end="")
+        elif fmt is TextFormat.json:
+            print(formats.to_json(result))
         else:
-            print(formats.to_json(result) if fmt is TextFormat.json else formats.diff_text(result), end="\n"
-                  if fmt is TextFormat.json else "")
+            print(formats.diff_text(result), end="")
 
     @app.command("timeline")
     @user_errors
     def timeline(
         store: Path = STORE, cluster: str = CLUSTER,
-        topic: str = typer.Option(..., "--topic"), partition: int = typer.Option(..., "--partition"),
-        to_offset: int = typer.Option(None, "--to-offset"), to_time: str = typer.Option(None, "--to-time"),
+        topic: str = typer.Option(..., "--topic", help="The partition's topic (its exact name)."),
+        partition: int = typer.Option(..., "--partition", help="The partition number."),
+        to_offset: int = typer.Option(None, "--to-offset", help="Up to this metadata log offset."),
+        to_time: str = typer.Option(None, "--to-time", help="Up to this time (ISO-8601 or epoch millis)."),
         limit: int = typer.Option(None, "--limit", min=1, help="Only the newest N changes."),
-        fmt: TextFormat = typer.Option(TextFormat.text, "--format", help="text | json | table | csv"),
+        fmt: TextFormat = typer.Option(TextFormat.text, "--format", help=FORMAT_HELP.format("text, json, table, csv")),
+        json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT,
     ) -> None:
         """Every change of one partition, oldest first, with who decided and why."""
-        from replay import changes, formats
+        from replay import changes, formats, topics
 
+        use_time_format(time_format)
         with _open(store) as s:
             point = _point(s, cluster, None, to_offset, to_time)
             result = changes.timeline(s, point, topic, partition)
-        if not result.changes:
-            raise UsageError(f"no changes of {topic}-{partition} {point.describe()}")
+            if not result.changes:
+                raise UsageError(topics.missing_partition(s, point, topic, partition))
         if limit is not None:
             result = type(result)(result.point, result.topic, result.partition, result.changes[-limit:])
+        if Output(json_path).json(lambda: formats.to_json(result)):
+            return
         if fmt is TextFormat.json:
             print(formats.to_json(result))
         elif fmt is TextFormat.csv:
             print(formats.to_csv(result), end="")
         elif fmt is TextFormat.table:
-            Console(width=200).print(formats.timeline_table(result))
+            print_table(formats.timeline_table(result))
         else:
             print(formats.timeline_text(result), end="")
 
@@ -157,28 +220,40 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def explain(
         store: Path = STORE, cluster: str = CLUSTER,
-        seq: int = typer.Option(None, "--seq"), event_id: str = typer.Option(None, "--event-id"),
+        seq: int = typer.Option(None, "--seq", help="The partition change that is this event (chain position)."),
+        event_id: str = typer.Option(None, "--event-id", help="The partition change with this event id."),
         offset: int = typer.Option(None, "--offset", help="The partition change at this metadata offset."),
         topic: str = TOPIC, partition: int = PARTITION,
         last_leader_change: bool = typer.Option(False, "--last-leader-change",
-                                                help="With --topic/--partition: the newest leader move."),
-        fmt: TextFormat = typer.Option(TextFormat.text, "--format", help="text | json"),
+                                                help="With --topic/--partition: the newest leader move (at or "
+                                                     "before --time)."),
+        time: str = typer.Option(None, "--time", help="With --last-leader-change: the last move at or before this "
+                                                      "time (ISO-8601 or epoch millis)."),
+        fmt: TextFormat = typer.Option(TextFormat.text, "--format", help=FORMAT_HELP.format("text, json")),
+        json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT,
     ) -> None:
         """Why one partition change happened: election type, previous ISR, controller and epoch."""
-        from replay import changes, formats
+        from replay import changes, formats, topics
 
-        if fmt is TextFormat.csv:
+        use_time_format(time_format)
+        if fmt in (TextFormat.csv, TextFormat.table):
             raise UsageError("explain answers about one change: --format text or json")
-
+        if time is not None and not last_leader_change:
+            raise UsageError("--time is for --last-leader-change (give --seq, --event-id or --offset otherwise)")
         with _open(store) as s:
             if last_leader_change:
                 if topic is None or partition is None:
                     raise UsageError("--last-leader-change needs --topic and --partition")
-                history = changes.timeline(s, s.point(cluster_id=cluster), topic, partition).changes
+                point = s.point(time=time, cluster_id=cluster)
+                history = changes.timeline(s, point, topic, partition).changes
+                if not history:
+                    raise UsageError(topics.missing_partition(s, point, topic, partition))
                 moves = [c for c in history if "LEADER" in c.changes]
                 if not moves:
-                    raise UsageError(f"the leader of {topic}-{partition} never moved")
+                    raise UsageError(f"the leader of {topic}-{partition} never moved {point.describe()}")
                 seq = moves[-1].seq
             result = changes.explain(s, seq=seq, event_id=event_id, offset=offset, cluster_id=cluster)
+        if Output(json_path).json(lambda: formats.to_json(result)):
+            return
         print(formats.to_json(result) if fmt is TextFormat.json else formats.explain_text(result), end="\n"
               if fmt is TextFormat.json else "")

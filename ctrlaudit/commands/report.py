@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from ctrlaudit.commands.options import CLUSTER, STORE
+from ctrlaudit.commands.output import JSON_OUT, Output
 from ctrlaudit.errors import UsageError, user_errors
 
 
@@ -20,7 +21,7 @@ def register(app: typer.Typer) -> None:
                                                            "first event)."),
         to_time: str = typer.Option(None, "--to", help="Window end: ISO-8601 or epoch millis (default: the newest "
                                                        "event)."),
-        topic: str = typer.Option(None, "--topic", help="Only this topic's partitions."),
+        topic: str = typer.Option(None, "--topic", help="Only this topic's partitions (its exact name)."),
         out: Path = typer.Option(Path("incident.html"), "--out", help="The HTML file to write."),
         check_json: Path = typer.Option(None, "--check-json",
                                         help="A `ctrlaudit check --json` report: its verdicts and the violations "
@@ -28,11 +29,12 @@ def register(app: typer.Typer) -> None:
         run_checks: bool = typer.Option(False, "--run-checks",
                                         help="Run the invariant catalog over the store first (minutes at 10M "
                                              "events; --check-json reuses a report)."),
+        json_path: Path = JSON_OUT,
     ) -> None:
         """A self-contained HTML incident report: summary, plots over time, drill-down per partition."""
         from ctrlaudit.commands.query import _open
         from ctrlaudit.report_html import render
-        from replay import incident
+        from replay import incident, topics
 
         if check_json is not None and run_checks:
             raise UsageError("give --check-json or --run-checks, not both")
@@ -54,12 +56,14 @@ def register(app: typer.Typer) -> None:
             b = s.point(time=to_time, cluster_id=cluster)
             if b.seq <= a.seq:
                 raise UsageError(f"--to ({b.describe()}) is not after --from ({a.describe()})")
-            if topic is not None and not s.con.execute(
-                    "SELECT 1 FROM topic_intervals WHERE cluster_id = ? AND topic = ? LIMIT 1",
-                    [a.cluster_id, topic]).fetchall():
-                raise UsageError(f"topic {topic!r} does not exist in the store")
+            unknown = topics.unknown_topic(s, b, topic) if topic is not None else None
+            if unknown:
+                raise UsageError(unknown)
             page = render(s, incident.build(s, a, b, topic), checks)
         tmp = out.with_name(out.name + ".part")
         tmp.write_text(page, encoding="utf-8")
         os.replace(tmp, out)
-        print(f"wrote {out} ({len(page.encode()) / 1e6:.1f} MB)")
+        size = len(page.encode())
+        said = Output(json_path)
+        said.say(f"wrote {out} ({size / 1e6:.1f} MB)")
+        said.json({"out": str(out), "bytes": size, "cluster_id": a.cluster_id, "from_seq": a.seq, "to_seq": b.seq})

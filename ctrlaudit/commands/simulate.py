@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from ctrlaudit.commands.output import JSON_OUT, Output
 from ctrlaudit.errors import UsageError, user_errors
 
 
@@ -32,15 +33,16 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", help="Archive directory to write (files go under <out>/<cluster>/)."),
         seed: int = typer.Option(0, "--seed", help="Same seed, same history, byte for byte."),
         events: int = typer.Option(10_000, "--events", min=1, help="Length of the history."),
-        brokers: int = typer.Option(6, "--brokers", min=1),
-        racks: int = typer.Option(3, "--racks", min=0, help="0 = brokers without racks."),
-        topics: int = typer.Option(8, "--topics", min=1),
+        brokers: int = typer.Option(6, "--brokers", min=1, help="Brokers in the cluster (ids 0..N-1)."),
+        racks: int = typer.Option(3, "--racks", min=0, help="Racks the brokers are spread over; 0 = brokers without racks."),
+        topics: int = typer.Option(8, "--topics", min=1, help="Topics created at the start."),
         partitions: int = typer.Option(12, "--partitions", min=1, help="Partitions per topic."),
-        replication_factor: int = typer.Option(3, "--replication-factor", min=1),
+        replication_factor: int = typer.Option(3, "--replication-factor", min=1, help="Replicas per partition."),
         metadata_version: int = typer.Option(21, "--metadata-version", help="metadata.version feature level."),
         cluster_id: str = typer.Option(None, "--cluster-id", help="Default: sim-<seed>."),
         inject: list[str] = typer.Option([], "--inject", help="Breach NAME@EVENT_INDEX (repeatable)."),
         truth: Path = typer.Option(None, "--truth", help="Write the injected breaches (ground truth) as JSON."),
+        json_path: Path = JSON_OUT,
     ) -> None:
         """Simulate Kafka's controller (placement, elections, ISR, reassignments, failover, HW/LEO)."""
         from services.simulator import SimConfig, simulate_to_archive
@@ -58,13 +60,18 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=True)
         with console.status(f"simulating {events:,} events"):
             result = simulate_to_archive(out, config, inject=breaches)
-        print(f"cluster {config.cluster}: {result.events:,} events in {len(result.files)} file(s) under "
-              f"{out / config.cluster} ({result.events_per_second:,.0f} events/s)")
-        print(f"chain head {result.chain_head_hash}")
+        said = Output(json_path)
+        said.say(f"cluster {config.cluster}: {result.events:,} events in {len(result.files)} file(s) under "
+                 f"{out / config.cluster} ({result.events_per_second:,.0f} events/s)")
+        said.say(f"chain head {result.chain_head_hash}")
         for b in result.breaches:
             where = f" {b.topic}-{b.partition}" if b.topic is not None else ""
-            print(f"injected {b.invariant} at seq {b.seq}{where}: {b.description}")
+            said.say(f"injected {b.invariant} at seq {b.seq}{where}: {b.description}")
         for name, index in result.not_injected:
-            print(f"NOT injected {name}@{index}: no suitable event before the end of the history")
+            said.say(f"NOT injected {name}@{index}: no suitable event before the end of the history")
+        said.json(lambda: {"cluster_id": config.cluster, "events": result.events, "out": str(out / config.cluster),
+                           "files": [str(f) for f in result.files], "chain_head": result.chain_head_hash,
+                           "injected": [asdict(b) for b in result.breaches],
+                           "not_injected": [f"{n}@{i}" for n, i in result.not_injected]})
         if truth is not None:
             truth.write_text(json.dumps([asdict(b) for b in result.breaches], indent=2) + "\n")

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from ctrlaudit.commands.options import COMMAND_CONFIG, STORE
+from ctrlaudit.commands.output import JSON_OUT, Output
 from ctrlaudit.errors import UsageError, user_errors
 
 
@@ -24,6 +25,7 @@ def register(app: typer.Typer) -> None:
         allow_gaps: bool = typer.Option(False, "--allow-gaps",
                                         help="Load around missing or damaged files and record the stretches as "
                                              "gaps (every answer touching them says so) instead of refusing."),
+        json_path: Path = JSON_OUT,
     ) -> None:
         """Load archive files into the store. Loading the same events twice adds nothing."""
         import tempfile
@@ -47,14 +49,22 @@ def register(app: typer.Typer) -> None:
 
             with _removed_if_new_and_failed(Store(store)) as s, bar("loading", archive_bytes(paths)) as progress:
                 report = s.load(paths, workers=workers, allow_gaps=allow_gaps, progress=progress)
+        from dataclasses import asdict
+
         seconds = report.decode_seconds + report.store_seconds
         rate = f" ({report.events_read / seconds:,.0f} events/s)" if seconds else ""
-        print(f"{store}: read {report.events_read:,} events from {len(report.files)} file(s), "
-              f"added {report.events_added:,}, already present {report.duplicates:,}{rate}")
+        out = Output(json_path)
+        out.say(f"{store}: read {report.events_read:,} events from {len(report.files)} file(s), "
+                f"added {report.events_added:,}, already present {report.duplicates:,}{rate}")
         for status in report.chains.values():
-            print(status.describe())
-        for skipped in (report.read.skipped if report.read else ()):
-            print(f"left out: {skipped}")
+            out.say(status.describe())
+        left_out = [str(s) for s in (report.read.skipped if report.read else ())]
+        for skipped in left_out:
+            out.say(f"left out: {skipped}")
+        out.json(lambda: {"store": str(store), "files": len(report.files), "events_read": report.events_read,
+                          "events_added": report.events_added, "already_present": report.duplicates,
+                          "seconds": round(seconds, 3), "chains": [asdict(c) for c in report.chains.values()],
+                          "left_out": left_out})
 
 
 @contextlib.contextmanager

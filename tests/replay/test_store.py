@@ -14,7 +14,8 @@ from replay.delta import fold
 from replay.errors import LayoutVersionError, StoreError
 from replay.queries import image_at
 from schemas.errors import ContractError
-from replay.store import Store, parse_time
+from replay.store import Store
+from replay.times import parse_time
 from tests.replay.histories import generate
 
 N = 1500
