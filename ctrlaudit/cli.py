@@ -33,6 +33,14 @@ def root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
     """Capture, replay and check the controller decisions of a Kafka cluster."""
+    from ctrlaudit.errors import fail
+    from replay import times
+    from replay.errors import StoreError
+
+    try:  # each invocation starts from the default (the tests run many in one process)
+        times.use(times.default_format())
+    except StoreError as exc:
+        raise fail(f"CTRLAUDIT_TIME_FORMAT: {exc}") from None
 
 
 for group in (simulate, imports, store, query, check, capture, report, export):

@@ -10,6 +10,7 @@ Exit codes:
      exception propagates with its traceback instead.
 130  Ctrl-C (SIGINT): one line "interrupted". A load is one transaction, so the store keeps its
      old content.
+141  the reader of standard output went away (`ctrlaudit state | head`): no line, as for cat.
 
 `describe` is the one mapping; `user_errors` (every typer command) and `main_errors` (the argparse
 entry points: `python -m checks.spark_job`) both use it, so a new kind of error is added once.
@@ -35,6 +36,7 @@ R = TypeVar("R")
 EXIT_OK, EXIT_FOUND, EXIT_BAD_INPUT = 0, 1, 2
 PREFIX = "ctrlaudit: error: "  # the start of every error line, whichever command or entry point prints it
 EXIT_INTERNAL, EXIT_INTERRUPTED = 3, 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
 
 
 class UsageError(ContractError):
@@ -112,6 +114,10 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort, SystemExit):
             raise
+        except BrokenPipeError:  # `ctrlaudit state | head`: the reader left; stop quietly, as cat does
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit would fail again
+            raise typer.Exit(EXIT_BROKEN_PIPE) from None
         except BaseException as exc:  # noqa: BLE001 - mapped to one line by describe(), or a bug
             known = describe(exc, kwargs.get("store"))
             if known is not None:

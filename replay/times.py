@@ -20,7 +20,14 @@ from replay.errors import StoreError
 FORMATS = ("iso", "epoch-ms")
 SECONDS_BELOW = 10**11  # epoch millis 10^11 is 1973-03-03; epoch seconds 10^11 is the year 5138
 
-_format: ContextVar[str] = ContextVar("time_format", default=os.environ.get("CTRLAUDIT_TIME_FORMAT", "iso"))
+
+
+def default_format() -> str:
+    """The format when --time-format is not given: env CTRLAUDIT_TIME_FORMAT, else iso."""
+    return os.environ.get("CTRLAUDIT_TIME_FORMAT", "").strip() or "iso"
+
+
+_format: ContextVar[str] = ContextVar("time_format", default="iso")
 
 
 def use(fmt: str) -> None:

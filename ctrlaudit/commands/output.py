@@ -6,6 +6,7 @@ person reads go to standard error then. Errors are one line "ctrlaudit: error: .
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -71,17 +72,16 @@ def write_json(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def print_table(table: Any, file: Any = None) -> None:
+def print_table(table: Any, console: Any = None) -> None:
     """A rich table on a terminal: at its width, long cells folded onto more lines, never cut with '…'.
     Into a pipe or a file: as wide as the table needs, one line per row."""
     from rich.console import Console
 
     for column in table.columns:
         column.overflow = "fold"
-    out = file or sys.stdout
-    console = Console(file=out)
+    console = console or Console()
     if not console.is_terminal:
-        width = Console(file=out, width=100_000).measure(table).maximum
-        title = len(str(table.title or ""))
-        console = Console(file=out, width=max(width, title, 20))
+        width = Console(file=io.StringIO(), width=100_000).measure(table).maximum
+        console = Console(file=console.file, width=max(width, len(str(table.title or "")), 20),
+                          color_system=console.color_system and None)
     console.print(table)

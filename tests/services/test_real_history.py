@@ -40,6 +40,11 @@ P = "h-"  # this module's topic prefix on the shared cluster
 ALPHA, PINNED, GROW, SLOW, DIRTY, DIRTY2 = (P + n for n in ("alpha", "pinned", "grow", "slow", "dirty", "dirty2"))
 
 
+# kafka-topics --describe's filters, compared with `ctrlaudit state` under the same names
+DESCRIBE_FILTERS = ("--under-replicated-partitions", "--under-min-isr-partitions", "--at-min-isr-partitions",
+                    "--unavailable-partitions", "--topics-with-overrides")
+
+
 @dataclass
 class History:
     version: str
@@ -129,6 +134,11 @@ def run_scenario(c, work: Path, h: History) -> None:
     # (a partition whose only replica is the victim keeps it as its last ISR member in 3.9)
     mark("broker killed", until=lambda d: all(p.leader != victim and (victim not in p.isr or p.isr == (victim,))
                                               for p in d.partitions.values()), timeout=60)
+    # kafka-topics' own describe filters while the broker is down, on this module's topics (a regex)
+    h.facts["filters"] = {flag: c.tool("topics", "--bootstrap-server", bs(), "--describe", "--topic", P + ".*",
+                                       flag).stdout for flag in DESCRIBE_FILTERS}
+    h.facts["filters_mark"] = h.marks[-1]
+    assert observe.describe(c).partitions == h.marks[-1].described.partitions, "state moved during the filters"
     c.start_node(victim)
     c.wait_ready([victim])
     mark("broker back", until=_all_in_sync, timeout=90)
@@ -375,3 +385,32 @@ def test_kill_9_shows_fencing_isr_shrink_and_leader_moves(history):
                    and v in e.payload.before.isr and v not in e.payload.after.isr]
     assert after_fence, "no ISR shrink after the kill"
     assert any(p.before.leader == v and p.after.leader != v for p in after_fence), "no leader moved off the victim"
+
+
+@pytest.mark.parametrize("flag", DESCRIBE_FILTERS)
+def test_describe_filters_equal_kafka_topics(history, flag, tmp_path):
+    """`ctrlaudit state --topic 'h-.*' <filter>` as of the mark == kafka-topics --describe with the same
+    regex and filter, run on the cluster at that mark (a broker down: under-replicated, at min ISR)."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from ctrlaudit.cli import app
+
+    h, mark = history, history.facts["filters_mark"]
+    store = tmp_path / "store.duckdb"  # the fixture's store is open read-write: ask a copy
+    shutil.copy(h.store.path, store)
+    done = CliRunner().invoke(app, ["state", "--store", str(store), "--offset", str(mark.offset),
+                                    "--topic", P + ".*", flag])
+    assert done.exit_code == 0, done.output
+    ours, kafka = observe.parse_describe(done.stdout), observe.parse_describe(h.facts["filters"][flag])
+    if flag == "--topics-with-overrides":  # header lines only: the topics, and their Configs
+        heads = lambda text: sorted(l for l in text.splitlines() if l.startswith("Topic: "))  # noqa: E731
+        assert heads(done.stdout) == heads(h.facts["filters"][flag]) and kafka.topic_ids
+        assert not ours.partitions and not kafka.partitions
+        return
+    key = lambda p: (p.leader, p.replicas, p.isr, p.adding, p.removing)  # noqa: E731
+    assert {k: key(p) for k, p in ours.partitions.items()} == {k: key(p) for k, p in kafka.partitions.items()}
+    assert not ours.topic_ids, "partition filters print no topic lines, as kafka-topics"
+    if flag in ("--under-replicated-partitions", "--at-min-isr-partitions"):
+        assert kafka.partitions, f"{flag}: nothing to compare at the mark"
