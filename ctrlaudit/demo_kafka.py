@@ -40,6 +40,9 @@ class Captured:
     topic: str = TOPIC
     described_a: object = None   # observe.Described at mark A (what kafka-topics --describe printed)
     metadata_copy: Path | None = None  # the tailed node's __cluster_metadata-0, copied at the end
+    mark_b: int = -1       # metadata offset of mark B: the killed broker out of every ISR, its leaderships moved
+    described_b: object = None   # observe.Described at mark B
+    victim: int = -1       # the broker killed with -9 between marks A and B
 
 
 def _wait(pred, timeout: float, what: str, step_s: float = 0.5):
@@ -144,8 +147,9 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
         say(f"kill -9 broker {victim} (it leads {topic} partitions {led}); the controller fences it, "
             "moves their leaders and shrinks the ISRs...")
         c.kill_node(victim)
-        _wait(lambda: all(victim not in p.isr for p in observe.describe(c, topic).partitions.values()),
-              60, f"broker {victim} to leave every ISR")
+        mark_b = observe.stable_mark(c, "B", until=lambda d: all(
+            victim not in p.isr for (t, _), p in d.partitions.items() if t == topic), timeout=60)
+        say(f"mark B: broker {victim} out of every ISR of {topic}, metadata offset {mark_b.offset}")
         c.start_node(victim)
         c.wait_ready([victim])
         _wait(lambda: all(len(p.isr) == 3 for p in observe.describe(c, topic).partitions.values()),
@@ -182,7 +186,8 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
     from services.cluster.testing import copy_node_metadata
     copy = copy_node_metadata(c, source, out / "metadata-copy")
     say(f"copied node {source}'s metadata log to {copy} (for the offline import)")
-    return Captured(archive, mark_a.offset, mark_end.offset, events, moved, topic, mark_a.described, copy)
+    return Captured(archive, mark_a.offset, mark_end.offset, events, moved, topic, mark_a.described, copy,
+                    mark_b.offset, mark_b.described, victim)
 
 
 def forensics(cap: Captured, out: Path) -> None:
