@@ -83,6 +83,10 @@ class Explanation:
     min_insync_replicas: str
     unclean_leader_election_enable: str
     config_source: dict[str, str]  # "topic", "cluster default" or "Kafka default" per config
+    # The previous leader's broker as of the change, when the leader moved: why it could not stay leader
+    # (fenced, in controlled shutdown, unregistered at seq N), or that it was live (then the election
+    # type or a reassignment moved it).
+    previous_leader_broker: str | None = None
 
 
 def explain(store: Store, *, seq: int | None = None, event_id: str | None = None, offset: int | None = None,
@@ -122,8 +126,55 @@ def explain(store: Store, *, seq: int | None = None, event_id: str | None = None
             values[name], sources[name] = default_cfg[name], "cluster default"
         else:
             values[name], sources[name] = kafka_default, "Kafka default"
+    broker = (broker_as_of(store, cluster, prev_leader, ch.seq, ch.event_time_ms)
+              if changed and prev_leader is not None and prev_leader >= 0 else None)
     return Explanation(point, ch, prev_leader, b.isr if b else None, new_leader, changed, in_isr,
-                       reassignment_phase(ch), values[MIN_ISR], values[UNCLEAN], sources)
+                       reassignment_phase(ch), values[MIN_ISR], values[UNCLEAN], sources, broker)
+
+
+def broker_as_of(store: Store, cluster: str, broker: int, seq: int, time_ms: int) -> str:
+    """Why broker `broker` stopped leading at event `seq`: its change in the same metadata batch (Kafka's
+    controller writes the leader moves of a fencing or a controlled shutdown first and the broker's own
+    record last, in one atomic batch: ReplicationControlManager.handleBrokerFenced / handleBrokerShutdown),
+    else its state as of `seq`, with the change that made it so (seq, offset, time)."""
+    from replay.times import show
+
+    params = {"c": cluster, "b": broker, "s": seq, "t": time_ms}
+    # The batch: the events after `seq` that share its append time, up to the first one that does not.
+    same_batch = store.con.execute("""
+        SELECT e.seq, e.source_offset, e.event_time_ms, e.broker_change FROM events e
+        WHERE e.cluster_id = $c AND e.kind = 'BrokerChange' AND e.broker_id = $b AND e.seq > $s
+          AND e.event_time_ms = $t
+          AND e.seq < coalesce((SELECT min(seq) FROM events WHERE cluster_id = $c AND seq > $s
+                                AND event_time_ms <> $t), 9223372036854775807)
+        ORDER BY e.seq LIMIT 1""", params).fetchall()
+    if same_batch and same_batch[0][3] in ("FENCED", "CONTROLLED_SHUTDOWN", "UNREGISTERED"):
+        at, offset, ms, change = same_batch[0]
+        what = {"FENCED": "fenced", "CONTROLLED_SHUTDOWN": "in controlled shutdown",
+                "UNREGISTERED": "unregistered"}[change]
+        return f"broker {broker} {what} in the same metadata batch, at seq {at} (offset {offset}, {show(ms)})"
+    rows = store.con.execute("""
+        SELECT i.from_seq, e.source_offset, e.event_time_ms, i.fenced, i.in_controlled_shutdown
+        FROM broker_intervals i JOIN events e ON e.cluster_id = i.cluster_id AND e.seq = i.from_seq
+        WHERE i.cluster_id = $c AND i.broker_id = $b AND i.from_seq <= $s AND (i.to_seq IS NULL OR i.to_seq > $s)""",
+        {"c": cluster, "b": broker, "s": seq}).fetchall()
+    if not rows:
+        last = store.con.execute("""
+            SELECT seq, source_offset, event_time_ms FROM events WHERE cluster_id = $c AND kind = 'BrokerChange'
+              AND broker_id = $b AND broker_change = 'UNREGISTERED' AND seq <= $s ORDER BY seq DESC LIMIT 1""",
+            {"c": cluster, "b": broker, "s": seq}).fetchall()
+        if last:
+            at, offset, ms = last[0]
+            return f"broker {broker} unregistered at seq {at} (offset {offset}, {show(ms)})"
+        return f"broker {broker} not registered (no registration in the history before this change)"
+    at, offset, ms, fenced, shutting = rows[0]
+    when = f"at seq {at} (offset {offset}, {show(ms)})"
+    if fenced:
+        return f"broker {broker} fenced {when}"
+    if shutting:
+        return f"broker {broker} in controlled shutdown {when}"
+    return (f"broker {broker} live (registered, unfenced since seq {at}): not a broker failure; the election "
+            "type or a reassignment moved the leader")
 
 
 def reassignment_phase(ch: Change) -> str:

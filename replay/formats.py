@@ -248,6 +248,7 @@ def explain_text(e: Explanation) -> str:
         f"  change:            {c.diff()}",
         f"  election:          {c.election}",
         f"  previous leader:   {e.previous_leader if e.previous_leader is not None else '-'}",
+        *([f"  previous leader's broker: {e.previous_leader_broker}"] if e.previous_leader_broker else []),
         f"  previous ISR:      {list(e.previous_isr) if e.previous_isr is not None else '-'}",
         f"  new leader:        {e.new_leader if e.new_leader is not None else '-'}"
         + ("" if e.new_leader_in_previous_isr is None else

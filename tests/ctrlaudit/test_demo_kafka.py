@@ -136,7 +136,7 @@ def test_readme_walkthrough_answers_who_led_and_why(demo, tmp_path, monkeypatch)
     """The README's walkthrough, line by line through the CLI, on this incident's copied metadata log:
     the topic, partition, times and copy path of the run put in for orders, 7, 03:00/03:14/03:30 and
     copy/. `state` at 03:14 (mark B: the killed broker out of every ISR) names the leader kafka-topics
-    --describe printed then; `explain` names the killed broker as the previous leader."""
+    --describe printed then; `explain` names the killed broker as the previous leader, fenced."""
     import re
     import shlex
     from pathlib import Path
@@ -179,4 +179,6 @@ def test_readme_walkthrough_answers_who_led_and_why(demo, tmp_path, monkeypatch)
     assert f"\tLeader: {then}\t" in line, said["state"]
     assert re.search(rf"previous leader:\s+{cap.victim}\n", said["explain"]), said["explain"]
     assert re.search(rf"new leader:\s+{then}\b", said["explain"]), said["explain"]
+    # why: the controller fenced the killed broker, in the batch that moved the leader
+    assert f"previous leader's broker: broker {cap.victim} fenced in the same metadata batch" in said["explain"]
     assert (tmp_path / "incident.html").stat().st_size > 100_000

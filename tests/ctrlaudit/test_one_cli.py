@@ -294,3 +294,23 @@ def test_a_reader_that_leaves_early_stops_the_command_quietly(history: dict[str,
     proc.stdout.close()  # far more than a pipe's buffer (64 KiB) is still to come
     assert proc.wait(60) == 141
     assert proc.stderr.read() == b""
+
+
+def test_explain_says_why_the_previous_leader_stopped_leading(history: dict[str, Path], handmade: str) -> None:
+    """A leader moved by a fencing: the broker's record comes after the moves, in the same batch (Kafka's
+    handleBrokerFenced order; the simulator writes it so); a leader moved while its broker was live says so."""
+    store = str(history["store"])
+    with Store(store, read_only=True) as s:
+        rows = s.con.execute("""SELECT seq, reason FROM events WHERE kind = 'PartitionChange'
+                                AND list_contains(changes, 'LEADER') AND b_leader >= 0
+                                AND reason LIKE 'broker % session timed out' ORDER BY seq LIMIT 3""").fetchall()
+    assert rows
+    for seq, reason in rows:
+        text = run("explain", "--store", store, "--seq", str(seq)).stdout
+        broker = reason.split()[1]
+        assert re.search(rf"previous leader's broker: broker {broker} fenced in the same metadata batch, at seq "
+                         rf"\d+", text), text
+        assert json.loads(run("explain", "--store", store, "--seq", str(seq), "--json", "-").stdout)[
+            "previous_leader_broker"].startswith(f"broker {broker} fenced")
+    text = run("explain", "--store", handmade, "--seq", "11").stdout  # orders-0: leader 1 -> 2, broker 1 live
+    assert "previous leader's broker: broker 1 live (registered, unfenced since seq 2)" in text, text
