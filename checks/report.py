@@ -60,6 +60,8 @@ class Report:
     # per cluster: {"cluster_id", "verified_to", "last_seq", "gaps": [...]}: what the history's
     # chain was verified to, and the stretches that are not verified data
     chains: list[dict[str, Any]] = field(default_factory=list)
+    # every finding (VIOLATION_COLUMNS), violated and allowed, after --allow and the gaps: the CSV's rows
+    findings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -139,8 +141,10 @@ def build(
             allowed_examples=[_example(v, evidence) for v in ok],
             missing_data=missing, in_gaps=in_gaps[name], magnitudes=_magnitudes(vs),
         ))
+    findings = sorted((v for vs in by_name.values() for v in vs),
+                      key=lambda v: (v["invariant"], v["cluster_id"], v["seq"], v["rule"]))
     return Report(engine_name, inputs, sum(kind_counts.values()), clusters, list(allow), results,
-                  chains=list(chains))
+                  chains=list(chains), findings=findings)
 
 
 def _magnitudes(vs: list[dict[str, Any]]) -> dict[str, int]:
@@ -228,6 +232,24 @@ def write_json(report: Report, path: str | Path) -> None:
         Path(path).write_text(text)
 
 
+def write_csv(report: Report, path: str | Path) -> None:
+    """One row per finding (violated or allowed) with the columns every engine returns; '-' = standard
+    output. A clean history gives the header alone."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(VIOLATION_COLUMNS)
+    for v in report.findings:
+        w.writerow(["" if v[c] is None else v[c] for c in VIOLATION_COLUMNS])
+    if str(path) == "-":
+        sys.stdout.write(buf.getvalue())
+        sys.stdout.flush()
+    else:
+        Path(path).write_text(buf.getvalue())
+
+
 def junit_xml(report: Report) -> ET.ElementTree:
     """One <testcase> per invariant: <failure> on violations, <skipped> when the data is missing;
     allowed breaches are listed in <system-out> of a passing case."""
@@ -260,7 +282,14 @@ def junit_xml(report: Report) -> ET.ElementTree:
 
 
 def write_junit(report: Report, path: str | Path) -> None:
-    junit_xml(report).write(path, encoding="utf-8", xml_declaration=True)
+    """To the file, or to standard output for '-'."""
+    if str(path) == "-":
+        sys.stdout.flush()
+        junit_xml(report).write(sys.stdout.buffer, encoding="utf-8", xml_declaration=True)
+        sys.stdout.buffer.write(b"\n")
+        sys.stdout.flush()
+    else:
+        junit_xml(report).write(path, encoding="utf-8", xml_declaration=True)
 
 
 def _example_line(x: dict[str, Any]) -> str:

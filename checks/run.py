@@ -10,7 +10,7 @@ from typing import Any
 
 from checks.catalog import BY_NAME, NAMES
 from checks.inputs import BadInput, resolve
-from checks.report import Report, build, print_report, write_json, write_junit
+from checks.report import Report, build, print_report, write_csv, write_json, write_junit
 
 EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -61,6 +61,7 @@ def run_check(
     json_path: str | Path | None = None,
     junit_path: str | Path | None = None,
     *,
+    csv_path: str | Path | None = None,
     invariants: Sequence[str] | None = None,
     console: Any = None,
     spark: Any = None,
@@ -77,7 +78,7 @@ def run_check(
     from rich.console import Console
 
     # with the JSON on standard output (--json -), the readable report goes to standard error
-    to_stderr = json_path is not None and str(json_path) == "-"
+    to_stderr = any(p is not None and str(p) == "-" for p in (json_path, csv_path, junit_path))
     console = console or Console(stderr=to_stderr,
                                  width=None if (sys.stderr if to_stderr else sys.stdout).isatty() else 120)
     from ctrlaudit.errors import PREFIX, describe
@@ -92,7 +93,7 @@ def run_check(
         print(PREFIX + known[0], file=sys.stderr)
         return known[1]
     print_report(report, console)
-    for path, write in ((json_path, write_json), (junit_path, write_junit)):
+    for path, write in ((json_path, write_json), (csv_path, write_csv), (junit_path, write_junit)):
         if not path:
             continue
         try:

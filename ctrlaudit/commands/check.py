@@ -23,7 +23,10 @@ def register(app: typer.Typer) -> None:
         engine: Engine = typer.Option(Engine.duckdb, "--engine", help="duckdb (embedded) or spark."),
         master: str = typer.Option("local[2]", "--master", help="Spark master, with --engine spark."),
         json_path: Path = JSON_OUT,
-        junit_path: Path = typer.Option(None, "--junit", help="Write the report as JUnit XML."),
+        junit_path: Path = typer.Option(None, "--junit", help="Write the report as JUnit XML ('-' = standard "
+                                                              "output)."),
+        csv_path: Path = typer.Option(None, "--csv", help="Write every finding (violated and allowed) as CSV, one "
+                                                          "row each; '-' = standard output."),
         allow: list[str] = typer.Option([], "--allow", help="Invariant whose breaches are allowed (repeatable)."),
         invariant: list[str] = typer.Option([], "--invariant", help="Only these invariants (repeatable)."),
         allow_gaps: bool = typer.Option(False, "--allow-gaps",
@@ -33,12 +36,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Check every invariant of the catalog. Exit 0 clean, 1 violations, 2 bad input."""
         from checks.run import run_check
+        from ctrlaudit.errors import UsageError
 
         use_time_format(time_format)
+        if sum(str(p) == "-" for p in (json_path, csv_path, junit_path) if p is not None) > 1:
+            raise UsageError("only one of --json, --csv, --junit can go to standard output ('-')")
         from ctrlaudit.progress import archive_bytes, bar
 
         with bar("reading and verifying", archive_bytes(inputs)) as progress:
             code = run_check([str(p) for p in inputs], engine=engine.value, allow=allow, json_path=json_path,
-                             junit_path=junit_path, invariants=invariant or None, master=master,
+                             junit_path=junit_path, csv_path=csv_path, invariants=invariant or None, master=master,
                              allow_gaps=allow_gaps, progress=progress)
         raise typer.Exit(code)

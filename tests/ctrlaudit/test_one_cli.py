@@ -314,3 +314,27 @@ def test_explain_says_why_the_previous_leader_stopped_leading(history: dict[str,
             "previous_leader_broker"].startswith(f"broker {broker} fenced")
     text = run("explain", "--store", handmade, "--seq", "11").stdout  # orders-0: leader 1 -> 2, broker 1 live
     assert "previous leader's broker: broker 1 live (registered, unfenced since seq 2)" in text, text
+
+
+def test_check_writes_every_finding_as_csv(tmp_path: Path) -> None:
+    """`check --csv`: one row per finding, violated and allowed, the columns every engine returns; the
+    counts agree with the JSON report's."""
+    import csv
+    import xml.etree.ElementTree as ET
+
+    done = run("simulate", "--out", str(tmp_path / "a"), "--events", "4000", "--seed", "9",
+               "--inject", "leader_in_isr@1500", "--inject", "controller_epoch_monotonic@2500")
+    assert done.exit_code == 0, done.output
+    report = json.loads(run("check", str(tmp_path / "a"), "--json", "-").stdout)
+    done = run("check", str(tmp_path / "a"), "--csv", "-")
+    assert done.exit_code == 1
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    for inv in report["invariants"]:
+        mine = [r for r in rows if r["invariant"] == inv["name"]]
+        assert sum(r["status"] == "violated" for r in mine) == inv["violations"], inv["name"]
+        assert sum(r["status"] == "allowed" for r in mine) == inv["allowed"], inv["name"]
+    assert {r["invariant"] for r in rows if r["status"] == "violated"} >= {"leader_in_isr", "controller_epoch_monotonic"}
+    junit = ET.fromstring(run("check", str(tmp_path / "a"), "--junit", "-").stdout)
+    assert int(junit.get("failures")) >= 2
+    done = run("check", str(tmp_path / "a"), "--csv", "-", "--json", "-")
+    assert done.exit_code == 2 and "only one of" in done.stderr
