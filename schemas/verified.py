@@ -30,7 +30,7 @@ import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas import fastflat, flat, loader
+from schemas import chainbreak, fastflat, flat, loader
 from schemas.codec import READ_OPTIONS
 from schemas.chain import record_hash
 from schemas.container import iter_records
@@ -45,8 +45,10 @@ READ_AHEAD = 0
 class ArchiveProblem(ContractError):
     """The archive is not what its manifests and hash chain say: one line naming the file and seq."""
 
-    def __init__(self, kind: str, file: str, seq: int | None, message: str, cluster_id: str = "") -> None:
-        self.kind = kind  # missing | altered | unchained | reordered | fork | manifest | unreadable
+    def __init__(self, kind: str, file: str, seq: int | None, message: str, cluster_id: str = "",
+                 event_id: str | None = None) -> None:
+        self.kind = kind  # missing | altered | unchained | reordered | inserted | fork | manifest | unreadable
+        self.event_id = event_id  # the event named, when there is one (altered, inserted, reordered)
         self.file = file
         self.seq = seq
         self.cluster_id = cluster_id
@@ -220,6 +222,16 @@ def _verify_python(f: ArchiveFile) -> tuple[pa.Table, str]:
     return flat.to_arrow(rows), digest.hexdigest()
 
 
+def _name_break(f: ArchiveFile) -> chainbreak.Break | None:
+    """The event that breaks the chain of a file found broken (read again, in Python: only a broken
+    archive gets here); None if it cannot be named."""
+    try:
+        hashes = None if _is_current(f.path) else (record_hash(*w) for w in _writer_records(f.path))
+        return chainbreak.first_break(f.path, f.manifest.first_seq, f.manifest.prev_hash, hashes)
+    except Exception:  # noqa: BLE001 - the break found first is reported then
+        return None
+
+
 def _is_current(path: Path) -> bool:
     with open(path, "rb") as fo:
         writer = fastavro.reader(fo).writer_schema
@@ -243,6 +255,10 @@ def read_file(f: ArchiveFile) -> pa.Table:
             raise ArchiveProblem("manifest", f.name, exc.seq, f"its first event (seq {exc.seq}) is not the one its "
                                  f"manifest describes (seq {m.first_seq} after {m.prev_hash[:16] or 'nothing'}…)",
                                  m.cluster_id) from None
+        named = _name_break(f)  # what happened there: missing, altered, reordered or inserted, by event
+        if named is not None:
+            raise ArchiveProblem(named.kind, f.name, named.seq, named.message, m.cluster_id,
+                                 event_id=named.event_id) from None
         raise ArchiveProblem(exc.kind, f.name, exc.seq, detail, m.cluster_id) from None
     except CodecError as exc:
         raise ArchiveProblem("unreadable", f.name, None, exc.reason, m.cluster_id) from None

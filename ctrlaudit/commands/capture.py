@@ -110,12 +110,10 @@ def register(app: typer.Typer) -> None:
         """Check the hash chain and the manifests; name the first missing/altered/reordered/inserted event.
 
         Exit 0: intact; 1: broken; 2: not an archive."""
-        from ctrlaudit.progress import bar
         from dataclasses import asdict
 
-        from schemas.errors import ContractError
+        from ctrlaudit.progress import bar
         from schemas.verified import ArchiveProblem, VerifiedRead
-        from services.archive.integrity import verify_archive
 
         try:
             read = VerifiedRead([archive])
@@ -123,18 +121,15 @@ def register(app: typer.Typer) -> None:
                 read.progress = progress
                 for _ in read:
                     pass
-        except ArchiveProblem as problem:
-            # Say exactly what broke: the event-level walk names a missing, altered, reordered or
-            # inserted event (it only runs on an archive already found broken).
-            try:
-                findings = [str(f) for f in verify_archive(archive).findings] or [str(problem)]
-            except ContractError:
-                findings = [str(problem)]
+        except ArchiveProblem as problem:  # names the file, and the event that is missing/altered/...
             out = Output(json_path)
-            for line in findings:
-                out.say(line)
-            out.say(f"{archive}: BROKEN: {len(findings)} problem(s)")
-            out.json({"archive": str(archive), "intact": False, "problems": findings})
+            out.say(f"{problem}")
+            out.say(f"{archive}: BROKEN: {problem.kind} at seq {problem.seq}" if problem.seq is not None
+                    else f"{archive}: BROKEN: {problem.kind}")
+            out.json({"archive": str(archive), "intact": False,
+                      "problems": [{"kind": problem.kind, "file": problem.file, "seq": problem.seq,
+                                    "event_id": problem.event_id, "cluster_id": problem.cluster_id,
+                                    "message": str(problem)}]})
             raise typer.Exit(EXIT_FOUND) from None
         out = Output(json_path)
         for chain in read.chains.values():

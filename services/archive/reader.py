@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,29 +40,3 @@ def iter_archive_records(directory: str | Path) -> Iterator[dict[str, Any]]:
     """The Avro records (fast path: no model objects)."""
     for path, _ in list_files(directory):
         yield from iter_records(path)
-
-
-@dataclass
-class VerifyReport:
-    files: int = 0
-    events: int = 0
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-
-def verify(directory: str | Path) -> VerifyReport:
-    """The archive's verdict from schemas.verified (the one verify): files, events, the problem."""
-    from schemas.verified import ArchiveProblem, NotAnArchive, verify as verified
-
-    report = VerifyReport()
-    try:
-        read = verified([directory])
-    except (ArchiveProblem, NotAnArchive) as exc:
-        report.problems.append(str(exc))
-        return report
-    report.files = sum(c.files for c in read.chains.values())
-    report.events = sum(c.events for c in read.chains.values())
-    return report

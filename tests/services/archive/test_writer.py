@@ -35,7 +35,8 @@ from schemas.events import (
     TopicChangeKind,
     UnknownRecord,
 )
-from services.archive import ArchiveWriter, iter_events, list_files, read_manifest, verify
+from schemas.verified import ArchiveProblem, verify as verified_read
+from services.archive import ArchiveWriter, iter_events, list_files, read_manifest
 from services.archive.encoder import FastavroSplitEncoder, FastV1Encoder, chain_body
 from schemas.manifest import manifest_path
 from services.simulator import SimConfig, simulate
@@ -164,8 +165,8 @@ def test_rolls_by_hour_and_count_with_manifests(tmp_path):
     assert sum(m.count for m in files) == 40
     for a, b in zip(files, files[1:]):
         assert b.prev_hash == a.chain_head_hash and b.first_seq == a.last_seq + 1
-    report = verify(tmp_path / "c1")
-    assert report.ok and report.events == 40 and report.files == len(files)
+    chain = verified_read([tmp_path / "c1"]).chains["c1"]
+    assert chain.events == 40 and chain.files == len(files) and chain.verified_to == 39
     json.loads((tmp_path / "c1" / (files[0].file + ".manifest.json")).read_text())
 
 
@@ -180,7 +181,8 @@ def test_verify_detects_tampering(tmp_path):
     data = bytearray(path.read_bytes())
     data[-100] ^= 1
     path.write_bytes(bytes(data))
-    assert not verify(tmp_path / "c1").ok
+    with pytest.raises(ArchiveProblem):
+        verified_read([tmp_path / "c1"])
 
 
 def test_same_events_give_identical_files(tmp_path):
@@ -208,7 +210,7 @@ def test_resume_continues_the_chain_and_skips_unfinished_files(tmp_path):
             w.append(e)
     assert not list((tmp_path / "c1").glob("*.part"))
     assert list(iter_events(tmp_path / "c1")) == chained(events)
-    assert verify(tmp_path / "c1").ok
+    verified_read([tmp_path / "c1"])  # raises unless intact
 
 
 def test_fsync_path_and_wrong_cluster(tmp_path):
