@@ -1,7 +1,7 @@
-"""The tailer on a live node of the shared real cluster (tests/conftest.py: 4 kB metadata segments,
-so it crosses many rolls), while topics are created and a broker is killed and restarted: the
-tailed events equal an offline import of the same log afterwards — same positions, no gap, no
-duplicate."""
+"""The KRaft source (KRaftTail, read through CaptureState as the capture worker reads it) on a live node of
+the shared real cluster (tests/conftest.py: 4 kB metadata segments, so it crosses many rolls), while topics
+are created and a broker is killed and restarted: the captured events equal an offline import of the same
+log afterwards — same positions, no gap, no duplicate."""
 from __future__ import annotations
 
 import threading
@@ -10,9 +10,10 @@ import time
 import pytest
 
 from schemas.events import BrokerChange, BrokerChangeKind, CaptureGap, TopicChange
+from services.capture.logic import CaptureState
+from services.capture.sources import KRaftTail
 from services.cluster.testing import copy_node_metadata, heal
 from services.normalize.offline import import_events
-from services.tail import EventTailer
 
 pytestmark = [pytest.mark.kafka]
 
@@ -26,18 +27,25 @@ def test_tailed_events_equal_the_offline_import(kafka_cluster, tmp_path):
     c = heal(kafka_cluster)
     node = c.wait_for_controller()  # the Raft leader's log is never truncated under the reader
     cluster_id = c.cluster_id_file.read_text().strip()
-    tailer = EventTailer(c.metadata_dir(node), cluster_id, node_id=node, poll_interval=0.1)
+    tail, state = KRaftTail(c.metadata_dir(node), cluster_id, node_id=node), CaptureState(cluster_id, node)
     events: list = []
     files: set[str] = set()
     stop = threading.Event()
     errors: list[BaseException] = []
 
+    def step() -> list:
+        got = [e for r in tail.poll() for e, *_ in state.process(r)]
+        if tail.file is not None:
+            files.add(tail.file.name)
+        return got
+
     def run():
         try:
-            for e in tailer.follow(stop=stop.is_set):
-                events.append(e)
-                if tailer.position:
-                    files.add(tailer.position.file)
+            while not stop.is_set():
+                got = step()
+                events.extend(got)
+                if not got:
+                    time.sleep(0.1)
         except BaseException as exc:  # surfaced in the main thread
             errors.append(exc)
 
@@ -65,7 +73,7 @@ def test_tailed_events_equal_the_offline_import(kafka_cluster, tmp_path):
     copy = copy_node_metadata(c, node, tmp_path / "copy")
     offline = list(import_events([copy], cluster_id, node_id=node))
     last = max(e.source.offset for e in offline)
-    events += tailer.step()  # whatever was appended after the follower stopped
+    events += step()  # whatever was appended after the loop stopped
     tailed = [e for e in events if e.source.offset <= last]
     assert [_key(e) for e in tailed] == [_key(e) for e in offline]
     assert not any(isinstance(e.payload, CaptureGap) for e in events)

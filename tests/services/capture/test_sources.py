@@ -1,0 +1,205 @@
+"""The KRaft source (KRaftTail, the one tailer) on synthetic logs, read through CaptureState as the capture
+worker reads it: appends, partial batches, rolls, segments deleted before they were read (a gap, then a
+snapshot bootstrap), restarts from the last raw record; the events equal the offline import's."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from schemas.events import CaptureGap, PartitionChange
+from services.capture.codec import RawRecord
+from services.capture.logic import CaptureState
+from services.capture.sources import KRaftTail
+from services.normalize.offline import import_events
+from tests.services.kraft.helpers import metadata_value
+from tests.services.normalize.logs import T1, LogBuilder, change
+from tests.services.normalize.test_offline import history, snapshot
+
+
+def seg(d: Path, base: int) -> Path:
+    return d / f"{base:020d}.log"
+
+
+def offsets(raws: list[RawRecord]) -> list[int]:
+    return [o for r in raws if r.kind == "KRAFT_BATCH" for o in range(r.base_offset, r.last_offset + 1)]
+
+
+def build(n_changes: int = 20) -> LogBuilder:
+    b = history(LogBuilder())  # offsets 0..8: leader change, feature, 3 brokers, topic, 2 partitions
+    for i in range(n_changes):
+        change(b, T1, i % 2, isr=[1, 2, 3] if i % 2 else [1, 2], leader=-2)
+    return b
+
+
+def write(path: Path, batches: list[bytes], mode: str = "ab") -> None:
+    with open(path, mode) as f:
+        f.write(b"".join(batches))
+
+
+def test_new_batches_in_the_active_segment(tmp_path):
+    b = build()
+    write(seg(tmp_path, 0), b.batches[:10], "wb")
+    t = KRaftTail(tmp_path, "c1")
+    assert offsets(t.poll()) == list(range(10))
+    assert t.poll() == []
+    write(seg(tmp_path, 0), b.batches[10:15])
+    assert offsets(t.poll()) == list(range(10, 15))
+    assert (t.file, t.position, t.next_offset) == (seg(tmp_path, 0), sum(map(len, b.batches[:15])), 15)
+
+
+def test_partial_batch_at_the_end_waits_for_the_rest(tmp_path):
+    b = build()
+    write(seg(tmp_path, 0), b.batches[:5], "wb")
+    half = len(b.batches[5]) // 2
+    write(seg(tmp_path, 0), [b.batches[5][:half]])
+    t = KRaftTail(tmp_path, "c1")
+    assert offsets(t.poll()) == list(range(5))
+    assert t.poll() == []  # still incomplete: nothing, no error
+    write(seg(tmp_path, 0), [b.batches[5][half:], b.batches[6][:3]])
+    assert offsets(t.poll()) == [5]
+    write(seg(tmp_path, 0), [b.batches[6][3:]])
+    assert offsets(t.poll()) == [6]
+
+
+def test_roll_reads_the_old_segment_to_its_end_first(tmp_path):
+    b = build()
+    write(seg(tmp_path, 0), b.batches[:8], "wb")
+    t = KRaftTail(tmp_path, "c1")
+    assert offsets(t.poll()) == list(range(8))
+    # Kafka appends two more batches to segment 0, then rolls to segment 10, all before we look.
+    write(seg(tmp_path, 0), b.batches[8:10])
+    write(seg(tmp_path, 10), b.batches[10:14], "wb")
+    assert offsets(t.poll()) == list(range(8, 14))
+    assert t.file == seg(tmp_path, 10)
+    write(seg(tmp_path, 10), b.batches[14:16])
+    write(seg(tmp_path, 16), b.batches[16:18], "wb")
+    write(seg(tmp_path, 18), b.batches[18:20], "wb")  # two rolls between two polls
+    assert offsets(t.poll()) == list(range(14, 20))
+
+
+def test_segments_deleted_before_they_were_read_give_a_gap_and_a_snapshot_bootstrap(tmp_path):
+    b = build(20)  # offsets 0..27
+    write(seg(tmp_path, 0), b.batches[:10], "wb")
+    t = KRaftTail(tmp_path, "c1")
+    assert offsets(t.poll()) == list(range(10))
+    write(seg(tmp_path, 0), b.batches[10:12])
+    write(seg(tmp_path, 12), b.batches[12:20], "wb")
+    write(seg(tmp_path, 20), b.batches[20:], "wb")
+    snap_records = [metadata_value("TopicRecord", 0, {"name": "orders", "topicId": T1})]
+    snapshot(tmp_path, 18, snap_records)
+    snapshot(tmp_path, 22, snap_records)
+    # retention removes segments 0 and 12 before the tail looks again
+    seg(tmp_path, 0).unlink()
+    seg(tmp_path, 12).unlink()
+    got = t.poll()
+    assert [r.kind for r in got[:2]] == ["GAP", "SNAPSHOT_BEGIN"]
+    assert (got[0].base_offset, got[0].last_offset) == (10, 21) and got[1].base_offset == 22
+    assert offsets(got) == list(range(22, len(b.batches)))
+
+
+def test_fresh_start_without_segment_zero_bootstraps_like_the_offline_import(tmp_path):
+    b = build(10)
+    write(seg(tmp_path, 12), b.batches[12:], "wb")
+    snapshot(tmp_path, 12, [metadata_value("TopicRecord", 0, {"name": "orders", "topicId": T1})])
+    got = KRaftTail(tmp_path, "c1").poll()
+    assert got[0].kind == "GAP" and (got[0].base_offset, got[0].last_offset) == (0, 11)
+    assert got[1].kind == "SNAPSHOT_BEGIN"
+    assert offsets(got) == list(range(12, len(b.batches)))
+
+
+def test_deleted_history_without_a_snapshot_waits_for_kafka_to_write_one(tmp_path):
+    """Kafka writes a snapshot before retention deletes what it covers: until one is there the tail says
+    nothing (never a gap it cannot bootstrap after), and then bootstraps from it."""
+    b = build(4)
+    write(seg(tmp_path, 5), b.batches[5:], "wb")
+    t = KRaftTail(tmp_path, "c1")
+    assert t.poll() == [] and t.poll() == []
+    snapshot(tmp_path, 5, [metadata_value("TopicRecord", 0, {"name": "orders", "topicId": T1})])
+    got = t.poll()
+    assert [r.kind for r in got[:2]] == ["GAP", "SNAPSHOT_BEGIN"] and offsets(got) == list(range(5, len(b.batches)))
+
+
+def test_a_segment_that_shrinks_below_the_read_position_is_read_again_without_duplicates(tmp_path):
+    """A replica's log truncated after a failover (never committed offsets: the gate keeps them out)."""
+    b = build(4)
+    write(seg(tmp_path, 0), b.batches, "wb")
+    t = KRaftTail(tmp_path, "c1")
+    assert offsets(t.poll()) == list(range(len(b.batches)))
+    write(seg(tmp_path, 0), b.batches[:3], "wb")
+    assert t.poll() == []  # re-located: nothing below next_offset is published twice
+    write(seg(tmp_path, 0), b.batches[3:])
+    assert t.poll() == []
+
+
+def _resume_from(raws: list[RawRecord]) -> RawRecord:
+    return raws[-1]  # what the worker finds as the raw topic's last record
+
+
+def test_restart_from_the_last_raw_record_continues_without_gap_or_duplicate(tmp_path):
+    b = build(20)
+    write(seg(tmp_path, 0), b.batches[:12], "wb")
+    first = KRaftTail(tmp_path, "c1").poll()
+    write(seg(tmp_path, 0), b.batches[12:15])
+    write(seg(tmp_path, 15), b.batches[15:], "wb")
+    again = KRaftTail(tmp_path, "c1", resume=_resume_from(first)).poll()
+    assert offsets(first) + offsets(again) == list(range(len(b.batches)))
+    assert not any(r.kind == "GAP" for r in again)
+
+
+def test_restart_after_the_last_file_was_deleted_resumes_from_the_next_segment(tmp_path):
+    b = build(20)
+    write(seg(tmp_path, 0), b.batches[:12], "wb")
+    first = KRaftTail(tmp_path, "c1").poll()
+    write(seg(tmp_path, 12), b.batches[12:], "wb")
+    snapshot(tmp_path, 12, [])
+    seg(tmp_path, 0).unlink()  # deleted after it was read completely: no gap
+    got = KRaftTail(tmp_path, "c1", resume=_resume_from(first)).poll()
+    assert not any(r.kind == "GAP" for r in got)
+    assert offsets(got) == list(range(12, len(b.batches)))
+
+
+def _payloads(events):
+    return [(e.source.offset, e.source.index, e.bootstrap, e.payload) for e in events]
+
+
+def _events(state: CaptureState, raws: list[RawRecord]):
+    return [e for r in raws for e, *_ in state.process(r)]
+
+
+def test_captured_events_equal_the_offline_import_across_rolls_partials_and_a_restart(tmp_path):
+    b = build(30)
+    # the same history, written piece by piece, read by a tail and a CaptureState that restart once
+    write(seg(tmp_path, 0), b.batches[:10] + [b.batches[10][:7]], "wb")
+    t, state = KRaftTail(tmp_path, "c1"), CaptureState("c1")
+    raws = t.poll()
+    write(seg(tmp_path, 0), [b.batches[10][7:]] + b.batches[11:15])
+    raws += t.poll()
+    events = _events(state, raws)
+    write(seg(tmp_path, 15), b.batches[15:30], "wb")
+    # a restart: the tail from the raw topic's last record; the state replays the raw topic
+    t2, state2 = KRaftTail(tmp_path, "c1", resume=raws[-1]), CaptureState("c1")
+    _events(state2, raws)
+    more = t2.poll()
+    write(seg(tmp_path, 30), b.batches[30:], "wb")
+    more += t2.poll()
+    events += _events(state2, more)
+    offline = list(import_events([tmp_path], "c1"))
+    assert _payloads(events) == _payloads(offline)
+    changes = [e for e in events if isinstance(e.payload, PartitionChange) and e.payload.before is not None]
+    assert changes
+    assert [e.seq for e in events] == list(range(len(events)))  # chained once, no duplicate
+    assert len({(e.source.offset, e.source.index) for e in events}) == len(events)
+
+
+def test_a_gap_becomes_a_capture_gap_event_and_the_state_goes_on_from_the_snapshot(tmp_path):
+    b = build(20)
+    write(seg(tmp_path, 0), b.batches[:10], "wb")
+    t, state = KRaftTail(tmp_path, "c1"), CaptureState("c1")
+    _events(state, t.poll())
+    write(seg(tmp_path, 20), b.batches[20:], "wb")
+    snapshot(tmp_path, 20, [metadata_value("TopicRecord", 0, {"name": "orders", "topicId": T1})])
+    seg(tmp_path, 0).unlink()
+    events = _events(state, t.poll())
+    gaps = [e for e in events if isinstance(e.payload, CaptureGap)]
+    assert len(gaps) == 1 and (gaps[0].payload.from_offset, gaps[0].payload.to_offset) == (10, 19)
+    assert any(e.bootstrap for e in events)
+    assert max(e.source.offset for e in events) == len(b.batches) - 1
