@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
         """Consume the events topic into hourly Avro files with manifests (fsync, then commit)."""
         import logging
 
-        from services.capture.archiver import run
+        from services.archive.archiver import run
         from services.capture.settings import Settings
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError("--command-config is for reading the events topic: give --bootstrap-server too")
         with tempfile.TemporaryDirectory(prefix="ctrlaudit-topic-") as tmp:
             if bootstrap_server:
-                from services.capture.archiver import consume_to_archive
+                from services.archive.archiver import consume_to_archive
                 from services.capture.settings import Settings
                 security = Settings().replace(command_config=str(command_config) if command_config else None).security
                 got = consume_to_archive(bootstrap_server, topic or "ctrlaudit.events", Path(tmp), security=security)

@@ -13,7 +13,7 @@ from schemas.chain import record_hash
 from schemas.events import ControllerEvent, SourceKind, SourcePosition, TopicChange, TopicChangeKind
 from services.archive import ArchiveWriter, list_files
 from schemas.verified import ArchiveProblem, verify as verified_read
-from services.capture.archiver import Archive, TopicDoesNotContinue
+from services.archive.archiver import Archive, TopicDoesNotContinue
 from schemas import codec as event_codec
 from schemas.chain import Chain
 
