@@ -19,7 +19,6 @@ MV_NO_BUMP_ON_ISR_SHRINK = 12  # 3.6-IV0
 MV_ELR = 23  # 4.0-IV1: eligible leader replicas supported
 
 Acceptable = Callable[[int], bool]
-_ORDER = tuple(K)
 
 
 class Change:
@@ -30,46 +29,6 @@ class Change:
     def __init__(self, after: PartitionState, election: ElectionType) -> None:
         self.after = after
         self.election = election
-
-
-def change_kinds(before: PartitionState | None, after: PartitionState | None,
-                 extra: Sequence[PartitionChangeKind] = ()) -> tuple[PartitionChangeKind, ...]:
-    """The kinds of change, in the schema's enum order."""
-    if before is not None and after is not None and not extra:
-        # Fast path for the common ISR/leader changes.
-        kinds_l = []
-        if after.leader != before.leader:
-            kinds_l.append(K.LEADER)
-        elif after.leader_epoch != before.leader_epoch:
-            kinds_l.append(K.LEADER_EPOCH)
-        if after.isr != before.isr:
-            kinds_l.append(K.ISR)
-        if after.replicas != before.replicas:
-            kinds_l.append(K.REPLICAS)
-        if after.elr != before.elr or after.last_known_elr != before.last_known_elr:
-            kinds_l.append(K.ELR)
-        if after.leader_recovery_state != before.leader_recovery_state:
-            kinds_l.append(K.RECOVERY_STATE)
-        return tuple(kinds_l)
-    kinds = set(extra)
-    if before is None:
-        kinds.add(K.CREATE)
-    elif after is None:
-        kinds.add(K.DELETE)
-    else:
-        if after.leader != before.leader:
-            kinds.add(K.LEADER)
-        elif after.leader_epoch != before.leader_epoch:
-            kinds.add(K.LEADER_EPOCH)
-        if after.isr != before.isr:
-            kinds.add(K.ISR)
-        if after.replicas != before.replicas:
-            kinds.add(K.REPLICAS)
-        if after.elr != before.elr or after.last_known_elr != before.last_known_elr:
-            kinds.add(K.ELR)
-        if after.leader_recovery_state != before.leader_recovery_state:
-            kinds.add(K.RECOVERY_STATE)
-    return tuple(k for k in _ORDER if k in kinds)
 
 
 def target_elr(s: PartitionState, target_isr: tuple[int, ...], min_isr: int,

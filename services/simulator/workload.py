@@ -32,6 +32,7 @@ from schemas.events import (
     TopicChange,
     TopicChangeKind,
 )
+from services.normalize.classify import change_kinds
 from services.simulator import rules
 from services.simulator.cluster import (
     MIN_ISR,
@@ -50,6 +51,19 @@ from services.simulator.journal import Journal
 from services.simulator.placement import place
 
 K = PartitionChangeKind
+_REASSIGNMENT = frozenset((K.REASSIGNMENT_START, K.REASSIGNMENT_COMPLETE, K.REASSIGNMENT_CANCEL))
+_ORDER = tuple(K)
+
+
+def _kinds(before, after, decided: tuple[PartitionChangeKind, ...]) -> tuple[PartitionChangeKind, ...]:
+    """The one classifier's kinds (services.normalize.classify, what an import infers from the states); a
+    reassignment step the simulator decided overrides the inferred one (the same in a normal run; an
+    injected breach claims a step its states do not show, as a faulty controller would)."""
+    kinds = change_kinds(before, after)
+    if not decided:
+        return kinds
+    chosen = {k for k in kinds if k not in _REASSIGNMENT} | set(decided)
+    return tuple(k for k in _ORDER if k in chosen)
 CONTROLLER_BASE_ID = 3000
 
 
@@ -197,7 +211,7 @@ class Simulator:
             if r not in after.isr and r in after.replicas:
                 self.lagging.add((p, r))
         e = self.j.record(PartitionChange(p.topic.name, p.topic.topic_id, p.id, before, after,
-                                          rules.change_kinds(before, after, extra), election, reason))
+                                          _kinds(before, after, extra), election, reason))
         if follow_up and p.reassignment is not None and not p.reassignment.cancel and rules.can_complete(after):
             self.complete_reassignment(p)
         return e
