@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from schemas.events import ElectionType, LeaderRecoveryState, PartitionChangeKind, PartitionState
+from services.normalize.classify import change_kinds
 from services.simulator import rules
 
 K = PartitionChangeKind
@@ -26,13 +27,13 @@ def test_isr_shrink_and_expand_keep_leader_epoch_at_mv_12_and_later():
     assert (shrink.isr, shrink.leader_epoch, shrink.partition_epoch) == ((1, 2), 5, 10)
     expand = build(shrink, target_isr=(1, 2, 3)).after
     assert (expand.leader_epoch, expand.partition_epoch) == (5, 11)
-    assert rules.change_kinds(S, shrink) == (K.ISR,)
+    assert change_kinds(S, shrink) == (K.ISR,)
 
 
 def test_isr_shrink_forces_leader_epoch_bump_before_mv_12():
     ch = build(target_isr=(1, 2), mv=11)
     assert (ch.after.leader, ch.after.leader_epoch, ch.election) == (1, 6, ElectionType.NONE)
-    assert rules.change_kinds(S, ch.after) == (K.LEADER_EPOCH, K.ISR)
+    assert change_kinds(S, ch.after) == (K.LEADER_EPOCH, K.ISR)
     assert build(build(target_isr=(1, 2), mv=11).after, target_isr=(1, 2, 3), mv=11).after.leader_epoch == 6
 
 
@@ -71,7 +72,7 @@ def test_unclean_election_only_when_allowed_sets_isr_and_recovering():
     recovered = build(a, recovered=True)
     assert recovered.after.leader_recovery_state == LeaderRecoveryState.RECOVERED
     assert recovered.after.leader_epoch == a.leader_epoch
-    assert rules.change_kinds(a, recovered.after) == (K.RECOVERY_STATE,)
+    assert change_kinds(a, recovered.after) == (K.RECOVERY_STATE,)
 
 
 def test_elr_tracks_isr_below_min_isr_and_elects_from_it():
