@@ -11,13 +11,12 @@ from typing import Any
 import pyarrow as pa
 
 from schemas import flat
+from schemas.flat import STORE_LAYOUT_VERSION  # noqa: F401 - the engines read it from here
 from schemas.errors import ContractError
 from schemas.verified import Gap, VerifiedRead, read_all
 
 AVRO_MAGIC = b"Obj\x01"
 DUCKDB_MAGIC = b"DUCK"  # at byte offset 8 of a DuckDB database file
-# replay.store.LAYOUT_VERSION this build reads (checks does not import replay; a test pins the two).
-STORE_LAYOUT_VERSION = 2
 
 
 class BadInput(ContractError):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from checks.catalog import BY_NAME, VIOLATION_COLUMNS, Invariant
-from replay import times
+from schemas import times
 from schemas.verified import Gap, no_data_gap
 
 WORST = 5  # examples per invariant (Jepsen keeps 8-32; the JSON keeps the same few)

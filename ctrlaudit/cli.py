@@ -34,12 +34,11 @@ def root(
 ) -> None:
     """Capture, replay and check the controller decisions of a Kafka cluster."""
     from ctrlaudit.errors import fail
-    from replay import times
-    from replay.errors import StoreError
+    from schemas import times
 
     try:  # each invocation starts from the default (the tests run many in one process)
         times.use(times.default_format())
-    except StoreError as exc:
+    except times.TimeError as exc:
         raise fail(f"CTRLAUDIT_TIME_FORMAT: {exc}") from None
 
 

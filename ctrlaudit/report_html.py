@@ -11,7 +11,8 @@ import html
 import json
 from typing import Any
 
-from replay import changes, formats, times
+from replay import changes, formats
+from schemas import times
 from replay.incident import HEALTH, Incident
 from replay.store import Store
 

@@ -137,7 +137,7 @@ def broker_as_of(store: Store, cluster: str, broker: int, seq: int, time_ms: int
     controller writes the leader moves of a fencing or a controlled shutdown first and the broker's own
     record last, in one atomic batch: ReplicationControlManager.handleBrokerFenced / handleBrokerShutdown),
     else its state as of `seq`, with the change that made it so (seq, offset, time)."""
-    from replay.times import show
+    from schemas.times import show
 
     params = {"c": cluster, "b": broker, "s": seq, "t": time_ms}
     # The batch: the events after `seq` that share its append time, up to the first one that does not.

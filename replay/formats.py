@@ -21,7 +21,7 @@ from schemas.events import PartitionState
 from replay.changes import Explanation, TimelineResult
 from replay.queries import DiffResult, HealthResult, PartitionRow, StateResult
 from replay.store import Point
-from replay.times import show
+from schemas.times import show
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID.toString(): Kafka omits TopicId then
 

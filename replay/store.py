@@ -18,14 +18,13 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.flat import FLAT_COLUMNS
+from schemas.flat import FLAT_COLUMNS, STORE_LAYOUT_VERSION
 from schemas.verified import Gap, VerifiedRead
-from replay import chainstate, intervals, opening, times
+from replay import chainstate, intervals, opening
+from schemas import times
 from replay.errors import ChainFork, LayoutVersionError, StoreError
 
-# 2: chain_status and chain_gaps (what the load verified). A store of layout 1 is a cache of its
-# archive files: load them into a new store (`ctrlaudit load ARCHIVE --store NEW`).
-LAYOUT_VERSION = 2
+LAYOUT_VERSION = STORE_LAYOUT_VERSION  # schemas.flat: the one place, shared with the check engines
 # Archive bytes per insert batch (Arrow rows take ~2.2x the Avro bytes; two batches are alive at a
 # time, the one being stored and the next being decoded).
 BATCH_BYTES = 128 * 1024 * 1024

@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from replay import times
+from schemas import times
 from replay.errors import StoreError
 from replay.store import Point, Store
 

@@ -14,6 +14,11 @@ import pyarrow as pa
 
 INTS = pa.list_(pa.int32())
 
+# The layout version of a DuckDB store holding this table (its store_meta row), read by the replay store
+# and by `check STORE`. 2: chain_status and chain_gaps (what the load verified). A store of layout 1 is a
+# cache of its archive files: load them into a new store (`ctrlaudit load ARCHIVE --store NEW`).
+STORE_LAYOUT_VERSION = 2
+
 # (name, arrow type, meaning). Order is the row order of `flatten`.
 ENVELOPE = [
     ("seq", pa.int64(), "position in the cluster's chain"),

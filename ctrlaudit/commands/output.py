@@ -33,7 +33,7 @@ JSON_OUT = typer.Option(
 
 
 def use_time_format(fmt: TimeFormat | None) -> None:
-    from replay import times
+    from schemas import times
 
     if fmt is not None:
         times.use(fmt.value)

@@ -143,7 +143,7 @@ def test_readme_walkthrough_answers_who_led_and_why(demo, tmp_path, monkeypatch)
     from typer.testing import CliRunner
 
     from ctrlaudit.cli import app
-    from replay.times import iso
+    from schemas.times import iso
 
     cap, store, _, _, _ = demo
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()

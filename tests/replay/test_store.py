@@ -15,7 +15,7 @@ from replay.errors import LayoutVersionError, StoreError
 from replay.queries import image_at
 from schemas.errors import ContractError
 from replay.store import Store
-from replay.times import parse_time
+from schemas.times import TimeError, parse_time
 from tests.replay.histories import generate
 
 N = 1500
@@ -90,7 +90,7 @@ def test_iso_time():
     assert parse_time("2023-11-14T22:13:20Z") == 1_700_000_000_000
     assert parse_time("2023-11-14T22:13:20") == 1_700_000_000_000
     assert parse_time("2023-11-14T23:13:20.500+01:00") == 1_700_000_000_500
-    with pytest.raises(StoreError, match="not a time"):
+    with pytest.raises(TimeError, match="not a time"):
         parse_time("yesterday")
 
 

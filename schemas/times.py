@@ -15,9 +15,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from replay.errors import StoreError
+from schemas.errors import ContractError
 
 FORMATS = ("iso", "epoch-ms")
+
+
+class TimeError(ContractError):
+    """A time that cannot be read, or an output format that does not exist."""
+
 SECONDS_BELOW = 10**11  # epoch millis 10^11 is 1973-03-03; epoch seconds 10^11 is the year 5138
 
 
@@ -33,7 +38,7 @@ _format: ContextVar[str] = ContextVar("time_format", default="iso")
 def use(fmt: str) -> None:
     """Set the output format of `show` for this process (the CLI's --time-format)."""
     if fmt not in FORMATS:
-        raise StoreError(f"time format {fmt!r}: use one of {', '.join(FORMATS)}")
+        raise TimeError(f"time format {fmt!r}: use one of {', '.join(FORMATS)}")
     _format.set(fmt)
 
 
@@ -70,7 +75,7 @@ def parse(value: str | int) -> Parsed:
     try:
         dt = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text)
     except ValueError:
-        raise StoreError(f"not a time: {value!r} (use ISO-8601 like 2026-11-20T03:14:00Z, or epoch millis)") from None
+        raise TimeError(f"not a time: {value!r} (use ISO-8601 like 2026-11-20T03:14:00Z, or epoch millis)") from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     return Parsed(round(dt.timestamp() * 1000))

@@ -1,0 +1,41 @@
+"""schemas.times: the one parser of the times users type, the one format of the times ctrlaudit prints."""
+from __future__ import annotations
+
+import pytest
+
+from schemas import times
+
+
+@pytest.mark.parametrize("text, ms", [
+    ("2023-11-14T22:13:20Z", 1_700_000_000_000),
+    ("2023-11-14T22:13:20.123z", 1_700_000_000_123),
+    ("2023-11-14 22:13:20", 1_700_000_000_000),  # a space for the T, no zone: UTC
+    ("2023-11-14T23:13:20.5+01:00", 1_700_000_000_500),
+    ("1700000000123", 1_700_000_000_123),  # epoch millis
+    (" 1700000000123 ", 1_700_000_000_123),
+])
+def test_parse(text: str, ms: int) -> None:
+    assert times.parse(text) == times.Parsed(ms)
+
+
+def test_epoch_seconds_are_read_as_seconds_and_say_so() -> None:
+    p = times.parse("1700000000")
+    assert p.ms == 1_700_000_000_000 and "read as epoch seconds (2023-11-14T22:13:20.000Z)" in p.note
+    assert times.parse(str(times.SECONDS_BELOW)).note == ""  # 10^11: epoch millis (1973)
+
+
+def test_not_a_time_names_what_to_give() -> None:
+    with pytest.raises(times.TimeError, match="ISO-8601 like 2026-11-20T03:14:00Z, or epoch millis"):
+        times.parse("last tuesday")
+
+
+def test_show_in_either_format() -> None:
+    assert times.iso(1_700_000_000_007) == "2023-11-14T22:13:20.007Z"
+    times.use("epoch-ms")
+    try:
+        assert times.show(1_700_000_000_007) == "1700000000007" and times.show(None) == "-"
+    finally:
+        times.use("iso")
+    assert times.show(1_700_000_000_007) == "2023-11-14T22:13:20.007Z"
+    with pytest.raises(times.TimeError):
+        times.use("rfc2822")
