@@ -22,7 +22,7 @@ from services.normalize.kraft import KRaftNormalizer
 log = logging.getLogger(__name__)
 
 
-class ImportError_(ContractError):
+class BadImport(ContractError):
     """The given files do not form a history that can be imported."""
 
 
@@ -57,14 +57,14 @@ def plan(paths: Sequence[Path]) -> list[Path]:
         elif p.exists():
             files.append(p)
         else:
-            raise ImportError_(f"{p}: no such file or directory")
+            raise BadImport(f"{p}: no such file or directory")
     segments = sorted((f for f in files if segment_base_offset(f) is not None), key=segment_base_offset)
     snapshots = sorted((f for f in files if snapshot_id(f) is not None), key=lambda f: snapshot_id(f).end_offset)
     others = [f for f in files if f not in segments and f not in snapshots]
     if others:
-        raise ImportError_(f"{others[0]}: not a metadata log segment (NNN.log) or snapshot (NNN-EEE.checkpoint)")
+        raise BadImport(f"{others[0]}: not a metadata log segment (NNN.log) or snapshot (NNN-EEE.checkpoint)")
     if not segments and not snapshots:
-        raise ImportError_("no metadata log segments or snapshots in " + ", ".join(map(str, paths)))
+        raise BadImport("no metadata log segments or snapshots in " + ", ".join(map(str, paths)))
     first = segment_base_offset(segments[0]) if segments else None
     if first == 0:
         return segments
@@ -73,7 +73,7 @@ def plan(paths: Sequence[Path]) -> list[Path]:
     if not usable and snapshots:
         usable = snapshots[-1:]
     if not usable:
-        raise ImportError_(f"the segments start at offset {first} and no snapshot covers the history before it")
+        raise BadImport(f"the segments start at offset {first} and no snapshot covers the history before it")
     return usable[:1] + segments
 
 
@@ -119,7 +119,7 @@ def import_events(paths: Sequence[str | Path], cluster_id: str | None = None, on
                         report.events += 1
                         yield event
         except KRaftError as exc:
-            raise ImportError_(str(exc)) from None
+            raise BadImport(str(exc)) from None
         if len(reader.skipped) > skipped:  # damage at the very end of the file
             reason = str(reader.skipped[-1])
             yield norm.gap(norm.last_offset + 1, -1, reason, last_time)

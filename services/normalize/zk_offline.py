@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from schemas.events import ControllerEvent
-from services.normalize.offline import ImportError_, ImportReport
+from services.normalize.offline import BadImport, ImportReport
 from services.normalize.zookeeper import ZooKeeperNormalizer
 from services.zookeeper import TxnLogReader, ZooKeeperFileError, log_start_zxid, snapshot_zxid, txn_logs
 from services.zookeeper.snapshot import read_snapshot
@@ -41,12 +41,12 @@ def plan_zk(paths: Sequence[Path]) -> list[Path]:
             if snapshot_zxid(p) is not None:
                 continue  # snapshots: not read yet (see the module doc)
             if log_start_zxid(p) is None:
-                raise ImportError_(f"{p}: not a ZooKeeper transaction log (log.<zxid in hex>)")
+                raise BadImport(f"{p}: not a ZooKeeper transaction log (log.<zxid in hex>)")
             files.append(p)
         else:
-            raise ImportError_(f"{p}: no such file or directory")
+            raise BadImport(f"{p}: no such file or directory")
     if not files:
-        raise ImportError_("no ZooKeeper transaction logs (version-2/log.*) in " + ", ".join(map(str, paths)))
+        raise BadImport("no ZooKeeper transaction logs (version-2/log.*) in " + ", ".join(map(str, paths)))
     return sorted(set(files), key=log_start_zxid)
 
 
@@ -95,7 +95,7 @@ def import_zk_events(paths: Sequence[str | Path], cluster_id: str, on_error: str
             try:
                 snap = read_snapshot(usable[0])
             except ZooKeeperFileError as exc:
-                raise ImportError_(str(exc)) from None
+                raise BadImport(str(exc)) from None
             report.files.append(str(usable[0]))
             yield _gap(norm, report, 1, snap.zxid, f"history up to zxid {snap.zxid:#x} is in no log given; "
                        f"state bootstrapped from {usable[0].name}", snap.last_mtime)
@@ -127,7 +127,7 @@ def import_zk_events(paths: Sequence[str | Path], cluster_id: str, on_error: str
                     report.events += 1
                     yield event
         except ZooKeeperFileError as exc:
-            raise ImportError_(str(exc)) from None
+            raise BadImport(str(exc)) from None
         if len(reader.skipped) > skipped:  # damage at the end of the file
             yield _gap(norm, report, (last or 0) + 1, -1, str(reader.skipped[-1]))
         if reader.partial_tail is not None:

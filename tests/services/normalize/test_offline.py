@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from services.kraft.batch import build_batch
-from services.normalize.offline import ImportError_, ImportReport, import_events, plan
+from services.normalize.offline import BadImport, ImportReport, import_events, plan
 from tests.services.kraft.helpers import control_key, control_value
 from tests.services.normalize.logs import T1, LogBuilder, broker, change, partition
 
@@ -99,7 +99,7 @@ def test_corrupt_batch_with_skip_becomes_a_capture_gap(tmp_path: Path) -> None:
     eighth = sum(len(x) for x in b.batches[:8])  # the batch of offset 8 (isr [1, 2])
     data[eighth + 70] ^= 0x01
     path.write_bytes(bytes(data))
-    with pytest.raises(ImportError_, match=r"00000000000000000000.log.*(crc|CRC)"):
+    with pytest.raises(BadImport, match=r"00000000000000000000.log.*(crc|CRC)"):
         list(import_events([path], "c1"))
     events = list(import_events([path], "c1", on_error="skip"))
     gap = [e for e in events if e.kind == "CaptureGap"]
@@ -110,13 +110,13 @@ def test_corrupt_batch_with_skip_becomes_a_capture_gap(tmp_path: Path) -> None:
 
 def test_not_a_metadata_file(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("hello")
-    with pytest.raises(ImportError_, match="notes.txt: not a metadata log segment"):
+    with pytest.raises(BadImport, match="notes.txt: not a metadata log segment"):
         plan([tmp_path / "notes.txt"])
-    with pytest.raises(ImportError_, match="no metadata log segments or snapshots"):
+    with pytest.raises(BadImport, match="no metadata log segments or snapshots"):
         plan([tmp_path / "empty"] if (tmp_path / "empty").mkdir() is None else [])
 
 
 def test_garbage_named_like_a_segment(tmp_path: Path) -> None:
     (tmp_path / "00000000000000000000.log").write_bytes(b"this is not a kafka log at all, not even close" * 3)
-    with pytest.raises(ImportError_, match="00000000000000000000.log"):
+    with pytest.raises(BadImport, match="00000000000000000000.log"):
         list(import_events([tmp_path], "c1"))
