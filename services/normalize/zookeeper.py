@@ -86,9 +86,21 @@ class ZooKeeperNormalizer:
                     out += self._delete(path)
         return out
 
+    def feed_watched(self, item) -> list[ControllerEvent]:
+        """One item of a live watch (services.zookeeper.watch): a snapshot, a transaction or a gap."""
+        from services.zookeeper.snapshot import Snapshot
+        from services.zookeeper.watch import Gap
+
+        if isinstance(item, Snapshot):
+            return self.bootstrap(item)
+        if isinstance(item, Gap):
+            return [self.gap(item.from_zxid, item.to_zxid, item.reason, item.time_ms)]
+        return self.feed(item)
+
     def bootstrap(self, snapshot: "Snapshot") -> list[ControllerEvent]:
         """The controller state a snapshot holds, as bootstrap events at its zxid (state, not transitions);
-        transactions up to that zxid are then already applied."""
+        transactions up to that zxid are then already applied. A snapshot is the whole state: what the
+        image holds and the snapshot does not (a topic deleted while a live capture was disconnected) goes."""
         self._bootstrap, out = True, []
         try:
             # /controller_epoch before /controller (the tree's child order is a hash map's)
@@ -98,9 +110,28 @@ class ZooKeeperNormalizer:
                 self._txn = Txn(0, 0, snapshot.zxid, node.mtime, 1, (), PurePath(snapshot.file).name)
                 self._czxid = node.czxid
                 out += self._write(node.path, node.data, node.version, created=True)
+            self._czxid = None
+            self._txn = Txn(0, 0, snapshot.zxid, snapshot.last_mtime, 2, (), PurePath(snapshot.file).name)
+            out += self._drop_absent({n.path for n in snapshot.nodes})
         finally:
             self._bootstrap, self._czxid = False, None
         self.last_zxid = max(self.last_zxid, snapshot.zxid)
+        return out
+
+    def _drop_absent(self, present: set[str]) -> list[ControllerEvent]:
+        out = []
+        for name, p in sorted(self.leader_and_isr):
+            if f"{TOPICS}{name}/partitions/{p}/state" not in present and f"{TOPICS}{name}" in present:
+                out += self._delete(f"{TOPICS}{name}/partitions/{p}/state")
+        for name in sorted(self.topic_ids):
+            if f"{TOPICS}{name}" not in present:
+                out += self._delete(f"{TOPICS}{name}")
+        for bid in sorted(self.image.brokers):
+            if f"{BROKERS}{bid}" not in present:
+                out += self._delete(f"{BROKERS}{bid}")
+        for name in sorted({k[1] for k in self.image.configs if k[0] == "TOPIC"}):
+            if f"{TOPIC_CONFIGS}{name}" not in present:
+                out += self._topic_config(name, None)
         return out
 
     def gap(self, from_zxid: int, to_zxid: int, reason: str, event_time_ms: int = -1) -> ControllerEvent:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 import time
 
 import pytest
@@ -16,6 +17,7 @@ from services.cluster import ZkKafkaCluster, find_free_base_port, observe
 from services.cluster.testing import java_available
 from services.cluster.txnlogtool import compare, parse
 from services.zookeeper import TxnLogReader, txn_logs
+from services.zookeeper.watch import ZooKeeperWatch
 
 pytestmark = [pytest.mark.kafka,
               pytest.mark.skipif(not java_available(), reason="needs java and mvn")]
@@ -46,8 +48,25 @@ def scenario(tmp_path_factory):
     facts = {}
     marks = []
     mark = lambda name, **kw: marks.append(observe.zk_stable_mark(c, name, **kw))  # noqa: E731
+    watched: list = []  # what a live watch (services.zookeeper.watch) saw through the whole scenario
+    stop, errors = threading.Event(), []
     try:
         c.up()
+        watcher = ZooKeeperWatch(c.zookeeper.connect)
+        watcher.start()
+
+        def watch() -> None:
+            try:
+                while not stop.is_set():
+                    got = watcher.poll()
+                    watched.extend(got)
+                    if not got:
+                        time.sleep(0.1)
+            except BaseException as exc:  # noqa: BLE001 - surfaced by the test
+                errors.append(exc)
+
+        thread = threading.Thread(target=watch, daemon=True)
+        thread.start()
         mark("up")
         c.create_topic(T + "a", 2, 3)
         mark("a created", until=lambda d: len([k for k in d.partitions if k[0] == T + "a"]) == 2)
@@ -90,6 +109,11 @@ def scenario(tmp_path_factory):
         mark("c created", until=lambda d: len([k for k in d.partitions if k[0] == T + "c"]) == 3)
         facts["last_zxid"] = c.zookeeper.last_zxid()
         facts["marks"] = marks
+        _until(lambda: watcher.last_zxid >= facts["last_zxid"] or errors, 30)
+        stop.set()
+        thread.join(30)
+        watcher.stop()
+        facts["watched"], facts["watch_errors"] = watched, errors
         copy = root / "data"
         shutil.copytree(c.zookeeper.data_dir, copy)
         files = txn_logs(copy / "version-2")
@@ -237,3 +261,44 @@ def test_check_on_the_zookeeper_history_finds_no_violation(scenario, tmp_path):
     report = json.loads((tmp_path / "r.json").read_text())
     failed = {i["name"]: i["examples"] for i in report["invariants"] if i["status"] == "fail"}
     assert res.returncode == 0 and not failed, json.dumps(failed, indent=1)[:6000]
+
+
+def test_live_watch_state_at_every_mark_equals_describe(scenario, tmp_path):
+    """Issue 12 part 2: a live watch (kazoo) through the whole scenario, normalized by the same normalizer as
+    the transaction log, replayed: the state as of every mark's zxid equals kafka-topics --describe then.
+    Versions a watch could not see are gaps, named; the import of ZooKeeper's own log has none."""
+    from replay.queries import state_as_of
+    from replay.store import Store
+    from schemas.events import CaptureGap, ControllerChange
+    from services.archive import ArchiveWriter
+    from services.normalize.zookeeper import ZooKeeperNormalizer
+    from services.zookeeper.snapshot import Snapshot
+
+    _, _, _, facts = scenario
+    assert not facts["watch_errors"], facts["watch_errors"]
+    items = facts["watched"]
+    assert isinstance(items[0], Snapshot) and sum(isinstance(i, Snapshot) for i in items) == 1
+    norm = ZooKeeperNormalizer("zk-live")
+    events = [e for item in items for e in norm.feed_watched(item)]
+    gaps = [e.payload for e in events if isinstance(e.payload, CaptureGap)]
+    controllers = [e.payload for e in events if isinstance(e.payload, ControllerChange) and not e.bootstrap]
+    assert controllers and controllers[-1].leader_id == facts["new_controller"]
+    with ArchiveWriter(tmp_path / "a", "zk-live") as w:
+        for e in events:
+            w.append(e)
+    store = Store(tmp_path / "s.duckdb")
+    try:
+        store.load([tmp_path / "a"])
+        problems = []
+        for m in facts["marks"][1:]:  # "up": before the first topic
+            rows = {(r.topic, r.partition): r for r in state_as_of(store, store.point(offset=m.offset)).partitions}
+            got = {k: (r.state.leader, r.state.replicas, r.state.isr, r.state.adding_replicas, r.topic_id)
+                   for k, r in rows.items()}
+            want = {k: (d.leader, d.replicas, d.isr, d.adding, m.described.topic_ids[k[0]])
+                    for k, d in m.described.partitions.items()}
+            if got != want:
+                problems.append(f"{m.name} @ {m.offset:#x}: replayed {got} != described {want}")
+        assert not problems, "\n".join(problems) + f"\ngaps: {gaps}"
+    finally:
+        store.close()
+    print(f"live watch: {len(items)} items, {len(events)} events, {len(gaps)} gap(s): {gaps}")

@@ -1,0 +1,279 @@
+"""Live capture from ZooKeeper: watches on a ZooKeeper-mode Kafka cluster's controller znodes (kazoo), turned
+into the transactions and snapshots ZooKeeper's own files hold, so that the one ZooKeeper normalizer
+(services.normalize.zookeeper) makes the same ControllerEvents from both.
+
+What it watches: ``/controller``, ``/controller_epoch``, ``/brokers/ids/*``, ``/brokers/topics/*`` (the
+assignment with adding and removing replicas), every ``/brokers/topics/*/partitions/*/state`` (LeaderAndIsr,
+its znode version = the partition epoch) and ``/config/topics/*``.
+
+ZooKeeper watches fire once and carry no data: a watcher reads the znode again and may find a later version
+than the one that fired. Three rules keep that honest:
+
+* **Order.** Kafka's state is the znodes joined, so changes are applied in zxid order. ZooKeeper sends a
+  session's notifications in order and before any reply that shows a later state; `poll` reads what was
+  notified, then waits for kazoo's callback queue to run everything queued before (a barrier), reads again
+  what that brought, and so on until nothing is pending; the changes it saw are then sorted by zxid, the
+  ones of one zxid forming one transaction (the controller's multis: ``/controller`` with
+  ``/controller_epoch``).
+* **Skipped versions are gaps.** A znode read at version v+2 after v: version v+1 was never seen; the
+  stretch of zxids in between is a ``gap``, never a silent hole. A deleted znode's zxid is its parent's
+  pzxid (the last change of the parent's children).
+* **A lost session is a gap, then a new snapshot.** Its watches are gone: when the client reconnects with a
+  new session the whole tree is read again as a snapshot (the normalizer replaces its state with it), and
+  the zxids between the last change applied and that snapshot are a gap. The same happens when a change
+  turns up out of order (a zxid at or below one already applied).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from services.zookeeper.records import Op, Txn
+from services.zookeeper.snapshot import Snapshot, Znode
+
+log = logging.getLogger(__name__)
+
+TOPICS, BROKERS, TOPIC_CONFIGS = "/brokers/topics", "/brokers/ids", "/config/topics"
+SINGLE = ("/controller_epoch", "/controller")  # in this order: the epoch first (the normalizer reads it)
+LIVE = "zookeeper-live"  # the `file` of what the watcher read (events name it as their source file)
+
+
+@dataclass(frozen=True)
+class Gap:
+    from_zxid: int
+    to_zxid: int
+    reason: str
+    time_ms: int
+
+
+Item = Snapshot | Txn | Gap
+
+
+@dataclass
+class _Seen:
+    version: int
+    mzxid: int
+
+
+class ZooKeeperWatch:
+    """Poll for what changed; not thread-safe (kazoo's threads only add to `_pending`)."""
+
+    def __init__(self, hosts: str, client=None, timeout: float = 15.0, clock: Callable[[], int] | None = None):
+        if client is None:
+            from kazoo.client import KazooClient
+
+            client = KazooClient(hosts=hosts, timeout=timeout)
+        self.client = client
+        self.timeout = timeout
+        self.clock = clock or (lambda: int(time.time() * 1000))
+        self.last_zxid = 0  # the last zxid handed out (a snapshot's, a transaction's)
+        self._pending: set[tuple[str, str]] = set()  # ("data" | "children", path) notified, not read yet
+        self._lock = threading.Lock()
+        self._seen: dict[str, _Seen] = {}
+        self._children: dict[str, set[str]] = {}
+        self._session: int | None = None
+        self._resync: str | None = "first read"  # why the next poll reads the whole tree
+        self._mtime: dict[int, int] = {}  # zxid -> its time (a znode's mtime), for the transactions
+
+    # --- connection ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.client.start(timeout=self.timeout)
+        self.client.add_listener(self._on_state)
+
+    def stop(self) -> None:
+        self.client.stop()
+        self.client.close()
+
+    def _on_state(self, state) -> None:
+        if str(state) == "LOST":  # the session expired: its watches are gone
+            self._resync = "the ZooKeeper session expired (its watches with it)"
+
+    # --- watches -----------------------------------------------------------------------------------
+
+    def _data_watch(self, path: str):
+        def fired(event) -> None:
+            with self._lock:
+                self._pending.add(("data", path))
+        return fired
+
+    def _children_watch(self, path: str):
+        def fired(event) -> None:
+            with self._lock:
+                self._pending.add(("children", path))
+        return fired
+
+    def _barrier(self) -> None:
+        """Wait until kazoo's callback queue has run what it held: the notifications ZooKeeper sent before
+        the replies already read are then in `_pending`."""
+        from kazoo.protocol.states import Callback
+
+        done = threading.Event()
+        self.client.handler.dispatch_callback(Callback("watch", done.set, ()))
+        done.wait(self.timeout)
+
+    # --- reading -----------------------------------------------------------------------------------
+
+    def _get(self, path: str):
+        """(data, stat) with a data watch set; None when the znode does not exist (an exists watch set)."""
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            return self.client.get(path, watch=self._data_watch(path))
+        except NoNodeError:
+            self.client.exists(path, watch=self._data_watch(path))
+            return None
+
+    def _kids(self, path: str) -> tuple[set[str], int]:
+        """(children, the parent's pzxid) with a child watch set; (empty, 0) when the parent does not exist."""
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            names, stat = self.client.get_children(path, watch=self._children_watch(path), include_data=True)
+        except NoNodeError:
+            self.client.exists(path, watch=self._children_watch(path))
+            return set(), 0
+        return set(names), stat.pzxid
+
+    def _tree(self) -> tuple[list[tuple[str, bytes, object]], int]:
+        """Every watched znode (path, data, stat), watches set, and the highest zxid the reads showed."""
+        out: list[tuple[str, bytes, object]] = []
+        top = 0
+
+        def node(path: str) -> None:
+            nonlocal top
+            got = self._get(path)
+            if got is not None:
+                out.append((path, got[0], got[1]))
+                top = max(top, got[1].mzxid, got[1].czxid)
+
+        def parent(path: str) -> set[str]:
+            nonlocal top
+            names, pzxid = self._kids(path)
+            self._children[path] = names
+            top = max(top, pzxid)
+            return names
+
+        for path in SINGLE:
+            node(path)
+        for b in sorted(parent(BROKERS), key=_num):
+            node(f"{BROKERS}/{b}")
+        for t in sorted(parent(TOPICS)):
+            node(f"{TOPICS}/{t}")
+            for p in sorted(parent(f"{TOPICS}/{t}/partitions"), key=_num):
+                if "state" in parent(f"{TOPICS}/{t}/partitions/{p}"):
+                    node(f"{TOPICS}/{t}/partitions/{p}/state")
+        for t in sorted(parent(TOPIC_CONFIGS)):
+            node(f"{TOPIC_CONFIGS}/{t}")
+        return out, top
+
+    # --- polling -----------------------------------------------------------------------------------
+
+    def poll(self) -> list[Item]:
+        """What changed since the last poll, in zxid order: a Snapshot (first, and after a lost session or an
+        out-of-order change), Gaps, Txns."""
+        session = self.client.client_id[0] if self.client.client_id else None
+        if self._session is not None and session != self._session and self._resync is None:
+            self._resync = "a new ZooKeeper session (the old one's watches are gone)"
+        if self._resync is not None:
+            return self._snapshot(self._resync)
+        ops: list[tuple[int, int, Op]] = []  # (zxid, order within the zxid, op)
+        gaps: list[Gap] = []
+        while True:
+            with self._lock:
+                todo, self._pending = self._pending, set()
+            if not todo:
+                break
+            for kind, path in sorted(todo, key=lambda kp: (kp[0] != "children", kp[1])):
+                (self._read_children if kind == "children" else self._read_data)(path, ops, gaps)
+            self._barrier()
+        late = [z for z, _, _ in ops if z <= self.last_zxid]
+        if late:
+            return self._snapshot(f"a change at zxid {min(late):#x} turned up after zxid {self.last_zxid:#x} was "
+                                  "applied")
+        # a skip inside one zxid (two writes of a znode in one multi) hides no state: not a gap
+        out: list[Item] = sorted((g for g in gaps if g.to_zxid >= g.from_zxid), key=lambda g: g.from_zxid)
+        by_zxid: dict[int, list[tuple[int, Op]]] = {}
+        for zxid, order, op in ops:
+            by_zxid.setdefault(zxid, []).append((order, op))
+        for zxid in sorted(by_zxid):
+            these = [op for _, op in sorted(by_zxid[zxid], key=lambda o: o[0])]
+            out.append(Txn(0, 0, zxid, self._mtime.pop(zxid, self.clock()), 14 if len(these) > 1 else 5,
+                           tuple(these), LIVE))
+        if by_zxid:
+            self.last_zxid = max(by_zxid)
+        self._mtime.clear()
+        return out
+
+    def _snapshot(self, why: str) -> list[Item]:
+        with self._lock:
+            self._pending = set()
+        nodes, top = self._tree()
+        self._session = self.client.client_id[0] if self.client.client_id else None
+        self._seen = {p: _Seen(s.version, s.mzxid) for p, _, s in nodes}
+        out: list[Item] = []
+        first = self._resync == "first read"
+        self._resync = None
+        if not first and top > self.last_zxid + 1:
+            out.append(Gap(self.last_zxid + 1, top, f"{why}: changes up to zxid {top:#x} read as a snapshot",
+                           self.clock()))
+        top = max(top, self.last_zxid)
+        out.append(Snapshot(LIVE, top, 0, tuple(Znode(p, d, s.version, s.czxid, s.mzxid, s.mtime, s.ephemeralOwner)
+                                               for p, d, s in nodes)))
+        self.last_zxid = top
+        log.info("zookeeper watch: snapshot at zxid %#x (%s): %d znodes", top, why, len(nodes))
+        return out
+
+    def _read_data(self, path: str, ops: list, gaps: list) -> None:
+        got = self._get(path)
+        seen = self._seen.get(path)
+        if got is None:  # deleted (its parent's child watch gives the zxid) or not created yet
+            return
+        data, stat = got
+        self._mtime.setdefault(stat.mzxid, stat.mtime)
+        if seen is not None and stat.version <= seen.version and stat.mzxid == seen.mzxid:
+            return  # nothing new (a watch re-set by a read of the parent)
+        created = seen is None
+        if created and stat.mzxid > stat.czxid:
+            gaps.append(Gap(stat.czxid, stat.mzxid - 1, f"{path}: created at zxid {stat.czxid:#x} and changed before "
+                            f"it was read (version {stat.version})", stat.mtime))
+        elif not created and stat.version > seen.version + 1:
+            gaps.append(Gap(seen.mzxid + 1, stat.mzxid - 1, f"{path}: versions {seen.version + 1}.."
+                            f"{stat.version - 1} changed before they were read", stat.mtime))
+        self._seen[path] = _Seen(stat.version, stat.mzxid)
+        order = SINGLE.index(path) if path in SINGLE else 2
+        kind = "create" if created and stat.mzxid == stat.czxid else "setData"
+        ops.append((stat.mzxid, order, Op(kind, path, data, stat.version, stat.ephemeralOwner != 0)))
+
+    def _read_children(self, path: str, ops: list, gaps: list) -> None:
+        before = self._children.get(path, set())
+        names, pzxid = self._kids(path)
+        if not pzxid and path != TOPICS and path.startswith(TOPICS):
+            return  # the parent went too: its own parent's child watch deletes the whole subtree, in order
+        self._children[path] = names
+        for gone in sorted(before - names):
+            # deepest first (partition states before their topic), at the zxid of the parent's last change
+            subs = [p for p in self._seen if p == f"{path}/{gone}" or p.startswith(f"{path}/{gone}/")]
+            for sub in sorted(subs, key=lambda p: -p.count("/")):
+                del self._seen[sub]
+                ops.append((pzxid, 1, Op("delete", sub)))
+            for sub in [p for p in self._children if p.startswith(f"{path}/{gone}/") or p == f"{path}/{gone}"]:
+                del self._children[sub]
+        for new in sorted(names - before, key=_num):
+            child = f"{path}/{new}"
+            if path == TOPICS:
+                self._read_data(child, ops, gaps)
+                self._read_children(f"{child}/partitions", ops, gaps)
+            elif path.startswith(TOPICS) and path.endswith("/partitions"):
+                self._read_children(child, ops, gaps)
+            elif path.startswith(TOPICS) and new == "state":
+                self._read_data(child, ops, gaps)
+            elif path in (BROKERS, TOPIC_CONFIGS):
+                self._read_data(child, ops, gaps)
+
+
+def _num(name: str) -> tuple[int, str]:
+    return (int(name), name) if name.isdigit() else (1 << 62, name)
