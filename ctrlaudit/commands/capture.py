@@ -21,7 +21,11 @@ def register(app: typer.Typer) -> None:
     @app.command("capture")
     @user_errors
     def capture(
-        metadata_dir: Path = typer.Option(..., "--metadata-dir", help="A node's __cluster_metadata-0 directory."),
+        metadata_dir: Path = typer.Option(None, "--metadata-dir",
+                                          help="A KRaft node's __cluster_metadata-0 directory (tailed)."),
+        zookeeper: str = typer.Option(None, "--zookeeper",
+                                      help="HOST:PORT[/chroot] of a ZooKeeper-mode cluster's ZooKeeper: its "
+                                           "controller znodes are watched instead (Kafka 3.x)."),
         bootstrap_server: str = BOOTSTRAP,
         command_config: Path = COMMAND_CONFIG,
         cluster_id: str = typer.Option(None, "--cluster-id", help="Default: meta.properties next to the directory."),
@@ -34,7 +38,8 @@ def register(app: typer.Typer) -> None:
                                          help="Give up after a process fails this many times in a row, "
                                               "each within a minute of starting."),
     ) -> None:
-        """Start the capture worker (Faust) with the KRaft source for a cluster, and the watch worker.
+        """Start the capture worker (Faust) with the KRaft source (or the ZooKeeper source) for a cluster, and
+        the watch worker.
 
         The watch agent (live invariant checks -> alerts topic) runs in a second worker at a lower CPU
         priority, so that a burst of changes is captured at full speed and the alerts catch up after.
@@ -44,11 +49,19 @@ def register(app: typer.Typer) -> None:
 
         from ctrlaudit.supervisor import Child, Supervisor
 
-        if not (metadata_dir / "quorum-state").exists() and not any(metadata_dir.glob("*.log")):
+        if (metadata_dir is None) == (zookeeper is None):
+            raise UsageError("give --metadata-dir (a KRaft cluster) or --zookeeper (a ZooKeeper-mode cluster)")
+        if metadata_dir is not None and not (metadata_dir / "quorum-state").exists() \
+                and not any(metadata_dir.glob("*.log")):
             raise UsageError(f"{metadata_dir}: not a __cluster_metadata-0 directory")
         if max_restarts < 1:
             raise UsageError(f"--max-restarts {max_restarts}: must be at least 1")
-        env = dict(os.environ, CTRLAUDIT_METADATA_DIR=str(metadata_dir.resolve()))
+        env = dict(os.environ)
+        if metadata_dir is not None:
+            env["CTRLAUDIT_METADATA_DIR"] = str(metadata_dir.resolve())
+        else:
+            env["CTRLAUDIT_ZOOKEEPER"] = zookeeper
+            env.pop("CTRLAUDIT_METADATA_DIR", None)
         if bootstrap_server:
             env["CTRLAUDIT_BOOTSTRAP_SERVERS"] = bootstrap_server
         if cluster_id:

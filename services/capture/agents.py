@@ -208,6 +208,10 @@ class Pipeline:
             return False
         if time.monotonic() - self._checkpoint_at < self.checkpoint_seconds:
             return False
+        if any(st.zookeeper is not None for st in self.states.values()):
+            # image checkpoints hold a KRaft image only: a ZooKeeper-mode cluster's state is rebuilt from the
+            # raw topic on a restart (never skipped past)
+            return False
         normalizers = {cid: st.normalizer for cid, st in self.states.items()}
         if not all(checkpoint.quiet(n) for n in normalizers.values()):
             return False  # inside a metadata transaction or a snapshot: still due, tried after the next message
@@ -350,3 +354,49 @@ async def kraft_source() -> None:
         return await raw_topic.send(key=r.cluster_id.encode(), value=encode_raw(r))
 
     await run_source(tail, send, gate, settings.poll_interval, lambda: False)
+
+
+@app.task
+async def zookeeper_source() -> None:
+    """Watch a ZooKeeper-mode cluster's controller znodes (CTRLAUDIT_ZOOKEEPER) into the raw topic; after a
+    restart, a snapshot of the tree and a gap back to the raw topic's last zxid (services/zookeeper/watch.py)."""
+    import asyncio
+
+    from services.zookeeper.watch import LIVE, ZooKeeperWatch, to_raw
+
+    if not settings.zookeeper or "normalize" not in ROLES:
+        return
+    await declare_topics()
+    watcher = ZooKeeperWatch(settings.zookeeper)
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, watcher.start)
+    cluster = settings.cluster_id or await loop.run_in_executor(None, zookeeper_cluster_id, watcher) or "unknown-cluster"
+    resume = await last_source_record(settings.raw_topic, cluster)
+    if resume is not None:
+        watcher.resume_after(resume.last_offset)
+    log.info("zookeeper source: %s (cluster %s)%s", settings.zookeeper, cluster,
+             f" after zxid {resume.last_offset:#x}" if resume is not None else "")
+
+    while True:
+        items = await loop.run_in_executor(None, watcher.poll)
+        futures = []
+        for item in items:
+            kind, first, last, when, data, reason = to_raw(item)
+            r = RawRecord(cluster, -1, kind, first, first, last, -1, when, int(time.time() * 1000), data,
+                          LIVE, None, reason)
+            futures.append(await raw_topic.send(key=cluster.encode(), value=encode_raw(r)))
+        if futures:
+            await asyncio.gather(*futures)
+        else:
+            await asyncio.sleep(settings.poll_interval)
+
+
+def zookeeper_cluster_id(watcher) -> str | None:
+    """Kafka's cluster id: the /cluster/id znode ({"version": "1", "id": ...})."""
+    import json
+
+    try:
+        data, _ = watcher.client.get("/cluster/id")
+        return json.loads(data or b"{}").get("id")
+    except Exception:  # noqa: BLE001 - no such znode, or not JSON: the caller names the cluster itself
+        return None

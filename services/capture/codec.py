@@ -32,12 +32,15 @@ from schemas.loader import schema_from_json
 
 MAGIC = b"\xc3\x01"
 
-RAW_KINDS = ("KRAFT_BATCH", "SNAPSHOT_BEGIN", "SNAPSHOT_BATCH", "SNAPSHOT_END", "GAP", "EVENT")
+# Appended only (an enum's symbols are written by index): ZK_* came with version 2, capture --zookeeper.
+RAW_KINDS_V1 = ("KRAFT_BATCH", "SNAPSHOT_BEGIN", "SNAPSHOT_BATCH", "SNAPSHOT_END", "GAP", "EVENT")
+RAW_KINDS = RAW_KINDS_V1 + ("ZK_SNAPSHOT", "ZK_TXN")
 
 RAW_SCHEMA_JSON: dict[str, Any] = {
     "type": "record", "name": "RawRecord", "namespace": "ctrlaudit.capture",
     "doc": "One unit a capture source read, with its position. data: the record batch bytes as in the file "
-           "(KRAFT_BATCH, SNAPSHOT_BATCH) or a single-object-encoded unchained ControllerEvent (EVENT).",
+           "(KRAFT_BATCH, SNAPSHOT_BATCH), a single-object-encoded unchained ControllerEvent (EVENT), or a "
+           "watched ZooKeeper snapshot or transaction as JSON (ZK_SNAPSHOT, ZK_TXN; offsets are zxids).",
     "fields": [
         {"name": "cluster_id", "type": "string"},
         {"name": "node_id", "type": "int"},
@@ -54,8 +57,14 @@ RAW_SCHEMA_JSON: dict[str, Any] = {
         {"name": "reason", "type": ["null", "string"], "default": None},
     ],
 }
-RAW_SCHEMA = schema_from_json(RAW_SCHEMA_JSON, 1)
+RAW_SCHEMA = schema_from_json(RAW_SCHEMA_JSON, 2)
 _RAW_PARSED = fastavro.parse_schema(RAW_SCHEMA_JSON)  # with the write hint: not parsed again per call
+# What a raw topic written by an earlier release holds: read through Avro's schema resolution.
+_RAW_V1_JSON = {**RAW_SCHEMA_JSON, "fields": [
+    dict(f, type={"type": "enum", "name": "RawKind", "symbols": list(RAW_KINDS_V1)}) if f["name"] == "kind" else f
+    for f in RAW_SCHEMA_JSON["fields"]]}
+_WRITERS = {RAW_SCHEMA.fingerprint: None,
+            schema_from_json(_RAW_V1_JSON, 1).fingerprint: fastavro.parse_schema(_RAW_V1_JSON)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +102,13 @@ def decode_raw(data: bytes) -> RawRecord:
     if len(data) < 10 or data[:2] != MAGIC:
         raise CodecError(f"not Avro single-object encoding (starts with {bytes(data[:2]).hex(' ') or 'nothing'})")
     fp = bytes(data[2:10])
-    if fp != RAW_SCHEMA.fingerprint:
+    if fp not in _WRITERS:
         raise CodecError(f"unknown writer schema fingerprint {fp.hex()} (RawRecord is {RAW_SCHEMA.fingerprint_hex})")
+    writer = _WRITERS[fp]
     buf = io.BytesIO(data)
     buf.seek(10)
     try:
-        d = fastavro.schemaless_reader(buf, _RAW_PARSED, None)
+        d = fastavro.schemaless_reader(buf, writer or _RAW_PARSED, _RAW_PARSED if writer else None)
     except (EOFError, ValueError, IndexError, KeyError, UnicodeDecodeError, OverflowError, TypeError) as exc:
         raise CodecError(f"truncated or corrupt RawRecord body ({type(exc).__name__}: {exc})") from None
     if buf.tell() != len(data):

@@ -36,6 +36,8 @@ from services.kraft import KRaftError, read_batch
 from services.kraft.control import decode_control_batch
 from services.kraft.records import decode_data_batch
 from services.normalize.kraft import KRaftNormalizer
+from services.normalize.zookeeper import ZooKeeperNormalizer
+from services.zookeeper import watch as zkwatch
 
 PROGRESS_HEADER = "ctrlaudit-progress"
 KRAFT, SAMPLER = "kraft", "sampler"
@@ -192,12 +194,15 @@ class CaptureState:
                  clock=None) -> None:
         self.cluster_id = cluster_id
         self.normalizer = KRaftNormalizer(cluster_id, node_id, clock=clock)
+        self.zookeeper: ZooKeeperNormalizer | None = None  # a ZooKeeper-mode cluster's (capture --zookeeper)
         self.progress = progress or Progress()
         self.chain = EncodingChain(cluster_id, self.progress.seq + 1, self.progress.hash)
         self.clock = clock or (lambda: int(time.time() * 1000))
 
     def unchained(self, raw: RawRecord) -> list[ControllerEvent]:
         n = self.normalizer
+        if raw.kind in zkwatch.RAW_KINDS or (raw.kind == "GAP" and raw.file == zkwatch.LIVE):
+            return self._zookeeper(raw)
         match raw.kind:
             case "KRAFT_BATCH" | "SNAPSHOT_BATCH":
                 return n.feed_all(batch_records(raw))
@@ -219,6 +224,16 @@ class CaptureState:
                     raise DeadLetter(f"EVENT of cluster {event.cluster_id!r} on {self.cluster_id!r}")
                 return [replace(event, seq=0, prev_hash="", hash="")]
         raise DeadLetter(f"unknown raw kind {raw.kind!r}")
+
+    def _zookeeper(self, raw: RawRecord) -> list[ControllerEvent]:
+        if self.zookeeper is None:
+            self.zookeeper = ZooKeeperNormalizer(self.cluster_id, clock=self.clock)
+        try:
+            item = zkwatch.from_raw(raw.kind, raw.base_offset, raw.last_offset, raw.append_time_ms, raw.data,
+                                    raw.reason)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DeadLetter(f"{raw.kind} does not hold a watched ZooKeeper item: {exc}") from None
+        return self.zookeeper.feed_watched(item)
 
     def process(self, raw: RawRecord) -> list[tuple[ControllerEvent, bytes, bytes]]:
         """The chained events of `raw` that the events topic does not hold yet, each with the progress

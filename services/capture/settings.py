@@ -57,6 +57,7 @@ class Settings:
     dead_letter_topic: str = field(default_factory=lambda: _env("DEAD_LETTER_TOPIC", "ctrlaudit.dead-letter"))
     app_id: str = field(default_factory=lambda: _env("APP_ID", "ctrlaudit-capture"))
     metadata_dir: str = field(default_factory=lambda: _env("METADATA_DIR", ""))
+    zookeeper: str = field(default_factory=lambda: _env("ZOOKEEPER", ""))  # HOST:PORT[/chroot] of a ZooKeeper-mode cluster
     cluster_id: str = field(default_factory=lambda: _env("CLUSTER_ID", ""))
     node_id: int = field(default_factory=lambda: _int("NODE_ID", "-1"))
     poll_interval: float = field(default_factory=lambda: _float("POLL_INTERVAL", "0.05"))

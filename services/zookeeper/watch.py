@@ -78,6 +78,12 @@ class ZooKeeperWatch:
         self._resync: str | None = "first read"  # why the next poll reads the whole tree
         self._mtime: dict[int, int] = {}  # zxid -> its time (a znode's mtime), for the transactions
 
+    def resume_after(self, zxid: int) -> None:
+        """Continue a capture whose last raw record was at `zxid`: the first poll reads a snapshot, and what
+        changed in between (zxid+1 up to it) is a gap."""
+        self.last_zxid = zxid
+        self._resync = "the capture restarted"
+
     # --- connection ------------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -277,3 +283,45 @@ class ZooKeeperWatch:
 
 def _num(name: str) -> tuple[int, str]:
     return (int(name), name) if name.isdigit() else (1 << 62, name)
+
+
+# --- on the raw topic ---------------------------------------------------------------------------------
+# A watched item travels to the normalize worker as a RawRecord (services/capture/codec.py) of kind
+# ZK_SNAPSHOT, ZK_TXN or GAP, positioned by zxid, its content as JSON (znode data in base64).
+
+RAW_KINDS = ("ZK_SNAPSHOT", "ZK_TXN")
+
+
+def to_raw(item: Item) -> tuple[str, int, int, int, bytes, str | None]:
+    """(kind, first zxid, last zxid, time, data, reason) of a watched item."""
+    import base64
+    import json
+
+    b64 = lambda d: None if d is None else base64.b64encode(d).decode()  # noqa: E731
+    if isinstance(item, Gap):
+        return "GAP", item.from_zxid, item.to_zxid, item.time_ms, b"", item.reason
+    if isinstance(item, Snapshot):
+        body = {"zxid": item.zxid, "nodes": [[n.path, b64(n.data), n.version, n.czxid, n.mzxid, n.mtime,
+                                               n.ephemeral_owner] for n in item.nodes]}
+        return "ZK_SNAPSHOT", item.zxid, item.zxid, item.last_mtime, json.dumps(body).encode(), None
+    body = {"zxid": item.zxid, "time": item.time, "type": item.type,
+            "ops": [[o.kind, o.path, b64(o.data), o.version, o.ephemeral] for o in item.ops]}
+    return "ZK_TXN", item.zxid, item.zxid, item.time, json.dumps(body).encode(), None
+
+
+def from_raw(kind: str, first: int, last: int, time_ms: int, data: bytes, reason: str | None) -> Item:
+    """The item `to_raw` made (ValueError when the data is not one)."""
+    import base64
+    import json
+
+    unb64 = lambda s: None if s is None else base64.b64decode(s)  # noqa: E731
+    if kind == "GAP":
+        return Gap(first, last, reason or "not read", time_ms)
+    body = json.loads(data)
+    if kind == "ZK_SNAPSHOT":
+        return Snapshot(LIVE, body["zxid"], 0, tuple(Znode(p, unb64(d), v, c, m, t, e)
+                                                     for p, d, v, c, m, t, e in body["nodes"]))
+    if kind == "ZK_TXN":
+        return Txn(0, 0, body["zxid"], body["time"], body["type"],
+                   tuple(Op(k, p, unb64(d), v, bool(e)) for k, p, d, v, e in body["ops"]), LIVE)
+    raise ValueError(f"not a ZooKeeper raw kind: {kind!r}")

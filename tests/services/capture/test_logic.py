@@ -214,3 +214,20 @@ def test_hw_within_isr():
     s = OffsetSample("t", 0, 1, 1, 10, 0, (ReplicaOffset(1, 12, 0), ReplicaOffset(2, 9, 0)))
     assert not logic.hw_within_isr(s, (1, 2))
     assert logic.hw_within_isr(s, (1,))
+
+
+def test_raw_records_of_the_first_raw_schema_still_read():
+    """Raw schema 2 appended ZK_SNAPSHOT and ZK_TXN; a raw topic an earlier release wrote reads the same."""
+    import io
+
+    import fastavro
+
+    from services.capture import codec
+
+    r = raw(data=b"abc", file="f.log", control_type="control", reason=None)
+    old = codec.schema_from_json(codec._RAW_V1_JSON, 1)
+    out = io.BytesIO()
+    out.write(codec.MAGIC + old.fingerprint)
+    fastavro.schemaless_writer(out, fastavro.parse_schema(codec._RAW_V1_JSON),
+                               {k: getattr(r, k) for k in codec._RAW_FIELDS})
+    assert old.fingerprint != RAW_SCHEMA.fingerprint and decode_raw(out.getvalue()) == r
