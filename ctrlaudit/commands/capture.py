@@ -66,6 +66,13 @@ def register(app: typer.Typer) -> None:
             env["CTRLAUDIT_BOOTSTRAP_SERVERS"] = bootstrap_server
         if cluster_id:
             env["CTRLAUDIT_CLUSTER_ID"] = cluster_id
+        if zookeeper is not None:  # one line now, not a worker restarted until it gives up
+            from services.capture.connect import connect_timeout
+            from services.zookeeper.watch import ZooKeeperWatch
+
+            probe = ZooKeeperWatch(zookeeper, timeout=connect_timeout())
+            probe.require_kafka()
+            probe.stop()
         if command_config:  # the workers and the sampler read the same file (an absolute path: their cwd may differ)
             env["CTRLAUDIT_COMMAND_CONFIG"] = str(command_config.resolve())
         _check_access(env)

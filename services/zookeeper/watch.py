@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from schemas.errors import ContractError
 from services.zookeeper.records import Op, Txn
 from services.zookeeper.snapshot import Snapshot, Znode
 
@@ -39,6 +40,10 @@ log = logging.getLogger(__name__)
 TOPICS, BROKERS, TOPIC_CONFIGS = "/brokers/topics", "/brokers/ids", "/config/topics"
 SINGLE = ("/controller_epoch", "/controller")  # in this order: the epoch first (the normalizer reads it)
 LIVE = "zookeeper-live"  # the `file` of what the watcher read (events name it as their source file)
+
+
+class ZooKeeperUnusable(ContractError):
+    """A ZooKeeper that does not answer, or holds no Kafka cluster where we were pointed."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,7 @@ class ZooKeeperWatch:
 
             client = KazooClient(hosts=hosts, timeout=timeout)
         self.client = client
+        self.hosts = hosts
         self.timeout = timeout
         self.clock = clock or (lambda: int(time.time() * 1000))
         self.last_zxid = 0  # the last zxid handed out (a snapshot's, a transaction's)
@@ -85,6 +91,23 @@ class ZooKeeperWatch:
         self._resync = "the capture restarted"
 
     # --- connection ------------------------------------------------------------------------------
+
+    def require_kafka(self) -> None:
+        """Started and holding a Kafka cluster's znodes (/brokers/ids), else ZooKeeperUnusable, one line."""
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        quiet = logging.getLogger("kazoo")
+        level, quiet.level = quiet.level, logging.CRITICAL  # its retry warnings: the one line below says it
+        try:
+            self.start()
+        except KazooTimeoutError:
+            raise ZooKeeperUnusable(f"cannot reach ZooKeeper at {self.hosts} within {self.timeout:g} s") from None
+        finally:
+            quiet.setLevel(level)
+        if not self.client.exists(BROKERS):
+            self.stop()
+            raise ZooKeeperUnusable(f"no Kafka cluster in ZooKeeper at {self.hosts}: no {BROKERS} znode "
+                                    "(the chroot, as in zookeeper.connect: HOST:PORT/chroot?)")
 
     def start(self) -> None:
         self.client.start(timeout=self.timeout)
