@@ -29,6 +29,9 @@ security = settings.security
 
 app = faust.App(
     settings.worker_app_id,
+    # the agents, tasks and sources (agents.py) import this module for the app and its topics; Faust imports
+    # them when the worker starts (app.discover), so the two modules import each other in one direction only
+    autodiscover=["services.capture.agents"],
     broker=[f"kafka://{hp}" for hp in settings.bootstrap_servers.split(",")],
     store="memory://",  # tables recover from their changelog topics on start
     datadir=settings.data_dir,
@@ -76,9 +79,6 @@ dead_letter_topic = app.topic(settings.dead_letter_topic, key_type=bytes, value_
 # with small segments, so that recovery reads about one checkpoint, not every one ever written.
 image_table = app.Table("normalizer-images", key_type=str, value_type=bytes, partitions=1,
                         extra_topic_configs=IMAGE_TABLE_CONFIG)
-
-from services.capture import agents  # noqa: E402,F401  (agents, tasks and the source service)
-
 
 def main() -> None:
     gc.set_threshold(*GC_THRESHOLDS)  # see settings.GC_THRESHOLDS
