@@ -6,21 +6,18 @@ function with local variables, consecutive fixed-width fields merged into one
 table lookups. A decoded message is a plain ``dict`` keyed by Kafka's JSON names (first letter
 lower-cased), in declaration order; fields absent from the version are absent from the dict,
 tagged fields hold their default when not on the wire. Unknown tags are kept raw under
-``UNKNOWN_TAGS``. ``render`` turns such a dict into exactly what Kafka's generated
-JsonConverter writes (tagged fields only when not default), and ``encode`` writes the bytes
-back (used by tests and synthetic files, not by the hot path).
+``UNKNOWN_TAGS``. ``render.py`` turns such a dict into exactly what Kafka's generated JsonConverter
+writes; ``encode.py`` writes the bytes back (tests and synthetic files, not the hot path).
 """
 
 from __future__ import annotations
 
-import base64
 import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from .specs import SCHEMAS
-from .wire import (ZERO_UUID, VarintError, _uuid_cache, read_uvarint, uuid_bytes, uuid_str,
-                   write_uvarint)
+from .wire import (ZERO_UUID, VarintError, _uuid_cache, read_uvarint, uuid_str)
 
 UNKNOWN_TAGS = "_unknownTaggedFields"
 Decoder = Callable[[Any, int, int], tuple[dict, int]]
@@ -392,9 +389,13 @@ class MessageVersion:
     decode: Decoder
 
     def render(self, data: dict) -> dict:
+        from .render import render  # the JSON form: for DumpLogSegments comparisons and --show-records
+
         return render(self.fields, data)
 
     def encode(self, data: dict) -> bytes:
+        from .encode import encode  # the bytes back: tests and the synthetic logs of bench/ only
+
         return encode(self.fields, data)
 
 
@@ -425,91 +426,5 @@ def _build() -> dict[tuple[str, int], MessageVersion]:
 CATALOGUE: dict[tuple[str, int], MessageVersion] = _build()
 
 
-# ---------------------------------------------------------------------------------------------
-# JSON rendering (Kafka's generated JsonConverter) and encoding
-
-
-def render(fields: tuple[Field, ...], data: dict) -> dict:
-    out: dict[str, Any] = {}
-    for f in fields:
-        v = data.get(f.key, f.default)
-        if f.tag is not None and v == f.default:
-            continue  # tagged fields are written only when not default
-        out[f.key] = _render_value(f, v)
-    return out
-
-
-def _render_value(f: Field, v: Any) -> Any:
-    if v is None:
-        return None
-    if f.children is not None:
-        if f.is_array:
-            return [render(f.children, x) for x in v]
-        return render(f.children, v)
-    t = f.elem if f.is_array else f.type
-    if t == "bytes":  # Jackson BinaryNode: standard base64 with padding
-        return ([base64.b64encode(x).decode() for x in v] if f.is_array
-                else base64.b64encode(v).decode())
-    return v
-
-
-def _enc_scalar(t: str, v: Any, nullable: bool, out: bytearray) -> None:
-    if t in _FIXED:
-        if t == "uuid":
-            out += uuid_bytes(v)
-        else:
-            out += struct.pack(">" + _FIXED[t][0], v)
-    elif t in ("string", "bytes"):
-        if v is None:
-            out += b"\x00"
-        else:
-            b = v.encode() if t == "string" else bytes(v)
-            out += write_uvarint(len(b) + 1) + b
-    else:
-        raise NotImplementedError(t)
-
-
-def _enc_field(f: Field, v: Any, out: bytearray) -> None:
-    if f.is_array:
-        if v is None:
-            out += b"\x00"
-            return
-        out += write_uvarint(len(v) + 1)
-        for x in v:
-            if f.children is not None:
-                out += encode(f.children, x)
-            else:
-                _enc_scalar(f.elem, x, False, out)
-    elif f.children is not None:
-        if f.nullable:
-            if v is None:
-                out += b"\xff"
-                return
-            out += b"\x01"
-        out += encode(f.children, v)
-    else:
-        _enc_scalar(f.type, v, f.nullable, out)
-
-
-def encode(fields: tuple[Field, ...], data: dict) -> bytes:
-    """Flexible-versions encoding of ``data`` (the inverse of a compiled decoder)."""
-    out = bytearray()
-    tags: list[tuple[int, bytes]] = []
-    for f in fields:
-        v = data.get(f.key, f.default)
-        if f.tag is None:
-            _enc_field(f, v, out)
-        elif v != f.default:
-            b = bytearray()
-            _enc_field(f, v, b)
-            tags.append((f.tag, bytes(b)))
-    tags += [(t, bytes(b)) for t, b in data.get(UNKNOWN_TAGS, ())]
-    tags.sort(key=lambda tb: tb[0])
-    out += write_uvarint(len(tags))
-    for t, b in tags:
-        out += write_uvarint(t) + write_uvarint(len(b)) + b
-    return bytes(out)
-
-
 __all__ = ["CATALOGUE", "UNKNOWN_TAGS", "DecodeFailure", "Field", "MessageVersion", "VarintError",
-           "encode", "fields_for", "in_versions", "json_name", "render", "snake_upper"]
+           "fields_for", "in_versions", "json_name", "snake_upper"]
