@@ -100,7 +100,7 @@ def pct(xs, p):
 
 def synthetic_raw(partitions: int, per_topic: int, cluster: str = "bench-cluster") -> list[bytes]:
     """Raw-topic values (encoded RawRecords) of a burst-shaped metadata log (see the module doc)."""
-    from services.capture.codec import RawRecord, encode_raw
+    from services.capture.serializers import RawRecord, encode_raw
     from services.kraft import CATALOGUE, build_batch
     from services.kraft.wire import uuid_str, write_uvarint
 

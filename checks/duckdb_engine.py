@@ -14,7 +14,8 @@ import duckdb
 import pyarrow as pa
 
 from checks.catalog import EVIDENCE_COLUMNS, VIOLATION_COLUMNS, wrapped_sql
-from checks.inputs import (STORE_LAYOUT_VERSION, BadInput, Inputs, chain_summary, chains_of, read_archives,
+from schemas.flat import STORE_LAYOUT_VERSION
+from checks.inputs import (BadInput, Inputs, chain_summary, chains_of, read_archives,
                            check_layout)
 from schemas.verified import Gap
 

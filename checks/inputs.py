@@ -11,7 +11,6 @@ from typing import Any
 import pyarrow as pa
 
 from schemas import flat
-from schemas.flat import STORE_LAYOUT_VERSION  # noqa: F401 - the engines read it from here
 from schemas.errors import ContractError
 from schemas.verified import Gap, VerifiedRead, read_all
 

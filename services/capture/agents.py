@@ -21,7 +21,7 @@ from schemas.errors import CodecError
 from services.capture.app import (
     alerts_topic, app, dead_letter_topic, events_topic, image_table, raw_topic, security, settings, watch_topic,
 )
-from services.capture.codec import RawRecord, decode_event_record, decode_raw, encode_raw
+from services.capture.serializers import RawRecord, decode_event_record, decode_raw, encode_raw
 from services.capture.image_store import ImageStore
 from services.capture.logic import CaptureState, DeadLetter, Progress
 from services.capture.security import aiokafka_kwargs

@@ -15,7 +15,7 @@ import gc
 
 import faust
 
-from services.capture import codec as _codecs  # noqa: F401  (registers the Avro codecs)
+from services.capture import serializers as _codecs  # noqa: F401  (registers the Avro codecs)
 from services.capture.settings import (
     EVENTS_BATCH_BYTES, EVENTS_TOPIC_CONFIG, GC_THRESHOLDS, IMAGE_TABLE_CONFIG, MAX_MESSAGE_BYTES,
     RAW_TOPIC_CONFIG, Settings,
@@ -61,7 +61,7 @@ app = faust.App(
     producer_metadata_max_age_ms=10_000,
 )
 
-# Sources -> normalize: RawRecords (services/capture/codec.py), decoded by the agent so that a bad
+# Sources -> normalize: RawRecords (services/capture/serializers.py), decoded by the agent so that a bad
 # message can go to the dead-letter topic with its reason instead of being skipped by Faust.
 raw_topic = app.topic(settings.raw_topic, key_type=bytes, value_type=bytes, value_serializer="raw",
                       partitions=1, config=RAW_TOPIC_CONFIG)

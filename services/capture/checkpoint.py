@@ -32,7 +32,7 @@ from operator import attrgetter
 
 from schemas.events import BrokerState, LeaderRecoveryState, PartitionState
 from services.normalize.image import KRaftImage
-from services.normalize.kraft import KRaftNormalizer
+from services.normalize.kraft_normalizer import KRaftNormalizer
 
 MAGIC, NL = b"CAIMG1\n", b"\n"
 FORMAT, VERSION = "ctrlaudit.kraft-image", 1

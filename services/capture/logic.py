@@ -31,12 +31,12 @@ from schemas import loader
 from schemas.errors import CodecError
 from schemas.events import ControllerEvent, OffsetSample, SourceKind
 from services.capture import fastencode
-from services.capture.codec import RawRecord, chain_encode, decode_raw
+from services.capture.serializers import RawRecord, chain_encode, decode_raw
 from services.kraft import KRaftError, read_batch
 from services.kraft.control import decode_control_batch
 from services.kraft.records import decode_data_batch
-from services.normalize.kraft import KRaftNormalizer
-from services.normalize.zookeeper import ZooKeeperNormalizer
+from services.normalize.kraft_normalizer import KRaftNormalizer
+from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
 from services.zookeeper import watch as zkwatch
 
 PROGRESS_HEADER = "ctrlaudit-progress"

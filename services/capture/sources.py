@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from services.capture.codec import RawRecord
+from services.capture.serializers import RawRecord
 from services.kraft import KRaftError, TruncatedLogError, metadata_files, read_batch, snapshot_id
 from services.kraft.files import segment_base_offset
 

@@ -1,5 +1,5 @@
 """Raw source records -> ControllerEvents with state before and after (the logic of the
 `normalize` agent, as plain functions and classes usable offline)."""
-from services.normalize.kraft import KRaftNormalizer, merge
+from services.normalize.kraft_normalizer import KRaftNormalizer, merge
 
 __all__ = ["KRaftNormalizer", "merge"]

@@ -17,7 +17,7 @@ from schemas.errors import ContractError
 from schemas.events import ControllerEvent
 from services.kraft import KRaftError, LogReader, metadata_files, snapshot_id
 from services.kraft.files import segment_base_offset
-from services.normalize.kraft import KRaftNormalizer
+from services.normalize.kraft_normalizer import KRaftNormalizer
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from schemas.events import ControllerEvent
 from services.normalize.offline import BadImport, ImportReport
-from services.normalize.zookeeper import ZooKeeperNormalizer
+from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
 from services.zookeeper import TxnLogReader, ZooKeeperFileError, log_start_zxid, snapshot_zxid, txn_logs
 from services.zookeeper.snapshot import read_snapshot
 

@@ -21,8 +21,8 @@ from schemas.events import (
     TopicChange,
     TopicChangeKind,
 )
-from services.simulator import rules
-from services.simulator.cluster import UNCLEAN, Partition, Topic
+from services.simulator import partition_rules as rules
+from services.simulator.model import UNCLEAN, Partition, Topic
 from services.simulator.config import BREACHES, BreachRecord
 from services.simulator.workload import Simulator, kafka_uuid
 

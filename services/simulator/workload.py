@@ -33,8 +33,8 @@ from schemas.events import (
     TopicChangeKind,
 )
 from services.normalize.classify import change_kinds
-from services.simulator import rules
-from services.simulator.cluster import (
+from services.simulator import partition_rules as rules
+from services.simulator.model import (
     MIN_ISR,
     UNCLEAN,
     Broker,

@@ -1,6 +1,6 @@
 """Live capture from ZooKeeper: watches on a ZooKeeper-mode Kafka cluster's controller znodes (kazoo), turned
 into the transactions and snapshots ZooKeeper's own files hold, so that the one ZooKeeper normalizer
-(services.normalize.zookeeper) makes the same ControllerEvents from both.
+(services.normalize.zookeeper_normalizer) makes the same ControllerEvents from both.
 
 What it watches: ``/controller``, ``/controller_epoch``, ``/brokers/ids/*``, ``/brokers/topics/*`` (the
 assignment with adding and removing replicas), every ``/brokers/topics/*/partitions/*/state`` (LeaderAndIsr,
@@ -309,7 +309,7 @@ def _num(name: str) -> tuple[int, str]:
 
 
 # --- on the raw topic ---------------------------------------------------------------------------------
-# A watched item travels to the normalize worker as a RawRecord (services/capture/codec.py) of kind
+# A watched item travels to the normalize worker as a RawRecord (services/capture/serializers.py) of kind
 # ZK_SNAPSHOT, ZK_TXN or GAP, positioned by zxid, its content as JSON (znode data in base64).
 
 RAW_KINDS = ("ZK_SNAPSHOT", "ZK_TXN")

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from checks.catalog import NAMES
-from checks.inputs import STORE_LAYOUT_VERSION
+from schemas.flat import STORE_LAYOUT_VERSION
 from checks.run import run_check
 from tests.checks.cases import CLEAN, VIOLATING
 

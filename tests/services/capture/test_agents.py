@@ -7,7 +7,7 @@ from schemas.events import (
     ControllerEvent, PartitionChange, PartitionState, SourceKind, SourcePosition, TopicChange, TopicChangeKind,
 )
 from services.capture import agents, logic
-from services.capture.codec import EventCodec, RawCodec, RawRecord, encode_raw
+from services.capture.serializers import EventCodec, RawCodec, RawRecord, encode_raw
 from services.kraft import build_batch
 
 

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from services.capture import agents, logic
-from services.capture.codec import RawRecord
+from services.capture.serializers import RawRecord
 from services.capture.logic import CaptureState, Progress
 from services.capture.produce import BatchSender, DeliveryFailed
 from services.kraft import build_batch

@@ -21,7 +21,7 @@ from schemas.events import (
 from services.capture import fastencode, logic
 from services.kraft import read_batch
 from services.kraft.records import decode_data_batch
-from services.normalize.kraft import KRaftNormalizer
+from services.normalize.kraft_normalizer import KRaftNormalizer
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -13,7 +13,7 @@ from schemas.events import (
     SourcePosition,
 )
 from services.capture import logic
-from services.capture.codec import RAW_SCHEMA, RawRecord, decode_raw, encode_raw
+from services.capture.serializers import RAW_SCHEMA, RawRecord, decode_raw, encode_raw
 from services.capture.logic import CaptureState, DeadLetter, Progress
 from services.capture.sources import KRaftTail
 from services.kraft import build_batch
@@ -176,7 +176,7 @@ def test_tail_after_deleted_segments_emits_gap_and_snapshot(tmp_path):
 
 def test_encoding_chain_equals_schemas_chain_and_codec():
     from schemas.chain import Chain
-    from services.capture.codec import decode_event, decode_event_record
+    from services.capture.serializers import decode_event, decode_event_record
     from services.simulator import SimConfig, Simulation
     events = [replace(e, seq=0, prev_hash="", hash="") for e in Simulation(SimConfig(seed=5, events=3000)).events()]
     kinds = {type(e.payload).__name__ for e in events}
@@ -203,7 +203,7 @@ def test_progress_header_is_the_json_it_always_was():
 
 def test_bad_event_values_keep_their_reasons():
     from schemas.errors import CodecError
-    from services.capture.codec import decode_event
+    from services.capture.serializers import decode_event
     for value, reason in ((b"junk", "shorter than"), (b"\xc3\x01" + b"\x11" * 8 + b"body", "unknown writer schema"),
                           (event_codec.encode(ev(1))[:-3], "truncated")):
         with pytest.raises(CodecError, match=reason):
@@ -222,7 +222,7 @@ def test_raw_records_of_the_first_raw_schema_still_read():
 
     import fastavro
 
-    from services.capture import codec
+    from services.capture import serializers as codec
 
     r = raw(data=b"abc", file="f.log", control_type="control", reason=None)
     old = codec.schema_from_json(codec._RAW_V1_JSON, 1)

@@ -281,7 +281,7 @@ def test_restarts_start_from_image_checkpoints_in_the_changelog_table(run):
 
 def test_watch_worker_alerts_are_the_live_checks_of_the_events_topic(run):
     from checks.live import LiveChecker
-    from services.capture.codec import decode_event_record
+    from services.capture.serializers import decode_event_record
 
     def key(a: dict) -> tuple:
         return (a["invariant"], a["cluster_id"], a["seq"], a["related_seq"], a["rule"], a["status"], a["allowance"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from schemas.events import CaptureGap, PartitionChange
-from services.capture.codec import RawRecord
+from services.capture.serializers import RawRecord
 from services.capture.logic import CaptureState
 from services.capture.sources import KRaftTail
 from services.normalize.offline import import_events

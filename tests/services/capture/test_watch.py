@@ -16,7 +16,7 @@ from schemas import codec as event_codec
 from schemas import flat
 from schemas.chain import Chain
 from services.capture import agents
-from services.capture.codec import EventRecordCodec
+from services.capture.serializers import EventRecordCodec
 from tests.checks.test_live import assert_agree, batch_keys
 
 sim = pytest.importorskip("services.simulator")

@@ -271,7 +271,7 @@ def test_live_watch_state_at_every_mark_equals_describe(scenario, tmp_path):
     from replay.store import Store
     from schemas.events import CaptureGap, ControllerChange
     from services.archive import ArchiveWriter
-    from services.normalize.zookeeper import ZooKeeperNormalizer
+    from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
     from services.zookeeper.snapshot import Snapshot
 
     _, _, _, facts = scenario

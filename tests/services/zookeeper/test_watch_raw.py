@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from schemas.events import CaptureGap, PartitionChange, TopicChange, TopicChangeKind
-from services.capture.codec import RawRecord, decode_raw, encode_raw
+from services.capture.serializers import RawRecord, decode_raw, encode_raw
 from services.capture.logic import CaptureState
 from services.zookeeper.records import Op, Txn
 from services.zookeeper.snapshot import Snapshot, Znode

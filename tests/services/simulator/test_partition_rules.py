@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from schemas.events import ElectionType, LeaderRecoveryState, PartitionChangeKind, PartitionState
 from services.normalize.classify import change_kinds
-from services.simulator import rules
+from services.simulator import partition_rules as rules
 
 K = PartitionChangeKind
 S = PartitionState((1, 2, 3), (1, 2, 3), leader=1, leader_epoch=5, partition_epoch=9)
