@@ -98,3 +98,18 @@ def test_import_of_another_history_into_an_archive_is_refused(tmp_path: Path) ->
     done = run("import", "kraft", str(other), "--out", str(out), "--cluster-id", "q1w2e3r4t5y6u7i8o9p0aA")
     assert done.exit_code == 2 and "do not continue it" in done.output and "Traceback" not in done.output
     assert _digest(out) == before
+
+
+def test_import_json_on_standard_output(tmp_path: Path) -> None:
+    """`import kraft --json -`: the summary as the document on standard output, the line on standard error."""
+    import json
+
+    d = metadata_dir(tmp_path)
+    done = run("import", "kraft", str(d), "--out", str(tmp_path / "archive"), "--json", "-")
+    assert done.exit_code == 0, done.output
+    doc = json.loads(done.stdout)
+    assert doc["cluster_id"] == "q1w2e3r4t5y6u7i8o9p0aA" and doc["records"] == doc["events"] == 7
+    assert len(doc["archive_files"]) == 1 and doc["gaps"] == [] and doc["continued_after_seq"] is None
+    assert "7 records from 1 file(s)" in done.stderr
+    again = json.loads(run("import", "kraft", str(d), "--out", str(tmp_path / "archive"), "--json", "-").stdout)
+    assert again["continued_after_seq"] == 6 and again["archive_files"] == []
