@@ -24,7 +24,7 @@ VIOLATION_COLUMNS = ("invariant",) + RESULT_COLUMNS
 @dataclass(frozen=True)
 class Invariant:
     name: str
-    anchor: str  # I1..I13 in research/anchors.md §3, or "" for ctrlaudit's own
+    anchor: str  # I1..I13, the catalog numbers of checks/README.md, or "" for ctrlaudit's own
     tla: str
     statement: str
     needs: tuple[str, ...]  # payload kinds that must be present

@@ -11,7 +11,7 @@ Two value types travel between the capture processes:
   it with the same tested decoder as the offline import, and the CRC still guards the bytes end to end.
   Registered as ``ctrlaudit-raw``.
 
-Faust itself has no Avro codec (research/ecosystem.md §2); keep every Avro call in this module and
+Faust itself has no Avro codec; keep every Avro call in this module and
 in schemas/.
 """
 from __future__ import annotations

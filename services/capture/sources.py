@@ -4,7 +4,7 @@ batch, with its position, as a RawRecord to the raw topic.
 ``KRaftTail`` is the plain, tested part: given where the raw topic ends (its last RawRecord) it finds
 its place again in the files, follows segment rolls, and when the segment holding the next offset was
 deleted by retention before it was read, emits a GAP and bootstraps from the oldest snapshot that
-reaches the retained segments (design §4). Only batches below the quorum's high watermark are
+reaches the retained segments. Only batches below the quorum's high watermark are
 published: a replica's log may hold an uncommitted tail that a new controller truncates after a
 failover, and that must never become an event.
 

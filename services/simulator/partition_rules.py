@@ -1,7 +1,7 @@
 """Kafka's KRaft controller rules for partition registrations, as pure functions.
 
-Modelled on PartitionChangeBuilder / PartitionReassignmentReplicas / ReplicationControlManager
-(research/kafka-formats.md §6.2): every change bumps the partition epoch; the leader epoch rises
+Modelled on Kafka's PartitionChangeBuilder / PartitionReassignmentReplicas / ReplicationControlManager
+(org.apache.kafka.controller): every change bumps the partition epoch; the leader epoch rises
 on every leader change and on forced bumps (a replica leaves the replica set; an ISR shrink only
 below metadata.version 12 = 3.6-IV0); ISR shrink/expand and reassignment start that only adds
 keep it. A change that changes nothing is dropped (returns None).

@@ -4,7 +4,7 @@ A small streaming checker, independent of the simulator's code: it replays the e
 reports every violation as (invariant, seq). The real checks live in checks/ (SQL); this one only
 has to agree with the simulator's ground truth.
 
-Conventions it applies (Kafka's, see research/kafka-formats.md §6):
+Conventions it applies (Kafka's: PartitionChangeBuilder, ReplicationControlManager):
 - leader = -1 with a non-empty ISR is legal (the last ISR member is kept), so the fenced-broker
   rule is judged only for partitions that have a leader;
 - a clean leader change picks a member of the previous ISR (ELR elections one of the previous ELR);

@@ -1,4 +1,4 @@
-"""Kafka's controller rules (research/kafka-formats.md §6.2), one by one."""
+"""Kafka's controller rules, one by one."""
 from __future__ import annotations
 
 from schemas.events import ElectionType, LeaderRecoveryState, PartitionChangeKind, PartitionState
