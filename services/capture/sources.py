@@ -22,7 +22,7 @@ from pathlib import Path
 
 from services.capture.serializers import RawRecord
 from services.kraft import KRaftError, TruncatedLogError, metadata_files, read_batch, snapshot_id
-from services.kraft.files import segment_base_offset
+from services.kraft.files import bootstrap_snapshot, segment_base_offset
 
 log = logging.getLogger(__name__)
 
@@ -105,11 +105,10 @@ class KRaftTail:
             return out
         first = segs[0][0]
         if first > self.next_offset:
-            snaps = sorted((snapshot_id(p).end_offset, p) for p in metadata_files(self.dir)
-                           if snapshot_id(p) is not None and snapshot_id(p).end_offset >= first)
-            if not snaps:
+            snap = bootstrap_snapshot(first, metadata_files(self.dir))
+            if snap is None:
                 return out  # no usable snapshot yet: Kafka writes one before deleting; try again
-            end, snap = snaps[0]
+            end = snapshot_id(snap).end_offset
             if end > self.next_offset:
                 out.append(self._raw("GAP", base=self.next_offset, last=end - 1,
                                      reason=f"offsets [{self.next_offset}, {end - 1}] were deleted from {self.dir} "

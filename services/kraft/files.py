@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from .batch import HEADER_SIZE, LOG_OVERHEAD, MAX_BATCH_BYTES, Batch, read_batch
 from .control import decode_control_batch
@@ -65,6 +65,17 @@ def snapshot_id(path: Path | str) -> SnapshotId | None:
 def segment_base_offset(path: Path | str) -> int | None:
     m = SEGMENT_RE.match(Path(path).name)
     return int(m.group(1)) if m else None
+
+
+def bootstrap_snapshot(first_segment: int | None, snapshots: Iterable[Path]) -> Path | None:
+    """The snapshot a reader starts from when the retained segments do not begin at offset 0: the oldest
+    whose end offset reaches the first segment (Kafka writes one before retention deletes what it covers),
+    so that the stretch before it is the only gap. None when no snapshot reaches it (yet). The offline
+    import and the live tail both bootstrap by this rule."""
+    reaching = sorted((snapshot_id(p).end_offset, p) for p in snapshots
+                      if snapshot_id(p) is not None
+                      and (first_segment is None or snapshot_id(p).end_offset >= first_segment))
+    return reaching[0][1] if reaching else None
 
 
 def metadata_files(directory: Path | str) -> list[Path]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from schemas.errors import ContractError
 from schemas.events import ControllerEvent
 from services.kraft import KRaftError, LogReader, metadata_files, snapshot_id
-from services.kraft.files import segment_base_offset
+from services.kraft.files import bootstrap_snapshot, segment_base_offset
 from services.normalize.kraft_normalizer import KRaftNormalizer
 
 log = logging.getLogger(__name__)
@@ -69,12 +69,10 @@ def plan(paths: Sequence[Path]) -> list[Path]:
     if first == 0:
         return segments
     # The oldest snapshot that reaches the first retained segment, else the newest one.
-    usable = [s for s in snapshots if first is None or snapshot_id(s).end_offset >= first]
-    if not usable and snapshots:
-        usable = snapshots[-1:]
-    if not usable:
+    start = bootstrap_snapshot(first, snapshots) or (snapshots[-1] if snapshots else None)
+    if start is None:
         raise BadImport(f"the segments start at offset {first} and no snapshot covers the history before it")
-    return usable[:1] + segments
+    return [start] + segments
 
 
 def import_events(paths: Sequence[str | Path], cluster_id: str | None = None, on_error: str = "raise",
