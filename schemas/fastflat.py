@@ -31,10 +31,6 @@ try:
 except ImportError:  # built without a compiler / zlib: the Python path only
     _native = None
 
-# sha256 of the Parsing Canonical Form of controller_event.v1.avsc, the schema the C decoder is
-# written for. A new release (v2) changes loader.current() and turns the fast path off until the
-# decoder learns it.
-V1_CANONICAL_SHA256 = "393522a65eef32f1c35db1eb3b4e9374c488267fcf041fdb640d711766256ee4"
 
 CODECS = {b"null": False, b"deflate": True}  # codec -> is deflate
 
@@ -54,7 +50,7 @@ def _layout_ok() -> bool:
     want = tuple((name, kinds.get(typ)) for name, typ, _ in flat.FLAT_COLUMNS)
     if tuple(_native.COLUMNS) != want:
         return False
-    return hashlib.sha256(loader.current().canonical.encode()).hexdigest() == V1_CANONICAL_SHA256
+    return loader.current_is_v1()
 
 
 def available() -> bool:

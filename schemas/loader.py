@@ -54,6 +54,18 @@ def released() -> tuple[SchemaVersion, ...]:
     return tuple(sorted(found, key=lambda s: s.version))
 
 
+# sha256 of the Parsing Canonical Form of controller_event.v1.avsc: the schema the hand-written encoder
+# (schemas/fastencode.py) and the C decoder (schemas/fastflat.py) are written for. A new release (v2)
+# changes current() and turns both fast paths off until they learn it.
+V1_CANONICAL_SHA256 = "393522a65eef32f1c35db1eb3b4e9374c488267fcf041fdb640d711766256ee4"
+
+
+def current_is_v1() -> bool:
+    import hashlib
+
+    return hashlib.sha256(current().canonical.encode()).hexdigest() == V1_CANONICAL_SHA256
+
+
 def current() -> SchemaVersion:
     """The reader schema of this build: the newest released version."""
     return released()[-1]

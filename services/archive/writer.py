@@ -26,7 +26,8 @@ from pathlib import Path
 from schemas import loader
 from schemas.errors import ContractError
 from schemas.events import ControllerEvent
-from services.archive.encoder import chain_body, enc_long, make_encoder
+from schemas.fastencode import long_ as enc_long
+from services.archive.encoder import chain_body, make_encoder
 from schemas.manifest import FileManifest, SourceMark, fsync_dir, write_manifest
 from services.archive.reader import list_files
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import time
-from hashlib import sha256
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -30,7 +29,7 @@ from schemas import codec as event_codec
 from schemas import loader
 from schemas.errors import CodecError
 from schemas.events import ControllerEvent, OffsetSample, SourceKind
-from services.capture import fastencode
+from schemas import fastencode
 from services.capture.serializers import RawRecord, chain_encode, decode_raw
 from services.kraft import KRaftError, read_batch
 from services.kraft.control import decode_control_batch
@@ -140,13 +139,10 @@ def batch_records(raw: RawRecord) -> list:
 _set_seq, _set_prev_hash, _set_hash = (getattr(ControllerEvent, f).__set__ for f in ("seq", "prev_hash", "hash"))
 
 
-_HEX64 = fastencode.long_(64)  # a sha256 hexdigest as an Avro string: its length, then its 64 ASCII bytes
-
-
 class EncodingChain:
     """schemas.chain.Chain that also returns each event's events-topic value (one write per event: the
     hash covers the body with hash = "", the value is that body with the hash in place). The body is
-    written by services.capture.fastencode (schema v1 by hand, ~10x fastavro) while the current schema
+    written by schemas.fastencode (schema v1 by hand, ~10x fastavro) while the current schema
     is v1, else by fastavro (codec.chain_encode); both give schemas.codec's bytes."""
 
     def __init__(self, cluster_id: str, next_seq: int = 0, head_hash: str = "") -> None:
@@ -164,9 +160,8 @@ class EncodingChain:
             raise ValueError(f"event of cluster {event.cluster_id!r} appended to chain of {self.cluster_id!r}")
         seq, prev = self.next_seq, self.head_hash
         if fastencode.AVAILABLE:
-            head, tail = fastencode.parts(event, seq, prev)
-            digest = sha256(b"".join((prev.encode(), head, b"\x00", tail))).hexdigest()
-            value = b"".join((self._header, head, _HEX64 + digest.encode(), tail))
+            digest, body = fastencode.chain_body(*fastencode.parts(event, seq, prev), prev)
+            value = self._header + body
         else:
             record = event_codec.to_avro(event)
             record["seq"], record["prev_hash"] = seq, prev

@@ -18,7 +18,8 @@ from schemas.chain import Chain, event_id, offset_event_id
 from schemas.events import (
     ControllerEvent, ElectionType, PartitionChange, PartitionChangeKind, PartitionState, SourceKind, SourcePosition,
 )
-from services.capture import fastencode, logic
+from schemas import fastencode
+from services.capture import logic
 from services.kraft import read_batch
 from services.kraft.records import decode_data_batch
 from services.normalize.kraft_normalizer import KRaftNormalizer

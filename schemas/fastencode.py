@@ -5,7 +5,7 @@ then costs ~50 µs per write of this schema (a union of nine records, six int ar
 state), which made the encode ~1/3 of the worker's CPU per event. This writer goes from the frozen
 dataclasses to bytes directly and reuses the bytes of values that repeat in a burst (replica lists,
 topic names, the cluster id). It writes exactly what fastavro writes for schema v1
-(tests/services/capture/test_fastencode.py compares byte for byte, every payload type); it is used only
+(tests/schemas/test_fastencode.py compares byte for byte, every payload type); it is used only
 while this build's current schema has v1's Parsing Canonical Form (`AVAILABLE`), else the capture
 codec falls back to fastavro.
 
@@ -24,9 +24,7 @@ from schemas.events import (
     OffsetSample, PartitionChange, PartitionState, TopicChange, UnknownRecord,
 )
 
-# sha256 of controller_event.v1.avsc's Parsing Canonical Form (the same pin as schemas.fastflat's C decoder)
-V1_CANONICAL_SHA256 = "393522a65eef32f1c35db1eb3b4e9374c488267fcf041fdb640d711766256ee4"
-AVAILABLE = hashlib.sha256(loader.current().canonical.encode()).hexdigest() == V1_CANONICAL_SHA256
+AVAILABLE = loader.current_is_v1()  # the pin is loader.V1_CANONICAL_SHA256, shared with the C decoder
 
 # --- primitives ---------------------------------------------------------------------------------
 
@@ -77,7 +75,7 @@ def _cstring(s: str) -> bytes:
     return b
 
 
-_arrays: dict[tuple, bytes] = {(): b"\x00"}
+_arrays: dict[tuple[int, ...], bytes] = {(): b"\x00"}
 
 
 def int_array(t: tuple[int, ...]) -> bytes:
@@ -138,7 +136,7 @@ if AVAILABLE:  # another schema may not have these types: then this module is no
 
 # --- records ------------------------------------------------------------------------------------
 
-_state_arrays: dict[tuple, bytes] = {}
+_state_arrays: dict[tuple[tuple[int, ...], ...], bytes] = {}
 
 
 def _state(s: PartitionState | None) -> bytes:
@@ -172,19 +170,19 @@ def _broker(b: BrokerState | None) -> bytes:
                      _opt_string(b.rack), _bool(b.fenced), _bool(b.in_controlled_shutdown), eps))
 
 
-_change_tails: dict[tuple, bytes] = {}
+_change_tails: dict[tuple[Any, ...], bytes] = {}
 
 
 def _partition_change(p: PartitionChange) -> bytes:
     # changes, election and reason: a handful of combinations in any log, encoded once each
-    key = (p.changes, p.election, p.reason)
-    tail = _change_tails.get(key)
+    kinds = (p.changes, p.election, p.reason)
+    tail = _change_tails.get(kinds)
     if tail is None:
         changes = b"\x00" if not p.changes else (
             long_(len(p.changes)) + b"".join([_CHANGE_KIND[c] for c in p.changes]) + b"\x00")
         if len(_change_tails) > 10_000:
             _change_tails.clear()
-        tail = _change_tails[key] = changes + _ELECTION[p.election] + _opt_string(p.reason)
+        tail = _change_tails[kinds] = changes + _ELECTION[p.election] + _opt_string(p.reason)
     key = (p.topic_id, p.partition)
     before, after = p.before, p.after
     if before is not None and _last_after.get(key) is before:
@@ -257,4 +255,17 @@ def parts(e: ControllerEvent, seq: int, prev_hash: str) -> tuple[bytes, bytes]:
     return head, _payload(e.payload)
 
 
-_middles: dict[tuple, bytes] = {}
+_middles: dict[tuple[Any, ...], bytes] = {}
+
+
+# --- the chain rule, on the two halves ----------------------------------------------------------------
+
+EMPTY_HASH_FIELD = b"\x00"  # Avro string "" (length 0)
+HASH_FIELD_PREFIX = long_(64)  # a sha256 hex digest is always 64 ASCII bytes
+
+
+def chain_body(head: bytes, tail: bytes, prev_hash: str) -> tuple[str, bytes]:
+    """(hash, the Avro body with the hash in place) of an event split as `parts` splits it: the hash is
+    schemas.chain.record_hash's, sha256(prev_hash + the body with hash = ""), from the same bytes."""
+    digest = hashlib.sha256(b"".join((prev_hash.encode(), head, EMPTY_HASH_FIELD, tail))).hexdigest()
+    return digest, b"".join((head, HASH_FIELD_PREFIX, digest.encode(), tail))
