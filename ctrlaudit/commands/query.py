@@ -39,6 +39,23 @@ def _point(s, cluster: str | None, seq: int | None, offset: int | None, time: st
     return s.point(seq=seq, offset=offset, time=time, cluster_id=cluster)
 
 
+def _emit(result, fmt: Enum, json_path: Path | None, text, table=None) -> None:
+    """One result out: as --json asks (standard output or a file), then as --format asks; `text()` and
+    `table()` make the text and the rich table only when they are asked for."""
+    from replay import formats
+
+    if Output(json_path).json(lambda: formats.to_json(result)):
+        return
+    if fmt.value == "json":
+        print(formats.to_json(result))
+    elif fmt.value == "csv":
+        print(formats.to_csv(result), end="")
+    elif fmt.value == "table" and table is not None:
+        print_table(table())
+    else:
+        print(text(), end="")
+
+
 def _open(store: Path):
     from replay.store import Store
 
@@ -122,22 +139,18 @@ def register(app: typer.Typer) -> None:
                 if partition is not None and not result.partitions:
                     raise UsageError(topics.missing_partition(s, point, names if isinstance(names, str) else topic,
                                                               partition))
-        if Output(json_path).json(lambda: formats.to_json(result)):
+        if reassignment_json:  # the plan on standard output, unless --json - takes it
+            if not Output(json_path).json(lambda: formats.to_json(result)):
+                print(formats.reassignment_json(result))
             return
-        if reassignment_json:
-            print(formats.reassignment_json(result))
-        elif fmt is StateFormat.json:
-            print(formats.to_json(result))
-        elif fmt is StateFormat.csv:
-            print(formats.to_csv(result), end="")
-        elif fmt is StateFormat.table:
-            print_table(formats.state_table(result))
-        else:
-            print(formats.as_of_line(result.point))
-            if isinstance(result, queries.HealthResult):
-                print("".join(formats.describe_partition(r) + "\n" for r in result.partitions), end="")
-            else:
-                print(formats.describe(result, topics_with_overrides=with_overrides), end="")
+
+        def describe() -> str:
+            body = ("".join(formats.describe_partition(r) + "\n" for r in result.partitions)
+                    if isinstance(result, queries.HealthResult)
+                    else formats.describe(result, topics_with_overrides=with_overrides))
+            return formats.as_of_line(result.point) + "\n" + body
+
+        _emit(result, fmt, json_path, describe, lambda: formats.state_table(result))
 
     @app.command("diff")
     @user_errors
@@ -173,14 +186,7 @@ def register(app: typer.Typer) -> None:
                 result = type(result)(**{**{f: getattr(result, f) for f in result.__dataclass_fields__},
                                          "partitions": tuple(p for p in result.partitions
                                                              if pattern.fullmatch(p.topic))})
-        if Output(json_path).json(lambda: formats.to_json(result)):
-            return
-        if fmt is TextFormat.csv:
-            print(formats.to_csv(result), end="")
-        elif fmt is TextFormat.json:
-            print(formats.to_json(result))
-        else:
-            print(formats.diff_text(result), end="")
+        _emit(result, fmt, json_path, lambda: formats.diff_text(result))
 
     @app.command("timeline")
     @user_errors
@@ -205,16 +211,7 @@ def register(app: typer.Typer) -> None:
                 raise UsageError(topics.missing_partition(s, point, topic, partition))
         if limit is not None:
             result = type(result)(result.point, result.topic, result.partition, result.changes[-limit:])
-        if Output(json_path).json(lambda: formats.to_json(result)):
-            return
-        if fmt is TextFormat.json:
-            print(formats.to_json(result))
-        elif fmt is TextFormat.csv:
-            print(formats.to_csv(result), end="")
-        elif fmt is TextFormat.table:
-            print_table(formats.timeline_table(result))
-        else:
-            print(formats.timeline_text(result), end="")
+        _emit(result, fmt, json_path, lambda: formats.timeline_text(result), lambda: formats.timeline_table(result))
 
     @app.command("explain")
     @user_errors
@@ -253,7 +250,4 @@ def register(app: typer.Typer) -> None:
                     raise UsageError(f"the leader of {topic}-{partition} never moved {point.describe()}")
                 seq = moves[-1].seq
             result = changes.explain(s, seq=seq, event_id=event_id, offset=offset, cluster_id=cluster)
-        if Output(json_path).json(lambda: formats.to_json(result)):
-            return
-        print(formats.to_json(result) if fmt is TextFormat.json else formats.explain_text(result), end="\n"
-              if fmt is TextFormat.json else "")
+        _emit(result, fmt, json_path, lambda: formats.explain_text(result))
