@@ -65,6 +65,12 @@ def parse(value: str | int) -> Parsed:
     if isinstance(value, int):
         return Parsed(value)
     text = value.strip()
+    if text.upper().endswith("UTC"):  # `date -u` style: 2026-11-20 03:14:00 UTC
+        text = text[:-3].rstrip() + "Z"
+    whole, dot, fraction = text.partition(".")
+    if dot and whole.lstrip("-").isdigit() and fraction.isdigit():  # `date +%s.%N`: seconds with a fraction
+        ms = round(float(text) * 1000)
+        return Parsed(ms, f"time {text} read as epoch seconds ({iso(ms)})")
     if text.lstrip("-").isdigit():
         number = int(text)
         if abs(number) < SECONDS_BELOW:

@@ -13,6 +13,8 @@ from schemas import times
     ("2023-11-14T23:13:20.5+01:00", 1_700_000_000_500),
     ("1700000000123", 1_700_000_000_123),  # epoch millis
     (" 1700000000123 ", 1_700_000_000_123),
+    ("2023-11-14 22:13:20 UTC", 1_700_000_000_000),  # date -u
+    ("2023-11-14T22:13:20.123456789Z", 1_700_000_000_123),  # nanoseconds, as Kafka's logs and tools print
 ])
 def test_parse(text: str, ms: int) -> None:
     assert times.parse(text) == times.Parsed(ms)
@@ -22,6 +24,8 @@ def test_epoch_seconds_are_read_as_seconds_and_say_so() -> None:
     p = times.parse("1700000000")
     assert p.ms == 1_700_000_000_000 and "read as epoch seconds (2023-11-14T22:13:20.000Z)" in p.note
     assert times.parse(str(times.SECONDS_BELOW)).note == ""  # 10^11: epoch millis (1973)
+    p = times.parse("1700000000.25")  # date +%s.%N
+    assert p.ms == 1_700_000_000_250 and "read as epoch seconds" in p.note
 
 
 def test_not_a_time_names_what_to_give() -> None:
