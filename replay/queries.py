@@ -14,6 +14,7 @@ from immutables import Map
 
 from schemas.events import BrokerState, ConfigResourceType, LeaderRecoveryState, PartitionState
 from replay.errors import StoreError
+from schemas.fastbuild import fast_constructor
 from replay.image import (
     CaptureGapSeen, ClusterImage, ControllerImage, Provenance, TopicImage, TopicsImage,
 )
@@ -101,6 +102,10 @@ def _tuples(column: pa.ChunkedArray) -> list[tuple[int, ...]]:
     return out
 
 
+# 100k of each per as-of of a large cluster: built through their slots, at half the cost of their __init__
+_NEW_STATE, _NEW_ROW = fast_constructor(PartitionState), fast_constructor(PartitionRow)
+
+
 def state_as_of(store: Store, point: Point, topic: Topics = None, partition: int | None = None) -> StateResult:
     """All partitions, one topic's, or one partition's state as of `point`."""
     table = state_arrow(store, point, topic, partition)
@@ -115,7 +120,7 @@ def state_as_of(store: Store, point: Point, topic: Topics = None, partition: int
         lists = [_tuples(c[i]) for i in range(5, 11)]
         scalars = [c[i].to_pylist() for i in (0, 1, 2, 3, 4, 11, 12, 13)]
         recovery = [_RECOVERY[v] for v in c[14].to_pylist()]
-        PS, PR = PartitionState, PartitionRow
+        PS, PR = _NEW_STATE, _NEW_ROW
         parts = tuple(PR(t, tid, p, PS(r, i, ld, le, pe, ad, rm, e, lk, rc), fs, ft)
                       for t, tid, p, fs, ft, ld, le, pe, r, i, ad, rm, e, lk, rc
                       in zip(*scalars, *lists, recovery))
