@@ -246,7 +246,7 @@ class ZooKeeperWatch:
         out: list[Item] = []
         first = self._resync == "first read"
         self._resync = None
-        if not first and top > self.last_zxid + 1:
+        if not first and top > self.last_zxid:
             out.append(Gap(self.last_zxid + 1, top, f"{why}: changes up to zxid {top:#x} read as a snapshot",
                            self.clock()))
         top = max(top, self.last_zxid)

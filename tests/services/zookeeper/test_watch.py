@@ -1,0 +1,221 @@
+"""The ZooKeeper watch's rules on a stand-in ZooKeeper (a dict of znodes with zxids, versions and one-shot
+watches, as ZooKeeper keeps them): zxid order, one zxid's writes as one transaction, deletions at the
+parent's pzxid, skipped versions and lost sessions as gaps followed by a snapshot. The real ZooKeeper runs
+in test_real_zookeeper.py (the whole scenario) and test_real_zookeeper_capture.py (the capture worker)."""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+from kazoo.exceptions import NoNodeError
+
+from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
+from services.zookeeper.records import Txn
+from services.zookeeper.snapshot import Snapshot
+from services.zookeeper.watch import Gap, ZooKeeperWatch
+
+TOPIC = "/brokers/topics/orders"
+STATE = TOPIC + "/partitions/0/state"
+
+
+class FakeZooKeeper:
+    """Znodes with ZooKeeper's stat fields and one-shot watches; `write` and `delete` are transactions."""
+
+    def __init__(self) -> None:
+        self.zxid = 0
+        self.nodes: dict[str, SimpleNamespace] = {}
+        self.data_watches: dict[str, list] = {}
+        self.child_watches: dict[str, list] = {}
+        self.client_id = (1, b"")
+        self.handler = SimpleNamespace(dispatch_callback=lambda cb: cb.func(*cb.args))
+        self.listeners: list = []
+        for path in ("/", "/brokers", "/brokers/ids", "/brokers/topics", "/config", "/config/topics"):
+            self._put(path, b"")
+
+    # --- the server ---
+    def _put(self, path: str, data: bytes) -> None:
+        node = self.nodes.get(path)
+        if node is None:
+            self.nodes[path] = SimpleNamespace(data=data, czxid=self.zxid, mzxid=self.zxid, mtime=self.zxid,
+                                               version=0, pzxid=self.zxid, ephemeralOwner=0)
+        else:
+            node.data, node.mzxid, node.mtime, node.version = data, self.zxid, self.zxid, node.version + 1
+
+    def _fire(self, table: dict, path: str) -> None:
+        for cb in table.pop(path, []):
+            cb(SimpleNamespace(path=path))
+
+    def write(self, *changes: tuple[str, object]) -> int:
+        """One transaction (a multi when several): create or set each path."""
+        self.zxid += 1
+        for path, data in changes:
+            raw = data if isinstance(data, bytes) else json.dumps(data).encode()
+            created = path not in self.nodes
+            parent = path.rsplit("/", 1)[0] or "/"
+            for p in _ancestors(parent):
+                if p not in self.nodes:
+                    self._put(p, b"")
+            self._put(path, raw)
+            if created:
+                self.nodes[parent].pzxid = self.zxid
+                self._fire(self.child_watches, parent)
+            self._fire(self.data_watches, path)
+        return self.zxid
+
+    def delete(self, path: str) -> int:
+        self.zxid += 1
+        for p in sorted((p for p in self.nodes if p == path or p.startswith(path + "/")), key=len, reverse=True):
+            del self.nodes[p]
+            self._fire(self.data_watches, p)
+            self._fire(self.child_watches, p)
+        parent = path.rsplit("/", 1)[0] or "/"
+        self.nodes[parent].pzxid = self.zxid
+        self._fire(self.child_watches, parent)
+        return self.zxid
+
+    # --- the kazoo client ---
+    def start(self, timeout=None):
+        pass
+
+    def add_listener(self, fn):
+        self.listeners.append(fn)
+
+    def stop(self):
+        pass
+
+    def close(self):
+        pass
+
+    def get(self, path, watch=None):
+        node = self.nodes.get(path)
+        if node is None:
+            raise NoNodeError(path)
+        if watch:
+            self.data_watches.setdefault(path, []).append(watch)
+        return node.data, node
+
+    def exists(self, path, watch=None):
+        if watch:
+            self.data_watches.setdefault(path, []).append(watch)
+            self.child_watches.setdefault(path, []).append(watch)
+        return self.nodes.get(path)
+
+    def get_children(self, path, watch=None, include_data=False):
+        node = self.nodes.get(path)
+        if node is None:
+            raise NoNodeError(path)
+        if watch:
+            self.child_watches.setdefault(path, []).append(watch)
+        kids = sorted({p[len(path) + 1:].split("/")[0] for p in self.nodes if p.startswith(path + "/")})
+        return (kids, node) if include_data else kids
+
+
+def _ancestors(path: str) -> list[str]:
+    if path == "/":
+        return []
+    parts = path.strip("/").split("/")
+    return ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def _assignment(replicas):
+    return {"version": 3, "partitions": {"0": replicas}, "adding_replicas": {}, "removing_replicas": {},
+            "topic_id": "T0pic1dT0pic1dT0pic1d"}
+
+
+def _state(leader, isr, epoch=1, leader_epoch=0):
+    return {"controller_epoch": epoch, "leader": leader, "version": 1, "leader_epoch": leader_epoch, "isr": isr}
+
+
+def _started(zk: FakeZooKeeper) -> ZooKeeperWatch:
+    w = ZooKeeperWatch("fake:2181", client=zk, clock=lambda: 0)
+    w.start()
+    return w
+
+
+def test_first_poll_is_a_snapshot_then_changes_in_zxid_order():
+    zk = FakeZooKeeper()
+    zk.write(("/controller_epoch", b"1"), ("/controller", {"brokerid": 1}))
+    zk.write((TOPIC, _assignment([1, 2])))
+    zk.write((STATE, _state(1, [1, 2])))
+    w = _started(zk)
+    first = w.poll()
+    assert len(first) == 1 and isinstance(first[0], Snapshot) and first[0].zxid == zk.zxid
+    assert {n.path for n in first[0].nodes} >= {"/controller", "/controller_epoch", TOPIC, STATE}
+    assert w.poll() == []
+    a = zk.write((STATE, _state(1, [1])))
+    b = zk.write(("/controller_epoch", b"2"), ("/controller", {"brokerid": 2}))  # the controller's multi
+    got = w.poll()
+    assert [type(i) for i in got] == [Txn, Txn] and [t.zxid for t in got] == [a, b]
+    assert [o.path for o in got[1].ops] == ["/controller_epoch", "/controller"]  # epoch first, one txn
+    events = [e for item in first + got for e in ZooKeeperNormalizer("c").feed_watched(item)]
+    change = [e.payload for e in events if type(e.payload).__name__ == "ControllerChange"][-1]
+    assert (change.leader_id, change.epoch) == (2, 2)
+
+
+def test_a_version_skipped_between_reads_is_a_gap():
+    zk = FakeZooKeeper()
+    zk.write((TOPIC, _assignment([1, 2])))
+    zk.write((STATE, _state(1, [1, 2])))
+    w = _started(zk)
+    w.poll()
+    skipped = zk.write((STATE, _state(1, [1])))  # fires the watch; it is set again only by the next read
+    seen = zk.write((STATE, _state(1, [1, 2], leader_epoch=0)))  # so this one is read, that one never
+    got = w.poll()
+    gaps = [i for i in got if isinstance(i, Gap)]
+    assert len(gaps) == 1 and (gaps[0].from_zxid, gaps[0].to_zxid) == (skipped, seen - 1)
+    assert "versions 1..1 changed before they were read" in gaps[0].reason
+    assert any(isinstance(i, Txn) and i.zxid == seen for i in got)
+
+
+def test_a_deleted_topic_is_deleted_deepest_first_at_its_parents_pzxid():
+    zk = FakeZooKeeper()
+    zk.write((TOPIC, _assignment([1, 2])))
+    zk.write((STATE, _state(1, [1, 2])))
+    w = _started(zk)
+    first = w.poll()
+    gone = zk.delete(TOPIC)
+    got = w.poll()
+    deletes = [(t.zxid, o.path) for t in got if isinstance(t, Txn) for o in t.ops if o.kind == "delete"]
+    assert deletes == [(gone, STATE), (gone, TOPIC)]
+    norm = ZooKeeperNormalizer("c")
+    events = [e for item in first + got for e in norm.feed_watched(item)]
+    assert [type(e.payload).__name__ for e in events[-2:]] == ["PartitionChange", "TopicChange"]
+    assert events[-2].payload.after is None and norm.image.partitions == {}
+
+
+def test_a_new_session_is_a_gap_and_a_snapshot_that_drops_what_went_meanwhile():
+    zk = FakeZooKeeper()
+    zk.write((TOPIC, _assignment([1, 2])))
+    zk.write((STATE, _state(1, [1, 2])))
+    w = _started(zk)
+    norm = ZooKeeperNormalizer("c")
+    for item in w.poll():
+        norm.feed_watched(item)
+    last = w.last_zxid
+    zk.data_watches.clear()
+    zk.child_watches.clear()  # the session expired: its watches with it ...
+    zk.client_id = (2, b"")  # ... and the client reconnected with a new one
+    zk.delete(TOPIC)
+    zk.write(("/brokers/ids/3", {"version": 5, "endpoints": ["PLAINTEXT://h:3"]}))
+    got = w.poll()
+    assert isinstance(got[0], Gap) and got[0].from_zxid == last + 1 and got[0].to_zxid == zk.zxid
+    assert "new ZooKeeper session" in got[0].reason and isinstance(got[1], Snapshot)
+    events = [e for item in got for e in norm.feed_watched(item)]
+    kinds = [(type(e.payload).__name__, getattr(e.payload, "kind", None)) for e in events]
+    assert ("TopicChange", next(k for _, k in kinds if k is not None and k.name == "DELETED")) in kinds
+    assert norm.image.partitions == {} and 3 in norm.image.brokers
+    assert all(e.bootstrap for e in events[1:])
+
+
+def test_the_capture_restarted_is_a_gap_back_to_the_raw_topics_last_zxid():
+    zk = FakeZooKeeper()
+    zk.write((TOPIC, _assignment([1, 2])))
+    zk.write((STATE, _state(1, [1, 2])))
+    w = _started(zk)
+    w.resume_after(1)
+    got = w.poll()
+    assert isinstance(got[0], Gap) and (got[0].from_zxid, got[0].to_zxid) == (2, zk.zxid)
+    assert "the capture restarted" in got[0].reason and isinstance(got[1], Snapshot)
+    w2 = _started(zk)
+    w2.resume_after(zk.zxid)  # nothing changed while it was down: a snapshot, no gap
+    assert [type(i) for i in w2.poll()] == [Snapshot]
