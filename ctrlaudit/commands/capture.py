@@ -18,7 +18,7 @@ EVENTS_TOPIC = typer.Option(None, "--topic", help="Events topic (env CTRLAUDIT_E
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("capture")
+    @app.command("capture", short_help="Capture a live cluster (KRaft log or ZooKeeper).")
     @user_errors
     def capture(
         metadata_dir: Path = typer.Option(None, "--metadata-dir",
@@ -93,7 +93,7 @@ def register(app: typer.Typer) -> None:
             children.append(Child("offset sampler", start([sys.executable, "-m", "services.capture", "sampler"])))
         raise typer.Exit(Supervisor(children, max_quick=max_restarts).run())
 
-    @app.command("archive")
+    @app.command("archive", short_help="Keep the events topic as hourly Avro files.")
     @user_errors
     def archive(
         archive_dir: Path = typer.Option(None, "--archive-dir", help="Archive root (env CTRLAUDIT_ARCHIVE_DIR)."),
@@ -121,7 +121,7 @@ def register(app: typer.Typer) -> None:
         out.say(f"{s.archive_dir}: archived {a.appended:,} events ({a.skipped:,} already present)")
         out.json({"archive_dir": str(s.archive_dir), "appended": a.appended, "already_present": a.skipped})
 
-    @app.command("verify")
+    @app.command("verify", short_help="Verify an archive's hash chain and manifests.")
     @user_errors
     def verify(
         archive: Path = typer.Argument(..., help="Archive root or one cluster's directory."),

@@ -16,7 +16,7 @@ class Engine(str, Enum):
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("check")
+    @app.command("check", short_help="Check the invariant catalog over a history.")
     @user_errors
     def check(
         inputs: list[Path] = typer.Argument(..., help="Archive files/directories, or a store (.duckdb)."),

@@ -24,7 +24,7 @@ _COPY = {ExportFormat.parquet: "FORMAT parquet, COMPRESSION zstd", ExportFormat.
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("export")
+    @app.command("export", short_help="Write the events table (Parquet, CSV, JSON).")
     @user_errors
     def export(
         store: Path = STORE, cluster: str = CLUSTER,

@@ -18,7 +18,7 @@ class OnError(str, Enum):
     skip = "skip"
 
 
-@imports.command("kraft")
+@imports.command("kraft", short_help="A copied KRaft metadata log -> an archive.")
 @user_errors
 def kraft(
     paths: list[Path] = typer.Argument(..., help="__cluster_metadata-0 directories, or segment/.checkpoint files."),
@@ -60,7 +60,7 @@ def kraft(
     said.json(lambda: _summary(cluster, out, report, files, last))
 
 
-@imports.command("zk")
+@imports.command("zk", short_help="ZooKeeper's transaction logs -> an archive.")
 @user_errors
 def zk(
     paths: list[Path] = typer.Argument(..., help="ZooKeeper dataDir (or its version-2), or log.<zxid> files."),

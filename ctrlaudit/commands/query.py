@@ -84,7 +84,7 @@ def _flag(name: str) -> typer.Option:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("state")
+    @app.command("state", short_help="The controller's view as of a point.")
     @user_errors
     def state(
         store: Path = STORE, cluster: str = CLUSTER,
@@ -152,7 +152,7 @@ def register(app: typer.Typer) -> None:
 
         _emit(result, fmt, json_path, describe, lambda: formats.state_table(result))
 
-    @app.command("diff")
+    @app.command("diff", short_help="What changed between two points.")
     @user_errors
     def diff(
         store: Path = STORE, cluster: str = CLUSTER,
@@ -188,7 +188,7 @@ def register(app: typer.Typer) -> None:
                                                              if pattern.fullmatch(p.topic))})
         _emit(result, fmt, json_path, lambda: formats.diff_text(result))
 
-    @app.command("timeline")
+    @app.command("timeline", short_help="Every change of one partition.")
     @user_errors
     def timeline(
         store: Path = STORE, cluster: str = CLUSTER,
@@ -213,7 +213,7 @@ def register(app: typer.Typer) -> None:
             result = type(result)(result.point, result.topic, result.partition, result.changes[-limit:])
         _emit(result, fmt, json_path, lambda: formats.timeline_text(result), lambda: formats.timeline_table(result))
 
-    @app.command("explain")
+    @app.command("explain", short_help="Why one partition change happened.")
     @user_errors
     def explain(
         store: Path = STORE, cluster: str = CLUSTER,

@@ -13,7 +13,7 @@ from ctrlaudit.errors import UsageError, user_errors
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("report")
+    @app.command("report", short_help="A self-contained HTML incident report.")
     @user_errors
     def report(
         store: Path = STORE, cluster: str = CLUSTER,

@@ -27,7 +27,7 @@ def _parse_inject(values: list[str]) -> list[tuple[str, int]]:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("simulate")
+    @app.command("simulate", short_help="Simulate a controller history into an archive.")
     @user_errors
     def simulate(
         out: Path = typer.Option(..., "--out", help="Archive directory to write (files go under <out>/<cluster>/)."),

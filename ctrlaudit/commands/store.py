@@ -12,7 +12,7 @@ from ctrlaudit.errors import UsageError, user_errors
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("load")
+    @app.command("load", short_help="Load archive files into the DuckDB store.")
     @user_errors
     def load(
         paths: list[Path] = typer.Argument(None, help="Archive files (.avro) or directories of them."),

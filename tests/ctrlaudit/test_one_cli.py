@@ -48,6 +48,9 @@ def test_help_shows_whole_flag_names() -> None:
                  "--json"):
         assert flag in out
     assert "…" not in out
+    for args in ((), ("import",)):  # the command lists: a short help each, never cut with "..."
+        listing = run(*args, "--help").output
+        assert "..." not in listing and "…" not in listing, listing
 
 
 # --- times -----------------------------------------------------------------------------------
