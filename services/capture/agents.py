@@ -381,8 +381,8 @@ async def zookeeper_source() -> None:
         items = await loop.run_in_executor(None, watcher.poll)
         futures = []
         for item in items:
-            kind, first, last, when, data, reason = to_raw(item)
-            r = RawRecord(cluster, -1, kind, first, first, last, -1, when, int(time.time() * 1000), data,
+            kind, position, first, last, when, data, reason = to_raw(item)
+            r = RawRecord(cluster, -1, kind, position, first, last, -1, when, int(time.time() * 1000), data,
                           LIVE, None, reason)
             futures.append(await raw_topic.send(key=cluster.encode(), value=encode_raw(r)))
         if futures:

@@ -224,8 +224,8 @@ class CaptureState:
         if self.zookeeper is None:
             self.zookeeper = ZooKeeperNormalizer(self.cluster_id, clock=self.clock)
         try:
-            item = zkwatch.from_raw(raw.kind, raw.base_offset, raw.last_offset, raw.append_time_ms, raw.data,
-                                    raw.reason)
+            item = zkwatch.from_raw(raw.kind, raw.position, raw.base_offset, raw.last_offset, raw.append_time_ms,
+                                    raw.data, raw.reason)
         except (ValueError, KeyError, TypeError) as exc:
             raise DeadLetter(f"{raw.kind} does not hold a watched ZooKeeper item: {exc}") from None
         return self.zookeeper.feed_watched(item)

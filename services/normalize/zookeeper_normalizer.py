@@ -94,7 +94,7 @@ class ZooKeeperNormalizer:
         if isinstance(item, Snapshot):
             return self.bootstrap(item)
         if isinstance(item, Gap):
-            return [self.gap(item.from_zxid, item.to_zxid, item.reason, item.time_ms)]
+            return [self.gap(item.from_zxid, item.to_zxid, item.reason, item.time_ms, at_zxid=item.at_zxid)]
         return self.feed(item)
 
     def bootstrap(self, snapshot: "Snapshot") -> list[ControllerEvent]:
@@ -134,11 +134,13 @@ class ZooKeeperNormalizer:
                 out += self._topic_config(name, None)
         return out
 
-    def gap(self, from_zxid: int, to_zxid: int, reason: str, event_time_ms: int = -1) -> ControllerEvent:
-        """A stretch of transactions that was not read: recorded, never hidden."""
+    def gap(self, from_zxid: int, to_zxid: int, reason: str, event_time_ms: int = -1,
+            at_zxid: int | None = None) -> ControllerEvent:
+        """A stretch of transactions that was not read: recorded, never hidden. Positioned at its first zxid,
+        or at `at_zxid` (a live watch's: where it learnt of the gap, after what it already handed out)."""
         self._txn, self._index = None, 0
-        return self._event(from_zxid, None, event_time_ms if event_time_ms >= 0 else self.clock(),
-                           CaptureGap(from_zxid, to_zxid, reason))
+        return self._event(from_zxid if at_zxid is None else at_zxid, None,
+                           event_time_ms if event_time_ms >= 0 else self.clock(), CaptureGap(from_zxid, to_zxid, reason))
 
     # --- znodes ---------------------------------------------------------------------------------
 

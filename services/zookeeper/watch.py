@@ -48,10 +48,15 @@ class ZooKeeperUnusable(ContractError):
 
 @dataclass(frozen=True)
 class Gap:
+    """zxids from_zxid..to_zxid of some znodes were not seen. Positioned where the watch learnt it
+    (`at_zxid`: the read that found the skip, or the snapshot after a lost session), never before what was
+    already handed out, so that positions only rise and "as of zxid N" stays a prefix of the history."""
+
     from_zxid: int
     to_zxid: int
     reason: str
     time_ms: int
+    at_zxid: int
 
 
 Item = Snapshot | Txn | Gap
@@ -223,15 +228,17 @@ class ZooKeeperWatch:
         if late:
             return self._snapshot(f"a change at zxid {min(late):#x} turned up after zxid {self.last_zxid:#x} was "
                                   "applied")
-        # a skip inside one zxid (two writes of a znode in one multi) hides no state: not a gap
-        out: list[Item] = sorted((g for g in gaps if g.to_zxid >= g.from_zxid), key=lambda g: g.from_zxid)
         by_zxid: dict[int, list[tuple[int, Op]]] = {}
         for zxid, order, op in ops:
             by_zxid.setdefault(zxid, []).append((order, op))
-        for zxid in sorted(by_zxid):
+        # each gap just before the transaction whose read found it; a skip inside one zxid (two writes of a
+        # znode in one multi) hides no state: not a gap
+        positioned: list[tuple[int, int, Item]] = [(g.at_zxid, 0, g) for g in gaps if g.to_zxid >= g.from_zxid]
+        for zxid in by_zxid:
             these = [op for _, op in sorted(by_zxid[zxid], key=lambda o: o[0])]
-            out.append(Txn(0, 0, zxid, self._mtime.pop(zxid, self.clock()), 14 if len(these) > 1 else 5,
-                           tuple(these), LIVE))
+            positioned.append((zxid, 1, Txn(0, 0, zxid, self._mtime.pop(zxid, self.clock()),
+                                            14 if len(these) > 1 else 5, tuple(these), LIVE)))
+        out: list[Item] = [item for _, _, item in sorted(positioned, key=lambda p: (p[0], p[1]))]
         if by_zxid:
             self.last_zxid = max(by_zxid)
         self._mtime.clear()
@@ -248,7 +255,7 @@ class ZooKeeperWatch:
         self._resync = None
         if not first and top > self.last_zxid:
             out.append(Gap(self.last_zxid + 1, top, f"{why}: changes up to zxid {top:#x} read as a snapshot",
-                           self.clock()))
+                           self.clock(), top))
         top = max(top, self.last_zxid)
         out.append(Snapshot(LIVE, top, 0, tuple(Znode(p, d, s.version, s.czxid, s.mzxid, s.mtime, s.ephemeralOwner)
                                                for p, d, s in nodes)))
@@ -268,10 +275,10 @@ class ZooKeeperWatch:
         created = seen is None
         if created and stat.mzxid > stat.czxid:
             gaps.append(Gap(stat.czxid, stat.mzxid - 1, f"{path}: created at zxid {stat.czxid:#x} and changed before "
-                            f"it was read (version {stat.version})", stat.mtime))
+                            f"it was read (version {stat.version})", stat.mtime, stat.mzxid))
         elif not created and stat.version > seen.version + 1:
             gaps.append(Gap(seen.mzxid + 1, stat.mzxid - 1, f"{path}: versions {seen.version + 1}.."
-                            f"{stat.version - 1} changed before they were read", stat.mtime))
+                            f"{stat.version - 1} changed before they were read", stat.mtime, stat.mzxid))
         self._seen[path] = _Seen(stat.version, stat.mzxid)
         order = SINGLE.index(path) if path in SINGLE else 2
         kind = "create" if created and stat.mzxid == stat.czxid else "setData"
@@ -315,31 +322,32 @@ def _num(name: str) -> tuple[int, str]:
 RAW_KINDS = ("ZK_SNAPSHOT", "ZK_TXN")
 
 
-def to_raw(item: Item) -> tuple[str, int, int, int, bytes, str | None]:
-    """(kind, first zxid, last zxid, time, data, reason) of a watched item."""
+def to_raw(item: Item) -> tuple[str, int, int, int, int, bytes, str | None]:
+    """(kind, position, first zxid, last zxid, time, data, reason) of a watched item; the position is the
+    zxid it sits at in the history (a gap's: where the watch learnt it)."""
     import base64
     import json
 
     b64 = lambda d: None if d is None else base64.b64encode(d).decode()  # noqa: E731
     if isinstance(item, Gap):
-        return "GAP", item.from_zxid, item.to_zxid, item.time_ms, b"", item.reason
+        return "GAP", item.at_zxid, item.from_zxid, item.to_zxid, item.time_ms, b"", item.reason
     if isinstance(item, Snapshot):
         body = {"zxid": item.zxid, "nodes": [[n.path, b64(n.data), n.version, n.czxid, n.mzxid, n.mtime,
                                                n.ephemeral_owner] for n in item.nodes]}
-        return "ZK_SNAPSHOT", item.zxid, item.zxid, item.last_mtime, json.dumps(body).encode(), None
+        return "ZK_SNAPSHOT", item.zxid, item.zxid, item.zxid, item.last_mtime, json.dumps(body).encode(), None
     body = {"zxid": item.zxid, "time": item.time, "type": item.type,
             "ops": [[o.kind, o.path, b64(o.data), o.version, o.ephemeral] for o in item.ops]}
-    return "ZK_TXN", item.zxid, item.zxid, item.time, json.dumps(body).encode(), None
+    return "ZK_TXN", item.zxid, item.zxid, item.zxid, item.time, json.dumps(body).encode(), None
 
 
-def from_raw(kind: str, first: int, last: int, time_ms: int, data: bytes, reason: str | None) -> Item:
+def from_raw(kind: str, position: int, first: int, last: int, time_ms: int, data: bytes, reason: str | None) -> Item:
     """The item `to_raw` made (ValueError when the data is not one)."""
     import base64
     import json
 
     unb64 = lambda s: None if s is None else base64.b64decode(s)  # noqa: E731
     if kind == "GAP":
-        return Gap(first, last, reason or "not read", time_ms)
+        return Gap(first, last, reason or "not read", time_ms, position)
     body = json.loads(data)
     if kind == "ZK_SNAPSHOT":
         return Snapshot(LIVE, body["zxid"], 0, tuple(Znode(p, unb64(d), v, c, m, t, e)

@@ -219,3 +219,30 @@ def test_the_capture_restarted_is_a_gap_back_to_the_raw_topics_last_zxid():
     w2 = _started(zk)
     w2.resume_after(zk.zxid)  # nothing changed while it was down: a snapshot, no gap
     assert [type(i) for i in w2.poll()] == [Snapshot]
+
+
+def _position(item) -> int:
+    return item.at_zxid if isinstance(item, Gap) else item.zxid
+
+
+def test_positions_only_rise_even_when_a_skip_reaches_back_before_what_was_handed_out():
+    """A znode last seen before zxid z_b skips a version after z_b was handed out: the gap names the
+    stretch since it was last seen, but sits where the watch learnt it, so that "as of zxid N" stays a
+    prefix of the history (a CI run caught it placed at its first zxid, before events already out)."""
+    other = "/brokers/topics/orders/partitions/1/state"
+    zk = FakeZooKeeper()
+    zk.write((TOPIC, {**_assignment([1, 2]), "partitions": {"0": [1, 2], "1": [2, 1]}}))
+    zk.write((STATE, _state(1, [1, 2])))
+    zk.write((other, _state(2, [2, 1])))
+    w = _started(zk)
+    items = w.poll()
+    z_b = zk.write((other, _state(2, [2])))
+    items += w.poll()
+    first_skip = zk.write((STATE, _state(1, [1])))  # fires the watch; read only after the next write
+    seen = zk.write((STATE, _state(2, [2], leader_epoch=1)))
+    got = w.poll()
+    items += got
+    gap = next(i for i in got if isinstance(i, Gap))
+    assert gap.from_zxid < z_b < gap.at_zxid == seen and gap.to_zxid == first_skip
+    positions = [_position(i) for i in items]
+    assert positions == sorted(positions)

@@ -35,19 +35,19 @@ SNAP = Snapshot(LIVE, 0x20, 0, (
     Znode(STATE, _state(1, [1, 2]), 0, 0x11, 0x11, 1_700_000_000_003, 0),
 ))
 TXN = Txn(0, 0, 0x21, 1_700_000_000_100, 5, (Op("setData", STATE, _state(1, [1]), 1),), LIVE)
-GAP = Gap(0x22, 0x24, f"{STATE}: versions 2..3 changed before they were read", 1_700_000_000_200)
+GAP = Gap(0x22, 0x24, f"{STATE}: versions 2..3 changed before they were read", 1_700_000_000_200, 0x25)
 
 
 def _raw(item) -> RawRecord:
-    kind, first, last, when, data, reason = to_raw(item)
-    raw = RawRecord(CL, -1, kind, first, first, last, -1, when, when, data, LIVE, None, reason)
+    kind, position, first, last, when, data, reason = to_raw(item)
+    raw = RawRecord(CL, -1, kind, position, first, last, -1, when, when, data, LIVE, None, reason)
     return decode_raw(encode_raw(raw))  # through the raw topic's own encoding
 
 
 def test_items_round_trip_through_the_raw_topic():
     for item in (SNAP, TXN, GAP):
         r = _raw(item)
-        assert from_raw(r.kind, r.base_offset, r.last_offset, r.append_time_ms, r.data, r.reason) == item
+        assert from_raw(r.kind, r.position, r.base_offset, r.last_offset, r.append_time_ms, r.data, r.reason) == item
 
 
 def test_capture_state_turns_them_into_chained_events():
@@ -61,6 +61,7 @@ def test_capture_state_turns_them_into_chained_events():
     assert change.payload.after.partition_epoch == 1 and not change.bootstrap
     gap = events[-1].payload
     assert isinstance(gap, CaptureGap) and (gap.from_offset, gap.to_offset) == (0x22, 0x24)
+    assert events[-1].source.offset == 0x25  # where the watch learnt it: after what it handed out
     # the same snapshot again (a restarted watch when nothing changed): nothing new
     again = Snapshot(LIVE, 0x21, 0, SNAP.nodes[:4] + (Znode(STATE, _state(1, [1]), 1, 0x11, 0x21, 1, 0),))
     assert st.process(_raw(again)) == []
@@ -70,7 +71,7 @@ def test_a_second_snapshot_without_the_topic_deletes_it():
     st = CaptureState(CL)
     st.process(_raw(SNAP))
     later = Snapshot(LIVE, 0x40, 0, SNAP.nodes[:3])  # orders deleted while the watch was disconnected
-    events = [e for e, *_ in st.process(_raw(Gap(0x21, 0x40, "the ZooKeeper session expired", 1)))]
+    events = [e for e, *_ in st.process(_raw(Gap(0x21, 0x40, "the ZooKeeper session expired", 1, 0x40)))]
     events += [e for e, *_ in st.process(_raw(later))]
     assert isinstance(events[0].payload, CaptureGap)
     deleted = [e.payload for e in events[1:]]
