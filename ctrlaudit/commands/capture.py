@@ -28,7 +28,8 @@ def register(app: typer.Typer) -> None:
                                            "controller znodes are watched instead (Kafka 3.x)."),
         bootstrap_server: str = BOOTSTRAP,
         command_config: Path = COMMAND_CONFIG,
-        cluster_id: str = typer.Option(None, "--cluster-id", help="Default: meta.properties next to the directory."),
+        cluster_id: str = typer.Option(None, "--cluster-id", help="Default: meta.properties next to the directory, or "
+                                                                 "ZooKeeper's /cluster/id."),
         sample_interval: float = typer.Option(0, "--sample-interval", help="Also run the offset sampler every N s."),
         inline_watch: bool = typer.Option(False, "--inline-watch",
                                           help="Run the watch agent in the capture worker instead of its own."),
@@ -72,6 +73,11 @@ def register(app: typer.Typer) -> None:
 
             probe = ZooKeeperWatch(zookeeper, timeout=connect_timeout())
             probe.require_kafka()
+            # one cluster id for the workers and the sampler (its events must join the same chain)
+            if not cluster_id and "CTRLAUDIT_CLUSTER_ID" not in env:
+                found = probe.cluster_id()
+                if found:
+                    env["CTRLAUDIT_CLUSTER_ID"] = found
             probe.stop()
         if command_config:  # the workers and the sampler read the same file (an absolute path: their cwd may differ)
             env["CTRLAUDIT_COMMAND_CONFIG"] = str(command_config.resolve())

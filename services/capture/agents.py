@@ -370,7 +370,7 @@ async def zookeeper_source() -> None:
     watcher = ZooKeeperWatch(settings.zookeeper)
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, watcher.start)
-    cluster = settings.cluster_id or await loop.run_in_executor(None, zookeeper_cluster_id, watcher) or "unknown-cluster"
+    cluster = settings.cluster_id or await loop.run_in_executor(None, watcher.cluster_id) or "unknown-cluster"
     resume = await last_source_record(settings.raw_topic, cluster)
     if resume is not None:
         watcher.resume_after(resume.last_offset)
@@ -389,14 +389,3 @@ async def zookeeper_source() -> None:
             await asyncio.gather(*futures)
         else:
             await asyncio.sleep(settings.poll_interval)
-
-
-def zookeeper_cluster_id(watcher) -> str | None:
-    """Kafka's cluster id: the /cluster/id znode ({"version": "1", "id": ...})."""
-    import json
-
-    try:
-        data, _ = watcher.client.get("/cluster/id")
-        return json.loads(data or b"{}").get("id")
-    except Exception:  # noqa: BLE001 - no such znode, or not JSON: the caller names the cluster itself
-        return None

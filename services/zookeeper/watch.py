@@ -95,6 +95,17 @@ class ZooKeeperWatch:
         self.last_zxid = zxid
         self._resync = "the capture restarted"
 
+    def cluster_id(self) -> str | None:
+        """Kafka's cluster id: the /cluster/id znode ({"version": "1", "id": ...}); None without one."""
+        import json
+
+        try:
+            data, _ = self.client.get("/cluster/id")
+            found = json.loads(data or b"{}").get("id")
+        except Exception:  # noqa: BLE001 - no such znode, or not JSON: the caller names the cluster itself
+            return None
+        return found if isinstance(found, str) and found else None
+
     # --- connection ------------------------------------------------------------------------------
 
     def require_kafka(self) -> None:

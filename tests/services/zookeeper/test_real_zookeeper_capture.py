@@ -81,7 +81,8 @@ def captured(tmp_path_factory):
         c.up()
         env["CTRLAUDIT_BOOTSTRAP_SERVERS"] = c.bootstrap_servers
         start = lambda: _spawn(["capture", "--zookeeper", c.zookeeper.connect, "--bootstrap-server",  # noqa: E731
-                                c.bootstrap_servers, "--inline-watch"], env, root / "capture.log")
+                                c.bootstrap_servers, "--inline-watch", "--sample-interval", "2"], env,
+                               root / "capture.log")
         capture = start()
         archiver = _spawn(["archive", "--archive-dir", str(archive), "--bootstrap-server", c.bootstrap_servers],
                           env, root / "archive.log")
@@ -118,10 +119,13 @@ def captured(tmp_path_factory):
 
 
 def test_the_archive_verifies_and_holds_every_event_once(captured):
+    from schemas.events import OffsetSample
     from schemas.verified import verify
 
     archive, _, _, _ = captured
     chains = verify([archive]).chains  # raises unless intact
+    # one chain: the offset sampler's events joined the watch's, under ZooKeeper's /cluster/id
+    assert len(chains) == 1 and any(isinstance(e.payload, OffsetSample) for e in _archived(archive))
     events = _archived(archive)
     assert sum(ch.events for ch in chains.values()) == len(events) > 20
     keys = [(e.source.offset, e.source.index, e.bootstrap) for e in events]
