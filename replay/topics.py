@@ -10,12 +10,11 @@ import re
 
 from schemas import times
 from replay.errors import StoreError
+from replay.queries import _AT  # "as of the point": the interval condition every query uses
 from replay.store import Point, Store
 
 # Kafka's Topic.isInternal (clients' internals.Topic.INTERNAL_TOPICS, 4.x adds the share-group state).
 INTERNAL = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-
-_AT = "cluster_id = $c AND from_seq <= $s AND (to_seq IS NULL OR to_seq > $s)"
 
 
 def kafka_regex(raw: str) -> re.Pattern[str]:

@@ -20,7 +20,6 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import PurePath
-from typing import TYPE_CHECKING
 
 from schemas.chain import event_id
 from schemas.events import (
@@ -32,9 +31,8 @@ from services.normalize.classify import change_kinds, election_type
 from services.normalize.image import KRaftImage
 from services.normalize.redaction import redact
 from services.zookeeper import Txn
-
-if TYPE_CHECKING:
-    from services.zookeeper.snapshot import Snapshot
+from services.zookeeper.snapshot import Snapshot
+from services.zookeeper.watch import Gap
 
 TOPICS = "/brokers/topics/"
 BROKERS = "/brokers/ids/"
@@ -88,16 +86,13 @@ class ZooKeeperNormalizer:
 
     def feed_watched(self, item) -> list[ControllerEvent]:
         """One item of a live watch (services.zookeeper.watch): a snapshot, a transaction or a gap."""
-        from services.zookeeper.snapshot import Snapshot
-        from services.zookeeper.watch import Gap
-
         if isinstance(item, Snapshot):
             return self.bootstrap(item)
         if isinstance(item, Gap):
             return [self.gap(item.from_zxid, item.to_zxid, item.reason, item.time_ms, at_zxid=item.at_zxid)]
         return self.feed(item)
 
-    def bootstrap(self, snapshot: "Snapshot") -> list[ControllerEvent]:
+    def bootstrap(self, snapshot: Snapshot) -> list[ControllerEvent]:
         """The controller state a snapshot holds, as bootstrap events at its zxid (state, not transitions);
         transactions up to that zxid are then already applied. A snapshot is the whole state: what the
         image holds and the snapshot does not (a topic deleted while a live capture was disconnected) goes."""
