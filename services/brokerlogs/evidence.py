@@ -1,0 +1,388 @@
+"""What one line of a Kafka log says about controller state, in Kafka's own words (Kafka 2.8 to 4.x, ZooKeeper
+mode and KRaft). Each message is read only for what it states; a field it does not state stays ``None``.
+
+ZooKeeper-mode controller (``[Controller id=N epoch=E]`` in state-change.log, ``[Controller id=N]`` in
+controller.log, whose ``kafka.controller`` logger Kafka's shipped config keeps at TRACE):
+- ``Changed partition t-p state from NonExistentPartition to NewPartition with assigned replicas 1,2,3``
+- ``Changed partition t-p from S to OnlinePartition with state LeaderAndIsr(leader=.., leaderEpoch=.., ...)``
+- ``Partition t-p state changed to (Leader:..,ISR:..,LeaderEpoch:..,ZkVersion:..,ControllerEpoch:..) after
+  removing replica R from the ISR``; ``ISR for partition t-p updated to LeaderAndIsr(...)`` (DEBUG)
+- ``Updated leader epoch for partition t-p to LE, zkVersion=V`` (leader and ISR kept: Kafka's ``newEpoch``)
+- ``Successfully updated assignment of partition t-p to ReplicaAssignment(replicas=.., addingReplicas=.., ...)``
+- ``N successfully elected as the controller. Epoch incremented to E``; ``New topics: [...] ... Some(<id>)``;
+  ``Deletion of topic t successfully completed``; ``Updated broker epochs cache: HashMap(1 -> 65, ...)``
+KRaft controller (``[QuorumController id=N]``): ``In the new epoch E, the leader is N``, ``Replayed TopicRecord``,
+``Replayed RemoveTopicRecord``, ``Replayed PartitionRecord for new partition ... PartitionRegistration(...)``,
+``UNCLEAN partition change for t-p ...: isr: [1] -> [3], leader: 1 -> 3, ..., partitionEpoch: 1 -> 2``.
+Brokers (``[Broker id=N]``, both modes): ``Leader t-p ... starts at leader epoch`` (leader, ISR), ``Follower t-p
+starts at leader epoch`` (leader only), and ``Skipped the become-leader/follower state change ... partition state
+LeaderAndIsrPartitionState(...)`` (3.x) or ``partition registration PartitionRegistration(...)`` (4.2+): whole.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from schemas.events import LeaderRecoveryState
+
+Ints = tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """A partition's LeaderAndIsr (and, when the line says it, its assignment) at one partition epoch.
+    ``from_epoch`` set: a change stated as a difference, valid only on the state at that partition epoch."""
+    topic: str
+    partition: int
+    partition_epoch: int
+    topic_id: str | None = None
+    leader: int | None = None
+    leader_epoch: int | None = None
+    isr: Ints | None = None
+    replicas: Ints | None = None
+    adding: Ints | None = None
+    removing: Ints | None = None
+    elr: Ints | None = None
+    last_known_elr: Ints | None = None
+    recovery: LeaderRecoveryState | None = None
+    controller_epoch: int | None = None
+    from_epoch: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Assigned:
+    """ZooKeeper mode's assignment of one partition (the ``/brokers/topics/<t>`` znode): no partition epoch
+    of its own, so it holds from the time of its line."""
+    topic: str
+    partition: int
+    replicas: Ints
+    adding: Ints = ()
+    removing: Ints = ()
+    topic_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerElected:
+    node: int
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicCreated:
+    name: str
+    topic_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDeleted:
+    name: str
+    topic_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LiveBrokers:
+    """A ZooKeeper-mode controller's cache of the registered brokers and their epochs (the czxids of their
+    ``/brokers/ids`` znodes), complete at the time of the line."""
+    epochs: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ElrEnabled:
+    """A KRaft controller replayed ``eligible.leader.replicas.version`` at a level >= 1: partitions may have ELRs."""
+
+
+@dataclass(frozen=True, slots=True)
+class ZooKeeperController:
+    """A line of a ZooKeeper-mode controller: its writes of the assignment znodes are all logged."""
+
+
+Evidence = Seen | Assigned | ControllerElected | TopicCreated | TopicDeleted | LiveBrokers | ElrEnabled | \
+    ZooKeeperController
+
+_PREFIX = re.compile(r"^\[(Controller id=(\d+)(?: epoch=(\d+))?|Broker id=(\d+)|QuorumController id=(\d+)|"
+                     r"Topic Deletion Manager (\d+))\] ")
+_TP = r"(\S+)-(\d+)"
+_TOPIC_ID = r"(?:Some\(([\w-]+)\)|None|([\w-]{22}))"
+
+
+def node_of(message: str) -> int:
+    """The node a message names in its prefix (the logIdent), or -1."""
+    m = _PREFIX.match(message)
+    if m is None:
+        return -1
+    return int(next(g for g in (m.group(2), m.group(4), m.group(5), m.group(6)) if g is not None))
+
+
+def _ints(text: str) -> Ints:
+    return tuple(int(x) for x in re.findall(r"-?\d+", text))
+
+
+def _recovery(text: str | None) -> LeaderRecoveryState | None:
+    if text is None:
+        return None
+    return {"0": LeaderRecoveryState.RECOVERED, "1": LeaderRecoveryState.RECOVERING}.get(
+        text, LeaderRecoveryState(text) if text in LeaderRecoveryState.__members__ else None)
+
+
+def _fields(body: str) -> dict[str, str]:
+    """``key=value, key=[a, b], key='x'`` (Kafka's generated toString and PartitionRegistration's)."""
+    return {k: v for k, v in re.findall(r"(\w+)=(\[[^\]]*\]|'[^']*'|[^,()\s]+)", body)}
+
+
+def _leader_and_isr(topic: str, partition: int, body: str, **kw) -> Seen | None:
+    """``LeaderAndIsr(leader=1, leaderEpoch=3, isrWithBrokerEpoch=List(BrokerState(brokerId=1, ...)), ...,
+    partitionEpoch=7)`` (3.4+) or ``LeaderAndIsr(leader=1, leaderEpoch=3, isr=List(1, 2), zkVersion=7)``."""
+    f = _fields(body)
+    epoch = f.get("partitionEpoch", f.get("zkVersion"))
+    if epoch is None or "leader" not in f or "leaderEpoch" not in f:
+        return None
+    isr_part = re.search(r"isrWithBrokerEpoch=List\((.*?)\)\)?, leaderRecoveryState", body)
+    if isr_part is not None:
+        isr = tuple(int(x) for x in re.findall(r"brokerId=(\d+)", isr_part.group(1)))
+    else:
+        m = re.search(r"\bisr=List\(([^)]*)\)", body)
+        if m is None:
+            return None
+        isr = _ints(m.group(1))
+    return Seen(topic, partition, int(epoch), leader=int(f["leader"]), leader_epoch=int(f["leaderEpoch"]), isr=isr,
+                recovery=_recovery(f.get("leaderRecoveryState")) or LeaderRecoveryState.RECOVERED, **kw)
+
+
+_LICE = re.compile(r"\(Leader:(-?\d+),ISR:([\d,]*),(?:LeaderRecoveryState:(\w+),)?LeaderEpoch:(\d+),"
+                   r"ZkVersion:(\d+),ControllerEpoch:(\d+)\)")
+
+
+def _lice(topic: str, partition: int, m: re.Match) -> Seen:
+    """``(Leader:2,ISR:2,3,LeaderRecoveryState:RECOVERED,LeaderEpoch:1,ZkVersion:1,ControllerEpoch:1)``."""
+    return Seen(topic, partition, int(m.group(5)), leader=int(m.group(1)), leader_epoch=int(m.group(4)),
+                isr=_ints(m.group(2)), recovery=_recovery(m.group(3)) or LeaderRecoveryState.RECOVERED,
+                controller_epoch=int(m.group(6)))
+
+
+def _assignment(topic: str, partition: int, body: str, topic_id: str | None = None) -> Assigned | None:
+    m = re.fullmatch(r"replicas=([\d,]*), addingReplicas=([\d,]*), removingReplicas=([\d,]*)", body)
+    if m is None:
+        return None
+    return Assigned(topic, partition, _ints(m.group(1)), _ints(m.group(2)), _ints(m.group(3)), topic_id)
+
+
+def _registration(topic: str, partition: int, body: str, topic_id: str | None) -> Seen | None:
+    """``PartitionRegistration(replicas=[..], directories=[..], isr=[..], removingReplicas=[..], addingReplicas=
+    [..], elr=[..], lastKnownElr=[..], leader=1, leaderRecoveryState=RECOVERED, leaderEpoch=0, partitionEpoch=1)``
+    or ``LeaderAndIsrPartitionState(topicName=.., partitionIndex=0, controllerEpoch=1, leader=1, leaderEpoch=0,
+    isr=[..], partitionEpoch=1, replicas=[..], addingReplicas=[..], removingReplicas=[..], isNew=false, ...)``."""
+    f = _fields(body)
+    try:
+        return Seen(topic, partition, int(f["partitionEpoch"]), topic_id=topic_id, leader=int(f["leader"]),
+                    leader_epoch=int(f["leaderEpoch"]), isr=_ints(f["isr"]), replicas=_ints(f["replicas"]),
+                    adding=_ints(f.get("addingReplicas", "")), removing=_ints(f.get("removingReplicas", "")),
+                    elr=_ints(f["elr"]) if "elr" in f else None,
+                    last_known_elr=_ints(f["lastKnownElr"]) if "lastKnownElr" in f else None,
+                    recovery=_recovery(f.get("leaderRecoveryState")),
+                    controller_epoch=int(f["controllerEpoch"]) if int(f.get("controllerEpoch", -1)) >= 0 else None)
+    except (KeyError, ValueError):
+        return None
+
+
+def _unclean(topic: str, partition: int, diff: str, topic_id: str) -> Seen | None:
+    """``isr: [1] -> [3], leader: 1 -> 3, leaderRecoveryState: RECOVERED -> RECOVERING, leaderEpoch: 0 -> 1,
+    partitionEpoch: 1 -> 2`` (PartitionRegistration.diff: only what changed)."""
+    changes = dict(re.findall(r"(\w+): (\[[^\]]*\]|\S+?) -> (?:\[[^\]]*\]|[^,\s]+)", diff))
+    new = dict(re.findall(r"(\w+): (?:\[[^\]]*\]|\S+?) -> (\[[^\]]*\]|[^,\s]+)", diff))
+    if "partitionEpoch" not in new:
+        return None
+    kw: dict = {}
+    for key, name in (("isr", "isr"), ("replicas", "replicas"), ("addingReplicas", "adding"),
+                      ("removingReplicas", "removing"), ("elr", "elr"), ("lastKnownElr", "last_known_elr")):
+        if key in new:
+            kw[name] = _ints(new[key])
+    for key, name in (("leader", "leader"), ("leaderEpoch", "leader_epoch")):
+        if key in new:
+            kw[name] = int(new[key])
+    if "leaderRecoveryState" in new:
+        kw["recovery"] = _recovery(new["leaderRecoveryState"])
+    return Seen(topic, partition, int(new["partitionEpoch"]), topic_id=topic_id,
+                from_epoch=int(changes["partitionEpoch"]), **kw)
+
+
+def evidence(message: str) -> list[Evidence]:
+    """What a log message (its text after the level) says, or [] for a message that says nothing of state."""
+    prefix = _PREFIX.match(message)
+    if prefix is None:
+        return []
+    text = message[prefix.end():]
+    said: list[Evidence] = [ZooKeeperController()] if prefix.group(2) is not None else []
+    for pattern, reader in _PATTERNS:
+        m = pattern.search(text)
+        if m is not None:
+            return said + reader(m, prefix)
+    return said
+
+
+def _broker_id(prefix: re.Match) -> int | None:
+    return int(prefix.group(4)) if prefix.group(4) is not None else None
+
+
+def _controller_epoch(prefix: re.Match) -> int | None:
+    return int(prefix.group(3)) if prefix.group(3) is not None else None
+
+
+def _new(m, prefix) -> list[Evidence]:
+    return [Assigned(m.group(1), int(m.group(2)), _ints(m.group(3)))]
+
+
+def _online(m, prefix) -> list[Evidence]:
+    seen = _leader_and_isr(m.group(1), int(m.group(2)), m.group(3), controller_epoch=_controller_epoch(prefix))
+    return [seen] if seen else []
+
+
+def _offline_replica(m, prefix) -> list[Evidence]:
+    lice = _LICE.fullmatch(m.group(3))
+    return [_lice(m.group(1), int(m.group(2)), lice)] if lice else []
+
+
+def _leader_epoch(m, prefix) -> list[Evidence]:
+    # KafkaController.updateLeaderEpoch writes LeaderAndIsr.newEpoch: leader and ISR as they were
+    epoch = int(m.group(4))
+    return [Seen(m.group(1), int(m.group(2)), epoch, leader_epoch=int(m.group(3)), from_epoch=epoch - 1)]
+
+
+def _assigned(m, prefix) -> list[Evidence]:
+    a = _assignment(m.group(1), int(m.group(2)), m.group(3))
+    return [a] if a else []
+
+
+def _reassigning(m, prefix) -> list[Evidence]:
+    # the LeaderAndIsr part only: the assignment it is sent with is the controller's target, which reaches
+    # /brokers/topics/<t> later (its own "Successfully updated assignment" line)
+    lice = _LICE.fullmatch(m.group(1))
+    return [_lice(m.group(3), int(m.group(4)), lice)] if lice else []
+
+
+def _zk_elected(m, prefix) -> list[Evidence]:
+    return [ControllerElected(int(m.group(1)), int(m.group(2)))]
+
+
+def _new_topics(m, prefix) -> list[Evidence]:
+    out: list[Evidence] = []
+    for t in re.finditer(r"TopicIdReplicaAssignment\(([^,()]+),(?:Some\(([\w-]+)\)|None),(?:\w*Map)\((.*?)\)\)\)",
+                         m.group(1) + ")"):
+        name, tid = t.group(1), t.group(2)
+        if tid:
+            out.append(TopicCreated(name, tid))
+        for a in re.finditer(rf"{_TP} -> ReplicaAssignment\(([^)]*)\)", t.group(3) + ")"):
+            got = _assignment(a.group(1), int(a.group(2)), a.group(3), tid)
+            if got:
+                out.append(got)
+    return out
+
+
+def _zk_topic_deleted(m, prefix) -> list[Evidence]:
+    return [TopicDeleted(m.group(1))]
+
+
+def _broker_epochs(m, prefix) -> list[Evidence]:
+    pairs = re.findall(r"(\d+) -> (-?\d+)", m.group(1))
+    return [LiveBrokers(tuple(sorted((int(b), int(e)) for b, e in pairs)))]
+
+
+def _kraft_epoch(m, prefix) -> list[Evidence]:
+    return [ControllerElected(int(m.group(2)), int(m.group(1)))]
+
+
+def _elr_enabled(m, prefix) -> list[Evidence]:
+    return [ElrEnabled()]
+
+
+def _kraft_topic(m, prefix) -> list[Evidence]:
+    return [TopicCreated(m.group(1), m.group(2))]
+
+
+def _kraft_topic_removed(m, prefix) -> list[Evidence]:
+    return [TopicDeleted(m.group(1), m.group(2))]
+
+
+def _kraft_partition(m, prefix) -> list[Evidence]:
+    seen = _registration(m.group(1), int(m.group(2)), m.group(4), m.group(3))
+    return [seen] if seen else []
+
+
+def _kraft_unclean(m, prefix) -> list[Evidence]:
+    seen = _unclean(m.group(1), int(m.group(2)), m.group(4), m.group(3))
+    return [seen] if seen else []
+
+
+def _kraft_assignment(m, prefix) -> list[Evidence]:
+    """``PartitionChangeRecord(partitionId=0, topicId=.., isr=null, leader=-2, replicas=[..], removingReplicas=[..],
+    addingReplicas=[..], ...) for topic t. (isr: [1, 3] -> [1, 3], replicaSet: [1, 3] -> [2, 3, 1],
+    partitionEpoch: 1, leaderEpoch: 0)``: the epochs after the change; leader -2 and null lists: unchanged."""
+    f, after = _fields(m.group(1)), m.group(3)
+    got = {k: v for k, v in re.findall(r"(\w+): (?:\[[^\]]*\] -> )?(\[[^\]]*\]|-?\d+)", after)}
+    try:
+        epoch, partition = int(got["partitionEpoch"]), int(f["partitionId"])
+    except (KeyError, ValueError):
+        return []
+    kw: dict = {"leader_epoch": int(got["leaderEpoch"])} if "leaderEpoch" in got else {}
+    if "isr" in got:
+        kw["isr"] = _ints(got["isr"])
+    if "replicaSet" in got:
+        kw["replicas"] = _ints(got["replicaSet"])
+    for key, name in (("addingReplicas", "adding"), ("removingReplicas", "removing")):
+        if f.get(key, "null") != "null":
+            kw[name] = _ints(f[key])
+    leader = int(f.get("leader", "-2"))
+    if leader != -2:
+        kw["leader"] = leader
+    return [Seen(m.group(2), partition, epoch, topic_id=f.get("topicId"), from_epoch=epoch - 1, **kw)]
+
+
+def _leader(m, prefix) -> list[Evidence]:
+    broker = _broker_id(prefix)
+    if broker is None:
+        return []
+    return [Seen(m.group(1), int(m.group(2)), int(m.group(6)), topic_id=m.group(3) or m.group(4), leader=broker,
+                 leader_epoch=int(m.group(5)), isr=_ints(m.group(7)), adding=_ints(m.group(8)),
+                 removing=_ints(m.group(9)))]
+
+
+def _follower(m, prefix) -> list[Evidence]:
+    return [Seen(m.group(1), int(m.group(2)), int(m.group(4)), leader=int(m.group(5)), leader_epoch=int(m.group(3)))]
+
+
+def _skipped(m, prefix) -> list[Evidence]:
+    seen = _registration(m.group(1), int(m.group(2)), m.group(5), m.group(3) or m.group(4))
+    return [seen] if seen else []
+
+
+_PATTERNS: list[tuple[re.Pattern, Callable]] = [(re.compile(p), reader) for p, reader in (
+    (rf"Changed partition {_TP} state from \w+ to NewPartition with assigned replicas ([\d,]*)$", _new),
+    (rf"Changed partition {_TP} from \w+ to OnlinePartition with state LeaderAndIsr\((.*)\)$", _online),
+    (rf"Partition {_TP} state changed to (\(.*?\)) after removing replica", _offline_replica),
+    (rf"ISR for partition {_TP} updated to LeaderAndIsr\((.*)\)\.?$", _online),
+    (rf"Updated leader epoch for partition {_TP} to (\d+), zkVersion=(\d+)", _leader_epoch),
+    (rf"Successfully updated assignment of partition {_TP} to ReplicaAssignment\(([^)]*)\)", _assigned),
+    (rf"Sent LeaderAndIsr request (\(.*?\)) with new replica assignment ReplicaAssignment\(([^)]*)\) to leader "
+     rf"-?\d+ for partition being reassigned {_TP}$", _reassigning),
+    (r"(\d+) successfully elected as the controller\. Epoch incremented to (\d+)", _zk_elected),
+    (r"New topics: \[.*?\], deleted topics: \[.*?\], new partition replica assignment \[(.*)\]$", _new_topics),
+    (r"Deletion of topic (\S+) successfully completed", _zk_topic_deleted),
+    (r"(?:Initialized|Updated) broker epochs cache: \w*Map\((.*)\)$", _broker_epochs),
+    (r"In the new epoch (\d+), the leader is (\d+)\.", _kraft_epoch),
+    (r"Replayed a FeatureLevelRecord setting feature eligible\.leader\.replicas\.version to ([1-9]\d*)", _elr_enabled),
+    (r"Replayed TopicRecord for topic (\S+) with topic ID ([\w-]+)\.", _kraft_topic),
+    (r"Replayed RemoveTopicRecord for topic (\S+) with ID ([\w-]+)\.", _kraft_topic_removed),
+    (rf"Replayed PartitionRecord for new partition {_TP} with topic ID ([\w-]+) and PartitionRegistration\((.*)\)\.$",
+     _kraft_partition),
+    (rf"Replayed partition assignment change PartitionChangeRecord\((.*?)\) for topic (\S+?)\. \((.*)\)$",
+     _kraft_assignment),
+    (rf"UNCLEAN partition change for {_TP} with topic ID ([\w-]+): (.*)$", _kraft_unclean),
+    (rf"Leader {_TP} with topic id {_TOPIC_ID} starts at leader epoch (\d+) from offset -?\d+ with partition epoch "
+     rf"(\d+), high watermark -?\d+, ISR \[([\d,]*)\], adding replicas \[([\d,]*)\] and removing replicas "
+     rf"\[([\d,]*)\]", _leader),
+    (rf"Follower {_TP} starts at leader epoch (\d+) from offset -?\d+ with partition epoch (\d+) and high "
+     rf"watermark -?\d+\. Current leader is (-?\d+)\.", _follower),
+    (rf"Skipped the become-(?:leader|follower) state change for {_TP} with topic id {_TOPIC_ID},? (?:and )?"
+     rf"(?:partition state LeaderAndIsrPartitionState|partition registration PartitionRegistration)\((.*?)\)"
+     rf"(?: and isNew=\w+)? since", _skipped),
+)]

@@ -1,0 +1,310 @@
+"""Broker and controller log lines (services.brokerlogs) -> ControllerEvents, for incidents nobody captured.
+
+A log line states part of the controller's state; the same change is stated by the controller and by every
+replica, each in part, in whatever order their clocks put them. What this builds, and what it refuses to:
+- **Ordered by the partition epoch**, not by the clock: a partition's state at epoch N (ZooKeeper's zkVersion,
+  KRaft's partitionEpoch) is emitted once, when the lines seen so far state it whole: leader, leader epoch and
+  ISR at N, and the assignment. A line stating an older epoch than the one emitted (a slow broker, a controller
+  replaying its log after a restart) adds nothing.
+- **Whole or not at all**: parts of epoch N (a follower's line: leader, no ISR) wait for the rest; a change stated
+  as a difference (``Updated leader epoch``, ``UNCLEAN partition change``, ``Replayed partition assignment
+  change``) applies only on the state at the epoch it starts from. Epochs never stated whole are a
+  ``CaptureGap`` naming the partition, the epochs and the lines that stated them in part; so is the history
+  before the oldest line. Nothing is filled in from a guess.
+- **The assignment** (replicas, adding, removing): a ZooKeeper-mode controller logs every write of
+  ``/brokers/topics/<t>`` (creation, reassignment steps), so once its lines are among the logs the assignment
+  is the last one they stated (as the ZooKeeper normalizer joins the topic znode with the state znode). A KRaft
+  controller does not log every record that changes replicas (one with no adding/removing lists goes
+  unlogged at INFO), so there the assignment must be stated at the epoch itself, or by a difference from the
+  epoch before. The same holds for ELR and last known ELR once the cluster has eligible leader replicas
+  (``eligible.leader.replicas.version`` >= 1, or an ELR stated non-empty); ZooKeeper mode has none.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from schemas.chain import event_id
+from schemas.events import (
+    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ControllerChange, ControllerEvent, LeaderRecoveryState,
+    PartitionChange, PartitionState, Payload, SourceKind, SourcePosition, TopicChange, TopicChangeKind,
+)
+from schemas.times import iso
+from services.brokerlogs.evidence import (
+    Assigned, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicCreated, TopicDeleted, ZooKeeperController,
+    evidence, node_of,
+)
+from services.brokerlogs.lines import LogLine
+from services.normalize.classify import change_kinds, election_type
+from services.normalize.image import KRaftImage
+
+_REQUIRED = ("leader", "leader_epoch", "isr")
+
+
+@dataclass
+class _Part:
+    """What the lines said so far of one partition at one partition epoch."""
+    fields: dict = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)  # file:line of each line that said part of it
+    from_epoch: int | None = None
+
+
+class BrokerLogNormalizer:
+    """Feed log lines in time order (services.brokerlogs.lines.merged); get ControllerEvents."""
+
+    def __init__(self, cluster_id: str, clock: Callable[[], int] | None = None) -> None:
+        self.cluster_id = cluster_id
+        self.image = KRaftImage()
+        self.clock = clock or (lambda: int(time.time() * 1000))
+        self.topic_ids: dict[str, str] = {}  # live topic name -> id
+        self.deleted_ids: set[str] = set()
+        self.assignments: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
+        self.parts: dict[tuple[str, int], dict[int, _Part]] = {}
+        self.records = 0  # lines read: an event's position is the line's place in the merged logs
+        self.gaps: list[str] = []
+        self.conflicts: list[str] = []
+        self.zookeeper_mode = False  # a ZooKeeper-mode controller's lines are among the logs
+        self.elr = False  # the cluster may have eligible leader replicas
+        self._line: LogLine | None = None
+        self._index = 0
+
+    # --- input ---------------------------------------------------------------------------------
+
+    def feed(self, line: LogLine) -> list[ControllerEvent]:
+        self._line, self._index = line, 0
+        self.records += 1
+        out: list[ControllerEvent] = []
+        if self.records == 1:
+            out.append(self._gap(f"history before {iso(line.time_ms)} (the oldest line of the logs given) is not "
+                                 f"in them; partitions are known from the first lines that state them whole"))
+        for ev in evidence(line.message):
+            if isinstance(ev, Seen):
+                out += self._seen(ev)
+            elif isinstance(ev, Assigned):
+                out += self._assigned(ev)
+            elif isinstance(ev, ControllerElected):
+                out += self._controller(ev)
+            elif isinstance(ev, TopicCreated):
+                out += self._topic(ev.name, ev.topic_id)
+            elif isinstance(ev, TopicDeleted):
+                out += self._deleted(ev)
+            elif isinstance(ev, LiveBrokers):
+                out += self._brokers(ev)
+            elif isinstance(ev, ZooKeeperController):
+                self.zookeeper_mode = True
+            elif isinstance(ev, ElrEnabled):
+                self.elr = True
+            else:  # pragma: no cover - an evidence kind without a handler is a bug, never skipped
+                raise TypeError(f"no handler for {type(ev).__name__}")
+        return out
+
+    def finish(self) -> list[ControllerEvent]:
+        """At the end of the logs: epochs stated only in part are gaps."""
+        out = []
+        for key in sorted(self.parts):
+            pending = self.parts.pop(key)
+            if pending:
+                out.append(self._gap(self._partial(key, pending, "after the last state the logs give")))
+        return out
+
+    # --- partitions -------------------------------------------------------------------------------
+
+    def _topic_id(self, name: str, stated: str | None) -> str | None:
+        """The id of a live topic; None for a line about a deleted incarnation (a replay, a late broker)."""
+        if stated is not None and stated in self.deleted_ids:
+            return None
+        known = self.topic_ids.get(name)
+        if stated is not None and known is not None and stated != known:
+            self.conflicts.append(f"{self._where()}: topic {name} has id {stated} here, {known} before")
+            return None
+        return known or stated or name  # ZooKeeper topics from before Kafka 2.8 have no id: the name serves
+
+    def _state(self, name: str, partition: int) -> PartitionState | None:
+        tid = self.topic_ids.get(name)
+        return self.image.partitions.get((tid, partition)) if tid is not None else None
+
+    def _seen(self, s: Seen) -> list[ControllerEvent]:
+        tid = self._topic_id(s.topic, s.topic_id)
+        if tid is None:
+            return []
+        out = self._topic(s.topic, tid) if s.topic not in self.topic_ids else []
+        key = (s.topic, s.partition)
+        current = self._state(*key)
+        if current is not None and s.partition_epoch <= current.partition_epoch:
+            return out  # an epoch already emitted: stated again by another line
+        part = self.parts.setdefault(key, {}).setdefault(s.partition_epoch, _Part())
+        part.lines.append(self._where())
+        for name in ("leader", "leader_epoch", "isr", "replicas", "adding", "removing", "elr", "last_known_elr",
+                     "recovery", "controller_epoch"):
+            value = getattr(s, name)
+            if value is not None:
+                if name in part.fields and part.fields[name] != value and name != "controller_epoch":
+                    self.conflicts.append(f"{self._where()}: {s.topic}-{s.partition} at partition epoch "
+                                          f"{s.partition_epoch}: {name} {value}, {part.fields[name]} before")
+                part.fields.setdefault(name, value)
+        if s.from_epoch is not None and part.from_epoch is None:
+            part.from_epoch = s.from_epoch
+        if s.elr or s.last_known_elr:
+            self.elr = True
+        if s.replicas is not None and s.adding is not None and s.removing is not None:
+            self.assignments[key] = (s.replicas, s.adding, s.removing)
+        return out + self._emit_whole(key, tid)
+
+    def _emit_whole(self, key: tuple[str, int], tid: str) -> list[ControllerEvent]:
+        """Emit the newest epoch of `key` the lines state whole; what is skipped to reach it is a gap."""
+        pending = self.parts.get(key, {})
+        current = self._state(*key)
+        for epoch in sorted(pending, reverse=True):
+            after = self._whole(key, pending[epoch], current)
+            if after is None:
+                continue
+            skipped = {e: p for e, p in pending.items() if e < epoch}
+            out = []
+            low = current.partition_epoch + 1 if current is not None else None
+            if skipped or (low is not None and epoch > low):
+                out.append(self._gap(self._partial(key, skipped, f"before epoch {epoch}", low, epoch - 1)))
+            for e in [e for e in pending if e <= epoch]:
+                del pending[e]
+            return out + self._change(key, tid, replace_pe(after, epoch))
+        return []
+
+    def _whole(self, key, part: _Part, current: PartitionState | None) -> PartitionState | None:
+        f = dict(part.fields)
+        if part.from_epoch is not None and current is not None and current.partition_epoch == part.from_epoch:
+            f = {"leader": current.leader, "leader_epoch": current.leader_epoch, "isr": current.isr,
+                 "replicas": current.replicas, "adding": current.adding_replicas,
+                 "removing": current.removing_replicas, "elr": current.elr, "last_known_elr": current.last_known_elr,
+                 "recovery": current.leader_recovery_state, **f}
+        if not all(n in f for n in _REQUIRED):
+            return None
+        if self.zookeeper_mode:
+            assignment = self.assignments.get(key)
+            if "replicas" not in f and assignment is None:
+                return None
+            replicas, adding, removing = assignment if assignment is not None else ((), (), ())
+            f = {"replicas": replicas, "adding": adding, "removing": removing, "elr": (), "last_known_elr": (), **f}
+        elif not self.elr and current is not None:
+            f = {"elr": current.elr, "last_known_elr": current.last_known_elr, **f}
+        elif not self.elr:
+            f = {"elr": (), "last_known_elr": (), **f}
+        if any(n not in f for n in ("replicas", "adding", "removing", "elr", "last_known_elr")):
+            return None
+        return PartitionState(
+            tuple(f["replicas"]), tuple(f["isr"]), f["leader"], f["leader_epoch"], -1, tuple(f["adding"]),
+            tuple(f["removing"]), tuple(f["elr"]), tuple(f["last_known_elr"]),
+            f.get("recovery") or (current.leader_recovery_state if current else LeaderRecoveryState.RECOVERED))
+
+    def _assigned(self, a: Assigned) -> list[ControllerEvent]:
+        tid = self._topic_id(a.topic, a.topic_id)
+        if tid is None:
+            return []
+        out = self._topic(a.topic, tid) if a.topic not in self.topic_ids else []
+        key = (a.topic, a.partition)
+        self.assignments[key] = (a.replicas, a.adding, a.removing)
+        current = self._state(*key)
+        if current is not None:
+            # ZooKeeper: the topic znode changed, the state znode (and its version) did not
+            after = PartitionState(a.replicas, current.isr, current.leader, current.leader_epoch,
+                                   current.partition_epoch, a.adding, a.removing, current.elr, current.last_known_elr,
+                                   current.leader_recovery_state)
+            out += self._change(key, tid, after)
+        return out + self._emit_whole(key, tid)
+
+    def _change(self, key: tuple[str, int], tid: str, after: PartitionState | None) -> list[ControllerEvent]:
+        before = self.image.partitions.get((tid, key[1]))
+        if after == before:
+            return []
+        if after is None:
+            del self.image.partitions[(tid, key[1])]
+        else:
+            self.image.partitions[(tid, key[1])] = after
+        kinds = change_kinds(before, after)
+        return [self._emit(PartitionChange(key[0], tid, key[1], before, after, kinds,
+                                           election_type(before, after, kinds)))]
+
+    def _partial(self, key, parts: dict[int, _Part], where: str, low: int | None = None,
+                 high: int | None = None) -> str:
+        said = "; ".join(f"epoch {e}: {', '.join(f'{k}={v}' for k, v in sorted(p.fields.items()))} "
+                         f"({', '.join(p.lines[:3])})" for e, p in sorted(parts.items()))
+        span = f"partition epochs {low}..{high}" if low is not None and high is not None and low <= high else \
+            "partition epochs " + ", ".join(map(str, sorted(parts)))
+        text = f"{key[0]}-{key[1]}: {span} {where} are stated whole in no log given"
+        return text + (f"; stated in part: {said}" if said else "")
+
+    # --- topics, controllers, brokers --------------------------------------------------------------
+
+    def _topic(self, name: str, tid: str) -> list[ControllerEvent]:
+        if tid in self.deleted_ids or self.topic_ids.get(name) == tid:
+            return []
+        if name in self.topic_ids:  # a new incarnation whose deletion no line stated
+            return []
+        self.topic_ids[name] = tid
+        self.image.topic_names[tid] = name
+        return [self._emit(TopicChange(TopicChangeKind.CREATED, name, tid))]
+
+    def _deleted(self, d: TopicDeleted) -> list[ControllerEvent]:
+        tid = self.topic_ids.get(d.name)
+        if tid is None or (d.topic_id is not None and d.topic_id != tid):
+            if d.topic_id is not None:
+                self.deleted_ids.add(d.topic_id)
+            return []
+        out = []
+        for (t, p) in sorted(k for k in self.image.partitions if k[0] == tid):
+            out += self._change((d.name, p), tid, None)
+        for key in [k for k in self.assignments if k[0] == d.name]:
+            del self.assignments[key]
+        for key in [k for k in self.parts if k[0] == d.name]:
+            del self.parts[key]
+        del self.topic_ids[d.name]
+        self.image.topic_names.pop(tid, None)
+        self.deleted_ids.add(tid)
+        return out + [self._emit(TopicChange(TopicChangeKind.DELETED, d.name, tid))]
+
+    def _controller(self, c: ControllerElected) -> list[ControllerEvent]:
+        if c.epoch <= self.image.epoch:
+            return []  # the same election stated by another node, or an older one
+        prev = self.image.controller, self.image.epoch
+        self.image.controller, self.image.epoch = c.node, c.epoch
+        self.image.leaders_by_epoch[c.epoch] = c.node
+        return [self._emit(ControllerChange(c.node, c.epoch, prev[0], prev[1]))]
+
+    def _brokers(self, live: LiveBrokers) -> list[ControllerEvent]:
+        """ZooKeeper mode: the registered brokers and their epochs (czxids), as the controller's cache holds them."""
+        out = []
+        now = dict(live.epochs)
+        for bid in sorted(set(self.image.brokers) | set(now)):
+            before = self.image.brokers.get(bid)
+            if before is not None and (bid not in now or now[bid] != before.epoch):
+                del self.image.brokers[bid]
+                out.append(self._emit(BrokerChange(bid, BrokerChangeKind.UNREGISTERED, before, None)))
+                before = None
+            if before is None and bid in now:
+                after = BrokerState(bid, now[bid], fenced=False)
+                self.image.brokers[bid] = after
+                out.append(self._emit(BrokerChange(bid, BrokerChangeKind.REGISTERED, None, after)))
+        return out
+
+    # --- events -----------------------------------------------------------------------------------
+
+    def _where(self) -> str:
+        return f"{self._line.file}:{self._line.line}" if self._line is not None else "?"
+
+    def _gap(self, reason: str) -> ControllerEvent:
+        self.gaps.append(reason)
+        return self._emit(CaptureGap(self.records, self.records, reason))
+
+    def _emit(self, payload: Payload) -> ControllerEvent:
+        line = self._line
+        assert line is not None
+        source = SourcePosition(SourceKind.BROKER_LOG, self.records, self._index, node_of(line.message), None,
+                                line.file, line.line)
+        self._index += 1
+        epoch = self.image.epoch
+        return ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, line.time_ms,
+                               self.clock(), self.image.leaders_by_epoch.get(epoch, -1), epoch, payload)
+
+
+def replace_pe(state: PartitionState, epoch: int) -> PartitionState:
+    return PartitionState(state.replicas, state.isr, state.leader, state.leader_epoch, epoch, state.adding_replicas,
+                          state.removing_replicas, state.elr, state.last_known_elr, state.leader_recovery_state)

@@ -1,0 +1,53 @@
+"""Offline import from Kafka's own logs: every broker's ``state-change.log`` and ``controller.log`` (rotated
+files too), merged in time order -> ControllerEvents (see ``brokerlog_normalizer`` for what is and is not
+inferred). The counterpart of ``offline.py`` and ``zk_offline.py`` for incidents with no metadata log or
+ZooKeeper data left, or from before capture ran."""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from schemas.events import ControllerEvent
+from services.brokerlogs.lines import BadLogs, log_files, merged, read_log
+from services.normalize.brokerlog_normalizer import BrokerLogNormalizer
+from services.normalize.offline import BadImport, ImportReport
+
+
+def zone(name: str) -> ZoneInfo:
+    """The zone the brokers' clocks wrote their log times in (log4j's %d has none)."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise BadImport(f"--timezone {name!r}: not a time zone name (e.g. UTC, Europe/Berlin)") from None
+
+
+def plan_logs(paths: Sequence[Path]) -> list[list[Path]]:
+    try:
+        return log_files(paths)
+    except BadLogs as exc:
+        raise BadImport(str(exc)) from None
+
+
+def import_log_events(paths: Sequence[str | Path], cluster_id: str, tz: str = "UTC",
+                      report: ImportReport | None = None) -> Iterator[ControllerEvent]:
+    report = report if report is not None else ImportReport()
+    logs = plan_logs([Path(p) for p in paths])
+    zi = zone(tz)
+    report.files += [str(f) for log in logs for f in log]
+    norm = BrokerLogNormalizer(cluster_id)
+    unparsed: list[str] = []
+    try:
+        for line in merged(read_log(log, zi, unparsed) for log in logs):
+            report.records += 1
+            for event in norm.feed(line):
+                report.events += 1
+                yield event
+    except BadLogs as exc:
+        raise BadImport(str(exc)) from None
+    for event in norm.finish():
+        report.events += 1
+        yield event
+    report.gaps += norm.gaps
+    if unparsed:
+        report.gaps.append(f"{len(unparsed)} line(s) in no log4j layout Kafka ships, not read (first: {unparsed[0]})")
