@@ -110,7 +110,7 @@ def _last_replica_standing(r: Mapping[str, Any]) -> bool:
 def _zk_assignment_only(r: Mapping[str, Any]) -> bool:
     """A ZooKeeper-mode change of the assignment znode alone: the state znode, and its version (the
     partition epoch), untouched (see partition_epoch_monotonic.sql)."""
-    return (r["source_kind"] == "ZOOKEEPER" and r["a_partition_epoch"] == r["b_partition_epoch"]
+    return (r["source_kind"] in ("ZOOKEEPER", "BROKER_LOG") and r["a_partition_epoch"] == r["b_partition_epoch"]
             and r["a_leader"] == r["b_leader"] and r["a_leader_epoch"] == r["b_leader_epoch"]
             and len(r["a_isr"]) == len(r["b_isr"]) and set(r["a_isr"]) <= set(r["b_isr"]))
 
@@ -402,7 +402,8 @@ class LiveChecker:
             mv, sk = r["metadata_version"], r["source_kind"]
             if r["a_leader"] != r["b_leader"]:
                 rule = "leader_changed_without_epoch_bump"
-            elif not set(r["b_replicas"]) <= set(r["a_replicas"]) and sk != "ZOOKEEPER":
+            elif (not set(r["b_replicas"]) <= set(r["a_replicas"]) and sk != "ZOOKEEPER"
+                  and not (sk == "BROKER_LOG" and r["a_partition_epoch"] == r["b_partition_epoch"])):
                 rule = "replicas_removed_without_epoch_bump"
             elif (not set(r["b_isr"]) <= set(r["a_isr"]) and mv is not None and mv < 12
                   and sk is not None and sk != "ZOOKEEPER"):
@@ -691,7 +692,7 @@ class LiveChecker:
     def _broker_change(self, c: _Cluster, r: Mapping[str, Any], out: list[Alert]) -> None:
         b, seq = r["broker_id"], r["seq"]
         state = _broker_state(r)
-        if state in ("fenced", "unregistered") and not r["bootstrap"] and r["source_kind"] != "ZOOKEEPER":
+        if state in ("fenced", "unregistered") and not r["bootstrap"] and r["source_kind"] not in ("ZOOKEEPER", "BROKER_LOG"):
             # fenced_broker_not_in_isr (b): fenced or unregistered while still leader or in an ISR
             # (KRaft's order; in ZooKeeper mode the broker's znode goes before the controller's moves)
             held = c.member_of.get(b)

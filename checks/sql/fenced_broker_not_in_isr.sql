@@ -113,7 +113,9 @@ members AS (
 fences AS (
   SELECT cluster_id, seq, broker, state,
          broker_change = 'REGISTERED' AND (metadata_version IS NULL OR metadata_version < 23) AS known_anomaly
-  FROM brokers WHERE state IN ('fenced', 'unregistered') AND NOT bootstrap AND coalesce(source_kind, '') <> 'ZOOKEEPER'
+  FROM brokers WHERE state IN ('fenced', 'unregistered') AND NOT bootstrap
+    -- broker-log imports state brokers only from a ZooKeeper-mode controller's epochs cache
+    AND coalesce(source_kind, '') NOT IN ('ZOOKEEPER', 'BROKER_LOG')
 ),
 deltas AS (
   SELECT cluster_id, seq, broker, 1 AS delta, 0 AS is_fence FROM members WHERE broker >= 0

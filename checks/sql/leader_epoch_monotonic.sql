@@ -4,10 +4,11 @@
 -- that only adds replicas (reassignment start, KAFKA-13790) keeps it. Bootstrap events are not
 -- transitions and are not judged. ZooKeeper mode writes the bump to the partition state znode before
 -- it shrinks the assignment znode (KafkaController.onPartitionReassignment: leader epoch bumped with
--- RS = TRS, then /brokers/topics updated), so there the replicas leave in a change of their own.
+-- RS = TRS, then /brokers/topics updated), so there the replicas leave in a change of their own; in an
+-- import of that cluster's broker logs, it is the change that keeps the partition epoch.
 WITH pc AS (
   SELECT cluster_id, seq, metadata_version, source_kind, b_leader, a_leader, b_leader_epoch, a_leader_epoch,
-         b_isr, a_isr, b_replicas, a_replicas
+         b_isr, a_isr, b_replicas, a_replicas, b_partition_epoch, a_partition_epoch
   FROM events
   WHERE kind = 'PartitionChange' AND NOT bootstrap AND has_before AND has_after
 ),
@@ -18,6 +19,7 @@ judged AS (
            WHEN a_leader_epoch = b_leader_epoch AND a_leader <> b_leader THEN 'leader_changed_without_epoch_bump'
            WHEN a_leader_epoch = b_leader_epoch AND NOT {subset(b_replicas, a_replicas)}
                 AND coalesce(source_kind, '') <> 'ZOOKEEPER'
+                AND NOT (source_kind = 'BROKER_LOG' AND a_partition_epoch = b_partition_epoch)
              THEN 'replicas_removed_without_epoch_bump'
            WHEN a_leader_epoch = b_leader_epoch AND NOT {subset(b_isr, a_isr)}
                 AND metadata_version IS NOT NULL AND metadata_version < 12 AND source_kind <> 'ZOOKEEPER'

@@ -1,4 +1,5 @@
-"""`ctrlaudit import kraft`: a copied metadata directory (from an incident) -> an archive."""
+"""`ctrlaudit import kraft|zk|logs`: a copied metadata directory, ZooKeeper's data, or the brokers' logs
+(from an incident) -> an archive."""
 from __future__ import annotations
 
 from enum import Enum
@@ -93,6 +94,45 @@ def zk(
         said.say(f"capture gap: {gap}")
     if report.partial_tail:
         said.say(f"stopped at an incomplete transaction: {report.partial_tail}")
+    said.json(lambda: _summary(cluster, out, report, written, last))
+
+
+@imports.command("logs", short_help="Brokers' state-change and controller logs -> an archive.")
+@user_errors
+def logs(
+    paths: list[Path] = typer.Argument(..., help="Each broker's log directory, or state-change.log / controller.log "
+                                                 "files (rotated and .gz ones too)."),
+    out: Path = typer.Option(..., "--out", help="Archive directory to write."),
+    cluster_id: str = typer.Option(None, "--cluster-id",
+                                   help="Default: the id the logs state (a KRaft controller's, or server.log's)."),
+    timezone: str = typer.Option("UTC", "--timezone",
+                                 help="The zone of the brokers' clocks: log4j writes local time without one."),
+    json_path: Path = JSON_OUT,
+) -> None:
+    """Read Kafka's own state-change.log and controller.log of every broker (ZooKeeper mode and KRaft), merged in
+    time order, into ControllerEvents: each partition state the lines state whole, with its file and line;
+    what they state only in part, or not at all, is a capture gap."""
+    from services.archive.writer import continuation
+    from services.normalize.logs_offline import cluster_id_of_logs, import_log_events, zone
+    from services.normalize.offline import ImportReport
+    from services.normalize.redaction import patterns
+
+    patterns()
+    zone(timezone)
+    report = ImportReport()
+    cluster = cluster_id or cluster_id_of_logs([Path(p) for p in paths]) or "unknown-cluster"
+    last = continuation(out, cluster)
+    events = import_log_events(paths, cluster, tz=timezone, report=report)
+    written, writer = _append(out, cluster, events, last)
+    said = Output(json_path)
+    said.say(f"cluster {cluster}: {report.records:,} log lines from {len(report.files)} file(s) -> "
+             f"{report.events:,} events in {len(written)} archive file(s) under {out}"
+             + (f" (continuing its chain after seq {last.last_seq})" if last is not None else ""))
+    shown = report.gaps[:20]
+    for gap in shown:
+        said.say(f"capture gap: {gap}")
+    if len(report.gaps) > len(shown):
+        said.say(f"... and {len(report.gaps) - len(shown):,} more capture gap(s): `ctrlaudit timeline` lists them")
     said.json(lambda: _summary(cluster, out, report, written, last))
 
 

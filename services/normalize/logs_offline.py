@@ -4,6 +4,7 @@ inferred). The counterpart of ``offline.py`` and ``zk_offline.py`` for incidents
 ZooKeeper data left, or from before capture ran."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -27,6 +28,30 @@ def plan_logs(paths: Sequence[Path]) -> list[list[Path]]:
         return log_files(paths)
     except BadLogs as exc:
         raise BadImport(str(exc)) from None
+
+
+_CLUSTER_ID = re.compile(r"Creating new QuorumController with clusterId ([\w-]+)|\bCluster ID = ([\w-]+)")
+
+
+def cluster_id_of_logs(paths: Sequence[Path]) -> str | None:
+    """Kafka's cluster id as the logs state it: a KRaft controller's ``Creating new QuorumController with
+    clusterId``, or a broker's ``Cluster ID =`` in the server.log beside the given logs. Logs of two clusters
+    are refused: merged, they would make one history of two."""
+    logs = plan_logs(paths)
+    found: dict[str, str] = {}
+    candidates = [f for log in logs for f in log if f.name.startswith("controller.log")]
+    candidates += sorted({f.parent / "server.log" for log in logs for f in log if (f.parent / "server.log").is_file()})
+    for f in candidates:
+        with open(f, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if "Cluster" in line or "clusterId" in line:
+                    m = _CLUSTER_ID.search(line)
+                    if m:
+                        found.setdefault(m.group(1) or m.group(2), str(f))
+    if len(found) > 1:
+        raise BadImport("the logs are of more than one cluster: " +
+                        ", ".join(f"{cid} ({where})" for cid, where in sorted(found.items())))
+    return next(iter(found), None)
 
 
 def import_log_events(paths: Sequence[str | Path], cluster_id: str, tz: str = "UTC",

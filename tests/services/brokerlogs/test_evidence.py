@@ -1,0 +1,131 @@
+"""What each Kafka log line says, on lines copied from real clusters' logs (Kafka 3.9.2 in ZooKeeper mode, 4.3.1
+in KRaft mode, written by the dev clusters of services.cluster): golden lines, so a change of a pattern that
+loses a field fails here."""
+from __future__ import annotations
+
+from schemas.events import LeaderRecoveryState as R
+from services.brokerlogs.evidence import (
+    Assigned, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicCreated, TopicDeleted, ZooKeeperController,
+    evidence, node_of,
+)
+
+ZK = ZooKeeperController()
+
+
+def test_zookeeper_controller_lines():
+    assert evidence("[Controller id=3] 3 successfully elected as the controller. Epoch incremented to 1 and epoch zk "
+                    "version is now 1") == [ZK, ControllerElected(3, 1)]
+    assert evidence("[Controller id=3 epoch=1] Changed partition zkscn-a-0 state from NonExistentPartition to "
+                    "NewPartition with assigned replicas 1,2,3") == [ZK, Assigned("zkscn-a", 0, (1, 2, 3))]
+    assert evidence(
+        "[Controller id=3 epoch=1] Changed partition zkscn-a-0 from OfflinePartition to OnlinePartition with state "
+        "LeaderAndIsr(leader=2, leaderEpoch=1, isrWithBrokerEpoch=List(BrokerState(brokerId=2, brokerEpoch=-1), "
+        "BrokerState(brokerId=3, brokerEpoch=-1)), leaderRecoveryState=RECOVERED, partitionEpoch=1)") == [
+        ZK, Seen("zkscn-a", 0, 1, leader=2, leader_epoch=1, isr=(2, 3), recovery=R.RECOVERED, controller_epoch=1)]
+    assert evidence(
+        "[Controller id=2 epoch=2] Partition zkscn-a-0 state changed to (Leader:-1,ISR:3,LeaderRecoveryState:"
+        "RECOVERED,LeaderEpoch:5,ZkVersion:7,ControllerEpoch:2) after removing replica 2 from the ISR as part of "
+        "transition to OfflineReplica") == [
+        ZK, Seen("zkscn-a", 0, 7, leader=-1, leader_epoch=5, isr=(3,), recovery=R.RECOVERED, controller_epoch=2)]
+    assert evidence(
+        "[Controller id=3] ISR for partition zkscn-a-1 updated to LeaderAndIsr(leader=2, leaderEpoch=1, "
+        "isrWithBrokerEpoch=List(BrokerState(brokerId=2, brokerEpoch=-1), BrokerState(brokerId=3, brokerEpoch=-1), "
+        "BrokerState(brokerId=1, brokerEpoch=-1)), leaderRecoveryState=RECOVERED, partitionEpoch=2).") == [
+        ZK, Seen("zkscn-a", 1, 2, leader=2, leader_epoch=1, isr=(2, 3, 1), recovery=R.RECOVERED)]
+    assert evidence("[Controller id=3] Updated leader epoch for partition zkscn-b-0 to 2, zkVersion=3") == [
+        ZK, Seen("zkscn-b", 0, 3, leader_epoch=2, from_epoch=2)]
+    assert evidence("[Controller id=3] Successfully updated assignment of partition zkscn-b-0 to ReplicaAssignment("
+                    "replicas=1,2,3, addingReplicas=1, removingReplicas=3)") == [
+        ZK, Assigned("zkscn-b", 0, (1, 2, 3), (1,), (3,))]
+    # the LeaderAndIsr sent during a reassignment carries the target assignment, not the znode's: only its state
+    assert evidence(
+        "[Controller id=3 epoch=1] Sent LeaderAndIsr request (Leader:2,ISR:2,3,1,LeaderRecoveryState:RECOVERED,"
+        "LeaderEpoch:2,ZkVersion:3,ControllerEpoch:1) with new replica assignment ReplicaAssignment(replicas=1,2, "
+        "addingReplicas=, removingReplicas=) to leader 2 for partition being reassigned zkscn-b-0") == [
+        ZK, Seen("zkscn-b", 0, 3, leader=2, leader_epoch=2, isr=(2, 3, 1), recovery=R.RECOVERED, controller_epoch=1)]
+    assert evidence(
+        "[Controller id=2] New topics: [Set(zkscn-a)], deleted topics: [HashSet()], new partition replica assignment "
+        "[Set(TopicIdReplicaAssignment(zkscn-a,Some(dx89mkkpThmaChlkrhwXiQ),Map(zkscn-a-0 -> ReplicaAssignment("
+        "replicas=1,3,2, addingReplicas=, removingReplicas=), zkscn-a-1 -> ReplicaAssignment(replicas=3,2,1, "
+        "addingReplicas=, removingReplicas=))))]") == [
+        ZK, TopicCreated("zkscn-a", "dx89mkkpThmaChlkrhwXiQ"),
+        Assigned("zkscn-a", 0, (1, 3, 2), topic_id="dx89mkkpThmaChlkrhwXiQ"),
+        Assigned("zkscn-a", 1, (3, 2, 1), topic_id="dx89mkkpThmaChlkrhwXiQ")]
+    assert evidence("[Topic Deletion Manager 2] Deletion of topic zkscn-a successfully completed") == [
+        TopicDeleted("zkscn-a")]
+    assert evidence("[Controller id=3] Updated broker epochs cache: HashMap(1 -> 101, 2 -> 66, 3 -> 61)") == [
+        ZK, LiveBrokers(((1, 101), (2, 66), (3, 61)))]
+    assert evidence("[Controller id=3] Sending update metadata request") == [ZK]  # says nothing of state
+
+
+def test_broker_lines_of_both_modes():
+    assert evidence(
+        "[Broker id=1] Leader zkscn-b-0 with topic id Some(YiUW7CejRZ6G3FLpKTbC9A) starts at leader epoch 4 from "
+        "offset 0 with partition epoch 5, high watermark 0, ISR [2,1], adding replicas [] and removing replicas [] . "
+        "Previous leader Some(2) and previous leader epoch was 3.") == [
+        Seen("zkscn-b", 0, 5, topic_id="YiUW7CejRZ6G3FLpKTbC9A", leader=1, leader_epoch=4, isr=(2, 1), adding=(),
+             removing=())]
+    assert evidence(
+        "[Broker id=1] Follower zkscn-a-1 starts at leader epoch 2 from offset 0 with partition epoch 3 and high "
+        "watermark 0. Current leader is 2. Previous leader Some(2) and previous leader epoch was 2.") == [
+        Seen("zkscn-a", 1, 3, leader=2, leader_epoch=2)]
+    # Kafka 4.2+: the whole PartitionRegistration
+    assert evidence(
+        "[Broker id=1] Skipped the become-leader state change for ck-plain-0 with topic id Some(RNtMhD9NQi2xOjaNSWzCLA),"
+        " partition registration PartitionRegistration(replicas=[2, 3, 1], directories=[lQFgC6GyaaW_SLF7dlLLLQ, "
+        "mkQME6wwNbS_uE12_vuihQ, 8IIbnEG22bTinr8QYQM3bw], isr=[1, 3], removingReplicas=[1], addingReplicas=[2], "
+        "elr=[], lastKnownElr=[], leader=1, leaderRecoveryState=RECOVERED, leaderEpoch=0, partitionEpoch=1) and "
+        "isNew=false since it is already the leader with leader epoch 0. Current high watermark 0, ISR [1,3], adding "
+        "replicas [2] and removing replicas [1].") == [
+        Seen("ck-plain", 0, 1, topic_id="RNtMhD9NQi2xOjaNSWzCLA", leader=1, leader_epoch=0, isr=(1, 3),
+             replicas=(2, 3, 1), adding=(2,), removing=(1,), elr=(), last_known_elr=(), recovery=R.RECOVERED)]
+    # Kafka 3.x: LeaderAndIsrPartitionState (no ELR; leaderRecoveryState as a byte)
+    assert evidence(
+        "[Broker id=2] Skipped the become-follower state change for t-0 with topic id Some(AAAAAAAAAAAAAAAAAAAAAA) and "
+        "partition state LeaderAndIsrPartitionState(topicName='t', partitionIndex=0, controllerEpoch=-1, leader=1, "
+        "leaderEpoch=3, isr=[1, 2], partitionEpoch=9, replicas=[1, 2, 3], addingReplicas=[], removingReplicas=[], "
+        "isNew=false, leaderRecoveryState=1) since it is already a follower with leader epoch 3.") == [
+        Seen("t", 0, 9, topic_id="AAAAAAAAAAAAAAAAAAAAAA", leader=1, leader_epoch=3, isr=(1, 2), replicas=(1, 2, 3),
+             adding=(), removing=(), recovery=R.RECOVERING)]
+
+
+def test_kraft_controller_lines():
+    assert evidence("[QuorumController id=3] In the new epoch 7, the leader is 2.") == [ControllerElected(2, 7)]
+    assert evidence("[QuorumController id=1] Replayed a FeatureLevelRecord setting feature "
+                    "eligible.leader.replicas.version to 1") == [ElrEnabled()]
+    assert evidence("[QuorumController id=1] Replayed a FeatureLevelRecord setting feature "
+                    "eligible.leader.replicas.version to 0") == []
+    assert evidence("[QuorumController id=1] Replayed TopicRecord for topic ck-plain with topic ID "
+                    "RNtMhD9NQi2xOjaNSWzCLA.") == [TopicCreated("ck-plain", "RNtMhD9NQi2xOjaNSWzCLA")]
+    assert evidence("[QuorumController id=3] Replayed RemoveTopicRecord for topic capc9d1e6-a with ID "
+                    "mmuWVDgRTX-u9ynwAVK4wA.") == [TopicDeleted("capc9d1e6-a", "mmuWVDgRTX-u9ynwAVK4wA")]
+    assert evidence(
+        "[QuorumController id=1] Replayed PartitionRecord for new partition ck-plain-0 with topic ID "
+        "RNtMhD9NQi2xOjaNSWzCLA and PartitionRegistration(replicas=[1, 3], directories=[8IIbnEG22bTinr8QYQM3bw, "
+        "mkQME6wwNbS_uE12_vuihQ], isr=[1, 3], removingReplicas=[], addingReplicas=[], elr=[], lastKnownElr=[], "
+        "leader=1, leaderRecoveryState=RECOVERED, leaderEpoch=0, partitionEpoch=0).") == [
+        Seen("ck-plain", 0, 0, topic_id="RNtMhD9NQi2xOjaNSWzCLA", leader=1, leader_epoch=0, isr=(1, 3),
+             replicas=(1, 3), adding=(), removing=(), elr=(), last_known_elr=(), recovery=R.RECOVERED)]
+    assert evidence(
+        "[QuorumController id=2] UNCLEAN partition change for ck-dirty-0 with topic ID iIjFXxKqSRCcMVaGaje8XQ: "
+        "isr: [1] -> [3], leader: 1 -> 3, leaderRecoveryState: RECOVERED -> RECOVERING, leaderEpoch: 0 -> 1, "
+        "partitionEpoch: 1 -> 2") == [
+        Seen("ck-dirty", 0, 2, topic_id="iIjFXxKqSRCcMVaGaje8XQ", leader=3, leader_epoch=1, isr=(3,),
+             recovery=R.RECOVERING, from_epoch=1)]
+    # replicas [2, 3, 1] with adding [2]; isr null and leader -2 in the record: unchanged (the suffix's isr holds)
+    assert evidence(
+        "[QuorumController id=1] Replayed partition assignment change PartitionChangeRecord(partitionId=0, "
+        "topicId=RNtMhD9NQi2xOjaNSWzCLA, isr=null, leader=-2, replicas=[2, 3, 1], removingReplicas=[1], "
+        "addingReplicas=[2], leaderRecoveryState=-1, directories=[lQFgC6GyaaW_SLF7dlLLLQ, mkQME6wwNbS_uE12_vuihQ, "
+        "8IIbnEG22bTinr8QYQM3bw], eligibleLeaderReplicas=null, lastKnownElr=null) for topic ck-plain. (isr: [1, 3] "
+        "-> [1, 3], replicaSet: [1, 3] -> [2, 3, 1], partitionEpoch: 1, leaderEpoch: 0)") == [
+        Seen("ck-plain", 0, 1, topic_id="RNtMhD9NQi2xOjaNSWzCLA", leader_epoch=0, isr=(1, 3), replicas=(2, 3, 1),
+             adding=(2,), removing=(1,), from_epoch=0)]
+
+
+def test_lines_of_no_known_shape_say_nothing():
+    assert evidence("[Broker id=1] Add 2 partitions and deleted 0 partitions from metadata cache") == []
+    assert evidence("Cluster ID = w8nhoLLRTBK5VuB4mTA-Iw") == []
+    assert evidence("[Broker id=1] Leader t-0 with topic id Some(x) starts at leader epoch 1") == []  # cut short
+    assert node_of("[Broker id=12] anything") == 12 and node_of("[QuorumController id=3] x") == 3
+    assert node_of("no prefix") == -1

@@ -1,0 +1,61 @@
+"""Reading Kafka's log4j files: the shipped layout, rotated files in order, stack traces, the brokers' zone."""
+from __future__ import annotations
+
+import gzip
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from services.brokerlogs.lines import BadLogs, log_files, merged, read_log
+
+UTC = ZoneInfo("UTC")
+
+
+def _line(stamp: str, msg: str, logger: str = "state.change.logger") -> str:
+    return f"[{stamp}] INFO {msg} ({logger})\n"
+
+
+def test_rotated_files_oldest_first_and_the_live_one_last(tmp_path):
+    d = tmp_path / "node1" / "logs"
+    d.mkdir(parents=True)
+    for name in ("state-change.log", "state-change.log.2026-11-24-10", "state-change.log.2026-11-24-09",
+                 "controller.log", "controller.log.1", "controller.log.2", "server.log", "state-change.log.x.tmp"):
+        (d / name).write_text("")
+    with gzip.open(d / "state-change.log.2026-11-24-08.gz", "wt") as fh:
+        fh.write("")
+    groups = log_files([tmp_path / "node1"])
+    assert [[f.name for f in g] for g in groups] == [
+        ["controller.log.2", "controller.log.1", "controller.log"],
+        ["state-change.log.2026-11-24-08.gz", "state-change.log.2026-11-24-09", "state-change.log.2026-11-24-10",
+         "state-change.log.x.tmp", "state-change.log"]]
+
+
+def test_no_logs_and_missing_paths_are_one_clear_error(tmp_path):
+    with pytest.raises(BadLogs, match="no such file"):
+        log_files([tmp_path / "nope"])
+    (tmp_path / "server.log").write_text("")
+    with pytest.raises(BadLogs, match="no state-change.log or controller.log"):
+        log_files([tmp_path])
+
+
+def test_lines_continuations_zone_and_unparsed(tmp_path):
+    f = tmp_path / "state-change.log"
+    f.write_text(_line("2026-11-24 23:53:30,622", "[Broker id=1] first")
+                 + "java.io.IOException: boom\n\tat x.y(Z.java:1)\n"
+                 + "[2026-11-24 23:53:31,000] NOTALEVEL garbled\n"
+                 + _line("2026-11-24 23:53:31,001", "[Broker id=1] (with parens) second"))
+    unparsed: list[str] = []
+    lines = list(read_log([f], UTC, unparsed))
+    assert [(x.line, x.message) for x in lines] == [(1, "[Broker id=1] first"), (5, "[Broker id=1] (with parens) second")]
+    assert lines[0].time_ms == 1795564410622 and lines[0].logger == "state.change.logger"
+    assert unparsed == [f"{f}:4"]
+    berlin = list(read_log([f], ZoneInfo("Europe/Berlin")))
+    assert lines[0].time_ms - berlin[0].time_ms == 3600_000  # 23:53 in Berlin is 22:53 UTC
+
+
+def test_merged_in_time_order_across_brokers(tmp_path):
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_text(_line("2026-11-24 10:00:00,001", "a1") + _line("2026-11-24 10:00:00,005", "a2"))
+    b.write_text(_line("2026-11-24 10:00:00,001", "b1") + _line("2026-11-24 10:00:00,003", "b2"))
+    got = [x.message for x in merged([read_log([a], UTC), read_log([b], UTC)])]
+    assert got == ["a1", "b1", "b2", "a2"]
