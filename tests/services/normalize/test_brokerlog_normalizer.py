@@ -1,0 +1,125 @@
+"""The broker-log normalizer's rules on handmade lines in Kafka's wording: a state is emitted only when the lines
+state it whole at its partition epoch; parts, skipped epochs and the history before the logs are named gaps;
+older epochs, replays of deleted topics and duplicates add nothing."""
+from __future__ import annotations
+
+from schemas.events import CaptureGap, ControllerChange, PartitionChange, TopicChange, TopicChangeKind
+from services.brokerlogs.lines import LogLine
+from services.normalize.brokerlog_normalizer import BrokerLogNormalizer
+
+TID = "RNtMhD9NQi2xOjaNSWzCLA"
+
+
+def _feed(messages: list[str]) -> tuple[BrokerLogNormalizer, list]:
+    norm = BrokerLogNormalizer("c", clock=lambda: 0)
+    out = []
+    for i, m in enumerate(messages, 1):
+        out += norm.feed(LogLine("node1/state-change.log", i, 1000 + i, "INFO", m, "state.change.logger"))
+    return norm, out + norm.finish()
+
+
+def _states(events):
+    return [(e.payload.partition, e.payload.after.partition_epoch, e.payload.after.leader, e.payload.after.isr,
+             e.payload.after.replicas) for e in events if isinstance(e.payload, PartitionChange) and e.payload.after]
+
+
+def _gaps(events):
+    return [e.payload.reason for e in events if isinstance(e.payload, CaptureGap)]
+
+
+def _reg(p, pe, leader, isr, replicas, le=0, elr="[]"):
+    return (f"[Broker id=1] Skipped the become-leader state change for t-{p} with topic id Some({TID}), partition "
+            f"registration PartitionRegistration(replicas={replicas}, directories=[], isr={isr}, removingReplicas=[], "
+            f"addingReplicas=[], elr={elr}, lastKnownElr=[], leader={leader}, leaderRecoveryState=RECOVERED, "
+            f"leaderEpoch={le}, partitionEpoch={pe}) and isNew=false since it is already the leader with leader epoch 0.")
+
+
+def _leader_line(p, pe, le, isr, broker=1):
+    return (f"[Broker id={broker}] Leader t-{p} with topic id Some({TID}) starts at leader epoch {le} from offset 0 "
+            f"with partition epoch {pe}, high watermark 0, ISR [{isr}], adding replicas [] and removing replicas [] . "
+            f"Previous leader None and previous leader epoch was -1.")
+
+
+def _follower_line(p, pe, le, leader, broker=2):
+    return (f"[Broker id={broker}] Follower t-{p} starts at leader epoch {le} from offset 0 with partition epoch {pe} "
+            f"and high watermark 0. Current leader is {leader}. Previous leader None and previous leader epoch was -1.")
+
+
+def test_whole_states_only_and_the_history_before_the_logs_is_a_gap():
+    norm, events = _feed([_reg(0, 3, 1, "[1, 2]", "[1, 2]"), _reg(0, 3, 1, "[1, 2]", "[1, 2]"),
+                          _reg(0, 2, 2, "[2]", "[1, 2]"), _reg(0, 4, 1, "[1]", "[1, 2]")])
+    assert isinstance(events[0].payload, CaptureGap) and "history before" in events[0].payload.reason
+    assert [e.payload.kind for e in events if isinstance(e.payload, TopicChange)] == [TopicChangeKind.CREATED]
+    # epoch 3 once (stated twice), epoch 2 (older, a slow broker) adds nothing, epoch 4 follows
+    assert _states(events) == [(0, 3, 1, (1, 2), (1, 2)), (0, 4, 1, (1,), (1, 2))]
+    assert events[-1].source.file == "node1/state-change.log" and events[-1].source.line == 4
+    assert events[-1].source.node_id == 1
+
+
+def test_a_leader_change_stated_in_part_waits_for_the_rest_and_never_completes_into_a_gap():
+    # KRaft: a leader change is stated by the new leader (leader, ISR) and its followers (leader), none of
+    # them with the replica set: not whole, so not emitted; the next whole epoch comes with a named gap
+    norm, events = _feed([_reg(0, 3, 1, "[1, 2]", "[1, 2]"), _follower_line(0, 4, 1, 2, broker=1),
+                          _leader_line(0, 4, 1, "2", broker=2), _reg(0, 5, 2, "[1, 2]", "[1, 2]", le=1)])
+    assert _states(events) == [(0, 3, 1, (1, 2), (1, 2)), (0, 5, 2, (1, 2), (1, 2))]
+    gap = _gaps(events)[1]
+    assert gap.startswith("t-0: partition epochs 4..4 before epoch 5 are stated whole in no log given")
+    assert "epoch 4: adding=(), isr=(2,), leader=2, leader_epoch=1, removing=()" in gap
+    assert "(node1/state-change.log:2, node1/state-change.log:3)" in gap
+
+
+def test_a_difference_applies_only_on_the_epoch_it_starts_from():
+    unclean = (f"[QuorumController id=1] UNCLEAN partition change for t-0 with topic ID {TID}: isr: [1] -> [2], "
+               f"leader: 1 -> 2, leaderRecoveryState: RECOVERED -> RECOVERING, leaderEpoch: 0 -> 1, partitionEpoch: "
+               f"{{a}} -> {{b}}")
+    _, events = _feed([_reg(0, 1, 1, "[1]", "[1, 2]"), unclean.format(a=1, b=2)])
+    assert _states(events)[-1] == (0, 2, 2, (2,), (1, 2))
+    after = [e.payload.after for e in events if isinstance(e.payload, PartitionChange)][-1]
+    assert after.leader_recovery_state == "RECOVERING" and after.leader_epoch == 1
+    _, events = _feed([_reg(0, 0, 1, "[1]", "[1, 2]"), unclean.format(a=1, b=2)])  # epoch 1 never seen
+    assert _states(events) == [(0, 0, 1, (1,), (1, 2))]
+    assert "partition epochs 2" in _gaps(events)[-1] and "after the last state the logs give" in _gaps(events)[-1]
+
+
+def test_elr_must_be_stated_once_the_cluster_has_eligible_leader_replicas():
+    feature = "[QuorumController id=1] Replayed a FeatureLevelRecord setting feature eligible.leader.replicas.version to 1"
+    change = (f"[QuorumController id=1] Replayed partition assignment change PartitionChangeRecord(partitionId=0, "
+              f"topicId={TID}, isr=null, leader=-2, replicas=[1, 2, 3], removingReplicas=null, addingReplicas=[3], "
+              f"leaderRecoveryState=-1, directories=null, eligibleLeaderReplicas=null, lastKnownElr=null) for topic t."
+              f" (isr: [1, 2] -> [1, 2], replicaSet: [1, 2] -> [1, 2, 3], partitionEpoch: 4, leaderEpoch: 0)")
+    # the difference from epoch 3 keeps the ELR (null: unchanged): whole
+    _, events = _feed([feature, _reg(0, 3, 1, "[1, 2]", "[1, 2]"), change])
+    assert _states(events)[-1] == (0, 4, 1, (1, 2), (1, 2, 3))
+    # a leader's line states no ELR: with ELR on it is a part, never a guess
+    _, events = _feed([feature, _reg(0, 3, 1, "[1, 2]", "[1, 2]"), _leader_line(0, 4, 1, "1,2"), _reg(0, 5, 1, "[1]",
+                                                                                                      "[1, 2]")])
+    assert [s[1] for s in _states(events)] == [3, 5]
+
+
+def test_deleted_topics_stay_deleted_when_a_restarted_controller_replays_them():
+    created = f"[QuorumController id=1] Replayed TopicRecord for topic t with topic ID {TID}."
+    removed = f"[QuorumController id=1] Replayed RemoveTopicRecord for topic t with ID {TID}."
+    _, events = _feed([created, _reg(0, 0, 1, "[1]", "[1]"), removed, created, _reg(0, 0, 1, "[1]", "[1]")])
+    kinds = [(type(e.payload).__name__, getattr(e.payload, "kind", None) or getattr(e.payload, "changes", None))
+             for e in events]
+    assert kinds == [("CaptureGap", None), ("TopicChange", TopicChangeKind.CREATED), ("PartitionChange", ("CREATE",)),
+                     ("PartitionChange", ("DELETE",)), ("TopicChange", TopicChangeKind.DELETED)]
+
+
+def test_zookeeper_assignment_carries_and_its_writes_keep_the_partition_epoch():
+    zk = "[Controller id=1 epoch=1] "
+    events = _feed([
+        zk + "Changed partition t-0 state from NonExistentPartition to NewPartition with assigned replicas 1,2",
+        zk + "Changed partition t-0 from NewPartition to OnlinePartition with state LeaderAndIsr(leader=1, leaderEpoch=0,"
+             " isrWithBrokerEpoch=List(BrokerState(brokerId=1, brokerEpoch=-1), BrokerState(brokerId=2, brokerEpoch=-1)),"
+             " leaderRecoveryState=RECOVERED, partitionEpoch=0)",
+        "[Controller id=1] Successfully updated assignment of partition t-0 to ReplicaAssignment(replicas=1,2,3, "
+        "addingReplicas=3, removingReplicas=)",
+        _follower_line(0, 1, 1, 2),  # a part: ZooKeeper's controller states the rest
+        zk + "Partition t-0 state changed to (Leader:2,ISR:2,LeaderRecoveryState:RECOVERED,LeaderEpoch:1,ZkVersion:1,"
+             "ControllerEpoch:1) after removing replica 1 from the ISR as part of transition to OfflineReplica",
+        "[Controller id=1] 1 successfully elected as the controller. Epoch incremented to 2 and epoch zk version is now 2",
+    ])[1]
+    assert _states(events) == [(0, 0, 1, (1, 2), (1, 2)), (0, 0, 1, (1, 2), (1, 2, 3)), (0, 1, 2, (2,), (1, 2, 3))]
+    assert [e.payload.epoch for e in events if isinstance(e.payload, ControllerChange)] == [2]
+    assert len(_gaps(events)) == 1  # only the history before the logs
