@@ -16,7 +16,8 @@ from replay.store import Point, Store
 _B = "b_replicas, b_isr, b_adding, b_removing, b_elr, b_last_known_elr, b_leader, b_leader_epoch, b_partition_epoch, b_recovery"
 _A = _B.replace("b_", "a_")
 _COLS = (f"seq, event_id, source_offset, event_time_ms, controller_id, controller_epoch, topic, topic_id, "
-         f"\"partition\", changes, election, reason, bootstrap, has_before, {_B}, has_after, {_A}")
+         f"\"partition\", changes, election, reason, bootstrap, has_before, {_B}, has_after, {_A}, source_kind, "
+         f"source_file, source_node")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,9 @@ class Change:
     bootstrap: bool
     before: PartitionState | None
     after: PartitionState | None
+    source_kind: str = ""
+    source_file: str = ""  # the file an import read it from (a broker log, a ZooKeeper log), if any
+    source_node: int = -1
 
     def diff(self) -> str:
         if self.after is None:
@@ -49,7 +53,7 @@ def _change(r: tuple[Any, ...]) -> Change:
     before = state_of(r[14:24]) if r[13] else None
     after = state_of(r[25:35]) if r[24] else None
     return Change(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], tuple(r[9] or ()), r[10] or "NONE",
-                  r[11], bool(r[12]), before, after)
+                  r[11], bool(r[12]), before, after, r[35] or "", r[36] or "", -1 if r[37] is None else r[37])
 
 
 @dataclass(frozen=True, slots=True)

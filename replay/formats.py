@@ -244,6 +244,8 @@ def explain_text(e: Explanation) -> str:
     lines = [
         f"{c.topic}-{c.partition} at seq {c.seq} (offset {c.source_offset}, {show(c.event_time_ms)}, event {c.event_id})",
         f"  decided by:        controller {c.controller_id}, epoch {c.controller_epoch}",
+        *([f"  read from:         {c.source_file} ({c.source_kind}"
+           + (f", node {c.source_node})" if c.source_node >= 0 else ")")] if c.source_file else []),
         f"  changes:           {', '.join(c.changes) or 'none (partition epoch only)'}",
         f"  change:            {c.diff()}",
         f"  election:          {c.election}",

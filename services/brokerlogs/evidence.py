@@ -374,7 +374,7 @@ _PATTERNS: list[tuple[re.Pattern, Callable]] = [(re.compile(p), reader) for p, r
     (r"Replayed RemoveTopicRecord for topic (\S+) with ID ([\w-]+)\.", _kraft_topic_removed),
     (rf"Replayed PartitionRecord for new partition {_TP} with topic ID ([\w-]+) and PartitionRegistration\((.*)\)\.$",
      _kraft_partition),
-    (rf"Replayed partition assignment change PartitionChangeRecord\((.*?)\) for topic (\S+?)\. \((.*)\)$",
+    (r"Replayed partition assignment change PartitionChangeRecord\((.*?)\) for topic (\S+?)\. \((.*)\)$",
      _kraft_assignment),
     (rf"UNCLEAN partition change for {_TP} with topic ID ([\w-]+): (.*)$", _kraft_unclean),
     (rf"Leader {_TP} with topic id {_TOPIC_ID} starts at leader epoch (\d+) from offset -?\d+ with partition epoch "

@@ -250,7 +250,7 @@ class BrokerLogNormalizer:
                 self.deleted_ids.add(d.topic_id)
             return []
         out = []
-        for (t, p) in sorted(k for k in self.image.partitions if k[0] == tid):
+        for (_, p) in sorted(k for k in self.image.partitions if k[0] == tid):
             out += self._change((d.name, p), tid, None)
         for key in [k for k in self.assignments if k[0] == d.name]:
             del self.assignments[key]
