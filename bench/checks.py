@@ -3,9 +3,9 @@
 Per history size it times, separately:
   decode       archive files -> the flat Arrow table (checks.inputs.archives_to_arrow: Avro decode + flatten)
   duck table   Arrow table -> DuckDB in-memory `events` table (what a replay store already holds)
-  duck check   all 13 invariant queries over the loaded table (= `ctrlaudit check STORE` minus the report)
+  duck check   all the catalog's invariant queries over the loaded table (= `ctrlaudit check STORE` minus the report)
   spark load   Spark local[N]: read the Avro archive with spark-avro, flatten, cache, count
-  spark check  all 13 invariants as one Spark job over the cached table
+  spark check  all the catalog's invariants as one Spark job over the cached table
   live         checks.live.LiveChecker over flat rows (no decode), events/s on the first --live-events
 and reports events/s and the growth factor of each stage from the smallest size to each larger one.
 Both engines' rows are compared (they must be equal).
@@ -191,7 +191,7 @@ def render(results: list[dict], args, spark_rows: list[dict] = ()) -> str:
         results = []
     base = results[0] if results else {}
     scale = lambda r: r["events"] / base["events"]  # noqa: E731
-    head = ["events", "decode archive→Arrow", "DuckDB table", "DuckDB check (13 invariants)",
+    head = ["events", "decode archive→Arrow", "DuckDB table", f"DuckDB check ({len(NAMES)} invariants)",
             "Spark load (Avro→cache)", "Spark check", "live checker", "violated / allowed", "engines equal"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
@@ -287,7 +287,7 @@ def main() -> None:
             f"Command: `.venv/bin/python bench/checks.py {' '.join(sys.argv[1:])}`. DuckDB threads "
             f"{args.threads}, Spark {'(skipped)' if spark is None else (f'standalone cluster, {args.spark_cluster} workers x 1 core' if cluster else args.master)}. "
             "Histories: bench/replay.py's (1000 topics × 100 partitions, 12 brokers, 3 racks). "
-            "\"DuckDB check\" is the 13 queries over a loaded table; decode and table load are timed apart. "
+            f"\"DuckDB check\" is the {len(NAMES)} queries over a loaded table; decode and table load are timed apart. "
             "×k = time relative to the smallest size.\n\n" + render(results, args, spark_rows))
     print(text)
     if not args.no_results:

@@ -109,6 +109,15 @@ CATALOG: tuple[Invariant, ...] = (
          "default (reported as allowed)",), live=True,
     ),
     Invariant(
+        "leader_election_order", "I14", "",
+        "A clean election picks the first eligible replica in assignment order: no ISR member that was live "
+        "(registered, unfenced, not shutting down) comes before the new leader in the replica list (ZooKeeper "
+        "mode's election strategies and KRaft's PartitionChangeBuilder alike).",
+        ("PartitionChange", "BrokerChange"), "M",
+        ("the previous leader is not judged as passed over; brokers with no registration in the history are "
+         "not judged",), live=True,
+    ),
+    Invariant(
         "reassignment_legal", "I13", "EventuallyReassignmentCompletes (safety part)",
         "Reassignments grow to OAR ∪ RAR, add to the ISR only through the leader, complete only when "
         "adding ⊆ ISR, then replicas = target; cancel restores OAR; a re-target removes only replicas and "

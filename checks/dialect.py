@@ -39,6 +39,8 @@ SHIMS: dict[str, tuple[str, str]] = {
         "unnest(range(1, len({0}) + 1))",
         "explode(filter(sequence(1, greatest(size({0}), 1)), i__ -> i__ <= size({0})))",
     ),
+    # an aggregate: the group's values as a sorted list
+    "collect_sorted": ("list_sort(list({0}))", "array_sort(collect_list({0}))"),
     "null_ints": ("CAST(NULL AS INTEGER[])", "CAST(NULL AS ARRAY<INT>)"),
     "null_longs": ("CAST(NULL AS BIGINT[])", "CAST(NULL AS ARRAY<BIGINT>)"),
     "at": ("list_extract({0}, {1})", "try_element_at({0}, {1})"),

@@ -333,6 +333,7 @@ class LiveChecker:
                 self._reassignment(r, out)
             if unclean:
                 self._unclean(c, r, out)
+            self._election_order(c, r, out)
         if has_a:
             self._leader_in_isr(r, out)
             self._isr_elr(c, r, out)
@@ -506,6 +507,22 @@ class LiveChecker:
             self._alert(out, r, "fenced_broker_not_in_isr", rule,
                         f"broker {b} neither leader nor in isr ({state}{when})",
                         f"{_tp(r)} leader {leader}, isr {_show(sorted(set(isr)))}", 1, related_seq=since)
+
+    def _election_order(self, c: _Cluster, r: Mapping[str, Any], out: list[Alert]) -> None:
+        """leader_election_order: a clean election takes the first live ISR member in replica order."""
+        leader, replicas, isr = r["a_leader"], r["a_replicas"], r["a_isr"]
+        if (leader < 0 or leader == r["b_leader"] or leader not in r["b_isr"] or leader not in replicas
+                or (r["election"] or "") in ("UNCLEAN", "ELR")
+                or (r["a_recovery"] == "RECOVERING" and (r["b_recovery"] or "") != "RECOVERING")):
+            return
+        ahead = replicas[:list(replicas).index(leader)]
+        live = [(i, b, c.brokers[b][2]) for i, b in enumerate(ahead)
+                if b != r["b_leader"] and b in isr and b in c.brokers and c.brokers[b][0] == "active"]
+        if live:
+            self._alert(out, r, "leader_election_order", "leader_not_first_eligible",
+                        f"leader {live[0][1]}, the first live isr member in replicas {_show(replicas)}",
+                        f"{_tp(r)} elected {leader} over live isr member(s) {_show(sorted(b for _, b, _ in live))}",
+                        len(live), related_seq=min(since for _, _, since in live))
 
     def _distinct_replicas(self, c: _Cluster, r: Mapping[str, Any], out: list[Alert]) -> None:
         reps = r["a_replicas"]

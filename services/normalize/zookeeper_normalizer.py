@@ -203,6 +203,14 @@ class ZooKeeperNormalizer:
             return out
         return []
 
+    def _writes_state(self, change: PartitionChange) -> bool:
+        """Whether the transaction being read wrote this partition's state znode (a snapshot's node counts)."""
+        txn = self._txn
+        if txn is None or self._bootstrap:
+            return True
+        path = f"{TOPICS}{change.topic}/partitions/{change.partition}/state"
+        return any(op.path == path and op.kind in ("create", "create2", "setData") for op in txn.ops)
+
     def _epoch_in_txn(self) -> int | None:
         for op in self._txn.ops if self._txn else ():
             if op.kind == "setData" and op.path == "/controller_epoch":
@@ -295,8 +303,12 @@ class ZooKeeperNormalizer:
         file = PurePath(txn.file).name if txn is not None and txn.file else None
         source = SourcePosition(SourceKind.ZOOKEEPER, zxid, index, -1, zxid, file, None)
         epoch = self.image.epoch
-        if isinstance(payload, PartitionChange) and payload.after is not None:
-            # the LeaderAndIsr znode says which controller epoch wrote it
+        if isinstance(payload, PartitionChange) and payload.after is not None and (
+                epoch < 0 or self._writes_state(payload)):
+            # The LeaderAndIsr znode says which controller epoch wrote it: a write stamped older than the
+            # epoch already seen is a deposed controller's (the fencing the controller epoch exists for).
+            # A change of the assignment znode alone is the sitting controller's, at the current epoch
+            # (when that is not known yet, the state's epoch is the best evidence of it).
             epoch = self.leader_and_isr.get((payload.topic, payload.partition), ({}, 0))[0].get("controller_epoch", epoch)
         return ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, event_time_ms,
                                self.clock(), self.image.leaders_by_epoch.get(epoch, -1), epoch, payload,

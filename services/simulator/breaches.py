@@ -253,7 +253,9 @@ def fenced_broker_not_in_isr(sim: Simulator) -> BreachRecord | None:
 
     def candidates(q: Partition) -> list[int]:
         return [r for r in q.state.replicas if r in fset and r not in q.state.isr]
-    p = _partition(sim, lambda q: _healthy(q) and bool(candidates(q))) if fset else None
+    # no ELR left beside the broker: an ISR grown back to min ISR with an ELR is isr_elr_sanity's breach
+    p = _partition(sim, lambda q: _healthy(q) and bool(candidates(q))
+                   and set(q.state.elr) <= {candidates(q)[0]}) if fset else None
     if p is None:
         # Fence one more broker (legal set-up events); the breach follows on a later step.
         host = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
@@ -276,12 +278,17 @@ def fenced_broker_not_in_isr(sim: Simulator) -> BreachRecord | None:
 def _shutting_down_elected(sim: Simulator) -> BreachRecord | None:
     """A broker enters controlled shutdown and is elected leader of a partition whose ISR it is in;
     leadership goes back at once, then the shutdown proceeds as Kafka's would."""
+    def live_isr(q: Partition) -> list[int]:  # in replica order, as Kafka's elections walk it
+        return [r for r in q.state.replicas if r in q.state.isr and sim.brokers[r].active]
+
+    # the leader first among them and the broker the next: neither election here passes over a live
+    # ISR member (that would break leader_election_order too)
     p = _partition(sim, lambda q: _healthy(q) and not q.state.elr and not q.state.last_known_elr
-                   and any(r != q.state.leader and sim.brokers[r].active for r in q.state.isr))
+                   and len(live_isr(q)) >= 2 and live_isr(q)[0] == q.state.leader)
     if p is None:
         return None
     s = p.state
-    b = sim.brokers[next(r for r in s.isr if r != s.leader and sim.brokers[r].active)]
+    b = sim.brokers[live_isr(p)[1]]
     before = b.state()
     b.in_controlled_shutdown = True
     sim.broker_event(b, BrokerChangeKind.CONTROLLED_SHUTDOWN, before)
@@ -329,6 +336,9 @@ def valid_high_watermark(sim: Simulator) -> BreachRecord | None:
     for r in s.isr:
         p.leo[r] = max(p.leo.get(r, 0), bad_hw)
     p.hw = bad_hw
+    # ...and a sample of the repaired state at once: an election judged against the bad sample would
+    # find its new leader behind that HW (high_watermark_monotonic's rule), a second breach
+    sim.sample(p)
     return _record("valid_high_watermark", e, f"HW {bad_hw} above min ISR LEO {low}")
 
 
@@ -412,6 +422,24 @@ def unclean_election_allowed(sim: Simulator) -> BreachRecord | None:
     sim.later(2 + sim.rng.randrange(10), sim.mark_recovered, p)
     return _record("unclean_election_allowed", e,
                    f"unclean election of {new} on {p.topic.name} (unclean.leader.election.enable is not true)")
+
+
+def leader_election_order(sim: Simulator) -> BreachRecord | None:
+    """A clean election that takes an ISR member although a live one comes before it in the replica list
+    (Kafka's election strategies take the first); the state stays legal, so nothing needs repairing."""
+    def eligible(q: Partition) -> list[int]:
+        s = q.state
+        return [r for r in s.replicas if r in s.isr and r != s.leader and sim.brokers[r].active]
+
+    p = _partition(sim, lambda q: _healthy(q) and not q.state.elr and not q.state.last_known_elr
+                   and len(eligible(q)) >= 2)
+    if p is None:
+        return None
+    s = p.state
+    first, *_, new = eligible(p)
+    broken = replace(s, leader=new, leader_epoch=s.leader_epoch + 1, partition_epoch=s.partition_epoch + 1)
+    e = _emit_raw(sim, p, broken, ElectionType.CLEAN, reason="injected: election passes over a live ISR member")
+    return _record("leader_election_order", e, f"leader {new} elected over live ISR member {first}")
 
 
 def reassignment_legal(sim: Simulator) -> BreachRecord | None:
@@ -535,6 +563,7 @@ INJECTORS: dict[str, Callable[[Simulator], BreachRecord | None]] = {
     "high_watermark_monotonic": high_watermark_monotonic,
     "unclean_election_allowed": unclean_election_allowed,
     "reassignment_legal": reassignment_legal,
+    "leader_election_order": leader_election_order,
     "state_continuity": state_continuity,
     "distinct_replicas": distinct_replicas,
 }

@@ -10,7 +10,7 @@ BREACHES = (
     "controller_epoch_monotonic", "election_safety", "leader_epoch_monotonic", "partition_epoch_monotonic",
     "leader_in_isr", "isr_elr_sanity", "fenced_broker_not_in_isr", "valid_high_watermark",
     "high_watermark_monotonic", "unclean_election_allowed", "reassignment_legal", "state_continuity",
-    "distinct_replicas",
+    "distinct_replicas", "leader_election_order",
 )
 
 

@@ -978,7 +978,8 @@ def zk_leader_moved_without_epoch_bump(c: str) -> History:
 def zk_dead_broker_elected(c: str) -> History:
     h = zk_baseline(c)
     h.broker(3, BrokerChangeKind.UNREGISTERED, fenced=True)
-    h.change("z", 0, (K.LEADER, K.ISR), ElectionType.CLEAN, leader=3, isr=(3, 1))
+    # 1 left the ISR too (a live ISR member ahead of 3 would also break leader_election_order)
+    h.change("z", 0, (K.LEADER, K.ISR), ElectionType.CLEAN, leader=3, isr=(3, 2))
     h.mark("unregistered_broker_became_leader")
     return h
 
@@ -990,3 +991,100 @@ VIOLATING.update({
     "zk_dead_broker_elected": ("fenced_broker_not_in_isr", zk_dead_broker_elected),
 })
 CLEAN.update({"zk_baseline": zk_baseline})
+
+
+# --- leader_election_order (I14, seed 002): a clean election takes the first live ISR member in replica order ---
+
+def _order_base(c: str, zk: bool = False) -> History:
+    """Topic o, partition 0 on replicas (1, 2, 3), broker 1 leading; KRaft unless `zk`."""
+    h = History(c, mv=None if zk else 21)
+    if zk:
+        h.source = SourceKind.ZOOKEEPER
+    h.elect_controller(100, 1)
+    for b in (1, 2, 3, 4):
+        if zk:
+            h.broker(b, BrokerChangeKind.REGISTERED, fenced=False)
+        else:
+            h.register(b)
+    h.topic("o")
+    h.create("o", 0, (1, 2, 3))
+    return h
+
+
+def election_skips_live_isr_member(c: str) -> History:
+    """KRaft: leader 1 is fenced; 2 and 3 stay in the ISR, both live, and 3 is elected over 2."""
+    h = _order_base(c)
+    h.change("o", 0, (K.LEADER, K.ISR), ElectionType.CLEAN, leader=3, isr=(2, 3))
+    h.mark("leader_not_first_eligible")
+    h.broker(1, BrokerChangeKind.FENCED, fenced=True)
+    return h
+
+
+def zk_election_skips_live_isr_member(c: str) -> History:
+    """ZooKeeper mode (OfflinePartitionLeaderElectionStrategy): broker 1's znode goes, the controller elects 3
+    although 2, ahead of it in the assignment, is alive and in the ISR."""
+    h = _order_base(c, zk=True)
+    h.broker(1, BrokerChangeKind.UNREGISTERED, fenced=True)
+    h.change("o", 0, (K.LEADER, K.ISR), ElectionType.CLEAN, leader=3, isr=(2, 3))
+    h.mark("leader_not_first_eligible")
+    return h
+
+
+def reassignment_elects_second_target(c: str) -> History:
+    """A reassignment of o-0 to (4, 2) completes; the leader (1) leaves, and 2 is elected although 4, the
+    target's first replica, is in the ISR and live (ReassignPartitionLeaderElectionStrategy takes 4)."""
+    h = _order_base(c)
+    h.change("o", 0, (K.REPLICAS, K.REASSIGNMENT_START), replicas=(4, 2, 1, 3), adding_replicas=(4,),
+             removing_replicas=(1, 3))
+    h.change("o", 0, (K.ISR,), isr=(1, 2, 3, 4))
+    h.change("o", 0, (K.LEADER, K.ISR, K.REPLICAS, K.REASSIGNMENT_COMPLETE), ElectionType.REASSIGNMENT,
+             replicas=(4, 2), isr=(4, 2), leader=2, adding_replicas=(), removing_replicas=())
+    h.mark("leader_not_first_eligible")
+    return h
+
+
+def clean_election_passes_fenced_isr_member(c: str) -> History:
+    """Kafka 3.9: broker 2 re-registers (fenced) while still in the ISR (the allowed KAFKA-15586 anomaly);
+    when leader 1 is fenced, 3 is elected: 2, ahead of it, was not live."""
+    h = _order_base(c)
+    h.broker(2, BrokerChangeKind.REGISTERED, fenced=True)
+    h.change("o", 0, (K.LEADER, K.ISR), ElectionType.CLEAN, leader=3, isr=(2, 3))
+    h.broker(1, BrokerChangeKind.FENCED, fenced=True)
+    return h
+
+
+def clean_election_in_replica_order(c: str) -> History:
+    """The legal look-alikes: the first live ISR member is elected (3 once 2 has left the ISR), in ZooKeeper mode
+    too, and a reassignment elects the target's first replica."""
+    h = _order_base(c)
+    h.change("o", 0, (K.ISR,), isr=(1, 3))
+    h.change("o", 0, (K.LEADER, K.ISR), ElectionType.CLEAN, leader=3, isr=(3,))
+    h.broker(1, BrokerChangeKind.FENCED, fenced=True)
+    h.create("o", 1, (2, 4, 3))
+    h.change("o", 1, (K.REPLICAS, K.REASSIGNMENT_START), replicas=(4, 3, 2), adding_replicas=(), removing_replicas=(2,))
+    h.change("o", 1, (K.LEADER, K.ISR, K.REPLICAS, K.REASSIGNMENT_COMPLETE), ElectionType.REASSIGNMENT,
+             replicas=(4, 3), isr=(4, 3), leader=4, adding_replicas=(), removing_replicas=())
+    return h
+
+
+def clean_election_without_registrations(c: str) -> History:
+    """A broker-log import of a KRaft cluster holds no broker registrations: liveness is unknown, so an
+    election that passes an ISR member over is not judged."""
+    h = History(c, mv=None)
+    h.source = SourceKind.BROKER_LOG
+    h.topic("o")
+    h.create("o", 0, (1, 2, 3))
+    h.change("o", 0, (K.LEADER, K.ISR), ElectionType.CLEAN, leader=3, isr=(2, 3))
+    return h
+
+
+VIOLATING.update({
+    "election_skips_live_isr_member": ("leader_election_order", election_skips_live_isr_member),
+    "zk_election_skips_live_isr_member": ("leader_election_order", zk_election_skips_live_isr_member),
+    "reassignment_elects_second_target": ("leader_election_order", reassignment_elects_second_target),
+})
+CLEAN.update({
+    "clean_election_passes_fenced_isr_member": clean_election_passes_fenced_isr_member,
+    "clean_election_in_replica_order": clean_election_in_replica_order,
+    "clean_election_without_registrations": clean_election_without_registrations,
+})

@@ -116,6 +116,10 @@ class Checker:
         if p.leader != s.leader or p.leader_epoch != s.leader_epoch:
             self.bad("sample_matches_state", e)
 
+    def _live(self, broker: int) -> bool:
+        st = self.brokers.get(broker)
+        return st is not None and not st.fenced and not st.in_controlled_shutdown
+
     def partition_change(self, e: ControllerEvent, p: PartitionChange) -> None:
         key = (p.topic, p.partition)
         b, a = p.before, p.after
@@ -154,6 +158,12 @@ class Checker:
             pool = b.elr if p.election == ElectionType.ELR else b.isr
             if a.leader not in pool:
                 self.bad("unclean_election_allowed", e, "leader from outside the ISR, not marked unclean")
+        if (a.leader >= 0 and a.leader != b.leader and a.leader in b.isr
+                and p.election not in (ElectionType.UNCLEAN, ElectionType.ELR)):
+            # Kafka's elections take the first replica in the ISR whose broker is live (not the old leader)
+            ahead = a.replicas[:a.replicas.index(a.leader)] if a.leader in a.replicas else ()
+            if any(r != b.leader and r in a.isr and self._live(r) for r in ahead):
+                self.bad("leader_election_order", e)
         if K.REASSIGNMENT_START in p.changes:
             self.original[key] = b.replicas
             self.target[key] = tuple(r for r in a.replicas if r not in a.removing_replicas)

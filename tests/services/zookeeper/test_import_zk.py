@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,43 @@ def test_reassignment_session_expiry_and_topic_delete():
         TopicChange(TopicChangeKind.CREATED, "t", "TID"), TopicChange(TopicChangeKind.DELETED, "t", "TID")]
     assert n.image.partitions == {} and n.image.topic_names == {}
     assert [e.controller_epoch for e in events if isinstance(e.payload, PartitionChange) and e.payload.after] == [1] * 5
+
+
+def test_controller_epoch_stamps_who_wrote_what():
+    """A state znode carries the controller epoch that wrote it; a change of the assignment znode alone is the
+    sitting controller's. After a failover the new controller's assignment write is at the new epoch (no false
+    fencing alarm); a state written with an epoch older than the one already seen keeps its old stamp, which
+    is what controller_epoch_monotonic reports (seed 003: a deposed controller's write)."""
+    n = ZooKeeperNormalizer("c", clock=lambda: 0)
+    S = "/brokers/topics/t/partitions/0/state"
+    feed = [
+        _txn(1, Op("create", "/controller", json.dumps({"brokerid": 1}).encode()),
+             Op("setData", "/controller_epoch", b"1", version=1)),
+        _txn(2, Op("create", "/brokers/topics/t", _assign({"0": [1, 2]}))),
+        _txn(3, Op("create", S, _state(1, [1, 2], ce=1))),
+        # failover: controller 2 at epoch 2; its first write is the assignment only (a reassignment start)
+        _txn(4, Op("create", "/controller", json.dumps({"brokerid": 2}).encode()),
+             Op("setData", "/controller_epoch", b"2", version=2)),
+        _txn(5, Op("setData", "/brokers/topics/t", _assign({"0": [3, 1, 2]}, {"0": [3]}, {"0": [2]}), version=1)),
+        # a zombie write: the state stamped by the deposed controller of epoch 1
+        _txn(6, Op("setData", S, _state(2, [1, 2], epoch=1, ce=1), version=1)),
+        _txn(7, Op("setData", S, _state(1, [1, 2], epoch=2, ce=2), version=2)),
+    ]
+    events = [e for t in feed for e in n.feed(t)]
+    stamps = [(e.source.zxid, e.controller_epoch) for e in events if isinstance(e.payload, PartitionChange)]
+    assert stamps == [(3, 1), (5, 2), (6, 1), (7, 2)]
+
+    from checks.duckdb_engine import DuckDBEngine
+    from schemas import flat
+    from schemas.chain import Chain
+    from schemas.codec import to_avro
+
+    chain = Chain("c")
+    table = flat.to_arrow([flat.flatten(to_avro(chain.append(replace(e, seq=i)))) for i, e in enumerate(events)])
+    eng = DuckDBEngine.from_arrow(table)
+    try:
+        rows = [r for r in eng.violations(["controller_epoch_monotonic"]) if r[5] == "violated"]
+    finally:
+        eng.close()
+    zombie = next(i for i, e in enumerate(events) if e.source.zxid == 6)
+    assert [(r[4], r[2]) for r in rows] == [("event_controller_epoch_regressed", zombie)]
