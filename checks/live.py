@@ -184,6 +184,8 @@ class _Cluster:
     topics: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     first_topic_seq: int | None = None
     min_isr: dict[str, tuple[int | None, int]] = field(default_factory=dict)  # scope -> value, seq
+    # reassignment_legal, ZooKeeper mode: per (topic id, partition) the highest leader epoch and latest seq of a start
+    zk_starts: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
 
 
 def as_row(event: Any) -> dict[str, Any]:
@@ -330,7 +332,7 @@ class LiveChecker:
                                 f"partition epoch > {r['b_partition_epoch']}",
                                 f"partition epoch {r['b_partition_epoch']} -> {r['a_partition_epoch']}",
                                 r["b_partition_epoch"] - r["a_partition_epoch"] + 1)
-                self._reassignment(r, out)
+                self._reassignment(c, r, out)
             if unclean:
                 self._unclean(c, r, out)
             self._election_order(c, r, out)
@@ -569,7 +571,7 @@ class LiveChecker:
                 self._alert(out, r, "distinct_replicas", f"duplicate_in_{name}", f"each broker at most once in {name}",
                             f"{_tp(r)} {name} {_show(members)}", len(members) - len(set(members)))
 
-    def _reassignment(self, r: Mapping[str, Any], out: list[Alert]) -> None:
+    def _reassignment(self, c: _Cluster, r: Mapping[str, Any], out: list[Alert]) -> None:
         changes = r["changes"]
         b_rep, b_isr, b_add, b_rem, b_leader = (set(r["b_replicas"]), set(r["b_isr"]), set(r["b_adding"]),
                                                 set(r["b_removing"]), r["b_leader"])
@@ -623,6 +625,20 @@ class LiveChecker:
                 rule = "cancel_not_restoring_replicas"
         elif not a_rep <= b_rep:
             rule = "replicas_added_outside_reassignment"
+        actual = (f"{_tp(r)} replicas {_show(r['b_replicas'])} -> {_show(r['a_replicas'])}, isr {_show(r['b_isr'])} "
+                  f"-> {_show(r['a_isr'])}, leader {b_leader} -> {a_leader}, adding {_show(r['b_adding'])} -> "
+                  f"{_show(r['a_adding'])}, removing {_show(r['b_removing'])} -> {_show(r['a_removing'])}")
+        if r["source_kind"] == "ZOOKEEPER" and phase in ("start", "complete"):
+            # ZooKeeper mode: the controller bumps the leader epoch before the assignment becomes RAR
+            key = (r["topic_id"] if r["topic_id"] is not None else r["topic"], r["partition"])
+            start = c.zk_starts.get(key)
+            if phase == "start":
+                epoch = r["a_leader_epoch"] if start is None else max(start[0], r["a_leader_epoch"])
+                c.zk_starts[key] = start = (epoch, r["seq"] if start is None else max(start[1], r["seq"]))
+            if phase == "complete" and start is not None and r["a_leader_epoch"] <= start[0]:
+                self._alert(out, r, "reassignment_legal", "zk_completed_without_leader_epoch_bump",
+                            f"complete: leader epoch > {start[0]}, its value at the start (related seq)", actual, 1,
+                            related_seq=start[1])
         if rule is None:
             return
         expected = {
@@ -633,9 +649,6 @@ class LiveChecker:
             "cancel": lambda: f"replicas {_show(sorted(b_rep - b_add))}",
             "none": lambda: f"replicas ⊆ {_show(sorted(b_rep))}",
         }[phase]()
-        actual = (f"{_tp(r)} replicas {_show(r['b_replicas'])} -> {_show(r['a_replicas'])}, isr {_show(r['b_isr'])} "
-                  f"-> {_show(r['a_isr'])}, leader {b_leader} -> {a_leader}, adding {_show(r['b_adding'])} -> "
-                  f"{_show(r['a_adding'])}, removing {_show(r['b_removing'])} -> {_show(r['a_removing'])}")
         self._alert(out, r, "reassignment_legal", rule, f"{phase}: {expected}", actual, 1)
 
     def _unclean(self, c: _Cluster, r: Mapping[str, Any], out: list[Alert]) -> None:

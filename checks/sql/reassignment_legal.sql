@@ -13,8 +13,14 @@
 --            and replicas shrink only by adding replicas the new target drops, never by an original
 --            replica while the adding replicas are not all in the ISR (that is completing early).
 -- A change labelled REASSIGNMENT_CANCEL/COMPLETE is judged as such; unlabelled ones by their shape.
+-- ZooKeeper mode (seed 000, KafkaController.onPartitionReassignment): before the assignment znode
+-- becomes RAR, the controller has bumped the leader epoch in the state znode (B3: a new leader from
+-- RAR, or the sitting one re-sent with epoch + 1), so a completion whose leader epoch is not above
+-- the one at the reassignment's start skipped that step (`zk_completed_without_leader_epoch_bump`).
+-- Judged where the history shows the start; epochs only rise (I3), so the highest start epoch of
+-- the partition's incarnation (topic id) is its latest start's.
 WITH pc AS (
-  SELECT cluster_id, seq, topic, partition, changes,
+  SELECT cluster_id, seq, topic, partition, changes, topic_id, source_kind, a_leader_epoch,
          b_replicas, b_isr, b_adding, b_removing, b_leader,
          a_replicas, a_isr, a_adding, a_removing, a_leader,
          ({size(b_adding)} > 0 OR {size(b_removing)} > 0) AS b_in,
@@ -64,11 +70,24 @@ judged AS (
            WHEN phase = 'none' AND NOT {subset(a_replicas, b_replicas)} THEN 'replicas_added_outside_reassignment'
          END AS rule
   FROM phased
+),
+zk_steps AS (
+  SELECT *,
+         MAX(CASE WHEN phase = 'start' THEN a_leader_epoch END)
+           OVER (PARTITION BY cluster_id, coalesce(topic_id, topic), partition ORDER BY seq
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS start_epoch,
+         MAX(CASE WHEN phase = 'start' THEN seq END)
+           OVER (PARTITION BY cluster_id, coalesce(topic_id, topic), partition ORDER BY seq
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS start_seq
+  FROM phased
+  WHERE source_kind = 'ZOOKEEPER' AND phase IN ('start', 'complete')
 )
-SELECT cluster_id, seq, CAST(NULL AS BIGINT) AS related_seq, rule, 'violated' AS status,
+SELECT cluster_id, seq, related_seq, rule, 'violated' AS status,
        CAST(NULL AS STRING) AS allowance,
        concat(phase, ': ',
               CASE
+                WHEN rule = 'zk_completed_without_leader_epoch_bump'
+                  THEN concat('leader epoch > ', CAST(start_epoch AS STRING), ', its value at the start (related seq)')
                 WHEN phase = 'start' THEN concat('replicas ', {show({union(b_replicas, a_adding)})}, ', leader ',
                                                  CAST(b_leader AS STRING), ', isr ', {show(b_isr)})
                 WHEN phase = 'during' THEN concat('replicas ', {show(b_replicas)}, ', removing ⊆ replicas, ',
@@ -86,5 +105,13 @@ SELECT cluster_id, seq, CAST(NULL AS BIGINT) AS related_seq, rule, 'violated' AS
               ', adding ', {show(b_adding)}, ' -> ', {show(a_adding)},
               ', removing ', {show(b_removing)}, ' -> ', {show(a_removing)}) AS actual,
        CAST(1 AS BIGINT) AS magnitude
-FROM judged
-WHERE rule IS NOT NULL
+FROM (
+  SELECT cluster_id, seq, CAST(NULL AS BIGINT) AS related_seq, rule, phase, topic, partition, b_replicas, a_replicas,
+         b_isr, a_isr, b_leader, a_leader, b_adding, a_adding, b_removing, a_removing, CAST(NULL AS INT) AS start_epoch
+  FROM judged WHERE rule IS NOT NULL
+  UNION ALL
+  SELECT cluster_id, seq, start_seq, 'zk_completed_without_leader_epoch_bump', phase, topic, partition, b_replicas,
+         a_replicas, b_isr, a_isr, b_leader, a_leader, b_adding, a_adding, b_removing, a_removing, start_epoch
+  FROM zk_steps
+  WHERE phase = 'complete' AND a_leader_epoch <= start_epoch
+) findings

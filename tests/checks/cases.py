@@ -1088,3 +1088,53 @@ CLEAN.update({
     "clean_election_in_replica_order": clean_election_in_replica_order,
     "clean_election_without_registrations": clean_election_without_registrations,
 })
+
+
+# --- ZooKeeper mode: the controller's reassignment steps (seed 000) and epoch fencing (seed 003) ---------------
+
+def zk_reassignment_completed_without_bump(c: str) -> History:
+    """The assignment znode becomes RAR although no state write bumped the leader epoch since the start."""
+    h = zk_baseline(c)
+    z0 = lambda: h.parts[("z", 0)]  # noqa: E731  (replicas (1, 2, 3), leader 2, ISR (2, 3, 1))
+    h.change("z", 0, (K.REPLICAS, K.REASSIGNMENT_START), replicas=(4, 2, 3, 1), adding_replicas=(4,),
+             removing_replicas=(1,), partition_epoch=z0().partition_epoch)
+    h.change("z", 0, (K.ISR,), isr=(2, 3, 1, 4))
+    h.change("z", 0, (K.ISR,), isr=(2, 3, 4))
+    h.change("z", 0, (K.REPLICAS, K.REASSIGNMENT_COMPLETE), replicas=(4, 2, 3), adding_replicas=(),
+             removing_replicas=(), partition_epoch=z0().partition_epoch)
+    h.mark("zk_completed_without_leader_epoch_bump")
+    return h
+
+
+def zk_deposed_controller_writes_state(c: str) -> History:
+    """After the failover to epoch 2, a state znode write stamped with epoch 1: the deposed controller's."""
+    h = zk_baseline(c)
+    h.elect_controller(2, 2)
+    h.controller = (1, 1)
+    h.change("z", 0, (K.ISR,), isr=(2, 3))
+    h.mark("event_controller_epoch_regressed")
+    h.controller = (2, 2)
+    return h
+
+
+def clean_zk_reassignment_with_bumps(c: str) -> History:
+    """The same move done in the controller's steps: the leader epoch bumped at the start (A2) and
+    before the assignment becomes RAR (B3), the removed replica dropped from the ISR with a bump (B4)."""
+    h = zk_baseline(c)
+    z0 = lambda: h.parts[("z", 0)]  # noqa: E731
+    h.change("z", 0, (K.REPLICAS, K.REASSIGNMENT_START), replicas=(4, 2, 3, 1), adding_replicas=(4,),
+             removing_replicas=(1,), partition_epoch=z0().partition_epoch)
+    h.change("z", 0, (K.LEADER_EPOCH,), leader_epoch=z0().leader_epoch + 1)
+    h.change("z", 0, (K.ISR,), isr=(2, 3, 1, 4))
+    h.change("z", 0, (K.LEADER_EPOCH,), leader_epoch=z0().leader_epoch + 1)
+    h.change("z", 0, (K.LEADER_EPOCH, K.ISR), leader_epoch=z0().leader_epoch + 1, isr=(2, 3, 4))
+    h.change("z", 0, (K.REPLICAS, K.REASSIGNMENT_COMPLETE), replicas=(4, 2, 3), adding_replicas=(),
+             removing_replicas=(), partition_epoch=z0().partition_epoch)
+    return h
+
+
+VIOLATING.update({
+    "zk_reassignment_completed_without_bump": ("reassignment_legal", zk_reassignment_completed_without_bump),
+    "zk_deposed_controller_writes_state": ("controller_epoch_monotonic", zk_deposed_controller_writes_state),
+})
+CLEAN.update({"clean_zk_reassignment_with_bumps": clean_zk_reassignment_with_bumps})
