@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo demo-sim bench clean
+.PHONY: test demo demo-zk demo-sim bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ demo: $(STAMP)
 	else \
 		echo "no java/mvn: running the simulated demo (make demo-sim)"; $(BIN)/python -m ctrlaudit.demo; \
 	fi
+
+# The same incident and forensics on ZooKeeper and 3 ZooKeeper-mode Kafka 3.9 brokers (needs java and mvn).
+demo-zk: $(STAMP)
+	$(BIN)/python -m ctrlaudit.demo_kafka --zookeeper
 
 demo-sim: $(STAMP)
 	$(BIN)/python -m ctrlaudit.demo

@@ -8,6 +8,10 @@ shrink, leader moves), restart it, preferred election, move a replica, kill -9 t
 archive, load it, and show the state at mark A and at the end, a diff, a timeline, an explanation and
 the invariant check; last, `import kraft` decodes a copy of the node's metadata log offline. Everything lands in demo-out/; the cluster is torn down.
 
+`make demo-zk` (``--zookeeper``) runs the same incident and forensics on a ZooKeeper-mode Kafka 3.9 cluster:
+capture watches ZooKeeper (`ctrlaudit capture --zookeeper`), marks are ZooKeeper zxids, and the offline
+import decodes a copy of ZooKeeper's transaction log (`ctrlaudit import zk`).
+
 `run_scenario` takes a running cluster so that the test suite can drive the same loop
 (tests/ctrlaudit/test_demo_kafka.py).
 """
@@ -39,10 +43,11 @@ class Captured:
     moved: int             # a partition of the topic the killed broker led at mark A: its leader moved
     topic: str = TOPIC
     described_a: object = None   # observe.Described at mark A (what kafka-topics --describe printed)
-    metadata_copy: Path | None = None  # the tailed node's __cluster_metadata-0, copied at the end
+    metadata_copy: Path | None = None  # the tailed node's __cluster_metadata-0 (ZooKeeper: its data dir), copied at the end
     mark_b: int = -1       # metadata offset of mark B: the killed broker out of every ISR, its leaderships moved
     described_b: object = None   # observe.Described at mark B
     victim: int = -1       # the broker killed with -9 between marks A and B
+    zookeeper: bool = False  # a ZooKeeper-mode cluster: offsets are zxids, the copy is ZooKeeper's data dir
 
 
 def _wait(pred, timeout: float, what: str, step_s: float = 0.5):
@@ -108,6 +113,9 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
     incident happens to; `prefix` names the capture topics (<prefix>.raw, .events, ...) and the sentinel."""
     from services.cluster import observe
 
+    zk = getattr(c, "mode", "kraft") == "zk"
+    mark = observe.zk_stable_mark if zk else observe.stable_mark
+    position = "zxid" if zk else "metadata offset"
     archive = out / "archive"
     controller = c.wait_for_controller()
     source, victim = [i for i in sorted(c.nodes) if i != controller][:2]
@@ -118,10 +126,16 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
                **{f"CTRLAUDIT_{k}_TOPIC": f"{prefix}.{v}" for k, v in
                   (("RAW", "raw"), ("EVENTS", "events"), ("ALERTS", "alerts"), ("DEAD_LETTER", "dead-letter"))})
     bs = lambda: observe.running_bootstrap(c)  # noqa: E731
-    say(f"$ ctrlaudit capture --metadata-dir {c.metadata_dir(source)} --sample-interval 2   "
-        f"# node {source}'s metadata log -> raw -> events topic")
-    capture = _spawn(["capture", "--metadata-dir", str(c.metadata_dir(source)), "--bootstrap-server",
-                      c.bootstrap_servers, "--sample-interval", "2"], env, out / "capture.log")
+    if zk:
+        say(f"$ ctrlaudit capture --zookeeper {c.zookeeper.connect} --sample-interval 2   "
+            "# ZooKeeper's controller znodes, watched -> raw -> events topic")
+        where = ["--zookeeper", c.zookeeper.connect, "--inline-watch"]
+    else:
+        say(f"$ ctrlaudit capture --metadata-dir {c.metadata_dir(source)} --sample-interval 2   "
+            f"# node {source}'s metadata log -> raw -> events topic")
+        where = ["--metadata-dir", str(c.metadata_dir(source))]
+    capture = _spawn(["capture", *where, "--bootstrap-server", c.bootstrap_servers, "--sample-interval", "2"],
+                     env, out / "capture.log")
     say(f"$ ctrlaudit archive --archive-dir {archive}   # events topic -> hourly Avro files + manifests")
     archiver = _spawn(["archive", "--archive-dir", str(archive), "--bootstrap-server", c.bootstrap_servers],
                       env, out / "archive.log")
@@ -139,17 +153,17 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
         say(f"capture is live: {len(_archived(archive))} events archived so far")
         c.tool("topics", "--bootstrap-server", bs(), "--create", "--topic", topic, "--partitions", "6",
                "--replication-factor", "3", "--config", "min.insync.replicas=2")
-        mark_a = observe.stable_mark(c, "A", until=lambda d: sum(t == topic for t, _ in d.partitions) == 6)
-        say(f"mark A: {topic} created, metadata offset {mark_a.offset}")
+        mark_a = mark(c, "A", until=lambda d: sum(t == topic for t, _ in d.partitions) == 6)
+        say(f"mark A: {topic} created, {position} {mark_a.offset}")
 
         led = sorted(p for (t, p), d in mark_a.described.partitions.items() if t == topic and d.leader == victim)
         moved = led[0] if led else 0
         say(f"kill -9 broker {victim} (it leads {topic} partitions {led}); the controller fences it, "
             "moves their leaders and shrinks the ISRs...")
         c.kill_node(victim)
-        mark_b = observe.stable_mark(c, "B", until=lambda d: all(
+        mark_b = mark(c, "B", until=lambda d: all(
             victim not in p.isr for (t, _), p in d.partitions.items() if t == topic), timeout=60)
-        say(f"mark B: broker {victim} out of every ISR of {topic}, metadata offset {mark_b.offset}")
+        say(f"mark B: broker {victim} out of every ISR of {topic}, {position} {mark_b.offset}")
         c.start_node(victim)
         c.wait_ready([victim])
         _wait(lambda: all(len(p.isr) == 3 for p in observe.describe(c, topic).partitions.values()),
@@ -173,8 +187,8 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
         c.wait_ready([controller])
         c.tool("topics", "--bootstrap-server", bs(), "--create", "--topic", sentinel, "--partitions", "1",
                "--replication-factor", "3")
-        mark_end = observe.stable_mark(c, "end")
-        say(f"mark end: metadata offset {mark_end.offset}; waiting for the archive to catch up...")
+        mark_end = mark(c, "end")
+        say(f"mark end: {position} {mark_end.offset}; waiting for the archive to catch up...")
         events = _wait(alive_and(lambda: _sentinel_archived(archive, sentinel)), 300,
                        "the archive to hold the last change", 1)
         time.sleep(2)  # the offset sampler's last samples
@@ -183,11 +197,16 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
         _stop(archiver)
     events = max(events, len(_archived(archive)))
     say(f"capture stopped: {events} events archived")
-    from services.cluster.testing import copy_node_metadata
-    copy = copy_node_metadata(c, source, out / "metadata-copy")
-    say(f"copied node {source}'s metadata log to {copy} (for the offline import)")
+    if zk:
+        copy = out / "zookeeper-copy"
+        shutil.copytree(c.zookeeper.data_dir, copy)
+        say(f"copied ZooKeeper's data directory to {copy} (for the offline import)")
+    else:
+        from services.cluster.testing import copy_node_metadata
+        copy = copy_node_metadata(c, source, out / "metadata-copy")
+        say(f"copied node {source}'s metadata log to {copy} (for the offline import)")
     return Captured(archive, mark_a.offset, mark_end.offset, events, moved, topic, mark_a.described, copy,
-                    mark_b.offset, mark_b.described, victim)
+                    mark_b.offset, mark_b.described, victim, zk)
 
 
 def forensics(cap: Captured, out: Path) -> None:
@@ -207,8 +226,9 @@ def forensics(cap: Captured, out: Path) -> None:
     step("the invariant catalog over the whole history", "check", store, "--json", str(out / "check.json"),
          check=False)
     if cap.metadata_copy is not None:
-        step("the same history offline: decode the copied metadata log (what an operator does with a copy "
-             "taken after an incident)", "import", "kraft", str(cap.metadata_copy), "--out", str(out / "imported"))
+        what = ("the copy of ZooKeeper's transaction log", "zk") if cap.zookeeper else ("the copied metadata log", "kraft")
+        step(f"the same history offline: decode {what[0]} (what an operator does with a copy taken after an "
+             "incident)", "import", what[1], str(cap.metadata_copy), "--out", str(out / "imported"))
         step("the events decoded offline, verified", "verify", str(out / "imported"))
     report = out / "incident.html"
     step("the incident report: summary, plots, drill-down per partition (one HTML file, no network needed)",
@@ -216,16 +236,23 @@ def forensics(cap: Captured, out: Path) -> None:
     print(f"\nThe incident report: {report.resolve()}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     from services.cluster import ClusterError
     from services.cluster.testing import running_cluster
+    from services.cluster.zkmode import ZkKafkaCluster
 
+    zk = "--zookeeper" in (sys.argv[1:] if argv is None else argv)
     shutil.rmtree(OUT, ignore_errors=True)
     OUT.mkdir()
-    print("starting a 3-node KRaft cluster (Kafka 4.x jars from Maven Central, cached in .kafka-cache/)...",
-          flush=True)
+    if zk:
+        print("starting ZooKeeper and 3 ZooKeeper-mode brokers (Kafka 3.9 jars from Maven Central, cached in "
+              ".kafka-cache/)...", flush=True)
+    else:
+        print("starting a 3-node KRaft cluster (Kafka 4.x jars from Maven Central, cached in .kafka-cache/)...",
+              flush=True)
     try:
-        with running_cluster(OUT / "cluster", "4.x") as c:
+        with (running_cluster(OUT / "cluster", "3.9", cluster_class=ZkKafkaCluster) if zk
+              else running_cluster(OUT / "cluster", "4.x")) as c:
             cap = run_scenario(c, OUT, say=lambda s: print(s, flush=True))
     except ClusterError as exc:
         raise SystemExit(f"demo: {exc}") from None

@@ -31,10 +31,12 @@ def wait_until(pred: Callable[[], Any], timeout: float, what: str, step: float =
 
 
 @contextmanager
-def running_cluster(directory: Path, version: str = "4.x", **kw) -> Iterator[KafkaCluster]:
-    """Start a cluster and kill every JVM it started on exit, whatever happened in between."""
+def running_cluster(directory: Path, version: str = "4.x", cluster_class: type[KafkaCluster] = KafkaCluster,
+                    **kw) -> Iterator[KafkaCluster]:
+    """Start a cluster (KRaft, or ZooKeeper mode with ``ZkKafkaCluster``) and kill every JVM it started on
+    exit, whatever happened in between."""
     fixed = kw.pop("base_port", None)
-    cluster = KafkaCluster(directory, version, base_port=fixed or find_free_base_port(), **kw)
+    cluster = cluster_class(directory, version, base_port=fixed or find_free_base_port(), **kw)
     try:
         try:
             cluster.up()
@@ -44,7 +46,7 @@ def running_cluster(directory: Path, version: str = "4.x", **kw) -> Iterator[Kaf
                 raise
             cluster.down()
             shutil.rmtree(directory, ignore_errors=True)
-            cluster = KafkaCluster(directory, version, base_port=find_free_base_port(), **kw)
+            cluster = cluster_class(directory, version, base_port=find_free_base_port(), **kw)
             cluster.up()
         yield cluster
     finally:
