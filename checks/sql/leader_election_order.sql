@@ -10,7 +10,8 @@
 -- valid is not an order question). A broker counts as live only when the history shows it registered,
 -- unfenced and not in controlled shutdown as of the election: with no registration seen (a broker-log
 -- import of a KRaft cluster has none) nothing is judged, since what the history does not say is not
--- invented. As-of lookups use fenced_broker_not_in_isr's ordered stream per (cluster, broker).
+-- invented. Broker changes are few, elections not: each passed-over member is looked up as of its broker's
+-- changes by a join on the broker with a seq range.
 WITH elections AS (
   SELECT cluster_id, seq, topic, partition, a_replicas, a_isr, a_leader, b_leader,
          {position(a_replicas, a_leader)} AS leader_pos
@@ -29,37 +30,26 @@ passed AS (
   ) y
   WHERE i < leader_pos AND broker <> b_leader AND {contains(a_isr, broker)}
 ),
-stream AS (
+broker_versions AS (  -- each broker state with the seq of the broker's next one (few rows)
   SELECT cluster_id, seq, broker_id AS broker,
-         CASE WHEN broker_change = 'UNREGISTERED' OR broker_fenced IS NULL THEN 'unregistered'
-              WHEN broker_fenced THEN 'fenced' WHEN broker_shutdown THEN 'shutting_down' ELSE 'active' END AS state,
-         1 AS is_broker, CAST(NULL AS STRING) AS topic, CAST(NULL AS INT) AS part, CAST(NULL AS INT) AS a_leader,
-         {null_ints()} AS a_replicas, CAST(NULL AS INT) AS pos
+         LEAD(seq) OVER (PARTITION BY cluster_id, broker_id ORDER BY seq) AS next_seq,
+         broker_change <> 'UNREGISTERED' AND NOT coalesce(broker_fenced, true)
+           AND NOT coalesce(broker_shutdown, false) AS live
   FROM events WHERE kind = 'BrokerChange'
-  UNION ALL
-  SELECT cluster_id, seq, broker, CAST(NULL AS STRING), 0, topic, partition, a_leader, a_replicas, pos
-  FROM passed
 ),
-versioned AS (
-  SELECT *, SUM(is_broker) OVER (PARTITION BY cluster_id, broker ORDER BY seq
-                                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS version
-  FROM stream
-),
-as_of AS (
-  SELECT *,
-         FIRST_VALUE(state) OVER (PARTITION BY cluster_id, broker, version ORDER BY seq
-                                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS broker_state,
-         FIRST_VALUE(seq) OVER (PARTITION BY cluster_id, broker, version ORDER BY seq
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS state_seq
-  FROM versioned
+live_passed AS (  -- passed-over members whose state as of the election (the last change before it) is live
+  SELECT p.cluster_id, p.seq, p.topic, p.partition, p.a_leader, p.a_replicas, p.broker, p.pos, v.seq AS state_seq
+  FROM passed p JOIN broker_versions v
+    ON v.cluster_id = p.cluster_id AND v.broker = p.broker AND v.seq < p.seq
+       AND (v.next_seq IS NULL OR p.seq < v.next_seq)
+  WHERE v.live
 )
 SELECT cluster_id, seq, MIN(state_seq) AS related_seq, 'leader_not_first_eligible' AS rule,
        'violated' AS status, CAST(NULL AS STRING) AS allowance,
        concat('leader ', CAST({at(a_replicas, MIN(pos))} AS STRING), ', the first live isr member in replicas ',
               {show(a_replicas)}) AS expected,
-       concat(topic, '-', CAST(part AS STRING), ' elected ', CAST(a_leader AS STRING),
+       concat(topic, '-', CAST(partition AS STRING), ' elected ', CAST(a_leader AS STRING),
               ' over live isr member(s) ', {show({collect_sorted(broker)})}) AS actual,
        CAST(COUNT(*) AS BIGINT) AS magnitude
-FROM as_of
-WHERE is_broker = 0 AND version > 0 AND broker_state = 'active'
-GROUP BY cluster_id, seq, topic, part, a_leader, a_replicas
+FROM live_passed
+GROUP BY cluster_id, seq, topic, partition, a_leader, a_replicas
