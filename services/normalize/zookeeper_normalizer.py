@@ -63,6 +63,7 @@ class ZooKeeperNormalizer:
         self._index = 0
         self._bootstrap = False
         self._czxid: int | None = None  # a snapshot's znode: its creating zxid (the log's is the txn's)
+        self._epoch_before = -1  # the controller epoch before the transaction being read
 
     # --- input ---------------------------------------------------------------------------------
 
@@ -71,6 +72,7 @@ class ZooKeeperNormalizer:
             return []  # already applied (overlapping files)
         self.last_zxid = txn.zxid
         self._txn, self._index = txn, 0
+        self._epoch_before = self.image.epoch
         out: list[ControllerEvent] = []
         for op in txn.ops:
             if op.kind in ("create", "create2", "createContainer", "createTTL"):
@@ -150,7 +152,8 @@ class ZooKeeperNormalizer:
             return []
         if path == "/controller":
             broker = _json(data).get("brokerid", -1)
-            prev = self.image.controller, self.image.epoch
+            # the epoch before this transaction: a live watch may hand the multi's /controller_epoch first
+            prev = self.image.controller, (self.image.epoch if self._bootstrap else self._epoch_before)
             self.image.controller = broker
             # the same multi sets /controller_epoch after creating /controller: the epoch is the next one
             epoch = self._epoch_in_txn()

@@ -177,3 +177,17 @@ def test_controller_epoch_stamps_who_wrote_what():
         eng.close()
     zombie = next(i for i, e in enumerate(events) if e.source.zxid == 6)
     assert [(r[4], r[2]) for r in rows] == [("event_controller_epoch_regressed", zombie)]
+
+
+def test_a_failover_names_the_previous_epoch_whatever_the_order_of_the_multis_writes():
+    """The controller's claim is one multi (create /controller, set /controller_epoch); a live watch may hand
+    its writes in either order: the ControllerChange's previous epoch is the one before the transaction."""
+    for order in (0, 1):
+        n = ZooKeeperNormalizer("c", clock=lambda: 0)
+        claims = []
+        for zxid, (broker, epoch) in enumerate(((1, 1), (2, 2)), start=1):
+            ops = [Op("create", "/controller", json.dumps({"brokerid": broker}).encode()),
+                   Op("setData", "/controller_epoch", str(epoch).encode(), version=epoch)]
+            claims += [e.payload for e in n.feed(_txn(zxid, *(ops if order == 0 else ops[::-1])))]
+        assert [(c.leader_id, c.epoch, c.previous_leader_id, c.previous_epoch) for c in claims] == [
+            (1, 1, -1, -1), (2, 2, 1, 1)], order
