@@ -39,6 +39,8 @@ SHIMS: dict[str, tuple[str, str]] = {
         "unnest(range(1, len({0}) + 1))",
         "explode(filter(sequence(1, greatest(size({0}), 1)), i__ -> i__ <= size({0})))",
     ),
+    # the last non-null value of the window frame (followed by OVER in the SQL)
+    "last_nn": ("last_value({0} IGNORE NULLS)", "last_value({0}, true)"),
     "null_ints": ("CAST(NULL AS INTEGER[])", "CAST(NULL AS ARRAY<INT>)"),
     "null_longs": ("CAST(NULL AS BIGINT[])", "CAST(NULL AS ARRAY<BIGINT>)"),
     "at": ("list_extract({0}, {1})", "try_element_at({0}, {1})"),
