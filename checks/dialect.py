@@ -14,23 +14,39 @@ import re
 
 DIALECTS = ("duckdb", "spark")
 
+# DuckDB: the distinct non-null elements of a list, in first-seen order (as list_distinct, which is slower).
+_DISTINCT = "list_filter({0}, lambda v__, i__: v__ IS NOT NULL AND list_position({0}, v__) = i__)"
+
 # name -> (duckdb template, spark template); {0}, {1} are the expanded arguments.
 SHIMS: dict[str, tuple[str, str]] = {
     "size": ("len({0})", "size({0})"),
     "contains": ("list_contains({0}, {1})", "array_contains({0}, {1})"),
-    "subset": ("list_has_all({1}, {0})", "(size(array_except({0}, {1})) = 0)"),
-    "disjoint": ("(NOT list_has_any({0}, {1}))", "(size(array_intersect({0}, {1})) = 0)"),
+    # DuckDB spellings avoid list_distinct, list_has_all/any and list_intersect, which cost several times
+    # a lambda over these short lists; results (NULLs included) are the same as theirs.
+    "subset": (
+        "CASE WHEN {1} IS NOT NULL THEN len([x__ for x__ in {0} if not list_contains({1}, x__)]) = 0 END",
+        "(size(array_except({0}, {1})) = 0)",
+    ),
+    "disjoint": (
+        "CASE WHEN {1} IS NOT NULL THEN len([x__ for x__ in {0} if list_contains({1}, x__)]) = 0 END",
+        "(size(array_intersect({0}, {1})) = 0)",
+    ),
     "set_eq": (
-        "(list_sort(list_distinct({0})) = list_sort(list_distinct({1})))",
+        f"(list_sort({_DISTINCT.format('{0}')}) = list_sort({_DISTINCT.format('{1}')}))",
         "(array_sort(array_distinct({0})) = array_sort(array_distinct({1})))",
     ),
-    "union": ("list_sort(list_distinct(list_concat({0}, {1})))", "array_sort(array_union({0}, {1}))"),
+    "union": (f"list_sort({_DISTINCT.format('list_concat({0}, {1})')})", "array_sort(array_union({0}, {1}))"),
     "except": (
-        "list_sort(list_distinct([x__ for x__ in {0} if not list_contains({1}, x__)]))",
+        f"list_sort({_DISTINCT.format('[x__ for x__ in {0} if not list_contains({1}, x__)]')})",
         "array_sort(array_except({0}, {1}))",
     ),
-    "intersect": ("list_sort(list_distinct(list_intersect({0}, {1})))", "array_sort(array_intersect({0}, {1}))"),
-    "distinct_size": ("len(list_distinct({0}))", "size(array_distinct({0}))"),
+    "intersect": (
+        f"list_sort({_DISTINCT.format('[x__ for x__ in {0} if list_contains({1}, x__)]')})",
+        "array_sort(array_intersect({0}, {1}))",
+    ),
+    "distinct_size": (f"len({_DISTINCT.format('{0}')})", "size(array_distinct({0}))"),
+    # both lists one after the other, duplicates kept (NULL when either is NULL on Spark, as array_union)
+    "concat": ("list_concat({0}, {1})", "concat({0}, {1})"),
     "show": ("('[' || array_to_string({0}, ', ') || ']')", "concat('[', array_join({0}, ', '), ']')"),
     "list1": ("list_value({0})", "array({0})"),
     "explode": ("unnest({0})", "explode({0})"),

@@ -38,12 +38,15 @@ pc AS (
          b_isr, b_leader, a_isr, a_leader
   FROM events WHERE kind = 'PartitionChange'
 ),
-joiners AS (
-  SELECT cluster_id, seq, topic, partition, a_leader, a_isr,
-         {explode(CASE WHEN bootstrap OR NOT has_before THEN {union(a_isr, {list1(a_leader)})}
-                  ELSE {union({except(a_isr, b_isr)}, {except({list1(a_leader)}, {list1(b_leader)})})} END)} AS broker
-  FROM pc WHERE has_after AND NOT (a_leader = -1 AND {size(a_isr)} <= 1
-                                    AND (bootstrap OR (has_before AND {subset(a_isr, b_isr)})))
+joiners AS (  -- (a) brokers that join the ISR or become leader; a broker may come twice (the final DISTINCT)
+  SELECT cluster_id, seq, topic, partition, a_leader, a_isr, broker
+  FROM (SELECT cluster_id, seq, topic, partition, bootstrap, has_before, a_leader, a_isr, b_leader, b_isr,
+               {explode({concat(a_isr, {list1(a_leader)})})} AS broker
+        FROM pc WHERE has_after AND NOT (a_leader = -1 AND {size(a_isr)} <= 1
+                                         AND (bootstrap OR (has_before AND {subset(a_isr, b_isr)})))) x
+  WHERE bootstrap OR NOT has_before
+     OR ({contains(a_isr, broker)} AND NOT {contains(b_isr, broker)})
+     OR (broker = a_leader AND NOT {contains({list1(b_leader)}, broker)})
 ),
 broker_versions AS (  -- each broker state with the seq of the broker's next one (few rows)
   SELECT cluster_id, seq, broker, state,
@@ -72,14 +75,14 @@ joined_bad AS (
 -- (b) a partition state [seq, end) lists its leader and ISR members; it ends at the partition's next
 -- change or at its topic's delete. Fences are few: each is matched to the states of its broker that
 -- begin before it, and those a later change or a delete ends before it are dropped.
-members AS (
-  SELECT cluster_id, seq, next_seq, topic, partition,
-         {explode({union(a_isr, {list1(a_leader)})})} AS broker
-  FROM (SELECT cluster_id, seq, topic, partition, has_after, a_isr, a_leader, b_isr, has_before, bootstrap,
+members AS (  -- a broker may come twice per state: held_live groups by state
+  SELECT cluster_id, seq, next_seq, topic, partition, {explode(member_list)} AS broker
+  FROM (SELECT cluster_id, seq, topic, partition,
+               CASE WHEN has_after AND NOT (a_leader = -1 AND {size(a_isr)} <= 1
+                                            AND (bootstrap OR (has_before AND {subset(a_isr, b_isr)})))
+                    THEN {concat(a_isr, {list1(a_leader)})} END AS member_list,
                LEAD(seq) OVER (PARTITION BY cluster_id, topic, partition ORDER BY seq) AS next_seq
         FROM pc) n
-  WHERE has_after AND NOT (a_leader = -1 AND {size(a_isr)} <= 1
-                           AND (bootstrap OR (has_before AND {subset(a_isr, b_isr)})))
 ),
 fences AS (
   SELECT cluster_id, seq, broker, state,
@@ -112,7 +115,7 @@ lingering AS (
   FROM held_live
   GROUP BY cluster_id, seq, broker, state, known_anomaly
 )
-SELECT cluster_id, seq, state_seq AS related_seq,
+SELECT DISTINCT cluster_id, seq, state_seq AS related_seq,
        concat(eff_state, '_broker_',
               CASE WHEN broker = a_leader THEN 'became_leader' ELSE 'joined_isr' END) AS rule,
        'violated' AS status, CAST(NULL AS STRING) AS allowance,
