@@ -11,40 +11,48 @@ that are lists come back sorted so both engines print them alike.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 DIALECTS = ("duckdb", "spark")
 
-# DuckDB: the distinct non-null elements of a list, in first-seen order (as list_distinct, which is slower).
-_DISTINCT = "list_filter({0}, lambda v__, i__: v__ IS NOT NULL AND list_position({0}, v__) = i__)"
+_COLUMN = re.compile(r"[A-Za-z_][A-Za-z_0-9]*(\.[A-Za-z_][A-Za-z_0-9]*)?")
 
-# name -> (duckdb template, spark template); {0}, {1} are the expanded arguments.
-SHIMS: dict[str, tuple[str, str]] = {
+
+def _duck_distinct(arg: str) -> str:
+    """DuckDB: the distinct non-null elements of a list. For a column, a lambda (several times faster than
+    list_distinct over these short lists); an expression stays with list_distinct, as the lambda would
+    evaluate it once per element. The order differs: every caller sorts or counts."""
+    if _COLUMN.fullmatch(arg):
+        return f"list_filter({arg}, lambda v__, i__: v__ IS NOT NULL AND list_position({arg}, v__) = i__)"
+    return f"list_distinct({arg})"
+
+
+# name -> (duckdb template, spark template); {0}, {1} are the expanded arguments (a template may also be a
+# function of them).
+SHIMS: dict[str, tuple[str | Callable[..., str], str | Callable[..., str]]] = {
     "size": ("len({0})", "size({0})"),
     "contains": ("list_contains({0}, {1})", "array_contains({0}, {1})"),
-    # DuckDB spellings avoid list_distinct, list_has_all/any and list_intersect, which cost several times
-    # a lambda over these short lists; results (NULLs included) are the same as theirs.
+    # DuckDB spellings avoid list_distinct, list_has_all and list_intersect where they cost several times a
+    # lambda over these short lists; results (NULLs included) are the same as theirs.
     "subset": (
         "CASE WHEN {1} IS NOT NULL THEN len([x__ for x__ in {0} if not list_contains({1}, x__)]) = 0 END",
         "(size(array_except({0}, {1})) = 0)",
     ),
-    "disjoint": (
-        "CASE WHEN {1} IS NOT NULL THEN len([x__ for x__ in {0} if list_contains({1}, x__)]) = 0 END",
-        "(size(array_intersect({0}, {1})) = 0)",
-    ),
+    "disjoint": ("(NOT list_has_any({0}, {1}))", "(size(array_intersect({0}, {1})) = 0)"),
     "set_eq": (
-        f"(list_sort({_DISTINCT.format('{0}')}) = list_sort({_DISTINCT.format('{1}')}))",
+        lambda a, b: f"(list_sort({_duck_distinct(a)}) = list_sort({_duck_distinct(b)}))",
         "(array_sort(array_distinct({0})) = array_sort(array_distinct({1})))",
     ),
-    "union": (f"list_sort({_DISTINCT.format('list_concat({0}, {1})')})", "array_sort(array_union({0}, {1}))"),
+    "union": ("list_sort(list_distinct(list_concat({0}, {1})))", "array_sort(array_union({0}, {1}))"),
     "except": (
-        f"list_sort({_DISTINCT.format('[x__ for x__ in {0} if not list_contains({1}, x__)]')})",
+        "list_sort(list_distinct([x__ for x__ in {0} if not list_contains({1}, x__)]))",
         "array_sort(array_except({0}, {1}))",
     ),
     "intersect": (
-        f"list_sort({_DISTINCT.format('[x__ for x__ in {0} if list_contains({1}, x__)]')})",
+        "list_sort(list_distinct([x__ for x__ in {0} if list_contains({1}, x__)]))",
         "array_sort(array_intersect({0}, {1}))",
     ),
-    "distinct_size": (f"len({_DISTINCT.format('{0}')})", "size(array_distinct({0}))"),
+    "distinct_size": (lambda a: f"len({_duck_distinct(a)})", "size(array_distinct({0}))"),
     # both lists one after the other, duplicates kept (NULL when either is NULL on Spark, as array_union)
     "concat": ("list_concat({0}, {1})", "concat({0}, {1})"),
     "show": ("('[' || array_to_string({0}, ', ') || ']')", "concat('[', array_join({0}, ', '), ']')"),
@@ -125,7 +133,8 @@ def expand(sql: str, dialect: str) -> str:
         inner = sql[m.end():end - 2]
         args = [expand(a, dialect) for a in _split_args(inner)]
         out.append(sql[pos:m.start()])
-        out.append(SHIMS[name][which].format(*args))
+        template = SHIMS[name][which]
+        out.append(template(*args) if callable(template) else template.format(*args))
         pos = end
     out.append(sql[pos:])
     return "".join(out)
