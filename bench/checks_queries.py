@@ -131,7 +131,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--new-only", action="store_true", help="time the current queries only (no comparison)")
-    ap.add_argument("--explain", metavar="NAME", choices=NAMES, help="print EXPLAIN ANALYZE of the current query")
+    ap.add_argument("--explain", metavar="NAME", action="append", choices=NAMES,
+                    help="profile the current query: its operators, slowest first (repeatable)")
     ap.add_argument("--cases", action="store_true", help="the handmade test histories instead of a simulated one")
     ap.add_argument("--perturb", type=int, metavar="N", default=0,
                     help="drop one in N events first (and make some CaptureGaps): violations to compare")
@@ -141,7 +142,9 @@ def main() -> None:
         perturb(eng.con, args.perturb)
     con = eng.con
     if args.explain:
-        explain(con, wrapped_sql(args.explain, "duckdb"))
+        for name in args.explain:
+            print(f"== {name}")
+            explain(con, wrapped_sql(name, "duckdb"))
         return
     names = args.only or list(NAMES)
     total_old = total_new = 0.0

@@ -10,24 +10,19 @@
 -- event (or, with none, anywhere before), where the creation may have been lost.
 -- Cost: one window over the PartitionChanges; capture gaps and topic events are few, so they are
 -- matched to the (few) breaks and to the topic id's deletes by joins, not by windows over every event.
-WITH chained AS (  -- each PartitionChange with the seq of the previous one of its partition
-  SELECT cluster_id, seq, bootstrap, has_before,
-         LAG(seq) OVER (PARTITION BY cluster_id, coalesce(topic_id, topic), partition ORDER BY seq) AS p_seq
+WITH paired AS (
+  SELECT cluster_id, seq, topic, partition, bootstrap, has_before,
+         b_replicas, b_isr, b_adding, b_removing, b_elr, b_last_known_elr, b_leader, b_leader_epoch,
+         b_partition_epoch, b_recovery,
+         LAG(seq) OVER w AS p_seq, LAG(has_after) OVER w AS p_has_after,
+         LAG(a_replicas) OVER w AS p_replicas, LAG(a_isr) OVER w AS p_isr, LAG(a_adding) OVER w AS p_adding,
+         LAG(a_removing) OVER w AS p_removing, LAG(a_elr) OVER w AS p_elr,
+         LAG(a_last_known_elr) OVER w AS p_last_known_elr, LAG(a_leader) OVER w AS p_leader,
+         LAG(a_leader_epoch) OVER w AS p_leader_epoch, LAG(a_partition_epoch) OVER w AS p_partition_epoch,
+         LAG(a_recovery) OVER w AS p_recovery
   FROM events
   WHERE kind = 'PartitionChange'
-),
-paired AS (
-  SELECT c.cluster_id, c.seq, c.p_seq, e.topic, e.partition,
-         e.b_replicas, e.b_isr, e.b_adding, e.b_removing, e.b_elr, e.b_last_known_elr, e.b_leader, e.b_leader_epoch,
-         e.b_partition_epoch, e.b_recovery,
-         p.has_after AS p_has_after, p.a_replicas AS p_replicas, p.a_isr AS p_isr, p.a_adding AS p_adding,
-         p.a_removing AS p_removing, p.a_elr AS p_elr, p.a_last_known_elr AS p_last_known_elr,
-         p.a_leader AS p_leader, p.a_leader_epoch AS p_leader_epoch, p.a_partition_epoch AS p_partition_epoch,
-         p.a_recovery AS p_recovery
-  FROM chained c
-  JOIN events e ON e.cluster_id = c.cluster_id AND e.seq = c.seq
-  JOIN events p ON p.cluster_id = c.cluster_id AND p.seq = c.p_seq
-  WHERE NOT c.bootstrap AND c.has_before
+  WINDOW w AS (PARTITION BY cluster_id, coalesce(topic_id, topic), partition ORDER BY seq)
 ),
 compared AS (
   SELECT *,
@@ -43,6 +38,7 @@ compared AS (
          + (CASE WHEN b_partition_epoch IS DISTINCT FROM p_partition_epoch THEN 1 ELSE 0 END)
          + (CASE WHEN b_recovery IS DISTINCT FROM p_recovery THEN 1 ELSE 0 END) END AS n_diff
   FROM paired
+  WHERE NOT bootstrap AND has_before AND p_seq IS NOT NULL
 ),
 breaks AS (
   SELECT cluster_id, seq, p_seq,
