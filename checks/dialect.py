@@ -11,17 +11,36 @@ that are lists come back sorted so both engines print them alike.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 DIALECTS = ("duckdb", "spark")
 
-# name -> (duckdb template, spark template); {0}, {1} are the expanded arguments.
-SHIMS: dict[str, tuple[str, str]] = {
+_COLUMN = re.compile(r"[A-Za-z_][A-Za-z_0-9]*(\.[A-Za-z_][A-Za-z_0-9]*)?")
+
+
+def _duck_distinct(arg: str) -> str:
+    """DuckDB: the distinct non-null elements of a list. For a column, a lambda (several times faster than
+    list_distinct over these short lists); an expression stays with list_distinct, as the lambda would
+    evaluate it once per element. The order differs: every caller sorts or counts."""
+    if _COLUMN.fullmatch(arg):
+        return f"list_filter({arg}, lambda v__, i__: v__ IS NOT NULL AND list_position({arg}, v__) = i__)"
+    return f"list_distinct({arg})"
+
+
+# name -> (duckdb template, spark template); {0}, {1} are the expanded arguments (a template may also be a
+# function of them).
+SHIMS: dict[str, tuple[str | Callable[..., str], str | Callable[..., str]]] = {
     "size": ("len({0})", "size({0})"),
     "contains": ("list_contains({0}, {1})", "array_contains({0}, {1})"),
-    "subset": ("list_has_all({1}, {0})", "(size(array_except({0}, {1})) = 0)"),
+    # DuckDB spellings avoid list_distinct, list_has_all and list_intersect where they cost several times a
+    # lambda over these short lists; results (NULLs included) are the same as theirs.
+    "subset": (
+        "CASE WHEN {1} IS NOT NULL THEN len([x__ for x__ in {0} if not list_contains({1}, x__)]) = 0 END",
+        "(size(array_except({0}, {1})) = 0)",
+    ),
     "disjoint": ("(NOT list_has_any({0}, {1}))", "(size(array_intersect({0}, {1})) = 0)"),
     "set_eq": (
-        "(list_sort(list_distinct({0})) = list_sort(list_distinct({1})))",
+        lambda a, b: f"(list_sort({_duck_distinct(a)}) = list_sort({_duck_distinct(b)}))",
         "(array_sort(array_distinct({0})) = array_sort(array_distinct({1})))",
     ),
     "union": ("list_sort(list_distinct(list_concat({0}, {1})))", "array_sort(array_union({0}, {1}))"),
@@ -29,8 +48,13 @@ SHIMS: dict[str, tuple[str, str]] = {
         "list_sort(list_distinct([x__ for x__ in {0} if not list_contains({1}, x__)]))",
         "array_sort(array_except({0}, {1}))",
     ),
-    "intersect": ("list_sort(list_distinct(list_intersect({0}, {1})))", "array_sort(array_intersect({0}, {1}))"),
-    "distinct_size": ("len(list_distinct({0}))", "size(array_distinct({0}))"),
+    "intersect": (
+        "list_sort(list_distinct([x__ for x__ in {0} if list_contains({1}, x__)]))",
+        "array_sort(array_intersect({0}, {1}))",
+    ),
+    "distinct_size": (lambda a: f"len({_duck_distinct(a)})", "size(array_distinct({0}))"),
+    # both lists one after the other, duplicates kept (NULL when either is NULL on Spark, as array_union)
+    "concat": ("list_concat({0}, {1})", "concat({0}, {1})"),
     "show": ("('[' || array_to_string({0}, ', ') || ']')", "concat('[', array_join({0}, ', '), ']')"),
     "list1": ("list_value({0})", "array({0})"),
     "explode": ("unnest({0})", "explode({0})"),
@@ -41,6 +65,8 @@ SHIMS: dict[str, tuple[str, str]] = {
     ),
     # an aggregate: the group's values as a sorted list
     "collect_sorted": ("list_sort(list({0}))", "array_sort(collect_list({0}))"),
+    # the last non-null value of the window frame (followed by OVER in the SQL)
+    "last_nn": ("last_value({0} IGNORE NULLS)", "last_value({0}, true)"),
     "null_ints": ("CAST(NULL AS INTEGER[])", "CAST(NULL AS ARRAY<INT>)"),
     "null_longs": ("CAST(NULL AS BIGINT[])", "CAST(NULL AS ARRAY<BIGINT>)"),
     "at": ("list_extract({0}, {1})", "try_element_at({0}, {1})"),
@@ -109,7 +135,8 @@ def expand(sql: str, dialect: str) -> str:
         inner = sql[m.end():end - 2]
         args = [expand(a, dialect) for a in _split_args(inner)]
         out.append(sql[pos:m.start()])
-        out.append(SHIMS[name][which].format(*args))
+        template = SHIMS[name][which]
+        out.append(template(*args) if callable(template) else template.format(*args))
         pos = end
     out.append(sql[pos:])
     return "".join(out)

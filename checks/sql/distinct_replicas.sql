@@ -21,36 +21,44 @@ brokers AS (
               WHEN broker_fenced THEN 'fenced' ELSE 'active' END AS state
   FROM events WHERE kind = 'BrokerChange'
 ),
-known AS (SELECT DISTINCT cluster_id, broker FROM brokers),
-probes AS (  -- every known broker, as of every create
-  SELECT c.cluster_id, c.seq, k.broker, {contains(c.a_replicas, k.broker)} AS is_replica
-  FROM creates c JOIN known k ON c.cluster_id = k.cluster_id
+broker_versions AS (  -- each broker state with the seq of the broker's next one (few rows)
+  SELECT cluster_id, seq, broker, rack, state,
+         LEAD(seq) OVER (PARTITION BY cluster_id, broker ORDER BY seq) AS next_seq
+  FROM brokers
 ),
-stream AS (
-  SELECT cluster_id, seq, broker, 1 AS is_broker, rack, state, CAST(NULL AS BOOLEAN) AS is_replica FROM brokers
-  UNION ALL
-  SELECT cluster_id, seq, broker, 0, CAST(NULL AS STRING), CAST(NULL AS STRING), is_replica FROM probes
+-- The registry as of a create is the registry as of the last broker change before it: creates are
+-- numbered by the broker changes before them, and each such registry built once (few broker changes).
+numbered AS (
+  SELECT cluster_id, seq, is_broker,
+         SUM(is_broker) OVER (PARTITION BY cluster_id ORDER BY seq
+                              ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS registry
+  FROM (SELECT cluster_id, seq, 1 AS is_broker FROM brokers
+        UNION ALL SELECT cluster_id, seq, 0 FROM creates) u
 ),
-versioned AS (
-  SELECT *, SUM(is_broker) OVER (PARTITION BY cluster_id, broker ORDER BY seq
-                                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS version
-  FROM stream
+registries AS (  -- every broker registered by the registry's broker change, as of it
+  SELECT r.cluster_id, r.registry, v.broker, v.rack, v.state
+  FROM numbered r JOIN broker_versions v
+    ON v.cluster_id = r.cluster_id AND v.seq <= r.seq AND (v.next_seq IS NULL OR r.seq < v.next_seq)
+  WHERE r.is_broker = 1
 ),
-as_of AS (
-  SELECT cluster_id, seq, broker, is_broker, is_replica, version,
-         FIRST_VALUE(rack) OVER (PARTITION BY cluster_id, broker, version ORDER BY seq
-                                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS rack_asof,
-         FIRST_VALUE(state) OVER (PARTITION BY cluster_id, broker, version ORDER BY seq
-                                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS state_asof
-  FROM versioned
+active_racks AS (
+  SELECT cluster_id, registry, COUNT(DISTINCT CASE WHEN state = 'active' THEN rack END) AS active_racks
+  FROM registries GROUP BY cluster_id, registry
 ),
-per_create AS (
-  SELECT cluster_id, seq,
-         COUNT(DISTINCT CASE WHEN state_asof = 'active' THEN rack_asof END) AS active_racks,
-         COUNT(DISTINCT CASE WHEN is_replica THEN rack_asof END) AS replica_racks,
-         SUM(CASE WHEN is_replica AND rack_asof IS NOT NULL THEN 1 ELSE 0 END) AS replicas_with_rack
-  FROM as_of WHERE is_broker = 0 AND version > 0
-  GROUP BY cluster_id, seq
+replica_racks AS (
+  SELECT x.cluster_id, x.seq, COUNT(DISTINCT g.rack) AS replica_racks,
+         SUM(CASE WHEN g.rack IS NOT NULL THEN 1 ELSE 0 END) AS replicas_with_rack
+  FROM (SELECT c.cluster_id, c.seq, n.registry, {explode(c.a_replicas)} AS broker
+        FROM creates c JOIN numbered n ON n.cluster_id = c.cluster_id AND n.seq = c.seq AND n.is_broker = 0) x
+  JOIN registries g ON g.cluster_id = x.cluster_id AND g.registry = x.registry AND g.broker = x.broker
+  GROUP BY x.cluster_id, x.seq
+),
+per_create AS (  -- creates with some broker registered before them
+  SELECT n.cluster_id, n.seq, a.active_racks, coalesce(r.replica_racks, 0) AS replica_racks,
+         coalesce(r.replicas_with_rack, 0) AS replicas_with_rack
+  FROM numbered n JOIN active_racks a ON a.cluster_id = n.cluster_id AND a.registry = n.registry
+       LEFT JOIN replica_racks r ON r.cluster_id = n.cluster_id AND r.seq = n.seq
+  WHERE n.is_broker = 0
 ),
 member_lists AS (
   SELECT cluster_id, seq, topic, partition, 'isr' AS list, a_isr AS members, b_isr AS was, has_before, bootstrap

@@ -25,8 +25,8 @@
 -- the metadata.version supports ELR: ReplicationControlManager.handleBrokerUncleanShutdown returns at
 -- once otherwise (KAFKA-15586, KIP-966 clean shutdown detection). On Kafka 3.9 every broker that
 -- comes back after an unclean shutdown of the whole cluster shows it; from 4.0-IV1 it is a bug.
--- As-of lookups use one ordered stream per (cluster, broker) and a running count that numbers the
--- broker's state versions, so they scale without range joins.
+-- Broker changes and fences are few, partition states many: a state is looked up as of a broker's
+-- changes by joins on the broker with a seq range (small build side), not by windows over every state.
 WITH brokers AS (
   SELECT cluster_id, seq, broker_id AS broker, bootstrap, broker_change, metadata_version, source_kind,
          CASE WHEN broker_change = 'UNREGISTERED' OR broker_fenced IS NULL THEN 'unregistered'
@@ -38,77 +38,51 @@ pc AS (
          b_isr, b_leader, a_isr, a_leader
   FROM events WHERE kind = 'PartitionChange'
 ),
-joiners AS (
-  SELECT cluster_id, seq, topic, partition, a_leader, a_isr,
-         {explode(CASE WHEN bootstrap OR NOT has_before THEN {union(a_isr, {list1(a_leader)})}
-                  ELSE {union({except(a_isr, b_isr)}, {except({list1(a_leader)}, {list1(b_leader)})})} END)} AS broker
-  FROM pc WHERE has_after AND NOT (a_leader = -1 AND {size(a_isr)} <= 1
-                                    AND (bootstrap OR (has_before AND {subset(a_isr, b_isr)})))
+joiners AS (  -- (a) brokers that join the ISR or become leader; a broker may come twice (the final DISTINCT)
+  SELECT cluster_id, seq, topic, partition, a_leader, a_isr, broker
+  FROM (SELECT cluster_id, seq, topic, partition, bootstrap, has_before, a_leader, a_isr, b_leader, b_isr,
+               {explode({concat(a_isr, {list1(a_leader)})})} AS broker
+        FROM pc WHERE has_after AND NOT (a_leader = -1 AND {size(a_isr)} <= 1
+                                         AND (bootstrap OR (has_before AND {subset(a_isr, b_isr)})))) x
+  WHERE bootstrap OR NOT has_before
+     OR ({contains(a_isr, broker)} AND NOT {contains(b_isr, broker)})
+     OR (broker = a_leader AND NOT {contains({list1(b_leader)}, broker)})
 ),
-stream AS (
-  SELECT cluster_id, seq, broker, state, 1 AS is_broker,
-         CAST(NULL AS STRING) AS topic, CAST(NULL AS INT) AS part, CAST(NULL AS INT) AS a_leader,
-         CAST(NULL AS STRING) AS isr_text
+broker_versions AS (  -- each broker state with the seq of the broker's next one (few rows)
+  SELECT cluster_id, seq, broker, state,
+         LEAD(seq) OVER (PARTITION BY cluster_id, broker ORDER BY seq) AS next_seq
   FROM brokers
-  UNION ALL
-  SELECT cluster_id, seq, broker, CAST(NULL AS STRING), 0, topic, partition, a_leader, {show(a_isr)}
-  FROM joiners WHERE broker >= 0
 ),
-versioned AS (
-  SELECT *, SUM(is_broker) OVER (PARTITION BY cluster_id, broker ORDER BY seq
-                                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS version
-  FROM stream
-),
-as_of AS (
-  SELECT *,
-         FIRST_VALUE(state) OVER (PARTITION BY cluster_id, broker, version ORDER BY seq
-                                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS broker_state,
-         FIRST_VALUE(seq) OVER (PARTITION BY cluster_id, broker, version ORDER BY seq
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS state_seq
-  FROM versioned
+first_of_broker AS (
+  SELECT cluster_id, broker, MIN(seq) AS first_seq FROM brokers GROUP BY cluster_id, broker
 ),
 registry AS (
   SELECT cluster_id, MIN(seq) AS first_broker_seq FROM brokers GROUP BY cluster_id
 ),
 joined_bad AS (
-  SELECT a.cluster_id, a.seq, a.broker, a.topic, a.part, a.a_leader, a.isr_text,
-         CASE WHEN a.version = 0 THEN 'unregistered' ELSE a.broker_state END AS eff_state,
-         CASE WHEN a.version = 0 THEN CAST(NULL AS BIGINT) ELSE a.state_seq END AS state_seq
-  FROM as_of a JOIN registry r ON a.cluster_id = r.cluster_id
-  WHERE a.is_broker = 0
-    AND ((a.version = 0 AND r.first_broker_seq < a.seq) OR a.broker_state IN ('fenced', 'unregistered', 'shutting_down'))
+  -- the broker's state as of the change (its last broker change before it) is not eligible, or it has
+  -- no broker change before it although the history has shown one of some broker
+  SELECT j.cluster_id, j.seq, j.broker, j.topic, j.partition AS part, j.a_leader, j.a_isr,
+         CASE WHEN v.seq IS NULL THEN 'unregistered' ELSE v.state END AS eff_state, v.seq AS state_seq
+  FROM joiners j JOIN registry r ON j.cluster_id = r.cluster_id
+       LEFT JOIN first_of_broker f ON f.cluster_id = j.cluster_id AND f.broker = j.broker
+       LEFT JOIN broker_versions v
+         ON v.cluster_id = j.cluster_id AND v.broker = j.broker AND v.seq < j.seq
+            AND (v.next_seq IS NULL OR j.seq < v.next_seq) AND v.state IN ('fenced', 'unregistered', 'shutting_down')
+  WHERE j.broker >= 0
+    AND ((r.first_broker_seq < j.seq AND (f.first_seq IS NULL OR f.first_seq > j.seq)) OR v.seq IS NOT NULL)
 ),
--- (b) membership intervals: a partition state [seq, end) lists its leader and ISR members.
-topic_deletes AS (
-  SELECT cluster_id, seq, topic, 0 AS is_pc, 1 AS is_del, CAST(NULL AS INT) AS partition
-  FROM events WHERE kind = 'TopicChange' AND topic_change = 'DELETED'
-),
-pc_next AS (
-  SELECT cluster_id, seq, topic, partition, has_after, a_isr, a_leader, b_isr, has_before, bootstrap,
-         LEAD(seq) OVER (PARTITION BY cluster_id, topic, partition ORDER BY seq) AS next_seq
-  FROM pc
-),
-pc_del AS (
-  SELECT cluster_id, seq, topic, partition, is_pc,
-         MIN(CASE WHEN is_del = 1 THEN seq END) OVER (PARTITION BY cluster_id, topic ORDER BY seq
-             ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS del_seq
-  FROM (SELECT cluster_id, seq, topic, 1 AS is_pc, 0 AS is_del, partition FROM pc
-        UNION ALL SELECT cluster_id, seq, topic, is_pc, is_del, partition FROM topic_deletes) u
-),
-intervals AS (
-  SELECT n.cluster_id, n.seq, n.topic, n.partition, n.a_isr, n.a_leader,
-         CASE WHEN n.next_seq IS NULL AND d.del_seq IS NULL THEN CAST(9223372036854775807 AS BIGINT)
-              WHEN n.next_seq IS NULL THEN d.del_seq
-              WHEN d.del_seq IS NULL THEN n.next_seq
-              WHEN d.del_seq < n.next_seq THEN d.del_seq ELSE n.next_seq END AS end_seq
-  FROM pc_next n JOIN pc_del d ON n.cluster_id = d.cluster_id AND n.seq = d.seq AND d.is_pc = 1
-  WHERE n.has_after AND NOT (n.a_leader = -1 AND {size(n.a_isr)} <= 1
-                             AND (n.bootstrap OR (n.has_before AND {subset(n.a_isr, n.b_isr)})))
-),
-members AS (
-  SELECT cluster_id, seq, end_seq, topic, partition,
-         {explode({union(a_isr, {list1(a_leader)})})} AS broker
-  FROM intervals
+-- (b) a partition state [seq, end) lists its leader and ISR members; it ends at the partition's next
+-- change or at its topic's delete. Fences are few: each is matched to the states of its broker that
+-- begin before it, and those a later change or a delete ends before it are dropped.
+members AS (  -- a broker may come twice per state: held_live groups by state
+  SELECT cluster_id, seq, next_seq, topic, partition, {explode(member_list)} AS broker
+  FROM (SELECT cluster_id, seq, topic, partition,
+               CASE WHEN has_after AND NOT (a_leader = -1 AND {size(a_isr)} <= 1
+                                            AND (bootstrap OR (has_before AND {subset(a_isr, b_isr)})))
+                    THEN {concat(a_isr, {list1(a_leader)})} END AS member_list,
+               LEAD(seq) OVER (PARTITION BY cluster_id, topic, partition ORDER BY seq) AS next_seq
+        FROM pc) n
 ),
 fences AS (
   SELECT cluster_id, seq, broker, state,
@@ -117,40 +91,38 @@ fences AS (
     -- broker-log imports state brokers only from a ZooKeeper-mode controller's epochs cache
     AND coalesce(source_kind, '') NOT IN ('ZOOKEEPER', 'BROKER_LOG')
 ),
-deltas AS (
-  SELECT cluster_id, seq, broker, 1 AS delta, 0 AS is_fence FROM members WHERE broker >= 0
-  UNION ALL
-  SELECT cluster_id, end_seq, broker, -1, 0 FROM members WHERE broker >= 0
-  UNION ALL
-  SELECT cluster_id, seq, broker, 0, 1 FROM fences
+held AS (  -- (fence, partition state of its broker begun before it and not followed by a change before it)
+  SELECT f.cluster_id, f.seq, f.broker, f.state, f.known_anomaly, m.seq AS m_seq, m.topic, m.partition
+  FROM fences f JOIN members m
+    ON m.cluster_id = f.cluster_id AND m.broker = f.broker AND m.seq < f.seq
+       AND (m.next_seq IS NULL OR f.seq < m.next_seq)
+  WHERE m.broker >= 0
 ),
-active AS (
-  SELECT cluster_id, seq, broker, is_fence,
-         SUM(delta) OVER (PARTITION BY cluster_id, broker ORDER BY seq, delta
-                          ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS n_active
-  FROM deltas
+topic_deletes AS (
+  SELECT cluster_id, seq, topic FROM events WHERE kind = 'TopicChange' AND topic_change = 'DELETED'
 ),
-bad_fences AS (
-  SELECT a.cluster_id, a.seq, a.broker, f.state, f.known_anomaly, a.n_active
-  FROM active a JOIN fences f ON a.cluster_id = f.cluster_id AND a.seq = f.seq AND a.broker = f.broker
-  WHERE a.is_fence = 1 AND a.n_active > 0
+held_live AS (  -- ... and whose topic was not deleted in between
+  SELECT h.cluster_id, h.seq, h.broker, h.state, h.known_anomaly, h.m_seq, h.topic, h.partition
+  FROM held h LEFT JOIN topic_deletes d
+    ON d.cluster_id = h.cluster_id AND d.topic = h.topic AND h.m_seq < d.seq AND d.seq < h.seq
+  GROUP BY h.cluster_id, h.seq, h.broker, h.state, h.known_anomaly, h.m_seq, h.topic, h.partition
+  HAVING MAX(CASE WHEN d.seq IS NULL THEN 0 ELSE 1 END) = 0
 ),
 lingering AS (
-  SELECT b.cluster_id, b.seq, b.broker, b.state, b.known_anomaly, b.n_active,
-         MIN(m.seq) AS first_state_seq,
-         MIN(concat(m.topic, '-', CAST(m.partition AS STRING))) AS first_partition
-  FROM bad_fences b JOIN members m
-    ON m.cluster_id = b.cluster_id AND m.broker = b.broker AND m.seq < b.seq AND b.seq < m.end_seq
-  GROUP BY b.cluster_id, b.seq, b.broker, b.state, b.known_anomaly, b.n_active
+  SELECT cluster_id, seq, broker, state, known_anomaly, COUNT(*) AS n_active,
+         MIN(m_seq) AS first_state_seq,
+         MIN(concat(topic, '-', CAST(partition AS STRING))) AS first_partition
+  FROM held_live
+  GROUP BY cluster_id, seq, broker, state, known_anomaly
 )
-SELECT cluster_id, seq, state_seq AS related_seq,
+SELECT DISTINCT cluster_id, seq, state_seq AS related_seq,
        concat(eff_state, '_broker_',
               CASE WHEN broker = a_leader THEN 'became_leader' ELSE 'joined_isr' END) AS rule,
        'violated' AS status, CAST(NULL AS STRING) AS allowance,
        concat('broker ', CAST(broker AS STRING), ' neither leader nor in isr (', eff_state,
               CASE WHEN state_seq IS NULL THEN ', never registered' ELSE concat(' since seq ', CAST(state_seq AS STRING)) END,
               ')') AS expected,
-       concat(topic, '-', CAST(part AS STRING), ' leader ', CAST(a_leader AS STRING), ', isr ', isr_text) AS actual,
+       concat(topic, '-', CAST(part AS STRING), ' leader ', CAST(a_leader AS STRING), ', isr ', {show(a_isr)}) AS actual,
        CAST(1 AS BIGINT) AS magnitude
 FROM joined_bad
 UNION ALL

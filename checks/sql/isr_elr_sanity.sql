@@ -28,34 +28,27 @@ min_isr_probes AS (
   UNION ALL
   SELECT cluster_id, seq, 'cluster:', 2 FROM elr_states
 ),
-min_isr_stream AS (
-  SELECT cluster_id, seq, scope, 1 AS is_config, value, 0 AS level FROM min_isr_configs
-  UNION ALL
-  SELECT cluster_id, seq, scope, 0, CAST(NULL AS INT), level FROM min_isr_probes
+min_isr_versions AS (  -- each value with the seq of the scope's next one (config changes are few)
+  SELECT cluster_id, seq, scope, value,
+         LEAD(seq) OVER (PARTITION BY cluster_id, scope ORDER BY seq) AS next_seq
+  FROM min_isr_configs
 ),
-min_isr_versioned AS (
-  SELECT *, SUM(is_config) OVER (PARTITION BY cluster_id, scope ORDER BY seq
-                                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS version
-  FROM min_isr_stream
-),
-min_isr_as_of AS (
-  SELECT *,
-         FIRST_VALUE(value) OVER (PARTITION BY cluster_id, scope, version ORDER BY seq
-                                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS value_asof,
-         FIRST_VALUE(seq) OVER (PARTITION BY cluster_id, scope, version ORDER BY seq
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS config_seq
-  FROM min_isr_versioned
+min_isr_as_of AS (  -- each probe with its scope's value as of the change, where the scope has one
+  SELECT p.cluster_id, p.seq, p.level, v.value AS value_asof, v.seq AS config_seq
+  FROM min_isr_probes p JOIN min_isr_versions v
+    ON v.cluster_id = p.cluster_id AND v.scope = p.scope AND v.seq < p.seq
+       AND (v.next_seq IS NULL OR p.seq < v.next_seq)
 ),
 min_isr_resolved AS (
   SELECT cluster_id, seq, MIN(level) AS level
-  FROM min_isr_as_of WHERE is_config = 0 AND version > 0 AND value_asof IS NOT NULL
+  FROM min_isr_as_of WHERE value_asof IS NOT NULL
   GROUP BY cluster_id, seq
 ),
 elr_with_min_isr AS (
   SELECT e.*, a.value_asof AS min_isr, a.config_seq
   FROM elr_states e
   JOIN min_isr_resolved r ON e.cluster_id = r.cluster_id AND e.seq = r.seq
-  JOIN min_isr_as_of a ON a.cluster_id = r.cluster_id AND a.seq = r.seq AND a.level = r.level AND a.is_config = 0
+  JOIN min_isr_as_of a ON a.cluster_id = r.cluster_id AND a.seq = r.seq AND a.level = r.level
 )
 SELECT cluster_id, seq, CAST(NULL AS BIGINT) AS related_seq, 'elr_not_subset_of_replicas' AS rule,
        'violated' AS status, CAST(NULL AS STRING) AS allowance,

@@ -8,27 +8,21 @@
 -- topic id created and not deleted before it. Judged once the history has shown a topic event (a
 -- snapshot lists topics before partitions); allowed when a capture gap lies after the id's last topic
 -- event (or, with none, anywhere before), where the creation may have been lost.
-WITH ordered AS (
-  SELECT cluster_id, seq, kind, topic, coalesce(topic_id, topic) AS tkey, partition, bootstrap, has_before, has_after,
+-- Cost: one window over the PartitionChanges; capture gaps and topic events are few, so they are
+-- matched to the (few) breaks and to the topic id's deletes by joins, not by windows over every event.
+WITH paired AS (
+  SELECT cluster_id, seq, topic, partition, bootstrap, has_before,
          b_replicas, b_isr, b_adding, b_removing, b_elr, b_last_known_elr, b_leader, b_leader_epoch,
          b_partition_epoch, b_recovery,
-         a_replicas, a_isr, a_adding, a_removing, a_elr, a_last_known_elr, a_leader, a_leader_epoch,
-         a_partition_epoch, a_recovery,
-         SUM(CASE WHEN kind = 'CaptureGap' THEN 1 ELSE 0 END)
-           OVER (PARTITION BY cluster_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS gaps
-  FROM events WHERE kind IN ('PartitionChange', 'CaptureGap')
-),
-paired AS (
-  SELECT *,
-         LAG(seq) OVER w AS p_seq, LAG(has_after) OVER w AS p_has_after, LAG(gaps) OVER w AS p_gaps,
+         LAG(seq) OVER w AS p_seq, LAG(has_after) OVER w AS p_has_after,
          LAG(a_replicas) OVER w AS p_replicas, LAG(a_isr) OVER w AS p_isr, LAG(a_adding) OVER w AS p_adding,
          LAG(a_removing) OVER w AS p_removing, LAG(a_elr) OVER w AS p_elr,
          LAG(a_last_known_elr) OVER w AS p_last_known_elr, LAG(a_leader) OVER w AS p_leader,
          LAG(a_leader_epoch) OVER w AS p_leader_epoch, LAG(a_partition_epoch) OVER w AS p_partition_epoch,
          LAG(a_recovery) OVER w AS p_recovery
-  FROM ordered
+  FROM events
   WHERE kind = 'PartitionChange'
-  WINDOW w AS (PARTITION BY cluster_id, tkey, partition ORDER BY seq)
+  WINDOW w AS (PARTITION BY cluster_id, coalesce(topic_id, topic), partition ORDER BY seq)
 ),
 compared AS (
   SELECT *,
@@ -46,40 +40,62 @@ compared AS (
   FROM paired
   WHERE NOT bootstrap AND has_before AND p_seq IS NOT NULL
 ),
-topic_stream AS (
-  SELECT cluster_id, seq, topic, topic_id, partition, 1 AS is_topic, topic_change,
-         CAST(NULL AS BOOLEAN) AS bootstrap, CAST(NULL AS BOOLEAN) AS has_after
-  FROM events WHERE kind = 'TopicChange' AND topic_id IS NOT NULL
-  UNION ALL
-  SELECT cluster_id, seq, topic, topic_id, partition, 0, CAST(NULL AS STRING), bootstrap, has_after
-  FROM events WHERE kind = 'PartitionChange' AND topic_id IS NOT NULL
-),
-topic_versioned AS (
-  SELECT *, SUM(is_topic) OVER (PARTITION BY cluster_id, topic_id ORDER BY seq
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS version
-  FROM topic_stream
-),
-topic_as_of AS (
-  SELECT *,
-         FIRST_VALUE(topic_change) OVER (PARTITION BY cluster_id, topic_id, version ORDER BY seq
-                                         ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS topic_state,
-         FIRST_VALUE(seq) OVER (PARTITION BY cluster_id, topic_id, version ORDER BY seq
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS topic_seq
-  FROM topic_versioned
+breaks AS (
+  SELECT cluster_id, seq, p_seq,
+         CASE WHEN NOT p_has_after THEN 'before_of_deleted_partition' ELSE 'before_differs_from_previous_after' END AS rule,
+         CASE WHEN NOT p_has_after THEN 'no before (partition deleted at related seq)'
+              ELSE concat('before = previous after: leader ', CAST(p_leader AS STRING),
+                          ' le ', CAST(p_leader_epoch AS STRING), ' pe ', CAST(p_partition_epoch AS STRING),
+                          ' isr ', {show(p_isr)}, ' replicas ', {show(p_replicas)},
+                          ' adding ', {show(p_adding)}, ' removing ', {show(p_removing)},
+                          ' elr ', {show(p_elr)}, ' recovery ', p_recovery) END AS expected,
+         concat(topic, '-', CAST(partition AS STRING), ' before: leader ', CAST(b_leader AS STRING),
+                ' le ', CAST(b_leader_epoch AS STRING), ' pe ', CAST(b_partition_epoch AS STRING),
+                ' isr ', {show(b_isr)}, ' replicas ', {show(b_replicas)},
+                ' adding ', {show(b_adding)}, ' removing ', {show(b_removing)},
+                ' elr ', {show(b_elr)}, ' recovery ', b_recovery) AS actual,
+         n_diff
+  FROM compared
+  WHERE n_diff > 0
 ),
 gap_seqs AS (
   SELECT cluster_id, seq FROM events WHERE kind = 'CaptureGap'
 ),
+breaks_judged AS (  -- few rows on either side: a plain range join
+  SELECT b.cluster_id, b.seq, b.p_seq, b.rule, b.expected, b.actual, b.n_diff,
+         MAX(CASE WHEN g.seq IS NULL THEN 0 ELSE 1 END) = 1 AS after_gap
+  FROM breaks b LEFT JOIN gap_seqs g ON g.cluster_id = b.cluster_id AND g.seq > b.p_seq AND g.seq < b.seq
+  GROUP BY b.cluster_id, b.seq, b.p_seq, b.rule, b.expected, b.actual, b.n_diff
+),
+topic_events AS (
+  SELECT cluster_id, seq, topic_id, topic_change,
+         LEAD(seq) OVER (PARTITION BY cluster_id, topic_id ORDER BY seq) AS next_seq
+  FROM events WHERE kind = 'TopicChange' AND topic_id IS NOT NULL
+),
 first_topic AS (
   SELECT cluster_id, MIN(seq) AS first_topic_seq FROM events WHERE kind = 'TopicChange' GROUP BY cluster_id
 ),
+first_of_id AS (
+  SELECT cluster_id, topic_id, MIN(seq) AS first_seq FROM topic_events GROUP BY cluster_id, topic_id
+),
+judged_changes AS (
+  SELECT p.cluster_id, p.seq, p.topic, p.topic_id, p.partition
+  FROM events p JOIN first_topic f ON p.cluster_id = f.cluster_id
+  WHERE p.kind = 'PartitionChange' AND p.topic_id IS NOT NULL AND p.has_after AND NOT p.bootstrap
+    AND f.first_topic_seq < p.seq
+),
 no_live_topic AS (
-  SELECT a.cluster_id, a.seq, a.topic, a.topic_id, a.partition,
-         CASE WHEN a.version = 0 THEN CAST(NULL AS BIGINT) ELSE a.topic_seq END AS topic_seq,
-         CASE WHEN a.version = 0 THEN 'never created' ELSE 'deleted' END AS why
-  FROM topic_as_of a JOIN first_topic f ON a.cluster_id = f.cluster_id
-  WHERE a.is_topic = 0 AND a.has_after AND NOT a.bootstrap AND f.first_topic_seq < a.seq
-    AND (a.version = 0 OR a.topic_state = 'DELETED')
+  -- no event of the topic id before the change
+  SELECT c.cluster_id, c.seq, c.topic, c.topic_id, c.partition, CAST(NULL AS BIGINT) AS topic_seq,
+         'never created' AS why
+  FROM judged_changes c LEFT JOIN first_of_id i ON i.cluster_id = c.cluster_id AND i.topic_id = c.topic_id
+  WHERE i.first_seq IS NULL OR i.first_seq > c.seq
+  UNION ALL
+  -- the id's last topic event before the change deleted it
+  SELECT c.cluster_id, c.seq, c.topic, c.topic_id, c.partition, d.seq, 'deleted'
+  FROM judged_changes c JOIN topic_events d
+    ON d.cluster_id = c.cluster_id AND d.topic_id = c.topic_id AND d.topic_change = 'DELETED'
+       AND d.seq < c.seq AND (d.next_seq IS NULL OR c.seq < d.next_seq)
 ),
 no_live_judged AS (  -- few rows on either side: a plain range join
   SELECT n.cluster_id, n.seq, n.topic, n.topic_id, n.partition, n.topic_seq, n.why,
@@ -88,24 +104,11 @@ no_live_judged AS (  -- few rows on either side: a plain range join
     ON g.cluster_id = n.cluster_id AND g.seq < n.seq AND (n.topic_seq IS NULL OR g.seq > n.topic_seq)
   GROUP BY n.cluster_id, n.seq, n.topic, n.topic_id, n.partition, n.topic_seq, n.why
 )
-SELECT cluster_id, seq, p_seq AS related_seq,
-       CASE WHEN NOT p_has_after THEN 'before_of_deleted_partition' ELSE 'before_differs_from_previous_after' END AS rule,
-       CASE WHEN gaps > p_gaps THEN 'allowed' ELSE 'violated' END AS status,
-       CASE WHEN gaps > p_gaps THEN 'capture gap between the two events' END AS allowance,
-       CASE WHEN NOT p_has_after THEN 'no before (partition deleted at related seq)'
-            ELSE concat('before = previous after: leader ', CAST(p_leader AS STRING),
-                        ' le ', CAST(p_leader_epoch AS STRING), ' pe ', CAST(p_partition_epoch AS STRING),
-                        ' isr ', {show(p_isr)}, ' replicas ', {show(p_replicas)},
-                        ' adding ', {show(p_adding)}, ' removing ', {show(p_removing)},
-                        ' elr ', {show(p_elr)}, ' recovery ', p_recovery) END AS expected,
-       concat(topic, '-', CAST(partition AS STRING), ' before: leader ', CAST(b_leader AS STRING),
-              ' le ', CAST(b_leader_epoch AS STRING), ' pe ', CAST(b_partition_epoch AS STRING),
-              ' isr ', {show(b_isr)}, ' replicas ', {show(b_replicas)},
-              ' adding ', {show(b_adding)}, ' removing ', {show(b_removing)},
-              ' elr ', {show(b_elr)}, ' recovery ', b_recovery) AS actual,
-       CAST(n_diff AS BIGINT) AS magnitude
-FROM compared
-WHERE n_diff > 0
+SELECT cluster_id, seq, p_seq AS related_seq, rule,
+       CASE WHEN after_gap THEN 'allowed' ELSE 'violated' END AS status,
+       CASE WHEN after_gap THEN 'capture gap between the two events' END AS allowance,
+       expected, actual, CAST(n_diff AS BIGINT) AS magnitude
+FROM breaks_judged
 UNION ALL
 SELECT cluster_id, seq, topic_seq, 'partition_change_without_live_topic',
        CASE WHEN after_gap THEN 'allowed' ELSE 'violated' END,

@@ -43,28 +43,21 @@ probes AS (
   UNION ALL
   SELECT cluster_id, seq, 'cluster:', 3 FROM candidates
 ),
-stream AS (
-  SELECT cluster_id, seq, scope, 1 AS is_config, value, 0 AS level FROM configs
-  UNION ALL
-  SELECT cluster_id, seq, scope, 0, CAST(NULL AS STRING), level FROM probes
+config_versions AS (  -- each value with the seq of the scope's next one (config changes are few)
+  SELECT cluster_id, seq, scope, value,
+         LEAD(seq) OVER (PARTITION BY cluster_id, scope ORDER BY seq) AS next_seq
+  FROM configs
 ),
-versioned AS (
-  SELECT *, SUM(is_config) OVER (PARTITION BY cluster_id, scope ORDER BY seq
-                                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS version
-  FROM stream
-),
-as_of AS (
-  SELECT *,
-         FIRST_VALUE(value) OVER (PARTITION BY cluster_id, scope, version ORDER BY seq
-                                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS value_asof,
-         FIRST_VALUE(seq) OVER (PARTITION BY cluster_id, scope, version ORDER BY seq
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS config_seq
-  FROM versioned
+as_of AS (  -- each probe with its scope's value as of the election, where the scope has one
+  SELECT p.cluster_id, p.seq, p.level, v.value AS value_asof, v.seq AS config_seq
+  FROM probes p JOIN config_versions v
+    ON v.cluster_id = p.cluster_id AND v.scope = p.scope AND v.seq < p.seq
+       AND (v.next_seq IS NULL OR p.seq < v.next_seq)
 ),
 resolved AS (
   -- the most specific level with a value (a deleted key, value NULL, falls through)
   SELECT cluster_id, seq, MIN(level) AS level
-  FROM as_of WHERE is_config = 0 AND version > 0 AND value_asof IS NOT NULL
+  FROM as_of WHERE value_asof IS NOT NULL
   GROUP BY cluster_id, seq
 ),
 effective AS (
@@ -72,7 +65,7 @@ effective AS (
          CASE WHEN r.level IS NOT NULL AND lower(trim(a.value_asof)) = 'true' THEN 1 ELSE 0 END AS allowed
   FROM candidates c
   LEFT JOIN resolved r ON c.cluster_id = r.cluster_id AND c.seq = r.seq
-  LEFT JOIN as_of a ON a.cluster_id = r.cluster_id AND a.seq = r.seq AND a.level = r.level AND a.is_config = 0
+  LEFT JOIN as_of a ON a.cluster_id = r.cluster_id AND a.seq = r.seq AND a.level = r.level
 ),
 described AS (
   SELECT *,

@@ -2,33 +2,29 @@
 -- with the ISR of the partition's latest state before the sample. A replica that did not answer
 -- (LEO -1), or that the sample does not list, is not evidence. The sampler reads HW first and
 -- LEOs after, so a healthy partition cannot look violated.
+-- Cost: one window pass per partition in seq order gives each sample the seq of the state it was taken
+-- in (a running maximum, seq rising); that state's ISR is fetched by key.
+-- Cost: one window pass per partition in seq order, over keys only, gives each sample the seq of the
+-- state it was taken in (a running maximum, seq rising); the sample and that state's ISR are fetched by key.
 WITH stream AS (
-  SELECT cluster_id, seq, topic, partition, 1 AS is_state,
-         CASE WHEN has_after THEN a_isr END AS isr,
-         CAST(NULL AS BIGINT) AS hw, CAST(NULL AS INT) AS s_leader,
-         {null_ints()} AS s_replicas, {null_longs()} AS s_leos
-  FROM events WHERE kind = 'PartitionChange'
+  SELECT cluster_id, seq, topic, partition, 1 AS is_state FROM events WHERE kind = 'PartitionChange'
   UNION ALL
-  SELECT cluster_id, seq, topic, partition, 0, {null_ints()}, s_hw, s_leader, s_replicas, s_leos
-  FROM events WHERE kind = 'OffsetSample'
-),
-versioned AS (
-  SELECT *, SUM(is_state) OVER (PARTITION BY cluster_id, topic, partition ORDER BY seq
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS version
-  FROM stream
+  SELECT cluster_id, seq, topic, partition, 0 FROM events WHERE kind = 'OffsetSample' AND s_hw >= 0
 ),
 as_of AS (
-  SELECT *,
-         FIRST_VALUE(isr) OVER (PARTITION BY cluster_id, topic, partition, version ORDER BY seq
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS isr_asof,
-         FIRST_VALUE(seq) OVER (PARTITION BY cluster_id, topic, partition, version ORDER BY seq
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS state_seq
-  FROM versioned
+  SELECT cluster_id, seq, is_state,
+         MAX(CASE WHEN is_state = 1 THEN seq END)
+           OVER (PARTITION BY cluster_id, topic, partition ORDER BY seq
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS state_seq
+  FROM stream
 ),
 samples AS (
-  SELECT cluster_id, seq, topic, partition, hw, s_leader, s_replicas, s_leos, isr_asof, state_seq
-  FROM as_of
-  WHERE is_state = 0 AND version > 0 AND isr_asof IS NOT NULL AND hw >= 0
+  SELECT smp.cluster_id, smp.seq, smp.topic, smp.partition, smp.s_hw AS hw, smp.s_leader, smp.s_replicas,
+         smp.s_leos, st.a_isr AS isr_asof, a.state_seq
+  FROM as_of a
+  JOIN events st ON st.cluster_id = a.cluster_id AND st.seq = a.state_seq
+  JOIN events smp ON smp.cluster_id = a.cluster_id AND smp.seq = a.seq
+  WHERE a.is_state = 0 AND st.has_after AND st.a_isr IS NOT NULL
 ),
 per_replica AS (
   SELECT cluster_id, seq, topic, partition, hw, s_leader, isr_asof, state_seq,

@@ -1,0 +1,179 @@
+"""Per-query check benchmark (not a test): each invariant's SQL at a base revision against the working tree's.
+
+Loads one simulated history (bench/replay.py's, as bench/checks.py makes them) into an in-memory DuckDB
+`events` table once, then runs, per invariant, the base revision's query and the current one, alternating
+for --rounds rounds (the machine is shared: old and new are measured under the same load), and checks that
+both return the same rows (sorted). The loaded table is cached as a DuckDB file next to the history so a
+rerun skips the decode.
+
+    .venv/bin/python bench/checks_queries.py --events 1000000 --keep /work/bench-data
+    .venv/bin/python bench/checks_queries.py --events 10000000 --keep /work/bench-data --only state_continuity
+    .venv/bin/python bench/checks_queries.py --events 1000000 --keep /work/bench-data --explain state_continuity
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import duckdb  # noqa: E402
+
+from checks.catalog import BY_NAME, NAMES, wrapped_sql  # noqa: E402
+from checks.dialect import expand  # noqa: E402
+from checks.duckdb_engine import DuckDBEngine, sort_key  # noqa: E402
+from checks.inputs import archives_to_arrow, resolve  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def base_sql(name: str, rev: str) -> str:
+    """wrapped_sql(name, 'duckdb') as it was at `rev`."""
+    rel = BY_NAME[name].sql_path.relative_to(ROOT)
+    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{rel}"], check=True, capture_output=True,
+                          text=True).stdout
+    current = expand(BY_NAME[name].sql_path.read_text(), "duckdb")
+    return wrapped_sql(name, "duckdb").replace(current, expand(text, "duckdb"))
+
+
+def load(root: Path, events: int, threads: int) -> DuckDBEngine:
+    archive = root / f"sim-{events}"
+    if not (archive / "COMPLETE").exists():
+        sys.exit(f"{archive}: no COMPLETE history; make it with bench/checks.py --events {events} --keep {root}")
+    cache = root / f"sim-{events}.events.duckdb"
+    t = time.perf_counter()
+    if cache.exists():
+        con = duckdb.connect(":memory:", config={"threads": threads, "autoinstall_known_extensions": False,
+                                                  "autoload_known_extensions": False})
+        con.execute(f"ATTACH '{cache}' AS cached (READ_ONLY)")
+        con.execute("CREATE TABLE events AS SELECT * FROM cached.events ORDER BY rowid")
+        con.execute("DETACH cached")
+        eng = DuckDBEngine(con)
+    else:
+        table = archives_to_arrow(list(resolve([archive]).archives))
+        eng = DuckDBEngine.from_arrow(table, threads=threads)
+        eng.con.execute(f"ATTACH '{cache}.tmp' AS cached")
+        eng.con.execute("CREATE TABLE cached.events AS SELECT * FROM events")
+        eng.con.execute("DETACH cached")
+        os.replace(f"{cache}.tmp", cache)
+    n = eng.con.execute("SELECT count(*) FROM events").fetchone()[0]
+    print(f"loaded {n:,} events in {time.perf_counter() - t:.1f} s", flush=True)
+    return eng
+
+
+def load_cases(threads: int) -> DuckDBEngine:
+    """Every handmade history of tests/checks/cases.py in one table (one cluster id each): rows to compare."""
+    from schemas import flat
+    from schemas.codec import to_avro
+    from tests.checks.cases import CLEAN, VIOLATING
+
+    histories = [make(case) for case, (_, make) in sorted(VIOLATING.items())]
+    histories += [make(case) for case, make in sorted(CLEAN.items())]
+    rows = [flat.flatten(to_avro(e)) for h in histories for e in h.chained()]
+    return DuckDBEngine.from_arrow(flat.to_arrow(rows), threads=threads)
+
+
+def perturb(con: duckdb.DuckDBPyConnection, one_in: int) -> None:
+    """Drop one in `one_in` events of the kinds the checks follow, chosen by seq (deterministic), and turn
+    a few more into CaptureGaps: a history with breaks of every kind, so that equal rows mean something."""
+    con.execute(f"DELETE FROM events WHERE kind IN ('PartitionChange', 'BrokerChange', 'TopicChange', 'OffsetSample') "
+                f"AND hash(seq) % {one_in} = 0")
+    con.execute(f"UPDATE events SET kind = 'CaptureGap' WHERE kind = 'PartitionChange' AND hash(seq) % {one_in * 20} = 1")
+    print(f"perturbed: {con.execute('SELECT count(*) FROM events').fetchone()[0]:,} events left", flush=True)
+
+
+def run(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[float, list]:
+    t = time.perf_counter()
+    rows = con.execute(sql).fetchall()
+    return time.perf_counter() - t, sorted(rows, key=sort_key)
+
+
+def explain(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """The query's operators, slowest first (DuckDB's JSON profile, flattened: the tree is too wide to read)."""
+    import json
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        con.execute("PRAGMA enable_profiling='json'")
+        con.execute(f"PRAGMA profiling_output='{f.name}'")
+        t = time.perf_counter()
+        con.execute(sql).fetchall()
+        wall = time.perf_counter() - t
+        con.execute("PRAGMA disable_profiling")
+        prof = json.loads(Path(f.name).read_text())
+    ops = []
+
+    def walk(node: dict, depth: int) -> None:
+        extra = node.get("extra_info") or {}
+        info = "; ".join(f"{k}={' '.join(str(v).split())[:90]}" for k, v in extra.items()
+                         if k not in ("Estimated Cardinality",))
+        ops.append((node.get("timing", 0.0), depth, node.get("type", "?"), node.get("intermediate_rows", 0), info))
+        for c in node.get("children", []):
+            walk(c, depth + 1)
+
+    for top in prof.get("operator", []):
+        walk(top, 0)
+    print(f"wall {wall:.2f} s; operators by time:")
+    for timing, depth, name, card, info in sorted(ops, key=lambda o: -o[0])[:25]:
+        print(f"  {timing:7.2f} s  d{depth:<2} {name:<22} {card:>10,}  {info[:160]}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--keep", type=Path, default=Path("/work/bench-data"), help="bench/checks.py's --keep directory")
+    ap.add_argument("--base", default="472d16e", help="git revision of the queries to compare against")
+    ap.add_argument("--only", action="append", choices=NAMES, help="invariant (repeatable); default all")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--new-only", action="store_true", help="time the current queries only (no comparison)")
+    ap.add_argument("--explain", metavar="NAME", action="append", choices=NAMES,
+                    help="profile the current query: its operators, slowest first (repeatable)")
+    ap.add_argument("--cases", action="store_true", help="the handmade test histories instead of a simulated one")
+    ap.add_argument("--perturb", type=int, metavar="N", default=0,
+                    help="drop one in N events first (and make some CaptureGaps): violations to compare")
+    args = ap.parse_args()
+    eng = load_cases(args.threads) if args.cases else load(args.keep, args.events, args.threads)
+    if args.perturb:
+        perturb(eng.con, args.perturb)
+    con = eng.con
+    if args.explain:
+        for name in args.explain:
+            print(f"== {name}")
+            explain(con, wrapped_sql(name, "duckdb"))
+        return
+    names = args.only or list(NAMES)
+    total_old = total_new = 0.0
+    all_equal = True
+    print(f"load average {os.getloadavg()[0]:.1f}; base {args.base}; {args.rounds} round(s), best of each")
+    print(f"{'invariant':<28} {'base s':>8} {'new s':>8} {'rows':>9}  equal")
+    for name in names:
+        old_sql, new_sql = base_sql(name, args.base), wrapped_sql(name, "duckdb")
+        olds, news, equal, n_rows = [], [], True, 0
+        for _ in range(args.rounds):
+            if not args.new_only:
+                t_old, rows_old = run(con, old_sql)
+                olds.append(t_old)
+            t_new, rows_new = run(con, new_sql)
+            news.append(t_new)
+            n_rows = len(rows_new)
+            if not args.new_only:
+                equal = equal and rows_old == rows_new
+            del rows_new
+        best_old = min(olds) if olds else float("nan")
+        best_new = min(news)
+        total_old += best_old if olds else 0
+        total_new += best_new
+        all_equal = all_equal and equal
+        print(f"{name:<28} {best_old:8.2f} {best_new:8.2f} {n_rows:9,}  {equal if olds else '-'}", flush=True)
+    print(f"{'total':<28} {total_old:8.2f} {total_new:8.2f}            {all_equal}")
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    eng.close()
+
+
+if __name__ == "__main__":
+    main()
