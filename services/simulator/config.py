@@ -33,10 +33,15 @@ class SimConfig:
     mean_gap_ms: float = 40.0  # mean time between controller decisions / samples
     max_down_brokers: int | None = None  # default max(1, brokers // 4)
     topic_churn: bool = True  # create and delete topics while running
+    # a ZooKeeper-mode cluster's history (services/simulator/journal.py): no metadata.version, brokers
+    # registered or gone; every check runs with its ZooKeeper exemptions
+    zookeeper: bool = False
 
     def __post_init__(self) -> None:
         if self.replication_factor > self.brokers:
             raise ValueError(f"replication factor {self.replication_factor} > brokers {self.brokers}")
+        if self.zookeeper and self.elr:
+            raise ValueError("a ZooKeeper-mode cluster has no ELR")
         if self.elr and self.metadata_version < 23:
             raise ValueError("ELR needs metadata_version >= 23 (4.0-IV1)")
         if self.events < 1 or self.topics < 1 or self.partitions < 1:

@@ -4,22 +4,33 @@ Every metadata record gets the next simulated metadata log offset (index 0, or 0
 events one record expands to, e.g. a topic deletion); offset samples are not records, so they carry
 the offset current when sampled and a running index after it, which keeps event ids unique.
 The offset also skips ahead with time, as the controller's periodic NoOpRecords do.
+
+With `zookeeper`, events come out as a ZooKeeper-mode cluster's history would carry them: sourced
+ZOOKEEPER, no metadata.version, and brokers that are only registered or gone (a fence is the broker's
+znode going, an unfence its registration; a fenced registration and a controlled shutdown leave no
+znode change). Every check then runs with its ZooKeeper exemptions. The znode split of a partition's
+state (assignment and LeaderAndIsr written apart) is not modelled: handmade cases cover it.
 """
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from collections import deque
 
 from hashlib import sha256
 
-from schemas.events import ControllerEvent, Payload, SourceKind, SourcePosition
+from schemas.chain import event_id
+from schemas.events import (
+    BrokerChange, BrokerChangeKind, ControllerEvent, FeatureLevelChange, Payload, SourceKind, SourcePosition,
+)
 
 _SIM = SourceKind.SIMULATOR
 NOOP_INTERVAL_MS = 500  # metadata.max.idle.interval.ms: a NoOpRecord per half second of quiet
 
 
 class Journal:
-    def __init__(self, cluster_id: str, rng: random.Random, start_time_ms: int, metadata_version: int) -> None:
+    def __init__(self, cluster_id: str, rng: random.Random, start_time_ms: int, metadata_version: int,
+                 zookeeper: bool = False) -> None:
         self.cluster_id = cluster_id
         self.rng = rng
         self.time_ms = start_time_ms
@@ -28,7 +39,9 @@ class Journal:
         self.seq = 0  # events created so far = seq of the next one
         self.controller_id = -1
         self.controller_epoch = -1
-        self.metadata_version = metadata_version
+        self.metadata_version: int | None = None if zookeeper else metadata_version
+        self.zookeeper = zookeeper
+        self.kind = SourceKind.ZOOKEEPER if zookeeper else _SIM
         self.out: deque[ControllerEvent] = deque()
         self._idle_ms = 0
         self._id_prefix = f"{cluster_id}|{SourceKind.SIMULATOR.value}|"
@@ -50,20 +63,42 @@ class Journal:
                controller: tuple[int, int] | None = None) -> ControllerEvent:
         """A metadata record's event. `new_offset=False` for the 2nd.. events of one record."""
         offset = self.next_offset() if new_offset else self.offset
-        return self._emit(SourcePosition(_SIM, offset, index), payload, controller)
+        return self._emit(SourcePosition(self.kind, offset, index), payload, controller)
 
     def sample(self, payload: Payload) -> ControllerEvent:
         self.sample_index += 1
-        return self._emit(SourcePosition(_SIM, max(self.offset, 0), self.sample_index), payload, None)
+        return self._emit(SourcePosition(self.kind, max(self.offset, 0), self.sample_index), payload, None)
 
     def _emit(self, src: SourcePosition, payload: Payload, controller: tuple[int, int] | None) -> ControllerEvent:
         cid, cepoch = controller if controller is not None else (self.controller_id, self.controller_epoch)
-        # = schemas.chain.event_id(cluster_id, src) for a simulator position (tested), without the
-        # generic formatting.
-        eid = sha256(f"{self._id_prefix}{src.offset}|{src.index}|None|None|None".encode()).hexdigest()[:32]
-        e = ControllerEvent(eid, self.cluster_id, self.seq, src, self.time_ms,
-                            self.time_ms + 3 + int(self.rng.random() * 40), cid, cepoch, payload,
+        captured = self.time_ms + 3 + int(self.rng.random() * 40)  # drawn for every decision, shown or not
+        if self.zookeeper:
+            zk_payload = _as_zookeeper(payload)
+            if zk_payload is None:  # nothing a ZooKeeper-mode cluster would show: not emitted
+                return ControllerEvent("", self.cluster_id, -1, src, self.time_ms, self.time_ms, cid, cepoch, payload)
+            payload = zk_payload
+            eid = event_id(self.cluster_id, src)
+        else:
+            # = schemas.chain.event_id(cluster_id, src) for a simulator position (tested), without the
+            # generic formatting.
+            eid = sha256(f"{self._id_prefix}{src.offset}|{src.index}|None|None|None".encode()).hexdigest()[:32]
+        e = ControllerEvent(eid, self.cluster_id, self.seq, src, self.time_ms, captured, cid, cepoch, payload,
                             self.metadata_version)  # positional: twice as fast for frozen dataclasses
         self.seq += 1
         self.out.append(e)
         return e
+
+
+def _as_zookeeper(payload: Payload) -> Payload | None:
+    """The payload as a ZooKeeper-mode history carries it, or None when such a cluster shows nothing."""
+    if isinstance(payload, FeatureLevelChange):
+        return None
+    if not isinstance(payload, BrokerChange):
+        return payload
+    live = lambda s: s is not None and not s.fenced  # noqa: E731  (ZooKeeper: registered = live)
+    before = replace(payload.before, in_controlled_shutdown=False) if live(payload.before) else None
+    after = replace(payload.after, in_controlled_shutdown=False) if live(payload.after) else None
+    if (before is None) == (after is None):
+        return None  # a fenced registration, a controlled shutdown, a fence of a fenced broker
+    kind = BrokerChangeKind.REGISTERED if after is not None else BrokerChangeKind.UNREGISTERED
+    return BrokerChange(payload.broker_id, kind, before, after)

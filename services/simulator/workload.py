@@ -75,7 +75,8 @@ class Simulator:
     def __init__(self, config: SimConfig) -> None:
         self.cfg = config
         self.rng = random.Random(config.seed)
-        self.j = Journal(config.cluster, self.rng, config.start_time_ms, config.metadata_version)
+        self.j = Journal(config.cluster, self.rng, config.start_time_ms, config.metadata_version,
+                         zookeeper=config.zookeeper)
         self.mv = config.metadata_version
         self.elr = config.elr
         self.brokers: dict[int, Broker] = {}

@@ -52,6 +52,18 @@ def injected_elr(tmp_path_factory):
     return out, result
 
 
+# A ZooKeeper-mode cluster's history (SimConfig.zookeeper): sourced ZOOKEEPER, no metadata.version, brokers
+# registered or gone, so every check runs with its ZooKeeper exemptions, which must hide no breach.
+@pytest.fixture(scope="module")
+def injected_zk(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sim-injected-zk")
+    rng = random.Random(4244)
+    inject = [(name, rng.randrange(500, EVENTS - 500)) for name in sim.BREACHES for _ in range(PER_INVARIANT)]
+    result = sim.simulate_to_archive(out, sim.SimConfig(seed=4244, events=EVENTS, zookeeper=True), inject)
+    assert not result.not_injected
+    return out, result
+
+
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory):
     out = tmp_path_factory.mktemp("sim-clean")
@@ -59,6 +71,8 @@ def clean(tmp_path_factory):
         sim.simulate_to_archive(out, sim.SimConfig(seed=seed, events=CLEAN_EVENTS))
     for seed in CLEAN_SEEDS[:5]:
         sim.simulate_to_archive(out, elr_config(seed + 500, CLEAN_EVENTS))
+    for seed in CLEAN_SEEDS[:5]:
+        sim.simulate_to_archive(out, sim.SimConfig(seed=seed + 700, events=CLEAN_EVENTS, zookeeper=True))
     return out
 
 
@@ -129,10 +143,20 @@ def test_duckdb_detects_every_elr_breach(injected_elr, capsys):
         assert len(seqs) >= 3, (rule, seqs)
 
 
+def test_duckdb_detects_every_breach_in_a_zookeeper_mode_history(injected_zk, capsys):
+    out, result = injected_zk
+    eng = _duck(out)
+    try:
+        assert eng.con.execute("SELECT DISTINCT source_kind FROM events").fetchall() == [("ZOOKEEPER",)]
+        _check_engine(eng, result, capsys, f"DuckDB, ZooKeeper-mode history, {result.events} events, seed 4244")
+    finally:
+        eng.close()
+
+
 def test_duckdb_clean_seeds_report_nothing(clean):
     eng = _duck(clean)
     try:
-        assert len(eng.clusters()) == len(CLEAN_SEEDS) + 5
+        assert len(eng.clusters()) == len(CLEAN_SEEDS) + 10
         rows = eng.violations(NAMES)
         assert [r for r in rows if r[5] == "violated"] == []
         assert Counter(r[0] for r in rows)  # allowed unclean elections do occur
@@ -141,10 +165,10 @@ def test_duckdb_clean_seeds_report_nothing(clean):
 
 
 @pytest.mark.spark
-def test_spark_detects_the_same(injected, injected_elr, clean, spark, capsys):
+def test_spark_detects_the_same(injected, injected_elr, injected_zk, clean, spark, capsys):
     from checks.spark_engine import SparkEngine
 
-    for out, result in (injected, injected_elr):
+    for out, result in (injected, injected_elr, injected_zk):
         duck = _duck(out)
         try:
             want = duck.violations(NAMES)

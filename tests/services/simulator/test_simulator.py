@@ -54,6 +54,24 @@ def test_exact_length_and_envelope():
     assert events[1].payload == FeatureLevelChange("metadata.version", 21)
 
 
+def test_zookeeper_mode_history_shows_what_a_zookeeper_cluster_would():
+    """Sourced ZOOKEEPER, no metadata.version (and no feature record), brokers only registered (live) or gone;
+    the same decisions as the KRaft-shaped run of the seed, the broker states aside."""
+    zk = list(simulate(SimConfig(seed=5, events=3000, zookeeper=True)))
+    kraft = list(simulate(SimConfig(seed=5, events=6000)))
+    assert [e.seq for e in zk] == list(range(3000))
+    assert {e.source.kind for e in zk} == {SourceKind.ZOOKEEPER} and {e.metadata_version for e in zk} == {None}
+    assert all(e.event_id == event_id(e.cluster_id, e.source) for e in zk)
+    assert not any(isinstance(e.payload, FeatureLevelChange) for e in zk)
+    brokers = [e.payload for e in zk if isinstance(e.payload, BrokerChange)]
+    assert {b.kind for b in brokers} == {BrokerChangeKind.REGISTERED, BrokerChangeKind.UNREGISTERED}
+    assert all((b.after is None) == (b.kind is BrokerChangeKind.UNREGISTERED) for b in brokers)
+    assert all(not b.after.fenced and not b.after.in_controlled_shutdown for b in brokers if b.after)
+    changes = lambda es: [e.payload for e in es if isinstance(e.payload, PartitionChange)]  # noqa: E731
+    assert changes(zk) == changes(kraft)[:len(changes(zk))]
+    assert Checker().run(zk).violations == []
+
+
 def test_same_seed_same_history_other_seed_other_history(tmp_path):
     a = simulate_to_archive(tmp_path / "a", SimConfig(seed=11, events=4000), fsync=False)
     b = simulate_to_archive(tmp_path / "b", SimConfig(seed=11, events=4000), fsync=False)
