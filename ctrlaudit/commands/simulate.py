@@ -42,6 +42,9 @@ def register(app: typer.Typer) -> None:
         cluster_id: str = typer.Option(None, "--cluster-id", help="Default: sim-<seed>."),
         inject: list[str] = typer.Option([], "--inject", help="Breach NAME@EVENT_INDEX (repeatable)."),
         truth: Path = typer.Option(None, "--truth", help="Write the injected breaches (ground truth) as JSON."),
+        zookeeper: bool = typer.Option(False, "--zookeeper",
+                                       help="A ZooKeeper-mode cluster's history: sourced ZOOKEEPER, no "
+                                            "metadata.version, brokers registered or gone."),
         json_path: Path = JSON_OUT,
     ) -> None:
         """Simulate Kafka's controller (placement, elections, ISR, reassignments, failover, HW/LEO)."""
@@ -51,7 +54,7 @@ def register(app: typer.Typer) -> None:
         try:
             config = SimConfig(seed=seed, events=events, brokers=brokers, racks=racks, topics=topics,
                                partitions=partitions, replication_factor=replication_factor,
-                               metadata_version=metadata_version, cluster_id=cluster_id)
+                               metadata_version=metadata_version, cluster_id=cluster_id, zookeeper=zookeeper)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         from services.archive.writer import refuse_non_empty
