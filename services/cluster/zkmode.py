@@ -17,7 +17,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from . import config
+from . import config, migration
 from .manager import SERVER_JVM_OPTS, ClusterError, KafkaCluster, _Quiet, port_free
 
 ZK_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
@@ -140,6 +140,11 @@ class ZkKafkaCluster(KafkaCluster):
             raise ClusterError(f"ZooKeeper mode needs Kafka 3.x (3.9 is the last with it), not {self.version}")
         self.zookeeper = ZooKeeperServer(self.dir / "zookeeper", self.settings.base_port + 1,
                                          snap_count=snap_count)
+        migration.attach(self)  # a cluster migrated (in part) earlier: its KRaft controller, its brokers' mode
+
+    def migrate_to_kraft(self, until: str = "finalize", *, timeout: float = 180) -> list[str]:
+        """The KIP-866 migration's steps not done yet, up to ``until`` (services/cluster/migration.py)."""
+        return migration.Migration(self, timeout=timeout).run(until)
 
     @property
     def zookeeper_connect(self) -> str:
