@@ -120,3 +120,30 @@ def test_a_log_without_the_migration_is_refused(tmp_path):
     assert norm.cut_at is None
     with pytest.raises(BadImport, match="starts with a snapshot at offset 5"):
         norm.begin_snapshot(5)
+
+
+def _cli_inputs(tmp_path, cluster_id: str):
+    import shutil
+    from pathlib import Path
+    zk = tmp_path / "zk" / "version-2"
+    zk.mkdir(parents=True)
+    shutil.copy(Path(__file__).parents[1] / "zookeeper" / "data" / "log.1", zk / "log.1")  # a real, unmigrated log
+    log, _, _ = _metadata_log(tmp_path)
+    (log.parent.parent / "meta.properties").write_text(f"version=1\ncluster.id={cluster_id}\nnode.id=3000\n")
+    return log.parent, zk.parent
+
+
+def test_cli_two_clusters_and_a_log_without_the_claim_are_one_line_each(tmp_path):
+    from services.normalize.zk_offline import cluster_id_of_zk
+    from tests.ctrlaudit.conftest import run
+
+    meta, zk = _cli_inputs(tmp_path, "someOtherClusterIdAAAA")
+    done = run("import", "kraft", str(meta), "--zookeeper-data", str(zk), "--out", str(tmp_path / "a"))
+    assert done.exit_code != 0 and "Traceback" not in done.output
+    assert len(done.output.strip().splitlines()) == 1 and "two clusters" in done.output, done.output
+    (meta.parent / "meta.properties").write_text(f"version=1\ncluster.id={cluster_id_of_zk([zk])}\nnode.id=3000\n")
+    done = run("import", "kraft", str(meta), "--zookeeper-data", str(zk), "--out", str(tmp_path / "b"))
+    assert done.exit_code != 0 and "Traceback" not in done.output
+    assert len(done.output.strip().splitlines()) == 1, done.output
+    assert "no KRaft controller's claim of /controller" in done.output
+    assert not any((tmp_path / "b").rglob("*.avro"))  # nothing written of a history that could not be followed
