@@ -97,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"active controller: {cluster.active_controller()}")
             except ClusterError as e:
                 print(f"active controller: unknown ({e})")
+            for i, n in cluster.extra_nodes.items():
+                print(f"KRaft controller {i}: {'running' if cluster.is_running(i) else 'stopped'} "
+                      f"127.0.0.1:{n.controller_port} (migration steps done: {', '.join(steps_done(cluster))})")
             if a.mode == "zk":
                 print(f"zookeeper: {'running' if cluster.zookeeper.is_running() else 'stopped'} "
                       f"{cluster.zookeeper_connect} (transaction logs in {cluster.zookeeper.txn_dir})")
