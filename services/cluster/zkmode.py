@@ -180,7 +180,13 @@ class ZkKafkaCluster(KafkaCluster):
 
     def active_controller(self, *, via_tool: bool = False) -> int:
         """The broker holding ``/controller``: read from ZooKeeper itself (``via_tool``: ZooKeeperMain
-        ``get /controller``) or as the brokers report it in a Metadata response."""
+        ``get /controller``) or as the brokers report it in a Metadata response. Once a migration's controller took
+        over, its quorum's leader (KRaft brokers name a random broker in Metadata responses, KIP-590)."""
+        if "brokers" in migration.steps_done(self) and not via_tool:
+            leader = self.quorum_state(migration.CONTROLLER_ID).get("leaderId", -1)
+            if leader is None or leader < 0 or not self.is_running(migration.CONTROLLER_ID):
+                raise ClusterError("the KRaft controller quorum has no leader")
+            return leader
         if via_tool:
             import json
             res = self.tool("zookeeper-shell", "-server", self.zookeeper_connect, "get", "/controller",

@@ -48,7 +48,10 @@ def test_steps_in_order_and_describe_after_each(tmp_path):
             if step == "brokers":
                 # the KRaft controller claimed ZooKeeper's /controller and copied the metadata
                 assert _zk_get(c, "/controller")["brokerid"] == CONTROLLER_ID
+                assert c.active_controller() == CONTROLLER_ID  # its quorum's leader from here on
                 assert m.migration_log_line() is not None
+            elif step == "controller":
+                assert c.active_controller(via_tool=True) == zk_controller  # waiting: the brokers still decide
             if step in ("brokers", "kraft-brokers"):
                 c.create_topic(f"mig-{step}", 1, 3)  # served by the KRaft controller, written to ZooKeeper too
                 zk = _zk_get(c, f"/brokers/topics/mig-{step}")
