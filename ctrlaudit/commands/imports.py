@@ -81,14 +81,20 @@ def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_
     cluster = cluster_id or migration_cluster_id([Path(p) for p in paths], [Path(p) for p in zookeeper_data]) \
         or "unknown-cluster"
     last = continuation(out, cluster)
-    events = import_migrated_events(paths, zookeeper_data, cluster, on_error.value, node_id, zk_report, report)
+    cut: dict = {}
+    events = import_migrated_events(paths, zookeeper_data, cluster, on_error.value, node_id, zk_report, report, cut)
     files, writer = _append(out, cluster, events, last)
     said = Output(json_path)
     said.say(f"cluster {cluster}: {zk_report.records:,} ZooKeeper transactions from {len(zk_report.files)} log(s) "
              f"up to the KRaft controller's claim, then {report.records:,} metadata records from "
              f"{len(report.files)} file(s) -> {zk_report.events + report.events:,} events in {len(files)} archive "
              f"file(s) under {out}")
-    said.say("migration checked: its records restate ZooKeeper's state; later ZooKeeper writes (dual-writes) not read")
+    n = cut["compared"]
+    said.say(f"migration checked: its transaction (ending at offset {cut['offset']}) restates ZooKeeper's state at the "
+             f"claim (zxid {cut['claim_zxid']:#x}): {n['topics']} topic(s), {n['partitions']} partition(s), "
+             f"{n['topic_configs']} topic config(s) equal")
+    said.say(f"cutover: controller {cut['kraft_controller']}, ZooKeeper epoch {cut['zookeeper_epoch']} -> KRaft epoch "
+             f"{cut['kraft_epoch']}; later ZooKeeper writes (dual-writes) not read")
     for gap in zk_report.gaps + report.gaps:
         said.say(f"capture gap: {gap}")
     if zk_report.partial_tail or report.partial_tail:
@@ -96,6 +102,7 @@ def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_
     summary = _summary(cluster, out, report, files, last)
     summary["zookeeper"] = {"transactions": zk_report.records, "files_read": zk_report.files,
                             "events": zk_report.events, "gaps": zk_report.gaps}
+    summary["cutover"] = cut
     said.json(lambda: summary)
 
 

@@ -73,10 +73,12 @@ class MigratedKRaftNormalizer(KRaftNormalizer):
         self.zookeeper = zookeeper
         self.claim_zxid = claim_zxid
         self.cut_at: int | None = None  # offset of the migration transaction's EndTransactionRecord
+        self.cut_epoch = -1  # the KRaft quorum's leader epoch then
         self.held_back = 0  # events of the records before the cutover (applied, not emitted)
         self._in_migration = False
         self._state: int | None = None
         self._offsets: dict[tuple, int] = {}  # what the migration restated -> its record's offset
+        self.compared: dict[str, int] = {}  # what was found equal: topics, partitions, topic configs
 
     def begin_snapshot(self, end_offset: int) -> None:
         if self.cut_at is None:
@@ -106,7 +108,7 @@ class MigratedKRaftNormalizer(KRaftNormalizer):
                 raise BadImport(f"the migration transaction ending at offset {record.offset} sets no "
                                 f"ZkMigrationState MIGRATION (it says {self._state})")
             self._compare(record.offset)
-            self.cut_at = record.offset
+            self.cut_at, self.cut_epoch = record.offset, self.image.epoch
             return self._cutover(record)
         return []
 
@@ -132,6 +134,8 @@ class MigratedKRaftNormalizer(KRaftNormalizer):
         if problems:
             more = f" (and {len(problems) - 1} more difference(s))" if len(problems) > 1 else ""
             raise MigrationMismatch(f"migration check failed: {problems[0]}{more}")
+        self.compared = {"topics": len(kr.topic_names), "partitions": len(kr.partitions),
+                         "topic_configs": len(topic_configs)}
 
     def _cutover(self, end: MetadataRecord) -> list[ControllerEvent]:
         zk, kr = self.zookeeper.image, self.image
@@ -148,8 +152,11 @@ class MigratedKRaftNormalizer(KRaftNormalizer):
 
 def import_migrated_events(kraft_paths: Sequence[str | Path], zk_paths: Sequence[str | Path], cluster_id: str,
                            on_error: str = "raise", node_id: int = -1, zk_report: ImportReport | None = None,
-                           report: ImportReport | None = None) -> Iterator[ControllerEvent]:
-    """ZooKeeper's events up to the KRaft controller's claim, the cutover, then the metadata log's (unchained)."""
+                           report: ImportReport | None = None,
+                           cutover: dict | None = None) -> Iterator[ControllerEvent]:
+    """ZooKeeper's events up to the KRaft controller's claim, the cutover, then the metadata log's (unchained).
+    `cutover` is filled in once the log is read: the claim's zxid, the cutover's offset, both epochs, what was
+    compared."""
     zk_report = zk_report if zk_report is not None else ImportReport()
     report = report if report is not None else ImportReport()
     zk_norm = ZooKeeperNormalizer(cluster_id)
@@ -170,6 +177,10 @@ def import_migrated_events(kraft_paths: Sequence[str | Path], zk_paths: Sequence
     if norm.cut_at is None:
         raise BadImport("the metadata log holds no committed ZooKeeper migration (a 'ZK Migration' transaction "
                         "with ZkMigrationState MIGRATION): not the log of the controller that migrated this cluster")
+    if cutover is not None:
+        cutover.update(claim_zxid=claims[0], zookeeper_epoch=zk_norm.image.epoch, offset=norm.cut_at,
+                       kraft_controller=norm.image.leaders_by_epoch.get(norm.cut_epoch, -1), kraft_epoch=norm.cut_epoch,
+                       held_back_events=norm.held_back, compared=norm.compared)
 
 
 def migration_cluster_id(kraft_paths: Sequence[Path], zk_paths: Sequence[Path]) -> str | None:

@@ -35,7 +35,8 @@ def _zookeeper(leader_epoch: int = 4) -> tuple[ZooKeeperNormalizer, list]:
         _txn(3, Op("create", "/brokers/ids/2", json.dumps({"endpoints": ["PLAINTEXT://h:2"]}).encode())),
         _txn(4, Op("create", "/brokers/topics/t", json.dumps({"partitions": {"0": [1, 2]}, "topic_id": T1,
                                                               "adding_replicas": {}, "removing_replicas": {}}).encode())),
-        _txn(5, Op("setData", "/brokers/topics/t/partitions/0/state", state, version=6)),
+        _txn(5, Op("setData", "/brokers/topics/t/partitions/0/state", state, version=6),
+             Op("create", "/config/topics/t", json.dumps({"version": 1, "config": {"retention.ms": "1000"}}).encode())),
         _txn(6, Op("setData", "/controller_epoch", b"4", version=3), Op("delete", "/controller"),
              Op("create", "/controller", json.dumps({"version": 2, "brokerid": KRAFT,
                                                      "kraftControllerEpoch": 1}).encode())),
@@ -44,13 +45,14 @@ def _zookeeper(leader_epoch: int = 4) -> tuple[ZooKeeperNormalizer, list]:
     return n, events
 
 
-def _metadata_log(tmp_path, *, restated_leader_epoch: int = 4, after: bool = True):
+def _metadata_log(tmp_path, *, restated_leader_epoch: int = 4, after: bool = True, retention: str = "1000"):
     b = LogBuilder()
     b.leader_change(KRAFT, 1, voters=(KRAFT,))
     broker(b, 1)  # the migrating brokers register with the KRaft controller first
     broker(b, 2)
     b.record("BeginTransactionRecord", 0, name="ZK Migration")
     b.record("TopicRecord", 0, name="t", topicId=T1)
+    b.record("ConfigRecord", 0, resourceType=2, resourceName="t", name="retention.ms", value=retention)
     at = partition(b, T1, 0, (1, 2), (1, 2), 1, epoch=restated_leader_epoch, pepoch=6)
     b.record("ZkMigrationStateRecord", 0, zkMigrationState=1)
     end = b.record("EndTransactionRecord", 0)
@@ -79,6 +81,7 @@ def test_migration_equal_to_zookeeper_cuts_over_without_restating(tmp_path):
     norm = MigratedKRaftNormalizer("c", zk, claim_zxid=6)
     events = list(import_events([log.parent], "c", normalizer=norm))
     assert norm.cut_at == end and norm.held_back > 0  # the controller's election and registrations: not emitted
+    assert norm.compared == {"topics": 1, "partitions": 1, "topic_configs": 1}
     assert all(e.source.offset == end for e in events[:-1]) and events[-1].source.offset == end + 1
     cc = events[0].payload
     assert isinstance(cc, ControllerChange)
@@ -105,6 +108,15 @@ def test_migration_that_differs_from_zookeeper_is_one_line(tmp_path):
     assert "\n" not in msg
     assert f"partition t-0: the migration's PartitionRecord at offset {at} has " in msg
     assert "leader_epoch=9" in msg and "ZooKeeper's history up to zxid 0x6 has" in msg and "leader_epoch=4" in msg
+
+
+def test_a_topic_config_the_migration_states_otherwise_is_one_line(tmp_path):
+    zk, _ = _zookeeper()
+    log, _, end = _metadata_log(tmp_path, retention="2000")
+    with pytest.raises(MigrationMismatch) as err:
+        list(import_events([log.parent], "c", normalizer=MigratedKRaftNormalizer("c", zk, claim_zxid=6)))
+    assert str(err.value) == (f"migration check failed: topic t config retention.ms: the migration (ending at offset "
+                              f"{end}) has '2000'; ZooKeeper's history up to zxid 0x6 has '1000'")
 
 
 def test_a_log_without_the_migration_is_refused(tmp_path):

@@ -71,7 +71,7 @@ def migrated(tmp_path_factory):
         c.up()
         mark("up")
         # ZooKeeper mode
-        c.create_topic(T + "a", 2, 3)
+        c.create_topic(T + "a", 2, 3, "--config", "retention.ms=86400000")  # the migration restates it too
         c.create_topic(T + "b", 1, 2)
         mark("a, b created (zk)", until=_has((T + "a", 0), (T + "a", 1), (T + "b", 0)))
         _kill_and_restart(c, mark, "zk")
@@ -124,7 +124,10 @@ def _events(archive):
 def test_one_archive_one_chain_across_the_cutover(migrated):
     res = migrated["import"]
     assert res.returncode == 0, res.stderr
-    assert "migration checked" in res.stdout and "capture gap" not in res.stdout, res.stdout
+    assert "capture gap" not in res.stdout, res.stdout
+    # the migration restated a and b (3 partitions) and a's config, equal to ZooKeeper's state at the claim
+    assert "2 topic(s), 3 partition(s), 1 topic config(s) equal" in res.stdout, res.stdout
+    assert f"cutover: controller {CONTROLLER_ID}, ZooKeeper epoch " in res.stdout, res.stdout
     events = _events(migrated["archive"])
     assert len({e.cluster_id for e in events}) == 1
     assert [e.seq for e in events] == list(range(len(events)))  # one chain, no hole
