@@ -168,6 +168,8 @@ class _Partition:
 @dataclass
 class _Cluster:
     ce_max: int | None = None
+    last_source: str | None = None  # the source kind of the event before (a migration's cutover)
+    cut_over: bool = False
     ce_prev_seq: int | None = None
     epochs: dict[int, tuple[int, int, set[int]]] = field(default_factory=dict)  # epoch -> first leader, seq, all
     gaps: int = 0
@@ -289,6 +291,14 @@ class LiveChecker:
     # --- controller_epoch_monotonic, election_safety ----------------------------------------
     def _controller(self, c: _Cluster, r: Mapping[str, Any], out: list[Alert]) -> None:
         seq, boot, kind = r["seq"], r["bootstrap"], r["kind"]
+        source, previous_source = r.get("source_kind"), c.last_source
+        c.last_source = source
+        if (kind == "ControllerChange" and not c.cut_over and previous_source == "ZOOKEEPER"
+                and source in ("KRAFT_LOG", "KRAFT_SNAPSHOT") and r["cc_leader"] is not None
+                and r["cc_leader"] >= 0 and r["cc_leader"] == r["cc_prev_leader"]):
+            # a ZooKeeper -> KRaft migration's cutover (see controller_epoch_monotonic.sql): the KRaft
+            # quorum's leader epoch is another counter than ZooKeeper's /controller_epoch
+            c.cut_over, c.ce_max, c.ce_prev_seq, c.epochs = True, None, None, {}
         if kind == "ControllerChange":
             epoch, leader = r["cc_epoch"], r["cc_leader"]
         else:

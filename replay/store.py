@@ -360,6 +360,15 @@ class Store:
             raise StoreError(f"{self.path}: no cluster {cluster_id!r} (known: {', '.join(known) or 'none'})")
         return cluster_id
 
+    def _one_position_kind(self, cluster: str) -> None:
+        """An offset means one thing only in a history of one kind of log: a cluster migrated from ZooKeeper to
+        KRaft (`import kraft --zookeeper-data`) has zxids before its cutover and metadata offsets after, which
+        overlap; an answer for either would be a guess."""
+        if _kinds_present(self.con, cluster, ("ZOOKEEPER",)) and \
+                _kinds_present(self.con, cluster, ("KRAFT_LOG", "KRAFT_SNAPSHOT")):
+            raise StoreError(f"cluster {cluster} was migrated from ZooKeeper to KRaft: its positions are zxids before "
+                             "the cutover and metadata offsets after it; ask by --time or --seq")
+
     def point(self, *, seq: int | None = None, offset: int | None = None, time: str | int | None = None,
               event_id: str | None = None, cluster_id: str | None = None) -> Point:
         """The seq bound for one of: a seq, a source offset (last event with offset <= N), a time
@@ -373,6 +382,7 @@ class Store:
         if seq is not None:
             cond, args, what = "seq <= ?", [seq], f"seq {seq}"
         elif offset is not None:
+            self._one_position_kind(cluster)
             # Log positions only: offset samples' positions are sampling times, not log offsets.
             cond, args, what = ("source_offset >= 0 AND source_offset <= ? AND source_kind <> 'OFFSET_SAMPLER'",
                                 [offset], f"offset {offset}")
@@ -394,6 +404,12 @@ class Store:
         return Point(cluster, seq, source_offset, event_time_ms, found_id, source_kind,
                      verified_to=status.verified_to, gaps=tuple(g for g in status.gaps if g.from_seq <= seq + 1),
                      note="; ".join(n for n in (parsed.note, status.clock_note()) if n) if time is not None else "")
+
+
+def _kinds_present(con: duckdb.DuckDBPyConnection, cluster: str, kinds: tuple[str, ...]) -> bool:
+    marks = ", ".join("?" for _ in kinds)
+    return con.execute(f"SELECT 1 FROM events WHERE cluster_id = ? AND source_kind IN ({marks}) LIMIT 1",
+                       [cluster, *kinds]).fetchone() is not None
 
 
 def verified_batches(read: VerifiedRead, batch_bytes: int) -> Generator[list[tuple[Path, pa.Table]], None, None]:

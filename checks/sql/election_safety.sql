@@ -2,7 +2,19 @@
 -- ControllerChange (new leader, new epoch) and the (controller_id, controller_epoch) stamped on
 -- every other non-bootstrap event. One violation per extra controller seen in an epoch, at the first
 -- event that shows it; related_seq is the first event of the epoch's first controller.
-WITH obs AS (
+WITH -- A cluster migrated from ZooKeeper to KRaft (KIP-866) has two counters: ZooKeeper's /controller_epoch (the last
+-- one the KRaft controller's own claim of /controller) and the KRaft quorum's leader epoch, which starts low. Its
+-- history switches at one event, the cutover (services/normalize/migration_offline.py): the first KRaft
+-- ControllerChange right after a ZooKeeper event (seq - 1) whose controller is the one that claimed ZooKeeper
+-- (previous leader = leader). An epoch of one counter is not the same epoch of the other.
+cutover AS (
+  SELECT c.cluster_id, MIN(c.seq) AS cut_seq
+  FROM events c JOIN events p ON p.cluster_id = c.cluster_id AND p.seq = c.seq - 1
+  WHERE c.kind = 'ControllerChange' AND c.source_kind IN ('KRAFT_LOG', 'KRAFT_SNAPSHOT')
+    AND c.cc_leader >= 0 AND c.cc_leader = c.cc_prev_leader AND p.source_kind = 'ZOOKEEPER'
+  GROUP BY c.cluster_id
+),
+all_obs AS (
   SELECT cluster_id, seq, cc_epoch AS epoch, cc_leader AS leader
   FROM events
   WHERE kind = 'ControllerChange' AND NOT bootstrap AND cc_epoch >= 0 AND cc_leader >= 0
@@ -11,16 +23,20 @@ WITH obs AS (
   FROM events
   WHERE kind <> 'ControllerChange' AND NOT bootstrap AND controller_epoch >= 0 AND controller_id >= 0
 ),
+obs AS (
+  SELECT o.cluster_id, o.seq, o.epoch, o.leader, CASE WHEN o.seq >= x.cut_seq THEN 1 ELSE 0 END AS counter
+  FROM all_obs o LEFT JOIN cutover x ON x.cluster_id = o.cluster_id
+),
 per_leader AS (
-  SELECT cluster_id, epoch, leader, MIN(seq) AS seq, COUNT(*) AS n
-  FROM obs GROUP BY cluster_id, epoch, leader
+  SELECT cluster_id, counter, epoch, leader, MIN(seq) AS seq, COUNT(*) AS n
+  FROM obs GROUP BY cluster_id, counter, epoch, leader
 ),
 ranked AS (
   SELECT cluster_id, epoch, leader, seq, n,
-         ROW_NUMBER() OVER (PARTITION BY cluster_id, epoch ORDER BY seq) AS rn,
-         FIRST_VALUE(leader) OVER (PARTITION BY cluster_id, epoch ORDER BY seq
+         ROW_NUMBER() OVER (PARTITION BY cluster_id, counter, epoch ORDER BY seq) AS rn,
+         FIRST_VALUE(leader) OVER (PARTITION BY cluster_id, counter, epoch ORDER BY seq
                                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS first_leader,
-         FIRST_VALUE(seq) OVER (PARTITION BY cluster_id, epoch ORDER BY seq
+         FIRST_VALUE(seq) OVER (PARTITION BY cluster_id, counter, epoch ORDER BY seq
                                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS first_seq
   FROM per_leader
 )

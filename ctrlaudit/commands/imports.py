@@ -28,15 +28,23 @@ def kraft(
     node_id: int = typer.Option(-1, "--node-id", help="The node whose copy this is (recorded in positions)."),
     on_error: OnError = typer.Option(OnError.raise_, "--on-error",
                                      help="raise: stop at a corrupt batch; skip: record it as a capture gap."),
+    zookeeper_data: list[Path] = typer.Option(
+        None, "--zookeeper-data",
+        help="A cluster migrated from ZooKeeper (KIP-866): ZooKeeper's dataDir (or log.<zxid> files). One history: "
+             "ZooKeeper's transactions up to the KRaft controller's claim, the migration checked against them, then "
+             "this metadata log. Repeatable."),
     json_path: Path = JSON_OUT,
 ) -> None:
-    """Decode a KRaft metadata log (segments and snapshots) into ControllerEvents."""
+    """Decode a KRaft metadata log (segments and snapshots) into ControllerEvents; with --zookeeper-data, after the
+    ZooKeeper-mode history of a migrated cluster."""
     from services.archive.writer import continuation
     from ctrlaudit.progress import bar
     from services.normalize.offline import ImportReport, cluster_id_of, import_events, plan
     from services.normalize.redaction import patterns
 
     patterns()  # a bad CTRLAUDIT_REDACT_PATTERNS is one line before anything is read or written
+    if zookeeper_data:
+        return _migrated(paths, zookeeper_data, out, cluster_id, node_id, on_error, json_path)
     report = ImportReport()
     cluster = cluster_id or cluster_id_of(paths) or "unknown-cluster"
     # Never over an existing archive: an import into a non-empty directory only appends what comes
@@ -59,6 +67,43 @@ def kraft(
     if report.aborted_transactions:
         said.say(f"{report.aborted_transactions} aborted metadata transaction(s) left out, as Kafka does")
     said.json(lambda: _summary(cluster, out, report, files, last))
+
+
+def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_id: str | None, node_id: int,
+              on_error: OnError, json_path: Path) -> None:
+    """`import kraft --zookeeper-data`: one archive, one chain across the cutover (services/normalize/
+    migration_offline.py)."""
+    from services.archive.writer import continuation
+    from services.normalize.migration_offline import import_migrated_events, migration_cluster_id
+    from services.normalize.offline import ImportReport
+
+    zk_report, report = ImportReport(), ImportReport()
+    cluster = cluster_id or migration_cluster_id([Path(p) for p in paths], [Path(p) for p in zookeeper_data]) \
+        or "unknown-cluster"
+    last = continuation(out, cluster)
+    cut: dict = {}
+    events = import_migrated_events(paths, zookeeper_data, cluster, on_error.value, node_id, zk_report, report, cut)
+    files, writer = _append(out, cluster, events, last)
+    said = Output(json_path)
+    said.say(f"cluster {cluster}: {zk_report.records:,} ZooKeeper transactions from {len(zk_report.files)} log(s) "
+             f"up to the KRaft controller's claim, then {report.records:,} metadata records from "
+             f"{len(report.files)} file(s) -> {zk_report.events + report.events:,} events in {len(files)} archive "
+             f"file(s) under {out}")
+    n = cut["compared"]
+    said.say(f"migration checked: its transaction (ending at offset {cut['offset']}) restates ZooKeeper's state at the "
+             f"claim (zxid {cut['claim_zxid']:#x}): {n['topics']} topic(s), {n['partitions']} partition(s), "
+             f"{n['topic_configs']} topic config(s) equal")
+    said.say(f"cutover: controller {cut['kraft_controller']}, ZooKeeper epoch {cut['zookeeper_epoch']} -> KRaft epoch "
+             f"{cut['kraft_epoch']}; later ZooKeeper writes (dual-writes) not read")
+    for gap in zk_report.gaps + report.gaps:
+        said.say(f"capture gap: {gap}")
+    if zk_report.partial_tail or report.partial_tail:
+        said.say(f"stopped at an incomplete record: {zk_report.partial_tail or report.partial_tail}")
+    summary = _summary(cluster, out, report, files, last)
+    summary["zookeeper"] = {"transactions": zk_report.records, "files_read": zk_report.files,
+                            "events": zk_report.events, "gaps": zk_report.gaps}
+    summary["cutover"] = cut
+    said.json(lambda: summary)
 
 
 @imports.command("zk", short_help="ZooKeeper's transaction logs -> an archive.")

@@ -1,4 +1,4 @@
-"""python -m services.cluster [--mode zk] up|down|status|kill N|restart N|controller|tool NAME ARGS...
+"""python -m services.cluster [--mode zk] up|down|status|kill N|restart N|controller|migrate|tool NAME ARGS...
 
 State lives in --dir (default .kafka-dev/<version>); ``up`` leaves the JVMs running and
 ``down`` kills exactly the JVMs recorded there."""
@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .jars import REPO_ROOT, resolve_version
 from .manager import ClusterError, KafkaCluster
+from .migration import STEPS, steps_done
 from .tools import ToolError
 from .zkmode import ZkKafkaCluster
 
@@ -56,6 +57,11 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("node", type=int)
     c = sub.add_parser("controller", help="print the active controller's node id")
     c.add_argument("--via-tool", action="store_true", help="ask MetadataQuorumCommand")
+    m = sub.add_parser("migrate", help="(--mode zk) migrate to KRaft (KIP-866): the steps not done yet, up to --step")
+    m.add_argument("--step", default="finalize", choices=STEPS,
+                   help="controller: start the KRaft controller in migration mode; brokers: roll the brokers with "
+                        "the migration flag (metadata copied, dual-write); kraft-brokers: roll them into KRaft; "
+                        "finalize: the controller without ZooKeeper (default: all)")
     t = sub.add_parser("tool", help="run a Kafka tool: topics, reassign, leader-election, "
                                     "dump-log, metadata-shell, metadata-quorum, storage, ...")
     t.add_argument("name")
@@ -91,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"active controller: {cluster.active_controller()}")
             except ClusterError as e:
                 print(f"active controller: unknown ({e})")
+            for i, n in cluster.extra_nodes.items():
+                print(f"KRaft controller {i}: {'running' if cluster.is_running(i) else 'stopped'} "
+                      f"127.0.0.1:{n.controller_port} (migration steps done: {', '.join(steps_done(cluster))})")
             if a.mode == "zk":
                 print(f"zookeeper: {'running' if cluster.zookeeper.is_running() else 'stopped'} "
                       f"{cluster.zookeeper_connect} (transaction logs in {cluster.zookeeper.txn_dir})")
@@ -105,6 +114,12 @@ def main(argv: list[str] | None = None) -> int:
             cluster.restart_node(a.node)
         elif a.cmd == "controller":
             print(cluster.active_controller(via_tool=a.via_tool))
+        elif a.cmd == "migrate":
+            if a.mode != "zk":
+                ap.error("migrate: a ZooKeeper-mode cluster's (--mode zk)")
+            ran = cluster.migrate_to_kraft(a.step)
+            print(f"migration steps run: {', '.join(ran) or 'none (already done)'}; done: "
+                  f"{', '.join(steps_done(cluster))}")
         elif a.cmd == "tool":
             res = cluster.tool(a.name, *a.args, check=False)
             sys.stdout.write(res.stdout)

@@ -308,3 +308,69 @@ def zk_log4j1_properties() -> str:
         "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
         f"log4j.appender.file.layout.ConversionPattern={LOG_PATTERN}",
     ]) + "\n"
+
+
+# ---- ZooKeeper -> KRaft migration (KIP-866; Kafka's ops.html "ZooKeeper to KRaft Migration") ----------
+def _migration_listeners(zk_props: str) -> dict[str, object]:
+    return dict(line.split("=", 1) for line in zk_props.splitlines() if "=" in line)
+
+
+def migration_controller_properties(s: ClusterSettings, node: NodeLayout, voters: str,
+                                    zookeeper_connect: str | None) -> str:
+    """The KRaft controller quorum of a migration: controller-only; with ``zookeeper_connect`` in migration mode
+    (it copies ZooKeeper's metadata, then writes every change back to ZooKeeper: dual-write); without it, the
+    finalized controller. It reaches the ZooKeeper-mode brokers on their PLAINTEXT listener."""
+    props: dict[str, object] = {
+        "process.roles": "controller",
+        "node.id": node.node_id,
+        "controller.quorum.voters": voters,
+        "listeners": f"CONTROLLER://127.0.0.1:{node.controller_port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": node.data_dir,
+        "broker.session.timeout.ms": s.broker_session_timeout_ms,
+        "broker.heartbeat.interval.ms": s.broker_heartbeat_interval_ms,
+        "controller.quorum.election.timeout.ms": 1000,
+        "controller.quorum.fetch.timeout.ms": 2000,
+        # as the ZooKeeper-mode controller was configured: no leader moves behind a scenario's back
+        "auto.leader.rebalance.enable": "false",
+    }
+    if zookeeper_connect is not None:
+        props["zookeeper.metadata.migration.enable"] = "true"
+        props["zookeeper.connect"] = zookeeper_connect
+        props["zookeeper.session.timeout.ms"] = s.broker_session_timeout_ms
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def migrating_zk_broker_properties(s: ClusterSettings, node: NodeLayout, zookeeper_connect: str, voters: str) -> str:
+    """A ZooKeeper-mode broker that also registers with the KRaft controllers (migration step 2)."""
+    props = _migration_listeners(zk_server_properties(s, node, zookeeper_connect))
+    props.update({
+        "inter.broker.protocol.version": "3.9",
+        "zookeeper.metadata.migration.enable": "true",
+        "controller.quorum.voters": voters,
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+    })
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def kraft_broker_properties(s: ClusterSettings, node: NodeLayout, voters: str) -> str:
+    """The same broker rolled into KRaft mode (migration step 3): node.id = its broker.id, no ZooKeeper."""
+    props: dict[str, object] = {
+        "process.roles": "broker",
+        "node.id": node.node_id,
+        "controller.quorum.voters": voters,
+        "controller.listener.names": "CONTROLLER",
+        "listeners": f"PLAINTEXT://127.0.0.1:{node.plaintext_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.plaintext_port}",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        **_broker_basics(s, node),
+        "broker.session.timeout.ms": s.broker_session_timeout_ms,
+        "broker.heartbeat.interval.ms": s.broker_heartbeat_interval_ms,
+        "auto.leader.rebalance.enable": "false",
+    }
+    props.update(s.overrides)
+    return "".join(f"{k}={v}\n" for k, v in props.items())

@@ -55,10 +55,11 @@ def port_free(port: int) -> bool:
 def find_free_base_port(nodes: int = 3, start: int = 20000, stop: int = 60000,
                         step: int = 1000) -> int:
     """A base port whose derived ports are all free right now: the nodes' and a ZooKeeper-mode cluster's
-    ZooKeeper (base + 1), whose connections of an earlier cluster may still linger in TIME_WAIT."""
+    ZooKeeper (base + 1), whose connections of an earlier cluster may still linger in TIME_WAIT, and its KRaft
+    controller of a migration (base + 6, services/cluster/migration.py)."""
     for base in range(start, stop, step):
         # PLAINTEXT, CONTROLLER and the two secured listeners' ports (config.ports_for, NodeLayout)
-        ports = [config.ports_for(base, i)[0] + k for i in range(1, nodes + 1) for k in range(4)] + [base + 1]
+        ports = [config.ports_for(base, i)[0] + k for i in range(1, nodes + 1) for k in range(4)] + [base + 1, base + 6]
         if all(port_free(p) for p in ports):
             return base
     raise ClusterError("no free base port found")
@@ -82,6 +83,11 @@ class KafkaCluster:
         self.paused: set[int] = set()
         self.nodes = {i: NodeLayout(i, self.dir / f"node{i}", *config.ports_for(base_port, i))
                       for i in range(1, nodes + 1)}
+        # Nodes outside the broker set (a ZooKeeper-mode cluster's KRaft controller during a migration):
+        # started, stopped and torn down like the others, never in bootstrap lists.
+        self.extra_nodes: dict[int, NodeLayout] = {}
+        # A node whose role changes (a ZooKeeper-mode broker rolled into KRaft) logs another start line.
+        self.markers: dict[int, str] = {}
 
     # ---- layout -------------------------------------------------------------------------------
     @property
@@ -107,7 +113,13 @@ class KafkaCluster:
         return self.dir / "cluster.id"
 
     def metadata_dir(self, node_id: int) -> Path:
-        return self.nodes[node_id].metadata_dir
+        return self.layout(node_id).metadata_dir
+
+    def layout(self, node_id: int) -> NodeLayout:
+        return self.nodes[node_id] if node_id in self.nodes else self.extra_nodes[node_id]
+
+    def _all_layouts(self) -> dict[int, NodeLayout]:
+        return {**self.nodes, **self.extra_nodes}
 
     # ---- lifecycle ----------------------------------------------------------------------------
     def format(self) -> str:
@@ -144,7 +156,7 @@ class KafkaCluster:
         return config.log4j1_properties() if self.settings.is_3x else config.log4j2_properties()
 
     def start_node(self, node_id: int) -> None:
-        n = self.nodes[node_id]
+        n = self.layout(node_id)
         if self.is_running(node_id):
             return
         log_cfg = n.root / self._node_log_config_name()
@@ -177,12 +189,12 @@ class KafkaCluster:
 
     def node_started(self, node_id: int) -> bool:
         """True once this run of the node logged that it finished startup (implies unfenced)."""
-        log = self.nodes[node_id].logs_dir / "server.log"
+        log = self.layout(node_id).logs_dir / "server.log"
         if not log.exists():
             return False
         with open(log, "rb") as f:
             f.seek(getattr(self, "_log_offsets", {}).get(node_id, 0))
-            return self.started_marker.encode() in f.read()
+            return self.markers.get(node_id, self.started_marker).encode() in f.read()
 
     def wait_ready(self, node_ids: list[int] | None = None, timeout: float = 90) -> None:
         ids = list(node_ids or self.nodes)
@@ -191,8 +203,8 @@ class KafkaCluster:
         while pending:
             for i in list(pending):
                 if not self.is_running(i):
-                    tail = self._tail(self.nodes[i].stdout) or self._tail(
-                        self.nodes[i].logs_dir / "server.log")
+                    tail = self._tail(self.layout(i).stdout) or self._tail(
+                        self.layout(i).logs_dir / "server.log")
                     raise ClusterError(f"node {i} exited during startup: {tail}")
                 if self.node_started(i):
                     pending.discard(i)
@@ -243,12 +255,12 @@ class KafkaCluster:
 
     def down(self, *, graceful: bool = False, remove: bool = False) -> None:
         """Stop every JVM this object started (also ones recorded in pid files by an earlier run)."""
-        for i in self.nodes:
+        for i in self._all_layouts():
             if graceful:
                 self.stop_node(i)
             else:
                 self.kill_node(i)
-        for n in self.nodes.values():
+        for n in self._all_layouts().values():
             self._kill_stale_pidfile(n)
         if remove:
             import shutil
@@ -276,7 +288,7 @@ class KafkaCluster:
 
     def adopt(self) -> "KafkaCluster":
         """For the CLI: treat pid files from an earlier ``up`` as our processes."""
-        for i, n in self.nodes.items():
+        for i, n in self._all_layouts().items():
             pidfile = n.root / "pid"
             if pidfile.exists() and i not in self.procs:
                 self.procs[i] = _PidProcess(int(pidfile.read_text().strip()), n)

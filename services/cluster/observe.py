@@ -112,6 +112,7 @@ class Mark:
     described: Described
     controller: int = -1
     controller_epoch: int = -1
+    time_ms: int = -1         # timed_mark: the wall-clock time between two equal describes
 
 
 def stable_mark(cluster: KafkaCluster, name: str, *, settle: float = 1.0, timeout: float = 60,
@@ -300,3 +301,27 @@ def zk_stable_mark(cluster, name: str, *, settle: float = 0.5, timeout: float = 
         if time.monotonic() > deadline:
             raise ClusterError(f"mark {name}: not stable after {timeout}s ({last_err})")
         time.sleep(settle)
+
+
+def timed_mark(cluster, name: str, *, settle: float = 1.0, timeout: float = 90, until=None) -> Mark:
+    """A mark by wall-clock time, for a history whose positions change kind (a ZooKeeper -> KRaft migration:
+    zxids, then metadata offsets): describe, wait, take the time, wait, describe again; accepted when both
+    describes agree (and ``until`` holds). Nothing the brokers show changed around that time, so the state as of
+    it (``ctrlaudit state --time``) is what describe showed. ``offset`` is -1: the mark has no log position."""
+    deadline = time.monotonic() + timeout
+    last_err = ""
+    while True:
+        try:
+            first = describe(cluster)
+            time.sleep(settle)
+            at = int(time.time() * 1000)
+            time.sleep(settle)
+            second = describe(cluster)
+            if second.partitions == first.partitions and second.topic_ids == first.topic_ids and \
+                    (until is None or until(second)):
+                return Mark(name, -1, second, time_ms=at)
+            last_err = "describe changed" if second.partitions != first.partitions else "condition not met"
+        except Exception as e:  # noqa: BLE001 - a tool run against a broker that is restarting: try again
+            last_err = str(e)
+        if time.monotonic() > deadline:
+            raise ClusterError(f"mark {name}: not stable after {timeout}s ({last_err})")

@@ -88,7 +88,7 @@ def copy_node_metadata(cluster: KafkaCluster, node_id: int, dest: Path) -> Path:
     target = root / "__cluster_metadata-0"
     shutil.copytree(cluster.metadata_dir(node_id), target,
                     ignore=shutil.ignore_patterns("*.part", "*.deleted", "*.swap"))
-    shutil.copy(cluster.nodes[node_id].data_dir / "meta.properties", root / "meta.properties")
+    shutil.copy(cluster.layout(node_id).data_dir / "meta.properties", root / "meta.properties")
     cut_partial_tails(target)
     return target
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from . import config
+from . import config, migration
 from .manager import SERVER_JVM_OPTS, ClusterError, KafkaCluster, _Quiet, port_free
 
 ZK_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
@@ -140,6 +140,11 @@ class ZkKafkaCluster(KafkaCluster):
             raise ClusterError(f"ZooKeeper mode needs Kafka 3.x (3.9 is the last with it), not {self.version}")
         self.zookeeper = ZooKeeperServer(self.dir / "zookeeper", self.settings.base_port + 1,
                                          snap_count=snap_count)
+        migration.attach(self)  # a cluster migrated (in part) earlier: its KRaft controller, its brokers' mode
+
+    def migrate_to_kraft(self, until: str = "finalize", *, timeout: float = 180) -> list[str]:
+        """The KIP-866 migration's steps not done yet, up to ``until`` (services/cluster/migration.py)."""
+        return migration.Migration(self, timeout=timeout).run(until)
 
     @property
     def zookeeper_connect(self) -> str:
@@ -175,7 +180,13 @@ class ZkKafkaCluster(KafkaCluster):
 
     def active_controller(self, *, via_tool: bool = False) -> int:
         """The broker holding ``/controller``: read from ZooKeeper itself (``via_tool``: ZooKeeperMain
-        ``get /controller``) or as the brokers report it in a Metadata response."""
+        ``get /controller``) or as the brokers report it in a Metadata response. Once a migration's controller took
+        over, its quorum's leader (KRaft brokers name a random broker in Metadata responses, KIP-590)."""
+        if "brokers" in migration.steps_done(self) and not via_tool:
+            leader = self.quorum_state(migration.CONTROLLER_ID).get("leaderId", -1)
+            if leader is None or leader < 0 or not self.is_running(migration.CONTROLLER_ID):
+                raise ClusterError("the KRaft controller quorum has no leader")
+            return leader
         if via_tool:
             import json
             res = self.tool("zookeeper-shell", "-server", self.zookeeper_connect, "get", "/controller",

@@ -158,6 +158,11 @@ class KRaftNormalizer:
             return self._feature(rec, "kraft.version", rec.data["kRaftVersion"])
         return []  # snapshot header/footer and voter sets are framing, not controller decisions
 
+    def event_for(self, rec, payload: Payload, index: int = 0) -> ControllerEvent:
+        """An event at `rec`'s position that no handler makes (a migration's cutover, services/normalize/
+        migration_offline.py): `index` orders several at one record."""
+        return self._ev(rec, payload, index)
+
     # --- helpers -----------------------------------------------------------------------------
 
     def _ev(self, rec, payload: Payload, index: int = 0) -> ControllerEvent:

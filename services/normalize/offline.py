@@ -77,13 +77,14 @@ def plan(paths: Sequence[Path]) -> list[Path]:
 
 def import_events(paths: Sequence[str | Path], cluster_id: str | None = None, on_error: str = "raise",
                   node_id: int = -1, report: ImportReport | None = None,
-                  progress: Callable[[int], None] | None = None) -> Iterator[ControllerEvent]:
+                  progress: Callable[[int], None] | None = None, *,
+                  normalizer: KRaftNormalizer | None = None) -> Iterator[ControllerEvent]:
     """Events of the metadata files at `paths`, in log order (unchained); `progress(bytes)` after
-    each file."""
+    each file. `normalizer`: the caller's (a migration's, which holds back what precedes the cutover)."""
     paths = [Path(p) for p in paths]
     report = report if report is not None else ImportReport()
     cluster = cluster_id or cluster_id_of(paths) or "unknown-cluster"
-    norm = KRaftNormalizer(cluster, node_id=node_id)
+    norm = normalizer if normalizer is not None else KRaftNormalizer(cluster, node_id=node_id)
     files = plan(paths)
     for i, f in enumerate(files):
         if progress is not None and i:

@@ -16,7 +16,7 @@ from pathlib import Path
 from schemas.events import ControllerEvent
 from services.normalize.offline import BadImport, ImportReport
 from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
-from services.zookeeper import TxnLogReader, ZooKeeperFileError, log_start_zxid, snapshot_zxid, txn_logs
+from services.zookeeper import Txn, TxnLogReader, ZooKeeperFileError, log_start_zxid, snapshot_zxid, txn_logs
 from services.zookeeper.snapshot import read_snapshot
 
 
@@ -83,9 +83,13 @@ def cluster_id_of_zk(paths: Sequence[Path]) -> str | None:
 
 def import_zk_events(paths: Sequence[str | Path], cluster_id: str, on_error: str = "raise",
                      report: ImportReport | None = None,
-                     progress: Callable[[int], None] | None = None) -> Iterator[ControllerEvent]:
+                     progress: Callable[[int], None] | None = None, *,
+                     normalizer: ZooKeeperNormalizer | None = None,
+                     until: Callable[[Txn], bool] | None = None) -> Iterator[ControllerEvent]:
+    """`until`: stop after the first transaction it holds true for (a migration's cutover: what ZooKeeper
+    records after it is not this history's); `normalizer`: the caller's, to read its image afterwards."""
     report = report if report is not None else ImportReport()
-    norm = ZooKeeperNormalizer(cluster_id)
+    norm = normalizer if normalizer is not None else ZooKeeperNormalizer(cluster_id)
     files = plan_zk([Path(p) for p in paths])
     last: int | None = None
     first = log_start_zxid(files[0])
@@ -126,6 +130,8 @@ def import_zk_events(paths: Sequence[str | Path], cluster_id: str, on_error: str
                 for event in norm.feed(txn):
                     report.events += 1
                     yield event
+                if until is not None and until(txn):
+                    return
         except ZooKeeperFileError as exc:
             raise BadImport(str(exc)) from None
         if len(reader.skipped) > skipped:  # damage at the end of the file

@@ -1130,6 +1130,58 @@ def clean_zk_reassignment_with_bumps(c: str) -> History:
     h.change("z", 0, (K.LEADER_EPOCH, K.ISR), leader_epoch=z0().leader_epoch + 1, isr=(2, 3, 4))
     h.change("z", 0, (K.REPLICAS, K.REASSIGNMENT_COMPLETE), replicas=(4, 2, 3), adding_replicas=(),
              removing_replicas=(), partition_epoch=z0().partition_epoch)
+
+
+# --- a ZooKeeper -> KRaft migration (KIP-866, issue 12 part 5): two controller-epoch counters --------------
+
+def _migrated(c: str) -> History:
+    """zk_baseline, the KRaft controller 3000's claim of /controller in ZooKeeper (ZooKeeper epoch 2), then the
+    cutover as `ctrlaudit import kraft --zookeeper-data` writes it: a KRAFT_LOG ControllerChange of the same
+    controller whose epoch is the KRaft quorum's (1), then KRaft changes in that epoch."""
+    h = zk_baseline(c)
+    h.elect_controller(3000, 2)  # the claim: ZooKeeper's /controller_epoch bumped, /controller = 3000
+    h.source = SourceKind.KRAFT_LOG
+    h.elect_controller(3000, 1)  # the cutover: previous (3000, ZooKeeper epoch 2)
+    h.change("z", 0, (K.ISR,), isr=(2, 3))
+    return h
+
+
+def clean_migration_cutover(c: str) -> History:
+    h = _migrated(c)
+    h.elect_controller(3000, 2)  # the finalized controller's restart: its quorum's next epoch
+    h.change("z", 0, (K.ISR,), isr=(2, 3, 1))
+    return h
+
+
+def migration_kraft_epoch_regressed(c: str) -> History:
+    """After the cutover the KRaft counter is judged as any other: a write of an older KRaft epoch is caught."""
+    h = _migrated(c)
+    h.elect_controller(3000, 3)
+    h.controller = (3000, 2)
+    h.change("z", 0, (K.ISR,), isr=(2, 3, 1))
+    h.mark("event_controller_epoch_regressed")
+    return h
+
+
+def kraft_controller_without_claim(c: str) -> History:
+    """A KRaft ControllerChange after ZooKeeper events that is no cutover (its controller did not claim ZooKeeper:
+    previous leader 2, not itself): its lower epoch is a regression."""
+    h = zk_baseline(c)
+    h.elect_controller(2, 3)
+    h.source = SourceKind.KRAFT_LOG
+    h.elect_controller(3000, 2)  # an epoch no ZooKeeper controller had: only the regression
+    h.mark("controller_change_epoch_regressed")
+    h.change("z", 0, (K.ISR,), isr=(2, 3))
+    h.mark("event_controller_epoch_regressed")
+    return h
+
+
+def migration_two_kraft_controllers(c: str) -> History:
+    """The cutover starts the KRaft counter afresh, not unjudged: two controllers in one KRaft epoch are caught."""
+    h = _migrated(c)
+    h.controller = (3001, 1)
+    h.change("z", 0, (K.ISR,), isr=(2, 3, 1))
+    h.mark("two_controllers_in_one_epoch")
     return h
 
 
@@ -1138,3 +1190,10 @@ VIOLATING.update({
     "zk_deposed_controller_writes_state": ("controller_epoch_monotonic", zk_deposed_controller_writes_state),
 })
 CLEAN.update({"clean_zk_reassignment_with_bumps": clean_zk_reassignment_with_bumps})
+
+
+    "migration_kraft_epoch_regressed": ("controller_epoch_monotonic", migration_kraft_epoch_regressed),
+    "kraft_controller_without_claim": ("controller_epoch_monotonic", kraft_controller_without_claim),
+    "migration_two_kraft_controllers": ("election_safety", migration_two_kraft_controllers),
+})
+CLEAN.update({"clean_migration_cutover": clean_migration_cutover})
