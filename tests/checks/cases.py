@@ -1130,6 +1130,7 @@ def clean_zk_reassignment_with_bumps(c: str) -> History:
     h.change("z", 0, (K.LEADER_EPOCH, K.ISR), leader_epoch=z0().leader_epoch + 1, isr=(2, 3, 4))
     h.change("z", 0, (K.REPLICAS, K.REASSIGNMENT_COMPLETE), replicas=(4, 2, 3), adding_replicas=(),
              removing_replicas=(), partition_epoch=z0().partition_epoch)
+    return h
 
 
 # --- a ZooKeeper -> KRaft migration (KIP-866, issue 12 part 5): two controller-epoch counters --------------
@@ -1191,7 +1192,7 @@ VIOLATING.update({
 })
 CLEAN.update({"clean_zk_reassignment_with_bumps": clean_zk_reassignment_with_bumps})
 
-
+VIOLATING.update({
     "migration_kraft_epoch_regressed": ("controller_epoch_monotonic", migration_kraft_epoch_regressed),
     "kraft_controller_without_claim": ("controller_epoch_monotonic", kraft_controller_without_claim),
     "migration_two_kraft_controllers": ("election_safety", migration_two_kraft_controllers),
