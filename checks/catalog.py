@@ -6,6 +6,7 @@ without which the check has nothing to judge (the report then says "no data", no
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -143,10 +144,18 @@ NAMES: tuple[str, ...] = tuple(BY_NAME)
 LIVE_NAMES: tuple[str, ...] = tuple(inv.name for inv in CATALOG if inv.live)
 
 
+_INCLUDE = re.compile(r"\{include\(([a-z_0-9]+)\)\}")
+
+
+def _with_fragments(sql: str) -> str:
+    """`{include(NAME)}`: the text of checks/sql/fragments/NAME.sql, one definition shared by several queries."""
+    return _INCLUDE.sub(lambda m: "\n" + (SQL_DIR / "fragments" / f"{m.group(1)}.sql").read_text().strip() + "\n", sql)
+
+
 @cache
 def sql_for(name: str, dialect: str) -> str:
     """The invariant's query in the engine's dialect, returning RESULT_COLUMNS."""
-    return expand(BY_NAME[name].sql_path.read_text(), dialect)
+    return expand(_with_fragments(BY_NAME[name].sql_path.read_text()), dialect)
 
 
 def wrapped_sql(name: str, dialect: str) -> str:

@@ -101,3 +101,21 @@ def test_capture_and_spark_without_their_extra_say_which_extra(tmp_path):
     spark = _core("check", str(tmp_path / "sim"), "--engine", "spark", cwd=tmp_path)
     assert spark.returncode == 2
     assert "needs the 'spark' extra" in spark.stderr and "Traceback" not in spark.stderr
+
+
+def test_the_wheel_holds_every_file_read_at_run_time(tmp_path):
+    """A plain `pip install .` must bring the invariants' SQL (and its fragments) and the Avro schema:
+    `ctrlaudit check` reads them at run time. The wheel is built from this tree, as pip builds it."""
+    import zipfile
+
+    from checks.catalog import CATALOG
+
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (wheel,) = tmp_path.glob("ctrlaudit-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    wanted = {f"checks/sql/{inv.name}.sql" for inv in CATALOG}
+    wanted |= {f"checks/sql/fragments/{p.name}" for p in (ROOT / "checks" / "sql" / "fragments").glob("*.sql")}
+    wanted |= {"schemas/avro/controller_event.v1.avsc"}
+    assert wanted - names == set()

@@ -2,18 +2,10 @@
 -- ControllerChange (new leader, new epoch) and the (controller_id, controller_epoch) stamped on
 -- every other non-bootstrap event. One violation per extra controller seen in an epoch, at the first
 -- event that shows it; related_seq is the first event of the epoch's first controller.
-WITH -- A cluster migrated from ZooKeeper to KRaft (KIP-866) has two counters: ZooKeeper's /controller_epoch (the last
--- one the KRaft controller's own claim of /controller) and the KRaft quorum's leader epoch, which starts low. Its
--- history switches at one event, the cutover (services/normalize/migration_offline.py): the first KRaft
--- ControllerChange right after a ZooKeeper event (seq - 1) whose controller is the one that claimed ZooKeeper
--- (previous leader = leader). An epoch of one counter is not the same epoch of the other.
-cutover AS (
-  SELECT c.cluster_id, MIN(c.seq) AS cut_seq
-  FROM events c JOIN events p ON p.cluster_id = c.cluster_id AND p.seq = c.seq - 1
-  WHERE c.kind = 'ControllerChange' AND c.source_kind IN ('KRAFT_LOG', 'KRAFT_SNAPSHOT')
-    AND c.cc_leader >= 0 AND c.cc_leader = c.cc_prev_leader AND p.source_kind = 'ZOOKEEPER'
-  GROUP BY c.cluster_id
-),
+-- A cluster migrated from ZooKeeper to KRaft (KIP-866) has two controller-epoch counters, ZooKeeper's
+-- and the KRaft quorum's, switching at the cutover (checks/sql/fragments/migration_cutover.sql). An epoch
+-- of one counter is not the same epoch of the other.
+WITH cutover AS ({include(migration_cutover)}),
 all_obs AS (
   SELECT cluster_id, seq, cc_epoch AS epoch, cc_leader AS leader
   FROM events
