@@ -45,12 +45,12 @@ CATALOG: tuple[Invariant, ...] = (
     Invariant(
         "controller_epoch_monotonic", "I1", "ElectionSafety (epoch part)",
         "ControllerChange epochs and every event's controller_epoch never go backwards along seq.",
-        ("ControllerChange",), "M", (), live=True,
+        ("ControllerChange",), "M", ("a ZooKeeper -> KRaft migration's cutover (the first KRaft ControllerChange right after a ZooKeeper event, by the controller that claimed ZooKeeper) starts the KRaft quorum's epoch counter",), live=True,
     ),
     Invariant(
         "election_safety", "I2", "ElectionSafety",
         "At most one controller per controller epoch.",
-        ("ControllerChange",), "M", (), live=True,
+        ("ControllerChange",), "M", ("a ZooKeeper -> KRaft migration's cutover (the first KRaft ControllerChange right after a ZooKeeper event, by the controller that claimed ZooKeeper) starts the KRaft quorum's epoch counter",), live=True,
     ),
     Invariant(
         "leader_epoch_monotonic", "I3", "",

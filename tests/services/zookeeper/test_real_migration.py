@@ -243,3 +243,22 @@ def test_zookeeper_logs_without_the_claim_are_one_error_line(migrated, tmp_path)
     assert res.returncode != 0
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert "no KRaft controller's claim of /controller" in res.stderr
+
+
+def test_ctrlaudit_state_by_time_reads_as_describe_at_every_mark(migrated, tmp_path):
+    """The same through the command line: `ctrlaudit state --time T` prints the kafka-topics --describe layout, and
+    read back with the describe parser it is what the cluster described at T (leaders, replicas, ISRs, topic ids)."""
+    store = str(tmp_path / "s.duckdb")
+    res = subprocess.run([sys.executable, "-m", "ctrlaudit", "load", str(migrated["archive"]), "--store", store],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    problems = []
+    for m in migrated["marks"]:
+        res = subprocess.run([sys.executable, "-m", "ctrlaudit", "state", "--store", store, "--time", str(m.time_ms)],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        got = observe.parse_describe(res.stdout)
+        view = lambda d: ({k: (p.leader, p.replicas, p.isr) for k, p in d.partitions.items()}, d.topic_ids)  # noqa: E731
+        if view(got) != view(m.described):
+            problems.append(f"{m.name}: state {view(got)} != describe {view(m.described)}")
+    assert not problems, "\n".join(problems)
