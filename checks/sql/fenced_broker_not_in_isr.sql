@@ -59,6 +59,17 @@ first_of_broker AS (
 registry AS (
   SELECT cluster_id, MIN(seq) AS first_broker_seq FROM brokers GROUP BY cluster_id
 ),
+-- Ineligible broker states, one row per 65536-seq bucket they span: a change meets the states of its
+-- broker in its own bucket only (an equality join), not every state of the broker.
+bad_versions AS (
+  SELECT cluster_id, broker, seq, next_seq, state, {explode_range(first_bucket, last_bucket)} AS bucket
+  FROM (SELECT v.cluster_id, v.broker, v.seq, v.next_seq, v.state,
+               CAST(FLOOR(v.seq / 65536) AS BIGINT) AS first_bucket,
+               CAST(FLOOR(coalesce(v.next_seq, m.last_seq) / 65536) AS BIGINT) AS last_bucket
+        FROM broker_versions v JOIN (SELECT cluster_id, MAX(seq) AS last_seq FROM pc GROUP BY cluster_id) m
+          ON m.cluster_id = v.cluster_id
+        WHERE v.state IN ('fenced', 'unregistered', 'shutting_down')) x
+),
 joined_bad AS (
   -- the broker's state as of the change (its last broker change before it) is not eligible, or it has
   -- no broker change before it although the history has shown one of some broker
@@ -66,9 +77,9 @@ joined_bad AS (
          CASE WHEN v.seq IS NULL THEN 'unregistered' ELSE v.state END AS eff_state, v.seq AS state_seq
   FROM joiners j JOIN registry r ON j.cluster_id = r.cluster_id
        LEFT JOIN first_of_broker f ON f.cluster_id = j.cluster_id AND f.broker = j.broker
-       LEFT JOIN broker_versions v
-         ON v.cluster_id = j.cluster_id AND v.broker = j.broker AND v.seq < j.seq
-            AND (v.next_seq IS NULL OR j.seq < v.next_seq) AND v.state IN ('fenced', 'unregistered', 'shutting_down')
+       LEFT JOIN bad_versions v
+         ON v.cluster_id = j.cluster_id AND v.broker = j.broker AND v.bucket = CAST(FLOOR(j.seq / 65536) AS BIGINT)
+            AND v.seq < j.seq AND (v.next_seq IS NULL OR j.seq < v.next_seq)
   WHERE j.broker >= 0
     AND ((r.first_broker_seq < j.seq AND (f.first_seq IS NULL OR f.first_seq > j.seq)) OR v.seq IS NOT NULL)
 ),
