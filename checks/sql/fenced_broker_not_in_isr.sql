@@ -85,7 +85,8 @@ joined_bad AS (
 ),
 -- (b) a partition state [seq, end) lists its leader and ISR members; it ends at the partition's next
 -- change or at its topic's delete. Fences are few: each is matched to the states of its broker that
--- begin before it, and those a later change or a delete ends before it are dropped.
+-- begin before it, and those a later change or a delete ends before it are dropped. A state comes once
+-- per 2^20-seq bucket it spans, a fence meets the states of its own bucket only (an equality join).
 members AS (  -- a broker may come twice per state: held_live groups by state
   SELECT cluster_id, seq, next_seq, topic, partition, {explode(member_list)} AS broker
   FROM (SELECT cluster_id, seq, topic, partition,
@@ -94,6 +95,14 @@ members AS (  -- a broker may come twice per state: held_live groups by state
                     THEN {concat(a_isr, {list1(a_leader)})} END AS member_list,
                LEAD(seq) OVER (PARTITION BY cluster_id, topic, partition ORDER BY seq) AS next_seq
         FROM pc) n
+),
+member_buckets AS (
+  SELECT cluster_id, seq, next_seq, topic, partition, broker,
+         {explode_range(CAST(FLOOR(seq / 1048576) AS BIGINT), CAST(FLOOR(last_seq / 1048576) AS BIGINT))} AS bucket
+  FROM (SELECT m.cluster_id, m.seq, m.next_seq, m.topic, m.partition, m.broker, coalesce(m.next_seq, x.last_seq) AS last_seq
+        FROM members m JOIN (SELECT cluster_id, MAX(seq) AS last_seq FROM events GROUP BY cluster_id) x
+          ON x.cluster_id = m.cluster_id
+        WHERE m.broker >= 0) b
 ),
 fences AS (
   SELECT cluster_id, seq, broker, state,
@@ -104,10 +113,9 @@ fences AS (
 ),
 held AS (  -- (fence, partition state of its broker begun before it and not followed by a change before it)
   SELECT f.cluster_id, f.seq, f.broker, f.state, f.known_anomaly, m.seq AS m_seq, m.topic, m.partition
-  FROM fences f JOIN members m
-    ON m.cluster_id = f.cluster_id AND m.broker = f.broker AND m.seq < f.seq
-       AND (m.next_seq IS NULL OR f.seq < m.next_seq)
-  WHERE m.broker >= 0
+  FROM fences f JOIN member_buckets m
+    ON m.cluster_id = f.cluster_id AND m.broker = f.broker AND m.bucket = CAST(FLOOR(f.seq / 1048576) AS BIGINT)
+       AND m.seq < f.seq AND (m.next_seq IS NULL OR f.seq < m.next_seq)
 ),
 topic_deletes AS (
   SELECT cluster_id, seq, topic FROM events WHERE kind = 'TopicChange' AND topic_change = 'DELETED'
