@@ -78,11 +78,13 @@ def load_cases(threads: int) -> DuckDBEngine:
 
 
 def perturb(con: duckdb.DuckDBPyConnection, one_in: int) -> None:
-    """Drop one in `one_in` events of the kinds the checks follow, chosen by seq (deterministic), and turn
-    a few more into CaptureGaps: a history with breaks of every kind, so that equal rows mean something."""
+    """Drop one in `one_in` events of the kinds the checks follow, chosen by seq (deterministic), turn a
+    few more into CaptureGaps and stamp as many with an older controller epoch: a history with breaks of
+    many kinds, so that equal rows mean something."""
     con.execute(f"DELETE FROM events WHERE kind IN ('PartitionChange', 'BrokerChange', 'TopicChange', 'OffsetSample') "
                 f"AND hash(seq) % {one_in} = 0")
     con.execute(f"UPDATE events SET kind = 'CaptureGap' WHERE kind = 'PartitionChange' AND hash(seq) % {one_in * 20} = 1")
+    con.execute(f"UPDATE events SET controller_epoch = controller_epoch - 1 WHERE hash(seq) % {one_in} = 2")
     print(f"perturbed: {con.execute('SELECT count(*) FROM events').fetchone()[0]:,} events left", flush=True)
 
 

@@ -67,6 +67,8 @@ SHIMS: dict[str, tuple[str | Callable[..., str], str | Callable[..., str]]] = {
     "collect_sorted": ("list_sort(list({0}))", "array_sort(collect_list({0}))"),
     # the last non-null value of the window frame (followed by OVER in the SQL)
     "last_nn": ("last_value({0} IGNORE NULLS)", "last_value({0}, true)"),
+    # a to b (integers, both included), one row each; no row when b < a
+    "explode_range": ("unnest(range({0}, {1} + 1))", "explode(filter(sequence({0}, greatest({0}, {1})), x__ -> x__ <= {1}))"),
     "null_ints": ("CAST(NULL AS INTEGER[])", "CAST(NULL AS ARRAY<INT>)"),
     "null_longs": ("CAST(NULL AS BIGINT[])", "CAST(NULL AS ARRAY<BIGINT>)"),
     "at": ("list_extract({0}, {1})", "try_element_at({0}, {1})"),

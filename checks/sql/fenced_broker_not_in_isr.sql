@@ -59,6 +59,17 @@ first_of_broker AS (
 registry AS (
   SELECT cluster_id, MIN(seq) AS first_broker_seq FROM brokers GROUP BY cluster_id
 ),
+-- Ineligible broker states, one row per 65536-seq bucket they span: a change meets the states of its
+-- broker in its own bucket only (an equality join), not every state of the broker.
+bad_versions AS (
+  SELECT cluster_id, broker, seq, next_seq, state, {explode_range(first_bucket, last_bucket)} AS bucket
+  FROM (SELECT v.cluster_id, v.broker, v.seq, v.next_seq, v.state,
+               CAST(FLOOR(v.seq / 65536) AS BIGINT) AS first_bucket,
+               CAST(FLOOR(coalesce(v.next_seq, m.last_seq) / 65536) AS BIGINT) AS last_bucket
+        FROM broker_versions v JOIN (SELECT cluster_id, MAX(seq) AS last_seq FROM pc GROUP BY cluster_id) m
+          ON m.cluster_id = v.cluster_id
+        WHERE v.state IN ('fenced', 'unregistered', 'shutting_down')) x
+),
 joined_bad AS (
   -- the broker's state as of the change (its last broker change before it) is not eligible, or it has
   -- no broker change before it although the history has shown one of some broker
@@ -66,15 +77,16 @@ joined_bad AS (
          CASE WHEN v.seq IS NULL THEN 'unregistered' ELSE v.state END AS eff_state, v.seq AS state_seq
   FROM joiners j JOIN registry r ON j.cluster_id = r.cluster_id
        LEFT JOIN first_of_broker f ON f.cluster_id = j.cluster_id AND f.broker = j.broker
-       LEFT JOIN broker_versions v
-         ON v.cluster_id = j.cluster_id AND v.broker = j.broker AND v.seq < j.seq
-            AND (v.next_seq IS NULL OR j.seq < v.next_seq) AND v.state IN ('fenced', 'unregistered', 'shutting_down')
+       LEFT JOIN bad_versions v
+         ON v.cluster_id = j.cluster_id AND v.broker = j.broker AND v.bucket = CAST(FLOOR(j.seq / 65536) AS BIGINT)
+            AND v.seq < j.seq AND (v.next_seq IS NULL OR j.seq < v.next_seq)
   WHERE j.broker >= 0
     AND ((r.first_broker_seq < j.seq AND (f.first_seq IS NULL OR f.first_seq > j.seq)) OR v.seq IS NOT NULL)
 ),
 -- (b) a partition state [seq, end) lists its leader and ISR members; it ends at the partition's next
 -- change or at its topic's delete. Fences are few: each is matched to the states of its broker that
--- begin before it, and those a later change or a delete ends before it are dropped.
+-- begin before it, and those a later change or a delete ends before it are dropped. A state comes once
+-- per 2^20-seq bucket it spans, a fence meets the states of its own bucket only (an equality join).
 members AS (  -- a broker may come twice per state: held_live groups by state
   SELECT cluster_id, seq, next_seq, topic, partition, {explode(member_list)} AS broker
   FROM (SELECT cluster_id, seq, topic, partition,
@@ -83,6 +95,14 @@ members AS (  -- a broker may come twice per state: held_live groups by state
                     THEN {concat(a_isr, {list1(a_leader)})} END AS member_list,
                LEAD(seq) OVER (PARTITION BY cluster_id, topic, partition ORDER BY seq) AS next_seq
         FROM pc) n
+),
+member_buckets AS (
+  SELECT cluster_id, seq, next_seq, topic, partition, broker,
+         {explode_range(CAST(FLOOR(seq / 1048576) AS BIGINT), CAST(FLOOR(last_seq / 1048576) AS BIGINT))} AS bucket
+  FROM (SELECT m.cluster_id, m.seq, m.next_seq, m.topic, m.partition, m.broker, coalesce(m.next_seq, x.last_seq) AS last_seq
+        FROM members m JOIN (SELECT cluster_id, MAX(seq) AS last_seq FROM events GROUP BY cluster_id) x
+          ON x.cluster_id = m.cluster_id
+        WHERE m.broker >= 0) b
 ),
 fences AS (
   SELECT cluster_id, seq, broker, state,
@@ -93,10 +113,9 @@ fences AS (
 ),
 held AS (  -- (fence, partition state of its broker begun before it and not followed by a change before it)
   SELECT f.cluster_id, f.seq, f.broker, f.state, f.known_anomaly, m.seq AS m_seq, m.topic, m.partition
-  FROM fences f JOIN members m
-    ON m.cluster_id = f.cluster_id AND m.broker = f.broker AND m.seq < f.seq
-       AND (m.next_seq IS NULL OR f.seq < m.next_seq)
-  WHERE m.broker >= 0
+  FROM fences f JOIN member_buckets m
+    ON m.cluster_id = f.cluster_id AND m.broker = f.broker AND m.bucket = CAST(FLOOR(f.seq / 1048576) AS BIGINT)
+       AND m.seq < f.seq AND (m.next_seq IS NULL OR f.seq < m.next_seq)
 ),
 topic_deletes AS (
   SELECT cluster_id, seq, topic FROM events WHERE kind = 'TopicChange' AND topic_change = 'DELETED'
