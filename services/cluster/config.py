@@ -311,8 +311,9 @@ def zk_log4j1_properties() -> str:
 
 
 # ---- ZooKeeper -> KRaft migration (KIP-866; Kafka's ops.html "ZooKeeper to KRaft Migration") ----------
-def _migration_listeners(zk_props: str) -> dict[str, object]:
-    return dict(line.split("=", 1) for line in zk_props.splitlines() if "=" in line)
+def _parse_properties(text: str) -> dict[str, object]:
+    """A properties text written above back into a dict (to amend one mode's file into another's)."""
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
 def migration_controller_properties(s: ClusterSettings, node: NodeLayout, voters: str,
@@ -345,7 +346,7 @@ def migration_controller_properties(s: ClusterSettings, node: NodeLayout, voters
 
 def migrating_zk_broker_properties(s: ClusterSettings, node: NodeLayout, zookeeper_connect: str, voters: str) -> str:
     """A ZooKeeper-mode broker that also registers with the KRaft controllers (migration step 2)."""
-    props = _migration_listeners(zk_server_properties(s, node, zookeeper_connect))
+    props = _parse_properties(zk_server_properties(s, node, zookeeper_connect))
     props.update({
         "inter.broker.protocol.version": "3.9",
         "zookeeper.metadata.migration.enable": "true",

@@ -98,3 +98,30 @@ def test_parse_dumplogsegments_output():
     hdr, lc = boot.records
     assert (hdr.label, hdr.json) == ("SnapshotHeader", {"version": 0, "lastContainedLogTimestamp": 0})
     assert (lc.label, lc.json["leaderId"]) == ("LeaderChange", 3)
+
+
+def test_migration_steps_write_the_kip866_configs(tmp_path):
+    """What ops.html's migration steps require of each file: the controller in migration mode and finalized, the
+    ZooKeeper-mode broker with the flag and the quorum, the same broker in KRaft mode without ZooKeeper."""
+    from services.cluster.config import (ClusterSettings, NodeLayout, kraft_broker_properties,
+                                         migrating_zk_broker_properties, migration_controller_properties)
+
+    def parse(text):
+        return dict(line.split("=", 1) for line in text.splitlines())
+
+    s, voters = ClusterSettings("3.9.2"), "3000@127.0.0.1:19006"
+    ctl, broker = NodeLayout(3000, tmp_path / "c", 19005, 19006), NodeLayout(1, tmp_path / "b", 19102, 19103)
+    migrating = parse(migration_controller_properties(s, ctl, voters, "127.0.0.1:19001"))
+    assert migrating["process.roles"] == "controller" and migrating["node.id"] == "3000"
+    assert migrating["zookeeper.metadata.migration.enable"] == "true" and migrating["zookeeper.connect"]
+    assert migrating["listeners"] == "CONTROLLER://127.0.0.1:19006" and "PLAINTEXT:PLAINTEXT" in \
+        migrating["listener.security.protocol.map"]
+    final = parse(migration_controller_properties(s, ctl, voters, None))
+    assert "zookeeper.connect" not in final and "zookeeper.metadata.migration.enable" not in final
+    zk = parse(migrating_zk_broker_properties(s, broker, "127.0.0.1:19001", voters))
+    assert zk["broker.id"] == "1" and zk["zookeeper.connect"] and zk["controller.quorum.voters"] == voters
+    assert zk["zookeeper.metadata.migration.enable"] == "true" and "CONTROLLER:" in zk["listener.security.protocol.map"]
+    assert "process.roles" not in zk
+    kraft = parse(kraft_broker_properties(s, broker, voters))
+    assert (kraft["process.roles"], kraft["node.id"], kraft["controller.quorum.voters"]) == ("broker", "1", voters)
+    assert not any(k.startswith("zookeeper.") for k in kraft) and "broker.id" not in kraft
