@@ -4,11 +4,15 @@ Loads one simulated history (bench/replay.py's, as bench/checks.py makes them) i
 `events` table once, then runs, per invariant, the base revision's query and the current one, alternating
 for --rounds rounds (the machine is shared: old and new are measured under the same load), and checks that
 both return the same rows (sorted). The loaded table is cached as a DuckDB file next to the history so a
-rerun skips the decode.
+rerun skips the decode. A clean simulated history violates little, so `--perturb N` first breaks it
+(drops events, adds capture gaps, older controller epochs) and `--cases` runs on the handmade test
+histories instead: equal rows there mean something. `--explain NAME` lists a query's operators by time.
 
     .venv/bin/python bench/checks_queries.py --events 1000000 --keep /work/bench-data
     .venv/bin/python bench/checks_queries.py --events 10000000 --keep /work/bench-data --only state_continuity
     .venv/bin/python bench/checks_queries.py --events 1000000 --keep /work/bench-data --explain state_continuity
+    .venv/bin/python bench/checks_queries.py --events 1000000 --perturb 300
+    .venv/bin/python bench/checks_queries.py --cases
 """
 from __future__ import annotations
 
