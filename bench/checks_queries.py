@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import duckdb  # noqa: E402
 
-from checks.catalog import BY_NAME, NAMES, wrapped_sql  # noqa: E402
+from checks.catalog import BY_NAME, NAMES, sql_for, wrapped_sql  # noqa: E402
 from checks.dialect import expand  # noqa: E402
 from checks.duckdb_engine import DuckDBEngine, sort_key  # noqa: E402
 from checks.inputs import archives_to_arrow, resolve  # noqa: E402
@@ -35,13 +35,13 @@ from checks.inputs import archives_to_arrow, resolve  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def base_sql(name: str, rev: str) -> str:
-    """wrapped_sql(name, 'duckdb') as it was at `rev`."""
+def base_sql(name: str, rev: str) -> str | None:
+    """wrapped_sql(name, 'duckdb') as it was at `rev` (None: the invariant is newer than `rev`)."""
     rel = BY_NAME[name].sql_path.relative_to(ROOT)
-    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{rel}"], check=True, capture_output=True,
-                          text=True).stdout
-    current = expand(BY_NAME[name].sql_path.read_text(), "duckdb")
-    return wrapped_sql(name, "duckdb").replace(current, expand(text, "duckdb"))
+    done = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{rel}"], capture_output=True, text=True)
+    if done.returncode != 0:
+        return None
+    return wrapped_sql(name, "duckdb").replace(sql_for(name, "duckdb"), expand(done.stdout, "duckdb"))
 
 
 def load(root: Path, events: int, threads: int) -> DuckDBEngine:
@@ -161,13 +161,13 @@ def main() -> None:
         old_sql, new_sql = base_sql(name, args.base), wrapped_sql(name, "duckdb")
         olds, news, equal, n_rows = [], [], True, 0
         for _ in range(args.rounds):
-            if not args.new_only:
+            if not args.new_only and old_sql is not None:
                 t_old, rows_old = run(con, old_sql)
                 olds.append(t_old)
             t_new, rows_new = run(con, new_sql)
             news.append(t_new)
             n_rows = len(rows_new)
-            if not args.new_only:
+            if olds:
                 equal = equal and rows_old == rows_new
             del rows_new
         best_old = min(olds) if olds else float("nan")
