@@ -19,6 +19,7 @@ import pytest
 from services.cluster import ZkKafkaCluster, find_free_base_port, observe
 from services.cluster.migration import CONTROLLER_ID, Migration
 from services.cluster.testing import copy_node_metadata, java_available, wait_until
+from tests.services.zookeeper.marks import mark_problems
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow,
               pytest.mark.skipif(not java_available(), reason="needs java and mvn")]
@@ -162,7 +163,6 @@ def test_one_archive_one_chain_across_the_cutover(migrated):
 
 
 def test_state_at_every_mark_equals_describe(migrated):
-    from replay.queries import state_as_of
     from replay.store import Store
 
     assert migrated["import"].returncode == 0, migrated["import"].stderr
@@ -171,20 +171,7 @@ def test_state_at_every_mark_equals_describe(migrated):
     store = Store(migrated["archive"].parent / "s.duckdb")
     try:
         store.load([migrated["archive"]])
-        problems, compared = [], 0
-        for m in marks:
-            rows = {(r.topic, r.partition): r for r in state_as_of(store, store.point(time=m.time_ms)).partitions}
-            if set(rows) != set(m.described.partitions):
-                problems.append(f"{m.name} @ {m.time_ms}: partitions: replayed {sorted(rows)}, "
-                                f"described {sorted(m.described.partitions)}")
-                continue
-            for key, d in m.described.partitions.items():
-                s = rows[key].state
-                got = (s.leader, s.replicas, s.isr, s.adding_replicas, s.removing_replicas, rows[key].topic_id)
-                want = (d.leader, d.replicas, d.isr, d.adding, d.removing, m.described.topic_ids[key[0]])
-                compared += 1
-                if got != want:
-                    problems.append(f"{m.name} @ {m.time_ms}: {key}: replayed {got} != described {want}")
+        problems, compared = mark_problems(store, marks, lambda m: store.point(time=m.time_ms), lambda m: str(m.time_ms))
         assert not problems, "\n".join(problems)
         print(f"{len(marks)} marks, {compared} partition states equal describe: {[m.name for m in marks]}")
     finally:

@@ -18,6 +18,7 @@ from services.cluster.testing import java_available
 from services.cluster.txnlogtool import compare, parse
 from services.zookeeper import TxnLogReader, txn_logs
 from services.zookeeper.watch import ZooKeeperWatch
+from tests.services.zookeeper.marks import mark_problems
 
 pytestmark = [pytest.mark.kafka,
               pytest.mark.skipif(not java_available(), reason="needs java and mvn")]
@@ -172,7 +173,6 @@ def test_imported_state_at_every_mark_equals_describe(scenario, tmp_path):
     import subprocess
     import sys
 
-    from replay.queries import state_as_of
     from replay.store import Store
 
     copy, _, _, facts = scenario
@@ -185,19 +185,7 @@ def test_imported_state_at_every_mark_equals_describe(scenario, tmp_path):
         store.load([tmp_path / "a"])
         marks = facts["marks"]
         assert len(marks) >= 12
-        problems = []
-        for m in marks:
-            rows = {(r.topic, r.partition): r for r in state_as_of(store, store.point(offset=m.offset)).partitions}
-            if set(rows) != set(m.described.partitions):
-                problems.append(f"{m.name} @ {m.offset:#x}: partitions: replayed {sorted(rows)}, "
-                                f"described {sorted(m.described.partitions)}")
-                continue
-            for key, d in m.described.partitions.items():
-                s = rows[key].state
-                got = (s.leader, s.replicas, s.isr, s.adding_replicas, s.removing_replicas, rows[key].topic_id)
-                want = (d.leader, d.replicas, d.isr, d.adding, d.removing, m.described.topic_ids[key[0]])
-                if got != want:
-                    problems.append(f"{m.name} @ {m.offset:#x}: {key}: replayed {got} != described {want}")
+        problems, _ = mark_problems(store, marks, lambda m: store.point(offset=m.offset), lambda m: f"{m.offset:#x}")
         assert not problems, "\n".join(problems)
     finally:
         store.close()
