@@ -279,22 +279,31 @@ pipeline = Pipeline(images=ImageStore(image_table), checkpoint_seconds=settings.
 class Watch:
     """The worker's LiveChecker (checks/live.py: the catalog's invariants, event by event). Its state is
     rebuilt on the first event a worker sees by re-observing the events topic below that offset (their
-    alerts were published before); events of a cluster arrive in seq order (one partition)."""
+    alerts were published before); events of a cluster arrive in seq order (one partition).
+
+    The checker must see each offset once and in order. A rebalance inside one worker hands the partition
+    back from its last committed offset, so events it has observed come again: they are passed over (their
+    alerts were sent). An offset past the next one means events this checker never saw: it is rebuilt."""
 
     def __init__(self, history_reader=read_events) -> None:
         self.history_reader = history_reader
         self.checker = LiveChecker()
-        self.ready = False
+        self.next_offset: int | None = None  # None: not rebuilt yet
+
+    async def _rebuild(self, offset: int) -> None:
+        self.checker, n = LiveChecker(), 0
+        async for record in self.history_reader(offset):
+            self.checker.observe(record)
+            n += 1
+        log.info("watch: re-observed %d events below offset %d", n, offset)
 
     async def observe(self, offset: int, event) -> list[dict]:
         """Alert dicts (Alert.to_dict) of `event` (a ControllerEvent or its Avro record) at `offset`."""
-        if not self.ready:
-            n = 0
-            async for record in self.history_reader(offset):
-                self.checker.observe(record)
-                n += 1
-            self.ready = True
-            log.info("watch: re-observed %d events below offset %d", n, offset)
+        if self.next_offset is not None and offset < self.next_offset:
+            return []  # observed before a rebalance re-delivered it
+        if self.next_offset is None or offset > self.next_offset:
+            await self._rebuild(offset)
+        self.next_offset = offset + 1
         return [a.to_dict() for a in self.checker.observe(event)]
 
 

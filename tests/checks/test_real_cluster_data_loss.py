@@ -57,7 +57,7 @@ def _alter(bootstrap: str, kind: str, name: str, configs: dict[str, str | None])
             for f in admin.incremental_alter_configs([ConfigResource(kind, name, incremental_configs=entries)]).values():
                 f.result(timeout=30)
             return
-        except KafkaException:
+        except (KafkaException, TimeoutError):  # (a future's result(timeout) raises TimeoutError)
             if time.monotonic() > deadline:
                 raise
             time.sleep(2)
