@@ -88,15 +88,9 @@ class ImageBuilder:
         self._names: dict[str, str | None] = {}
         self._brokers: dict[int, BrokerState | None] = {}
         self._configs: dict[ConfigKey, dict[str, str]] = {}
-        self._features: dict[str, int] | None = None
+        self._features = dict(base.features)  # a handful: kept whole, read on every normalized event
         self._gaps: list[CaptureGapSeen] = []
         self._unknown = 0
-        self._handlers: dict[type, Callable[[ControllerEvent, Any, bool], None]] = {
-            PartitionChange: self._partition, BrokerChange: self._broker, TopicChange: self._topic,
-            ControllerChange: self._controller_change, ConfigChange: self._config,
-            FeatureLevelChange: self._feature, OffsetSample: self._sample, CaptureGap: self._gap,
-            UnknownRecord: self._unknown_record,
-        }
 
     # --- folding ---------------------------------------------------------------------------
 
@@ -107,15 +101,15 @@ class ImageBuilder:
             if reason is not None:
                 self.on_error(rules.error(event, reason), event)
                 lenient = True
-        handler = self._handlers.get(type(event.payload))
+        handler = _HANDLERS.get(type(event.payload))
         if handler is None:
             self.on_error(rules.error(event, f"unknown payload type {type(event.payload).__name__}"), event)
         else:
             try:
-                handler(event, event.payload, lenient)
+                handler(self, event, event.payload, lenient)
             except ReplayError as exc:
                 self.on_error(exc, event)
-                handler(event, event.payload, True)
+                handler(self, event, event.payload, True)
         self._cluster_id = event.cluster_id
         self._seq = event.seq
         self._last = event
@@ -155,11 +149,94 @@ class ImageBuilder:
         topic_id = self._names.get(name, _MISSING)
         return self.base.topics.by_name.get(name) if topic_id is _MISSING else topic_id
 
+    # --- the working image of a normalizer --------------------------------------------------
+    # services/normalize turns source records into events and applies each to its builder as it makes it:
+    # the state it reads its "before" from is this image, so what it emits folds (replay) to what it saw.
+
+    def put(self, event: ControllerEvent) -> None:
+        """Apply an unchained event (seq 0, as a normalizer makes it) without the envelope and "before"
+        checks: its before was read from this builder, so they hold by construction."""
+        _HANDLERS[type(event.payload)](self, event, event.payload, True)
+        self._last = event
+
+    def partition(self, topic_id: str, partition: int) -> PartitionState | None:
+        td = self._topics.get(topic_id, _MISSING)  # (the normalizer's hot path: _topic_delta and get inlined)
+        if td is _MISSING:
+            td = self._topic_delta(topic_id)
+        if td is None:
+            return None
+        state = td.changed.get(partition, _MISSING)
+        return td.base.get(partition) if state is _MISSING else state  # type: ignore[no-any-return]
+
+    def partitions_of(self, topic_id: str) -> list[int]:
+        """The partition ids of a topic, ascending."""
+        td = self._topic_delta(topic_id)
+        if td is None:
+            return []
+        ids = set(td.base.keys())
+        for p, state in td.changed.items():
+            if state is None:
+                ids.discard(p)
+            else:
+                ids.add(p)
+        return sorted(ids)
+
+    def topic_ids(self) -> list[str]:
+        """Ids of the topics the image holds, ascending."""
+        ids = set(self.base.topics.by_id.keys())
+        for topic_id, td in self._topics.items():
+            if td is None:
+                ids.discard(topic_id)
+            else:
+                ids.add(topic_id)
+        return sorted(ids)
+
+    def topic_name(self, topic_id: str) -> str | None:
+        td = self._topic_delta(topic_id)
+        return None if td is None else td.name
+
+    def broker(self, broker_id: int) -> BrokerState | None:
+        state = self._brokers.get(broker_id, _MISSING)
+        return self.base.brokers.get(broker_id) if state is _MISSING else state
+
+    def broker_ids(self) -> list[int]:
+        return sorted(b for b in {*self.base.brokers.keys(), *self._brokers} if self.broker(b) is not None)
+
+    def configs_of(self, resource_type: ConfigResourceType, resource: str) -> dict[str, str]:
+        """The config values of one resource, as the archive holds them (sensitive ones redacted)."""
+        values = self._configs.get((resource_type, resource))
+        return dict(self.base.configs.get((resource_type, resource), {}) if values is None else values)
+
+    def config(self, resource_type: ConfigResourceType, resource: str, name: str) -> str | None:
+        values = self._configs.get((resource_type, resource))
+        return (self.base.configs.get((resource_type, resource), {}) if values is None else values).get(name)
+
+    def config_resources(self, resource_type: ConfigResourceType) -> list[str]:
+        """The resources of a type that hold at least one config value, ascending."""
+        keys = {k for k in self.base.configs.keys() if k[0] is resource_type}
+        keys |= {k for k in self._configs if k[0] is resource_type}
+        return sorted(k[1] for k in keys if self.configs_of(*k))
+
+    def feature(self, name: str) -> int | None:
+        return self._features.get(name)
+
+    @property
+    def controller(self) -> ControllerImage:
+        return self._controller
+
     # --- handlers, one per payload type ----------------------------------------------------
 
     def _partition(self, event: ControllerEvent, pc: PartitionChange, lenient: bool) -> None:
-        td = self._topic_delta(pc.topic_id)
-        current = None if td is None else td.get(pc.partition)
+        td = self._topics.get(pc.topic_id, _MISSING)
+        if td is _MISSING:
+            td = self._topic_delta(pc.topic_id)
+        if lenient:  # a normalizer's own event or a bootstrap: its after is the state, no "before" to check
+            if td is not None:
+                td.changed[pc.partition] = pc.after
+                return
+            current = None
+        else:
+            current = None if td is None else td.get(pc.partition)
         # Fast path: the usual event's before is the image's state.
         if not lenient and (td is None or pc.before is None or current != pc.before or td.name != pc.topic):
             reason = rules.check_partition(event, pc, None if td is None else td.name, current)
@@ -216,8 +293,6 @@ class ImageBuilder:
             values[cfg.name] = cfg.value
 
     def _feature(self, event: ControllerEvent, f: FeatureLevelChange, lenient: bool) -> None:
-        if self._features is None:
-            self._features = dict(self.base.features)
         if f.level == 0:
             self._features.pop(f.feature, None)
         else:
@@ -259,10 +334,20 @@ class ImageBuilder:
             brokers=_overlay(base.brokers, self._brokers),
             topics=TopicsImage(by_id.finish(), by_name),
             configs=configs.finish(),
-            features=base.features if self._features is None else Map(self._features),
+            features=Map(self._features),
             gaps=base.gaps + tuple(self._gaps),
             unknown_records=base.unknown_records + self._unknown,
         )
+
+
+# One handler per payload type (a class-level table: bound methods held by the builder would make it a
+# reference cycle, freed only by the cyclic GC together with every state it holds).
+_HANDLERS: dict[type, Callable[[ImageBuilder, ControllerEvent, Any, bool], None]] = {
+    PartitionChange: ImageBuilder._partition, BrokerChange: ImageBuilder._broker, TopicChange: ImageBuilder._topic,
+    ControllerChange: ImageBuilder._controller_change, ConfigChange: ImageBuilder._config,
+    FeatureLevelChange: ImageBuilder._feature, OffsetSample: ImageBuilder._sample, CaptureGap: ImageBuilder._gap,
+    UnknownRecord: ImageBuilder._unknown_record,
+}
 
 
 def _overlay(base: Map[Any, Any], changes: dict[Any, Any]) -> Map[Any, Any]:

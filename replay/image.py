@@ -89,6 +89,17 @@ class ClusterImage:
     def metadata_version(self) -> int | None:
         return self.features.get("metadata.version")
 
+    @property
+    def partitions(self) -> dict[tuple[str, int], PartitionState]:
+        """Every partition's state by (topic id, partition), in that order (a flat view, built per call)."""
+        return {(tid, p): state for tid in sorted(self.topics.by_id.keys())
+                for p, state in sorted(self.topics.by_id[tid].partitions.items())}
+
+    @property
+    def topic_names(self) -> dict[str, str]:
+        """Topic names by topic id (built per call)."""
+        return {tid: t.name for tid, t in self.topics.by_id.items()}
+
     def partition(self, topic: str, partition: int) -> PartitionState | None:
         t = self.topics.get_by_name(topic)
         return None if t is None else t.partitions.get(partition)

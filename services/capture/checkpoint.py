@@ -30,18 +30,27 @@ from dataclasses import fields
 from hashlib import sha256
 from operator import attrgetter
 
-from schemas.events import BrokerState, LeaderRecoveryState, PartitionState
-from services.normalize.image import KRaftImage
+from immutables import Map
+
+from replay.delta import ImageBuilder
+from replay.image import CaptureGapSeen, ClusterImage, ControllerImage, Provenance, TopicImage, TopicsImage
+from schemas.events import BrokerState, ConfigResourceType, LeaderRecoveryState, PartitionState
 from services.normalize.kraft_normalizer import KRaftNormalizer
 
 MAGIC, NL = b"CAIMG1\n", b"\n"
-FORMAT, VERSION = "ctrlaudit.kraft-image", 1
+# v2: the image is replay's ClusterImage (configs as the archive holds them, secrets as digests); a v1
+# checkpoint is refused, and the worker rebuilds from the raw topic instead
+FORMAT, VERSION = "ctrlaudit.kraft-image", 2
 
 # The codec spells out every field; if one is added to these dataclasses, refuse to checkpoint rather
 # than silently drop it (a loaded image missing a field would disagree with a replayed one).
 _KNOWN = {
-    KRaftImage: ("topic_names", "partitions", "brokers", "configs", "features", "controller", "epoch",
-                 "leaders_by_epoch"),
+    ClusterImage: ("cluster_id", "provenance", "controller", "brokers", "topics", "configs", "features", "gaps",
+                   "unknown_records"),
+    Provenance: ("seq", "event_id", "source_offset", "source_index", "event_time_ms", "controller_id",
+                 "controller_epoch"),
+    ControllerImage: ("leader_id", "epoch", "voters"),
+    CaptureGapSeen: ("seq", "from_offset", "to_offset", "reason"),
     PartitionState: ("replicas", "isr", "leader", "leader_epoch", "partition_epoch", "adding_replicas",
                      "removing_replicas", "elr", "last_known_elr", "leader_recovery_state"),
     BrokerState: ("broker_id", "epoch", "fenced", "in_controlled_shutdown", "incarnation_id", "rack", "endpoints"),
@@ -80,9 +89,11 @@ def dump(n: KRaftNormalizer) -> bytes:
     if _DRIFT:
         raise CheckpointError(f"checkpoint: codec does not know every field of {', '.join(_DRIFT)}")
     im = n.image
-    tids, pids = zip(*im.partitions) if im.partitions else ((), ())
+    by_id = im.topics.by_id
+    keys = [(tid, p) for tid in by_id for p in by_id[tid].partitions]
+    tids, pids = zip(*keys) if keys else ((), ())
     topics, t_col = _index(tids)
-    rows, s_col = _index(list(map(_ROW, im.partitions.values())))
+    rows, s_col = _index([_ROW(by_id[tid].partitions[p]) for tid, p in keys])
     columns = dict(zip(_PS, map(list, zip(*rows)))) if rows else {f: [] for f in _PS}
     # the six tuple fields share one table of distinct tuples (a handful of replica sets in practice)
     tuples, flat = _index([t for f in _PS if f in _TUPLE_COLS for t in columns[f]])
@@ -92,11 +103,16 @@ def dump(n: KRaftNormalizer) -> bytes:
     payload = {
         "format": FORMAT, "version": VERSION,
         "cluster_id": n.cluster_id, "node_id": n.node_id, "last_offset": n.last_offset,
-        "controller": im.controller, "epoch": im.epoch,
-        "topic_names": list(im.topic_names.items()),
+        "image_cluster_id": im.cluster_id,
+        "provenance": [getattr(im.provenance, f) for f in _KNOWN[Provenance]],
+        "controller": [im.controller.leader_id, im.controller.epoch, list(im.controller.voters)],
+        "gaps": [[g.seq, g.from_offset, g.to_offset, g.reason] for g in im.gaps],
+        "unknown_records": im.unknown_records,
+        "topic_names": [[tid, t.name] for tid, t in by_id.items()],
         "features": list(im.features.items()),
-        "leaders_by_epoch": list(im.leaders_by_epoch.items()),  # JSON object keys would turn the ints to str
-        "configs": [[*k, v] for k, v in im.configs.items()],
+        "leaders_by_epoch": list(n.leaders_by_epoch.items()),  # JSON object keys would turn the ints to str
+        "configs": [[rt.value, res, name, v] for (rt, res), values in im.configs.items() for name, v in values.items()],
+        "secrets": [[*k, v] for k, v in n.secrets.digests.items()],
         "brokers": [[b.broker_id, b.epoch, b.fenced, b.in_controlled_shutdown, b.incarnation_id, b.rack,
                      b.endpoints] for b in im.brokers.values()],
         "tuples": tuples, "states": columns,
@@ -147,26 +163,40 @@ def _typed(xs, types: set, what: str, index: bool = False) -> list:
 
 def _build(d: dict, clock) -> KRaftNormalizer:
     cluster_id, = _typed([d["cluster_id"]], STR, "cluster_id")
-    node_id, last_offset, controller, epoch = _typed([d["node_id"], d["last_offset"], d["controller"], d["epoch"]],
-                                                     INT, "node_id/last_offset/controller/epoch")
+    node_id, last_offset, unknown = _typed([d["node_id"], d["last_offset"], d["unknown_records"]], INT,
+                                           "node_id/last_offset/unknown_records")
+    image_cluster, = _typed([d["image_cluster_id"]], OPT_STR, "image cluster_id")
     n = KRaftNormalizer(cluster_id, node_id, clock=clock)
     n.last_offset = last_offset
-    im: KRaftImage = n.image
-    im.controller, im.epoch = controller, epoch
-    im.topic_names = {t: name for t, name in d["topic_names"]}
-    im.features = {k: v for k, v in d["features"]}
-    im.leaders_by_epoch = {e: c for e, c in d["leaders_by_epoch"]}
-    im.configs = {(rt, res, name): v for rt, res, name, v in d["configs"]}
-    _typed([*im.topic_names, *im.topic_names.values(), *im.features, *(x for k in im.configs for x in k),
-            *im.configs.values()], STR, "topic names/features/configs")
-    _typed([*im.features.values(), *im.leaders_by_epoch, *im.leaders_by_epoch.values()], INT,
+    seq, event_id, offset, index, time_ms, controller_id, controller_epoch = d["provenance"]
+    _typed([seq, offset, index, time_ms, controller_id, controller_epoch], INT, "provenance")
+    _typed([event_id], STR, "provenance event id")
+    leader, epoch, voters = d["controller"]
+    _typed([leader, epoch, *_typed(voters, INT, "controller voters")], INT, "controller")
+    gaps = []
+    for g_seq, g_from, g_to, reason in d["gaps"]:
+        _typed([g_seq, g_from, g_to], INT, "gap offsets")
+        gaps.append(CaptureGapSeen(g_seq, g_from, g_to, *_typed([reason], STR, "gap reason")))
+    names = {t: name for t, name in d["topic_names"]}
+    features = {k: v for k, v in d["features"]}
+    n.leaders_by_epoch = {e: c for e, c in d["leaders_by_epoch"]}
+    configs: dict[tuple[ConfigResourceType, str], dict[str, str]] = {}
+    for rt, res, name, v in d["configs"]:
+        _typed([rt, res, name, v], STR, "configs")
+        configs.setdefault((ConfigResourceType(rt), res), {})[name] = v
+    for rt, res, name, v in d["secrets"]:
+        _typed([rt, res, name, v], STR, "secrets")
+        n.secrets.digests[(rt, res, name)] = v
+    _typed([*names, *names.values(), *features], STR, "topic names/features")
+    _typed([*features.values(), *n.leaders_by_epoch, *n.leaders_by_epoch.values()], INT,
            "feature levels/leaders_by_epoch")
+    brokers = {}
     for bid, epoch_, fenced, shutdown, inc, rack, endpoints in d["brokers"]:
         _typed([bid, epoch_], INT, "broker id/epoch")
         _typed([fenced, shutdown], BOOL, "broker fenced/shutdown")
         _typed([inc, rack], OPT_STR, "broker incarnation/rack")
-        im.brokers[bid] = BrokerState(bid, epoch_, fenced, shutdown, inc, rack,
-                                      tuple(_typed(endpoints, STR, "broker endpoints")))
+        brokers[bid] = BrokerState(bid, epoch_, fenced, shutdown, inc, rack,
+                                   tuple(_typed(endpoints, STR, "broker endpoints")))
     tuples = [tuple(_typed(t, INT, "replica list")) for t in _typed(d["tuples"], {list}, "tuples")]
     cols, count = d["states"], None
     args = []
@@ -187,7 +217,20 @@ def _build(d: dict, clock) -> KRaftNormalizer:
     if not len(t_col) == len(p_col) == len(s_col):
         raise CheckpointError("checkpoint: malformed payload (partition columns differ in length)")
     # zip/map keep the 100k-partition build in C; a state shared by partitions is one object (immutable)
-    im.partitions = dict(zip(zip(map(topics.__getitem__, t_col), p_col), map(states.__getitem__, s_col)))
+    by_topic: dict[str, dict[int, PartitionState]] = {tid: {} for tid in names}
+    for tid, pid, state in zip(map(topics.__getitem__, t_col), p_col, map(states.__getitem__, s_col)):
+        by_topic[tid][pid] = state  # KeyError: a partition of a topic the checkpoint does not name
+    image = ClusterImage(
+        cluster_id=image_cluster,
+        provenance=Provenance(seq, event_id, offset, index, time_ms, controller_id, controller_epoch),
+        controller=ControllerImage(leader, epoch, tuple(voters)),
+        brokers=Map(brokers),
+        topics=TopicsImage(Map({tid: TopicImage(names[tid], tid, Map(parts)) for tid, parts in by_topic.items()}),
+                           Map({name: tid for tid, name in names.items()})),
+        configs=Map({k: Map(v) for k, v in configs.items()}),
+        features=Map(features), gaps=tuple(gaps), unknown_records=unknown,
+    )
+    n.delta = ImageBuilder(image)
     return n
 
 

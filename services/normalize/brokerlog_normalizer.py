@@ -37,7 +37,8 @@ from services.brokerlogs.evidence import (
 )
 from services.brokerlogs.lines import LogLine
 from services.normalize.classify import change_kinds, election_type
-from services.normalize.image import KRaftImage
+from replay.delta import ImageBuilder
+from replay.image import ClusterImage
 
 _REQUIRED = ("leader", "leader_epoch", "isr")
 
@@ -55,7 +56,11 @@ class BrokerLogNormalizer:
 
     def __init__(self, cluster_id: str, clock: Callable[[], int] | None = None) -> None:
         self.cluster_id = cluster_id
-        self.image = KRaftImage()
+        # the image is replay's, applied event by event as in KRaftNormalizer; the controller the logs
+        # last named (epoch, node) is the logs' own evidence
+        self.delta = ImageBuilder()
+        self.epoch, self.controller_node = -1, -1
+        self.leaders_by_epoch: dict[int, int] = {}
         self.clock = clock or (lambda: int(time.time() * 1000))
         self.topic_ids: dict[str, str] = {}  # live topic name -> id
         self.deleted_ids: set[str] = set()
@@ -120,9 +125,14 @@ class BrokerLogNormalizer:
             return None
         return known or stated or name  # ZooKeeper topics from before Kafka 2.8 have no id: the name serves
 
+    @property
+    def image(self) -> ClusterImage:
+        """The controller's image after everything fed so far (immutable)."""
+        return self.delta.apply()
+
     def _state(self, name: str, partition: int) -> PartitionState | None:
         tid = self.topic_ids.get(name)
-        return self.image.partitions.get((tid, partition)) if tid is not None else None
+        return self.delta.partition(tid, partition) if tid is not None else None
 
     def _seen(self, s: Seen) -> list[ControllerEvent]:
         tid = self._topic_id(s.topic, s.topic_id)
@@ -212,13 +222,9 @@ class BrokerLogNormalizer:
         return out + self._emit_whole(key, tid)
 
     def _change(self, key: tuple[str, int], tid: str, after: PartitionState | None) -> list[ControllerEvent]:
-        before = self.image.partitions.get((tid, key[1]))
+        before = self.delta.partition(tid, key[1])
         if after == before:
             return []
-        if after is None:
-            del self.image.partitions[(tid, key[1])]
-        else:
-            self.image.partitions[(tid, key[1])] = after
         kinds = change_kinds(before, after)
         return [self._emit(PartitionChange(key[0], tid, key[1], before, after, kinds,
                                            election_type(before, after, kinds)))]
@@ -240,7 +246,6 @@ class BrokerLogNormalizer:
         if name in self.topic_ids:  # a new incarnation whose deletion no line stated
             return []
         self.topic_ids[name] = tid
-        self.image.topic_names[tid] = name
         return [self._emit(TopicChange(TopicChangeKind.CREATED, name, tid))]
 
     def _deleted(self, d: TopicDeleted) -> list[ControllerEvent]:
@@ -250,38 +255,35 @@ class BrokerLogNormalizer:
                 self.deleted_ids.add(d.topic_id)
             return []
         out = []
-        for (_, p) in sorted(k for k in self.image.partitions if k[0] == tid):
+        for p in self.delta.partitions_of(tid):
             out += self._change((d.name, p), tid, None)
         for key in [k for k in self.assignments if k[0] == d.name]:
             del self.assignments[key]
         for key in [k for k in self.parts if k[0] == d.name]:
             del self.parts[key]
         del self.topic_ids[d.name]
-        self.image.topic_names.pop(tid, None)
         self.deleted_ids.add(tid)
         return out + [self._emit(TopicChange(TopicChangeKind.DELETED, d.name, tid))]
 
     def _controller(self, c: ControllerElected) -> list[ControllerEvent]:
-        if c.epoch <= self.image.epoch:
+        if c.epoch <= self.epoch:
             return []  # the same election stated by another node, or an older one
-        prev = self.image.controller, self.image.epoch
-        self.image.controller, self.image.epoch = c.node, c.epoch
-        self.image.leaders_by_epoch[c.epoch] = c.node
+        prev = self.controller_node, self.epoch
+        self.controller_node, self.epoch = c.node, c.epoch
+        self.leaders_by_epoch[c.epoch] = c.node
         return [self._emit(ControllerChange(c.node, c.epoch, prev[0], prev[1]))]
 
     def _brokers(self, live: LiveBrokers) -> list[ControllerEvent]:
         """ZooKeeper mode: the registered brokers and their epochs (czxids), as the controller's cache holds them."""
         out = []
         now = dict(live.epochs)
-        for bid in sorted(set(self.image.brokers) | set(now)):
-            before = self.image.brokers.get(bid)
+        for bid in sorted(set(self.delta.broker_ids()) | set(now)):
+            before = self.delta.broker(bid)
             if before is not None and (bid not in now or now[bid] != before.epoch):
-                del self.image.brokers[bid]
                 out.append(self._emit(BrokerChange(bid, BrokerChangeKind.UNREGISTERED, before, None)))
                 before = None
             if before is None and bid in now:
                 after = BrokerState(bid, now[bid], fenced=False)
-                self.image.brokers[bid] = after
                 out.append(self._emit(BrokerChange(bid, BrokerChangeKind.REGISTERED, None, after)))
         return out
 
@@ -300,9 +302,11 @@ class BrokerLogNormalizer:
         source = SourcePosition(SourceKind.BROKER_LOG, self.records, self._index, node_of(line.message), None,
                                 line.file, line.line)
         self._index += 1
-        epoch = self.image.epoch
-        return ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, line.time_ms,
-                               self.clock(), self.image.leaders_by_epoch.get(epoch, -1), epoch, payload)
+        epoch = self.epoch
+        event = ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, line.time_ms,
+                                self.clock(), self.leaders_by_epoch.get(epoch, -1), epoch, payload)
+        self.delta.put(event)  # the image follows every event made, in the order made
+        return event
 
 
 def replace_pe(state: PartitionState, epoch: int) -> PartitionState:

@@ -5,6 +5,8 @@ active controller) and applies each committed record with Kafka's own merge rule
 (PartitionRegistration.merge, ClusterDelta, TopicsDelta): a PartitionChangeRecord is a delta
 (Leader -2 and null lists mean unchanged; every record bumps the partition epoch; any Leader other
 than -2 bumps the leader epoch), so only a reader that keeps the image can say what the state was.
+The image is replay's (`replay.delta.ImageBuilder` over `replay.image.ClusterImage`): every event made
+is applied to it at once, so the state each "before" is read from is the fold of the events before.
 
 Records must arrive in log order and already committed (see services.kraft.TransactionBuffer;
 `feed` buffers metadata transactions itself). Events come out unchained (seq 0, no hashes): the
@@ -27,8 +29,9 @@ from services.kraft import ControlRecord, MetadataRecord, TransactionBuffer
 from services.kraft import UnknownRecord as RawUnknown
 from schemas.fastbuild import fast_constructor
 from services.normalize.classify import change_kinds, election_type
-from services.normalize.image import KRaftImage
-from services.normalize.redaction import redact
+from replay.delta import ImageBuilder
+from replay.image import ClusterImage
+from services.normalize.redaction import SecretDigests, redact
 
 RESOURCE_TYPES = {2: ConfigResourceType.TOPIC, 4: ConfigResourceType.BROKER, 8: ConfigResourceType.BROKER_LOGGER,
                   16: ConfigResourceType.CLIENT_METRICS, 32: ConfigResourceType.GROUP}
@@ -51,12 +54,24 @@ class KRaftNormalizer:
     def __init__(self, cluster_id: str, node_id: int = -1, clock: Callable[[], int] | None = None) -> None:
         self.cluster_id = cluster_id
         self.node_id = node_id
-        self.image = KRaftImage()
+        self.delta = ImageBuilder()  # the image, applied event by event (see the module's docstring)
+        self.leaders_by_epoch: dict[int, int] = {}  # the KRaft quorum's leader of each epoch seen
+        self.secrets = SecretDigests()
         self.txn = TransactionBuffer()
         self.clock = clock or (lambda: int(time.time() * 1000))
         self.last_offset = -1
         self._snapshot: tuple[int, set] | None = None  # (end offset, keys seen) while reading a snapshot
         self._file_names: dict[str, str] = {}
+
+    @property
+    def image(self) -> ClusterImage:
+        """The controller's image after everything fed so far (immutable)."""
+        return self.delta.apply()
+
+    @property
+    def epoch(self) -> int:
+        """The KRaft quorum's epoch after everything fed so far (-1: no LeaderChange seen)."""
+        return self.delta.controller.epoch
 
     # --- input -----------------------------------------------------------------------------
 
@@ -81,8 +96,8 @@ class KRaftNormalizer:
 
     def gap(self, from_offset: int, to_offset: int, reason: str, event_time_ms: int = -1) -> ControllerEvent:
         """A stretch that was not read (deleted segment, corrupt bytes): recorded, never hidden."""
-        return self._event(SourceKind.KRAFT_LOG, from_offset, 0, None, event_time_ms if event_time_ms >= 0 else
-                           self.clock(), self.image.epoch, CaptureGap(from_offset, to_offset, reason))
+        return self._event(SourceKind.KRAFT_LOG, from_offset, 0, None, event_time_ms if event_time_ms >= 0
+                                     else self.clock(), self.epoch, CaptureGap(from_offset, to_offset, reason))
 
     def begin_snapshot(self, end_offset: int) -> None:
         """The records that follow are a snapshot's full image (bootstrap events)."""
@@ -93,27 +108,26 @@ class KRaftNormalizer:
         assert self._snapshot is not None, "end_snapshot without begin_snapshot"
         end, seen = self._snapshot
         out: list[ControllerEvent] = []
+        image, epoch = self.delta, self.epoch
         index = 10**6  # after the snapshot's own record indexes
-        for key, state in sorted(self.image.partitions.items()):
-            if ("p",) + key not in seen:
-                topic = self.image.topic_names.get(key[0], "")
-                out.append(self._event(SourceKind.KRAFT_SNAPSHOT, end, index, None, event_time_ms, self.image.epoch,
-                                       PartitionChange(topic, key[0], key[1], state, None, change_kinds(state, None)),
-                                       bootstrap=True))
-                del self.image.partitions[key]
-                index += 1
-        for tid, name in sorted(self.image.topic_names.items()):
-            if ("t", tid) not in seen:
-                out.append(self._event(SourceKind.KRAFT_SNAPSHOT, end, index, None, event_time_ms, self.image.epoch,
-                                       TopicChange(TopicChangeKind.DELETED, name, tid), bootstrap=True))
-                del self.image.topic_names[tid]
-                index += 1
-        for bid, state in sorted(self.image.brokers.items()):
+
+        def gone(payload: Payload) -> None:
+            nonlocal index
+            out.append(self._event(SourceKind.KRAFT_SNAPSHOT, end, index, None, event_time_ms, epoch,
+                                             payload, bootstrap=True))
+            index += 1
+        topics = image.topic_ids()
+        for tid in topics:
+            for pid in image.partitions_of(tid):
+                if ("p", tid, pid) not in seen:
+                    state = image.partition(tid, pid)
+                    gone(PartitionChange(image.topic_name(tid) or "", tid, pid, state, None, change_kinds(state, None)))
+        for tid in topics:
+            if ("t", tid) not in seen and image.topic_name(tid):
+                gone(TopicChange(TopicChangeKind.DELETED, image.topic_name(tid) or "", tid))
+        for bid in image.broker_ids():
             if ("b", bid) not in seen:
-                out.append(self._event(SourceKind.KRAFT_SNAPSHOT, end, index, None, event_time_ms, self.image.epoch,
-                                       BrokerChange(bid, BrokerChangeKind.UNREGISTERED, state, None), bootstrap=True))
-                del self.image.brokers[bid]
-                index += 1
+                gone(BrokerChange(bid, BrokerChangeKind.UNREGISTERED, image.broker(bid), None))
         self._snapshot = None
         self.last_offset = end - 1
         return out
@@ -133,8 +147,8 @@ class KRaftNormalizer:
             return self._control(rec)
         if isinstance(rec, RawUnknown):
             return [self._ev(rec, UnknownRecord(rec.api_key if rec.api_key is not None else -1,
-                                                rec.version if rec.version is not None else -1,
-                                                bytes(rec.value), rec.error))]
+                                                          rec.version if rec.version is not None else -1,
+                                                          bytes(rec.value), rec.error))]
         if not isinstance(rec, MetadataRecord):
             raise TypeError(f"not a decoded KRaft record: {type(rec).__name__}")
         handler = _HANDLERS.get(rec.api_key)
@@ -146,11 +160,9 @@ class KRaftNormalizer:
 
     def _control(self, rec: ControlRecord) -> list[ControllerEvent]:
         if rec.type == "LeaderChange" and rec.data is not None:
-            epoch = rec.leader_epoch
-            prev_leader, prev_epoch = self.image.controller, self.image.epoch
-            self.image.controller, self.image.epoch = rec.data["leaderId"], epoch
-            self.image.leaders_by_epoch[epoch] = rec.data["leaderId"]
-            cc = ControllerChange(rec.data["leaderId"], epoch, prev_leader, prev_epoch,
+            epoch, previous = rec.leader_epoch, self.delta.controller
+            self.leaders_by_epoch[epoch] = rec.data["leaderId"]
+            cc = ControllerChange(rec.data["leaderId"], epoch, previous.leader_id, previous.epoch,
                                   tuple(v["voterId"] for v in rec.data.get("voters", [])),
                                   tuple(v["voterId"] for v in rec.data.get("grantingVoters", [])))
             return [self._ev(rec, cc)]
@@ -185,22 +197,26 @@ class KRaftNormalizer:
     def _event(self, kind: SourceKind, offset: int, index: int, file: str | None, event_time_ms: int, epoch: int,
                payload: Payload, bootstrap: bool = False) -> ControllerEvent:
         # kind is KRAFT_LOG or KRAFT_SNAPSHOT, no zxid or line: offset_event_id is event_id(cluster, source)
-        cluster_id, image = self.cluster_id, self.image
-        return _new_event(
+        cluster_id, delta = self.cluster_id, self.delta
+        if type(payload) is FeatureLevelChange and payload.feature == "metadata.version":
+            mv: int | None = payload.level  # the event is the first at its own level
+        else:
+            mv = delta.feature("metadata.version")
+        event = _new_event(
             offset_event_id(cluster_id, kind, offset, index), cluster_id, 0,
             _new_source(kind, offset, index, self.node_id, None, file, None), event_time_ms, self.clock(),
-            image.leaders_by_epoch.get(epoch, -1), epoch, payload, image.features.get("metadata.version"),
-            bootstrap, "", "")
+            self.leaders_by_epoch.get(epoch, -1), epoch, payload, mv, bootstrap, "", "")
+        delta.put(event)  # the image follows every event made, in the order made
+        return event
 
     def _seen(self, key: tuple) -> None:
         if self._snapshot is not None:
             self._snapshot[1].add(key)
 
     def _feature(self, rec, name: str, level: int) -> list[ControllerEvent]:
-        previous = self.image.features.get(name)
+        previous = self.delta.feature(name)
         if previous == level and self._snapshot is None:
             return []
-        self.image.features[name] = level
         return [self._ev(rec, FeatureLevelChange(name, level, previous))]
 
     def _partition_event(self, rec, tid: str, pid: int, before: PartitionState | None,
@@ -208,10 +224,10 @@ class KRaftNormalizer:
         kinds = change_kinds(before, after)
         shutting_down = False
         if before is not None and before.leader >= 0:
-            b = self.image.brokers.get(before.leader)
+            b = self.delta.broker(before.leader)
             shutting_down = b is not None and b.in_controlled_shutdown
         election = election_type(before, after, kinds, shutting_down)
-        topic = self.image.topic_names.get(tid, "")
+        topic = self.delta.topic_name(tid) or ""
         return self._ev(rec, _new_change(topic, tid, pid, before, after, kinds, election, None), index)
 
     # --- handlers, one per record type (Kafka's replay rules) ---------------------------------
@@ -219,18 +235,17 @@ class KRaftNormalizer:
     def _register_broker(self, rec, d: dict) -> list[ControllerEvent]:
         bid = d["brokerId"]
         self._seen(("b", bid))
-        before = self.image.brokers.get(bid)
+        before = self.delta.broker(bid)
         after = BrokerState(
             broker_id=bid, epoch=d["brokerEpoch"], fenced=d.get("fenced", True),
             in_controlled_shutdown=d.get("inControlledShutdown", False), incarnation_id=d["incarnationId"],
             rack=d.get("rack"), endpoints=tuple(f"{e['name']}://{e['host']}:{e['port']}" for e in d["endPoints"]),
         )
-        self.image.brokers[bid] = after
         return [self._ev(rec, BrokerChange(bid, BrokerChangeKind.REGISTERED, before, after))]
 
     def _unregister_broker(self, rec, d: dict) -> list[ControllerEvent]:
         bid = d["brokerId"]
-        before = self.image.brokers.pop(bid, None)
+        before = self.delta.broker(bid)
         return [self._ev(rec, BrokerChange(bid, BrokerChangeKind.UNREGISTERED, before, None))]
 
     def _fence(self, rec, d: dict, fenced: bool) -> list[ControllerEvent]:
@@ -242,7 +257,7 @@ class KRaftNormalizer:
         return self._broker_change(rec, d["brokerId"], fenced=fenced, shutdown=shutdown)
 
     def _broker_change(self, rec, bid: int, fenced: bool | None, shutdown: bool | None) -> list[ControllerEvent]:
-        before = self.image.brokers.get(bid)
+        before = self.delta.broker(bid)
         if before is None:
             return [self._ev(rec, UnknownRecord(rec.api_key, rec.version, b"",
                                                 f"{rec.name} for broker {bid}, which is not registered"))]
@@ -255,23 +270,21 @@ class KRaftNormalizer:
                 else BrokerChangeKind.UNFENCED if fenced is False else BrokerChangeKind.UPDATED)
         if after == before:
             return []  # only fields we do not model changed (log dirs): nothing for the record
-        self.image.brokers[bid] = after
         return [self._ev(rec, BrokerChange(bid, kind, before, after))]
 
     def _topic(self, rec, d: dict) -> list[ControllerEvent]:
         tid = d["topicId"]
         self._seen(("t", tid))
-        if self._snapshot is not None and self.image.topic_names.get(tid) == d["name"]:
+        if self._snapshot is not None and self.delta.topic_name(tid) == d["name"]:
             return []  # already known: a snapshot restates it
-        self.image.topic_names[tid] = d["name"]
         return [self._ev(rec, TopicChange(TopicChangeKind.CREATED, d["name"], tid))]
 
     def _remove_topic(self, rec, d: dict) -> list[ControllerEvent]:
         tid = d["topicId"]
         out = []
-        for i, key in enumerate(sorted(k for k in self.image.partitions if k[0] == tid)):
-            out.append(self._partition_event(rec, tid, key[1], self.image.partitions.pop(key), None, index=i))
-        name = self.image.topic_names.pop(tid, "")
+        for i, pid in enumerate(self.delta.partitions_of(tid)):
+            out.append(self._partition_event(rec, tid, pid, self.delta.partition(tid, pid), None, index=i))
+        name = self.delta.topic_name(tid) or ""
         out.append(self._ev(rec, TopicChange(TopicChangeKind.DELETED, name, tid), index=len(out)))
         return out
 
@@ -285,49 +298,44 @@ class KRaftNormalizer:
             tuple(d["addingReplicas"]), tuple(d["removingReplicas"]), tuple(d.get("eligibleLeaderReplicas") or ()),
             tuple(d.get("lastKnownElr") or ()),
             RECOVERY.get(d.get("leaderRecoveryState", 0), LeaderRecoveryState.UNKNOWN))
-        partitions, key = self.image.partitions, (tid, pid)
-        before = partitions.get(key)
+        before = self.delta.partition(tid, pid)
         if self._snapshot is not None and before == after:
             return []  # a snapshot restating what we already know
-        partitions[key] = after
         return [self._partition_event(rec, tid, pid, before, after)]
 
     def _partition_change(self, rec, d: dict) -> list[ControllerEvent]:
         tid, pid = d["topicId"], d["partitionId"]
-        partitions, key = self.image.partitions, (tid, pid)
-        before = partitions.get(key)
+        before = self.delta.partition(tid, pid)
         if before is None:
             return [self._ev(rec, UnknownRecord(rec.api_key, rec.version, b"",
                                                 f"PartitionChangeRecord for unknown partition {tid}-{pid}"))]
-        after = merge(before, d)
-        partitions[key] = after
-        return [self._partition_event(rec, tid, pid, before, after)]
+        return [self._partition_event(rec, tid, pid, before, merge(before, d))]
 
     def _clear_elr(self, rec, d: dict) -> list[ControllerEvent]:
         name = d.get("topicName", "")
         out = []
-        for key in sorted(self.image.partitions):
-            state = self.image.partitions[key]
-            if (name and self.image.topic_names.get(key[0]) != name) or not (state.elr or state.last_known_elr):
+        image = self.delta
+        for tid in image.topic_ids():
+            if name and image.topic_name(tid) != name:
                 continue
-            after = replace(state, elr=(), last_known_elr=(), partition_epoch=state.partition_epoch + 1)
-            self.image.partitions[key] = after
-            out.append(self._partition_event(rec, key[0], key[1], state, after, index=len(out)))
+            for pid in image.partitions_of(tid):
+                state = image.partition(tid, pid)
+                if state is None or not (state.elr or state.last_known_elr):
+                    continue
+                after = replace(state, elr=(), last_known_elr=(), partition_epoch=state.partition_epoch + 1)
+                out.append(self._partition_event(rec, tid, pid, state, after, index=len(out)))
         return out
 
     def _config(self, rec, d: dict) -> list[ControllerEvent]:
         rtype = RESOURCE_TYPES.get(d["resourceType"], ConfigResourceType.UNKNOWN)
         key = (rtype.value, d["resourceName"], d["name"])
         self._seen(("c",) + key)
-        previous = self.image.configs.get(key)
-        value = d.get("value")
-        if value is None:
-            self.image.configs.pop(key, None)
-        else:
-            self.image.configs[key] = value
-        if self._snapshot is not None and previous == value:
-            return []
-        shown, shown_prev, redacted = redact(d["name"], value, previous)
+        # the image holds configs as the archive does, a sensitive value as "[redacted]" (never the secret)
+        previous = self.delta.config(rtype, d["resourceName"], d["name"])
+        shown, shown_prev, redacted = redact(d["name"], d.get("value"), previous)
+        changed_secret = redacted and self.secrets.changed(key, d.get("value"))
+        if self._snapshot is not None and previous == shown and not changed_secret:
+            return []  # a snapshot restating what we already know
         return [self._ev(rec, ConfigChange(rtype, d["resourceName"], d["name"], shown, shown_prev, redacted))]
 
     def _feature_level(self, rec, d: dict) -> list[ControllerEvent]:

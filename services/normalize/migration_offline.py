@@ -27,8 +27,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from schemas.events import (
-    BrokerChange, BrokerChangeKind, ControllerChange, ControllerEvent, FeatureLevelChange, PartitionState,
+    BrokerChange, BrokerChangeKind, ConfigResourceType, ControllerChange, ControllerEvent, FeatureLevelChange, PartitionState,
 )
+from replay.image import ClusterImage
 from services.kraft import MetadataRecord
 from services.kraft.transactions import ABORT, BEGIN, END
 from services.normalize.kraft_normalizer import KRaftNormalizer
@@ -108,7 +109,7 @@ class MigratedKRaftNormalizer(KRaftNormalizer):
                 raise BadImport(f"the migration transaction ending at offset {record.offset} sets no "
                                 f"ZkMigrationState MIGRATION (it says {self._state})")
             self._compare(record.offset)
-            self.cut_at, self.cut_epoch = record.offset, self.image.epoch
+            self.cut_at, self.cut_epoch = record.offset, self.epoch
             return self._cutover(record)
         return []
 
@@ -126,11 +127,14 @@ class MigratedKRaftNormalizer(KRaftNormalizer):
                 name = kr.topic_names.get(key[0]) or zk.topic_names.get(key[0]) or key[0]
                 problems.append(f"partition {name}-{key[1]}: the migration's PartitionRecord at offset "
                                 f"{self._offsets.get(key, end)} has {_show(k)}; {at} has {_show(z)}")
-        topic_configs = {k: v for k, v in kr.configs.items() if k[0] == "TOPIC"}
-        for ckey in sorted(set(zk.configs) | set(topic_configs)):
-            if zk.configs.get(ckey) != topic_configs.get(ckey):
-                problems.append(f"topic {ckey[1]} config {ckey[2]}: the migration (ending at offset {end}) has "
-                                f"{topic_configs.get(ckey)!r}; {at} has {zk.configs.get(ckey)!r}")
+        zk_configs, topic_configs = _topic_configs(zk), _topic_configs(kr)
+        for ckey in sorted(set(zk_configs) | set(topic_configs)):
+            # (a secret is "[redacted]" in both images: its digests tell whether the values are equal)
+            z, k = zk_configs.get(ckey), topic_configs.get(ckey)
+            key = ("TOPIC", *ckey)
+            if z != k or self.zookeeper.secrets.digests.get(key) != self.secrets.digests.get(key):
+                problems.append(f"topic {ckey[0]} config {ckey[1]}: the migration (ending at offset {end}) has "
+                                f"{k!r}; {at} has {z!r}" + (" (values differ)" if z == k else ""))
         if problems:
             more = f" (and {len(problems) - 1} more difference(s))" if len(problems) > 1 else ""
             raise MigrationMismatch(f"migration check failed: {problems[0]}{more}")
@@ -139,7 +143,8 @@ class MigratedKRaftNormalizer(KRaftNormalizer):
 
     def _cutover(self, end: MetadataRecord) -> list[ControllerEvent]:
         zk, kr = self.zookeeper.image, self.image
-        payloads: list = [ControllerChange(kr.controller, kr.epoch, zk.controller, zk.epoch)]
+        payloads: list = [ControllerChange(kr.controller.leader_id, kr.controller.epoch, self.zookeeper.controller_node,
+                                           self.zookeeper.epoch)]
         payloads += [FeatureLevelChange(name, level, None) for name, level in sorted(kr.features.items())]
         for bid in sorted(set(zk.brokers) | set(kr.brokers)):
             before, after = zk.brokers.get(bid), kr.brokers.get(bid)
@@ -148,6 +153,12 @@ class MigratedKRaftNormalizer(KRaftNormalizer):
                         if after is None else BrokerChangeKind.UPDATED)
                 payloads.append(BrokerChange(bid, kind, before, after))
         return [self.event_for(end, p, i) for i, p in enumerate(payloads)]
+
+
+def _topic_configs(image: ClusterImage) -> dict[tuple[str, str], str]:
+    """(topic, config name) -> value of every topic config an image holds."""
+    return {(resource, name): value for (rtype, resource), values in image.configs.items()
+            if rtype is ConfigResourceType.TOPIC for name, value in values.items()}
 
 
 def import_migrated_events(kraft_paths: Sequence[str | Path], zk_paths: Sequence[str | Path], cluster_id: str,
@@ -178,8 +189,8 @@ def import_migrated_events(kraft_paths: Sequence[str | Path], zk_paths: Sequence
         raise BadImport("the metadata log holds no committed ZooKeeper migration (a 'ZK Migration' transaction "
                         "with ZkMigrationState MIGRATION): not the log of the controller that migrated this cluster")
     if cutover is not None:
-        cutover.update(claim_zxid=claims[0], zookeeper_epoch=zk_norm.image.epoch, offset=norm.cut_at,
-                       kraft_controller=norm.image.leaders_by_epoch.get(norm.cut_epoch, -1), kraft_epoch=norm.cut_epoch,
+        cutover.update(claim_zxid=claims[0], zookeeper_epoch=zk_norm.epoch, offset=norm.cut_at,
+                       kraft_controller=norm.leaders_by_epoch.get(norm.cut_epoch, -1), kraft_epoch=norm.cut_epoch,
                        held_back_events=norm.held_back, compared=norm.compared)
 
 

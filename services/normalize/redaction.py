@@ -27,6 +27,7 @@ import fnmatch
 import os
 import re
 from functools import lru_cache
+from hashlib import sha256
 
 from schemas.errors import ContractError
 from services.normalize.password_configs import PASSWORD_CONFIGS
@@ -86,3 +87,25 @@ def redact(name: str, value: str | None, previous: str | None) -> tuple[str | No
     if is_sensitive(name):
         return (None if value is None else REDACTED), (None if previous is None else REDACTED), True
     return value, previous, False
+
+
+class SecretDigests:
+    """What a normalizer remembers of the sensitive values it has read: a salted sha256 each, never the value.
+
+    The image holds configs as the archive does, a secret as "[redacted]", so it cannot tell a secret that
+    a snapshot (or ZooKeeper's whole-znode rewrite) merely restates from one that changed meanwhile; a
+    changed secret must still be recorded (a REDACTED -> REDACTED ConfigChange: "it changed here")."""
+
+    def __init__(self, digests: dict[tuple[str, str, str], str] | None = None) -> None:
+        self.digests = digests if digests is not None else {}
+
+    def changed(self, key: tuple[str, str, str], value: str | None) -> bool:
+        """Remember `value` for key (resource type, resource, name); True when it differs from the one before."""
+        digest = None if value is None else sha256("\0".join((*key, value)).encode()).hexdigest()
+        if self.digests.get(key) == digest:
+            return False
+        if digest is None:
+            del self.digests[key]
+        else:
+            self.digests[key] = digest
+        return True

@@ -28,8 +28,9 @@ from schemas.events import (
     TopicChangeKind,
 )
 from services.normalize.classify import change_kinds, election_type
-from services.normalize.image import KRaftImage
-from services.normalize.redaction import redact
+from replay.delta import ImageBuilder
+from replay.image import ClusterImage
+from services.normalize.redaction import SecretDigests, redact
 from services.zookeeper import Txn
 from services.zookeeper.snapshot import Snapshot
 from services.zookeeper.watch import Gap
@@ -52,7 +53,13 @@ class ZooKeeperNormalizer:
 
     def __init__(self, cluster_id: str, clock: Callable[[], int] | None = None) -> None:
         self.cluster_id = cluster_id
-        self.image = KRaftImage()  # keyed like KRaft's: partitions by (topic id, partition)
+        # the image is replay's, applied event by event as in KRaftNormalizer (partitions by topic id);
+        # the znodes' own values below are ZooKeeper's, not the controller's image
+        self.delta = ImageBuilder()
+        self.epoch = -1  # /controller_epoch as last written
+        self.controller_node = -1  # /controller's broker id (-1: the znode is gone)
+        self.leaders_by_epoch: dict[int, int] = {}
+        self.secrets = SecretDigests()
         self.clock = clock or (lambda: int(time.time() * 1000))
         self.last_zxid = 0
         # what only ZooKeeper has: per topic the assignment znode, per partition its LeaderAndIsr znode
@@ -65,6 +72,11 @@ class ZooKeeperNormalizer:
         self._czxid: int | None = None  # a snapshot's znode: its creating zxid (the log's is the txn's)
         self._epoch_before = -1  # the controller epoch before the transaction being read
 
+    @property
+    def image(self) -> ClusterImage:
+        """The controller's image after everything fed so far (immutable)."""
+        return self.delta.apply()
+
     # --- input ---------------------------------------------------------------------------------
 
     def feed(self, txn: Txn) -> list[ControllerEvent]:
@@ -72,7 +84,7 @@ class ZooKeeperNormalizer:
             return []  # already applied (overlapping files)
         self.last_zxid = txn.zxid
         self._txn, self._index = txn, 0
-        self._epoch_before = self.image.epoch
+        self._epoch_before = self.epoch
         out: list[ControllerEvent] = []
         for op in txn.ops:
             if op.kind in ("create", "create2", "createContainer", "createTTL"):
@@ -123,10 +135,10 @@ class ZooKeeperNormalizer:
         for name in sorted(self.topic_ids):
             if f"{TOPICS}{name}" not in present:
                 out += self._delete(f"{TOPICS}{name}")
-        for bid in sorted(self.image.brokers):
+        for bid in self.delta.broker_ids():
             if f"{BROKERS}{bid}" not in present:
                 out += self._delete(f"{BROKERS}{bid}")
-        for name in sorted({k[1] for k in self.image.configs if k[0] == "TOPIC"}):
+        for name in self.delta.config_resources(ConfigResourceType.TOPIC):
             if f"{TOPIC_CONFIGS}{name}" not in present:
                 out += self._topic_config(name, None)
         return out
@@ -146,21 +158,21 @@ class ZooKeeperNormalizer:
             return []
         if path == "/controller_epoch":
             try:
-                self.image.epoch = int((data or b"").decode().strip())
+                self.epoch = int((data or b"").decode().strip())
             except ValueError:
                 pass
             return []
         if path == "/controller":
             broker = _json(data).get("brokerid", -1)
             # the epoch before this transaction: a live watch may hand the multi's /controller_epoch first
-            prev = self.image.controller, (self.image.epoch if self._bootstrap else self._epoch_before)
-            self.image.controller = broker
+            prev = self.controller_node, (self.epoch if self._bootstrap else self._epoch_before)
+            self.controller_node = broker
             # the same multi sets /controller_epoch after creating /controller: the epoch is the next one
             epoch = self._epoch_in_txn()
             if epoch is not None:
-                self.image.epoch = epoch
-            self.image.leaders_by_epoch[self.image.epoch] = broker
-            return [self._emit(ControllerChange(broker, self.image.epoch, prev[0], prev[1]))]
+                self.epoch = epoch
+            self.leaders_by_epoch[self.epoch] = broker
+            return [self._emit(ControllerChange(broker, self.epoch, prev[0], prev[1]))]
         if path.startswith(BROKERS) and path.count("/") == 3:
             return self._broker(int(path.rsplit("/", 1)[1]), data, created)
         if path.startswith(TOPIC_CONFIGS) and path.count("/") == 3:
@@ -180,11 +192,11 @@ class ZooKeeperNormalizer:
         if not path:
             return []
         if path == "/controller":
-            self.image.controller = -1  # a new one follows with its own create (and ControllerChange)
+            self.controller_node = -1  # a new one follows with its own create (and ControllerChange)
             return []
         if path.startswith(BROKERS) and path.count("/") == 3:
             bid = int(path.rsplit("/", 1)[1])
-            before = self.image.brokers.pop(bid, None)
+            before = self.delta.broker(bid)
             return [self._emit(BrokerChange(bid, BrokerChangeKind.UNREGISTERED, before, None))] if before else []
         if not path.startswith(TOPICS):
             return []
@@ -201,7 +213,6 @@ class ZooKeeperNormalizer:
             out = self._partitions_of(name, tid)
             self.topic_ids.pop(name, None)
             if tid:
-                self.image.topic_names.pop(tid, None)
                 out.append(self._emit(TopicChange(TopicChangeKind.DELETED, name, tid)))
             return out
         return []
@@ -225,14 +236,13 @@ class ZooKeeperNormalizer:
 
     def _broker(self, bid: int, data: bytes | None, created: bool) -> list[ControllerEvent]:
         d = _json(data)
-        before = self.image.brokers.get(bid)
+        before = self.delta.broker(bid)
         # Kafka's ZooKeeper-mode broker epoch is the czxid of its registration znode
         czxid = self._czxid if self._czxid is not None else self._txn.zxid
         epoch = czxid if created or before is None else before.epoch
         after = BrokerState(bid, epoch, fenced=False, rack=d.get("rack"), endpoints=tuple(d.get("endpoints", ())))
         if after == before or (created and not d):
             return []  # the multi's create has no data yet; its setData carries the registration
-        self.image.brokers[bid] = after
         kind = BrokerChangeKind.REGISTERED if before is None else BrokerChangeKind.UPDATED
         return [self._emit(BrokerChange(bid, kind, before, after))]
 
@@ -241,27 +251,21 @@ class ZooKeeperNormalizer:
         tid = d.get("topic_id") or self.topic_ids.get(name) or name
         if name not in self.topic_ids:
             self.topic_ids[name] = tid
-            self.image.topic_names[tid] = name
             out.append(self._emit(TopicChange(TopicChangeKind.CREATED, name, tid)))
         self.assignments[name] = d
         return out + self._partitions_of(name, tid)
 
     def _partitions_of(self, name: str, tid: str) -> list[ControllerEvent]:
-        keys = {p for (t, p) in self.leader_and_isr if t == name} | {p for (t, p) in self.image.partitions if t == tid}
+        keys = {p for (t, p) in self.leader_and_isr if t == name} | set(self.delta.partitions_of(tid))
         return [e for p in sorted(keys) for e in self._partition(name, p)]
 
     def _partition(self, name: str, pid: int) -> list[ControllerEvent]:
         """The joined state of (topic, partition) now, as an event if it differs from what the image holds."""
         tid = self.topic_ids.get(name, name)
-        key = (tid, pid)
-        before = self.image.partitions.get(key)
+        before = self.delta.partition(tid, pid)
         after = self._state(name, pid)
         if after == before:
             return []
-        if after is None:
-            del self.image.partitions[key]
-        else:
-            self.image.partitions[key] = after
         kinds = change_kinds(before, after)
         return [self._emit(PartitionChange(name, tid, pid, before, after, kinds,
                                            election_type(before, after, kinds)))]
@@ -282,16 +286,14 @@ class ZooKeeperNormalizer:
     def _topic_config(self, name: str, data: bytes | None) -> list[ControllerEvent]:
         new = {k: str(v) for k, v in _json(data).get("config", {}).items()}
         out = []
-        for cname in sorted(set(new) | {k[2] for k in self.image.configs if k[:2] == ("TOPIC", name)}):
-            key = ("TOPIC", name, cname)
-            previous, value = self.image.configs.get(key), new.get(cname)
-            if previous == value:
+        # the image holds what the archive holds: a sensitive value as "[redacted]" (never the secret)
+        held = self.delta.configs_of(ConfigResourceType.TOPIC, name)
+        for cname in sorted(set(new) | set(held)):
+            previous = held.get(cname)
+            shown, shown_prev, redacted = redact(cname, new.get(cname), previous)
+            changed_secret = redacted and self.secrets.changed(("TOPIC", name, cname), new.get(cname))
+            if previous == shown and not changed_secret:
                 continue
-            if value is None:
-                del self.image.configs[key]
-            else:
-                self.image.configs[key] = value
-            shown, shown_prev, redacted = redact(cname, value, previous)
             out.append(self._emit(ConfigChange(ConfigResourceType.TOPIC, name, cname, shown, shown_prev, redacted)))
         return out
 
@@ -305,7 +307,7 @@ class ZooKeeperNormalizer:
     def _event(self, zxid: int, txn: Txn | None, event_time_ms: int, payload: Payload, index: int = 0) -> ControllerEvent:
         file = PurePath(txn.file).name if txn is not None and txn.file else None
         source = SourcePosition(SourceKind.ZOOKEEPER, zxid, index, -1, zxid, file, None)
-        epoch = self.image.epoch
+        epoch = self.epoch
         if isinstance(payload, PartitionChange) and payload.after is not None and (
                 epoch < 0 or self._writes_state(payload)):
             # The LeaderAndIsr znode says which controller epoch wrote it: a write stamped older than the
@@ -313,6 +315,8 @@ class ZooKeeperNormalizer:
             # A change of the assignment znode alone is the sitting controller's, at the current epoch
             # (when that is not known yet, the state's epoch is the best evidence of it).
             epoch = self.leader_and_isr.get((payload.topic, payload.partition), ({}, 0))[0].get("controller_epoch", epoch)
-        return ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, event_time_ms,
-                               self.clock(), self.image.leaders_by_epoch.get(epoch, -1), epoch, payload,
+        event = ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, event_time_ms,
+                               self.clock(), self.leaders_by_epoch.get(epoch, -1), epoch, payload,
                                bootstrap=self._bootstrap)
+        self.delta.put(event)  # the image follows every event made, in the order made
+        return event

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.events import BrokerState, LeaderRecoveryState, PartitionState
+from schemas.events import BrokerState, ConfigResourceType, LeaderRecoveryState, PartitionState
 from services.capture import logic
 from services.capture.checkpoint import MAGIC, CheckpointError, digest, dump, join, load, quiet, split
 from services.kraft import LogReader
@@ -84,8 +84,9 @@ def assert_same_state(a: KRaftNormalizer, b: KRaftNormalizer) -> None:
         assert all(type(getattr(s, f)) is tuple for f in ("replicas", "isr", "adding_replicas", "removing_replicas",
                                                           "elr", "last_known_elr"))
     assert all(type(v) is BrokerState and type(v.endpoints) is tuple for v in b.image.brokers.values())
-    assert all(type(k) is tuple and len(k) == 3 for k in b.image.configs)
-    assert all(type(k) is int and type(v) is int for k, v in b.image.leaders_by_epoch.items())
+    assert all(type(k) is tuple and len(k) == 2 and type(k[0]) is ConfigResourceType for k in b.image.configs)
+    assert all(type(k) is int and type(v) is int for k, v in b.leaders_by_epoch.items())
+    assert b.leaders_by_epoch == a.leaders_by_epoch and b.secrets.digests == a.secrets.digests
 
 
 # --- round trip ----------------------------------------------------------------------------------
@@ -106,9 +107,11 @@ def test_round_trip_keeps_every_field_and_type(tmp_path: Path) -> None:
     assert im.partitions[(T1, 0)].leader_recovery_state is LeaderRecoveryState.RECOVERING
     assert im.partitions[(T1, 1)].adding_replicas == (4,) and im.partitions[(T1, 1)].isr == (2, 3, 1)
     assert im.partitions[(T2, 0)].elr == (2,) and im.partitions[(T2, 0)].last_known_elr == (3,)
-    assert im.leaders_by_epoch == {1: 2, 2: 3} and (im.controller, im.epoch) == (3, 2)
-    assert im.features == {"metadata.version": 21, "kraft.version": 1}
-    assert im.configs[("TOPIC", "orders", "min.insync.replicas")] == "2" and im.brokers[4].in_controlled_shutdown
+    assert n.leaders_by_epoch == {1: 2, 2: 3} and (im.controller.leader_id, im.controller.epoch) == (3, 2)
+    assert dict(im.features) == {"metadata.version": 21, "kraft.version": 1}
+    assert im.topic_configs("orders")["min.insync.replicas"] == "2" and im.brokers[4].in_controlled_shutdown
+    assert im.broker_configs(1)["listener.name.sasl.jaas.config"] == "[redacted]"  # never the secret
+    assert b"[redacted]" in zlib.decompress(dump(n)[len(MAGIC) + 65:]) and b'"s"' not in dump(n)
     m = load(dump(n))
     assert_same_state(n, m)
     assert m.image.partitions[(T1, 0)].leader_recovery_state is LeaderRecoveryState.RECOVERING
@@ -215,7 +218,7 @@ def payload_of(blob: bytes) -> dict:
 def test_the_format_is_versioned_json_not_pickle(blob) -> None:
     assert blob.startswith(b"CAIMG1\n") and b"\x80\x04" not in blob[:2]
     d = payload_of(blob)
-    assert (d["format"], d["version"]) == ("ctrlaudit.kraft-image", 1)
+    assert (d["format"], d["version"]) == ("ctrlaudit.kraft-image", 2)
     assert digest(zlib.decompress(blob[len(MAGIC) + 65:])).encode() == blob[len(MAGIC):len(MAGIC) + 64]
 
 
@@ -248,7 +251,8 @@ def test_wrong_magic_or_version_is_refused(blob, head, reason) -> None:
 
 
 @pytest.mark.parametrize("damage", [
-    lambda d: d.update(version=2),
+    lambda d: d.update(version=1),  # v1 (before the image was replay's): refused, the raw topic rebuilds
+    lambda d: d.update(version=3),
     lambda d: d["partitions"].update(p=d["partitions"]["p"][:-1]),        # columns of different length
     lambda d: d["partitions"]["s"].__setitem__(0, -1),                     # negative index
     lambda d: d["partitions"]["s"].__setitem__(0, 10**6),                  # index out of range
@@ -256,6 +260,8 @@ def test_wrong_magic_or_version_is_refused(blob, head, reason) -> None:
     lambda d: d["states"]["leader_recovery_state"].__setitem__(0, "MAYBE"),
     lambda d: d["brokers"][0].__setitem__(2, 1),                           # fenced must be a bool
     lambda d: d.pop("configs"),
+    lambda d: d["configs"][0].__setitem__(0, "NOT_A_TYPE"),
+    lambda d: d["topic_names"].pop(),                                          # a partition of an unnamed topic
 ])
 def test_a_malformed_payload_under_a_valid_sha_is_refused(blob, damage) -> None:
     d = payload_of(blob)

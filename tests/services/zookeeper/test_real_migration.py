@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import pytest
 
+from schemas.events import PartitionChange
 from services.cluster import ZkKafkaCluster, find_free_base_port, observe
 from services.cluster.migration import CONTROLLER_ID, Migration
 from services.cluster.testing import copy_node_metadata, java_available, wait_until
@@ -204,10 +205,14 @@ def test_a_migration_that_does_not_restate_zookeeper_is_one_error(migrated):
         claims.append(txn.zxid)
         return True
 
-    list(import_zk_events([migrated["zk_data"]], "c", normalizer=zk, until=at_claim))
+    events = list(import_zk_events([migrated["zk_data"]], "c", normalizer=zk, until=at_claim))
     key = sorted(k for k in zk.image.partitions if zk.image.topic_names[k[0]] == T + "b")[0]
     state = zk.image.partitions[key]
-    zk.image.partitions[key] = replace(state, leader_epoch=state.leader_epoch + 7)
+    # ZooKeeper's image made to disagree: one more event applied to it, the partition's leader epoch + 7
+    last = next(e for e in reversed(events) if isinstance(e.payload, PartitionChange)
+                and (e.payload.topic_id, e.payload.partition) == key)
+    zk.delta.put(replace(last, payload=replace(last.payload, before=state,
+                                               after=replace(state, leader_epoch=state.leader_epoch + 7))))
     norm = MigratedKRaftNormalizer("c", zk, claims[0])
     with pytest.raises(MigrationMismatch) as err:
         list(import_events([migrated["metadata"]], "c", normalizer=norm))
