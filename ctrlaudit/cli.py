@@ -9,7 +9,11 @@ from __future__ import annotations
 import typer
 
 from ctrlaudit import __version__
-from ctrlaudit.commands import capture, check, export, imports, query, report, simulate, store
+from ctrlaudit.packages import refuse_foreign_packages
+
+refuse_foreign_packages()  # before any command module imports schemas, services, replay or checks
+
+from ctrlaudit.commands import capture, check, export, imports, query, report, simulate, store  # noqa: E402
 
 app = typer.Typer(
     name="ctrlaudit",
