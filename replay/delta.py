@@ -171,25 +171,11 @@ class ImageBuilder:
     def partitions_of(self, topic_id: str) -> list[int]:
         """The partition ids of a topic, ascending."""
         td = self._topic_delta(topic_id)
-        if td is None:
-            return []
-        ids = set(td.base.keys())
-        for p, state in td.changed.items():
-            if state is None:
-                ids.discard(p)
-            else:
-                ids.add(p)
-        return sorted(ids)
+        return [] if td is None else _present(td.base.keys(), td.changed)
 
     def topic_ids(self) -> list[str]:
         """Ids of the topics the image holds, ascending."""
-        ids = set(self.base.topics.by_id.keys())
-        for topic_id, td in self._topics.items():
-            if td is None:
-                ids.discard(topic_id)
-            else:
-                ids.add(topic_id)
-        return sorted(ids)
+        return _present(self.base.topics.by_id.keys(), self._topics)
 
     def topic_name(self, topic_id: str) -> str | None:
         td = self._topic_delta(topic_id)
@@ -348,6 +334,17 @@ _HANDLERS: dict[type, Callable[[ImageBuilder, ControllerEvent, Any, bool], None]
     FeatureLevelChange: ImageBuilder._feature, OffsetSample: ImageBuilder._sample, CaptureGap: ImageBuilder._gap,
     UnknownRecord: ImageBuilder._unknown_record,
 }
+
+
+def _present(base_keys: Iterable[Any], overlay: dict[Any, Any]) -> list[Any]:
+    """The keys of a base map with an overlay on it (None: removed), ascending."""
+    keys = set(base_keys)
+    for key, value in overlay.items():
+        if value is None:
+            keys.discard(key)
+        else:
+            keys.add(key)
+    return sorted(keys)
 
 
 def _overlay(base: Map[Any, Any], changes: dict[Any, Any]) -> Map[Any, Any]:
