@@ -1,4 +1,4 @@
-"""The invariant catalog: one entry per invariant, one SQL definition each (checks/sql/<name>.sql).
+"""The invariant catalog: one entry per invariant, one SQL definition each (checks/invariants/<name>.sql).
 
 Names are the contract with the simulator's ground truth; `tla` names the TLA+ invariant where one
 exists (hachikuji/kafka-specification, Vanlightly/kafka-tlaplus). `needs` lists the payload kinds
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from checks.dialect import expand
 
-SQL_DIR = Path(__file__).parent / "sql"
+SQL_DIR = Path(__file__).parent / "invariants"
 
 # Columns every invariant query returns, in this order (the engines prepend `invariant`).
 RESULT_COLUMNS = (
@@ -148,7 +148,7 @@ _INCLUDE = re.compile(r"\{include\(([a-z_0-9]+)\)\}")
 
 
 def _with_fragments(sql: str) -> str:
-    """`{include(NAME)}`: the text of checks/sql/fragments/NAME.sql, one definition shared by several queries."""
+    """`{include(NAME)}`: the text of checks/invariants/fragments/NAME.sql, one definition shared by several queries."""
     return _INCLUDE.sub(lambda m: "\n" + (SQL_DIR / "fragments" / f"{m.group(1)}.sql").read_text().strip() + "\n", sql)
 
 

@@ -8,7 +8,7 @@
 Every invariant of the catalog whose SQL can be evaluated with bounded state (per partition, broker,
 controller epoch and config key, never per event of the history) is here, under the same name, with
 the same rules, the same allowances and the same `related_seq`. The definition of record stays the SQL
-in checks/sql/; this module mirrors it clause by clause (the comments name the SQL rule), so that on
+in checks/invariants/; this module mirrors it clause by clause (the comments name the SQL rule), so that on
 one history the set of (invariant, seq, rule, status, related_seq, allowance) observed live equals the
 batch report's rows (tests/checks/test_live.py proves it on simulator histories with every breach
 injected and on clean seeds). Two knowing differences, both in evidence only:
