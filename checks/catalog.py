@@ -32,7 +32,8 @@ class Invariant:
     data: str  # M = metadata, C = configs, B = offset samples
     allowances: tuple[str, ...]
     severity: str = "error"
-    live: bool = False  # also judged one event at a time by checks.live.LiveChecker (the watch agent)
+    # also judged one event at a time by checks.live.LiveChecker (the watch agent), by checks/invariants/<name>.py
+    live: bool = False
     # Judged from one event alone (False): a gap in the history cannot make a finding of it wrong.
     history: bool = True
 
