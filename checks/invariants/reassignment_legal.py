@@ -80,9 +80,6 @@ def on_partition_change(c: Cluster, part: Partition, r: Row, transition: bool, u
             rule = "cancel_not_restoring_replicas"
     elif not a_rep <= b_rep:
         rule = "replicas_added_outside_reassignment"
-    actual = (f"{tp(r)} replicas {show(r['b_replicas'])} -> {show(r['a_replicas'])}, isr {show(r['b_isr'])} "
-              f"-> {show(r['a_isr'])}, leader {b_leader} -> {a_leader}, adding {show(r['b_adding'])} -> "
-              f"{show(r['a_adding'])}, removing {show(r['b_removing'])} -> {show(r['a_removing'])}")
     if r["source_kind"] == "ZOOKEEPER" and phase in ("start", "complete"):
         # ZooKeeper mode: the controller bumps the leader epoch before the assignment becomes RAR
         key = (r["topic_id"] if r["topic_id"] is not None else r["topic"], r["partition"])
@@ -92,7 +89,7 @@ def on_partition_change(c: Cluster, part: Partition, r: Row, transition: bool, u
             c.zk_starts[key] = start = (epoch, r["seq"] if start is None else max(start[1], r["seq"]))
         if phase == "complete" and start is not None and r["a_leader_epoch"] <= start[0]:
             alert(out, r, "reassignment_legal", "zk_completed_without_leader_epoch_bump",
-                  f"complete: leader epoch > {start[0]}, its value at the start (related seq)", actual, 1,
+                  f"complete: leader epoch > {start[0]}, its value at the start (related seq)", _actual(r), 1,
                   related_seq=start[1])
     if rule is None:
         return
@@ -104,4 +101,11 @@ def on_partition_change(c: Cluster, part: Partition, r: Row, transition: bool, u
         "cancel": lambda: f"replicas {show(sorted(b_rep - b_add))}",
         "none": lambda: f"replicas ⊆ {show(sorted(b_rep))}",
     }[phase]()
-    alert(out, r, "reassignment_legal", rule, f"{phase}: {expected}", actual, 1)
+    alert(out, r, "reassignment_legal", rule, f"{phase}: {expected}", _actual(r), 1)
+
+
+def _actual(r: Row) -> str:
+    """The change as the alerts show it (built only for an alert: most changes raise none)."""
+    return (f"{tp(r)} replicas {show(r['b_replicas'])} -> {show(r['a_replicas'])}, isr {show(r['b_isr'])} "
+            f"-> {show(r['a_isr'])}, leader {r['b_leader']} -> {r['a_leader']}, adding {show(r['b_adding'])} -> "
+            f"{show(r['a_adding'])}, removing {show(r['b_removing'])} -> {show(r['a_removing'])}")
