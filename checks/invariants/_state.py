@@ -94,6 +94,13 @@ def broker_state(r: Row) -> str:
     return "shutting_down" if r["broker_shutdown"] else "active"
 
 
+def is_update(r: Row) -> bool:
+    """A PartitionChange whose change kinds are known and are not a create (what partition_epoch_monotonic
+    and reassignment_legal judge, of the transitions)."""
+    changes = r["changes"]
+    return changes is not None and "CREATE" not in changes
+
+
 def is_unclean(r: Row) -> bool:
     """The unclean-election test of unclean_election_allowed.sql and high_watermark_monotonic.sql
     (the caller has checked: PartitionChange, not bootstrap, before and after present)."""

@@ -8,7 +8,7 @@
 """
 from __future__ import annotations
 
-from checks.invariants._state import Alert, Cluster, Partition, Row, alert
+from checks.invariants._state import Alert, Cluster, Partition, Row, alert, is_update
 
 
 def _zk_assignment_only(r: Row) -> bool:
@@ -21,10 +21,7 @@ def _zk_assignment_only(r: Row) -> bool:
 
 def on_partition_change(c: Cluster, part: Partition, r: Row, transition: bool, unclean: bool,
                         out: list[Alert]) -> None:
-    if not transition:
-        return
-    changes = r["changes"]
-    if changes is None or "CREATE" in changes:
+    if not transition or not is_update(r):
         return
     if r["a_partition_epoch"] <= r["b_partition_epoch"] and not _zk_assignment_only(r):
         alert(out, r, "partition_epoch_monotonic", "partition_epoch_not_increased",

@@ -18,16 +18,14 @@ the highest one at a start of the partition (by topic id and partition; related_
 """
 from __future__ import annotations
 
-from checks.invariants._state import Alert, Cluster, Partition, Row, alert, show, tp
+from checks.invariants._state import Alert, Cluster, Partition, Row, alert, is_update, show, tp
 
 
 def on_partition_change(c: Cluster, part: Partition, r: Row, transition: bool, unclean: bool,
                         out: list[Alert]) -> None:
-    if not transition:
+    if not transition or not is_update(r):
         return
     changes = r["changes"]
-    if changes is None or "CREATE" in changes:
-        return
     b_rep, b_isr, b_add, b_rem, b_leader = (set(r["b_replicas"]), set(r["b_isr"]), set(r["b_adding"]),
                                             set(r["b_removing"]), r["b_leader"])
     a_rep, a_isr, a_add, a_rem, a_leader = (set(r["a_replicas"]), set(r["a_isr"]), set(r["a_adding"]),
