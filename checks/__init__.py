@@ -1,4 +1,4 @@
-"""Invariant checks over whole histories: one catalog (checks.catalog, checks/sql/), two engines
+"""Invariant checks over whole histories: one catalog (checks.catalog, checks/invariants/), two engines
 (checks.duckdb_engine, checks.spark_engine), Jepsen-style reports (checks.report).
 
 The CLI calls `run_check(inputs, engine="duckdb"|"spark", allow=[...], json_path=None, junit_path=None)`.

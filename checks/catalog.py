@@ -1,4 +1,4 @@
-"""The invariant catalog: one entry per invariant, one SQL definition each (checks/sql/<name>.sql).
+"""The invariant catalog: one entry per invariant, one SQL definition each (checks/invariants/<name>.sql).
 
 Names are the contract with the simulator's ground truth; `tla` names the TLA+ invariant where one
 exists (hachikuji/kafka-specification, Vanlightly/kafka-tlaplus). `needs` lists the payload kinds
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from checks.dialect import expand
 
-SQL_DIR = Path(__file__).parent / "sql"
+SQL_DIR = Path(__file__).parent / "invariants"
 
 # Columns every invariant query returns, in this order (the engines prepend `invariant`).
 RESULT_COLUMNS = (
@@ -32,7 +32,8 @@ class Invariant:
     data: str  # M = metadata, C = configs, B = offset samples
     allowances: tuple[str, ...]
     severity: str = "error"
-    live: bool = False  # also judged one event at a time by checks.live.LiveChecker (the watch agent)
+    # also judged one event at a time by checks.live.LiveChecker (the watch agent), by checks/invariants/<name>.py
+    live: bool = False
     # Judged from one event alone (False): a gap in the history cannot make a finding of it wrong.
     history: bool = True
 
@@ -148,7 +149,7 @@ _INCLUDE = re.compile(r"\{include\(([a-z_0-9]+)\)\}")
 
 
 def _with_fragments(sql: str) -> str:
-    """`{include(NAME)}`: the text of checks/sql/fragments/NAME.sql, one definition shared by several queries."""
+    """`{include(NAME)}`: the text of checks/invariants/fragments/NAME.sql, one definition shared by several queries."""
     return _INCLUDE.sub(lambda m: "\n" + (SQL_DIR / "fragments" / f"{m.group(1)}.sql").read_text().strip() + "\n", sql)
 
 

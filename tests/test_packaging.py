@@ -115,7 +115,7 @@ def test_the_wheel_holds_every_file_read_at_run_time(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     (wheel,) = tmp_path.glob("ctrlaudit-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    wanted = {f"checks/sql/{inv.name}.sql" for inv in CATALOG}
-    wanted |= {f"checks/sql/fragments/{p.name}" for p in (ROOT / "checks" / "sql" / "fragments").glob("*.sql")}
+    wanted = {f"checks/invariants/{inv.name}.sql" for inv in CATALOG}
+    wanted |= {f"checks/invariants/fragments/{p.name}" for p in (ROOT / "checks" / "invariants" / "fragments").glob("*.sql")}
     wanted |= {"schemas/avro/controller_event.v1.avsc"}
     assert wanted - names == set()

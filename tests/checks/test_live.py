@@ -9,13 +9,16 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
+import checks.invariants
 from checks.catalog import CATALOG, LIVE_NAMES, NAMES
 from checks.duckdb_engine import DuckDBEngine
 from checks.inputs import resolve
-from checks.live import LIVE_INVARIANTS, Alert, LiveChecker, as_row
+from checks.invariants._state import HOOKS
+from checks.live import JUDGE_ORDER, LIVE_INVARIANTS, MODULES, Alert, LiveChecker, as_row
 from schemas import flat
 from schemas.codec import to_avro
 from schemas.container import iter_records, read_events
@@ -70,6 +73,22 @@ def test_catalog_marks_the_live_invariants():
     assert set(LIVE_NAMES) == set(LIVE_INVARIANTS)
     assert [inv.name for inv in CATALOG if inv.live] == list(LIVE_NAMES)
     assert set(LIVE_NAMES) == set(NAMES)  # every invariant can be judged live with bounded state
+
+
+def test_every_live_invariant_has_its_predicate_beside_its_sql():
+    """checks/invariants/<name>.py exists for exactly the invariants the catalog marks live, beside the
+    <name>.sql every invariant has; each module defines hooks the dispatcher knows (a misspelt one would
+    never run) and the dispatcher runs them all."""
+    folder = Path(checks.invariants.__file__).parent
+    assert {p.stem for p in folder.glob("*.sql")} == set(NAMES)
+    assert {p.stem for p in folder.glob("*.py") if not p.name.startswith("_")} == set(LIVE_NAMES)
+    assert set(LIVE_NAMES) <= set(JUDGE_ORDER) <= set(NAMES) and len(set(JUDGE_ORDER)) == len(JUDGE_ORDER)
+    assert set(MODULES) == set(LIVE_NAMES)
+    for name, module in MODULES.items():
+        assert module.__name__ == f"checks.invariants.{name}"
+        defined = {n for n, v in vars(module).items()
+                   if callable(v) and getattr(v, "__module__", None) == module.__name__ and not n.startswith("_")}
+        assert defined and defined <= set(HOOKS), (name, defined - set(HOOKS))
 
 
 # --- handmade histories -------------------------------------------------------------------------

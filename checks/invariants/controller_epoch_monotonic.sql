@@ -2,7 +2,7 @@
 -- nor the controller_epoch stamped on any event may be below the highest epoch seen before it.
 -- Bootstrap events count towards the running maximum but are not judged (they describe state).
 -- A cluster migrated from ZooKeeper to KRaft (KIP-866) has two controller-epoch counters, ZooKeeper's
--- and the KRaft quorum's, switching at the cutover (checks/sql/fragments/migration_cutover.sql). Each side
+-- and the KRaft quorum's, switching at the cutover (checks/invariants/fragments/migration_cutover.sql). Each side
 -- is judged on its own counter; any other drop is judged as before.
 WITH cutover AS ({include(migration_cutover)}),
 obs AS (

@@ -3,7 +3,7 @@
 -- every other non-bootstrap event. One violation per extra controller seen in an epoch, at the first
 -- event that shows it; related_seq is the first event of the epoch's first controller.
 -- A cluster migrated from ZooKeeper to KRaft (KIP-866) has two controller-epoch counters, ZooKeeper's
--- and the KRaft quorum's, switching at the cutover (checks/sql/fragments/migration_cutover.sql). An epoch
+-- and the KRaft quorum's, switching at the cutover (checks/invariants/fragments/migration_cutover.sql). An epoch
 -- of one counter is not the same epoch of the other.
 WITH cutover AS ({include(migration_cutover)}),
 all_obs AS (
