@@ -156,7 +156,16 @@ class ImageBuilder:
     def put(self, event: ControllerEvent) -> None:
         """Apply an unchained event (seq 0, as a normalizer makes it) without the envelope and "before"
         checks: its before was read from this builder, so they hold by construction."""
-        _HANDLERS[type(event.payload)](self, event, event.payload, True)
+        payload = event.payload
+        if type(payload) is PartitionChange:  # most events: _partition's lenient branch, inlined
+            td = self._topics.get(payload.topic_id, _MISSING)
+            if td is _MISSING:
+                td = self._topic_delta(payload.topic_id)
+            if td is not None:
+                td.changed[payload.partition] = payload.after
+                self._last = event
+                return
+        _HANDLERS[type(payload)](self, event, payload, True)
         self._last = event
 
     def partition(self, topic_id: str, partition: int) -> PartitionState | None:
@@ -178,7 +187,9 @@ class ImageBuilder:
         return _present(self.base.topics.by_id.keys(), self._topics)
 
     def topic_name(self, topic_id: str) -> str | None:
-        td = self._topic_delta(topic_id)
+        td = self._topics.get(topic_id, _MISSING)
+        if td is _MISSING:
+            td = self._topic_delta(topic_id)
         return None if td is None else td.name
 
     def broker(self, broker_id: int) -> BrokerState | None:
