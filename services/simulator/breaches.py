@@ -22,7 +22,7 @@ from schemas.events import (
     TopicChangeKind,
 )
 from services.simulator import partition_rules as rules
-from services.simulator.model import UNCLEAN, Partition, Topic
+from services.simulator.model import UNCLEAN, Partition
 from services.simulator.config import BREACHES, BreachRecord
 from services.simulator.workload import Simulator, kafka_uuid
 
@@ -489,7 +489,7 @@ def state_continuity(sim: Simulator) -> BreachRecord | None:
     if lost is None:
         return None
     sim.apply(p, lost.after, lost.election, reason="lost")
-    sim.j.out.pop()  # the change happened, its event was lost
+    sim.j.out.pop()  # the change happened (the image keeps it), its event was lost
     sim.j.seq -= 1
     e = sim.expand(p, r, "isr expand")
     if e is None:
@@ -523,19 +523,18 @@ def distinct_replicas(sim: Simulator) -> BreachRecord | None:
     if len(active) < 2:
         return None
     a, b = active[0], active[1]
-    name = f"breach-{sim.j.seq}"
-    t = Topic(name, kafka_uuid(sim.rng), {})
-    sim.j.record(TopicChange(TopicChangeKind.CREATED, name, t.topic_id))
+    name, topic_id = f"breach-{sim.j.seq}", kafka_uuid(sim.rng)
+    sim.j.record(TopicChange(TopicChangeKind.CREATED, name, topic_id))
     state = rules.new_partition((a, b, a), sim.active)
     state = replace(state, isr=(a, b))
-    e = sim.j.record(PartitionChange(topic=name, topic_id=t.topic_id, partition=0, before=None, after=state,
+    e = sim.j.record(PartitionChange(topic=name, topic_id=topic_id, partition=0, before=None, after=state,
                                      changes=(K.CREATE,), election=ElectionType.NONE,
                                      reason="injected: duplicate replica"))
     # Deleted at once, so the bad assignment shows in exactly one state.
     sim.j.next_offset()
-    sim.j.record(PartitionChange(topic=name, topic_id=t.topic_id, partition=0, before=state, after=None,
+    sim.j.record(PartitionChange(topic=name, topic_id=topic_id, partition=0, before=state, after=None,
                                  changes=(K.DELETE,), election=ElectionType.NONE), new_offset=False)
-    sim.j.record(TopicChange(TopicChangeKind.DELETED, name, t.topic_id), index=1, new_offset=False)
+    sim.j.record(TopicChange(TopicChangeKind.DELETED, name, topic_id), index=1, new_offset=False)
     _took_turn(sim, "distinct_replicas")
     return _record("distinct_replicas", e, f"replicas {list(state.replicas)} list broker {a} twice")
 

@@ -10,6 +10,15 @@ ZOOKEEPER, no metadata.version, and brokers that are only registered or gone (a 
 znode going, an unfence its registration; a fenced registration and a controlled shutdown leave no
 znode change). Every check then runs with its ZooKeeper exemptions. The znode split of a partition's
 state (assignment and LeaderAndIsr written apart) is not modelled: handmade cases cover it.
+
+The journal holds the controller's view, `delta` (a `replay.delta.ImageBuilder`): every event is applied
+to it as it is emitted, in the shape emitted (a ZooKeeper-mode broker change as a ZooKeeper cluster shows
+it; what it does not show is not applied). `put`, not `replay`: the simulator's events are not chained
+yet, and its breaches are meant to break the rules `replay` checks; the image follows what the simulated
+controller wrote either way. The controller id and epoch it stamps on events stay its own
+(`controller_id`, `controller_epoch`): a breach writes a stale ControllerChange on purpose, which the image
+takes as the controller until the quorum's next one, while the journal goes on from the real one. An event a
+breach takes back (state_continuity's lost event) stays applied: the change happened, its record was lost.
 """
 from __future__ import annotations
 
@@ -19,6 +28,7 @@ from collections import deque
 
 from hashlib import sha256
 
+from replay.delta import ImageBuilder
 from schemas.chain import event_id
 from schemas.events import (
     BrokerChange, BrokerChangeKind, ControllerEvent, FeatureLevelChange, Payload, SourceKind, SourcePosition,
@@ -43,6 +53,7 @@ class Journal:
         self.zookeeper = zookeeper
         self.kind = SourceKind.ZOOKEEPER if zookeeper else _SIM
         self.out: deque[ControllerEvent] = deque()
+        self.delta = ImageBuilder()  # the controller's view: every emitted event, applied as emitted
         self._idle_ms = 0
         self._id_prefix = f"{cluster_id}|{SourceKind.SIMULATOR.value}|"
 
@@ -86,6 +97,7 @@ class Journal:
                             self.metadata_version)  # positional: twice as fast for frozen dataclasses
         self.seq += 1
         self.out.append(e)
+        self.delta.put(e)
         return e
 
 

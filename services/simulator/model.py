@@ -1,9 +1,21 @@
-"""The simulator's mutable model of a cluster: brokers, topics, partitions, offsets.
+"""The simulator's cluster: the controller's view is replay's image, the workload's truth sits beside it.
 
-Partition registrations are kept as the immutable `PartitionState` of the event contract: a change
-builds the next one, and the previous one is shared as the event's `before`, so nothing is copied.
-Everything else (broker flags, LEOs, the high watermark, the working sets the workload draws from)
-is mutable for speed.
+The controller's view is one `replay.delta.ImageBuilder`, the journal's (journal.py): every event the
+simulator emits is applied to it as it is made, and partition states and topic configs are read from it
+(`Partition.state`, `Topic.config`), so the simulator decides from exactly what `replay.delta.fold` makes
+of the history it emitted (tests/services/simulator/test_one_image.py). A change is made by emitting it:
+nothing here stores a partition state or a config value.
+
+What stays here is what that image does not hold, or does not hold truly:
+- LEOs and the HW (`Partition.leo`, `.hw`): offsets are not controller metadata; samples report them.
+- reassignment plans (`Partition.reassignment`): the operator's target and whether it will be cancelled;
+  the image holds only the adding/removing replicas of the step under way.
+- brokers (`Broker`): in ZooKeeper mode the journal shows a broker only as registered or gone
+  (journal.py), so the image's brokers are not the flags the workload fences, elects and shuts down by;
+  one truth for both modes. `Broker.replicas` (a count for unregistering) is no controller record.
+- `deleted`, `frozen`: workload bookkeeping (`frozen`: kept out of the workload by breach fixtures).
+Mutable for speed; a partition's state is the immutable `PartitionState` of the event contract, shared
+as the next event's `before`.
 """
 from __future__ import annotations
 
@@ -12,12 +24,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from schemas.events import BrokerState, PartitionState
+from replay.delta import ImageBuilder
+from schemas.events import BrokerState, ConfigResourceType, PartitionState
 
 T = TypeVar("T")
 
 MIN_ISR = "min.insync.replicas"
 UNCLEAN = "unclean.leader.election.enable"
+_TOPIC = ConfigResourceType.TOPIC  # (an enum member read off its class costs ~150 ns on Python 3.11)
 
 
 class IndexedSet(Generic[T]):
@@ -93,12 +107,17 @@ class Reassignment:
 class Partition:
     topic: Topic
     id: int
-    state: PartitionState
     leo: dict[int, int] = field(default_factory=dict)
     hw: int = 0
     reassignment: Reassignment | None = None
     deleted: bool = False
     frozen: bool = False  # excluded from the workload (breach fixtures)
+
+    @property
+    def state(self) -> PartitionState:
+        """The image's state of this partition (only read while it exists: None once deleted)."""
+        t = self.topic
+        return t.delta.partition(t.topic_id, self.id)  # type: ignore[return-value]
 
     @property
     def online(self) -> bool:
@@ -109,16 +128,20 @@ class Partition:
 class Topic:
     name: str
     topic_id: str
-    configs: dict[str, str]
+    delta: ImageBuilder  # the controller's view (the journal's): this topic's configs and partition states
     partitions: list[Partition] = field(default_factory=list)
     deleted: bool = False
 
+    def config(self, key: str) -> str | None:
+        return self.delta.config(_TOPIC, self.name, key)
+
     def min_isr(self, default: int) -> int:
-        return int(self.configs.get(MIN_ISR, default))
+        value = self.delta.config(_TOPIC, self.name, MIN_ISR)
+        return default if value is None else int(value)
 
     @property
     def unclean_allowed(self) -> bool:
-        return self.configs.get(UNCLEAN) == "true"
+        return self.delta.config(_TOPIC, self.name, UNCLEAN) == "true"
 
 
 # --- offsets ---------------------------------------------------------------------------------
@@ -126,8 +149,8 @@ class Topic:
 # every ISR member's LEO >= HW; HW = max(HW, min LEO over the ISR) never decreases; LEOs only
 # decrease by truncation to a new leader's LEO, which is >= HW.
 
-def produce(p: Partition, rng: random.Random, strict_min_isr: int | None) -> None:
-    s = p.state
+def produce(p: Partition, s: PartitionState, rng: random.Random, strict_min_isr: int | None) -> None:
+    """A produce burst on `p`, whose state `s` the caller read: the LEOs grow, the HW follows."""
     if s.leader < 0:
         return
     leo = p.leo

@@ -5,6 +5,12 @@ emit many events (a fence touches every partition of the broker). Follow-ups tha
 later (unfence after a session timeout, RECOVERED after an unclean election, a restart after a
 controlled shutdown) sit in a schedule keyed by step. Everything is drawn from one
 `random.Random(seed)` and iterated in insertion order, so a seed fixes the history.
+
+The controller's view it decides from is the journal's image (`self.j.delta`, see model.py): a change is
+made by emitting its event. Its own registries are workload state: `brokers` (the truth, see model.py),
+`topics` and the working sets (`live`, `lagging`, `reassigning`, `offline`) are what it draws from, in
+the order it added to them (the image's are sorted: drawing from them would change every history), and
+breaches make topics it must never draw from (a stray partition's, a duplicate-replica topic).
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from replay.image import ClusterImage
 from schemas.events import (
     BrokerChange,
     BrokerChangeKind,
@@ -97,6 +104,11 @@ class Simulator:
         # Burst operations touch ~per_broker partitions: keep them to a modest share of events.
         self.w_fence = max(0.002, 4.0 / max(per_broker, 1.0))
         self.w_topic = max(0.002, 1.0 / max(config.partitions, 1))
+
+    @property
+    def image(self) -> ClusterImage:
+        """The controller's view as of the last event made (also those made past `cfg.events`)."""
+        return self.j.delta.apply()
 
     # -- the event stream ---------------------------------------------------------------------
     def events(self) -> Iterator[ControllerEvent]:
@@ -194,8 +206,7 @@ class Simulator:
               follow_up: bool = True) -> ControllerEvent:
         """Make `after` the partition's state and emit the change (then complete a reassignment
         if this change made it completable, as maybeCompleteReassignment does)."""
-        before = p.state
-        p.state = after
+        before = p.state  # (`after` becomes the state when its event is emitted, below)
         if after.leader != before.leader:
             on_leader_change(p, after.leader, election == ElectionType.UNCLEAN)
             if after.leader < 0:
@@ -276,7 +287,7 @@ class Simulator:
         configs = {MIN_ISR: str(min(self.cfg.min_insync_replicas, rf))}
         if self.rng.random() < self.cfg.unclean_topic_fraction:
             configs[UNCLEAN] = "true"
-        t = Topic(name, kafka_uuid(self.rng), configs)
+        t = Topic(name, kafka_uuid(self.rng), self.j.delta)
         self.topics[name] = t
         self.j.record(TopicChange(TopicChangeKind.CREATED, name, t.topic_id))
         for key, value in configs.items():
@@ -284,7 +295,7 @@ class Simulator:
         assignment = place(self.rng, usable, {b: self.brokers[b].rack for b in usable}, partitions, rf)
         for pid in range(partitions):
             state = rules.new_partition(assignment[pid], self.active)
-            p = Partition(t, pid, state, leo={r: 0 for r in state.replicas})
+            p = Partition(t, pid, leo={r: 0 for r in state.replicas})
             t.partitions.append(p)
             for r in state.replicas:
                 self.brokers[r].replicas += 1
@@ -328,8 +339,8 @@ class Simulator:
     def sample(self, p: Partition, hw: int | None = None) -> ControllerEvent:
         """HW first, then each replica's LEO (-1 from a broker that is down)."""
         strict = p.topic.min_isr(self.cfg.min_insync_replicas) if self.elr else None
-        produce(p, self.rng, strict)
         s, t = p.state, self.j.time_ms
+        produce(p, s, self.rng, strict)
         brokers, leo, isr = self.brokers, p.leo, s.isr
         reps = []
         for r in s.replicas:
@@ -344,7 +355,7 @@ class Simulator:
 
     # -- ISR and elections --------------------------------------------------------------------
     def op_isr_shrink(self) -> None:
-        p = self.pick_partition(lambda q: q.state.leader >= 0 and len(q.state.isr) > 1)
+        p = self.pick_partition(lambda q: (s := q.state).leader >= 0 and len(s.isr) > 1)  # (a state is an image read: once)
         if p is None:
             return
         s = p.state
@@ -373,7 +384,7 @@ class Simulator:
         return self.apply_change(p, self.build(p, target_isr=p.state.isr + (r,)), reason)
 
     def op_preferred_election(self) -> None:
-        p = self.pick_partition(lambda q: q.state.leader >= 0 and q.state.leader != q.state.replicas[0], tries=16)
+        p = self.pick_partition(lambda q: (s := q.state).leader >= 0 and s.leader != s.replicas[0], tries=16)
         if p is not None:
             self.apply_change(p, self.build(p, preferred=True), "preferred leader election")
 
@@ -476,11 +487,7 @@ class Simulator:
             self.become_controller(others[self.rng.randrange(len(others))])
 
     def set_topic_config(self, t: Topic, key: str, value: str | None) -> ControllerEvent:
-        previous = t.configs.get(key)
-        if value is None:
-            t.configs.pop(key, None)
-        else:
-            t.configs[key] = value
+        previous = t.config(key)
         return self.j.record(ConfigChange(ConfigResourceType.TOPIC, t.name, key, value, previous))
 
     def op_toggle_unclean(self) -> None:
