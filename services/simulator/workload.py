@@ -39,6 +39,7 @@ from schemas.events import (
     TopicChange,
     TopicChangeKind,
 )
+from schemas.fastbuild import fast_constructor
 from services.normalize.classify import change_kinds
 from services.simulator import partition_rules as rules
 from services.simulator.model import (
@@ -60,6 +61,12 @@ from services.simulator.placement import place
 K = PartitionChangeKind
 _REASSIGNMENT = frozenset((K.REASSIGNMENT_START, K.REASSIGNMENT_COMPLETE, K.REASSIGNMENT_CANCEL))
 _ORDER = tuple(K)
+_NONE, _UNCLEAN = ElectionType.NONE, ElectionType.UNCLEAN  # (an enum member read off its class: ~0.17 us)
+_RECOVERED = LeaderRecoveryState.RECOVERED
+# One per change or sample: slots stored directly, half the cost of a frozen dataclass's __init__.
+_new_change, _new_sample = fast_constructor(PartitionChange), fast_constructor(OffsetSample)
+_new_offset = fast_constructor(ReplicaOffset)
+_HW_THEN_LEO = OffsetSample.__dataclass_fields__["sample_order"].default  # the field's default, as __init__ sets it
 
 
 def _kinds(before, after, decided: tuple[PartitionChangeKind, ...]) -> tuple[PartitionChangeKind, ...]:
@@ -201,14 +208,14 @@ class Simulator:
                 return p
         return None
 
-    def apply(self, p: Partition, after: PartitionState, election: ElectionType = ElectionType.NONE,
+    def apply(self, p: Partition, after: PartitionState, election: ElectionType = _NONE,
               extra: tuple[PartitionChangeKind, ...] = (), reason: str | None = None,
               follow_up: bool = True) -> ControllerEvent:
         """Make `after` the partition's state and emit the change (then complete a reassignment
         if this change made it completable, as maybeCompleteReassignment does)."""
         before = p.state  # (`after` becomes the state when its event is emitted, below)
         if after.leader != before.leader:
-            on_leader_change(p, after.leader, election == ElectionType.UNCLEAN)
+            on_leader_change(p, after.leader, election is _UNCLEAN)
             if after.leader < 0:
                 self.offline.add(p)
             else:
@@ -222,8 +229,8 @@ class Simulator:
         for r in before.isr:
             if r not in after.isr and r in after.replicas:
                 self.lagging.add((p, r))
-        e = self.j.record(PartitionChange(p.topic.name, p.topic.topic_id, p.id, before, after,
-                                          _kinds(before, after, extra), election, reason))
+        e = self.j.record(_new_change(p.topic.name, p.topic.topic_id, p.id, before, after,
+                                      _kinds(before, after, extra), election, reason))
         if follow_up and p.reassignment is not None and not p.reassignment.cancel and rules.can_complete(after):
             self.complete_reassignment(p)
         return e
@@ -232,7 +239,7 @@ class Simulator:
         if ch is None:
             return None
         e = self.apply(p, ch.after, ch.election, reason=reason)
-        if ch.election == ElectionType.UNCLEAN:
+        if ch.election is _UNCLEAN:
             self.later(2 + self.rng.randrange(20), self.mark_recovered, p)
         return e
 
@@ -347,11 +354,11 @@ class Simulator:
             t += 1
             b = brokers.get(r)
             up = r in isr or (b is not None and b.registered and not b.fenced)
-            reps.append(ReplicaOffset(r, leo.get(r, 0) if up else -1, t))
+            reps.append(_new_offset(r, leo.get(r, 0) if up else -1, t))
         t = self.j.time_ms
         reps = tuple(reps)
-        return self.j.sample(OffsetSample(p.topic.name, p.id, s.leader, s.leader_epoch,
-                                          p.hw if hw is None else hw, t, reps))
+        return self.j.sample(_new_sample(p.topic.name, p.id, s.leader, s.leader_epoch,
+                                         p.hw if hw is None else hw, t, reps, _HW_THEN_LEO))
 
     # -- ISR and elections --------------------------------------------------------------------
     def op_isr_shrink(self) -> None:
@@ -373,7 +380,7 @@ class Simulator:
             if p.deleted or r not in s.replicas or r in s.isr:
                 self.lagging.discard(pair)
                 continue
-            if s.leader < 0 or not self.active(r) or s.leader_recovery_state != LeaderRecoveryState.RECOVERED or p.frozen:
+            if s.leader < 0 or not self.active(r) or s.leader_recovery_state is not _RECOVERED or p.frozen:
                 continue
             self.expand(p, r)
             self.lagging.discard(pair)
@@ -538,7 +545,7 @@ class Simulator:
         if len(self.reassigning) >= max(4, len(self.live) // 50):
             return
         p = self.pick_partition(lambda q: q.reassignment is None and q.state.leader >= 0
-                                and q.state.leader_recovery_state == LeaderRecoveryState.RECOVERED)
+                                and q.state.leader_recovery_state is _RECOVERED)
         if p is None:
             return
         cancel = self.rng.random() < 0.25
@@ -571,7 +578,7 @@ class Simulator:
                 self.apply(p, ch.after, ch.election, extra=(K.REASSIGNMENT_CANCEL,), reason="reassignment cancelled")
             return
         waiting = [a for a in s.replicas if a not in s.isr and self.active(a)]
-        if waiting and s.leader >= 0 and s.leader_recovery_state == LeaderRecoveryState.RECOVERED:
+        if waiting and s.leader >= 0 and s.leader_recovery_state is _RECOVERED:
             self.expand(p, waiting[0], "isr expand: reassignment target caught up")
 
     def finish_reassignment(self, p: Partition) -> None:
