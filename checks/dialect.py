@@ -73,7 +73,7 @@ SHIMS: dict[str, tuple[str | Callable[..., str], str | Callable[..., str]]] = {
     # values. Spark: the struct itself (exact). DuckDB: a 64-bit hash, a narrow payload for windows; its
     # hash of a list runs on into the next argument's and does not tell NULL from [] ([1, 2], [3] hashes as
     # [1], [2, 3]), so each argument is followed by its IS NULL flag, which ends it. Different columns can
-    # then collide only by chance (2^-64): callers re-check the rows that differ exactly, not the others.
+    # then collide only by chance (2^-64 a pair). Unequal digests mean unequal columns on both engines.
     "digest": (
         lambda *xs: "hash(" + ", ".join(f"{x}, {x} IS NULL" for x in xs) + ")",
         lambda *xs: "struct(" + ", ".join(xs) + ")",

@@ -27,8 +27,7 @@
 -- comes back after an unclean shutdown of the whole cluster shows it; from 4.0-IV1 it is a bug.
 -- Broker changes and fences are few, partition states many: a state is looked up as of a broker's
 -- changes by joins on the broker with a seq range (small build side), not by windows over every state.
-WITH clusters AS ({include(cluster_numbers)}),
-brokers AS (
+WITH brokers AS (
   SELECT cluster_id, seq, broker_id AS broker, bootstrap, broker_change, metadata_version, source_kind,
          CASE WHEN broker_change = 'UNREGISTERED' OR broker_fenced IS NULL THEN 'unregistered'
               WHEN broker_fenced THEN 'fenced' WHEN broker_shutdown THEN 'shutting_down' ELSE 'active' END AS state
@@ -88,15 +87,14 @@ joined_bad AS (
 -- change or at its topic's delete. Fences are few: each is matched to the states of its broker that
 -- begin before it, and those a later change or a delete ends before it are dropped. A state comes once
 -- per 2^20-seq bucket it spans, a fence meets the states of its own bucket only (an equality join).
--- The window is partitioned by the cluster's number (fragments/cluster_numbers.sql), not its id.
 members AS (  -- a broker may come twice per state: held_live groups by state
   SELECT cluster_id, seq, next_seq, topic, partition, {explode(member_list)} AS broker
-  FROM (SELECT p.cluster_id, p.seq, p.topic, p.partition,
-               CASE WHEN p.has_after AND NOT (p.a_leader = -1 AND {size(p.a_isr)} <= 1
-                                              AND (p.bootstrap OR (p.has_before AND {subset(p.a_isr, p.b_isr)})))
-                    THEN {concat(p.a_isr, {list1(p.a_leader)})} END AS member_list,
-               LEAD(p.seq) OVER (PARTITION BY c.cluster_no, p.topic, p.partition ORDER BY p.seq) AS next_seq
-        FROM pc p JOIN clusters c ON c.cluster_id = p.cluster_id) n
+  FROM (SELECT cluster_id, seq, topic, partition,
+               CASE WHEN has_after AND NOT (a_leader = -1 AND {size(a_isr)} <= 1
+                                            AND (bootstrap OR (has_before AND {subset(a_isr, b_isr)})))
+                    THEN {concat(a_isr, {list1(a_leader)})} END AS member_list,
+               LEAD(seq) OVER (PARTITION BY cluster_id, topic, partition ORDER BY seq) AS next_seq
+        FROM pc) n
 ),
 member_buckets AS (
   SELECT cluster_id, seq, next_seq, topic, partition, broker,

@@ -15,9 +15,7 @@
 -- Cost: one window pass per partition in seq order numbers nothing: it carries, for every row, the seq of
 -- the last reset, unclean election, state and sample before it (running maxima, seq rising) and the last
 -- sampled HW; lists and the previous sample's details are fetched by key for the few rows that need them.
--- The window is partitioned by the cluster's number (fragments/cluster_numbers.sql), not its id.
-WITH clusters AS ({include(cluster_numbers)}),
-timeline AS (  -- (not `stream`: Spark 4 reads `FROM stream s` as a streaming read of table s)
+WITH stream AS (
   SELECT cluster_id, seq, topic, partition, 0 AS is_sample,
          CASE WHEN NOT has_before OR NOT has_after THEN 1 ELSE 0 END AS is_reset,
          CASE WHEN has_before AND has_after AND NOT bootstrap AND a_leader <> -1 AND a_leader <> b_leader
@@ -35,16 +33,16 @@ timeline AS (  -- (not `stream`: Spark 4 reads `FROM stream s` as a streaming re
   FROM events WHERE kind = 'OffsetSample' AND s_hw >= 0
 ),
 ordered AS (
-  SELECT s.*,
-         MAX(CASE WHEN s.is_reset = 1 THEN s.seq END) OVER upto AS last_reset,
-         MAX(CASE WHEN s.is_unclean = 1 THEN s.seq END) OVER upto AS last_unclean,
-         MAX(CASE WHEN s.is_sample = 0 THEN s.seq END) OVER upto AS state_seq,
-         MAX(CASE WHEN s.is_sample = 1 THEN s.seq END) OVER earlier AS prev_seq,
-         {last_nn(s.hw)} OVER earlier AS prev_hw  -- hw is set on every sample row, so this is prev_seq's
-  FROM timeline s JOIN clusters c ON c.cluster_id = s.cluster_id
-  WINDOW upto AS (PARTITION BY c.cluster_no, s.topic, s.partition ORDER BY s.seq
+  SELECT *,
+         MAX(CASE WHEN is_reset = 1 THEN seq END) OVER upto AS last_reset,
+         MAX(CASE WHEN is_unclean = 1 THEN seq END) OVER upto AS last_unclean,
+         MAX(CASE WHEN is_sample = 0 THEN seq END) OVER upto AS state_seq,
+         MAX(CASE WHEN is_sample = 1 THEN seq END) OVER earlier AS prev_seq,
+         {last_nn(hw)} OVER earlier AS prev_hw  -- hw is set on every sample row, so this is prev_seq's
+  FROM stream
+  WINDOW upto AS (PARTITION BY cluster_id, topic, partition ORDER BY seq
                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
-         earlier AS (PARTITION BY c.cluster_no, s.topic, s.partition ORDER BY s.seq
+         earlier AS (PARTITION BY cluster_id, topic, partition ORDER BY seq
                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ),
 in_incarnation AS (  -- rows with a previous sample of the same partition incarnation (no reset since)

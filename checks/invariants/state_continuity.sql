@@ -10,7 +10,7 @@
 -- event (or, with none, anywhere before), where the creation may have been lost.
 -- Cost: one window over the PartitionChanges whose payload is the previous event's seq, has_after and
 -- a digest of its after state (dialect shim `digest`: on DuckDB a hash, one narrow column instead of ten
--- wide ones), partitioned by the cluster's number (fragments/cluster_numbers.sql), not its id; only the
+-- wide ones) and the cluster's number (fragments/cluster_numbers.sql), not its id (a string); only the
 -- rows whose digests differ (breaks: equal states give equal digests) fetch both states by key, to be
 -- compared column by column. Capture gaps and topic events are few, so they are
 -- matched to the (few) breaks and to the topic id's deletes by joins, not by windows over every event.
@@ -25,16 +25,16 @@ digests AS (  -- narrow rows for the window: both states as digests
   WHERE kind = 'PartitionChange'
 ),
 paired AS (
-  SELECT d.cluster_id, d.seq, d.bootstrap, d.has_before, d.b_digest,
+  SELECT c.cluster_no, d.seq, d.bootstrap, d.has_before, d.b_digest,
          LAG(d.seq) OVER w AS p_seq, LAG(d.has_after) OVER w AS p_has_after, LAG(d.a_digest) OVER w AS p_digest
   FROM digests d JOIN clusters c ON c.cluster_id = d.cluster_id
   WINDOW w AS (PARTITION BY c.cluster_no, d.pkey, d.partition ORDER BY d.seq)
 ),
 candidates AS (
-  SELECT cluster_id, seq, p_seq, p_has_after
-  FROM paired
-  WHERE NOT bootstrap AND has_before AND p_seq IS NOT NULL
-    AND (NOT p_has_after OR b_digest IS DISTINCT FROM p_digest)
+  SELECT c.cluster_id, p.seq, p.p_seq, p.p_has_after
+  FROM paired p JOIN clusters c ON c.cluster_no = p.cluster_no
+  WHERE NOT p.bootstrap AND p.has_before AND p.p_seq IS NOT NULL
+    AND (NOT p.p_has_after OR p.b_digest IS DISTINCT FROM p.p_digest)
 ),
 compared AS (
   SELECT c.cluster_id, c.seq, c.p_seq, c.p_has_after, e.topic, e.partition,
