@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import duckdb  # noqa: E402
 
-from checks.catalog import BY_NAME, NAMES, sql_for, wrapped_sql  # noqa: E402
+from checks.catalog import _INCLUDE, BY_NAME, NAMES, SQL_DIR, sql_for, wrapped_sql  # noqa: E402
 from checks.dialect import expand  # noqa: E402
 from checks.duckdb_engine import DuckDBEngine, sort_key  # noqa: E402
 from checks.inputs import archives_to_arrow, resolve  # noqa: E402
@@ -37,11 +37,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def base_sql(name: str, rev: str) -> str | None:
     """wrapped_sql(name, 'duckdb') as it was at `rev` (None: the invariant is newer than `rev`)."""
-    rel = BY_NAME[name].sql_path.relative_to(ROOT)
-    done = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{rel}"], capture_output=True, text=True)
-    if done.returncode != 0:
+    def show(path: Path) -> str | None:
+        done = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path.relative_to(ROOT)}"],
+                              capture_output=True, text=True)
+        return done.stdout if done.returncode == 0 else None
+
+    text = show(BY_NAME[name].sql_path)
+    if text is None:
         return None
-    return wrapped_sql(name, "duckdb").replace(sql_for(name, "duckdb"), expand(done.stdout, "duckdb"))
+    # its fragments as they were at `rev` too (as checks.catalog includes them)
+    text = _INCLUDE.sub(lambda m: "\n" + (show(SQL_DIR / "fragments" / f"{m.group(1)}.sql") or "").strip() + "\n", text)
+    return wrapped_sql(name, "duckdb").replace(sql_for(name, "duckdb"), expand(text, "duckdb"))
 
 
 def load(root: Path, events: int, threads: int) -> DuckDBEngine:

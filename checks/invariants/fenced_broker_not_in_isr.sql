@@ -89,12 +89,13 @@ joined_bad AS (
 -- per 2^20-seq bucket it spans, a fence meets the states of its own bucket only (an equality join).
 members AS (  -- a broker may come twice per state: held_live groups by state
   SELECT cluster_id, seq, next_seq, topic, partition, {explode(member_list)} AS broker
-  FROM (SELECT cluster_id, seq, topic, partition,
-               CASE WHEN has_after AND NOT (a_leader = -1 AND {size(a_isr)} <= 1
-                                            AND (bootstrap OR (has_before AND {subset(a_isr, b_isr)})))
-                    THEN {concat(a_isr, {list1(a_leader)})} END AS member_list,
+  FROM (SELECT cluster_id, seq, topic, partition, member_list,
                LEAD(seq) OVER (PARTITION BY cluster_id, topic, partition ORDER BY seq) AS next_seq
-        FROM pc) n
+        FROM (SELECT cluster_id, seq, topic, partition,  -- the member list before the window: one list as payload
+                     CASE WHEN has_after AND NOT (a_leader = -1 AND {size(a_isr)} <= 1
+                                                  AND (bootstrap OR (has_before AND {subset(a_isr, b_isr)})))
+                          THEN {concat(a_isr, {list1(a_leader)})} END AS member_list
+              FROM pc) l) n
 ),
 member_buckets AS (
   SELECT cluster_id, seq, next_seq, topic, partition, broker,

@@ -15,40 +15,24 @@ WITH st AS (
          b_isr, b_elr, has_before, bootstrap, metadata_version, a_leader, b_leader
   FROM events WHERE kind = 'PartitionChange' AND has_after
 ),
-min_isr_configs AS (
+elr_states AS (SELECT * FROM st WHERE {size(a_elr)} > 0),
+config_changes AS (  -- min.insync.replicas: the topic's, else the cluster default (a non-integer: NULL)
   SELECT cluster_id, seq, TRY_CAST(config_value AS INT) AS value,
          CASE WHEN config_type = 'TOPIC' THEN concat('topic:', config_resource) ELSE 'cluster:' END AS scope
   FROM events
   WHERE kind = 'ConfigChange' AND config_name = 'min.insync.replicas'
     AND (config_type = 'TOPIC' OR (config_type = 'BROKER' AND config_resource = ''))
 ),
-elr_states AS (SELECT * FROM st WHERE {size(a_elr)} > 0),
-min_isr_probes AS (
+config_probes AS (
   SELECT cluster_id, seq, concat('topic:', topic) AS scope, 1 AS level FROM elr_states
   UNION ALL
   SELECT cluster_id, seq, 'cluster:', 2 FROM elr_states
 ),
-min_isr_versions AS (  -- each value with the seq of the scope's next one (config changes are few)
-  SELECT cluster_id, seq, scope, value,
-         LEAD(seq) OVER (PARTITION BY cluster_id, scope ORDER BY seq) AS next_seq
-  FROM min_isr_configs
-),
-min_isr_as_of AS (  -- each probe with its scope's value as of the change, where the scope has one
-  SELECT p.cluster_id, p.seq, p.level, v.value AS value_asof, v.seq AS config_seq
-  FROM min_isr_probes p JOIN min_isr_versions v
-    ON v.cluster_id = p.cluster_id AND v.scope = p.scope AND v.seq < p.seq
-       AND (v.next_seq IS NULL OR p.seq < v.next_seq)
-),
-min_isr_resolved AS (
-  SELECT cluster_id, seq, MIN(level) AS level
-  FROM min_isr_as_of WHERE value_asof IS NOT NULL
-  GROUP BY cluster_id, seq
-),
+{include(config_as_of)},
 elr_with_min_isr AS (
-  SELECT e.*, a.value_asof AS min_isr, a.config_seq
+  SELECT e.*, r.value_asof AS min_isr, r.config_seq
   FROM elr_states e
-  JOIN min_isr_resolved r ON e.cluster_id = r.cluster_id AND e.seq = r.seq
-  JOIN min_isr_as_of a ON a.cluster_id = r.cluster_id AND a.seq = r.seq AND a.level = r.level
+  JOIN config_resolved r ON e.cluster_id = r.cluster_id AND e.seq = r.seq
 )
 SELECT cluster_id, seq, CAST(NULL AS BIGINT) AS related_seq, 'elr_not_subset_of_replicas' AS rule,
        'violated' AS status, CAST(NULL AS STRING) AS allowance,

@@ -8,37 +8,55 @@
 -- topic id created and not deleted before it. Judged once the history has shown a topic event (a
 -- snapshot lists topics before partitions); allowed when a capture gap lies after the id's last topic
 -- event (or, with none, anywhere before), where the creation may have been lost.
--- Cost: one window over the PartitionChanges; capture gaps and topic events are few, so they are
+-- Cost: one window over the PartitionChanges whose payload is the previous event's seq, has_after and
+-- a digest of its after state (dialect shim `digest`: on DuckDB a hash, one narrow column instead of ten
+-- wide ones) and the cluster's number (fragments/cluster_numbers.sql), not its id (a string); only the
+-- rows whose digests differ (breaks: equal states give equal digests) fetch both states by key, to be
+-- compared column by column. Capture gaps and topic events are few, so they are
 -- matched to the (few) breaks and to the topic id's deletes by joins, not by windows over every event.
-WITH paired AS (
-  SELECT cluster_id, seq, topic, partition, bootstrap, has_before,
-         b_replicas, b_isr, b_adding, b_removing, b_elr, b_last_known_elr, b_leader, b_leader_epoch,
-         b_partition_epoch, b_recovery,
-         LAG(seq) OVER w AS p_seq, LAG(has_after) OVER w AS p_has_after,
-         LAG(a_replicas) OVER w AS p_replicas, LAG(a_isr) OVER w AS p_isr, LAG(a_adding) OVER w AS p_adding,
-         LAG(a_removing) OVER w AS p_removing, LAG(a_elr) OVER w AS p_elr,
-         LAG(a_last_known_elr) OVER w AS p_last_known_elr, LAG(a_leader) OVER w AS p_leader,
-         LAG(a_leader_epoch) OVER w AS p_leader_epoch, LAG(a_partition_epoch) OVER w AS p_partition_epoch,
-         LAG(a_recovery) OVER w AS p_recovery
+WITH clusters AS ({include(cluster_numbers)}),
+digests AS (  -- narrow rows for the window: both states as digests
+  SELECT cluster_id, coalesce(topic_id, topic) AS pkey, partition, seq, bootstrap, has_before, has_after,
+         {digest(b_replicas, b_isr, b_adding, b_removing, b_elr, b_last_known_elr, b_leader, b_leader_epoch,
+                 b_partition_epoch, b_recovery)} AS b_digest,
+         {digest(a_replicas, a_isr, a_adding, a_removing, a_elr, a_last_known_elr, a_leader, a_leader_epoch,
+                 a_partition_epoch, a_recovery)} AS a_digest
   FROM events
   WHERE kind = 'PartitionChange'
-  WINDOW w AS (PARTITION BY cluster_id, coalesce(topic_id, topic), partition ORDER BY seq)
+),
+paired AS (
+  SELECT c.cluster_no, d.seq, d.bootstrap, d.has_before, d.b_digest,
+         LAG(d.seq) OVER w AS p_seq, LAG(d.has_after) OVER w AS p_has_after, LAG(d.a_digest) OVER w AS p_digest
+  FROM digests d JOIN clusters c ON c.cluster_id = d.cluster_id
+  WINDOW w AS (PARTITION BY c.cluster_no, d.pkey, d.partition ORDER BY d.seq)
+),
+candidates AS (
+  SELECT c.cluster_id, p.seq, p.p_seq, p.p_has_after
+  FROM paired p JOIN clusters c ON c.cluster_no = p.cluster_no
+  WHERE NOT p.bootstrap AND p.has_before AND p.p_seq IS NOT NULL
+    AND (NOT p.p_has_after OR p.b_digest IS DISTINCT FROM p.p_digest)
 ),
 compared AS (
-  SELECT *,
-         CASE WHEN NOT p_has_after THEN 10 ELSE
-           (CASE WHEN b_replicas IS DISTINCT FROM p_replicas THEN 1 ELSE 0 END)
-         + (CASE WHEN b_isr IS DISTINCT FROM p_isr THEN 1 ELSE 0 END)
-         + (CASE WHEN b_adding IS DISTINCT FROM p_adding THEN 1 ELSE 0 END)
-         + (CASE WHEN b_removing IS DISTINCT FROM p_removing THEN 1 ELSE 0 END)
-         + (CASE WHEN b_elr IS DISTINCT FROM p_elr THEN 1 ELSE 0 END)
-         + (CASE WHEN b_last_known_elr IS DISTINCT FROM p_last_known_elr THEN 1 ELSE 0 END)
-         + (CASE WHEN b_leader IS DISTINCT FROM p_leader THEN 1 ELSE 0 END)
-         + (CASE WHEN b_leader_epoch IS DISTINCT FROM p_leader_epoch THEN 1 ELSE 0 END)
-         + (CASE WHEN b_partition_epoch IS DISTINCT FROM p_partition_epoch THEN 1 ELSE 0 END)
-         + (CASE WHEN b_recovery IS DISTINCT FROM p_recovery THEN 1 ELSE 0 END) END AS n_diff
-  FROM paired
-  WHERE NOT bootstrap AND has_before AND p_seq IS NOT NULL
+  SELECT c.cluster_id, c.seq, c.p_seq, c.p_has_after, e.topic, e.partition,
+         e.b_replicas, e.b_isr, e.b_adding, e.b_removing, e.b_elr, e.b_leader, e.b_leader_epoch,
+         e.b_partition_epoch, e.b_recovery,
+         p.a_replicas AS p_replicas, p.a_isr AS p_isr, p.a_adding AS p_adding, p.a_removing AS p_removing,
+         p.a_elr AS p_elr, p.a_leader AS p_leader, p.a_leader_epoch AS p_leader_epoch,
+         p.a_partition_epoch AS p_partition_epoch, p.a_recovery AS p_recovery,
+         CASE WHEN NOT c.p_has_after THEN 10 ELSE
+           (CASE WHEN e.b_replicas IS DISTINCT FROM p.a_replicas THEN 1 ELSE 0 END)
+         + (CASE WHEN e.b_isr IS DISTINCT FROM p.a_isr THEN 1 ELSE 0 END)
+         + (CASE WHEN e.b_adding IS DISTINCT FROM p.a_adding THEN 1 ELSE 0 END)
+         + (CASE WHEN e.b_removing IS DISTINCT FROM p.a_removing THEN 1 ELSE 0 END)
+         + (CASE WHEN e.b_elr IS DISTINCT FROM p.a_elr THEN 1 ELSE 0 END)
+         + (CASE WHEN e.b_last_known_elr IS DISTINCT FROM p.a_last_known_elr THEN 1 ELSE 0 END)
+         + (CASE WHEN e.b_leader IS DISTINCT FROM p.a_leader THEN 1 ELSE 0 END)
+         + (CASE WHEN e.b_leader_epoch IS DISTINCT FROM p.a_leader_epoch THEN 1 ELSE 0 END)
+         + (CASE WHEN e.b_partition_epoch IS DISTINCT FROM p.a_partition_epoch THEN 1 ELSE 0 END)
+         + (CASE WHEN e.b_recovery IS DISTINCT FROM p.a_recovery THEN 1 ELSE 0 END) END AS n_diff
+  FROM candidates c
+  JOIN events e ON e.cluster_id = c.cluster_id AND e.seq = c.seq
+  JOIN events p ON p.cluster_id = c.cluster_id AND p.seq = c.p_seq
 ),
 breaks AS (
   SELECT cluster_id, seq, p_seq,

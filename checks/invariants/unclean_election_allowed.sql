@@ -27,7 +27,7 @@ WITH candidates AS (
                    AND {contains(a_isr, a_leader)}))
          OR election = 'UNCLEAN' OR (a_recovery = 'RECOVERING' AND b_recovery <> 'RECOVERING'))
 ),
-configs AS (
+config_changes AS (
   SELECT cluster_id, seq, config_value AS value,
          CASE WHEN config_type = 'TOPIC' THEN concat('topic:', config_resource)
               WHEN config_resource = '' THEN 'cluster:'
@@ -36,36 +36,19 @@ configs AS (
   WHERE kind = 'ConfigChange' AND config_name = 'unclean.leader.election.enable'
     AND config_type IN ('TOPIC', 'BROKER')
 ),
-probes AS (
+config_probes AS (
   SELECT cluster_id, seq, concat('topic:', topic) AS scope, 1 AS level FROM candidates
   UNION ALL
   SELECT cluster_id, seq, concat('broker:', CAST(controller_id AS STRING)), 2 FROM candidates
   UNION ALL
   SELECT cluster_id, seq, 'cluster:', 3 FROM candidates
 ),
-config_versions AS (  -- each value with the seq of the scope's next one (config changes are few)
-  SELECT cluster_id, seq, scope, value,
-         LEAD(seq) OVER (PARTITION BY cluster_id, scope ORDER BY seq) AS next_seq
-  FROM configs
-),
-as_of AS (  -- each probe with its scope's value as of the election, where the scope has one
-  SELECT p.cluster_id, p.seq, p.level, v.value AS value_asof, v.seq AS config_seq
-  FROM probes p JOIN config_versions v
-    ON v.cluster_id = p.cluster_id AND v.scope = p.scope AND v.seq < p.seq
-       AND (v.next_seq IS NULL OR p.seq < v.next_seq)
-),
-resolved AS (
-  -- the most specific level with a value (a deleted key, value NULL, falls through)
-  SELECT cluster_id, seq, MIN(level) AS level
-  FROM as_of WHERE value_asof IS NOT NULL
-  GROUP BY cluster_id, seq
-),
+{include(config_as_of)},
 effective AS (
-  SELECT c.*, r.level, a.value_asof, a.config_seq,
-         CASE WHEN r.level IS NOT NULL AND lower(trim(a.value_asof)) = 'true' THEN 1 ELSE 0 END AS allowed
+  SELECT c.*, r.level, r.value_asof, r.config_seq,
+         CASE WHEN r.level IS NOT NULL AND lower(trim(r.value_asof)) = 'true' THEN 1 ELSE 0 END AS allowed
   FROM candidates c
-  LEFT JOIN resolved r ON c.cluster_id = r.cluster_id AND c.seq = r.seq
-  LEFT JOIN as_of a ON a.cluster_id = r.cluster_id AND a.seq = r.seq AND a.level = r.level
+  LEFT JOIN config_resolved r ON c.cluster_id = r.cluster_id AND c.seq = r.seq
 ),
 described AS (
   SELECT *,

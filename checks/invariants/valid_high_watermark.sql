@@ -2,21 +2,25 @@
 -- with the ISR of the partition's latest state before the sample. A replica that did not answer
 -- (LEO -1), or that the sample does not list, is not evidence. The sampler reads HW first and
 -- LEOs after, so a healthy partition cannot look violated.
--- Cost: one window pass per partition in seq order gives each sample the seq of the state it was taken
--- in (a running maximum, seq rising); that state's ISR is fetched by key.
 -- Cost: one window pass per partition in seq order, over keys only, gives each sample the seq of the
--- state it was taken in (a running maximum, seq rising); the sample and that state's ISR are fetched by key.
-WITH stream AS (
+-- state it was taken in (a running maximum, seq rising); the sample and that state's ISR are fetched by
+-- key. The window carries the cluster's number (fragments/cluster_numbers.sql), not its id (a string:
+-- as key or as payload it doubled the window's time at 10M events).
+WITH clusters AS ({include(cluster_numbers)}),
+timeline AS (  -- (not `stream`: Spark 4 reads `FROM stream s` as a streaming read of table s)
   SELECT cluster_id, seq, topic, partition, 1 AS is_state FROM events WHERE kind = 'PartitionChange'
   UNION ALL
   SELECT cluster_id, seq, topic, partition, 0 FROM events WHERE kind = 'OffsetSample' AND s_hw >= 0
 ),
-as_of AS (
-  SELECT cluster_id, seq, is_state,
-         MAX(CASE WHEN is_state = 1 THEN seq END)
-           OVER (PARTITION BY cluster_id, topic, partition ORDER BY seq
-                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS state_seq
-  FROM stream
+as_of AS (  -- the samples, each with its state's seq
+  SELECT c.cluster_id, a.seq, a.state_seq
+  FROM (SELECT c.cluster_no, s.seq, s.is_state,
+               MAX(CASE WHEN s.is_state = 1 THEN s.seq END)
+                 OVER (PARTITION BY c.cluster_no, s.topic, s.partition ORDER BY s.seq
+                       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS state_seq
+        FROM timeline s JOIN clusters c ON c.cluster_id = s.cluster_id) a
+  JOIN clusters c ON c.cluster_no = a.cluster_no
+  WHERE a.is_state = 0
 ),
 samples AS (
   SELECT smp.cluster_id, smp.seq, smp.topic, smp.partition, smp.s_hw AS hw, smp.s_leader, smp.s_replicas,
@@ -24,7 +28,7 @@ samples AS (
   FROM as_of a
   JOIN events st ON st.cluster_id = a.cluster_id AND st.seq = a.state_seq
   JOIN events smp ON smp.cluster_id = a.cluster_id AND smp.seq = a.seq
-  WHERE a.is_state = 0 AND st.has_after AND st.a_isr IS NOT NULL
+  WHERE st.has_after AND st.a_isr IS NOT NULL
 ),
 per_replica AS (
   SELECT cluster_id, seq, topic, partition, hw, s_leader, isr_asof, state_seq,
