@@ -69,14 +69,18 @@ SHIMS: dict[str, tuple[str | Callable[..., str], str | Callable[..., str]]] = {
     "last_nn": ("last_value({0} IGNORE NULLS)", "last_value({0}, true)"),
     # a to b (integers, both included), one row each; no row when b < a
     "explode_range": ("unnest(range({0}, {1} + 1))", "explode(filter(sequence({0}, greatest({0}, {1})), x__ -> x__ <= {1}))"),
-    # one comparable value for a row's columns (scalars, or lists of non-null ints): equal columns give equal
-    # values. Spark: the struct itself (exact). DuckDB: a 64-bit hash, a narrow payload for windows; its
-    # hash of a list runs on into the next argument's and does not tell NULL from [] ([1, 2], [3] hashes as
-    # [1], [2, 3]), so each argument is followed by its IS NULL flag, which ends it. Different columns can
-    # then collide only by chance (2^-64 a pair). Unequal digests mean unequal columns on both engines.
+    # one comparable value for a row's columns: {digest(k, list1, ..., listk, scalar1, ...)}, the first k
+    # arguments lists of non-null ints. Equal columns give equal values. Spark: the struct itself (exact).
+    # DuckDB: a 64-bit hash, a narrow payload for windows. DuckDB's hash runs a list's elements on into the
+    # next argument's ([1, 2], [3] hashes as [1], [2, 3]), hashes 0, false and NULL alike, and [] as NULL;
+    # so each list is followed by its length and its IS NULL flag, and each scalar by its flag: read from the
+    # end, the hashed values then spell the columns back (a length says how many elements precede it), and
+    # different columns collide only by chance (2^-64 a pair), never by their shape. Unequal digests mean
+    # unequal columns on both engines. (tests/checks/test_dialect.py: the shapes that collided without it.)
     "digest": (
-        lambda *xs: "hash(" + ", ".join(f"{x}, {x} IS NULL" for x in xs) + ")",
-        lambda *xs: "struct(" + ", ".join(xs) + ")",
+        lambda k, *xs: "hash(" + ", ".join(
+            f"{x}, len({x}), {x} IS NULL" if i < int(k) else f"{x}, {x} IS NULL" for i, x in enumerate(xs)) + ")",
+        lambda k, *xs: "struct(" + ", ".join(xs) + ")",
     ),
     "null_ints": ("CAST(NULL AS INTEGER[])", "CAST(NULL AS ARRAY<INT>)"),
     "null_longs": ("CAST(NULL AS BIGINT[])", "CAST(NULL AS ARRAY<BIGINT>)"),

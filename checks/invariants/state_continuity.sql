@@ -17,9 +17,9 @@
 WITH clusters AS ({include(cluster_numbers)}),
 digests AS (  -- narrow rows for the window: both states as digests
   SELECT cluster_id, coalesce(topic_id, topic) AS pkey, partition, seq, bootstrap, has_before, has_after,
-         {digest(b_replicas, b_isr, b_adding, b_removing, b_elr, b_last_known_elr, b_leader, b_leader_epoch,
+         {digest(6, b_replicas, b_isr, b_adding, b_removing, b_elr, b_last_known_elr, b_leader, b_leader_epoch,
                  b_partition_epoch, b_recovery)} AS b_digest,
-         {digest(a_replicas, a_isr, a_adding, a_removing, a_elr, a_last_known_elr, a_leader, a_leader_epoch,
+         {digest(6, a_replicas, a_isr, a_adding, a_removing, a_elr, a_last_known_elr, a_leader, a_leader_epoch,
                  a_partition_epoch, a_recovery)} AS a_digest
   FROM events
   WHERE kind = 'PartitionChange'

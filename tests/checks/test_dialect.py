@@ -1,0 +1,64 @@
+"""The dialect shims' DuckDB spellings (checks/dialect.py), against real DuckDB.
+
+`digest` stands in for a row's state columns in state_continuity's window: two different states must not
+get the same digest by their shape. DuckDB's bare hash gave these pairs equal values; each is checked here.
+"""
+from __future__ import annotations
+
+import itertools
+
+import duckdb
+
+from checks.dialect import expand
+
+# Lists of non-null ints as the state columns hold them, NULL included; broker 0 is common in real clusters.
+_LISTS = [None, [], [0], [1], [0, 0], [0, 1], [1, 0], [1, 2], [2, 1], [0, 1, 2], [1, 0, 0]]
+
+
+def _literal(v: list[int] | None) -> str:
+    return "NULL::INTEGER[]" if v is None else f"{v}::INTEGER[]"
+
+
+def _digests(rows: list[tuple], scalars: int = 0) -> list[int]:
+    """The DuckDB digest of each row (lists first, then `scalars` integer columns), in order."""
+    lists = len(rows[0]) - scalars
+    cols = [f"c{i}" for i in range(len(rows[0]))]
+    sql = expand(f"SELECT {{digest({lists}, {', '.join(cols)})}} FROM t", "duckdb")
+    con = duckdb.connect()
+    types = ["INTEGER[]"] * lists + ["INTEGER"] * scalars
+    con.execute(f"CREATE TABLE t ({', '.join(f'{c} {t}' for c, t in zip(cols, types))}, n INTEGER)")
+    con.executemany(f"INSERT INTO t VALUES ({', '.join('?' for _ in cols)}, ?)", [(*r, i) for i, r in enumerate(rows)])
+    return [v for (v,) in con.execute(sql.replace("FROM t", "FROM t ORDER BY n")).fetchall()]
+
+
+def _key(row: tuple) -> tuple:
+    return tuple(tuple(v) if isinstance(v, list) else v for v in row)
+
+
+def test_the_shapes_duckdbs_hash_confuses_get_different_digests() -> None:
+    pairs = [
+        (([1, 2], [3]), ([1], [2, 3])),      # a list's elements run on into the next list's
+        (([1, 0], []), ([1], [0])),          # 0 hashes like false (the IS NULL flag) and like []'s tail
+        (([1, 0], [0]), ([1], [0, 0])),
+        (([0, 0], [0]), ([0], [0, 0])),
+        (([], []), (None, [])),              # [] hashes like NULL
+        (([0], []), ([], [0])),
+    ]
+    for a, b in pairs:
+        da, db = _digests([a, b])
+        assert da != db, (a, b)
+
+
+def test_every_pair_of_small_states_gets_different_digests() -> None:
+    # Three list columns then two scalar columns (NULL, 0, 1), every combination: equal digests only for equal rows.
+    rows = [(*ls, *ss) for ls in itertools.product(_LISTS, repeat=3) for ss in itertools.product([None, 0, 1], repeat=2)]
+    rows = rows[::7]  # ~1,900 rows: every list and scalar value still appears in every column
+    seen: dict[int, tuple] = {}
+    for row, digest in zip(rows, _digests(rows, scalars=2)):
+        other = seen.setdefault(digest, _key(row))
+        assert other == _key(row), f"{other} and {_key(row)} have the same digest"
+    assert len(seen) == len(rows)
+
+
+def test_spark_spelling_is_the_columns_themselves() -> None:
+    assert expand("{digest(2, a, b, c)}", "spark") == "struct(a, b, c)"
