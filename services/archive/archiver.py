@@ -111,6 +111,10 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) 
     conf, access = connect.config(settings.bootstrap_servers, settings.security, **{
         "group.id": settings.archive_group, "enable.auto.commit": False, "auto.offset.reset": "earliest",
         "isolation.level": "read_committed", "fetch.max.bytes": 64 * 1024 * 1024,
+        # An archiver started before the capture worker has created the events topic subscribes to a topic
+        # that does not exist yet; librdkafka looks again only at this interval (default 5 minutes, so the
+        # first events waited up to 5 minutes: seen in the ZooKeeper demo's test).
+        "topic.metadata.refresh.interval.ms": 5000,
     })
     consumer = Consumer(conf)
     consumer.subscribe([settings.events_topic])
