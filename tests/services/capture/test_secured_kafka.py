@@ -86,7 +86,7 @@ def _env(c, prefix: str) -> dict:
 
 def _events_on_topic(c, topic: str) -> list:
     """What the events topic holds, read over the PLAINTEXT listener (the test's view, not a client's)."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     from schemas import codec
     cons = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": "t", "enable.auto.commit": False})
@@ -94,7 +94,10 @@ def _events_on_topic(c, topic: str) -> list:
         md = cons.list_topics(topic, timeout=10)
         if md.topics[topic].error is not None:
             return []
-        end = cons.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
+        try:
+            end = cons.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
+        except KafkaException:  # a topic just created: no leader yet (NOT_LEADER_FOR_PARTITION); the caller polls again
+            return []
         cons.assign([TopicPartition(topic, 0, 0)])
         out, deadline = [], time.monotonic() + 20
         while len(out) < end and time.monotonic() < deadline:
