@@ -27,6 +27,8 @@ from services.kraft.files import bootstrap_snapshot, segment_base_offset
 log = logging.getLogger(__name__)
 
 CHUNK = 16 * 1024 * 1024  # > KRaft's largest batch (8 MiB)
+ANCHOR = 21  # a batch's base offset, length, leader epoch, magic and CRC: what says which batch it is
+UNREADABLE_GRACE_S = 30.0  # how long an unreadable batch in an unchanged file is read again before it is an error
 
 
 def now_ms() -> int:
@@ -45,6 +47,11 @@ class KRaftTail:
         self.file: Path | None = None
         self.position = 0
         self._snapshot_redo: Path | None = None
+        # (inode or None, start, first ANCHOR bytes) of the last batch read in self.file: before reading on,
+        # the tail checks that batch is still there, so a log truncated and rewritten past our position
+        # between two polls (a replica after a failover) is found, not read from the middle of a batch
+        self._anchor: tuple[int | None, int, bytes] | None = None
+        self._unreadable: tuple[int, int, float] | None = None  # (inode, position, first seen) of a bad batch
         if resume is not None:
             self._resume(resume)
 
@@ -55,6 +62,7 @@ class KRaftTail:
             f = Path(r.file) if r.file else None
             if f is not None and f.parent == self.dir and f.exists():
                 self.file, self.position = f, r.position + len(r.data)
+                self._anchor = (None, r.position, bytes(r.data[:ANCHOR]))
         elif r.kind in ("SNAPSHOT_BEGIN", "SNAPSHOT_BATCH"):
             # the worker died inside a snapshot: publish it again from its start (events dedupe by position)
             self.next_offset = r.base_offset
@@ -116,8 +124,43 @@ class KRaftTail:
                 out += self._snapshot(snap)
                 self.next_offset = end
         holder = [p for base, p in segs if base <= self.next_offset]
-        self.file, self.position = (holder[-1] if holder else segs[0][1]), 0
+        self.file, self.position, self._anchor = (holder[-1] if holder else segs[0][1]), 0, None
         return out
+
+    def _rewritten(self, fo, inode: int) -> bool:
+        """The last batch we read is no longer where we read it: the file was truncated and written
+        again, or replaced, since (our position may now be inside another batch)."""
+        if self._anchor is None:
+            return False
+        ino, start, head = self._anchor
+        if ino is not None and ino != inode:
+            return True
+        fo.seek(start)
+        return fo.read(ANCHOR) != head
+
+    def _rewritten_since(self, inode: int) -> bool:
+        try:
+            with open(self.file, "rb") as fo:
+                return self._rewritten(fo, inode) or os.fstat(fo.fileno()).st_ino != inode
+        except FileNotFoundError:
+            return True
+
+    def _relocate_rewritten(self) -> list[RawRecord]:
+        log.warning("%s was rewritten under the reader at or before byte %d (a replica's log truncated after a "
+                    "failover); re-locating offset %d", self.file, self.position, self.next_offset)
+        self.file, self._anchor, self._unreadable = None, None, None
+        return self._locate()
+
+    def _bad_batch(self, inode: int, at: int, exc: KRaftError) -> None:
+        """An unreadable batch in a file that was not rewritten: read it again on the next polls (a write
+        in progress), and fail when it stays unreadable at the same place for UNREADABLE_GRACE_S."""
+        now = time.monotonic()
+        if self._unreadable is None or self._unreadable[:2] != (inode, at):
+            self._unreadable = (inode, at, now)
+            log.warning("%s: unreadable batch at byte %d (%s); reading it again for up to %.0f s",
+                        self.file, at, exc.reason, UNREADABLE_GRACE_S)
+        if now - self._unreadable[2] >= UNREADABLE_GRACE_S:
+            raise KRaftError(f"cannot read {self.file} at byte {at}: {exc}") from None
 
     def poll(self, committed_end: int | None = None, max_batches: int = 100_000) -> list[RawRecord]:
         """The next batches whose offsets are all below `committed_end` (None: no gate)."""
@@ -128,8 +171,10 @@ class KRaftTail:
                 return out
         while len(out) < max_batches:
             try:
-                size = os.stat(self.file).st_size
                 with open(self.file, "rb") as fo:
+                    st = os.fstat(fo.fileno())
+                    size, inode = st.st_size, st.st_ino
+                    rewritten = size >= self.position and self._rewritten(fo, inode)
                     fo.seek(self.position)
                     buf = fo.read(CHUNK)
             except FileNotFoundError:
@@ -144,14 +189,20 @@ class KRaftTail:
                 self.file = None
                 out += self._locate()
                 continue
-            pos, blocked = 0, False
+            if rewritten:
+                out += self._relocate_rewritten()
+                if self.file is None:
+                    return out
+                continue
+            pos, blocked, last, bad = 0, False, -1, None
             while pos < len(buf) and len(out) < max_batches:
                 try:
                     b = read_batch(buf, pos, str(self.file))
                 except TruncatedLogError:
                     break  # the writer is inside this batch: wait for the rest
                 except KRaftError as exc:
-                    raise KRaftError(f"cannot read {self.file} at byte {self.position + pos}: {exc}") from None
+                    bad = exc
+                    break
                 if committed_end is not None and b.last_offset >= committed_end:
                     blocked = True
                     break
@@ -164,8 +215,19 @@ class KRaftTail:
                                          self.position + pos, b.base_offset, b.last_offset, b.leader_epoch,
                                          b.max_timestamp, "control" if b.is_control else None))
                     self.next_offset = b.last_offset + 1
-                pos = b.end_position
+                last, pos = pos, b.end_position
+            if last >= 0:
+                self._anchor = (inode, self.position + last, bytes(buf[last:last + ANCHOR]))
+                self._unreadable = None
             self.position += pos
+            if bad is not None:
+                if self._rewritten_since(inode):  # between our check and our read
+                    out += self._relocate_rewritten()
+                    if self.file is None:
+                        return out
+                    continue
+                self._bad_batch(inode, self.position, bad)
+                return out
             if blocked or len(out) >= max_batches:
                 return out
             if pos < len(buf) or len(buf) == CHUNK:
@@ -178,7 +240,7 @@ class KRaftTail:
                 return out
             if os.stat(self.file).st_size != self.position:
                 continue  # appended to between our read and the roll: read the rest first
-            self.file, self.position = later[0][1], 0
+            self.file, self.position, self._anchor = later[0][1], 0, None
         return out
 
 

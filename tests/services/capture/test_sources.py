@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from schemas.events import CaptureGap, PartitionChange
 from services.capture.serializers import RawRecord
 from services.capture.logic import CaptureState
@@ -128,6 +130,90 @@ def test_a_segment_that_shrinks_below_the_read_position_is_read_again_without_du
     assert t.poll() == []  # re-located: nothing below next_offset is published twice
     write(seg(tmp_path, 0), b.batches[3:])
     assert t.poll() == []
+
+
+def other_history(n_changes: int = 20) -> LogBuilder:
+    """The same offsets as build(), another history from offset 9 on (a replica's rewritten suffix): its
+    changes carry a longer ISR, so its batches are longer and a position of build() falls inside one."""
+    b = history(LogBuilder())
+    for i in range(n_changes):
+        change(b, T1, i % 2, epoch=2, isr=[1, 2, 3, 4, 5], leader=-2)
+    return b
+
+
+def boundaries(batches: list[bytes]) -> set[int]:
+    return {sum(map(len, batches[:i])) for i in range(len(batches) + 1)}
+
+
+def test_a_segment_rewritten_past_the_read_position_between_two_polls_is_not_read_from_mid_batch(tmp_path, caplog):
+    """The CI failure of 2026-11-26 (Kafka 3.9, test_tailed_events_equal_the_offline_import): the log was
+    truncated and written again beyond our position before the next poll, which then read the middle of
+    a batch as its start ("message set magic 0"). The tail now checks the last batch it read is still
+    there, and re-locates its next offset when it is not."""
+    b, b2 = build(), other_history()
+    write(seg(tmp_path, 0), b.batches[:12], "wb")
+    t = KRaftTail(tmp_path, "c1")
+    assert offsets(t.poll()) == list(range(12))
+    position = t.position
+    write(seg(tmp_path, 0), b.batches[:9] + b2.batches[9:], "r+b")  # same file (inode), rewritten in place
+    assert position not in boundaries(b.batches[:9] + b2.batches[9:])  # the old position is inside a batch
+    got = t.poll()
+    assert offsets(got) == list(range(12, len(b2.batches)))
+    assert [r.data for r in got] == b2.batches[12:]
+    assert "rewritten under the reader" in caplog.text
+
+
+def test_a_rewrite_that_keeps_the_batch_boundary_is_found_too(tmp_path, caplog):
+    b = build()
+    write(seg(tmp_path, 0), b.batches[:12], "wb")
+    t = KRaftTail(tmp_path, "c1")
+    t.poll()
+    same_sizes = history(LogBuilder())  # same lengths, other values: [2, 1] for [1, 2], [3, 2, 1] for [1, 2, 3]
+    for i in range(20):
+        change(same_sizes, T1, i % 2, isr=[3, 2, 1] if i % 2 else [2, 1], leader=-2)
+    assert [len(x) for x in same_sizes.batches] == [len(x) for x in b.batches]
+    write(seg(tmp_path, 0), same_sizes.batches[:14], "r+b")
+    got = t.poll()
+    assert [r.data for r in got] == same_sizes.batches[12:14]
+    assert "rewritten under the reader" in caplog.text
+
+
+def test_a_segment_replaced_by_a_new_file_of_the_same_name_is_read_from_its_start(tmp_path):
+    b, b2 = build(), other_history()
+    write(seg(tmp_path, 0), b.batches[:12], "wb")
+    t = KRaftTail(tmp_path, "c1")
+    t.poll()
+    seg(tmp_path, 0).unlink()  # Kafka's truncateFullyAndStartAt: the segment deleted, a new one created
+    write(seg(tmp_path, 0), b2.batches[:16], "wb")
+    assert [r.data for r in t.poll()] == b2.batches[12:16]
+
+
+def test_an_unreadable_batch_in_an_unchanged_file_is_read_again_then_an_error_naming_file_and_byte(
+        tmp_path, monkeypatch):
+    from services.capture import sources
+    from services.kraft import KRaftError
+
+    b = build()
+    write(seg(tmp_path, 0), b.batches[:10], "wb")
+    bad = bytearray(b.batches[10])
+    bad[-1] ^= 0xFF  # CRC mismatch
+    write(seg(tmp_path, 0), [bytes(bad)])
+    t = KRaftTail(tmp_path, "c1")
+    assert offsets(t.poll()) == list(range(10))
+    assert t.poll() == []  # within the grace: read again later, no error yet
+    monkeypatch.setattr(sources, "UNREADABLE_GRACE_S", 0.0)
+    at = sum(map(len, b.batches[:10]))
+    with pytest.raises(KRaftError, match=rf"cannot read .*{seg(tmp_path, 0).name} at byte {at}: .*CRC-32C mismatch"):
+        t.poll()
+
+
+def test_resume_where_the_log_was_rewritten_since_relocates_instead_of_reading_mid_batch(tmp_path):
+    b, b2 = build(), other_history()
+    write(seg(tmp_path, 0), b.batches[:12], "wb")
+    first = KRaftTail(tmp_path, "c1").poll()
+    write(seg(tmp_path, 0), b.batches[:9] + b2.batches[9:], "r+b")
+    got = KRaftTail(tmp_path, "c1", resume=_resume_from(first)).poll()
+    assert [r.data for r in got] == b2.batches[12:]
 
 
 def _resume_from(raws: list[RawRecord]) -> RawRecord:
