@@ -4,6 +4,9 @@ services.kraft._kraftdecode (services/kraft/_native/kraftdecode.c, C11, no other
 optional too: without it services.kraft.native.built() is False and LogReader decodes the
 Python way.
 
+schemas._fastbuild (schemas/_native/fastbuild.c, C11) builds the store's as-of objects column-wise;
+without it schemas.fastbuild builds them the Python way.
+
 schemas._flatdecode (schemas/_native/flatdecode.c, C11 + zlib) is optional: without a C compiler,
 the Python headers or zlib the install still succeeds and schemas.fastflat.available() is False.
 With OpenSSL's headers and libcrypto it also verifies the hash chain as it decodes (SHA-256 from
@@ -36,6 +39,12 @@ setup(
             define_macros=[("CTRLAUDIT_CHAIN", "1")] if _chain else [],
             extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wno-unused-parameter",
                                 "-Wno-deprecated-declarations"],
+            optional=True,
+        ),
+        Extension(
+            "schemas._fastbuild",
+            sources=["schemas/_native/fastbuild.c"],
+            extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wno-unused-parameter"],
             optional=True,
         ),
         Extension(

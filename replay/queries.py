@@ -14,7 +14,7 @@ from immutables import Map
 
 from schemas.events import BrokerState, ConfigResourceType, LeaderRecoveryState, PartitionState
 from replay.errors import StoreError
-from schemas.fastbuild import fast_constructor
+from schemas.fastbuild import int_tuples, objects
 from replay.image import (
     CaptureGapSeen, ClusterImage, ControllerImage, Provenance, TopicImage, TopicsImage,
 )
@@ -89,41 +89,25 @@ def state_arrow(store: Store, point: Point, topic: Topics = None, partition: int
 _RECOVERY = {s.value: s for s in LeaderRecoveryState}
 
 
-def _tuples(column: pa.ChunkedArray) -> list[tuple[int, ...]]:
-    """A list<int> column as tuples, sliced out of its flat values (a null list is ()): one
-    conversion of the values instead of a Python list per row."""
-    out: list[tuple[int, ...]] = []
-    for chunk in column.chunks:
-        if len(chunk.values) == 0:  # adding, removing and the ELRs are empty almost everywhere
-            out.extend([()] * len(chunk))
-            continue
-        values, offsets = chunk.values.to_pylist(), chunk.offsets.to_pylist()
-        out.extend(tuple(values[a:b]) for a, b in zip(offsets, offsets[1:]))
-    return out
-
-
-# 100k of each per as-of of a large cluster: built through their slots, at half the cost of their __init__
-_NEW_STATE, _NEW_ROW = fast_constructor(PartitionState), fast_constructor(PartitionRow)
-
-
 def state_as_of(store: Store, point: Point, topic: Topics = None, partition: int | None = None) -> StateResult:
     """All partitions, one topic's, or one partition's state as of `point`."""
     table = state_arrow(store, point, topic, partition)
-    # Column-wise through Arrow, list columns as slices of their values and positional constructors:
-    # the objects path of 100k partitions is most of this function's time.
+    # Column-wise, from Arrow's buffers to the objects (schemas.fastbuild, C when it is built): the
+    # objects path of 100k partitions was most of this function's time.
     # The cyclic GC is paused meanwhile: these ~10 objects per partition hold no cycles, and its
     # passes over a growing heap of them took half the time.
     c = table.columns
     paused = gc.isenabled()
     gc.disable()
     try:
-        lists = [_tuples(c[i]) for i in range(5, 11)]
+        lists = [int_tuples(c[i]) for i in range(5, 11)]
         scalars = [c[i].to_pylist() for i in (0, 1, 2, 3, 4, 11, 12, 13)]
         recovery = [_RECOVERY[v] for v in c[14].to_pylist()]
-        PS, PR = _NEW_STATE, _NEW_ROW
-        parts = tuple(PR(t, tid, p, PS(r, i, ld, le, pe, ad, rm, e, lk, rc), fs, ft)
-                      for t, tid, p, fs, ft, ld, le, pe, r, i, ad, rm, e, lk, rc
-                      in zip(*scalars, *lists, recovery))
+        topic_, topic_id, partition_, from_seq, from_time, leader, leader_epoch, partition_epoch = scalars
+        replicas, isr, adding, removing, elr, last_known_elr = lists
+        states = objects(PartitionState, [replicas, isr, leader, leader_epoch, partition_epoch, adding, removing,
+                                          elr, last_known_elr, recovery])
+        parts = tuple(objects(PartitionRow, [topic_, topic_id, partition_, states, from_seq, from_time]))
     finally:
         if paused:
             gc.enable()
