@@ -6,10 +6,12 @@ State comes from the interval tables (one range query), never from a fold.
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from immutables import Map
 
 from schemas.events import BrokerState, ConfigResourceType, LeaderRecoveryState, PartitionState
@@ -89,29 +91,41 @@ def state_arrow(store: Store, point: Point, topic: Topics = None, partition: int
 _RECOVERY = {s.value: s for s in LeaderRecoveryState}
 
 
+def _shared(column: pa.ChunkedArray, convert: Callable[[Any], Any] = lambda v: v) -> tuple[list[Any], list[Any]]:
+    """(the column's values as Python objects, its distinct values): each distinct value converted once
+    and shared by its rows (a topic's name is one str for its partitions, not one per partition)."""
+    encoded = pc.dictionary_encode(column).combine_chunks()
+    distinct = [convert(v) for v in encoded.dictionary.to_pylist()]
+    indices = encoded.indices
+    if indices.null_count:
+        indices = pc.fill_null(indices, len(distinct))
+        distinct.append(convert(None))
+    return list(map(distinct.__getitem__, indices.to_pylist())), distinct
+
+
 def state_as_of(store: Store, point: Point, topic: Topics = None, partition: int | None = None) -> StateResult:
     """All partitions, one topic's, or one partition's state as of `point`."""
     table = state_arrow(store, point, topic, partition)
     # Column-wise, from Arrow's buffers to the objects (schemas.fastbuild, C when it is built): the
-    # objects path of 100k partitions was most of this function's time.
-    # The cyclic GC is paused meanwhile: these ~10 objects per partition hold no cycles, and its
-    # passes over a growing heap of them took half the time.
+    # objects path of 100k partitions was most of this function's time. The objects hold only ints,
+    # strings, tuples of ints and enum members, so they are built out of the cyclic GC (atomic), and
+    # the GC is paused meanwhile for the Python path: its passes over them took half the time.
     c = table.columns
     paused = gc.isenabled()
     gc.disable()
     try:
-        lists = [int_tuples(c[i]) for i in range(5, 11)]
-        scalars = [c[i].to_pylist() for i in (0, 1, 2, 3, 4, 11, 12, 13)]
-        recovery = [_RECOVERY[v] for v in c[14].to_pylist()]
-        topic_, topic_id, partition_, from_seq, from_time, leader, leader_epoch, partition_epoch = scalars
-        replicas, isr, adding, removing, elr, last_known_elr = lists
+        replicas, isr, adding, removing, elr, last_known_elr = (int_tuples(c[i]) for i in range(5, 11))
+        partition_, from_seq, from_time, leader, leader_epoch, partition_epoch = (
+            c[i].to_pylist() for i in (2, 3, 4, 11, 12, 13))
+        (topic_, names), (topic_id, _) = _shared(c[0]), _shared(c[1])
+        recovery, _ = _shared(c[14], _RECOVERY.__getitem__)
         states = objects(PartitionState, [replicas, isr, leader, leader_epoch, partition_epoch, adding, removing,
-                                          elr, last_known_elr, recovery])
-        parts = tuple(objects(PartitionRow, [topic_, topic_id, partition_, states, from_seq, from_time]))
+                                          elr, last_known_elr, recovery], atomic=True)
+        parts = tuple(objects(PartitionRow, [topic_, topic_id, partition_, states, from_seq, from_time], atomic=True))
     finally:
         if paused:
             gc.enable()
-    topics = sorted({p.topic for p in parts})
+    topics = sorted(n for n in names if n is not None)
     configs = configs_as_of(store, point)
     overrides = {t: dict(configs.get((ConfigResourceType.TOPIC.value, t), {})) for t in topics}
     defaults = configs.get((ConfigResourceType.BROKER.value, ""), {})
@@ -119,9 +133,7 @@ def state_as_of(store: Store, point: Point, topic: Topics = None, partition: int
         t: {k: overrides[t].get(k, defaults.get(k, v)) for k, v in KAFKA_DEFAULTS.items()} for t in topics
     }
     if partition is None:
-        counts: dict[str, int] = {}
-        for p in parts:
-            counts[p.topic] = counts.get(p.topic, 0) + 1
+        counts = {r["values"]: r["counts"] for r in pc.value_counts(c[0]).to_pylist()}
     else:
         counts = partition_counts(store, point, topics)
     return StateResult(point, parts, overrides, effective, dict(defaults), counts)

@@ -46,15 +46,17 @@ def fast_constructor(cls: type[T]) -> Callable[..., T]:
 _constructors: dict[type, Callable[..., Any]] = {}
 
 
-def objects(cls: type[T], columns: Sequence[list[Any]]) -> list[T]:
+def objects(cls: type[T], columns: Sequence[list[Any]], atomic: bool = False) -> list[T]:
     """[cls(*row) for row in zip(*columns)] for a frozen, slotted dataclass, one column per field in
     order (lists of one length). The C builder stores each value straight into its slot, with no call
-    per field; the Python path is fast_constructor's, and the reference."""
+    per field; the Python path is fast_constructor's, and the reference. `atomic`: the values cannot
+    refer back to the objects (ints, strings, tuples of ints, enum members, objects built so), so the C
+    builder leaves the objects out of the cyclic GC, whose next pass would otherwise walk them all."""
     new = _constructors.get(cls)
     if new is None:  # asserts cls is slotted, its slots are its fields in order, and no __post_init__
         new = _constructors[cls] = fast_constructor(cls)
     if native():
-        built: list[T] = _native.objects(cls, list(columns))
+        built: list[T] = _native.objects(cls, list(columns), atomic)
         return built
     return [new(*row) for row in zip(*columns, strict=True)]
 

@@ -2,10 +2,12 @@
  * make them by the hundred thousand (the store's as-of objects). schemas/fastbuild.py is the only
  * caller and keeps the pure-Python path, which stays the reference.
  *
- * objects(cls, columns): [cls(*row) for row in zip(*columns)], each field stored straight into its
- *   slot (the offset of the class's member descriptor), as object.__setattr__ would store it: the
- *   objects are equal to __init__'s. The class must be slotted and every field a slot (checked by the
- *   caller); the columns must be lists of one length.
+ * objects(cls, columns, untrack=False): [cls(*row) for row in zip(*columns)], each field stored
+ *   straight into its slot (the offset of the class's member descriptor), as object.__setattr__ would
+ *   store it: the objects are equal to __init__'s. The class must be slotted and every field a slot
+ *   (checked by the caller); the columns must be lists of one length. untrack: leave the objects out
+ *   of the cyclic GC, for values that cannot reach back to them (ints, strings, tuples of ints, enum
+ *   members, other such objects): the collector's next pass would otherwise walk all of them.
  * int_tuples(offsets, values, start, count): the rows start..start+count of an Arrow list<int32>
  *   column as tuples of ints, from its offsets buffer (int32) and its values buffer (int32), each row
  *   the values between its two offsets, as the Python path slices them.
@@ -18,7 +20,8 @@ static PyObject *py_objects(PyObject *self, PyObject *args)
 {
     PyTypeObject *cls;
     PyObject *columns;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &cls, &PyList_Type, &columns))
+    int untrack = 0;
+    if (!PyArg_ParseTuple(args, "O!O!|p", &PyType_Type, &cls, &PyList_Type, &columns, &untrack))
         return NULL;
     Py_ssize_t nfields = PyList_GET_SIZE(columns);
     PyObject *slots = PyObject_GetAttrString((PyObject *)cls, "__slots__");
@@ -71,6 +74,8 @@ static PyObject *py_objects(PyObject *self, PyObject *args)
             Py_INCREF(v);
             *(PyObject **)((char *)o + offsets[f]) = v;
         }
+        if (untrack && PyObject_IS_GC(o))
+            PyObject_GC_UnTrack(o);
         PyList_SET_ITEM(out, r, o);
     }
     PyMem_Free(offsets);
@@ -106,10 +111,12 @@ static PyObject *py_int_tuples(PyObject *self, PyObject *args)
             else
                 PyTuple_SET_ITEM(t, i - a, n);
         }
-        if (t == NULL)
+        if (t == NULL) {
             Py_CLEAR(out);
-        else
+        } else {
+            PyObject_GC_UnTrack(t); /* ints only: no cycle through it (CPython untracks such tuples too, later) */
             PyList_SET_ITEM(out, r, t);
+        }
     }
 done:
     PyBuffer_Release(&off);
@@ -118,7 +125,8 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"objects", py_objects, METH_VARARGS, "objects(cls, columns): cls(*row) for each row, slot by slot"},
+    {"objects", py_objects, METH_VARARGS,
+     "objects(cls, columns, untrack=False): cls(*row) for each row, slot by slot"},
     {"int_tuples", py_int_tuples, METH_VARARGS,
      "int_tuples(offsets, values, start, count): rows of an Arrow list<int32> column as tuples"},
     {NULL, NULL, 0, NULL},

@@ -113,3 +113,23 @@ def test_the_c_builder_is_built_where_the_native_decoders_are() -> None:
     if not fastflat.available():
         pytest.skip("no native extension built here")
     assert fastbuild.native()
+
+
+def test_atomic_objects_and_int_tuples_are_left_out_of_the_cyclic_gc_and_stay_alive() -> None:
+    import gc
+
+    import pyarrow as pa
+
+    from schemas import fastbuild
+
+    if not fastbuild.native():
+        pytest.skip("the C builder is not built")
+    tuples = fastbuild.int_tuples(pa.array([[1, 2], [3]], pa.list_(pa.int32())))
+    states = fastbuild.objects(PartitionState, [[t] for t in (tuples[0], tuples[1], 1, 2, 3, (), (), (), (),
+                                                              LeaderRecoveryState.RECOVERED)], atomic=True)
+    rows = fastbuild.objects(PartitionRow, [["t"], ["id"], [0], states, [5], [6]], atomic=True)
+    tracked = fastbuild.objects(PartitionRow, [["t"], ["id"], [0], states, [5], [6]])
+    assert not any(gc.is_tracked(x) for x in (*tuples, *states, *rows)) and gc.is_tracked(tracked[0])
+    del tuples, states
+    gc.collect()
+    assert rows[0].state.replicas == (1, 2) and rows[0] == tracked[0]
