@@ -35,20 +35,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from checks.inputs import BadInput
+    from checks.inputs import BadInput, is_uri
     from checks.run import run_check
     from checks.spark_engine import build_session
 
-    # The driver verifies every file's manifest and chain before Spark reads a byte (schemas.verified),
-    # and that reader reads the local filesystem (or a mounted one): an hdfs://, s3a:// or other Hadoop
-    # URI is refused in one line rather than read unverified.
-    remote = [p for p in args.inputs if "://" in p and not p.startswith("file://")]
-    if remote:
-        raise BadInput(f"{remote[0]}: archives are verified on the driver before Spark reads them, and that "
-                       "needs a local or mounted path (HDFS/S3 through Hadoop's filesystem API: not yet)")
-    args.inputs = [p[len("file://"):] if p.startswith("file://") else p for p in args.inputs]
-    # a missing input is found before a JVM is started (about 10 s and a screen of Spark's log)
-    missing = [p for p in args.inputs if not Path(p).exists()]
+    # A URI (hdfs://, s3a://, file://, …) is listed, copied and verified on the driver through Hadoop's
+    # filesystem API (checks.hadoop); a local path is verified in place. Either way the driver verifies
+    # every file's manifest and chain (schemas.verified) before Spark reads a byte.
+    # A missing local input is found before a JVM is started (about 10 s and a screen of Spark's log).
+    missing = [p for p in args.inputs if not is_uri(p) and not Path(p).exists()]
     if missing:
         raise BadInput(f"{missing[0]}: no such file or directory")
     # Under spark-submit (it starts the JVM and hands its gateway port to this process) the master is
