@@ -3,10 +3,19 @@
 //
 //   java -cp '.kafka-cache/hadoop-3.5.0/lib/*' services/cluster/MiniHdfs.java BASE_DIR
 //
-// It prints "ready hdfs://127.0.0.1:PORT" on one line once the DataNode has registered, then serves
+// It prints "ready hdfs://localhost:PORT" on one line once the DataNode has registered, then serves
 // until its standard input closes: the Python side holds the pipe, so a test process that dies,
 // however it dies, takes this JVM down with it (no orphaned NameNode on a shared machine).
+// Meanwhile it takes one command a line on standard input, and answers "ok" or "error MESSAGE" on one
+// line (a JVM per `hdfs dfs` command would cost seconds each):
+//   put LOCAL PATH     copy a local file or directory to PATH (replacing what is there: a new file)
+//   rm PATH            delete a file or a directory
+import java.io.BufferedReader;
 import java.io.File;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 
@@ -29,8 +38,25 @@ public class MiniHdfs {
         cluster.waitActive();
         System.out.println("ready " + cluster.getURI());
         System.out.flush();
-        // serve until the parent closes our stdin (or dies)
-        while (System.in.read() != -1) { }
+        FileSystem fs = cluster.getFileSystem();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {  // null: the parent closed our stdin, or died
+            String[] words = line.trim().split(" ");
+            try {
+                if (words[0].equals("put") && words.length == 3) {
+                    fs.copyFromLocalFile(false, true, new Path(words[1]), new Path(words[2]));
+                } else if (words[0].equals("rm") && words.length == 2) {
+                    if (!fs.delete(new Path(words[1]), true)) throw new IllegalArgumentException("no such path");
+                } else {
+                    throw new IllegalArgumentException("unknown command: " + line);
+                }
+                System.out.println("ok");
+            } catch (Exception e) {
+                System.out.println("error " + String.valueOf(e).replace('\n', ' '));
+            }
+            System.out.flush();
+        }
         cluster.shutdown();
         System.exit(0);
     }
