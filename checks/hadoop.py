@@ -21,12 +21,15 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checks.inputs import BadInput, chains_of
 from schemas.errors import ContractError
 from schemas.manifest import MANIFEST_SUFFIX, read_manifest
 from schemas.verified import ArchiveProblem, verify
+
+if TYPE_CHECKING:
+    from checks.spark_engine import SparkEngine
 
 @dataclass(frozen=True)
 class RemoteFile:
@@ -167,7 +170,7 @@ class Staged:
 
 
 def engine_from_uris(spark: Any, uris: Sequence[str], allow_gaps: bool = False,
-                     progress: Callable[[int], None] | None = None) -> Any:
+                     progress: Callable[[int], None] | None = None) -> SparkEngine:
     """A SparkEngine over the archives under `uris`, verified on the driver first (see the module doc);
     its guard (`confirm_sources`) is the after-job check that the files read are the files verified."""
     from checks.spark_engine import SparkEngine
