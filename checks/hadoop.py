@@ -31,6 +31,7 @@ from schemas.verified import ArchiveProblem, verify
 if TYPE_CHECKING:
     from checks.spark_engine import SparkEngine
 
+
 @dataclass(frozen=True)
 class RemoteFile:
     uri: str
@@ -89,6 +90,7 @@ class Staged:
             # the local root keeps the URI's last name: a cluster's directory stays recognisable as such
             root = self.dest / str(len(self.roots)) / (path.getName() or "root")
             if status.isDirectory():
+                root.mkdir(parents=True)  # one without archive files is the verified read's to name
                 base = status.getPath().toUri().getPath().rstrip("/")
                 listing = fs.listFiles(status.getPath(), True)
                 while listing.hasNext():
