@@ -131,3 +131,12 @@ def test_a_missing_path_on_hdfs_is_bad_input(spark, hdfs, capsys):
     assert run_check([hdfs.url("/no/such/archive")], engine="spark", spark=spark) == 2
     assert capsys.readouterr().err.splitlines() == [f"{PREFIX}{hdfs.url('/no/such/archive')}: no such file or "
                                                     "directory"]
+
+
+def test_a_directory_without_archive_files_on_hdfs_is_bad_input(spark, hdfs, tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("not an archive\n")
+    uri = hdfs.put(tmp_path / "empty", "/empty")
+    assert run_check([uri], engine="spark", spark=spark) == 2
+    assert capsys.readouterr().err.splitlines() == [f"{PREFIX}{uri}: no archive files (events-*.avro with their "
+                                                    "manifests)"]
