@@ -10,13 +10,14 @@ bytes copied.
 
 The executors then read the URIs themselves, through Spark's Avro source. What guarantees they read the
 bytes that were verified: each file's length and modification time from the listing must be the same
-after it was copied (else it changed while being copied), and its length, modification time and, where
-the filesystem computes one (HDFS: a checksum of its blocks' CRCs), its checksum must be the same again
-once the job has read everything (`Staged.confirm_unchanged`). A file that changed is one ArchiveProblem
+after it was copied (else it changed while being copied), and for each file the executors read, its
+length, modification time and, where the filesystem computes one (HDFS: a checksum of its blocks' CRCs),
+its checksum must be the same again once the job has read everything (`Staged.confirm_unchanged`). A file that changed is one ArchiveProblem
 naming its URI: the report would rest on bytes nobody verified.
 """
 from __future__ import annotations
 
+import functools
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -153,9 +154,13 @@ class Staged:
             text = text.replace(local, uri)
         return type(exc)(text) if text != str(exc) else exc
 
-    def confirm_unchanged(self) -> None:
-        """ArchiveProblem naming the first file that is no longer what was verified (see the module doc)."""
+    def confirm_unchanged(self, uris: Sequence[str] | None = None) -> None:
+        """ArchiveProblem naming the first file (of `uris`: the ones the executors read; default all) that
+        is no longer what was verified (see the module doc)."""
+        wanted = None if uris is None else set(uris)
         for r in self.files.values():
+            if wanted is not None and r.uri not in wanted:
+                continue
             try:
                 path, fs = self._fs(r.uri)
                 now = fs.getFileStatus(path)
@@ -192,8 +197,10 @@ def engine_from_uris(spark: Any, uris: Sequence[str], allow_gaps: bool = False,
     try:
         engine = SparkEngine._read_files(spark, accepted, dedupe=any(c.duplicates for c in read.chains.values()))
     except BadInput:
-        staged.confirm_unchanged()  # a file that changed since explains an unreadable one best
+        staged.confirm_unchanged(accepted)  # a file that changed since explains an unreadable one best
         raise
     engine.gaps, engine.chains = chains_of(read)
-    engine.guard = staged.confirm_unchanged
+    # only the files the executors read: a manifest, or a file left out under --allow-gaps, was read by
+    # the driver alone, from its verified copy
+    engine.guard = functools.partial(staged.confirm_unchanged, accepted)
     return engine

@@ -1,6 +1,8 @@
 """The Spark batch job: `spark-submit checks/spark_job.py --master local[2] ARCHIVE... [--json F] [--junit F]
 [--allow NAME ...] [--invariant NAME ...]`. Exit code as run_check: 0 clean, 1 violations, 2 bad input.
 
+ARCHIVE: a local path, or a Hadoop URI (hdfs://, s3a://, file://, …: checks/hadoop.py).
+
 `--master` is passed through (spark-submit's own flag works too; this one is for `python -m`).
 """
 from __future__ import annotations
@@ -18,7 +20,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(root))
 
     parser = argparse.ArgumentParser(prog="ctrlaudit-check-spark", description=__doc__.splitlines()[0])
-    parser.add_argument("inputs", nargs="+", help="archive files or directories (or one replay store)")
+    parser.add_argument("inputs", nargs="+", help="archive files or directories (local paths or Hadoop URIs: hdfs://, s3a://, "
+                        "file://), or one replay store")
     parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's, else local[2])")
     parser.add_argument("--json", dest="json_path")
     parser.add_argument("--junit", dest="junit_path")
