@@ -132,13 +132,14 @@ class Staged:
 
     def _uri_named(self, name: str, cluster_id: str) -> str | None:
         """The URI of the staged file called `name` (a file whose manifest alone is left: through that
-        manifest); several of that name (each cluster's first file has the same name): the one whose
-        manifest is of `cluster_id`. None when that does not single one out."""
+        manifest); several of that name (each cluster's first files have the same names): the one whose
+        manifest is of `cluster_id`, or, for a problem of no cluster (a manifest missing or unreadable),
+        the one without a readable manifest. None when that does not single one out."""
         hits = {p: r.uri for p, r in self.files.items() if p.name == name}
         hits = hits or {p: r.uri[: -len(MANIFEST_SUFFIX)] for p, r in self.files.items()
                         if p.name == name + MANIFEST_SUFFIX}
-        if len(hits) > 1 and cluster_id:
-            hits = {p: u for p, u in hits.items() if _cluster_of(p) == cluster_id}
+        if len(hits) > 1:
+            hits = {p: u for p, u in hits.items() if _cluster_of(p) == (cluster_id or None)}
         return next(iter(hits.values())) if len(hits) == 1 else None
 
     def renamed(self, exc: ContractError) -> ContractError:
