@@ -94,6 +94,9 @@ class DuckDBEngine:
                     progress: Any = None) -> DuckDBEngine:
         if inputs.store is not None:
             return cls.from_store(inputs.store, threads=threads)
+        if inputs.uris:  # DuckDB reads local (or mounted) files; Spark reads through Hadoop (checks.hadoop)
+            raise BadInput(f"{inputs.uris[0]}: an archive on a Hadoop filesystem is checked with --engine spark "
+                           "(DuckDB reads local or mounted paths)")
         return cls.from_archives(inputs.sources(), threads=threads, allow_gaps=allow_gaps, progress=progress)
 
     def check_store(self, where: str, require_meta: bool = False) -> None:
@@ -146,6 +149,9 @@ class DuckDBEngine:
         finally:
             self.con.unregister("wanted_keys")
         return {(r[0], r[1]): dict(zip(EVIDENCE_COLUMNS, r)) for r in res}
+
+    def confirm_sources(self) -> None:
+        """Nothing to confirm: DuckDB holds the verified rows themselves (SparkEngine.confirm_sources)."""
 
     def close(self) -> None:
         if self._owned:

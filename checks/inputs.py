@@ -3,6 +3,7 @@ DuckDB store built by replay/. Every problem a user can cause becomes one BadInp
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +28,25 @@ class Inputs:
     archives: tuple[Path, ...] = ()  # the archive files
     store: Path | None = None
     roots: tuple[Path, ...] = ()  # the files and directories as named: what the verified read is given
+    uris: tuple[str, ...] = ()  # or: archives on a Hadoop filesystem, as URIs (Spark only: checks.hadoop)
 
     def describe(self) -> list[str]:
+        if self.uris:
+            return list(self.uris)
         return [str(self.store)] if self.store else [str(p) for p in (self.roots or self.archives)]
 
     def sources(self) -> tuple[Path, ...]:
         """What to read: the named directories (so a manifest left without its file is seen) and files."""
         return self.roots or self.archives
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_uri(path: str | Path) -> bool:
+    """A Hadoop URI (scheme://…: hdfs, s3a, file, …) rather than a local path. (A pathlib.Path cannot
+    hold one: it folds "//" into "/", which is why `ctrlaudit check` takes its inputs as strings.)"""
+    return isinstance(path, str) and bool(_SCHEME.match(path))
 
 
 def _kind_of(path: Path) -> str:
@@ -52,6 +65,14 @@ def resolve(paths: Sequence[str | Path]) -> Inputs:
         paths = [paths]
     if not paths:
         raise BadInput("no input given: name an archive file, a directory of archives, or a store")
+    if any(is_uri(p) for p in paths):
+        # Spark lists and reads these through Hadoop (checks.hadoop); a local path among them joins
+        # them as a file:// URI, so that one verified read covers all of them (one chain across them)
+        local = [Path(p) for p in paths if not is_uri(p)]
+        for path in local:
+            if not path.exists():
+                raise BadInput(f"{path}: no such file or directory")
+        return Inputs(uris=tuple([str(p) for p in paths if is_uri(p)] + [p.resolve().as_uri() for p in local]))
     archives: list[Path] = []
     roots: list[Path] = []
     stores: list[Path] = []

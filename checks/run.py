@@ -32,6 +32,9 @@ def check(
     if unknown:
         raise BadInput(f"unknown invariant {', '.join(map(repr, unknown))}; known: {', '.join(NAMES)}")
     names = list(invariants or NAMES)
+    if engine != "spark":  # file:// is a local path to DuckDB; other URIs only Spark reads (checks.hadoop)
+        inputs = [p[len("file://"):] if isinstance(p, str) and p.startswith("file://") else p
+                  for p in ([inputs] if isinstance(inputs, (str, Path)) else inputs)]
     resolved = resolve([inputs] if isinstance(inputs, (str, Path)) else list(inputs))
     if engine == "duckdb":
         from checks.duckdb_engine import DuckDBEngine
@@ -48,6 +51,7 @@ def check(
         rows = eng.violations(names)
         report = build(eng.name, resolved.describe(), eng.kind_counts(), eng.clusters(), names, rows,
                        list(allow), eng.events_at, gaps=eng.gaps, chains=eng.chains)
+        eng.confirm_sources()  # every read is done: were the bytes read the bytes verified?
     finally:
         eng.close()
     report.seconds = time.perf_counter() - started

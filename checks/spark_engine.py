@@ -14,7 +14,7 @@ import os
 import re
 import time
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -201,6 +201,8 @@ class SparkEngine:
         self.timings: dict[str, float] = {}
         self.gaps: list[Any] = []  # as DuckDBEngine: stretches that are not verified data
         self.chains: list[dict[str, Any]] = []
+        # archives on a Hadoop filesystem (checks.hadoop): are the files Spark read still the files verified?
+        self.guard: Callable[[], None] | None = None
         events_df.createOrReplaceTempView(view)
 
     @classmethod
@@ -217,7 +219,7 @@ class SparkEngine:
         return engine
 
     @classmethod
-    def _read_files(cls, spark: Any, archives: Sequence[Path], dedupe: bool) -> SparkEngine:
+    def _read_files(cls, spark: Any, archives: Sequence[Path | str], dedupe: bool) -> SparkEngine:
         started = time.perf_counter()
         try:
             raw = (
@@ -264,7 +266,17 @@ class SparkEngine:
             engine = cls.from_arrow(spark, table)
             engine.gaps, engine.chains = gaps, chains
             return engine
+        if inputs.uris:
+            from checks.hadoop import engine_from_uris
+
+            return engine_from_uris(spark, inputs.uris, allow_gaps=allow_gaps, progress=progress)
         return cls.from_archives(spark, inputs.sources(), allow_gaps=allow_gaps, progress=progress)
+
+    def confirm_sources(self) -> None:
+        """After the last query: ArchiveProblem if a file the executors read is no longer the file that
+        was verified (archives on a Hadoop filesystem; local archives: nothing to confirm, as before)."""
+        if self.guard is not None:
+            self.guard()
 
     def kind_counts(self) -> dict[str, int]:
         return {r[0]: r[1] for r in self.spark.sql("SELECT kind, count(*) FROM events GROUP BY kind").collect()}

@@ -1,6 +1,8 @@
 """The Spark batch job: `spark-submit checks/spark_job.py --master local[2] ARCHIVE... [--json F] [--junit F]
 [--allow NAME ...] [--invariant NAME ...]`. Exit code as run_check: 0 clean, 1 violations, 2 bad input.
 
+ARCHIVE: a local path, or a Hadoop URI (hdfs://, s3a://, file://, …: checks/hadoop.py).
+
 `--master` is passed through (spark-submit's own flag works too; this one is for `python -m`).
 """
 from __future__ import annotations
@@ -18,7 +20,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(root))
 
     parser = argparse.ArgumentParser(prog="ctrlaudit-check-spark", description=__doc__.splitlines()[0])
-    parser.add_argument("inputs", nargs="+", help="archive files or directories (or one replay store)")
+    parser.add_argument("inputs", nargs="+", help="archive files or directories (local paths or Hadoop URIs: hdfs://, s3a://, "
+                        "file://), or one replay store")
     parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's, else local[2])")
     parser.add_argument("--json", dest="json_path")
     parser.add_argument("--junit", dest="junit_path")
@@ -35,20 +38,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from checks.inputs import BadInput
+    from checks.inputs import BadInput, is_uri
     from checks.run import run_check
     from checks.spark_engine import build_session
 
-    # The driver verifies every file's manifest and chain before Spark reads a byte (schemas.verified),
-    # and that reader reads the local filesystem (or a mounted one): an hdfs://, s3a:// or other Hadoop
-    # URI is refused in one line rather than read unverified.
-    remote = [p for p in args.inputs if "://" in p and not p.startswith("file://")]
-    if remote:
-        raise BadInput(f"{remote[0]}: archives are verified on the driver before Spark reads them, and that "
-                       "needs a local or mounted path (HDFS/S3 through Hadoop's filesystem API: not yet)")
-    args.inputs = [p[len("file://"):] if p.startswith("file://") else p for p in args.inputs]
-    # a missing input is found before a JVM is started (about 10 s and a screen of Spark's log)
-    missing = [p for p in args.inputs if not Path(p).exists()]
+    # A URI (hdfs://, s3a://, file://, …) is listed, copied and verified on the driver through Hadoop's
+    # filesystem API (checks.hadoop); a local path is verified in place. Either way the driver verifies
+    # every file's manifest and chain (schemas.verified) before Spark reads a byte.
+    # A missing local input is found before a JVM is started (about 10 s and a screen of Spark's log).
+    missing = [p for p in args.inputs if not is_uri(p) and not Path(p).exists()]
     if missing:
         raise BadInput(f"{missing[0]}: no such file or directory")
     # Under spark-submit (it starts the JVM and hands its gateway port to this process) the master is

@@ -24,10 +24,15 @@ def bar(description: str, total: int | None, unit: str = "bytes") -> Iterator[Ca
         yield lambda n: progress.advance(task, n)
 
 
-def archive_bytes(paths) -> int:
-    """Bytes of the archive files under `paths` (the total of a read's bar)."""
+def archive_bytes(paths) -> int | None:
+    """Bytes of the archive files under `paths` (the total of a read's bar); None (a bar without a
+    total) when one is a URI: its size is known only once the driver has listed it through Hadoop."""
     from pathlib import Path
 
+    from checks.inputs import is_uri
+
+    if any(is_uri(p) for p in paths):
+        return None
     total = 0
     for p in map(Path, paths):
         if p.is_dir():

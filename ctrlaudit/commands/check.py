@@ -19,7 +19,9 @@ def register(app: typer.Typer) -> None:
     @app.command("check", short_help="Check the invariant catalog over a history.")
     @user_errors
     def check(
-        inputs: list[Path] = typer.Argument(..., help="Archive files/directories, or a store (.duckdb)."),
+        # strings, not Paths: a Path folds the "//" of hdfs://host/… into "/"
+        inputs: list[str] = typer.Argument(..., help="Archive files/directories, or a store (.duckdb); with "
+                                                     "--engine spark also Hadoop URIs (hdfs://, s3a://, file://)."),
         engine: Engine = typer.Option(Engine.duckdb, "--engine", help="duckdb (embedded) or spark."),
         master: str = typer.Option("local[2]", "--master", help="Spark master, with --engine spark."),
         json_path: Path = JSON_OUT,
@@ -44,7 +46,7 @@ def register(app: typer.Typer) -> None:
         from ctrlaudit.progress import archive_bytes, bar
 
         with bar("reading and verifying", archive_bytes(inputs)) as progress:
-            code = run_check([str(p) for p in inputs], engine=engine.value, allow=allow, json_path=json_path,
+            code = run_check(list(inputs), engine=engine.value, allow=allow, json_path=json_path,
                              junit_path=junit_path, csv_path=csv_path, invariants=invariant or None, master=master,
                              allow_gaps=allow_gaps, progress=progress)
         raise typer.Exit(code)

@@ -13,6 +13,9 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 POM = REPO_ROOT / "kafka" / "pom.xml"
+# Hadoop's in-process HDFS for the tests (services.cluster.hdfs), at pyspark's own Hadoop version
+HDFS_POM = REPO_ROOT / "kafka" / "hdfs-pom.xml"
+HADOOP_VERSION = "3.5.0"
 
 # The versions the project tests against. "4.x" is the newest 4.x whose tools and shell jars are
 # all on Maven Central; 3.9 is the last line with ZooKeeper mode.
@@ -46,21 +49,32 @@ def ensure_jars(version: str = "4.x", *, quiet: bool = True) -> Path:
     marker = lib / ".complete"
     if marker.exists():
         return lib
-    cmd = [
-        "mvn", "-B", "-f", str(POM), "-P", profile_for(full),
-        f"-Dkafka.version={full}", f"-Dkafka.cache={cache_root()}",
-        "dependency:copy-dependencies",
-    ]
+    _copy_dependencies([str(POM), "-P", profile_for(full), f"-Dkafka.version={full}"], lib, "kafka_2.13-*.jar",
+                       f"Kafka {full}", quiet)
+    return lib
+
+
+def ensure_hdfs_jars(*, quiet: bool = True) -> Path:
+    """The lib directory of Hadoop's MiniDFSCluster (kafka/hdfs-pom.xml), resolved as the Kafka jars are."""
+    lib = cache_root() / f"hadoop-{HADOOP_VERSION}" / "lib"
+    if not (lib / ".complete").exists():
+        _copy_dependencies([str(HDFS_POM), f"-Dhadoop.version={HADOOP_VERSION}"], lib,
+                           "hadoop-client-minicluster-*.jar", f"Hadoop {HADOOP_VERSION}", quiet)
+    return lib
+
+
+def _copy_dependencies(pom_args: list[str], lib: Path, probe: str, what: str, quiet: bool) -> None:
+    """`mvn dependency:copy-dependencies` of a pom into `lib`, then the `.complete` marker."""
+    cmd = ["mvn", "-B", "-f", *pom_args, f"-Dkafka.cache={cache_root()}", "dependency:copy-dependencies"]
     if quiet:
         cmd.insert(1, "-q")
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
-        raise JarResolutionError(f"mvn could not resolve Kafka {full}: " + " | ".join(tail))
-    if not any(lib.glob("kafka_2.13-*.jar")):
-        raise JarResolutionError(f"mvn succeeded but {lib} has no kafka_2.13 jar")
-    marker.write_text(full + "\n")
-    return lib
+        raise JarResolutionError(f"mvn could not resolve {what}: " + " | ".join(tail))
+    if not any(lib.glob(probe)):
+        raise JarResolutionError(f"mvn succeeded but {lib} has no {probe}")
+    (lib / ".complete").write_text(what + "\n")
 
 
 def classpath(version: str = "4.x") -> str:

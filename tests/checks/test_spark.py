@@ -114,3 +114,19 @@ def test_spark_submit_job(archive_dir, tmp_path):
     assert proc.returncode == 1, proc.stderr[-2000:]
     root = ET.parse(xml).getroot()
     assert root.get("failures") == "1"
+
+
+def test_a_file_uri_goes_through_hadoops_filesystem_and_reports_the_same(spark, archive_dir, tmp_path):
+    """file:// is read as any Hadoop URI (checks.hadoop: listed, copied, verified, read by URI), and
+    reports what the local path reports."""
+    import json
+
+    d, _ = archive_dir
+    some = ["leader_in_isr", "valid_high_watermark"]  # the read is under test here, not the catalog
+    assert run_check([d.resolve().as_uri()], engine="spark", spark=spark, invariants=some,
+                     json_path=tmp_path / "uri.json") == 1
+    assert run_check([d], engine="spark", spark=spark, invariants=some, json_path=tmp_path / "path.json") == 1
+    uri, path = (json.loads((tmp_path / f).read_text()) for f in ("uri.json", "path.json"))
+    assert uri["inputs"] == [d.resolve().as_uri()] and path["inputs"] == [str(d)]
+    drop = ("seconds", "inputs")
+    assert {k: v for k, v in uri.items() if k not in drop} == {k: v for k, v in path.items() if k not in drop}

@@ -192,8 +192,9 @@ ROWS = [
       module="checks.spark_job"),
     R("spark-job-missing-input", ["{root}/nope", "--master", "local[1]"], 2,
       "ctrlaudit: error: {root}/nope: no such file or directory", module="checks.spark_job"),
-    R("spark-job-hdfs-archive", ["hdfs:///archive", "--master", "local[1]"], 2,
-      "ctrlaudit: error: hdfs:///archive: archives are verified on the driver", module="checks.spark_job"),
+    # an archive on HDFS is read by the Spark engine (tests/checks/test_spark_hdfs.py), not by DuckDB
+    R("check-hdfs-archive-with-duckdb", ["check", "hdfs:///archive"], 2,
+      "ctrlaudit: error: hdfs:///archive: an archive on a Hadoop filesystem is checked with --engine spark"),
     # settings: one line naming the variable, the value and what it takes
     R("connect-timeout-not-a-number", ["load", "--bootstrap-server", "127.0.0.1:1", "--store", "{here}/k.duckdb"],
       2, "CTRLAUDIT_CONNECT_TIMEOUT='soon'", {"CTRLAUDIT_CONNECT_TIMEOUT": "soon"}),
