@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -153,13 +154,55 @@ def _with_fragments(sql: str) -> str:
     return _INCLUDE.sub(lambda m: "\n" + (SQL_DIR / "fragments" / f"{m.group(1)}.sql").read_text().strip() + "\n", sql)
 
 
+# `{shared(NAME)}`: a relation several invariants read (checks/invariants/fragments/NAME.sql, a SELECT).
+# An engine that runs those invariants together builds it once, as a table or cached view named
+# shared_table(NAME) (shared_sql gives its query), and passes its name in `built`; otherwise the fragment
+# stands there as a subquery. Either way every invariant's rows are the same: the text is one definition.
+_SHARED = re.compile(r"\{shared\(([a-z_0-9]+)\)\}")
+
+
+def shared_table(name: str) -> str:
+    return f"shared_{name}"
+
+
+def _shared_text(name: str) -> str:
+    return _with_fragments((SQL_DIR / "fragments" / f"{name}.sql").read_text().strip())
+
+
 @cache
-def sql_for(name: str, dialect: str) -> str:
-    """The invariant's query in the engine's dialect, returning RESULT_COLUMNS."""
-    return expand(_with_fragments(BY_NAME[name].sql_path.read_text()), dialect)
+def shared_sql(name: str, dialect: str) -> str:
+    """The query of a shared relation, in the engine's dialect."""
+    return expand(_shared_text(name), dialect)
 
 
-def wrapped_sql(name: str, dialect: str) -> str:
+@cache
+def shared_inputs(name: str) -> tuple[str, ...]:
+    """The shared relations an invariant's query reads."""
+    return tuple(dict.fromkeys(_SHARED.findall(BY_NAME[name].sql_path.read_text())))
+
+
+def shared_for(names: Sequence[str]) -> tuple[str, ...]:
+    """The shared relations read by two or more of these invariants: worth building once."""
+    counts: dict[str, int] = {}
+    for n in names:
+        for s in shared_inputs(n):
+            counts[s] = counts.get(s, 0) + 1
+    return tuple(s for s, k in counts.items() if k >= 2)
+
+
+def _with_shared(sql: str, built: frozenset[str]) -> str:
+    return _SHARED.sub(lambda m: shared_table(m.group(1)) if m.group(1) in built
+                       else f"(\n{_shared_text(m.group(1))}\n)", sql)
+
+
+@cache
+def sql_for(name: str, dialect: str, built: frozenset[str] = frozenset()) -> str:
+    """The invariant's query in the engine's dialect, returning RESULT_COLUMNS; `built`: the shared
+    relations the engine has built (the others are inlined)."""
+    return expand(_with_shared(_with_fragments(BY_NAME[name].sql_path.read_text()), built), dialect)
+
+
+def wrapped_sql(name: str, dialect: str, built: frozenset[str] = frozenset()) -> str:
     """The query with the invariant name prepended and the result types pinned, so both engines
     return identical rows."""
     return (
@@ -168,7 +211,7 @@ def wrapped_sql(name: str, dialect: str) -> str:
         "CAST(status AS STRING) AS status, CAST(allowance AS STRING) AS allowance, "
         "CAST(expected AS STRING) AS expected, CAST(actual AS STRING) AS actual, "
         "CAST(magnitude AS BIGINT) AS magnitude "
-        f"FROM (\n{sql_for(name, dialect)}\n) v"
+        f"FROM (\n{sql_for(name, dialect, built)}\n) v"
     )
 
 # Columns of the events table fetched for the examples of a report (the evidence).

@@ -82,6 +82,16 @@ SHIMS: dict[str, tuple[str | Callable[..., str], str | Callable[..., str]]] = {
             f"{x}, len({x}), {x} IS NULL" if i < int(k) else f"{x}, {x} IS NULL" for i, x in enumerate(xs)) + ")",
         lambda k, *xs: "struct(" + ", ".join(xs) + ")",
     ),
+    # {min_at_members(keys, values, members)}: the least value >= 0 of `values` at a 1-based position whose
+    # element of `keys` is in `members` (positions past either list give none); NULL when there is none.
+    # One expression per row instead of exploding the lists into rows and grouping them back.
+    "min_at_members": (
+        "list_min(list_transform(range(1, len({0}) + 1), lambda i__: CASE WHEN list_contains({2}, list_extract({0}, i__)) "
+        "AND list_extract({1}, i__) >= 0 THEN list_extract({1}, i__) END))",
+        "array_min(transform(sequence(1, greatest(size({0}), 1)), i__ -> CASE WHEN i__ <= size({0}) "
+        "AND array_contains({2}, try_element_at({0}, i__)) AND try_element_at({1}, i__) >= 0 "
+        "THEN try_element_at({1}, i__) END))",
+    ),
     "null_ints": ("CAST(NULL AS INTEGER[])", "CAST(NULL AS ARRAY<INT>)"),
     "null_longs": ("CAST(NULL AS BIGINT[])", "CAST(NULL AS ARRAY<BIGINT>)"),
     "at": ("list_extract({0}, {1})", "try_element_at({0}, {1})"),

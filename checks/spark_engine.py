@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from checks.catalog import EVIDENCE_COLUMNS, wrapped_sql
+from checks.catalog import EVIDENCE_COLUMNS, shared_for, shared_sql, shared_table, wrapped_sql
 from checks.duckdb_engine import DuckDBEngine, sort_key
 from checks.inputs import BadInput, Inputs, chains_of
 from schemas import flat, loader
@@ -289,8 +289,19 @@ class SparkEngine:
         if not names:
             return []
         started = time.perf_counter()
-        sql = "\nUNION ALL\n".join(f"SELECT * FROM ({wrapped_sql(n, DIALECT)}) q{i}" for i, n in enumerate(names))
-        rows = [tuple(r) for r in self.spark.sql(sql).collect()]
+        # a relation several of them read (checks.catalog.shared_for) is a cached view, computed once
+        shared = {s: self.spark.sql(shared_sql(s, DIALECT)).cache() for s in shared_for(names)}
+        try:
+            for s, df in shared.items():
+                df.createOrReplaceTempView(shared_table(s))
+            built = frozenset(shared)
+            sql = "\nUNION ALL\n".join(f"SELECT * FROM ({wrapped_sql(n, DIALECT, built)}) q{i}"
+                                       for i, n in enumerate(names))
+            rows = [tuple(r) for r in self.spark.sql(sql).collect()]
+        finally:
+            for s, df in shared.items():
+                self.spark.catalog.dropTempView(shared_table(s))
+                df.unpersist()
         self.timings["all"] = time.perf_counter() - started
         return sorted(rows, key=sort_key)
 

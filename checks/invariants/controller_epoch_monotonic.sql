@@ -13,12 +13,48 @@ obs AS (
   WHERE (e.kind = 'ControllerChange' AND e.cc_epoch >= 0)
      OR (e.kind <> 'ControllerChange' AND e.controller_epoch >= 0)
 ),
+-- Cost: no window over the events (one cluster is one window partition: a single-threaded sort of every
+-- event). A row is below the running maximum exactly when a higher epoch first appeared before it, so
+-- each epoch value's first seq (few values) gives, per value, the first seq of any higher one, and
+-- rows are met with it by an equality join on the value. Only those (few) rows look up the maximum and
+-- the seq of the rows before them: over the 1024-seq buckets before theirs (a running maximum over the
+-- buckets) and over the rows of their own bucket before them.
+firsts AS (  -- each epoch value of a counter with the seq it first appears at
+  SELECT cluster_id, counter, epoch, MIN(seq) AS first_seq FROM obs GROUP BY cluster_id, counter, epoch
+),
+thresholds AS (  -- ... and the first seq at which a higher value appeared
+  SELECT cluster_id, counter, epoch,
+         MIN(first_seq) OVER (PARTITION BY cluster_id, counter ORDER BY epoch DESC
+                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS higher_seq
+  FROM firsts
+),
+regressed AS (
+  SELECT o.cluster_id, o.seq, o.kind, o.epoch, o.counter, CAST(FLOOR(o.seq / 1024) AS BIGINT) AS bucket
+  FROM obs o JOIN thresholds t ON t.cluster_id = o.cluster_id AND t.counter = o.counter AND t.epoch = o.epoch
+  WHERE NOT o.bootstrap AND o.seq > t.higher_seq
+),
+buckets AS (  -- per bucket: the highest epoch and seq of the counter's rows in the buckets before it
+  SELECT cluster_id, counter, bucket,
+         MAX(max_epoch) OVER w AS before_epoch, MAX(max_seq) OVER w AS before_seq
+  FROM (SELECT cluster_id, counter, CAST(FLOOR(seq / 1024) AS BIGINT) AS bucket,
+               MAX(epoch) AS max_epoch, MAX(seq) AS max_seq
+        FROM obs GROUP BY cluster_id, counter, CAST(FLOOR(seq / 1024) AS BIGINT)) b
+  WINDOW w AS (PARTITION BY cluster_id, counter ORDER BY bucket ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+),
+within AS (  -- ... and in its own bucket before the row
+  SELECT r.cluster_id, r.seq, MAX(o.epoch) AS in_epoch, MAX(o.seq) AS in_seq
+  FROM regressed r JOIN obs o
+    ON o.cluster_id = r.cluster_id AND o.counter = r.counter AND CAST(FLOOR(o.seq / 1024) AS BIGINT) = r.bucket
+       AND o.seq < r.seq
+  GROUP BY r.cluster_id, r.seq
+),
 running AS (
-  SELECT cluster_id, seq, bootstrap, kind, epoch,
-         MAX(epoch) OVER (PARTITION BY cluster_id, counter ORDER BY seq
-                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_max,
-         LAG(seq) OVER (PARTITION BY cluster_id, counter ORDER BY seq) AS prev_seq
-  FROM obs
+  SELECT r.cluster_id, r.seq, r.kind, r.epoch,
+         CASE WHEN w.in_epoch IS NULL OR b.before_epoch > w.in_epoch THEN b.before_epoch ELSE w.in_epoch END AS prev_max,
+         CASE WHEN w.in_seq IS NULL THEN b.before_seq ELSE w.in_seq END AS prev_seq
+  FROM regressed r
+  JOIN buckets b ON b.cluster_id = r.cluster_id AND b.counter = r.counter AND b.bucket = r.bucket
+  LEFT JOIN within w ON w.cluster_id = r.cluster_id AND w.seq = r.seq
 )
 SELECT cluster_id, seq, prev_seq AS related_seq,
        CASE WHEN kind = 'ControllerChange' THEN 'controller_change_epoch_regressed'
@@ -28,4 +64,3 @@ SELECT cluster_id, seq, prev_seq AS related_seq,
        concat('controller epoch ', CAST(epoch AS STRING), ' on ', kind) AS actual,
        CAST(prev_max - epoch AS BIGINT) AS magnitude
 FROM running
-WHERE NOT bootstrap AND prev_max IS NOT NULL AND epoch < prev_max

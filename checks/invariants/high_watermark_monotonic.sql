@@ -12,70 +12,46 @@
 --    the sampled HW; magnitude = the committed records beyond its log, i.e. lost.
 -- A LEO of -1 (no answer) or a leader the sample does not list is no evidence. The HW sampled after an
 -- election going below the HW before it is the hw_decreased_across_leader_change rule above.
--- Cost: one window pass per partition in seq order numbers nothing: it carries, for every row, the seq of
--- the last reset, unclean election, state and sample before it (running maxima, seq rising) and the last
--- sampled HW; lists and the previous sample's details are fetched by key for the few rows that need them.
-WITH stream AS (
-  SELECT cluster_id, seq, topic, partition, 0 AS is_sample,
-         CASE WHEN NOT has_before OR NOT has_after THEN 1 ELSE 0 END AS is_reset,
-         CASE WHEN has_before AND has_after AND NOT bootstrap AND a_leader <> -1 AND a_leader <> b_leader
-              THEN 1 ELSE 0 END AS is_election,
-         CASE WHEN has_before AND has_after AND NOT bootstrap AND a_leader <> -1 AND a_leader <> b_leader
-                   AND ((NOT {contains(b_isr, a_leader)} AND NOT {contains(b_elr, a_leader)}
-                         AND NOT ({contains(b_adding, a_leader)} AND NOT {contains(a_adding, a_leader)}
-                                  AND {contains(a_isr, a_leader)}))
-                        OR election = 'UNCLEAN' OR (a_recovery = 'RECOVERING' AND b_recovery <> 'RECOVERING'))
-              THEN 1 ELSE 0 END AS is_unclean,
-         a_leader, CAST(NULL AS BIGINT) AS hw, CAST(NULL AS INT) AS s_leader, CAST(NULL AS INT) AS s_leader_epoch
-  FROM events WHERE kind = 'PartitionChange'
-  UNION ALL
-  SELECT cluster_id, seq, topic, partition, 1, 0, 0, 0, CAST(NULL AS INT), s_hw, s_leader, s_leader_epoch
-  FROM events WHERE kind = 'OffsetSample' AND s_hw >= 0
-),
-ordered AS (
-  SELECT *,
-         MAX(CASE WHEN is_reset = 1 THEN seq END) OVER upto AS last_reset,
-         MAX(CASE WHEN is_unclean = 1 THEN seq END) OVER upto AS last_unclean,
-         MAX(CASE WHEN is_sample = 0 THEN seq END) OVER upto AS state_seq,
-         MAX(CASE WHEN is_sample = 1 THEN seq END) OVER earlier AS prev_seq,
-         {last_nn(hw)} OVER earlier AS prev_hw  -- hw is set on every sample row, so this is prev_seq's
-  FROM stream
-  WINDOW upto AS (PARTITION BY cluster_id, topic, partition ORDER BY seq
-                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
-         earlier AS (PARTITION BY cluster_id, topic, partition ORDER BY seq
-                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
-),
+-- Cost: the partition's timeline (fragments/partition_timeline.sql, shared with valid_high_watermark: one
+-- window pass per partition in seq order) gives every sample and election the seq of the last reset,
+-- unclean election, state and sample before it and the last sampled HW; the samples' and states' details
+-- are fetched by key for the rows that need them, elections' lists only once the sample showed their
+-- new leader behind.
+WITH timeline AS (SELECT * FROM {shared(partition_timeline)} t),
 in_incarnation AS (  -- rows with a previous sample of the same partition incarnation (no reset since)
-  SELECT * FROM ordered
-  WHERE (is_sample = 1 OR is_election = 1) AND prev_seq IS NOT NULL AND (last_reset IS NULL OR last_reset < prev_seq)
+  SELECT * FROM timeline
+  WHERE prev_seq IS NOT NULL AND (last_reset IS NULL OR last_reset < prev_seq)
 ),
 drops AS (
-  SELECT d.cluster_id, d.seq, d.prev_seq, d.topic, d.partition, d.hw, d.prev_hw, d.s_leader, d.s_leader_epoch,
+  SELECT d.cluster_id, d.seq, d.prev_seq, d.topic, d.partition, d.hw, d.prev_hw, c.s_leader, c.s_leader_epoch,
          p.s_leader AS prev_leader, p.s_leader_epoch AS prev_leader_epoch,
          CASE WHEN d.last_unclean > d.prev_seq THEN 1 ELSE 0 END AS unclean_between
-  FROM in_incarnation d JOIN events p ON p.cluster_id = d.cluster_id AND p.seq = d.prev_seq
+  FROM in_incarnation d
+  JOIN events p ON p.cluster_id = d.cluster_id AND p.seq = d.prev_seq
+  JOIN events c ON c.cluster_id = d.cluster_id AND c.seq = d.seq
   WHERE d.is_sample = 1 AND d.hw < d.prev_hw
 ),
-elections AS (  -- each election with the last sample of its incarnation before it, and that sample's state
+elections_leo AS (  -- each election with the last sample of its incarnation before it: the new leader's LEO
   SELECT e.cluster_id, e.seq, e.topic, e.partition, e.a_leader, e.is_unclean, e.prev_seq AS sample_seq,
-         e.prev_hw AS sample_hw, smp.s_replicas AS sample_replicas, smp.s_leos AS sample_leos,
-         s.state_seq AS sample_state_seq
-  FROM in_incarnation e
-  JOIN ordered s ON s.cluster_id = e.cluster_id AND s.seq = e.prev_seq
-  JOIN events smp ON smp.cluster_id = e.cluster_id AND smp.seq = e.prev_seq
+         e.prev_hw AS sample_hw,
+         CASE WHEN {position(smp.s_replicas, e.a_leader)} > 0
+              THEN {at(smp.s_leos, {position(smp.s_replicas, e.a_leader)})} END AS leader_leo
+  FROM in_incarnation e JOIN events smp ON smp.cluster_id = e.cluster_id AND smp.seq = e.prev_seq
   WHERE e.is_election = 1
 ),
-elections_leo AS (
+behind_leo AS (  -- ... behind that sample's HW: then the sample's state (as of it) says who was in ISR ∪ ELR
   SELECT e.cluster_id, e.seq, e.topic, e.partition, e.a_leader, e.is_unclean, e.sample_seq, e.sample_hw,
-         CASE WHEN st.has_after THEN {union(st.a_isr, st.a_elr)} END AS sample_members,
-         CASE WHEN {position(e.sample_replicas, e.a_leader)} > 0
-              THEN {at(e.sample_leos, {position(e.sample_replicas, e.a_leader)})} END AS leader_leo
-  FROM elections e LEFT JOIN events st ON st.cluster_id = e.cluster_id AND st.seq = e.sample_state_seq
+         e.leader_leo, s.state_seq AS sample_state_seq
+  FROM elections_leo e JOIN timeline s ON s.cluster_id = e.cluster_id AND s.seq = e.sample_seq
+  WHERE e.leader_leo >= 0 AND e.leader_leo < e.sample_hw
+),
+elections_members AS (
+  SELECT e.cluster_id, e.seq, e.topic, e.partition, e.a_leader, e.is_unclean, e.sample_seq, e.sample_hw,
+         e.leader_leo, CASE WHEN st.has_after THEN {union(st.a_isr, st.a_elr)} END AS sample_members
+  FROM behind_leo e LEFT JOIN events st ON st.cluster_id = e.cluster_id AND st.seq = e.sample_state_seq
 ),
 behind AS (
-  SELECT * FROM elections_leo
-  WHERE leader_leo >= 0 AND leader_leo < sample_hw
-    AND (is_unclean = 1 OR {contains(sample_members, a_leader)})
+  SELECT * FROM elections_members WHERE is_unclean = 1 OR {contains(sample_members, a_leader)}
 )
 SELECT cluster_id, seq, prev_seq AS related_seq,
        CASE WHEN prev_leader <> s_leader THEN 'hw_decreased_across_leader_change' ELSE 'hw_decreased' END AS rule,

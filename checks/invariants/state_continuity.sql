@@ -96,24 +96,26 @@ first_topic AS (
 first_of_id AS (
   SELECT cluster_id, topic_id, MIN(seq) AS first_seq FROM topic_events GROUP BY cluster_id, topic_id
 ),
-judged_changes AS (
-  SELECT p.cluster_id, p.seq, p.topic, p.topic_id, p.partition
+judged_changes AS (  -- narrow (the topic names and partitions are fetched for the findings only)
+  SELECT p.cluster_id, p.seq, p.topic_id
   FROM events p JOIN first_topic f ON p.cluster_id = f.cluster_id
   WHERE p.kind = 'PartitionChange' AND p.topic_id IS NOT NULL AND p.has_after AND NOT p.bootstrap
     AND f.first_topic_seq < p.seq
 ),
 no_live_topic AS (
   -- no event of the topic id before the change
-  SELECT c.cluster_id, c.seq, c.topic, c.topic_id, c.partition, CAST(NULL AS BIGINT) AS topic_seq,
-         'never created' AS why
-  FROM judged_changes c LEFT JOIN first_of_id i ON i.cluster_id = c.cluster_id AND i.topic_id = c.topic_id
-  WHERE i.first_seq IS NULL OR i.first_seq > c.seq
-  UNION ALL
-  -- the id's last topic event before the change deleted it
-  SELECT c.cluster_id, c.seq, c.topic, c.topic_id, c.partition, d.seq, 'deleted'
-  FROM judged_changes c JOIN topic_events d
-    ON d.cluster_id = c.cluster_id AND d.topic_id = c.topic_id AND d.topic_change = 'DELETED'
-       AND d.seq < c.seq AND (d.next_seq IS NULL OR c.seq < d.next_seq)
+  SELECT x.cluster_id, x.seq, e.topic, x.topic_id, e.partition, x.topic_seq, x.why
+  FROM (
+    SELECT c.cluster_id, c.seq, c.topic_id, CAST(NULL AS BIGINT) AS topic_seq, 'never created' AS why
+    FROM judged_changes c LEFT JOIN first_of_id i ON i.cluster_id = c.cluster_id AND i.topic_id = c.topic_id
+    WHERE i.first_seq IS NULL OR i.first_seq > c.seq
+    UNION ALL
+    -- the id's last topic event before the change deleted it
+    SELECT c.cluster_id, c.seq, c.topic_id, d.seq, 'deleted'
+    FROM judged_changes c JOIN topic_events d
+      ON d.cluster_id = c.cluster_id AND d.topic_id = c.topic_id AND d.topic_change = 'DELETED'
+         AND d.seq < c.seq AND (d.next_seq IS NULL OR c.seq < d.next_seq)
+  ) x JOIN events e ON e.cluster_id = x.cluster_id AND e.seq = x.seq
 ),
 no_live_judged AS (  -- few rows on either side: a plain range join
   SELECT n.cluster_id, n.seq, n.topic, n.topic_id, n.partition, n.topic_seq, n.why,

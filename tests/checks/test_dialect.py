@@ -62,3 +62,26 @@ def test_every_pair_of_small_states_gets_different_digests() -> None:
 
 def test_spark_spelling_is_the_columns_themselves() -> None:
     assert expand("{digest(2, a, b, c)}", "spark") == "struct(a, b, c)"
+
+
+def _min_at_members(keys, values, members):
+    """valid_high_watermark's reference: the least value >= 0 at a position whose key is a member."""
+    if keys is None or values is None or members is None:
+        return None
+    got = [values[i] for i, k in enumerate(keys)
+           if i < len(values) and values[i] is not None and values[i] >= 0 and k in members]
+    return min(got) if got else None
+
+
+def test_min_at_members_is_the_least_member_value() -> None:
+    # keys (replicas), values (LEOs, BIGINT), members (ISR): duplicates, -1, NULLs, lists of unequal length
+    keys = [None, [], [1], [1, 2], [2, 1], [1, 1], [0, 1, 2], [3, 0]]
+    values = [None, [], [5], [5, -1], [-1, 5], [7, 3], [4, None, 2], [1, 2, 3], [0]]
+    members = [None, [], [1], [0, 2], [1, 2, 0]]
+    rows = list(itertools.product(keys, values, members))
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (k INTEGER[], v BIGINT[], m INTEGER[], n INTEGER)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", [(*r, i) for i, r in enumerate(rows)])
+    sql = expand("SELECT {min_at_members(k, v, m)} FROM t ORDER BY n", "duckdb")
+    got = [v for (v,) in con.execute(sql).fetchall()]
+    assert got == [_min_at_members(*r) for r in rows]

@@ -1,0 +1,49 @@
+-- One timeline per partition (by cluster, topic name and partition) over its states (PartitionChange)
+-- and its samples (OffsetSample with an HW), read by valid_high_watermark and high_watermark_monotonic
+-- through the shared(partition_timeline) template: an engine running both builds it once
+-- (checks/catalog.py); the window pass is most of either query's cost (a 10M-row window sort is ~4 s
+-- on the 2-core bench machine), and before it was made twice.
+-- Per row, along the partition's rows in seq order, the seq of the last row of a kind: state_seq the
+-- last state up to this row (a sample's state as of it), last_reset the last create or delete (a new
+-- incarnation begins), last_unclean the last unclean election, prev_seq the last sample strictly before
+-- the row, and prev_hw that sample's HW (hw is set on every sample row and no other). As seq rises along
+-- the window, the last non-null value is the running maximum; DuckDB computes it faster than MAX.
+-- is_unclean is unclean_election_allowed.sql's test. The window carries the cluster's number
+-- (fragments/cluster_numbers.sql), not its id (a string key slows the sort), and no lists: the queries
+-- fetch those by key for the rows they judge. Only samples and elections come out (the rows the two
+-- queries read); plain state rows are there for the running values only.
+SELECT c.cluster_id, t.seq, t.topic, t.partition, t.is_sample, t.is_election, t.is_unclean, t.a_leader, t.hw,
+       t.state_seq, t.last_reset, t.last_unclean, t.prev_seq, t.prev_hw
+FROM (
+  SELECT s.cluster_no, s.seq, s.topic, s.partition, s.is_sample, s.is_election, s.is_unclean, s.a_leader, s.hw,
+         {last_nn(CASE WHEN s.is_sample = 0 THEN s.seq END)} OVER upto AS state_seq,
+         {last_nn(CASE WHEN s.is_reset = 1 THEN s.seq END)} OVER upto AS last_reset,
+         {last_nn(CASE WHEN s.is_unclean = 1 THEN s.seq END)} OVER upto AS last_unclean,
+         {last_nn(CASE WHEN s.is_sample = 1 THEN s.seq END)} OVER earlier AS prev_seq,
+         {last_nn(s.hw)} OVER earlier AS prev_hw
+  FROM (
+    SELECT n.cluster_no, e.seq, e.topic, e.partition, 0 AS is_sample,
+           CASE WHEN NOT e.has_before OR NOT e.has_after THEN 1 ELSE 0 END AS is_reset,
+           CASE WHEN e.has_before AND e.has_after AND NOT e.bootstrap AND e.a_leader <> -1 AND e.a_leader <> e.b_leader
+                THEN 1 ELSE 0 END AS is_election,
+           CASE WHEN e.has_before AND e.has_after AND NOT e.bootstrap AND e.a_leader <> -1 AND e.a_leader <> e.b_leader
+                     AND ((NOT {contains(e.b_isr, e.a_leader)} AND NOT {contains(e.b_elr, e.a_leader)}
+                           AND NOT ({contains(e.b_adding, e.a_leader)} AND NOT {contains(e.a_adding, e.a_leader)}
+                                    AND {contains(e.a_isr, e.a_leader)}))
+                          OR e.election = 'UNCLEAN' OR (e.a_recovery = 'RECOVERING' AND e.b_recovery <> 'RECOVERING'))
+                THEN 1 ELSE 0 END AS is_unclean,
+           e.a_leader, CAST(NULL AS BIGINT) AS hw
+    FROM events e JOIN ({include(cluster_numbers)}) n ON n.cluster_id = e.cluster_id
+    WHERE e.kind = 'PartitionChange'
+    UNION ALL
+    SELECT n.cluster_no, e.seq, e.topic, e.partition, 1, 0, 0, 0, CAST(NULL AS INT), e.s_hw
+    FROM events e JOIN ({include(cluster_numbers)}) n ON n.cluster_id = e.cluster_id
+    WHERE e.kind = 'OffsetSample' AND e.s_hw >= 0
+  ) s
+  WINDOW upto AS (PARTITION BY s.cluster_no, s.topic, s.partition ORDER BY s.seq
+                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
+         earlier AS (PARTITION BY s.cluster_no, s.topic, s.partition ORDER BY s.seq
+                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+) t
+JOIN ({include(cluster_numbers)}) c ON c.cluster_no = t.cluster_no
+WHERE t.is_sample = 1 OR t.is_election = 1
