@@ -143,11 +143,12 @@ class DuckDBEngine:
     def build_shared(self, names: Sequence[str]) -> frozenset[str]:
         """The relations two or more of these invariants read, each built once as a temporary table
         (timed as `shared:NAME`); the queries then read the table instead of computing it each."""
-        for shared in shared_for(names):
+        wanted = shared_for(names)
+        for shared in wanted:
             started = time.perf_counter()
             self.con.execute(f"CREATE OR REPLACE TEMP TABLE {shared_table(shared)} AS {shared_sql(shared, DIALECT)}")
             self.timings[f"shared:{shared}"] = time.perf_counter() - started
-        return frozenset(shared_for(names))
+        return frozenset(wanted)
 
     def drop_shared(self, built: frozenset[str]) -> None:
         for shared in built:
