@@ -75,9 +75,11 @@ def _topic_filter(topic: Topics, params: dict[str, Any]) -> str:
     return " AND list_contains($t, topic)"
 
 
-def state_arrow(store: Store, point: Point, topic: Topics = None, partition: int | None = None) -> pa.Table:
+def state_arrow(store: Store, point: Point, topic: Topics = None, partition: int | None = None,
+                ordered: bool = True) -> pa.Table:
     """The partition states as of `point` as an Arrow table (one range query, no Python objects):
-    topic, topic_id, partition, from_seq, from_time_ms and the state columns."""
+    topic, topic_id, partition, from_seq, from_time_ms and the state columns; by topic and partition
+    unless `ordered` is False (DuckDB's sort carries every state column: half the query's time)."""
     params: dict[str, Any] = {"c": point.cluster_id, "s": point.seq}
     where = _AT + _topic_filter(topic, params)
     if partition is not None:
@@ -85,7 +87,8 @@ def state_arrow(store: Store, point: Point, topic: Topics = None, partition: int
         params["p"] = partition
     return store.con.sql(f"""
         SELECT topic, topic_id, "partition", from_seq, from_time_ms, {_STATE_COLS}
-        FROM partition_intervals WHERE {where} ORDER BY topic, "partition" """, params=params).to_arrow_table()
+        FROM partition_intervals WHERE {where}{' ORDER BY topic, "partition"' if ordered else ''}""",
+        params=params).to_arrow_table()
 
 
 _RECOVERY = {s.value: s for s in LeaderRecoveryState}
@@ -103,9 +106,27 @@ def _shared(column: pa.ChunkedArray, convert: Callable[[Any], Any] = lambda v: v
     return list(map(distinct.__getitem__, indices.to_pylist())), distinct
 
 
+def _by_topic_and_partition(table: pa.Table) -> pa.Table:
+    """The table in the row order of ORDER BY topic, "partition" (DuckDB's: byte order, nulls last).
+    The few distinct topic names are sorted, then the rows by one int64 key: the name's rank in the
+    high 32 bits, the partition (a non-negative int32) in the low ones. Cheaper than DuckDB's sort,
+    which carries every state column; and the objects are then made, and later freed, in this order
+    (freeing them in another order than they were made cost 40 ms more per 100k partitions)."""
+    encoded = pc.dictionary_encode(table.column("topic")).combine_chunks()
+    names = encoded.dictionary.to_pylist()
+    rank = [0] * (len(names) + 1)  # the last: a null name
+    for r, i in enumerate(sorted(range(len(names)), key=names.__getitem__)):
+        rank[i] = r << 32
+    rank[-1] = len(names) << 32
+    topic = pc.fill_null(encoded.indices, len(names))
+    key = pc.add(pc.take(pa.array(rank, pa.int64()), topic), pc.cast(table.column("partition"), pa.int64()))
+    return table.take(pc.sort_indices(key))
+
+
 def state_as_of(store: Store, point: Point, topic: Topics = None, partition: int | None = None) -> StateResult:
     """All partitions, one topic's, or one partition's state as of `point`."""
-    table = state_arrow(store, point, topic, partition)
+    # ordered in Arrow by the two keys alone, cheaper than DuckDB sorting every state column along
+    table = _by_topic_and_partition(state_arrow(store, point, topic, partition, ordered=False))
     # Column-wise, from Arrow's buffers to the objects (schemas.fastbuild, C when it is built): the
     # objects path of 100k partitions was most of this function's time. The objects hold only ints,
     # strings, tuples of ints and enum members, so they are built out of the cyclic GC (atomic), and

@@ -79,3 +79,32 @@ def test_health_lists(store):
     urp = under_replicated(store, last)
     assert [(x.topic, x.partition) for x in urp.partitions] == [("orders", 0), ("orders", 1)]
     assert offline(store, last).partitions == ()
+
+
+def test_state_as_of_orders_like_duckdb(tmp_path):
+    """state_as_of orders its rows itself (not by DuckDB's ORDER BY): the same order as DuckDB's, by
+    topic name in byte order and partition number, whatever order the partitions were created in."""
+    from replay.queries import state_arrow
+    from replay.store import Store
+    from schemas.events import PartitionChange, TopicChange, TopicChangeKind
+    from tests.archive_files import write_archive_file
+    from tests.replay.fixtures import DELTA1, K, ev
+
+    names = ["b", "a", "B", "\u00e9t\u00e9", "a_b", "a.b", "10", "9", "a-b", "zz"]
+    events, seq = list(DELTA1[:5]), 5
+    for n, name in enumerate(names):
+        tid = f"{n:02d}" + "Q" * 20
+        events.append(ev(seq, TopicChange(TopicChangeKind.CREATED, name, tid)))
+        seq += 1
+        for p in (11, 2, 0, 7):
+            events.append(ev(seq, PartitionChange(name, tid, p, None, O1_CREATED, (K.CREATE,))))
+            seq += 1
+    write_archive_file(tmp_path / "a.avro", events)
+    with Store(tmp_path / "s.duckdb") as s:
+        s.load([tmp_path], workers=1)
+        point = s.point()
+        got = [(r.topic, r.partition) for r in state_as_of(s, point).partitions]
+        duck = state_arrow(s, point)
+        assert got == list(zip(duck.column("topic").to_pylist(), duck.column("partition").to_pylist()))
+    assert got == sorted(((name, p) for name in names for p in (11, 2, 0, 7)),
+                         key=lambda k: (k[0].encode(), k[1]))
