@@ -130,3 +130,27 @@ def test_a_file_uri_goes_through_hadoops_filesystem_and_reports_the_same(spark, 
     assert uri["inputs"] == [d.resolve().as_uri()] and path["inputs"] == [str(d)]
     drop = ("seconds", "inputs")
     assert {k: v for k, v in uri.items() if k not in drop} == {k: v for k, v in path.items() if k not in drop}
+
+
+def test_a_local_session_gets_a_heap_for_the_cached_events(spark, monkeypatch, tmp_path):
+    """Spark's 1g default made the checks 1.5x slower (bench/RESULTS.md): a local master gets
+    LOCAL_DRIVER_MEMORY unless the user chose a heap, which then stands."""
+    from checks.spark_engine import LOCAL_DRIVER_MEMORY, _driver_memory_set
+
+    chosen_here = _driver_memory_set()  # this machine's own setting, when it has one
+    for var in ("SPARK_DRIVER_MEMORY", "PYSPARK_SUBMIT_ARGS", "SPARK_CONF_DIR", "SPARK_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    assert not _driver_memory_set()
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-memory 2g pyspark-shell")
+    assert _driver_memory_set()
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS")
+    (tmp_path / "spark-defaults.conf").write_text("spark.driver.memory 3g\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert _driver_memory_set()
+    monkeypatch.setenv("SPARK_DRIVER_MEMORY", "5g")
+    assert _driver_memory_set()
+    # the session the tests share (started by build_session) has that heap, unless the machine chose one
+    if not chosen_here:
+        heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
+        assert spark.conf.get("spark.driver.memory") == LOCAL_DRIVER_MEMORY
+        assert heap > 0.8 * int(LOCAL_DRIVER_MEMORY[:-1]) * 2**30

@@ -1,0 +1,117 @@
+"""Checks at scale (not a test): every invariant over an `events` table on disk, under a DuckDB memory limit,
+one at a time, with each one's time and the process's peak RSS while it ran.
+
+The 100M-event table is made from bench/checks_queries.py's cached 10M table (`sim-10000000.events.duckdb`):
+ten copies, each under its own cluster id (`<id>-0` .. `<id>-9`), i.e. ten clusters of 10M events and
+100k partitions each. Every invariant partitions by cluster, so the copies are independent histories;
+the findings are ten times the 10M table's.
+
+    .venv/bin/python bench/checks_scale.py --make-copies 10 --keep /work/bench-data
+    .venv/bin/python bench/checks_scale.py /work/bench-data/sim-100000000-x10.events.duckdb --memory-limit 6GB
+    .venv/bin/python bench/checks_scale.py /work/bench-data/sim-10000000.events.duckdb --memory-limit 6GB
+
+--count-only counts each query's rows inside DuckDB instead of fetching them into Python: 13.5M findings
+(most of them allowed) at 100M take more memory as Python tuples than the queries do (the first 100M run,
+fetching, passed 10 GB in high_watermark_monotonic's 5.6M rows and was stopped).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import duckdb  # noqa: E402
+
+from checks.catalog import NAMES, wrapped_sql  # noqa: E402
+from checks.duckdb_engine import DuckDBEngine  # noqa: E402
+
+
+def make_copies(keep: Path, copies: int) -> Path:
+    src = keep / "sim-10000000.events.duckdb"
+    dst = keep / f"sim-{10_000_000 * copies}-x{copies}.events.duckdb"
+    if dst.exists():
+        return dst
+    tmp = dst.with_name(dst.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    con = duckdb.connect(str(tmp), config={"threads": 2, "memory_limit": "8GB"})
+    con.execute(f"ATTACH '{src}' AS src (READ_ONLY)")
+    con.execute("CREATE TABLE events AS SELECT * FROM src.events WHERE false")
+    t = time.perf_counter()
+    for k in range(copies):
+        con.execute(f"INSERT INTO events SELECT * REPLACE (cluster_id || '-{k}' AS cluster_id) FROM src.events ORDER BY rowid")
+        print(f"copy {k}: {time.perf_counter() - t:.0f} s", flush=True)
+    con.execute("CHECKPOINT")
+    con.close()
+    os.replace(tmp, dst)
+    return dst
+
+
+def rss_mb() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) // 1024
+    return 0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("table", type=Path, nargs="?", help="a DuckDB file with an `events` table (flat layout)")
+    ap.add_argument("--make-copies", type=int, metavar="K", help="make the K x 10M table first (see above)")
+    ap.add_argument("--keep", type=Path, default=Path("/work/bench-data"))
+    ap.add_argument("--memory-limit", default="6GB")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--count-only", action="store_true")
+    ap.add_argument("--rss-cap-mb", type=int, default=10_000, help="stop (exit 3) when the process passes this")
+    ap.add_argument("--only", action="append", choices=NAMES)
+    args = ap.parse_args()
+    table = make_copies(args.keep, args.make_copies) if args.make_copies else args.table
+    if table is None:
+        ap.error("a table, or --make-copies")
+    spill = args.keep / "duck-spill"
+    spill.mkdir(exist_ok=True)
+    con = duckdb.connect(str(table), read_only=True, config={
+        "threads": args.threads, "memory_limit": args.memory_limit, "temp_directory": str(spill),
+        "autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    peak = {"run": 0, "phase": 0}
+
+    def watch() -> None:
+        while True:
+            r = rss_mb()
+            peak["run"], peak["phase"] = max(peak["run"], r), max(peak["phase"], r)
+            if r > args.rss_cap_mb:
+                print(f"RSS {r:,} MB passed --rss-cap-mb: stopped", flush=True)
+                os._exit(3)
+            time.sleep(0.2)
+
+    threading.Thread(target=watch, daemon=True).start()
+    names = args.only or list(NAMES)
+    eng = DuckDBEngine(con)
+    n, clusters = con.execute("SELECT count(*), count(DISTINCT cluster_id) FROM events").fetchone()
+    print(f"{table}: {n:,} events, {clusters} cluster(s); memory_limit {args.memory_limit}, {args.threads} threads; "
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    started = time.perf_counter()
+    built = eng.build_shared(names)
+    print(f"  {'shared relations':32s} {time.perf_counter() - started:7.1f} s  peak {peak['phase']:,} MB", flush=True)
+    for name in names:
+        peak["phase"], t = 0, time.perf_counter()
+        sql = wrapped_sql(name, "duckdb", built)
+        if args.count_only:
+            rows = con.execute(f"SELECT count(*) FROM ({sql}) q").fetchone()[0]
+        else:
+            rows = len(con.execute(sql).fetchall())
+        print(f"  {name:32s} {time.perf_counter() - t:7.1f} s  peak {peak['phase']:,} MB  rows {rows:,}", flush=True)
+    total = time.perf_counter() - started
+    print(f"total {total:.1f} s ({n / total:,.0f} events/s); peak RSS {peak['run']:,} MB; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    eng.drop_shared(built)
+    con.close()
+
+
+if __name__ == "__main__":
+    main()
