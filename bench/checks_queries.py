@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import duckdb  # noqa: E402
 
-from checks.catalog import (_INCLUDE, BY_NAME, NAMES, SQL_DIR, shared_for, shared_sql, shared_table,  # noqa: E402
+from checks.catalog import (_INCLUDE, _SHARED, BY_NAME, NAMES, SQL_DIR, shared_for, shared_sql, shared_table,  # noqa: E402
                             sql_for, wrapped_sql)
 from checks.dialect import expand  # noqa: E402
 from checks.duckdb_engine import DuckDBEngine, sort_key  # noqa: E402
@@ -36,18 +36,41 @@ from checks.inputs import archives_to_arrow, resolve  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def base_sql(name: str, rev: str) -> str | None:
-    """wrapped_sql(name, 'duckdb') as it was at `rev` (None: the invariant is newer than `rev`)."""
-    def show(path: Path) -> str | None:
-        done = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path.relative_to(ROOT)}"],
-                              capture_output=True, text=True)
-        return done.stdout if done.returncode == 0 else None
+def _base_text(path: Path, rev: str) -> str | None:
+    """The file as it was at `rev`, its fragments included as they were then too (None: newer than `rev`)."""
+    done = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path.relative_to(ROOT)}"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        return None
+    return _INCLUDE.sub(lambda m: "\n" + (_base_text(SQL_DIR / "fragments" / f"{m.group(1)}.sql", rev) or "").strip()
+                        + "\n", done.stdout)
 
-    text = show(BY_NAME[name].sql_path)
+
+def base_shared_table(name: str) -> str:
+    return f"base_{shared_table(name)}"
+
+
+def base_shared_for(names: list[str], rev: str) -> tuple[str, ...]:
+    """The shared relations two or more of the queries at `rev` read (as checks.catalog.shared_for)."""
+    counts: dict[str, int] = {}
+    for n in names:
+        for s in dict.fromkeys(_SHARED.findall(_base_text(BY_NAME[n].sql_path, rev) or "")):
+            counts[s] = counts.get(s, 0) + 1
+    return tuple(s for s, k in counts.items() if k >= 2)
+
+
+def base_shared_sql(name: str, rev: str) -> str:
+    return expand((_base_text(SQL_DIR / "fragments" / f"{name}.sql", rev) or "").strip(), "duckdb")
+
+
+def base_sql(name: str, rev: str, built: frozenset[str] = frozenset()) -> str | None:
+    """wrapped_sql(name, 'duckdb') as it was at `rev` (None: the invariant is newer than `rev`); `built`: the
+    base's shared relations built as base_shared_table(NAME) (the others are inlined, as checks.catalog does)."""
+    text = _base_text(BY_NAME[name].sql_path, rev)
     if text is None:
         return None
-    # its fragments as they were at `rev` too (as checks.catalog includes them)
-    text = _INCLUDE.sub(lambda m: "\n" + (show(SQL_DIR / "fragments" / f"{m.group(1)}.sql") or "").strip() + "\n", text)
+    text = _SHARED.sub(lambda m: base_shared_table(m.group(1)) if m.group(1) in built
+                       else f"(\n{base_shared_sql(m.group(1), rev)}\n)", text)
     return wrapped_sql(name, "duckdb").replace(sql_for(name, "duckdb"), expand(text, "duckdb"))
 
 
@@ -164,21 +187,33 @@ def main() -> None:
     all_equal = True
     print(f"load average {os.getloadavg()[0]:.1f}; base {args.base}; {args.rounds} round(s), best of each")
     print(f"{'invariant':<28} {'base s':>8} {'new s':>8} {'rows':>9}  equal")
-    # the relations several of the current queries share (checks.catalog.shared_for), built as the engine
-    # builds them, once per round; their time counts in the current total (the base has none)
-    built = frozenset()
-    for shared in shared_for(names):
-        times = []
+    # the relations several of the queries share (checks.catalog.shared_for), at the base and now, built as the
+    # engine builds them, once per round; their time counts in that side's total
+    built, base_built = frozenset(), frozenset()
+    base_wanted = () if args.new_only else base_shared_for(names, args.base)
+    for shared in dict.fromkeys(base_wanted + shared_for(names)):
+        olds, news = [], []
         for _ in range(args.rounds):
-            eng.drop_shared(frozenset([shared]))
-            t = time.perf_counter()
-            con.execute(f"CREATE TEMP TABLE {shared_table(shared)} AS {shared_sql(shared, 'duckdb')}")
-            times.append(time.perf_counter() - t)
-        built |= {shared}
-        total_new += min(times)
-        print(f"{'shared:' + shared:<28} {'-':>8} {min(times):8.2f} {'':>9}  -", flush=True)
+            if shared in base_wanted:
+                con.execute(f"DROP TABLE IF EXISTS {base_shared_table(shared)}")
+                t = time.perf_counter()
+                con.execute(f"CREATE TEMP TABLE {base_shared_table(shared)} AS {base_shared_sql(shared, args.base)}")
+                olds.append(time.perf_counter() - t)
+            if shared in shared_for(names):
+                eng.drop_shared(frozenset([shared]))
+                t = time.perf_counter()
+                con.execute(f"CREATE TEMP TABLE {shared_table(shared)} AS {shared_sql(shared, 'duckdb')}")
+                news.append(time.perf_counter() - t)
+        if olds:
+            base_built |= {shared}
+            total_old += min(olds)
+        if news:
+            built |= {shared}
+            total_new += min(news)
+        print(f"{'shared:' + shared:<28} {min(olds) if olds else float('nan'):8.2f} "
+              f"{min(news) if news else float('nan'):8.2f} {'':>9}  -", flush=True)
     for name in names:
-        old_sql, new_sql = base_sql(name, args.base), wrapped_sql(name, "duckdb", built)
+        old_sql, new_sql = base_sql(name, args.base, base_built), wrapped_sql(name, "duckdb", built)
         olds, news, equal, n_rows = [], [], True, 0
         for _ in range(args.rounds):
             if not args.new_only and old_sql is not None:

@@ -60,21 +60,26 @@ per_create AS (  -- creates with some broker registered before them
        LEFT JOIN replica_racks r ON r.cluster_id = n.cluster_id AND r.seq = n.seq
   WHERE n.is_broker = 0
 ),
+lists_dup AS (  -- the changes with a duplicate in some member list: one scan of the events, not one per list
+  SELECT cluster_id, seq, topic, partition, has_before, bootstrap, a_isr, b_isr, a_elr, b_elr,
+         a_last_known_elr, b_last_known_elr, a_adding, b_adding, a_removing, b_removing
+  FROM events WHERE kind = 'PartitionChange' AND has_after
+    AND ({distinct_size(a_isr)} < {size(a_isr)} OR {distinct_size(a_elr)} < {size(a_elr)}
+         OR {distinct_size(a_last_known_elr)} < {size(a_last_known_elr)}
+         OR {distinct_size(a_adding)} < {size(a_adding)} OR {distinct_size(a_removing)} < {size(a_removing)})
+),
 member_lists AS (
   SELECT cluster_id, seq, topic, partition, 'isr' AS list, a_isr AS members, b_isr AS was, has_before, bootstrap
-  FROM events WHERE kind = 'PartitionChange' AND has_after
+  FROM lists_dup
   UNION ALL
-  SELECT cluster_id, seq, topic, partition, 'elr', a_elr, b_elr, has_before, bootstrap
-  FROM events WHERE kind = 'PartitionChange' AND has_after
+  SELECT cluster_id, seq, topic, partition, 'elr', a_elr, b_elr, has_before, bootstrap FROM lists_dup
   UNION ALL
   SELECT cluster_id, seq, topic, partition, 'last_known_elr', a_last_known_elr, b_last_known_elr, has_before, bootstrap
-  FROM events WHERE kind = 'PartitionChange' AND has_after
+  FROM lists_dup
   UNION ALL
-  SELECT cluster_id, seq, topic, partition, 'adding', a_adding, b_adding, has_before, bootstrap
-  FROM events WHERE kind = 'PartitionChange' AND has_after
+  SELECT cluster_id, seq, topic, partition, 'adding', a_adding, b_adding, has_before, bootstrap FROM lists_dup
   UNION ALL
-  SELECT cluster_id, seq, topic, partition, 'removing', a_removing, b_removing, has_before, bootstrap
-  FROM events WHERE kind = 'PartitionChange' AND has_after
+  SELECT cluster_id, seq, topic, partition, 'removing', a_removing, b_removing, has_before, bootstrap FROM lists_dup
 ),
 member_dups AS (
   SELECT * FROM member_lists

@@ -27,7 +27,8 @@
 -- comes back after an unclean shutdown of the whole cluster shows it; from 4.0-IV1 it is a bug.
 -- Broker changes and fences are few, partition states many: a state is looked up as of a broker's
 -- changes by joins on the broker with a seq range (small build side), not by windows over every state.
-WITH brokers AS (
+WITH topics AS ({include(topic_numbers)}),
+brokers AS (
   SELECT cluster_id, seq, broker_id AS broker, bootstrap, broker_change, metadata_version, source_kind,
          CASE WHEN broker_change = 'UNREGISTERED' OR broker_fenced IS NULL THEN 'unregistered'
               WHEN broker_fenced THEN 'fenced' WHEN broker_shutdown THEN 'shutting_down' ELSE 'active' END AS state
@@ -88,21 +89,24 @@ joined_bad AS (
 -- begin before it, and those a later change or a delete ends before it are dropped. A state comes once
 -- per 2^20-seq bucket it spans, a fence meets the states of its own bucket only (an equality join).
 members AS (  -- a broker may come twice per state: held_live groups by state
-  SELECT cluster_id, seq, next_seq, topic, partition, {explode(member_list)} AS broker
-  FROM (SELECT cluster_id, seq, topic, partition, member_list,
-               LEAD(seq) OVER (PARTITION BY cluster_id, topic, partition ORDER BY seq) AS next_seq
-        FROM (SELECT cluster_id, seq, topic, partition,  -- the member list before the window: one list as payload
-                     CASE WHEN has_after AND NOT (a_leader = -1 AND {size(a_isr)} <= 1
-                                                  AND (bootstrap OR (has_before AND {subset(a_isr, b_isr)})))
-                          THEN {concat(a_isr, {list1(a_leader)})} END AS member_list
-              FROM pc) l) n
+  SELECT n.topic_no, n.seq, n.next_seq, n.partition, {explode(n.member_list)} AS broker
+  FROM (SELECT topic_no, seq, partition, member_list,
+               LEAD(seq) OVER (PARTITION BY topic_no, partition ORDER BY seq) AS next_seq
+        FROM (SELECT t.topic_no, e.seq, e.partition,  -- the member list before the window: one list as payload
+                     CASE WHEN e.has_after AND NOT (e.a_leader = -1 AND {size(e.a_isr)} <= 1
+                                                    AND (e.bootstrap OR (e.has_before AND {subset(e.a_isr, e.b_isr)})))
+                          THEN {concat(e.a_isr, {list1(e.a_leader)})} END AS member_list
+              -- keyed by the topic's number (fragments/topic_numbers.sql): string keys slow the window's sort
+              FROM events e JOIN topics t ON t.cluster_id = e.cluster_id AND t.topic IS NOT DISTINCT FROM e.topic
+              WHERE e.kind = 'PartitionChange') l) n
 ),
 member_buckets AS (
   SELECT cluster_id, seq, next_seq, topic, partition, broker,
          {explode_range(CAST(FLOOR(seq / 1048576) AS BIGINT), CAST(FLOOR(last_seq / 1048576) AS BIGINT))} AS bucket
-  FROM (SELECT m.cluster_id, m.seq, m.next_seq, m.topic, m.partition, m.broker, coalesce(m.next_seq, x.last_seq) AS last_seq
-        FROM members m JOIN (SELECT cluster_id, MAX(seq) AS last_seq FROM events GROUP BY cluster_id) x
-          ON x.cluster_id = m.cluster_id
+  FROM (SELECT t.cluster_id, m.seq, m.next_seq, t.topic, m.partition, m.broker, coalesce(m.next_seq, x.last_seq) AS last_seq
+        FROM members m JOIN topics t ON t.topic_no = m.topic_no
+        JOIN (SELECT cluster_id, MAX(seq) AS last_seq FROM events GROUP BY cluster_id) x
+          ON x.cluster_id = t.cluster_id
         WHERE m.broker >= 0) b
 ),
 fences AS (

@@ -28,20 +28,28 @@ WITH pc AS (
   FROM events
   WHERE kind = 'PartitionChange' AND NOT bootstrap AND has_before AND has_after
     AND NOT {contains(changes, 'CREATE')}
+    -- a change outside any reassignment that keeps its replicas (most changes) matches no rule: not judged
+    AND ({size(b_adding)} > 0 OR {size(b_removing)} > 0 OR {size(a_adding)} > 0 OR {size(a_removing)} > 0
+         OR NOT coalesce(a_replicas = b_replicas, false))
 ),
+-- Each change's phase (the first test that holds; coalesce(..., false): NULL does not hold), one branch per
+-- phase so that the phase is a constant there: the rule CASE below tests the phase once per rule, and
+-- DuckDB inlines a computed phase into each test, evaluating its set comparisons a dozen times a change.
 phased AS (
-  SELECT *,
-         CASE
-           WHEN NOT b_in AND a_in THEN 'start'
-           WHEN b_in AND a_in THEN 'during'
-           WHEN b_in AND {contains(changes, 'REASSIGNMENT_CANCEL')} THEN 'cancel'
-           WHEN b_in AND {contains(changes, 'REASSIGNMENT_COMPLETE')} THEN 'complete'
-           WHEN b_in AND {set_eq(a_replicas, {except(b_replicas, b_adding)})}
-                AND NOT {set_eq(a_replicas, {except(b_replicas, b_removing)})} THEN 'cancel'
-           WHEN b_in THEN 'complete'
-           ELSE 'none'
-         END AS phase
-  FROM pc
+  SELECT *, 'start' AS phase FROM pc WHERE coalesce(NOT b_in AND a_in, false)
+  UNION ALL
+  SELECT *, 'during' AS phase FROM pc WHERE coalesce(b_in AND a_in, false)
+  UNION ALL
+  SELECT *, CASE
+              WHEN {contains(changes, 'REASSIGNMENT_CANCEL')} THEN 'cancel'
+              WHEN {contains(changes, 'REASSIGNMENT_COMPLETE')} THEN 'complete'
+              WHEN {set_eq(a_replicas, {except(b_replicas, b_adding)})}
+                   AND NOT {set_eq(a_replicas, {except(b_replicas, b_removing)})} THEN 'cancel'
+              ELSE 'complete'
+            END AS phase
+  FROM pc WHERE coalesce(b_in AND NOT a_in, false) OR (b_in AND a_in IS NULL)
+  UNION ALL
+  SELECT *, 'none' AS phase FROM pc WHERE NOT coalesce(b_in, false) AND NOT coalesce(NOT b_in AND a_in, false)
 ),
 judged AS (
   SELECT *,

@@ -10,11 +10,14 @@
 -- event (or, with none, anywhere before), where the creation may have been lost.
 -- Cost: one window over the PartitionChanges whose payload is the previous event's seq, has_after and
 -- a digest of its after state (dialect shim `digest`: on DuckDB a hash, one narrow column instead of ten
--- wide ones) and the cluster's number (fragments/cluster_numbers.sql), not its id (a string); only the
+-- wide ones), keyed by a number for the cluster id and partition key (not the two strings); only the
 -- rows whose digests differ (breaks: equal states give equal digests) fetch both states by key, to be
 -- compared column by column. Capture gaps and topic events are few, so they are
 -- matched to the (few) breaks and to the topic id's deletes by joins, not by windows over every event.
-WITH clusters AS ({include(cluster_numbers)}),
+WITH pkeys AS (  -- each (cluster id, partition key) with a small integer, the window's key (strings slow its sort)
+  SELECT cluster_id, pkey, row_number() OVER (ORDER BY cluster_id, pkey) AS pkey_no
+  FROM (SELECT DISTINCT cluster_id, coalesce(topic_id, topic) AS pkey FROM events WHERE kind = 'PartitionChange') k
+),
 digests AS (  -- narrow rows for the window: both states as digests
   SELECT cluster_id, coalesce(topic_id, topic) AS pkey, partition, seq, bootstrap, has_before, has_after,
          {digest(6, b_replicas, b_isr, b_adding, b_removing, b_elr, b_last_known_elr, b_leader, b_leader_epoch,
@@ -25,14 +28,14 @@ digests AS (  -- narrow rows for the window: both states as digests
   WHERE kind = 'PartitionChange'
 ),
 paired AS (
-  SELECT c.cluster_no, d.seq, d.bootstrap, d.has_before, d.b_digest,
+  SELECT k.pkey_no, d.seq, d.bootstrap, d.has_before, d.b_digest,
          LAG(d.seq) OVER w AS p_seq, LAG(d.has_after) OVER w AS p_has_after, LAG(d.a_digest) OVER w AS p_digest
-  FROM digests d JOIN clusters c ON c.cluster_id = d.cluster_id
-  WINDOW w AS (PARTITION BY c.cluster_no, d.pkey, d.partition ORDER BY d.seq)
+  FROM digests d JOIN pkeys k ON k.cluster_id = d.cluster_id AND k.pkey IS NOT DISTINCT FROM d.pkey
+  WINDOW w AS (PARTITION BY k.pkey_no, d.partition ORDER BY d.seq)
 ),
 candidates AS (
   SELECT c.cluster_id, p.seq, p.p_seq, p.p_has_after
-  FROM paired p JOIN clusters c ON c.cluster_no = p.cluster_no
+  FROM paired p JOIN pkeys c ON c.pkey_no = p.pkey_no
   WHERE NOT p.bootstrap AND p.has_before AND p.p_seq IS NOT NULL
     AND (NOT p.p_has_after OR p.b_digest IS DISTINCT FROM p.p_digest)
 ),

@@ -8,21 +8,22 @@
 -- incarnation begins), last_unclean the last unclean election, prev_seq the last sample strictly before
 -- the row, and prev_hw that sample's HW (hw is set on every sample row and no other). As seq rises along
 -- the window, the last non-null value is the running maximum; DuckDB computes it faster than MAX.
--- is_unclean is unclean_election_allowed.sql's test. The window carries the cluster's number
--- (fragments/cluster_numbers.sql), not its id (a string key slows the sort), and no lists: the queries
--- fetch those by key for the rows they judge. Only samples and elections come out (the rows the two
--- queries read); plain state rows are there for the running values only.
-SELECT c.cluster_id, t.seq, t.topic, t.partition, t.is_sample, t.is_election, t.is_unclean, t.a_leader, t.hw,
+-- is_unclean is unclean_election_allowed.sql's test. The window is keyed by the topic's number
+-- (fragments/topic_numbers.sql), not the cluster id and topic name (string keys slow the sort), and
+-- carries no lists: the queries fetch those by key for the rows they judge. Only samples and elections
+-- come out (the rows the two queries read); plain state rows are there for the running values only.
+WITH topics AS ({include(topic_numbers)})
+SELECT c.cluster_id, t.seq, c.topic, t.partition, t.is_sample, t.is_election, t.is_unclean, t.a_leader, t.hw,
        t.state_seq, t.last_reset, t.last_unclean, t.prev_seq, t.prev_hw
 FROM (
-  SELECT s.cluster_no, s.seq, s.topic, s.partition, s.is_sample, s.is_election, s.is_unclean, s.a_leader, s.hw,
+  SELECT s.topic_no, s.seq, s.partition, s.is_sample, s.is_election, s.is_unclean, s.a_leader, s.hw,
          {last_nn(CASE WHEN s.is_sample = 0 THEN s.seq END)} OVER upto AS state_seq,
          {last_nn(CASE WHEN s.is_reset = 1 THEN s.seq END)} OVER upto AS last_reset,
          {last_nn(CASE WHEN s.is_unclean = 1 THEN s.seq END)} OVER upto AS last_unclean,
          {last_nn(CASE WHEN s.is_sample = 1 THEN s.seq END)} OVER earlier AS prev_seq,
          {last_nn(s.hw)} OVER earlier AS prev_hw
   FROM (
-    SELECT n.cluster_no, e.seq, e.topic, e.partition, 0 AS is_sample,
+    SELECT n.topic_no, e.seq, e.partition, 0 AS is_sample,
            CASE WHEN NOT e.has_before OR NOT e.has_after THEN 1 ELSE 0 END AS is_reset,
            CASE WHEN e.has_before AND e.has_after AND NOT e.bootstrap AND e.a_leader <> -1 AND e.a_leader <> e.b_leader
                 THEN 1 ELSE 0 END AS is_election,
@@ -33,17 +34,17 @@ FROM (
                           OR e.election = 'UNCLEAN' OR (e.a_recovery = 'RECOVERING' AND e.b_recovery <> 'RECOVERING'))
                 THEN 1 ELSE 0 END AS is_unclean,
            e.a_leader, CAST(NULL AS BIGINT) AS hw
-    FROM events e JOIN ({include(cluster_numbers)}) n ON n.cluster_id = e.cluster_id
+    FROM events e JOIN topics n ON n.cluster_id = e.cluster_id AND n.topic IS NOT DISTINCT FROM e.topic
     WHERE e.kind = 'PartitionChange'
     UNION ALL
-    SELECT n.cluster_no, e.seq, e.topic, e.partition, 1, 0, 0, 0, CAST(NULL AS INT), e.s_hw
-    FROM events e JOIN ({include(cluster_numbers)}) n ON n.cluster_id = e.cluster_id
+    SELECT n.topic_no, e.seq, e.partition, 1, 0, 0, 0, CAST(NULL AS INT), e.s_hw
+    FROM events e JOIN topics n ON n.cluster_id = e.cluster_id AND n.topic IS NOT DISTINCT FROM e.topic
     WHERE e.kind = 'OffsetSample' AND e.s_hw >= 0
   ) s
-  WINDOW upto AS (PARTITION BY s.cluster_no, s.topic, s.partition ORDER BY s.seq
+  WINDOW upto AS (PARTITION BY s.topic_no, s.partition ORDER BY s.seq
                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
-         earlier AS (PARTITION BY s.cluster_no, s.topic, s.partition ORDER BY s.seq
+         earlier AS (PARTITION BY s.topic_no, s.partition ORDER BY s.seq
                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ) t
-JOIN ({include(cluster_numbers)}) c ON c.cluster_no = t.cluster_no
+JOIN topics c ON c.topic_no = t.topic_no
 WHERE t.is_sample = 1 OR t.is_election = 1
