@@ -16,6 +16,7 @@ import pyarrow as pa
 from checks.catalog import (EVIDENCE_COLUMNS, VIOLATION_COLUMNS, shared_for, shared_sql, shared_table,
                             wrapped_sql)
 from schemas.flat import STORE_LAYOUT_VERSION
+from checks.findings import Findings, sort_key  # noqa: F401 - sort_key re-exported
 from checks.inputs import (BadInput, Inputs, chain_summary, chains_of, read_archives,
                            check_layout)
 from schemas.verified import Gap
@@ -127,18 +128,31 @@ class DuckDBEngine:
     def clusters(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT DISTINCT cluster_id FROM events ORDER BY 1").fetchall()]
 
-    def violations(self, names: Sequence[str]) -> list[tuple[Any, ...]]:
-        """Rows of VIOLATION_COLUMNS for the named invariants, sorted."""
-        rows: list[tuple[Any, ...]] = []
+    def findings(self, names: Sequence[str]) -> Findings:
+        """The named invariants' rows (VIOLATION_COLUMNS) in a temporary table of this connection: they
+        never leave DuckDB unless asked for (checks.findings). Each query is timed by its name."""
+        found = Findings.create(self.con)
         built = self.build_shared(names)
         try:
             for name in names:
                 started = time.perf_counter()
-                rows.extend(self.con.execute(wrapped_sql(name, DIALECT, built)).fetchall())
+                found.add_query(wrapped_sql(name, DIALECT, built))
                 self.timings[name] = time.perf_counter() - started
+        except BaseException:
+            found.close()
+            raise
         finally:
             self.drop_shared(built)
-        return sorted(rows, key=sort_key)
+        return found
+
+    def violations(self, names: Sequence[str]) -> list[tuple[Any, ...]]:
+        """Rows of VIOLATION_COLUMNS for the named invariants, sorted (as Python objects: for small
+        histories and tests; the report reads `findings`)."""
+        found = self.findings(names)
+        try:
+            return found.rows()
+        finally:
+            found.close()
 
     def build_shared(self, names: Sequence[str]) -> frozenset[str]:
         """The relations two or more of these invariants read, each built once as a temporary table
@@ -175,10 +189,6 @@ class DuckDBEngine:
     def close(self) -> None:
         if self._owned:
             self.con.close()
-
-
-def sort_key(row: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple((v is None, v if v is not None else 0) for v in row)
 
 
 def _connect(database: str, read_only: bool = False, threads: int | None = None) -> duckdb.DuckDBPyConnection:

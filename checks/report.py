@@ -7,15 +7,15 @@ import sys
 
 import json
 import xml.etree.ElementTree as ET
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from checks.catalog import BY_NAME, VIOLATION_COLUMNS, Invariant
+from checks.findings import Counts, Findings
 from schemas import times
-from schemas.verified import Gap, no_data_gap
+from schemas.verified import Gap
 
 WORST = 5  # examples per invariant (Jepsen keeps 8-32; the JSON keeps the same few)
 
@@ -60,8 +60,6 @@ class Report:
     # per cluster: {"cluster_id", "verified_to", "last_seq", "gaps": [...]}: what the history's
     # chain was verified to, and the stretches that are not verified data
     chains: list[dict[str, Any]] = field(default_factory=list)
-    # every finding (VIOLATION_COLUMNS), violated and allowed, after --allow and the gaps: the CSV's rows
-    findings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -77,47 +75,25 @@ class Report:
         }
 
 
-def _row(values: Sequence[Any]) -> dict[str, Any]:
-    return dict(zip(VIOLATION_COLUMNS, values))
-
-
-def _rank(v: dict[str, Any]) -> tuple[Any, ...]:
-    return (-(v["magnitude"] or 0), v["cluster_id"], v["seq"], v["rule"])
-
-
 def build(
     engine_name: str,
     inputs: list[str],
     kind_counts: dict[str, int],
     clusters: list[str],
     names: Sequence[str],
-    rows: Iterable[Sequence[Any]],
+    found: Findings,
     allow: Sequence[str],
     fetch: Callable[[Iterable[tuple[str, int]]], dict[tuple[str, int], dict[str, Any]]],
     gaps: Sequence[Gap] = (),
     chains: Sequence[dict[str, Any]] = (),
 ) -> Report:
-    """Condense violation rows into a Report; `fetch` gives the evidence events by (cluster, seq).
+    """Condense the findings into a Report; `fetch` gives the evidence events by (cluster, seq).
     A finding of an invariant that judges history, whose evidence spans a gap, is "no data"."""
-    by_name: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
-    in_gaps: Counter[str] = Counter()
-    for values in rows:
-        v = _row(values)
-        if gaps and v["status"] == "violated" and BY_NAME[v["invariant"]].history and \
-                no_data_gap(gaps, v["cluster_id"], v["seq"], v["related_seq"]) is not None:
-            in_gaps[v["invariant"]] += 1
-            continue
-        if v["status"] == "violated" and v["invariant"] in allow:
-            v["status"], v["allowance"] = "allowed", "--allow " + v["invariant"]
-        by_name[v["invariant"]].append(v)
-
-    picked: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+    found.judge(allow, gaps, [n for n in BY_NAME if BY_NAME[n].history])
+    counts, worst = found.counts(), found.worst(WORST)
     keys: set[tuple[str, int]] = set()
-    for name, vs in by_name.items():
-        bad = sorted((v for v in vs if v["status"] == "violated"), key=_rank)[:WORST]
-        ok = sorted((v for v in vs if v["status"] == "allowed"), key=_rank)[:WORST]
-        picked[name] = (bad, ok)
-        for v in bad + ok:
+    for picked in worst.values():
+        for v in picked:
             keys.add((v["cluster_id"], v["seq"]))
             if v["related_seq"] is not None:
                 keys.add((v["cluster_id"], v["related_seq"]))
@@ -125,35 +101,20 @@ def build(
 
     results = []
     for name in names:
-        inv, vs = BY_NAME[name], by_name[name]
-        bad, ok = picked[name]
-        n_bad = sum(1 for v in vs if v["status"] == "violated")
-        n_ok = len(vs) - n_bad
+        inv, c = BY_NAME[name], counts.get(name) or Counts()
         missing = [k for k in inv.needs if not kind_counts.get(k)]
-        if in_gaps[name]:
-            missing.append(f"{in_gaps[name]} finding(s) rest on a gap in the history")
-        status = FAIL if n_bad else ALLOWED if n_ok else NO_DATA if missing else PASS
+        if c.in_gaps:
+            missing.append(f"{c.in_gaps} finding(s) rest on a gap in the history")
+        status = FAIL if c.violations else ALLOWED if c.allowed else NO_DATA if missing else PASS
         results.append(InvariantResult(
-            invariant=inv, status=status, violations=n_bad, allowed=n_ok,
-            rules=dict(Counter(v["rule"] for v in vs)),
-            allowances=dict(Counter(v["allowance"] for v in vs if v["status"] == "allowed")),
-            examples=[_example(v, evidence) for v in bad],
-            allowed_examples=[_example(v, evidence) for v in ok],
-            missing_data=missing, in_gaps=in_gaps[name], magnitudes=_magnitudes(vs),
+            invariant=inv, status=status, violations=c.violations, allowed=c.allowed,
+            rules=c.rules or {}, allowances=c.allowances or {},
+            examples=[_example(v, evidence) for v in worst.get((name, "violated"), [])],
+            allowed_examples=[_example(v, evidence) for v in worst.get((name, "allowed"), [])],
+            missing_data=missing, in_gaps=c.in_gaps, magnitudes=c.magnitudes or {},
         ))
-    findings = sorted((v for vs in by_name.values() for v in vs),
-                      key=lambda v: (v["invariant"], v["cluster_id"], v["seq"], v["rule"]))
     return Report(engine_name, inputs, sum(kind_counts.values()), clusters, list(allow), results,
-                  chains=list(chains), findings=findings)
-
-
-def _magnitudes(vs: list[dict[str, Any]]) -> dict[str, int]:
-    """How much each rule's findings add up to (lost records, epochs gone back, ...)."""
-    out: Counter[str] = Counter()
-    for v in vs:
-        if v["magnitude"] is not None:
-            out[v["rule"]] += int(v["magnitude"])
-    return dict(out)
+                  chains=list(chains))
 
 
 def _example(v: dict[str, Any], evidence: dict[tuple[str, int], dict[str, Any]]) -> dict[str, Any]:
@@ -232,22 +193,30 @@ def write_json(report: Report, path: str | Path) -> None:
         Path(path).write_text(text)
 
 
-def write_csv(report: Report, path: str | Path) -> None:
-    """One row per finding (violated or allowed) with the columns every engine returns; '-' = standard
-    output. A clean history gives the header alone."""
+def write_csv(found: Findings, path: str | Path) -> None:
+    """One row per judged finding (violated or allowed) with the columns every engine returns, streamed
+    from the findings table; '-' = standard output. A clean history gives the header alone. A file is
+    written beside its path and renamed into place: a failed write leaves no half report."""
     import csv
-    import io
+    import os
 
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(VIOLATION_COLUMNS)
-    for v in report.findings:
-        w.writerow(["" if v[c] is None else v[c] for c in VIOLATION_COLUMNS])
+    def rows(out: Any) -> None:
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(VIOLATION_COLUMNS)
+        for batch in found.stream():
+            w.writerows(batch)  # None is written as the empty field
+
     if str(path) == "-":
-        sys.stdout.write(buf.getvalue())
+        rows(sys.stdout)
         sys.stdout.flush()
-    else:
-        Path(path).write_text(buf.getvalue())
+        return
+    part = Path(str(path) + ".part")
+    try:
+        with open(part, "w", newline="") as out:
+            rows(out)
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)
 
 
 def junit_xml(report: Report) -> ET.ElementTree:

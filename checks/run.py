@@ -24,9 +24,11 @@ def check(
     master: str = "local[2]",
     allow_gaps: bool = False,
     progress: Any = None,
+    csv_path: str | Path | None = None,
 ) -> Report:
     """Run the catalog (or the named invariants) over the inputs; raises BadInput/ContractError
-    (ArchiveProblem when an archive does not verify and allow_gaps is not given)."""
+    (ArchiveProblem when an archive does not verify and allow_gaps is not given). `csv_path`: every
+    finding as CSV, written from the engine's findings table before it closes."""
     started = time.perf_counter()
     unknown = [n for n in list(allow) + list(invariants or ()) if n not in BY_NAME]
     if unknown:
@@ -48,10 +50,18 @@ def check(
     else:
         raise BadInput(f"unknown engine {engine!r}; use duckdb or spark")
     try:
-        rows = eng.violations(names)
-        report = build(eng.name, resolved.describe(), eng.kind_counts(), eng.clusters(), names, rows,
-                       list(allow), eng.events_at, gaps=eng.gaps, chains=eng.chains)
-        eng.confirm_sources()  # every read is done: were the bytes read the bytes verified?
+        found = eng.findings(names)
+        try:
+            report = build(eng.name, resolved.describe(), eng.kind_counts(), eng.clusters(), names, found,
+                           list(allow), eng.events_at, gaps=eng.gaps, chains=eng.chains)
+            eng.confirm_sources()  # every read is done: were the bytes read the bytes verified?
+            if csv_path:
+                try:
+                    write_csv(found, csv_path)
+                except OSError as exc:  # a full disk, a read-only or missing directory: say which file
+                    raise BadInput(f"cannot write the report {csv_path}: {exc.strerror or exc}") from None
+        finally:
+            found.close()
     finally:
         eng.close()
     report.seconds = time.perf_counter() - started
@@ -89,7 +99,7 @@ def run_check(
 
     try:
         report = check(inputs, engine=engine, allow=allow, invariants=invariants, spark=spark, master=master,
-                       allow_gaps=allow_gaps, progress=progress)
+                       allow_gaps=allow_gaps, progress=progress, csv_path=csv_path)
     except BaseException as exc:  # noqa: BLE001 - the CLI's one mapping of errors to a line and an exit code
         known = describe(exc)
         if known is None:
@@ -97,7 +107,7 @@ def run_check(
         print(PREFIX + known[0], file=sys.stderr)
         return known[1]
     print_report(report, console)
-    for path, write in ((json_path, write_json), (csv_path, write_csv), (junit_path, write_junit)):
+    for path, write in ((json_path, write_json), (junit_path, write_junit)):
         if not path:
             continue
         try:

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from checks.catalog import EVIDENCE_COLUMNS, shared_for, shared_sql, shared_table, wrapped_sql
-from checks.duckdb_engine import DuckDBEngine, sort_key
+from checks.duckdb_engine import DuckDBEngine
+from checks.findings import Findings
 from checks.inputs import BadInput, Inputs, chains_of
 from schemas import flat, loader
 from schemas.verified import verify
@@ -301,11 +302,12 @@ class SparkEngine:
     def clusters(self) -> list[str]:
         return [r[0] for r in self.spark.sql("SELECT DISTINCT cluster_id FROM events ORDER BY 1").collect()]
 
-    def violations(self, names: Sequence[str]) -> list[tuple[Any, ...]]:
-        """All named invariants in one Spark job graph (UNION ALL), rows sorted like DuckDB's."""
-        if not names:
-            return []
+    def findings(self, names: Sequence[str]) -> Findings:
+        """All named invariants in one Spark job graph (UNION ALL), its rows streamed a partition at a
+        time into an in-memory DuckDB (checks.findings), where the report reads them as DuckDB's."""
         started = time.perf_counter()
+        if not names:
+            return Findings.of_rows(())
         # a relation several of them read (checks.catalog.shared_for) is a cached view, computed once
         shared = {s: self.spark.sql(shared_sql(s, DIALECT)).cache() for s in shared_for(names)}
         try:
@@ -314,13 +316,21 @@ class SparkEngine:
             built = frozenset(shared)
             sql = "\nUNION ALL\n".join(f"SELECT * FROM ({wrapped_sql(n, DIALECT, built)}) q{i}"
                                        for i, n in enumerate(names))
-            rows = [tuple(r) for r in self.spark.sql(sql).collect()]
+            found = Findings.of_rows(tuple(r) for r in self.spark.sql(sql).toLocalIterator())
         finally:
             for s, df in shared.items():
                 self.spark.catalog.dropTempView(shared_table(s))
                 df.unpersist()
         self.timings["all"] = time.perf_counter() - started
-        return sorted(rows, key=sort_key)
+        return found
+
+    def violations(self, names: Sequence[str]) -> list[tuple[Any, ...]]:
+        """Rows sorted like DuckDB's (for tests and small histories; the report reads `findings`)."""
+        found = self.findings(names)
+        try:
+            return found.rows()
+        finally:
+            found.close()
 
     def events_at(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], dict[str, Any]]:
         keys = sorted(set(keys))

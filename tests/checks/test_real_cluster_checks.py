@@ -118,6 +118,7 @@ def _is_known_limit(v: dict, evidence: dict) -> bool:
 def test_zero_violations_and_the_unclean_election_is_allowed(checked, capsys):
     from checks.duckdb_engine import DuckDBEngine
     from checks.inputs import resolve
+    from checks.findings import Findings
     from checks.report import build
 
     c, archive, facts = checked
@@ -128,8 +129,8 @@ def test_zero_violations_and_the_unclean_election_is_allowed(checked, capsys):
                 "actual", "magnitude")
         vs = [dict(zip(cols, r)) for r in rows]
         evidence = eng.events_at((v["cluster_id"], v["seq"]) for v in vs)
-        report = build("duckdb", [str(archive)], eng.kind_counts(), eng.clusters(), list(NAMES), rows, [],
-                       eng.events_at)
+        report = build("duckdb", [str(archive)], eng.kind_counts(), eng.clusters(), list(NAMES),
+                       Findings.of_rows(rows), [], eng.events_at)
     finally:
         eng.close()
     violated = [v for v in vs if v["status"] == "violated"]

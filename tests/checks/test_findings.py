@@ -1,0 +1,136 @@
+"""checks.findings: the report's counts, worst examples and CSV, computed in DuckDB, equal what the
+report computed over Python objects before (the reference below), on findings with ties, NULLs,
+gaps and --allow; and `ctrlaudit check --csv` streams them."""
+from __future__ import annotations
+
+import csv
+import io
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from checks.catalog import BY_NAME, NAMES, VIOLATION_COLUMNS
+from checks.findings import BATCH, Findings, sort_key
+from checks.report import WORST, build, write_csv
+from schemas.verified import Gap, no_data_gap
+
+HISTORY = [n for n in NAMES if BY_NAME[n].history]
+ONE_EVENT = [n for n in NAMES if not BY_NAME[n].history]
+
+
+def _rows(seed: int, n: int) -> list[tuple[Any, ...]]:
+    rnd = random.Random(seed)
+    out = []
+    for _ in range(n):
+        out.append((
+            rnd.choice(list(NAMES[:5]) + ONE_EVENT[:1]), rnd.choice(["c1", "c2", "Ä", "c10"]), rnd.randrange(0, 60),
+            rnd.choice([None, rnd.randrange(0, 60)]), rnd.choice(["r_a", "r_b", "R"]),
+            rnd.choice(["violated", "violated", "allowed"]), rnd.choice([None, "known anomaly", "x"]),
+            rnd.choice([None, "", "1", "[1, 2]", "a,b"]), rnd.choice([None, "2", 'say "x"', "line\nbreak"]),
+            rnd.choice([None, 0, 1, 5, 5, 5, 9]),
+        ))
+    return sorted(out, key=sort_key)  # as the engines give them
+
+
+def _reference(rows, allow, gaps):
+    """The report's condensation as it was over Python objects (checks/report.py before findings.py)."""
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    in_gaps: Counter[str] = Counter()
+    for values in rows:
+        v = dict(zip(VIOLATION_COLUMNS, values))
+        if gaps and v["status"] == "violated" and BY_NAME[v["invariant"]].history and \
+                no_data_gap(gaps, v["cluster_id"], v["seq"], v["related_seq"]) is not None:
+            in_gaps[v["invariant"]] += 1
+            continue
+        if v["status"] == "violated" and v["invariant"] in allow:
+            v["status"], v["allowance"] = "allowed", "--allow " + v["invariant"]
+        by_name.setdefault(v["invariant"], []).append(v)
+
+    def rank(v):
+        return (-(v["magnitude"] or 0), v["cluster_id"], v["seq"], v["rule"])
+
+    out = {}
+    for name, vs in by_name.items():
+        mags: Counter[str] = Counter()
+        for v in vs:
+            if v["magnitude"] is not None:
+                mags[v["rule"]] += v["magnitude"]
+        out[name] = {
+            "violations": sum(v["status"] == "violated" for v in vs),
+            "allowed": sum(v["status"] != "violated" for v in vs),
+            "rules": dict(Counter(v["rule"] for v in vs)),
+            "allowances": dict(Counter(v["allowance"] for v in vs if v["status"] == "allowed")),
+            "magnitudes": dict(mags), "in_gaps": in_gaps[name],
+            "worst": [(v["cluster_id"], v["seq"], v["rule"], v["related_seq"]) for v in
+                      sorted((v for v in vs if v["status"] == "violated"), key=rank)[:WORST]],
+            "worst_allowed": [(v["cluster_id"], v["seq"], v["rule"], v["related_seq"]) for v in
+                              sorted((v for v in vs if v["status"] == "allowed"), key=rank)[:WORST]],
+        }
+    for name in in_gaps:
+        out.setdefault(name, {"violations": 0, "allowed": 0, "in_gaps": in_gaps[name]})
+    findings = sorted((v for vs in by_name.values() for v in vs),
+                      key=lambda v: (v["invariant"], v["cluster_id"], v["seq"], v["rule"]))
+    return out, findings
+
+
+@pytest.mark.parametrize("seed,allow,with_gaps", [(1, [], False), (2, [NAMES[1]], True), (3, list(NAMES[:3]), True),
+                                                 (4, [], True)])
+def test_report_equals_the_python_reference(seed, allow, with_gaps, tmp_path):
+    rows = _rows(seed, 3000)
+    gaps = [Gap("c1", 10, 20, "a missing file"), Gap("Ä", 40, 41, "a broken link")] if with_gaps else []
+    want, want_rows = _reference(rows, allow, gaps)
+    found = Findings.of_rows(reversed(rows))  # the table's order must not matter
+    try:
+        assert found.rows() == rows
+        report = build("test", [], {"PartitionChange": 1}, ["c1"], list(NAMES), found, allow, lambda keys: {},
+                       gaps=gaps)
+        for r in report.results:
+            w = want.get(r.invariant.name)
+            if w is None:
+                assert (r.violations, r.allowed, r.in_gaps) == (0, 0, 0)
+                continue
+            assert (r.violations, r.allowed, r.in_gaps) == (w["violations"], w["allowed"], w["in_gaps"])
+            if "rules" not in w:
+                continue
+            assert r.rules == w["rules"] and r.allowances == w["allowances"] and r.magnitudes == w["magnitudes"]
+            assert [(x["cluster_id"], x["seq"], x["rule"], x["related_seq"]) for x in r.examples] == w["worst"]
+            assert [(x["cluster_id"], x["seq"], x["rule"], x["related_seq"]) for x in r.allowed_examples] == \
+                w["worst_allowed"]
+        write_csv(found, tmp_path / "f.csv")
+    finally:
+        found.close()
+    text = (tmp_path / "f.csv").read_text()
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(VIOLATION_COLUMNS)
+    for v in want_rows:
+        w.writerow(["" if v[c] is None else v[c] for c in VIOLATION_COLUMNS])
+    assert text == buf.getvalue()
+    assert not (tmp_path / "f.csv.part").exists()
+
+
+def test_csv_streams_more_than_one_batch(tmp_path):
+    rows = sorted((("leader_in_isr", "c", i, None, "r", "violated", None, "1", "2", None) for i in range(BATCH + 7)),
+                  key=sort_key)
+    found = Findings.of_rows(rows)
+    try:
+        build("test", [], {}, ["c"], ["leader_in_isr"], found, [], lambda keys: {})
+        write_csv(found, tmp_path / "f.csv")
+    finally:
+        found.close()
+    got = list(csv.reader((tmp_path / "f.csv").open()))
+    assert len(got) == BATCH + 8 and [int(r[2]) for r in got[1:]] == list(range(BATCH + 7))
+
+
+def test_a_failed_csv_write_leaves_no_file(tmp_path):
+    found = Findings.of_rows([("leader_in_isr", "c", 1, None, "r", "violated", None, "1", "2", None)])
+    try:
+        build("test", [], {}, ["c"], ["leader_in_isr"], found, [], lambda keys: {})
+        (tmp_path / "out.csv").mkdir()  # a directory where the file should go: the rename fails
+        with pytest.raises(OSError):
+            write_csv(found, tmp_path / "out.csv")
+    finally:
+        found.close()
+    assert (tmp_path / "out.csv").is_dir() and not (tmp_path / "out.csv.part").exists()
