@@ -10,9 +10,11 @@ the findings are ten times the 10M table's.
     .venv/bin/python bench/checks_scale.py /work/bench-data/sim-100000000-x10.events.duckdb --memory-limit 6GB
     .venv/bin/python bench/checks_scale.py /work/bench-data/sim-10000000.events.duckdb --memory-limit 6GB
 
---count-only counts each query's rows inside DuckDB instead of fetching them into Python: 13.5M findings
-(most of them allowed) at 100M take more memory as Python tuples than the queries do (the first 100M run,
-fetching, passed 10 GB in high_watermark_monotonic's 5.6M rows and was stopped).
+By default the findings go where `ctrlaudit check` puts them (checks.findings: a temporary DuckDB table),
+then the report is built from them (counts, worst examples and their evidence) and, with --csv, every
+finding is written out, each phase timed with its peak RSS. --count-only only counts each query's rows.
+(Before checks.findings the report held every finding as a Python dict: 13.5M at 100M, and the run
+passed 10 GB in high_watermark_monotonic's 5.6M rows.)
 """
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ import duckdb  # noqa: E402
 
 from checks.catalog import NAMES, wrapped_sql  # noqa: E402
 from checks.duckdb_engine import DuckDBEngine  # noqa: E402
+from checks.findings import Findings  # noqa: E402
+from checks.report import build, write_csv  # noqa: E402
 
 
 def make_copies(keep: Path, copies: int) -> Path:
@@ -67,6 +71,7 @@ def main() -> None:
     ap.add_argument("--memory-limit", default="6GB")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--count-only", action="store_true")
+    ap.add_argument("--csv", type=Path, help="write every finding here (as `ctrlaudit check --csv`)")
     ap.add_argument("--rss-cap-mb", type=int, default=10_000, help="stop (exit 3) when the process passes this")
     ap.add_argument("--only", action="append", choices=NAMES)
     args = ap.parse_args()
@@ -98,18 +103,34 @@ def main() -> None:
     started = time.perf_counter()
     built = eng.build_shared(names)
     print(f"  {'shared relations':32s} {time.perf_counter() - started:7.1f} s  peak {peak['phase']:,} MB", flush=True)
+    found = None if args.count_only else Findings.create(con)
     for name in names:
-        peak["phase"], t = 0, time.perf_counter()
+        peak["phase"], t = rss_mb(), time.perf_counter()
         sql = wrapped_sql(name, "duckdb", built)
-        if args.count_only:
+        if found is None:
             rows = con.execute(f"SELECT count(*) FROM ({sql}) q").fetchone()[0]
         else:
-            rows = len(con.execute(sql).fetchall())
+            before = con.execute("SELECT count(*) FROM check_findings").fetchone()[0]
+            found.add_query(sql)
+            rows = con.execute("SELECT count(*) FROM check_findings").fetchone()[0] - before
         print(f"  {name:32s} {time.perf_counter() - t:7.1f} s  peak {peak['phase']:,} MB  rows {rows:,}", flush=True)
+    eng.drop_shared(built)
+    if found is not None:
+        peak["phase"], t = rss_mb(), time.perf_counter()
+        kinds = eng.kind_counts()
+        report = build("duckdb", [str(table)], kinds, eng.clusters(), names, found, [], eng.events_at)
+        worst = sum(len(r.examples) + len(r.allowed_examples) for r in report.results)
+        print(f"  {'report (counts, worst, evidence)':32s} {time.perf_counter() - t:7.1f} s  peak {peak['phase']:,} MB  "
+              f"examples {worst}; " + ", ".join(f"{r.invariant.name}={r.status}" for r in report.results), flush=True)
+        if args.csv:
+            peak["phase"], t = rss_mb(), time.perf_counter()
+            write_csv(found, args.csv)
+            print(f"  {'csv':32s} {time.perf_counter() - t:7.1f} s  peak {peak['phase']:,} MB  "
+                  f"{args.csv.stat().st_size / 1e9:.2f} GB", flush=True)
+        found.close()
     total = time.perf_counter() - started
     print(f"total {total:.1f} s ({n / total:,.0f} events/s); peak RSS {peak['run']:,} MB; "
           f"load average {os.getloadavg()[0]:.1f}")
-    eng.drop_shared(built)
     con.close()
 
 
