@@ -101,6 +101,14 @@ class DuckDBEngine:
                            "(DuckDB reads local or mounted paths)")
         return cls.from_archives(inputs.sources(), threads=threads, allow_gaps=allow_gaps, progress=progress)
 
+    def limit_memory(self, limit: str) -> None:
+        """Cap DuckDB's memory (e.g. '6GB'): beyond it the queries and the findings table spill to DuckDB's
+        temporary directory (beside a store: STORE.tmp), so a history larger than memory is checked."""
+        try:
+            self.con.execute(f"SET memory_limit = '{limit.replace(chr(39), '')}'")
+        except duckdb.Error as exc:
+            raise BadInput(f"--memory-limit {limit!r}: {str(exc).splitlines()[0]}") from None
+
     def check_store(self, where: str, require_meta: bool = False) -> None:
         tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         if "store_meta" in tables:

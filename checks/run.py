@@ -25,10 +25,12 @@ def check(
     allow_gaps: bool = False,
     progress: Any = None,
     csv_path: str | Path | None = None,
+    memory_limit: str | None = None,
 ) -> Report:
     """Run the catalog (or the named invariants) over the inputs; raises BadInput/ContractError
     (ArchiveProblem when an archive does not verify and allow_gaps is not given). `csv_path`: every
-    finding as CSV, written from the engine's findings table before it closes."""
+    finding as CSV, written from the engine's findings table before it closes. `memory_limit`: DuckDB's
+    (it spills beyond it); Spark's memory is Spark's configuration."""
     started = time.perf_counter()
     unknown = [n for n in list(allow) + list(invariants or ()) if n not in BY_NAME]
     if unknown:
@@ -38,6 +40,9 @@ def check(
         inputs = [p[len("file://"):] if isinstance(p, str) and p.startswith("file://") else p
                   for p in ([inputs] if isinstance(inputs, (str, Path)) else inputs)]
     resolved = resolve([inputs] if isinstance(inputs, (str, Path)) else list(inputs))
+    if memory_limit and engine != "duckdb":
+        raise BadInput("--memory-limit is DuckDB's; give Spark its memory with spark.driver.memory / "
+                       "spark.executor.memory")
     if engine == "duckdb":
         from checks.duckdb_engine import DuckDBEngine
 
@@ -50,6 +55,8 @@ def check(
     else:
         raise BadInput(f"unknown engine {engine!r}; use duckdb or spark")
     try:
+        if memory_limit:
+            eng.limit_memory(memory_limit)
         found = eng.findings(names)
         try:
             report = build(eng.name, resolved.describe(), eng.kind_counts(), eng.clusters(), names, found,
@@ -82,6 +89,7 @@ def run_check(
     master: str = "local[2]",
     allow_gaps: bool = False,
     progress: Any = None,
+    memory_limit: str | None = None,
 ) -> int:
     """Check, print a readable report, write JSON/JUnit if asked; 0 clean / 1 violations or an archive
     that does not verify / 2 bad input.
@@ -99,7 +107,8 @@ def run_check(
 
     try:
         report = check(inputs, engine=engine, allow=allow, invariants=invariants, spark=spark, master=master,
-                       allow_gaps=allow_gaps, progress=progress, csv_path=csv_path)
+                       allow_gaps=allow_gaps, progress=progress, csv_path=csv_path,
+                       memory_limit=memory_limit)
     except BaseException as exc:  # noqa: BLE001 - the CLI's one mapping of errors to a line and an exit code
         known = describe(exc)
         if known is None:

@@ -34,6 +34,9 @@ def register(app: typer.Typer) -> None:
         allow_gaps: bool = typer.Option(False, "--allow-gaps",
                                         help="Check around missing or damaged archive files: findings resting on "
                                              "such a stretch are reported as no data, never as violations."),
+        memory_limit: str = typer.Option(None, "--memory-limit",
+                                         help="Cap DuckDB's memory (e.g. 6GB); beyond it the queries spill to "
+                                              "disk. Default: DuckDB's, 80% of the machine's memory."),
         time_format: TimeFormat = TIME_FORMAT,
     ) -> None:
         """Check every invariant of the catalog. Exit 0 clean, 1 violations, 2 bad input."""
@@ -48,5 +51,5 @@ def register(app: typer.Typer) -> None:
         with bar("reading and verifying", archive_bytes(inputs)) as progress:
             code = run_check(list(inputs), engine=engine.value, allow=allow, json_path=json_path,
                              junit_path=junit_path, csv_path=csv_path, invariants=invariant or None, master=master,
-                             allow_gaps=allow_gaps, progress=progress)
+                             allow_gaps=allow_gaps, progress=progress, memory_limit=memory_limit)
         raise typer.Exit(code)

@@ -147,3 +147,26 @@ def test_a_replay_store_is_checked_like_its_archive(tmp_path, bad_file):
     assert run_check([bad_file], json_path=j2, console=quiet()) == 1
     a, b = json.loads(j1.read_text()), json.loads(j2.read_text())
     assert a["invariants"] == b["invariants"]
+
+
+def test_memory_limit_caps_duckdb_and_changes_no_answer(tmp_path, bad_file, capsys):
+    from checks.duckdb_engine import DuckDBEngine
+    from checks.inputs import resolve
+
+    eng = DuckDBEngine.from_inputs(resolve([bad_file]))
+    try:
+        eng.limit_memory("64MB")
+        limit = eng.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        assert limit.replace(" ", "") in ("61.0MiB", "64.0MB", "61.0MB"), limit
+    finally:
+        eng.close()
+    j1, j2 = tmp_path / "a.json", tmp_path / "b.json"
+    assert run_check([bad_file], json_path=j1, console=quiet(), memory_limit="64MB") == 1
+    assert run_check([bad_file], json_path=j2, console=quiet()) == 1
+    assert json.loads(j1.read_text())["invariants"] == json.loads(j2.read_text())["invariants"]
+    capsys.readouterr()
+    assert run_check([bad_file], console=quiet(), memory_limit="lots") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--memory-limit 'lots'" in err[0]
+    assert run_check([bad_file], console=quiet(), engine="spark", memory_limit="1GB") == 2
+    assert "spark.driver.memory" in capsys.readouterr().err
