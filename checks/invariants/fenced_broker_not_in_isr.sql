@@ -114,13 +114,12 @@ next_fences AS (  -- the seqs after a broker's previous fence (or from the clust
         JOIN (SELECT cluster_id, MIN(seq) AS first_seq FROM events GROUP BY cluster_id) b
           ON b.cluster_id = f.cluster_id) x
 ),
-states AS (  -- each state with its member list and the seq of the partition's next state
-  SELECT topic_no, seq, partition, member_list,
+states AS (  -- each state with its ISR and leader (when they count) and the seq of the partition's next state
+  SELECT topic_no, seq, partition, counts, a_isr, a_leader,
          LEAD(seq) OVER (PARTITION BY topic_no, partition ORDER BY seq) AS next_seq
-  FROM (SELECT t.topic_no, e.seq, e.partition,  -- the member list before the window: one list as payload
-               CASE WHEN e.has_after AND NOT (e.a_leader = -1 AND {size(e.a_isr)} <= 1
-                                              AND (e.bootstrap OR (e.has_before AND {subset(e.a_isr, e.b_isr)})))
-                    THEN {concat(e.a_isr, {list1(e.a_leader)})} END AS member_list
+  FROM (SELECT t.topic_no, e.seq, e.partition, e.a_isr, e.a_leader,
+               e.has_after AND NOT (e.a_leader = -1 AND {size(e.a_isr)} <= 1
+                                    AND (e.bootstrap OR (e.has_before AND {subset(e.a_isr, e.b_isr)}))) AS counts
         -- keyed by the topic's number (fragments/topic_numbers.sql): string keys slow the window's sort
         FROM events e JOIN topics t ON t.cluster_id = e.cluster_id AND t.topic IS NOT DISTINCT FROM e.topic
         WHERE e.kind = 'PartitionChange') l
@@ -128,9 +127,10 @@ states AS (  -- each state with its member list and the seq of the partition's n
 topic_clusters AS (SELECT t.topic_no, c.cluster_no FROM topics t JOIN clusters c ON c.cluster_id = t.cluster_id),
 candidates AS (  -- member states whose broker's next fence comes before the state ends (a broker may come twice)
   SELECT m.topic_no, m.seq, m.next_seq, m.partition, m.broker
-  FROM (SELECT s.topic_no, c.cluster_no, s.seq, s.next_seq, s.partition, {explode(s.member_list)} AS broker
+  FROM (SELECT s.topic_no, c.cluster_no, s.seq, s.next_seq, s.partition,
+               {explode({concat(s.a_isr, {list1(s.a_leader)})})} AS broker
         FROM states s JOIN topic_clusters c ON c.topic_no = s.topic_no
-        WHERE s.member_list IS NOT NULL) m
+        WHERE s.counts) m
   JOIN next_fences n
     ON n.cluster_no = m.cluster_no AND n.broker = m.broker AND n.bucket = CAST(FLOOR(m.seq / 65536) AS BIGINT)
        AND (n.prev_seq IS NULL OR n.prev_seq < m.seq) AND m.seq < n.seq AND (m.next_seq IS NULL OR n.seq < m.next_seq)
