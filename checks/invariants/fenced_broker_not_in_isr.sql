@@ -85,29 +85,13 @@ joined_bad AS (
     AND ((r.first_broker_seq < j.seq AND (f.first_seq IS NULL OR f.first_seq > j.seq)) OR v.seq IS NOT NULL)
 ),
 -- (b) a partition state [seq, end) lists its leader and ISR members; it ends at the partition's next
--- change or at its topic's delete. Fences are few: each is matched to the states of its broker that
--- begin before it, and those a later change or a delete ends before it are dropped. A state comes once
--- per 2^20-seq bucket it spans, a fence meets the states of its own bucket only (an equality join).
-members AS (  -- a broker may come twice per state: held_live groups by state
-  SELECT n.topic_no, n.seq, n.next_seq, n.partition, {explode(n.member_list)} AS broker
-  FROM (SELECT topic_no, seq, partition, member_list,
-               LEAD(seq) OVER (PARTITION BY topic_no, partition ORDER BY seq) AS next_seq
-        FROM (SELECT t.topic_no, e.seq, e.partition,  -- the member list before the window: one list as payload
-                     CASE WHEN e.has_after AND NOT (e.a_leader = -1 AND {size(e.a_isr)} <= 1
-                                                    AND (e.bootstrap OR (e.has_before AND {subset(e.a_isr, e.b_isr)})))
-                          THEN {concat(e.a_isr, {list1(e.a_leader)})} END AS member_list
-              -- keyed by the topic's number (fragments/topic_numbers.sql): string keys slow the window's sort
-              FROM events e JOIN topics t ON t.cluster_id = e.cluster_id AND t.topic IS NOT DISTINCT FROM e.topic
-              WHERE e.kind = 'PartitionChange') l) n
-),
-member_buckets AS (
-  SELECT cluster_id, seq, next_seq, topic, partition, broker,
-         {explode_range(CAST(FLOOR(seq / 1048576) AS BIGINT), CAST(FLOOR(last_seq / 1048576) AS BIGINT))} AS bucket
-  FROM (SELECT t.cluster_id, m.seq, m.next_seq, t.topic, m.partition, m.broker, coalesce(m.next_seq, x.last_seq) AS last_seq
-        FROM members m JOIN topics t ON t.topic_no = m.topic_no
-        JOIN (SELECT cluster_id, MAX(seq) AS last_seq FROM events GROUP BY cluster_id) x
-          ON x.cluster_id = t.cluster_id
-        WHERE m.broker >= 0) b
+-- change or at its topic's delete. Fences are few, member states many (14M at 10M events), and in a
+-- correct history no member state holds a fence of its broker. So each member state first meets only
+-- the next fence of its broker after the state begins (an equality join on (cluster, broker, 65536-seq
+-- bucket): the seqs between two fences of a broker share the second as their next one); the few whose
+-- next fence comes before the state ends are then matched to every fence of the broker they hold.
+clusters AS (  -- a number per cluster (its first topic's), an integer join key
+  SELECT cluster_id, MIN(topic_no) AS cluster_no FROM topics GROUP BY cluster_id
 ),
 fences AS (
   SELECT cluster_id, seq, broker, state,
@@ -116,11 +100,46 @@ fences AS (
     -- broker-log imports state brokers only from a ZooKeeper-mode controller's epochs cache
     AND coalesce(source_kind, '') NOT IN ('ZOOKEEPER', 'BROKER_LOG')
 ),
+fence_points AS (  -- the fences' seqs through a GROUP BY on (cluster, broker): DuckDB then estimates this side
+  -- as small as it is and builds the join's hash table on it, not on the 14M member states
+  SELECT cluster_id, broker, {explode(seqs)} AS seq
+  FROM (SELECT cluster_id, broker, {collect_sorted(seq)} AS seqs FROM fences GROUP BY cluster_id, broker) l
+),
+next_fences AS (  -- the seqs after a broker's previous fence (or from the cluster's first) up to its next one
+  SELECT cluster_no, broker, prev_seq, seq,
+         {explode_range(CAST(FLOOR(coalesce(prev_seq, first_seq) / 65536) AS BIGINT), CAST(FLOOR(seq / 65536) AS BIGINT))} AS bucket
+  FROM (SELECT c.cluster_no, f.broker, f.seq, b.first_seq,
+               LAG(f.seq) OVER (PARTITION BY f.cluster_id, f.broker ORDER BY f.seq) AS prev_seq
+        FROM fence_points f JOIN clusters c ON c.cluster_id = f.cluster_id
+        JOIN (SELECT cluster_id, MIN(seq) AS first_seq FROM events GROUP BY cluster_id) b
+          ON b.cluster_id = f.cluster_id) x
+),
+states AS (  -- each state with its ISR and leader (when they count) and the seq of the partition's next state
+  SELECT topic_no, seq, partition, counts, a_isr, a_leader,
+         LEAD(seq) OVER (PARTITION BY topic_no, partition ORDER BY seq) AS next_seq
+  FROM (SELECT t.topic_no, e.seq, e.partition, e.a_isr, e.a_leader,
+               e.has_after AND NOT (e.a_leader = -1 AND {size(e.a_isr)} <= 1
+                                    AND (e.bootstrap OR (e.has_before AND {subset(e.a_isr, e.b_isr)}))) AS counts
+        -- keyed by the topic's number (fragments/topic_numbers.sql): string keys slow the window's sort
+        FROM events e JOIN topics t ON t.cluster_id = e.cluster_id AND t.topic IS NOT DISTINCT FROM e.topic
+        WHERE e.kind = 'PartitionChange') l
+),
+topic_clusters AS (SELECT t.topic_no, c.cluster_no FROM topics t JOIN clusters c ON c.cluster_id = t.cluster_id),
+candidates AS (  -- member states whose broker's next fence comes before the state ends (a broker may come twice)
+  SELECT m.topic_no, m.seq, m.next_seq, m.partition, m.broker
+  FROM (SELECT s.topic_no, c.cluster_no, s.seq, s.next_seq, s.partition,
+               {explode({concat(s.a_isr, {list1(s.a_leader)})})} AS broker
+        FROM states s JOIN topic_clusters c ON c.topic_no = s.topic_no
+        WHERE s.counts) m
+  JOIN next_fences n
+    ON n.cluster_no = m.cluster_no AND n.broker = m.broker AND n.bucket = CAST(FLOOR(m.seq / 65536) AS BIGINT)
+       AND (n.prev_seq IS NULL OR n.prev_seq < m.seq) AND m.seq < n.seq AND (m.next_seq IS NULL OR n.seq < m.next_seq)
+  WHERE m.broker >= 0
+),
 held AS (  -- (fence, partition state of its broker begun before it and not followed by a change before it)
-  SELECT f.cluster_id, f.seq, f.broker, f.state, f.known_anomaly, m.seq AS m_seq, m.topic, m.partition
-  FROM fences f JOIN member_buckets m
-    ON m.cluster_id = f.cluster_id AND m.broker = f.broker AND m.bucket = CAST(FLOOR(f.seq / 1048576) AS BIGINT)
-       AND m.seq < f.seq AND (m.next_seq IS NULL OR f.seq < m.next_seq)
+  SELECT f.cluster_id, f.seq, f.broker, f.state, f.known_anomaly, m.seq AS m_seq, t.topic, m.partition
+  FROM candidates m JOIN topics t ON t.topic_no = m.topic_no
+  JOIN fences f ON f.cluster_id = t.cluster_id AND f.broker = m.broker AND m.seq < f.seq AND (m.next_seq IS NULL OR f.seq < m.next_seq)
 ),
 topic_deletes AS (
   SELECT cluster_id, seq, topic FROM events WHERE kind = 'TopicChange' AND topic_change = 'DELETED'

@@ -23,7 +23,7 @@ in_incarnation AS (  -- rows with a previous sample of the same partition incarn
   WHERE prev_seq IS NOT NULL AND (last_reset IS NULL OR last_reset < prev_seq)
 ),
 drops AS (
-  SELECT d.cluster_id, d.seq, d.prev_seq, d.topic, d.partition, d.hw, d.prev_hw, c.s_leader, c.s_leader_epoch,
+  SELECT d.cluster_id, d.seq, d.prev_seq, c.topic, c.partition, d.hw, d.prev_hw, c.s_leader, c.s_leader_epoch,
          p.s_leader AS prev_leader, p.s_leader_epoch AS prev_leader_epoch,
          CASE WHEN d.last_unclean > d.prev_seq THEN 1 ELSE 0 END AS unclean_between
   FROM in_incarnation d
@@ -32,7 +32,7 @@ drops AS (
   WHERE d.is_sample = 1 AND d.hw < d.prev_hw
 ),
 elections_leo AS (  -- each election with the last sample of its incarnation before it: the new leader's LEO
-  SELECT e.cluster_id, e.seq, e.topic, e.partition, e.a_leader, e.is_unclean, e.prev_seq AS sample_seq,
+  SELECT e.cluster_id, e.seq, smp.topic, smp.partition, e.a_leader, e.is_unclean, e.prev_seq AS sample_seq,
          e.prev_hw AS sample_hw,
          CASE WHEN {position(smp.s_replicas, e.a_leader)} > 0
               THEN {at(smp.s_leos, {position(smp.s_replicas, e.a_leader)})} END AS leader_leo

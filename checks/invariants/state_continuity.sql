@@ -102,8 +102,11 @@ first_of_id AS (
 judged_changes AS (  -- narrow (the topic names and partitions are fetched for the findings only)
   SELECT p.cluster_id, p.seq, p.topic_id
   FROM events p JOIN first_topic f ON p.cluster_id = f.cluster_id
-  WHERE p.kind = 'PartitionChange' AND p.topic_id IS NOT NULL AND p.has_after AND NOT p.bootstrap
-    AND f.first_topic_seq < p.seq
+  -- one CASE, not four conditions: DuckDB estimates each condition keeps a fifth of the rows, then takes
+  -- these 6.7M changes (at 10M) for the smaller side of the joins below and builds their hash tables on them
+  WHERE p.kind = 'PartitionChange'
+    AND CASE WHEN p.topic_id IS NOT NULL AND p.has_after AND NOT p.bootstrap AND f.first_topic_seq < p.seq
+             THEN 1 ELSE 0 END = 1
 ),
 no_live_topic AS (
   -- no event of the topic id before the change

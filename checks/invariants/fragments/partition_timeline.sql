@@ -10,10 +10,11 @@
 -- the window, the last non-null value is the running maximum; DuckDB computes it faster than MAX.
 -- is_unclean is unclean_election_allowed.sql's test. The window is keyed by the topic's number
 -- (fragments/topic_numbers.sql), not the cluster id and topic name (string keys slow the sort), and
--- carries no lists: the queries fetch those by key for the rows they judge. Only samples and elections
+-- carries no lists: the queries fetch those by key for the rows they judge, and neither the topic name nor
+-- the partition (each reader takes them from the events it fetches: fewer strings written per row). Only samples and elections
 -- come out (the rows the two queries read); plain state rows are there for the running values only.
 WITH topics AS ({include(topic_numbers)})
-SELECT c.cluster_id, t.seq, c.topic, t.partition, t.is_sample, t.is_election, t.is_unclean, t.a_leader, t.hw,
+SELECT c.cluster_id, t.seq, t.is_sample, t.is_election, t.is_unclean, t.a_leader, t.hw,
        t.state_seq, t.last_reset, t.last_unclean, t.prev_seq, t.prev_hw
 FROM (
   SELECT s.topic_no, s.seq, s.partition, s.is_sample, s.is_election, s.is_unclean, s.a_leader, s.hw,
