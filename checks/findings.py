@@ -2,8 +2,8 @@
 
 A year of a large cluster's history holds millions of findings (nearly all allowed: 13.5M over the
 100M-event bench history), so the report is computed where they are: their counts per rule and
-allowance in one GROUP BY, the worst few per invariant by a top-n aggregate, and the CSV streamed in
-batches. Both engines give their rows here (DuckDB inserts them into a temporary table of its own
+allowance in one GROUP BY, the worst few per invariant by a top-n aggregate, and the CSV written by
+DuckDB's COPY. Both engines give their rows here (DuckDB inserts them into a temporary table of its own
 connection; Spark streams its rows into an in-memory DuckDB), so one set of queries judges them.
 
 `judge` applies the two verdicts that are not the SQL's: `--allow NAME` turns a violation into an
@@ -13,7 +13,7 @@ the verified chain is "no data" (schemas.verified.no_data_gap says the same in P
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,16 +163,22 @@ class Findings:
             out[(inv, status)] = list(picked)
         return out
 
-    def stream(self) -> Iterator[list[tuple[Any, ...]]]:
-        """The judged findings (not those in gaps), VIOLATION_COLUMNS, by invariant, cluster, seq and
-        rule, in batches: what the CSV holds, without holding it."""
+    def write_csv(self, path: str) -> None:
+        """The judged findings (not those in gaps) as CSV, written by DuckDB: VIOLATION_COLUMNS with a
+        header, by invariant, cluster, seq and rule; RFC 4180 quoting, NULL as an empty field and an empty
+        string as "" (Python's csv module reads both back as ''). Python's csv writer took 9 of the 11 s
+        this took at 10M events (1.35M findings)."""
         assert self._judged
-        order = ", ".join(["invariant", "cluster_id", "seq", "rule", *_row_order()])
-        res = self.con.execute(
-            "SELECT invariant, cluster_id, seq, related_seq, rule, j_status, j_allowance, expected, actual, magnitude "
-            f"FROM judged WHERE NOT in_gap ORDER BY {order}")
-        while batch := res.fetchmany(BATCH):
-            yield batch
+        # qualified: `status` and `allowance` in the order are the engine's, not the select list's (--allow's)
+        order = ", ".join("judged." + c for c in ["invariant", "cluster_id", "seq", "rule", *_row_order()])
+        target = path.replace("'", "''")
+        try:
+            self.con.execute(
+                "COPY (SELECT invariant, cluster_id, seq, related_seq, rule, j_status AS status, j_allowance AS allowance, "
+                f"expected, actual, magnitude FROM judged WHERE NOT in_gap ORDER BY {order}) TO '{target}' "
+                "(FORMAT csv, HEADER, DELIMITER ',', QUOTE '\"', ESCAPE '\"', NULLSTR '', NEW_LINE '\n')")
+        except duckdb.IOException as exc:  # a missing or read-only directory, a full disk: the caller's OSError
+            raise OSError(str(exc).splitlines()[0]) from None
 
     def close(self) -> None:
         try:

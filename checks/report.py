@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checks.catalog import BY_NAME, VIOLATION_COLUMNS, Invariant
+from checks.catalog import BY_NAME, Invariant
 from checks.findings import Counts, Findings
 from schemas import times
 from schemas.verified import Gap
@@ -194,26 +194,24 @@ def write_json(report: Report, path: str | Path) -> None:
 
 
 def write_csv(found: Findings, path: str | Path) -> None:
-    """One row per judged finding (violated or allowed) with the columns every engine returns, streamed
-    from the findings table; '-' = standard output. A clean history gives the header alone. A file is
-    written beside its path and renamed into place: a failed write leaves no half report."""
-    import csv
+    """One row per judged finding (violated or allowed) with the columns every engine returns, written by
+    DuckDB from the findings table; '-' = standard output. A clean history gives the header alone. A file
+    is written beside its path and renamed into place: a failed write leaves no half report."""
     import os
+    import shutil
+    import tempfile
 
-    def rows(out: Any) -> None:
-        w = csv.writer(out, lineterminator="\n")
-        w.writerow(VIOLATION_COLUMNS)
-        for batch in found.stream():
-            w.writerows(batch)  # None is written as the empty field
-
-    if str(path) == "-":
-        rows(sys.stdout)
-        sys.stdout.flush()
+    if str(path) == "-":  # through a file: DuckDB writes to paths, and sys.stdout may not be file descriptor 1
+        with tempfile.TemporaryDirectory(prefix="ctrlaudit-csv-") as tmp:
+            found.write_csv(os.path.join(tmp, "findings.csv"))
+            sys.stdout.flush()
+            with open(os.path.join(tmp, "findings.csv"), newline="") as src:
+                shutil.copyfileobj(src, sys.stdout, 1 << 20)
+            sys.stdout.flush()
         return
     part = Path(str(path) + ".part")
     try:
-        with open(part, "w", newline="") as out:
-            rows(out)
+        found.write_csv(str(part))
         os.replace(part, path)
     finally:
         part.unlink(missing_ok=True)

@@ -1,10 +1,9 @@
 """checks.findings: the report's counts, worst examples and CSV, computed in DuckDB, equal what the
 report computed over Python objects before (the reference below), on findings with ties, NULLs,
-gaps and --allow; and `ctrlaudit check --csv` streams them."""
+gaps and --allow; and the CSV DuckDB writes reads back as those rows."""
 from __future__ import annotations
 
 import csv
-import io
 import random
 from collections import Counter
 from typing import Any
@@ -101,26 +100,24 @@ def test_report_equals_the_python_reference(seed, allow, with_gaps, tmp_path):
         write_csv(found, tmp_path / "f.csv")
     finally:
         found.close()
-    text = (tmp_path / "f.csv").read_text()
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(VIOLATION_COLUMNS)
-    for v in want_rows:
-        w.writerow(["" if v[c] is None else v[c] for c in VIOLATION_COLUMNS])
-    assert text == buf.getvalue()
+    got = list(csv.reader((tmp_path / "f.csv").open(newline="")))
+    assert got[0] == list(VIOLATION_COLUMNS)
+    assert got[1:] == [["" if v[c] is None else str(v[c]) for c in VIOLATION_COLUMNS] for v in want_rows]
+    assert len(got) > 100  # quotes, commas and line breaks in the values above
     assert not (tmp_path / "f.csv.part").exists()
 
 
-def test_csv_streams_more_than_one_batch(tmp_path):
+def test_rows_in_more_than_one_batch_and_their_csv(tmp_path):
     rows = sorted((("leader_in_isr", "c", i, None, "r", "violated", None, "1", "2", None) for i in range(BATCH + 7)),
                   key=sort_key)
-    found = Findings.of_rows(rows)
+    found = Findings.of_rows(reversed(rows))
     try:
+        assert found.rows() == rows
         build("test", [], {}, ["c"], ["leader_in_isr"], found, [], lambda keys: {})
         write_csv(found, tmp_path / "f.csv")
     finally:
         found.close()
-    got = list(csv.reader((tmp_path / "f.csv").open()))
+    got = list(csv.reader((tmp_path / "f.csv").open(newline="")))
     assert len(got) == BATCH + 8 and [int(r[2]) for r in got[1:]] == list(range(BATCH + 7))
 
 
@@ -134,3 +131,13 @@ def test_a_failed_csv_write_leaves_no_file(tmp_path):
     finally:
         found.close()
     assert (tmp_path / "out.csv").is_dir() and not (tmp_path / "out.csv.part").exists()
+
+
+def test_csv_to_a_missing_directory_is_an_oserror_naming_it(tmp_path):
+    found = Findings.of_rows([("leader_in_isr", "c", 1, None, "r", "violated", None, "1", "2", None)])
+    try:
+        build("test", [], {}, ["c"], ["leader_in_isr"], found, [], lambda keys: {})
+        with pytest.raises(OSError, match="nowhere"):
+            write_csv(found, tmp_path / "nowhere" / "out.csv")
+    finally:
+        found.close()
