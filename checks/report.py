@@ -195,26 +195,37 @@ def write_json(report: Report, path: str | Path) -> None:
 
 def write_csv(found: Findings, path: str | Path) -> None:
     """One row per judged finding (violated or allowed) with the columns every engine returns, written by
-    DuckDB from the findings table; '-' = standard output. A clean history gives the header alone. A file
-    is written beside its path and renamed into place: a failed write leaves no half report."""
+    DuckDB from the findings table; '-' = standard output. A clean history gives the header alone.
+
+    A new or regular file is written beside its path and renamed into place: a failed write leaves no half
+    report. Anything else (a device such as /dev/stdout, a FIFO, a symlink) is written through, never
+    replaced: DuckDB writes a temporary file, which is copied into it."""
     import os
     import shutil
+    import stat
     import tempfile
 
-    if str(path) == "-":  # through a file: DuckDB writes to paths, and sys.stdout may not be file descriptor 1
-        with tempfile.TemporaryDirectory(prefix="ctrlaudit-csv-") as tmp:
-            found.write_csv(os.path.join(tmp, "findings.csv"))
-            sys.stdout.flush()
-            with open(os.path.join(tmp, "findings.csv"), newline="") as src:
-                shutil.copyfileobj(src, sys.stdout, 1 << 20)
-            sys.stdout.flush()
+    target = str(path)
+    if target != "-" and not os.path.islink(target) and (
+            not os.path.exists(target) or stat.S_ISREG(os.stat(target).st_mode)):
+        part = Path(target + ".part")
+        try:
+            found.write_csv(str(part))
+            os.replace(part, target)
+        finally:
+            part.unlink(missing_ok=True)
         return
-    part = Path(str(path) + ".part")
-    try:
-        found.write_csv(str(part))
-        os.replace(part, path)
-    finally:
-        part.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="ctrlaudit-csv-") as tmp:
+        written = os.path.join(tmp, "findings.csv")
+        found.write_csv(written)
+        with open(written, "rb") as src:
+            if target == "-":  # sys.stdout may not be file descriptor 1 (DuckDB writes to paths only)
+                sys.stdout.flush()
+                shutil.copyfileobj(src, sys.stdout.buffer, 1 << 20)
+                sys.stdout.buffer.flush()
+            else:
+                with open(target, "wb") as out:
+                    shutil.copyfileobj(src, out, 1 << 20)
 
 
 def junit_xml(report: Report) -> ET.ElementTree:

@@ -141,3 +141,26 @@ def test_csv_to_a_missing_directory_is_an_oserror_naming_it(tmp_path):
             write_csv(found, tmp_path / "nowhere" / "out.csv")
     finally:
         found.close()
+
+
+def test_csv_writes_through_devices_and_symlinks_never_replacing_them(tmp_path):
+    import os
+    import stat
+
+    found = Findings.of_rows([("leader_in_isr", "c", 1, None, "r", "violated", None, "1", "2", None)])
+    try:
+        build("test", [], {}, ["c"], ["leader_in_isr"], found, [], lambda keys: {})
+        with pytest.raises(OSError) as err:
+            write_csv(found, "/dev/full")
+        assert "No space left" in str(err.value)
+        assert stat.S_ISCHR(os.stat("/dev/full").st_mode) and not os.path.exists("/dev/full.part")
+        real = tmp_path / "real.csv"
+        real.write_text("old")
+        (tmp_path / "link.csv").symlink_to(real)
+        write_csv(found, tmp_path / "link.csv")
+        assert (tmp_path / "link.csv").is_symlink()
+        assert list(csv.reader(real.open(newline="")))[1][:3] == ["leader_in_isr", "c", "1"]
+        write_csv(found, "/dev/null")
+        assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    finally:
+        found.close()

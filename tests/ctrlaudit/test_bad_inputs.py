@@ -161,6 +161,8 @@ ROWS = [
     # files written besides the store
     R("check-report-on-a-full-disk", ["check", "{archive}", "--json", "/dev/full"], 2,
       "cannot write the report /dev/full: No space left on device"),
+    R("check-csv-on-a-full-disk", ["check", "{archive}", "--csv", "/dev/full"], 2,
+      "cannot write the report /dev/full: No space left on device"),
     R("check-report-in-missing-dir", ["check", "{archive}", "--junit", "{root}/no/dir/r.xml"], 2,
       "cannot write the report {root}/no/dir/r.xml: No such file or directory"),
     R("simulate-where-nothing-can-be-written", ["simulate", "--out", "/sys/sim", "--events", "10"], 2, "/sys/sim"),
