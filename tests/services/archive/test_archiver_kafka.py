@@ -53,8 +53,12 @@ def test_an_archiver_started_before_the_events_topic_exists_archives_it_within_s
         for e in events:
             p.produce(topic, key=e.cluster_id.encode(), value=encode(e))
         assert p.flush(30) == 0
-        got = wait_until(lambda: len(_archived(archive)) == len(events) and _archived(archive), 60,
-                         "the archiver to archive the new topic's events")
+        try:
+            got = wait_until(lambda: len(_archived(archive)) == len(events) and _archived(archive), 60,
+                             "the archiver to archive the new topic's events")
+        except AssertionError as exc:  # what the archiver saw (a CI run of 2026-11-26 12:10 timed out here)
+            raise AssertionError(f"{exc}; {len(_archived(archive))} of {len(events)} archived; archiver log:\n"
+                                 + (tmp_path / "archiver.log").read_text()[-4000:]) from None
         assert time.monotonic() - created < 60
         assert [(e.seq, e.event_id, e.payload) for e in got] == [(e.seq, e.event_id, e.payload) for e in events]
     finally:
