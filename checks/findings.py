@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -29,6 +29,8 @@ SCHEMA = pa.schema([(c, _TYPES.get(c, pa.string())) for c in VIOLATION_COLUMNS])
 _DDL = ", ".join(f"{c} {'BIGINT' if c in _TYPES else 'VARCHAR'}" for c in VIOLATION_COLUMNS)
 _NULLABLE = ("related_seq", "allowance", "expected", "actual", "magnitude")
 BATCH = 65_536
+# a judged finding's columns: status and allowance after --allow (the view `judged`)
+_JUDGED = {c: {"status": "j_status", "allowance": "j_allowance"}.get(c, c) for c in VIOLATION_COLUMNS}
 
 
 def sort_key(row: Sequence[Any]) -> tuple[Any, ...]:
@@ -61,9 +63,9 @@ class Counts:
     violations: int = 0
     allowed: int = 0
     in_gaps: int = 0
-    rules: dict[str, int] | None = None
-    allowances: dict[str, int] | None = None
-    magnitudes: dict[str, int] | None = None
+    rules: dict[str, int] = field(default_factory=dict)
+    allowances: dict[str, int] = field(default_factory=dict)
+    magnitudes: dict[str, int] = field(default_factory=dict)
 
 
 class Findings:
@@ -136,7 +138,6 @@ class Findings:
                 "FROM judged WHERE NOT in_gap GROUP BY ALL ORDER BY invariant, rule, j_allowance NULLS LAST"
         ).fetchall():
             c = out.setdefault(inv, Counts())
-            c.rules, c.allowances, c.magnitudes = c.rules or {}, c.allowances or {}, c.magnitudes or {}
             c.rules[rule] = c.rules.get(rule, 0) + n
             if status == "violated":
                 c.violations += n
@@ -153,12 +154,11 @@ class Findings:
         rule (then the whole row, so ties come in one order on every engine)."""
         assert self._judged
         key = _struct_key(("-coalesce(magnitude, 0)", "cluster_id", "seq", "rule", *VIOLATION_COLUMNS))
-        cols = ", ".join(("invariant", "cluster_id", "seq", "related_seq", "rule", "j_status AS status",
-                          "j_allowance AS allowance", "expected", "actual", "magnitude"))
+        row = ", ".join(f"'{c}': {e}" for c, e in _JUDGED.items())
         out: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for inv, status, picked in self.con.execute(
                 f"SELECT invariant, j_status, min_by(r, k, {int(n)}) FROM ("
-                f"SELECT invariant, j_status, {{{_named(cols)}}} AS r, {key} AS k FROM judged WHERE NOT in_gap) "
+                f"SELECT invariant, j_status, {{{row}}} AS r, {key} AS k FROM judged WHERE NOT in_gap) "
                 "GROUP BY ALL").fetchall():
             out[(inv, status)] = list(picked)
         return out
@@ -174,8 +174,8 @@ class Findings:
         target = path.replace("'", "''")
         try:
             self.con.execute(
-                "COPY (SELECT invariant, cluster_id, seq, related_seq, rule, j_status AS status, j_allowance AS allowance, "
-                f"expected, actual, magnitude FROM judged WHERE NOT in_gap ORDER BY {order}) TO '{target}' "
+                f"COPY (SELECT {', '.join(f'{e} AS {c}' for c, e in _JUDGED.items())} "
+                f"FROM judged WHERE NOT in_gap ORDER BY {order}) TO '{target}' "
                 "(FORMAT csv, HEADER, DELIMITER ',', QUOTE '\"', ESCAPE '\"', NULLSTR '', NEW_LINE '\n')")
         except duckdb.IOException as exc:  # a missing or read-only directory, a full disk: the caller's OSError
             raise OSError(str(exc).splitlines()[0]) from None
@@ -194,12 +194,3 @@ class Findings:
 def _list(names: Sequence[str]) -> str:
     """A SQL list literal of names (invariant names: checked against the catalog by the caller)."""
     return "[" + ", ".join("'" + n.replace("'", "''") + "'" for n in names) + "]::VARCHAR[]"
-
-
-def _named(cols: str) -> str:
-    """'a, b AS c' -> the struct fields 'a': a, 'c': b."""
-    out = []
-    for c in cols.split(", "):
-        expr, _, name = c.partition(" AS ")
-        out.append(f"'{name or expr}': {expr}")
-    return ", ".join(out)

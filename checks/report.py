@@ -108,10 +108,10 @@ def build(
         status = FAIL if c.violations else ALLOWED if c.allowed else NO_DATA if missing else PASS
         results.append(InvariantResult(
             invariant=inv, status=status, violations=c.violations, allowed=c.allowed,
-            rules=c.rules or {}, allowances=c.allowances or {},
+            rules=c.rules, allowances=c.allowances,
             examples=[_example(v, evidence) for v in worst.get((name, "violated"), [])],
             allowed_examples=[_example(v, evidence) for v in worst.get((name, "allowed"), [])],
-            missing_data=missing, in_gaps=c.in_gaps, magnitudes=c.magnitudes or {},
+            missing_data=missing, in_gaps=c.in_gaps, magnitudes=c.magnitudes,
         ))
     return Report(engine_name, inputs, sum(kind_counts.values()), clusters, list(allow), results,
                   chains=list(chains))
