@@ -194,6 +194,7 @@ def main() -> None:
     if args.perturb:
         perturb(eng.con, args.perturb)
     con = eng.con
+    eng.unordered().__enter__()  # the queries run as DuckDBEngine.findings runs them
     if args.explain:
         for name in args.explain:
             print(f"== {name}")

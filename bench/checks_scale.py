@@ -101,6 +101,8 @@ def main() -> None:
     print(f"{table}: {n:,} events, {clusters} cluster(s); memory_limit {args.memory_limit}, {args.threads} threads; "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     started = time.perf_counter()
+    unordered = eng.unordered()  # as DuckDBEngine.findings runs the queries
+    unordered.__enter__()
     built = eng.build_shared(names)
     print(f"  {'shared relations':32s} {time.perf_counter() - started:7.1f} s  peak {peak['phase']:,} MB", flush=True)
     found = None if args.count_only else Findings.create(con)
@@ -115,6 +117,7 @@ def main() -> None:
             rows = con.execute("SELECT count(*) FROM check_findings").fetchone()[0] - before
         print(f"  {name:32s} {time.perf_counter() - t:7.1f} s  peak {peak['phase']:,} MB  rows {rows:,}", flush=True)
     eng.drop_shared(built)
+    unordered.__exit__(None, None, None)
     if found is not None:
         peak["phase"], t = rss_mb(), time.perf_counter()
         kinds = eng.kind_counts()

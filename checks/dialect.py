@@ -48,6 +48,9 @@ SHIMS: dict[str, tuple[str | Callable[..., str], str | Callable[..., str]]] = {
         "list_sort(list_distinct([x__ for x__ in {0} if not list_contains({1}, x__)]))",
         "array_sort(array_except({0}, {1}))",
     ),
+    # the elements of the first list not in the second, in order, duplicates kept; an element whose test is
+    # NULL (the second list NULL) is left out on both engines
+    "not_in": ("[x__ for x__ in {0} if not list_contains({1}, x__)]", "filter({0}, x__ -> NOT array_contains({1}, x__))"),
     "intersect": (
         "list_sort(list_distinct([x__ for x__ in {0} if list_contains({1}, x__)]))",
         "array_sort(array_intersect({0}, {1}))",
@@ -86,8 +89,7 @@ SHIMS: dict[str, tuple[str | Callable[..., str], str | Callable[..., str]]] = {
     # element of `keys` is in `members` (positions past either list give none); NULL when there is none.
     # One expression per row instead of exploding the lists into rows and grouping them back.
     "min_at_members": (
-        "list_min(list_transform(range(1, len({0}) + 1), lambda i__: CASE WHEN list_contains({2}, list_extract({0}, i__)) "
-        "AND list_extract({1}, i__) >= 0 THEN list_extract({1}, i__) END))",
+        "list_min(list_filter({1}, lambda v__, i__: v__ >= 0 AND list_contains({2}, list_extract({0}, i__))))",
         "array_min(transform(sequence(1, greatest(size({0}), 1)), i__ -> CASE WHEN i__ <= size({0}) "
         "AND array_contains({2}, try_element_at({0}, i__)) AND try_element_at({1}, i__) >= 0 "
         "THEN try_element_at({1}, i__) END))",

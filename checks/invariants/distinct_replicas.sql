@@ -64,9 +64,12 @@ lists_dup AS (  -- the changes with a duplicate in some member list: one scan of
   SELECT cluster_id, seq, topic, partition, has_before, bootstrap, a_isr, b_isr, a_elr, b_elr,
          a_last_known_elr, b_last_known_elr, a_adding, b_adding, a_removing, b_removing
   FROM events WHERE kind = 'PartitionChange' AND has_after
-    AND ({distinct_size(a_isr)} < {size(a_isr)} OR {distinct_size(a_elr)} < {size(a_elr)}
-         OR {distinct_size(a_last_known_elr)} < {size(a_last_known_elr)}
-         OR {distinct_size(a_adding)} < {size(a_adding)} OR {distinct_size(a_removing)} < {size(a_removing)})
+    -- a list of one element holds no duplicate: most ELR, adding and removing lists are empty
+    AND (({size(a_isr)} > 1 AND {distinct_size(a_isr)} < {size(a_isr)})
+         OR ({size(a_elr)} > 1 AND {distinct_size(a_elr)} < {size(a_elr)})
+         OR ({size(a_last_known_elr)} > 1 AND {distinct_size(a_last_known_elr)} < {size(a_last_known_elr)})
+         OR ({size(a_adding)} > 1 AND {distinct_size(a_adding)} < {size(a_adding)})
+         OR ({size(a_removing)} > 1 AND {distinct_size(a_removing)} < {size(a_removing)}))
 ),
 member_lists AS (
   SELECT cluster_id, seq, topic, partition, 'isr' AS list, a_isr AS members, b_isr AS was, has_before, bootstrap

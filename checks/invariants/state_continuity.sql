@@ -8,8 +8,8 @@
 -- topic id created and not deleted before it. Judged once the history has shown a topic event (a
 -- snapshot lists topics before partitions); allowed when a capture gap lies after the id's last topic
 -- event (or, with none, anywhere before), where the creation may have been lost.
--- Cost: one window over the PartitionChanges whose payload is the previous event's seq, has_after and
--- a digest of its after state (dialect shim `digest`: on DuckDB a hash, one narrow column instead of ten
+-- Cost: one window over the PartitionChanges whose payload is the previous event's seq and a digest of
+-- its after state (NULL when it left none) (dialect shim `digest`: on DuckDB a hash, one narrow column instead of ten
 -- wide ones), keyed by a number for the cluster id and partition key (not the two strings); only the
 -- rows whose digests differ (breaks: equal states give equal digests) fetch both states by key, to be
 -- compared column by column. Capture gaps and topic events are few, so they are
@@ -19,25 +19,26 @@ WITH pkeys AS (  -- each (cluster id, partition key) with a small integer, the w
   FROM (SELECT DISTINCT cluster_id, coalesce(topic_id, topic) AS pkey FROM events WHERE kind = 'PartitionChange') k
 ),
 digests AS (  -- narrow rows for the window: both states as digests
-  SELECT cluster_id, coalesce(topic_id, topic) AS pkey, partition, seq, bootstrap, has_before, has_after,
+  SELECT cluster_id, coalesce(topic_id, topic) AS pkey, partition, seq, bootstrap, has_before,
          {digest(6, b_replicas, b_isr, b_adding, b_removing, b_elr, b_last_known_elr, b_leader, b_leader_epoch,
                  b_partition_epoch, b_recovery)} AS b_digest,
-         {digest(6, a_replicas, a_isr, a_adding, a_removing, a_elr, a_last_known_elr, a_leader, a_leader_epoch,
-                 a_partition_epoch, a_recovery)} AS a_digest
+         -- NULL when the change leaves no state (a delete): the window then carries has_after in the digest
+         CASE WHEN has_after THEN {digest(6, a_replicas, a_isr, a_adding, a_removing, a_elr, a_last_known_elr,
+                                          a_leader, a_leader_epoch, a_partition_epoch, a_recovery)} END AS a_digest
   FROM events
   WHERE kind = 'PartitionChange'
 ),
 paired AS (
   SELECT k.pkey_no, d.seq, d.bootstrap, d.has_before, d.b_digest,
-         LAG(d.seq) OVER w AS p_seq, LAG(d.has_after) OVER w AS p_has_after, LAG(d.a_digest) OVER w AS p_digest
+         LAG(d.seq) OVER w AS p_seq, LAG(d.a_digest) OVER w AS p_digest
   FROM digests d JOIN pkeys k ON k.cluster_id = d.cluster_id AND k.pkey IS NOT DISTINCT FROM d.pkey
-  WINDOW w AS (PARTITION BY k.pkey_no, d.partition ORDER BY d.seq)
+  WINDOW w AS (PARTITION BY k.pkey_no * 4294967296 + d.partition ORDER BY d.seq)  -- one BIGINT key: fewer sort keys
 ),
 candidates AS (
-  SELECT c.cluster_id, p.seq, p.p_seq, p.p_has_after
+  SELECT c.cluster_id, p.seq, p.p_seq, p.p_digest IS NOT NULL AS p_has_after  -- a digest is never NULL
   FROM paired p JOIN pkeys c ON c.pkey_no = p.pkey_no
   WHERE NOT p.bootstrap AND p.has_before AND p.p_seq IS NOT NULL
-    AND (NOT p.p_has_after OR p.b_digest IS DISTINCT FROM p.p_digest)
+    AND (p.p_digest IS NULL OR p.b_digest IS DISTINCT FROM p.p_digest)
 ),
 compared AS (
   SELECT c.cluster_id, c.seq, c.p_seq, c.p_has_after, e.topic, e.partition,
