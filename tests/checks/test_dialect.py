@@ -85,3 +85,14 @@ def test_min_at_members_is_the_least_member_value() -> None:
     sql = expand("SELECT {min_at_members(k, v, m)} FROM t ORDER BY n", "duckdb")
     got = [v for (v,) in con.execute(sql).fetchall()]
     assert got == [_min_at_members(*r) for r in rows]
+
+
+def test_not_in_keeps_the_first_lists_elements_missing_from_the_second() -> None:
+    # order and duplicates of the first list kept; a NULL second list leaves nothing (its tests are NULL)
+    rows = list(itertools.product(_LISTS, _LISTS))
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (a INTEGER[], b INTEGER[], n INTEGER)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?)", [(*r, i) for i, r in enumerate(rows)])
+    got = [v for (v,) in con.execute(expand("SELECT {not_in(a, b)} FROM t ORDER BY n", "duckdb")).fetchall()]
+    want = [None if a is None else [] if b is None else [x for x in a if x not in b] for a, b in rows]
+    assert got == want
