@@ -101,23 +101,21 @@ def main() -> None:
     print(f"{table}: {n:,} events, {clusters} cluster(s); memory_limit {args.memory_limit}, {args.threads} threads; "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     started = time.perf_counter()
-    unordered = eng.unordered()  # as DuckDBEngine.findings runs the queries
-    unordered.__enter__()
-    built = eng.build_shared(names)
-    print(f"  {'shared relations':32s} {time.perf_counter() - started:7.1f} s  peak {peak['phase']:,} MB", flush=True)
-    found = None if args.count_only else Findings.create(con)
-    for name in names:
-        peak["phase"], t = rss_mb(), time.perf_counter()
-        sql = wrapped_sql(name, "duckdb", built)
-        if found is None:
-            rows = con.execute(f"SELECT count(*) FROM ({sql}) q").fetchone()[0]
-        else:
-            before = con.execute("SELECT count(*) FROM check_findings").fetchone()[0]
-            found.add_query(sql)
-            rows = con.execute("SELECT count(*) FROM check_findings").fetchone()[0] - before
-        print(f"  {name:32s} {time.perf_counter() - t:7.1f} s  peak {peak['phase']:,} MB  rows {rows:,}", flush=True)
-    eng.drop_shared(built)
-    unordered.__exit__(None, None, None)
+    with eng.unordered():  # as DuckDBEngine.findings runs the queries
+        built = eng.build_shared(names)
+        print(f"  {'shared relations':32s} {time.perf_counter() - started:7.1f} s  peak {peak['phase']:,} MB", flush=True)
+        found = None if args.count_only else Findings.create(con)
+        for name in names:
+            peak["phase"], t = rss_mb(), time.perf_counter()
+            sql = wrapped_sql(name, "duckdb", built)
+            if found is None:
+                rows = con.execute(f"SELECT count(*) FROM ({sql}) q").fetchone()[0]
+            else:
+                before = con.execute("SELECT count(*) FROM check_findings").fetchone()[0]
+                found.add_query(sql)
+                rows = con.execute("SELECT count(*) FROM check_findings").fetchone()[0] - before
+            print(f"  {name:32s} {time.perf_counter() - t:7.1f} s  peak {peak['phase']:,} MB  rows {rows:,}", flush=True)
+        eng.drop_shared(built)
     if found is not None:
         peak["phase"], t = rss_mb(), time.perf_counter()
         kinds = eng.kind_counts()

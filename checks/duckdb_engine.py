@@ -160,7 +160,7 @@ class DuckDBEngine:
     def unordered(self) -> Iterator[None]:
         """Within: DuckDB need not keep rows in their input order. The queries' rows need none (the report and
         the CSV order them), and DuckDB then materializes CTEs and temporary tables in parallel, unordered
-        (reassignment_legal 1.8 -> 1.2 s at 10M events). Only for the queries: the CSV's COPY keeps its ORDER
+        (reassignment_legal 1.8 -> 1.3 s at 10M events). Only for the queries: the CSV's COPY keeps its ORDER
         BY with the setting on."""
         preserve = self.con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
         self.con.execute("SET preserve_insertion_order = false")
