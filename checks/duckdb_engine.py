@@ -23,6 +23,7 @@ from checks.inputs import (BadInput, Inputs, chain_summary, chains_of, read_arch
 from schemas.verified import Gap
 
 DIALECT = "duckdb"
+_ONE_CLUSTER = "ctrlaudit_one_cluster"  # the attached database of DuckDBEngine.one_cluster
 
 
 class DuckDBEngine:
@@ -139,22 +140,71 @@ class DuckDBEngine:
 
     def findings(self, names: Sequence[str]) -> Findings:
         """The named invariants' rows (VIOLATION_COLUMNS) in a temporary table of this connection: they
-        never leave DuckDB unless asked for (checks.findings). Each query is timed by its name."""
+        never leave DuckDB unless asked for (checks.findings). Each query is timed by its name.
+
+        A store of several clusters is checked one cluster at a time (`one_cluster`): no invariant looks
+        across clusters, so the rows are the same, and time and memory grow with the clusters one by one.
+        All at once, the windows sorted every cluster's rows together (spilling at 100M events under a 6 GB
+        limit), and DuckDB, estimating a join on (cluster id, seq) from the seq alone, took the ten clusters'
+        repeated seqs for ten times the rows at each join of a chain and built hash tables on the large side."""
         found = Findings.create(self.con)
+        timings: dict[str, float] = {}
         try:
             with self.unordered():
-                built = self.build_shared(names)
-                try:
-                    for name in names:
-                        started = time.perf_counter()
-                        found.add_query(wrapped_sql(name, DIALECT, built))
-                        self.timings[name] = time.perf_counter() - started
-                finally:
-                    self.drop_shared(built)
+                clusters = self.clusters() if self._events_table() else []  # a view: checked as it is
+                for cluster in clusters if len(clusters) > 1 else [None]:
+                    with self.one_cluster(cluster):
+                        built = self.build_shared(names, timings)
+                        try:
+                            for name in names:
+                                started = time.perf_counter()
+                                found.add_query(wrapped_sql(name, DIALECT, built))
+                                timings[name] = timings.get(name, 0.0) + time.perf_counter() - started
+                        finally:
+                            self.drop_shared(built)
         except BaseException:
             found.close()
             raise
+        self.timings.update(timings)
         return found
+
+    def _events_table(self) -> tuple[str, str] | None:
+        """(database, schema) of the `events` table the queries read; None when `events` is a view (of the
+        caller's: its body may name tables only the caller's default database holds)."""
+        rows = self.con.execute("""
+            SELECT database_name, schema_name, kind FROM (
+                SELECT database_name, schema_name, 'table' AS kind FROM duckdb_tables() WHERE table_name = 'events'
+                UNION ALL
+                SELECT database_name, schema_name, 'view' FROM duckdb_views() WHERE view_name = 'events')
+            ORDER BY database_name <> 'temp', database_name <> current_database() LIMIT 1""").fetchall()
+        return (rows[0][0], rows[0][1]) if rows and rows[0][2] == "table" else None
+
+    @contextlib.contextmanager
+    def one_cluster(self, cluster: str | None) -> Iterator[None]:
+        """Within: `events` is one cluster's events (None: all of them). A view of the table filtered by
+        cluster, in an attached in-memory database made the default one, so the queries' unqualified
+        `events` finds it; temporary tables (findings, shared relations) are found as before. For an
+        `events` table only (_events_table)."""
+        if cluster is None:
+            yield
+            return
+        home = self.con.execute("SELECT current_database()").fetchall()[0][0]
+        found = self._events_table()
+        if found is None:
+            raise BadInput("`events` is a view: it is checked as it is, not one cluster at a time")
+        db, schema = found
+        literal = "'" + cluster.replace("'", "''") + "'"
+        self.con.execute(f"ATTACH ':memory:' AS {_ONE_CLUSTER} (READ_WRITE)")  # beside a read-only store too
+        try:
+            self.con.execute(f'CREATE VIEW {_ONE_CLUSTER}.main.events AS SELECT * FROM "{db}"."{schema}".events '
+                             f"WHERE cluster_id = {literal}")
+            self.con.execute(f"USE {_ONE_CLUSTER}")
+            try:
+                yield
+            finally:
+                self.con.execute(f'USE "{home}"')
+        finally:
+            self.con.execute(f"DETACH {_ONE_CLUSTER}")
 
     @contextlib.contextmanager
     def unordered(self) -> Iterator[None]:
@@ -178,14 +228,19 @@ class DuckDBEngine:
         finally:
             found.close()
 
-    def build_shared(self, names: Sequence[str]) -> frozenset[str]:
+    def build_shared(self, names: Sequence[str], timings: dict[str, float] | None = None) -> frozenset[str]:
         """The relations two or more of these invariants read, each built once as a temporary table
-        (timed as `shared:NAME`); the queries then read the table instead of computing it each."""
+        (timed as `shared:NAME`, added to `timings`, else to self.timings); the queries then read the table
+        instead of computing it each."""
         wanted = shared_for(names)
+        into = {} if timings is None else timings
         for shared in wanted:
             started = time.perf_counter()
             self.con.execute(f"CREATE OR REPLACE TEMP TABLE {shared_table(shared)} AS {shared_sql(shared, DIALECT)}")
-            self.timings[f"shared:{shared}"] = time.perf_counter() - started
+            key = f"shared:{shared}"
+            into[key] = into.get(key, 0.0) + time.perf_counter() - started
+        if timings is None:
+            self.timings.update(into)
         return frozenset(wanted)
 
     def drop_shared(self, built: frozenset[str]) -> None:

@@ -81,3 +81,30 @@ def test_unclean_election_loss_is_measured():
 
     rows = [r for r in run([unclean_election_with_measured_loss("loss")]) if r[4] == "unclean_election_data_loss"]
     assert [(r[0], r[5], r[6], r[9]) for r in rows] == [("high_watermark_monotonic", "allowed", DATA_LOSS_ALLOWANCE, 30)]
+
+
+def test_several_clusters_in_a_read_only_file_or_behind_a_view_report_the_same_as_alone(tmp_path):
+    # the engine checks such a store one cluster at a time through a view of its events (one_cluster)
+    import duckdb
+
+    hs = [make(case) for case, (_, make) in sorted(VIOLATING.items())[:6]]
+    assert len({h.cluster for h in hs}) == len(hs) > 1
+    alone = sorted((r for h in hs for r in run([h])), key=sort_key)
+    assert alone
+    path = tmp_path / "events.duckdb"
+    con = duckdb.connect(str(path))
+    con.register("t", flat_table(hs))
+    con.execute("CREATE TABLE events AS SELECT * FROM t")
+    con.close()
+    eng = DuckDBEngine(duckdb.connect(str(path), read_only=True))
+    try:
+        assert eng.violations(NAMES) == alone
+        assert eng.con.execute("SELECT count(DISTINCT cluster_id) FROM events").fetchall() == [(len(hs),)]
+    finally:
+        eng.close()
+    con = duckdb.connect()
+    con.register("t", flat_table(hs))
+    con.execute("CREATE TABLE raw_events AS SELECT * FROM t")
+    con.execute("CREATE TEMP VIEW events AS SELECT * FROM raw_events")
+    assert DuckDBEngine.from_connection(con).violations(NAMES) == alone
+    con.close()
