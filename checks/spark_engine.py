@@ -210,6 +210,26 @@ def avro_format() -> str:
     return AVRO_CLASS if _bundled_avro() else "avro"
 
 
+def materialized(df: Any) -> Any:
+    """`df` computed now and kept on the executors (memory, else disk), as a plan that only reads it back.
+    Why not `cache()`: Spark's cache lookup (4.3) misses a cached view read inside a CTE (`WITH t AS
+    (SELECT * FROM view)`, which every invariant writes), so each query recomputed the partition timeline,
+    two or three times over when its CTE was read twice (high_watermark_monotonic at 1M events: 53.5 s,
+    11.5 s read back). Like a cached block, a lost executor's part is lost: the job then fails, it never
+    answers from less data."""
+    from pyspark import StorageLevel
+
+    return df.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+
+
+def release(df: Any) -> None:
+    """Frees the blocks of a `materialized` DataFrame now (else they wait for the JVM's garbage collector)."""
+    try:
+        df._jdf.queryExecution().logical().rdd().unpersist(False)
+    except Exception:  # noqa: BLE001 - not a checkpointed plan, or a Py4J change: the cleaner frees it later
+        pass
+
+
 class SparkEngine:
     name = "spark"
 
@@ -308,8 +328,8 @@ class SparkEngine:
         started = time.perf_counter()
         if not names:
             return Findings.of_rows(())
-        # a relation several of them read (checks.catalog.shared_for) is a cached view, computed once
-        shared = {s: self.spark.sql(shared_sql(s, DIALECT)).cache() for s in shared_for(names)}
+        # a relation several of them read (checks.catalog.shared_for) is computed once, before them
+        shared = {s: materialized(self.spark.sql(shared_sql(s, DIALECT))) for s in shared_for(names)}
         try:
             for s, df in shared.items():
                 df.createOrReplaceTempView(shared_table(s))
@@ -320,7 +340,7 @@ class SparkEngine:
         finally:
             for s, df in shared.items():
                 self.spark.catalog.dropTempView(shared_table(s))
-                df.unpersist()
+                release(df)
         self.timings["all"] = time.perf_counter() - started
         return found
 

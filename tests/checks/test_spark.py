@@ -154,3 +154,31 @@ def test_a_local_session_gets_a_heap_for_the_cached_events(spark, monkeypatch, t
         heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
         assert spark.conf.get("spark.driver.memory") == LOCAL_DRIVER_MEMORY
         assert heap > 0.8 * int(LOCAL_DRIVER_MEMORY[:-1]) * 2**30
+
+
+def test_a_shared_relation_is_read_back_inside_a_cte_and_released(spark, spark_engine):
+    """Every invariant reads a shared relation through a CTE (`WITH timeline AS (SELECT * FROM view)`),
+    often twice. A cached view is missed there by Spark's cache lookup and recomputed at each read (the
+    partition timeline's window, 5x slower at 1M events); a materialized one is only read back. Released,
+    its blocks are gone."""
+    from checks.catalog import shared_sql, shared_table
+    from checks.spark_engine import DIALECT, materialized, release
+
+    def blocks() -> int:
+        return len(spark.sparkContext._jsc.sc().getRDDStorageInfo())
+
+    before = blocks()
+    df = materialized(spark.sql(shared_sql("partition_timeline", DIALECT)))
+    view = shared_table("partition_timeline")
+    df.createOrReplaceTempView(view)
+    try:
+        assert blocks() == before + 1
+        query = spark.sql(f"WITH t AS (SELECT * FROM {view} v) "
+                          "SELECT count(*) FROM t a JOIN t b ON a.cluster_id = b.cluster_id AND a.seq = b.prev_seq")
+        plan = query._jdf.queryExecution().optimizedPlan().toString()
+        assert "Window" not in plan, plan
+        assert query.collect()[0][0] > 0
+    finally:
+        spark.catalog.dropTempView(view)
+        release(df)
+    assert blocks() == before
