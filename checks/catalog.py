@@ -205,13 +205,18 @@ def sql_for(name: str, dialect: str, built: frozenset[str] = frozenset()) -> str
 def wrapped_sql(name: str, dialect: str, built: frozenset[str] = frozenset()) -> str:
     """The query with the invariant name prepended and the result types pinned, so both engines
     return identical rows."""
+    return wrapped(name, sql_for(name, dialect, built))
+
+
+def wrapped(name: str, sql: str) -> str:
+    """`sql` (the invariant's query, or a rewriting of it returning the same rows) as wrapped_sql wraps it."""
     return (
         f"SELECT '{name}' AS invariant, CAST(cluster_id AS STRING) AS cluster_id, CAST(seq AS BIGINT) AS seq, "
         "CAST(related_seq AS BIGINT) AS related_seq, CAST(rule AS STRING) AS rule, "
         "CAST(status AS STRING) AS status, CAST(allowance AS STRING) AS allowance, "
         "CAST(expected AS STRING) AS expected, CAST(actual AS STRING) AS actual, "
         "CAST(magnitude AS BIGINT) AS magnitude "
-        f"FROM (\n{sql_for(name, dialect, built)}\n) v"
+        f"FROM (\n{sql}\n) v"
     )
 
 # Columns of the events table fetched for the examples of a report (the evidence).

@@ -14,15 +14,17 @@ import os
 import re
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from checks.catalog import EVIDENCE_COLUMNS, shared_for, shared_sql, shared_table, wrapped_sql
+from checks.catalog import EVIDENCE_COLUMNS, shared_for, shared_sql, shared_table, sql_for, wrapped
 from checks.duckdb_engine import DuckDBEngine
 from checks.findings import Findings
 from checks.inputs import BadInput, Inputs, chains_of
+from checks.spark_ctes import materialize_plan, split, view_sql
 from schemas import flat, loader
 from schemas.verified import verify
 
@@ -323,26 +325,47 @@ class SparkEngine:
         return [r[0] for r in self.spark.sql("SELECT DISTINCT cluster_id FROM events ORDER BY 1").collect()]
 
     def findings(self, names: Sequence[str]) -> Findings:
-        """All named invariants in one Spark job graph (UNION ALL), its rows streamed a partition at a
-        time into an in-memory DuckDB (checks.findings), where the report reads them as DuckDB's."""
+        """All named invariants, one query after the other, their rows streamed a partition at a time into
+        an in-memory DuckDB (checks.findings), where the report reads them as DuckDB's."""
         started = time.perf_counter()
         if not names:
             return Findings.of_rows(())
-        # a relation several of them read (checks.catalog.shared_for) is computed once, before them
-        shared = {s: materialized(self.spark.sql(shared_sql(s, DIALECT))) for s in shared_for(names)}
+        shared: dict[str, Any] = {}
         try:
-            for s, df in shared.items():
-                df.createOrReplaceTempView(shared_table(s))
+            # a relation several of them read (checks.catalog.shared_for) is computed once, before them
+            for s in shared_for(names):
+                with self._computed_once(shared_sql(s, DIALECT)) as sql:
+                    shared[s] = materialized(self.spark.sql(sql))
+                shared[s].createOrReplaceTempView(shared_table(s))
             built = frozenset(shared)
-            sql = "\nUNION ALL\n".join(f"SELECT * FROM ({wrapped_sql(n, DIALECT, built)}) q{i}"
-                                       for i, n in enumerate(names))
-            found = Findings.of_rows(tuple(r) for r in self.spark.sql(sql).toLocalIterator())
+            found = Findings.of_rows(row for n in names for row in self._rows(n, built))
         finally:
             for s, df in shared.items():
                 self.spark.catalog.dropTempView(shared_table(s))
                 release(df)
         self.timings["all"] = time.perf_counter() - started
         return found
+
+    def _rows(self, name: str, built: frozenset[str]) -> Iterator[Any]:
+        with self._computed_once(sql_for(name, DIALECT, built)) as sql:
+            yield from (tuple(r) for r in self.spark.sql(wrapped(name, sql)).toLocalIterator(prefetchPartitions=True))
+
+    @contextmanager
+    def _computed_once(self, sql: str) -> Iterator[str]:
+        """`sql` with the CTEs it reads more than once made views computed once (checks.spark_ctes);
+        the views are dropped and their blocks released after."""
+        query = split(sql)
+        reserved = frozenset(t.name.lower() for t in self.spark.catalog.listTables() if t.isTemporary)
+        views: dict[str, Any] = {}
+        try:
+            for cte in materialize_plan(query, reserved):
+                views[cte] = materialized(self.spark.sql(view_sql(query, cte, frozenset(views))))
+                views[cte].createOrReplaceTempView(cte)
+            yield query.text(frozenset(views))
+        finally:
+            for cte, df in views.items():
+                self.spark.catalog.dropTempView(cte)
+                release(df)
 
     def violations(self, names: Sequence[str]) -> list[tuple[Any, ...]]:
         """Rows sorted like DuckDB's (for tests and small histories; the report reads `findings`)."""

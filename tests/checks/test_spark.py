@@ -182,3 +182,26 @@ def test_a_shared_relation_is_read_back_inside_a_cte_and_released(spark, spark_e
         spark.catalog.dropTempView(view)
         release(df)
     assert blocks() == before
+
+
+def test_ctes_read_twice_are_computed_once_then_dropped(spark, spark_engine):
+    """unclean_election_allowed reads config_as_of twice (the levels and the resolved value): on Spark it is
+    a view computed once while the query runs, and gone after, its blocks released."""
+    from checks.catalog import sql_for, wrapped
+
+    def blocks() -> int:
+        return len(spark.sparkContext._jsc.sc().getRDDStorageInfo())
+
+    def temp_views() -> set[str]:
+        return {t.name for t in spark.catalog.listTables() if t.isTemporary}
+
+    before, views = blocks(), temp_views()
+    with spark_engine._computed_once(sql_for("unclean_election_allowed", "spark")) as sql:
+        assert temp_views() == views | {"config_as_of"}
+        assert blocks() == before + 1
+        assert "config_as_of AS (" not in sql and "JOIN config_as_of" in sql
+        rows = sorted((tuple(r) for r in spark.sql(wrapped("unclean_election_allowed", sql)).collect()), key=repr)
+    assert temp_views() == views and blocks() == before
+    inline = sorted((tuple(r) for r in spark.sql(wrapped("unclean_election_allowed",
+                                                         sql_for("unclean_election_allowed", "spark"))).collect()), key=repr)
+    assert rows == inline and rows

@@ -1,0 +1,68 @@
+"""checks.spark_ctes: the CTEs of a query, which of them Spark computes once, and the SQL that reads them back."""
+from __future__ import annotations
+
+import pytest
+
+from checks.catalog import NAMES, shared_for, shared_sql, sql_for
+from checks.spark_ctes import materialize_plan, reads, split, strip_comments, view_sql
+
+SQL = """-- a comment with a quote ' and a ( parenthesis
+WITH base AS (  -- Kafka's (ISR) lists
+  SELECT cluster_id, seq FROM events WHERE kind = 'A -- not a comment (' ),
+joined AS (
+  SELECT b.cluster_id, b.seq FROM base b JOIN events e ON e.seq = b.seq
+),
+once AS (SELECT * FROM joined WHERE seq > 0),
+scan AS (SELECT * FROM events)
+SELECT * FROM joined a JOIN joined b ON a.seq = b.seq
+UNION ALL SELECT * FROM once JOIN scan ON once.seq = scan.seq JOIN scan s2 ON s2.seq = once.seq
+"""
+
+
+def test_split_reads_the_ctes_and_the_final_select_around_comments_and_strings():
+    q = split(SQL)
+    assert [n for n, _ in q.ctes] == ["base", "joined", "once", "scan"]
+    assert "'A -- not a comment ('" in q.ctes[0][1]
+    assert "Kafka" not in q.text() and "parenthesis" not in q.text()
+    assert q.main.startswith("SELECT * FROM joined a JOIN joined b")
+    assert split("SELECT 1").ctes == () and split("SELECT 1").main == "SELECT 1"
+
+
+def test_strip_comments_keeps_dashes_inside_strings():
+    assert strip_comments("SELECT '--x' -- gone\nFROM t") == "SELECT '--x' \nFROM t"
+
+
+def test_only_ctes_read_twice_and_doing_more_than_a_scan_are_computed_once():
+    q = split(SQL)
+    assert reads("joined", q.main) == 2 and reads("scan", q.main) == 2
+    # joined: read twice, a join. scan: read twice, a plain scan (recomputing it is cheaper than keeping it).
+    # base and once: read once.
+    assert materialize_plan(q) == ("joined",)
+    assert materialize_plan(q, reserved=frozenset({"joined"})) == ()
+
+
+def test_view_sql_carries_the_ctes_before_it_that_are_not_views():
+    q = split(SQL)
+    text = view_sql(q, "joined", frozenset())
+    assert text.startswith("WITH base AS (") and "FROM base b JOIN events" in text
+    assert view_sql(q, "joined", frozenset({"base"})).startswith("SELECT * FROM (")
+    rest = q.text(frozenset({"joined"}))
+    assert "joined AS (" not in rest and "base AS (" in rest and rest.endswith(q.main)
+
+
+def _bare(sql: str) -> str:
+    return "".join(sql.split())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_invariant_splits_back_into_the_same_query(name):
+    """Cut and put back together, each query is its text without comments (so the rows cannot change)."""
+    sql = sql_for(name, "spark", frozenset(shared_for(NAMES)))
+    q = split(sql)
+    assert _bare(q.text()) == _bare(strip_comments(sql))
+
+
+def test_the_shared_timeline_splits_back_too():
+    for s in shared_for(NAMES):
+        sql = shared_sql(s, "spark")
+        assert _bare(split(sql).text()) == _bare(strip_comments(sql))
