@@ -4,8 +4,9 @@ The invariant queries are written once for both engines, as chains of CTEs. Duck
 that is read more than once; Spark 4.3 inlines a deterministic CTE at every reference, so a CTE read
 four times (unclean_election_allowed's candidates: three scope probes and the final join) is computed
 four times, its joins and windows included. `split` cuts a query into its top-level CTEs and its final
-SELECT; `materialize_plan` names the CTEs worth computing once (read twice or more, and doing more than
-a filter over one scan: a join, an aggregate or a window); the engine makes each of those a
+SELECT; `materialize_plan` names the CTEs worth computing once (read twice or more and doing more than
+a filter over one scan: a join, an aggregate or a window; or read three times or more and filtering by
+function calls); the engine makes each of those a
 temporary view of that name (checks.spark_engine.materialized), and runs the query with the remaining
 CTEs. A CTE name shadows a view of the same name, so the query only reads the views once their CTEs are
 gone from its WITH. The text of each CTE is not changed: the rows are the same.
@@ -20,6 +21,11 @@ _WITH = re.compile(r"\s*WITH\s", re.IGNORECASE)
 # More than a filter and a projection over one relation: worth keeping rather than recomputing. A UNION
 # of filtered scans is not (reassignment_legal's phases of every change: 4.4 s inlined, 4.8 s kept).
 _HEAVY = re.compile(r"\b(JOIN|GROUP\s+BY|OVER|WINDOW|DISTINCT)\b", re.IGNORECASE)
+# A scan whose filter calls functions (list sizes, contains, distinct counts), read three times or more: its
+# rows are kept (distinct_replicas' duplicate lists, read once per list: 10.5 -> 5.5 s at 1M events). A scan
+# filtered by plain column tests only is read again from the cached events, cheaper than its kept rows
+# (isr_elr_sanity's states, read eight times: 5.0 s read again, 7.3 s kept).
+_COMPUTED = re.compile(r"\bWHERE\b.*\b[A-Za-z_]+\s*\(", re.IGNORECASE | re.DOTALL)
 
 
 def strip_comments(sql: str) -> str:
@@ -102,12 +108,13 @@ def reads(name: str, text: str) -> int:
 
 def materialize_plan(query: Query, reserved: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """The CTEs to compute once, in their order: read twice or more by the CTEs after them and the final
-    SELECT, and more than a filtered scan. A name in `reserved` (a table or view the engine defined) is
+    SELECT and more than a filtered scan, or read three times or more and filtered by function calls. A name in `reserved` (a table or view the engine defined) is
     never one: its view would replace that table."""
     out = []
     for i, (name, body) in enumerate(query.ctes):
         later = " ".join(b for _, b in query.ctes[i + 1:]) + " " + query.main
-        if name.lower() not in reserved and reads(name, later) >= 2 and _HEAVY.search(body):
+        n = reads(name, later)
+        if name.lower() not in reserved and n >= 2 and (_HEAVY.search(body) or (n >= 3 and _COMPUTED.search(body))):
             out.append(name)
     return tuple(out)
 

@@ -13,15 +13,19 @@ joined AS (
   SELECT b.cluster_id, b.seq FROM base b JOIN events e ON e.seq = b.seq
 ),
 once AS (SELECT * FROM joined WHERE seq > 0),
-scan AS (SELECT * FROM events)
+scan AS (SELECT * FROM events),
+plain AS (SELECT * FROM events WHERE kind = 'B' AND has_after),
+computed AS (SELECT * FROM events WHERE size(a_elr) > 1)
 SELECT * FROM joined a JOIN joined b ON a.seq = b.seq
 UNION ALL SELECT * FROM once JOIN scan ON once.seq = scan.seq JOIN scan s2 ON s2.seq = once.seq
+UNION ALL SELECT * FROM plain JOIN plain p2 ON TRUE JOIN plain p3 ON TRUE
+UNION ALL SELECT * FROM computed JOIN computed c2 ON TRUE JOIN computed c3 ON TRUE
 """
 
 
 def test_split_reads_the_ctes_and_the_final_select_around_comments_and_strings():
     q = split(SQL)
-    assert [n for n, _ in q.ctes] == ["base", "joined", "once", "scan"]
+    assert [n for n, _ in q.ctes] == ["base", "joined", "once", "scan", "plain", "computed"]
     assert "'A -- not a comment ('" in q.ctes[0][1]
     assert "Kafka" not in q.text() and "parenthesis" not in q.text()
     assert q.main.startswith("SELECT * FROM joined a JOIN joined b")
@@ -32,13 +36,13 @@ def test_strip_comments_keeps_dashes_inside_strings():
     assert strip_comments("SELECT '--x' -- gone\nFROM t") == "SELECT '--x' \nFROM t"
 
 
-def test_only_ctes_read_twice_and_doing_more_than_a_scan_are_computed_once():
+def test_ctes_read_twice_that_join_and_read_thrice_that_filter_by_functions_are_computed_once():
     q = split(SQL)
-    assert reads("joined", q.main) == 2 and reads("scan", q.main) == 2
-    # joined: read twice, a join. scan: read twice, a plain scan (recomputing it is cheaper than keeping it).
-    # base and once: read once.
-    assert materialize_plan(q) == ("joined",)
-    assert materialize_plan(q, reserved=frozenset({"joined"})) == ()
+    assert reads("joined", q.main) == 2 and reads("scan", q.main) == 2 and reads("plain", q.main) == 3
+    # joined: read twice, a join. computed: read three times, filtered by a function call. scan (twice) and
+    # plain (three times): scans with plain column tests, cheaper read again than kept. base, once: read once.
+    assert materialize_plan(q) == ("joined", "computed")
+    assert materialize_plan(q, reserved=frozenset({"joined"})) == ("computed",)
 
 
 def test_view_sql_carries_the_ctes_before_it_that_are_not_views():
