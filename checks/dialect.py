@@ -126,26 +126,31 @@ def _split_args(text: str) -> list[str]:
     return args
 
 
-def _call_end(sql: str, open_paren: int) -> int:
-    """Index just past the `)}` that closes the call whose `(` is at open_paren."""
+def closing_paren(sql: str, open_paren: int) -> int:
+    """Index of the `)` that closes the `(` at open_paren (parentheses inside quotes do not count)."""
     depth, quote = 0, None
     for i in range(open_paren, len(sql)):
         ch = sql[i]
         if quote:
             if ch == quote:
                 quote = None
-            continue
-        if ch in "'\"":
+        elif ch in "'\"`":
             quote = ch
         elif ch == "(":
             depth += 1
         elif ch == ")":
             depth -= 1
             if depth == 0:
-                if sql[i + 1:i + 2] != "}":
-                    raise ValueError(f"shim call not closed by ')}}': {sql[open_paren - 20:i + 2]!r}")
-                return i + 2
-    raise ValueError(f"unbalanced shim call near {sql[open_paren - 20:open_paren + 40]!r}")
+                return i
+    raise ValueError(f"unbalanced parentheses near {sql[max(0, open_paren - 20):open_paren + 60]!r}")
+
+
+def _call_end(sql: str, open_paren: int) -> int:
+    """Index just past the `)}` that closes the call whose `(` is at open_paren."""
+    i = closing_paren(sql, open_paren)
+    if sql[i + 1:i + 2] != "}":
+        raise ValueError(f"shim call not closed by ')}}': {sql[open_paren - 20:i + 2]!r}")
+    return i + 2
 
 
 def expand(sql: str, dialect: str) -> str:

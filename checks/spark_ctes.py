@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from checks.dialect import closing_paren
+
 _NAME = re.compile(r"\s*([A-Za-z_][A-Za-z_0-9]*)\s+AS\s*\(", re.IGNORECASE)
 _WITH = re.compile(r"\s*WITH\s", re.IGNORECASE)
 # More than a filter and a projection over one relation: worth keeping rather than recomputing. A UNION
@@ -50,25 +52,6 @@ def strip_comments(sql: str) -> str:
     return "".join(out)
 
 
-def _close(sql: str, open_paren: int) -> int:
-    """Index of the `)` closing the `(` at open_paren (comments already stripped)."""
-    depth, quote = 0, None
-    for i in range(open_paren, len(sql)):
-        ch = sql[i]
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'`\"":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-    raise ValueError(f"unbalanced parentheses in a CTE near {sql[open_paren:open_paren + 60]!r}")
-
-
 @dataclass(frozen=True)
 class Query:
     ctes: tuple[tuple[str, str], ...]  # (name, body) in order
@@ -92,7 +75,7 @@ def split(sql: str) -> Query:
         n = _NAME.match(text, pos)
         if not n:
             raise ValueError(f"cannot read a CTE name near {text[pos:pos + 60]!r}")
-        end = _close(text, n.end() - 1)
+        end = closing_paren(text, n.end() - 1)
         ctes.append((n.group(1), text[n.end():end].strip()))
         pos = end + 1
         rest = text[pos:].lstrip()
