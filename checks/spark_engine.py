@@ -14,7 +14,7 @@ import os
 import re
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -338,7 +338,11 @@ class SparkEngine:
                     shared[s] = materialized(self.spark.sql(sql))
                 shared[s].createOrReplaceTempView(shared_table(s))
             built = frozenset(shared)
-            found = Findings.of_rows(row for n in names for row in self._rows(n, built))
+            rows = self._all_rows(names, built)
+            try:
+                found = Findings.of_rows(rows)
+            finally:
+                rows.close()  # a query that failed half way drops its views now, not at garbage collection
         finally:
             for s, df in shared.items():
                 self.spark.catalog.dropTempView(shared_table(s))
@@ -346,7 +350,11 @@ class SparkEngine:
         self.timings["all"] = time.perf_counter() - started
         return found
 
-    def _rows(self, name: str, built: frozenset[str]) -> Iterator[Any]:
+    def _all_rows(self, names: Sequence[str], built: frozenset[str]) -> Generator[tuple[Any, ...], None, None]:
+        for name in names:
+            yield from self._rows(name, built)
+
+    def _rows(self, name: str, built: frozenset[str]) -> Iterator[tuple[Any, ...]]:
         with self._computed_once(sql_for(name, DIALECT, built)) as sql:
             yield from (tuple(r) for r in self.spark.sql(wrapped(name, sql)).toLocalIterator(prefetchPartitions=True))
 

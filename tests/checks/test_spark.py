@@ -207,3 +207,23 @@ def test_ctes_read_twice_are_computed_once_then_dropped(spark, spark_engine):
     inline = sorted((tuple(r) for r in spark.sql(wrapped("unclean_election_allowed",
                                                          sql_for("unclean_election_allowed", "spark"))).collect()), key=repr)
     assert rows == inline and rows
+
+
+def test_a_run_failing_half_way_drops_its_views(spark, spark_engine, monkeypatch):
+    """A failure while the rows stream (here: after the first row) leaves no view of the run behind, even
+    while the failure is still held (a generator left open would keep them until garbage collection)."""
+    from checks import spark_engine as engine_module
+
+    def views() -> set[str]:
+        return {t.name for t in spark.catalog.listTables() if t.isTemporary}
+
+    def first_row_then_fail(rows):
+        next(iter(rows))
+        assert "candidates" in views()  # the query is running with its views
+        raise RuntimeError("stopped half way")
+
+    before = views()
+    monkeypatch.setattr(engine_module.Findings, "of_rows", staticmethod(first_row_then_fail))
+    with pytest.raises(RuntimeError, match="half way") as failure:
+        spark_engine.findings(["unclean_election_allowed"])
+    assert failure.value is not None and views() == before
