@@ -6,9 +6,8 @@ four times (unclean_election_allowed's candidates: three scope probes and the fi
 four times, its joins and windows included. `split` cuts a query into its top-level CTEs and its final
 SELECT; `materialize_plan` names the CTEs worth computing once (read twice or more and doing more than
 a filter over one scan: a join, an aggregate or a window; or read three times or more and filtering by
-function calls); the engine makes each of those a
-temporary view of that name (checks.spark_engine.materialized), and runs the query with the remaining
-CTEs. A CTE name shadows a view of the same name, so the query only reads the views once their CTEs are
+function calls); the engine makes each of those a temporary view of that name
+(checks.spark_engine.materialized), and runs the query with the remaining CTEs. A CTE name shadows a view of the same name, so the query only reads the views once their CTEs are
 gone from its WITH. The text of each CTE is not changed: the rows are the same.
 """
 from __future__ import annotations
@@ -91,8 +90,8 @@ def reads(name: str, text: str) -> int:
 
 def materialize_plan(query: Query, reserved: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """The CTEs to compute once, in their order: read twice or more by the CTEs after them and the final
-    SELECT and more than a filtered scan, or read three times or more and filtered by function calls. A name in `reserved` (a table or view the engine defined) is
-    never one: its view would replace that table."""
+    SELECT and more than a filtered scan, or read three times or more and filtered by function calls. A
+    name in `reserved` (a table or view the engine defined) is never one: its view would replace it."""
     out = []
     for i, (name, body) in enumerate(query.ctes):
         later = " ".join(b for _, b in query.ctes[i + 1:]) + " " + query.main
