@@ -9,6 +9,7 @@ schemas/avro/controller_event.v1.avsc); FLAT_SELECT maps it onto schemas.flat's 
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -232,6 +233,37 @@ def release(df: Any) -> None:
         pass
 
 
+_GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+
+
+@contextmanager
+def jobs_ended(sc: Any, wait: float = 60.0) -> Iterator[str]:
+    """Runs the block's Spark jobs in a job group of their own (the caller's group is restored after); on
+    the way out cancels those still running and waits (up to `wait` seconds) until none runs.
+    Why: adaptive execution answers a query as soon as it can (a join with one side found empty is
+    empty) while stages it no longer needs still run; had the views they read been released first,
+    their tasks would fail ("Checkpoint block not found", four attempts each, logged as errors; seen on a
+    standalone cluster after controller_epoch_monotonic). The rows are not at stake: a stage the answer
+    needs fails its query."""
+    group = f"ctrlaudit-{os.getpid()}-{next(_GROUPS)}"
+    before = {k: sc.getLocalProperty(k) for k in _GROUP_PROPERTIES}
+    sc.setJobGroup(group, "ctrlaudit check", interruptOnCancel=True)
+    try:
+        yield group
+    finally:
+        sc.cancelJobGroup(group)
+        tracker, deadline = sc.statusTracker(), time.monotonic() + wait
+        while time.monotonic() < deadline and any(
+                (info := tracker.getJobInfo(j)) is not None and info.status == "RUNNING"
+                for j in tracker.getJobIdsForGroup(group)):
+            time.sleep(0.05)
+        for k, v in before.items():
+            sc.setLocalProperty(k, v)
+
+
+_GROUPS = itertools.count()
+
+
 class SparkEngine:
     name = "spark"
 
@@ -361,15 +393,16 @@ class SparkEngine:
     @contextmanager
     def _computed_once(self, sql: str) -> Iterator[str]:
         """`sql` with the CTEs it reads more than once made views computed once (checks.spark_ctes);
-        the views are dropped and their blocks released after."""
+        the views are dropped and their blocks released after, once no job of the query runs."""
         query = split(sql)
         reserved = frozenset(t.name.lower() for t in self.spark.catalog.listTables() if t.isTemporary)
         views: dict[str, Any] = {}
         try:
-            for cte in materialize_plan(query, reserved):
-                views[cte] = materialized(self.spark.sql(view_sql(query, cte, frozenset(views))))
-                views[cte].createOrReplaceTempView(cte)
-            yield query.text(frozenset(views))
+            with jobs_ended(self.spark.sparkContext):
+                for cte in materialize_plan(query, reserved):
+                    views[cte] = materialized(self.spark.sql(view_sql(query, cte, frozenset(views))))
+                    views[cte].createOrReplaceTempView(cte)
+                yield query.text(frozenset(views))
         finally:
             for cte, df in views.items():
                 self.spark.catalog.dropTempView(cte)

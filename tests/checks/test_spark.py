@@ -227,3 +227,41 @@ def test_a_run_failing_half_way_drops_its_views(spark, spark_engine, monkeypatch
     with pytest.raises(RuntimeError, match="half way") as failure:
         spark_engine.findings(["unclean_election_allowed"])
     assert failure.value is not None and views() == before
+
+
+def test_jobs_a_query_leaves_running_end_before_its_views_go(spark):
+    """Adaptive execution may answer a query while stages it no longer needs still run (a join with one
+    side found empty); on a standalone cluster those read the query's views after their release and
+    failed four times each. jobs_ended cancels the block's jobs still running and waits for them on the
+    way out, and gives the caller back its own job group."""
+    import time
+
+    from pyspark import InheritableThread
+
+    from checks.spark_engine import jobs_ended
+
+    sc = spark.sparkContext
+    sc.setJobGroup("callers-group", "the caller's")
+    started = time.monotonic()
+    with jobs_ended(sc) as group:
+        # a job of the block's group started by another thread, as adaptive execution starts its stages
+        worker = InheritableThread(target=lambda: _count_slowly(sc))
+        worker.start()
+        deadline = time.monotonic() + 60
+        while not sc.statusTracker().getJobIdsForGroup(group) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (job,) = sc.statusTracker().getJobIdsForGroup(group)
+    assert sc.statusTracker().getJobInfo(job).status == "FAILED"  # cancelled, not left running
+    assert time.monotonic() - started < 60  # the job sleeps 120 s a task
+    assert sc.getLocalProperty("spark.jobGroup.id") == "callers-group"
+    worker.join(60)
+    sc.setLocalProperty("spark.jobGroup.id", None)
+
+
+def _count_slowly(sc) -> None:
+    import time
+
+    try:
+        sc.parallelize(range(2), 2).map(lambda x: time.sleep(120) or x).count()
+    except Exception:  # noqa: BLE001 - cancelled: what the test wants
+        pass
