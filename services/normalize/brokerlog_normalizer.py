@@ -49,6 +49,9 @@ class _Part:
     fields: dict = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)  # file:line of each line that said part of it
     from_epoch: int | None = None
+    # lines that disagree on this epoch (a controller's line of a record never committed, which a leader
+    # change truncated, against the brokers' lines of the committed one): the epoch is then never emitted
+    conflicts: list[str] = field(default_factory=list)
 
 
 class BrokerLogNormalizer:
@@ -150,8 +153,9 @@ class BrokerLogNormalizer:
             value = getattr(s, name)
             if value is not None:
                 if name in part.fields and part.fields[name] != value and name != "controller_epoch":
-                    self.conflicts.append(f"{self._where()}: {s.topic}-{s.partition} at partition epoch "
-                                          f"{s.partition_epoch}: {name} {value}, {part.fields[name]} before")
+                    said = f"{name} {value} ({self._where()}), {part.fields[name]} before"
+                    part.conflicts.append(said)
+                    self.conflicts.append(f"{s.topic}-{s.partition} at partition epoch {s.partition_epoch}: {said}")
                 part.fields.setdefault(name, value)
         if s.from_epoch is not None and part.from_epoch is None:
             part.from_epoch = s.from_epoch
@@ -180,6 +184,8 @@ class BrokerLogNormalizer:
         return []
 
     def _whole(self, key, part: _Part, current: PartitionState | None) -> PartitionState | None:
+        if part.conflicts:
+            return None  # which line is right is not for the logs to say: a gap, never a pick
         f = dict(part.fields)
         if part.from_epoch is not None and current is not None and current.partition_epoch == part.from_epoch:
             f = {"leader": current.leader, "leader_epoch": current.leader_epoch, "isr": current.isr,
@@ -232,7 +238,9 @@ class BrokerLogNormalizer:
     def _partial(self, key, parts: dict[int, _Part], where: str, low: int | None = None,
                  high: int | None = None) -> str:
         said = "; ".join(f"epoch {e}: {', '.join(f'{k}={v}' for k, v in sorted(p.fields.items()))} "
-                         f"({', '.join(p.lines[:3])})" for e, p in sorted(parts.items()))
+                         f"({', '.join(p.lines[:3])})"
+                         + (f", lines disagree: {'; '.join(p.conflicts[:3])}" if p.conflicts else "")
+                         for e, p in sorted(parts.items()))
         span = f"partition epochs {low}..{high}" if low is not None and high is not None and low <= high else \
             "partition epochs " + ", ".join(map(str, sorted(parts)))
         text = f"{key[0]}-{key[1]}: {span} {where} are stated whole in no log given"

@@ -123,3 +123,19 @@ def test_zookeeper_assignment_carries_and_its_writes_keep_the_partition_epoch():
     assert _states(events) == [(0, 0, 1, (1, 2), (1, 2)), (0, 0, 1, (1, 2), (1, 2, 3)), (0, 1, 2, (2,), (1, 2, 3))]
     assert [e.payload.epoch for e in events if isinstance(e.payload, ControllerChange)] == [2]
     assert len(_gaps(events)) == 1  # only the history before the logs
+
+
+def test_an_epoch_the_lines_disagree_on_is_a_gap_never_the_first_line_s_version():
+    # Seen on Kafka 3.9 (tests/services/test_real_history.py): a controller logged an unclean election
+    # 13 -> 14 (leader epoch 6 -> 7) that was never committed; the brokers then stated the committed epoch 14
+    # (leader epoch 4). Neither line may win: epoch 14 is a gap naming both, epoch 15 follows.
+    unclean = (f"[QuorumController id=2] UNCLEAN partition change for t-0 with topic ID {TID}: isr: [1] -> [3], "
+               f"leader: -1 -> 3, leaderRecoveryState: RECOVERED -> RECOVERING, leaderEpoch: 6 -> 7, "
+               f"partitionEpoch: 13 -> 14")
+    norm, events = _feed([_reg(0, 12, 3, "[3]", "[1, 3]", le=4), unclean, _reg(0, 13, 3, "[3, 1]", "[1, 3]", le=4),
+                          _reg(0, 14, 3, "[3]", "[1, 3]", le=4), _reg(0, 15, 3, "[3, 1]", "[1, 3]", le=4)])
+    assert _states(events) == [(0, 12, 3, (3,), (1, 3)), (0, 13, 3, (3, 1), (1, 3)), (0, 15, 3, (3, 1), (1, 3))]
+    gap = _gaps(events)[-1]
+    assert gap.startswith("t-0: partition epochs 14..14 before epoch 15 are stated whole in no log given")
+    assert "lines disagree: leader_epoch 4 (node1/state-change.log:4), 7 before" in gap
+    assert norm.conflicts
