@@ -11,6 +11,8 @@ replica, each in part, in whatever order their clocks put them. What this builds
   change``) applies only on the state at the epoch it starts from. Epochs never stated whole are a
   ``CaptureGap`` naming the partition, the epochs and the lines that stated them in part; so is the history
   before the oldest line. Nothing is filled in from a guess.
+- **Lines that disagree** on an epoch (a controller logs the record it writes, and a leader change may truncate
+  it uncommitted, while the brokers state the committed one) make that epoch a gap naming both; no line wins.
 - **The assignment** (replicas, adding, removing): a ZooKeeper-mode controller logs every write of
   ``/brokers/topics/<t>`` (creation, reassignment steps), so once its lines are among the logs the assignment
   is the last one they stated (as the ZooKeeper normalizer joins the topic znode with the state znode). A KRaft
