@@ -4,9 +4,9 @@ Decodes one simulated history (bench/replay.py's, as bench/checks.py makes them)
 table kept as a file next to the history (a rerun skips the decode), opens that file read-only as `ctrlaudit
 check` opens a store (--in-memory: an uncompressed in-memory copy instead), then runs, per invariant, the base
 revision's query and the current one, alternating for --rounds rounds (the machine is shared: old and new are
-measured under the same load), and checks that both return the same rows (sorted). A clean simulated history violates little, so `--perturb N` first breaks it
-(drops events, adds capture gaps, older controller epochs) and `--cases` runs on the handmade test
-histories instead: equal rows there mean something. `--explain NAME` lists a query's operators by time.
+measured under the same load), and checks that both return the same rows (sorted). A clean simulated history
+violates little, so `--perturb N` first breaks it (drops events, adds capture gaps, older controller epochs)
+and `--cases` runs on the handmade test histories instead: equal rows there mean something. `--explain NAME` lists a query's operators by time.
 
     .venv/bin/python bench/checks_queries.py --events 1000000 --keep /work/bench-data
     .venv/bin/python bench/checks_queries.py --events 10000000 --keep /work/bench-data --only state_continuity
@@ -184,7 +184,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--keep", type=Path, default=Path("/work/bench-data"), help="bench/checks.py's --keep directory")
-    ap.add_argument("--base", default="HEAD", help="git revision of the queries to compare against (default: the last commit)")
+    ap.add_argument("--base", default="HEAD",
+                    help="git revision of the queries to compare against (default: the last commit)")
     ap.add_argument("--only", action="append", choices=NAMES, help="invariant (repeatable); default all")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
@@ -201,7 +202,8 @@ def main() -> None:
     args = ap.parse_args()
     global FETCH
     FETCH = args.fetch
-    eng = load_cases(args.threads) if args.cases else load(args.keep, args.events, args.threads, args.in_memory or args.perturb > 0)
+    in_memory = args.in_memory or args.perturb > 0
+    eng = load_cases(args.threads) if args.cases else load(args.keep, args.events, args.threads, in_memory)
     if args.perturb:
         perturb(eng.con, args.perturb)
     con = eng.con

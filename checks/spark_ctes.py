@@ -7,8 +7,8 @@ four times, its joins and windows included. `split` cuts a query into its top-le
 SELECT; `materialize_plan` names the CTEs worth computing once (read twice or more and doing more than
 a filter over one scan: a join, an aggregate or a window; or read three times or more and filtering by
 function calls); the engine makes each of those a temporary view of that name
-(checks.spark_engine.materialized), and runs the query with the remaining CTEs. A CTE name shadows a view of the same name, so the query only reads the views once their CTEs are
-gone from its WITH. The text of each CTE is not changed: the rows are the same.
+(checks.spark_engine.materialized), and runs the query with the remaining CTEs. A CTE name shadows a view
+of the same name, so the query only reads the views once their CTEs are gone from its WITH. The text of each CTE is not changed: the rows are the same.
 """
 from __future__ import annotations
 

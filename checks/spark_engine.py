@@ -234,6 +234,7 @@ def release(df: Any) -> None:
 
 
 _GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+_GROUPS = itertools.count()
 
 
 @contextmanager
@@ -259,9 +260,6 @@ def jobs_ended(sc: Any, wait: float = 60.0) -> Iterator[str]:
             time.sleep(0.05)
         for k, v in before.items():
             sc.setLocalProperty(k, v)
-
-
-_GROUPS = itertools.count()
 
 
 class SparkEngine:
