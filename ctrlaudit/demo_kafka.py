@@ -108,6 +108,31 @@ def _sentinel_archived(archive: Path, sentinel: str) -> int:
     return len(events) if done else 0
 
 
+def _archived_partitions(archive: Path, topic: str) -> dict[int, tuple]:
+    """The archive's last (leader, replicas, ISR as a set) of each partition of `topic`."""
+    from schemas.events import PartitionChange, TopicChange, TopicChangeKind
+    state: dict[int, tuple] = {}
+    for e in _archived(archive):
+        p = e.payload
+        if isinstance(p, TopicChange) and p.topic == topic and p.kind == TopicChangeKind.DELETED:
+            state.clear()  # a deleted topic's partitions go with it, without changes of their own
+        elif isinstance(p, PartitionChange) and p.topic == topic:
+            if p.after is None:
+                state.pop(p.partition, None)
+            else:
+                state[p.partition] = (p.after.leader, tuple(p.after.replicas), frozenset(p.after.isr))
+    return state
+
+
+def _capture_shows(archive: Path, topic: str, described) -> bool:
+    """Has the capture archived what `described` shows of `topic`? The demo waits for it before its next
+    step: a ZooKeeper watch reads a znode after it fired, so a watcher that lags one step behind reads the
+    next step's version and the one at the mark is a declared gap, not the state describe printed."""
+    want = {p: (d.leader, tuple(d.replicas), frozenset(d.isr))
+            for (t, p), d in described.partitions.items() if t == topic}
+    return bool(want) and _archived_partitions(archive, topic) == want
+
+
 def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctrlaudit") -> Captured:
     """Capture a live incident on the running cluster `c` into `out`/archive. `topic` is the topic the
     incident happens to; `prefix` names the capture topics (<prefix>.raw, .events, ...) and the sentinel."""
@@ -156,6 +181,12 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
         mark_a = mark(c, "A", until=lambda d: sum(t == topic for t, _ in d.partitions) == 6)
         say(f"mark A: {topic} created, {position} {mark_a.offset}")
 
+        def caught_up(described=None):  # None: as describe shows it now
+            _wait(alive_and(lambda: _capture_shows(archive, topic, described or observe.describe(c, topic))),
+                  120, f"the capture to archive {topic}'s state", 1)
+
+        caught_up(mark_a.described)
+
         led = sorted(p for (t, p), d in mark_a.described.partitions.items() if t == topic and d.leader == victim)
         moved = led[0] if led else 0
         say(f"kill -9 broker {victim} (it leads {topic} partitions {led}); the controller fences it, "
@@ -164,13 +195,16 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
         mark_b = mark(c, "B", until=lambda d: all(
             victim not in p.isr for (t, _), p in d.partitions.items() if t == topic), timeout=60)
         say(f"mark B: broker {victim} out of every ISR of {topic}, {position} {mark_b.offset}")
+        caught_up(mark_b.described)
         c.start_node(victim)
         c.wait_ready([victim])
         _wait(lambda: all(len(p.isr) == 3 for p in observe.describe(c, topic).partitions.values()),
               90, "the ISRs to expand again")
+        caught_up()
         say("preferred leader election on every partition")
         c.tool("leader-election", "--bootstrap-server", bs(), "--election-type", "PREFERRED",
                "--all-topic-partitions", check=False)
+        caught_up()
         replicas = observe.describe(c, topic).partitions[(topic, 0)].replicas
         target = list(replicas[:-1])  # drop one replica: the controller runs the reassignment steps
         plan = out / "reassign.json"
@@ -180,6 +214,7 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
         c.tool("reassign", "--bootstrap-server", bs(), "--reassignment-json-file", str(plan), "--execute")
         _wait(lambda: "complete" in c.tool("reassign", "--bootstrap-server", bs(), "--reassignment-json-file",
                                            str(plan), "--verify", check=False).stdout, 60, "the reassignment")
+        caught_up()
         say(f"kill -9 the controller (node {controller}): a new controller epoch")
         c.kill_node(controller)
         c.wait_for_controller(exclude=controller)
