@@ -136,19 +136,12 @@ def verify_rates(archive: Path, workers: int) -> tuple[float, float]:
     return decode_s, time.perf_counter() - t
 
 
-def parquet_floor(archive: Path, root: Path, workers: int) -> float:
-    """The load's anchor (issue 14): seconds for DuckDB to make a table of the same rows from a Parquet
-    file and checkpoint it, under the load's memory limit and without keeping the rows' order (as the load),
-    with no verification, no intervals and no
-    chain state. Writing the Parquet file (decoded without verification) is not timed."""
+def parquet_of(archive: Path, parquet: Path, workers: int) -> None:
+    """The archive's rows (decoded without verification) as one Parquet file: the floors' input."""
     from concurrent.futures import ThreadPoolExecutor
 
-    import duckdb
     import pyarrow.parquet as pq
 
-    from replay.store import LOAD_MEMORY_LIMIT
-
-    parquet, db = root / "floor.parquet", root / "floor.duckdb"
     files = sorted(archive.rglob("*.avro"))
     writer = None
     with ThreadPoolExecutor(max_workers=min(2, workers)) as pool:
@@ -157,18 +150,38 @@ def parquet_floor(archive: Path, root: Path, workers: int) -> float:
             writer.write_table(table)
     assert writer is not None
     writer.close()
+
+
+def table_seconds(parquet: Path, db: Path, select: str = "*") -> float:
+    """Seconds for DuckDB to make a table of `select` over the Parquet file and checkpoint it, under the
+    load's memory limit and without keeping the rows' order (as the load)."""
+    import duckdb
+
+    from replay.store import LOAD_MEMORY_LIMIT
+
     db.unlink(missing_ok=True)
     con = duckdb.connect(str(db))
     con.execute(f"SET memory_limit = '{LOAD_MEMORY_LIMIT}'")
     con.execute("SET preserve_insertion_order = false")  # as the load sets it (replay.store)
     t = time.perf_counter()
-    con.execute(f"CREATE TABLE events AS SELECT * FROM read_parquet('{parquet}')")
+    con.execute(f"CREATE TABLE events AS SELECT {select} FROM read_parquet('{parquet}')")
     con.execute("CHECKPOINT")
     seconds = time.perf_counter() - t
     con.close()
-    parquet.unlink()
     db.unlink()
     return seconds
+
+
+def parquet_floor(archive: Path, root: Path, workers: int) -> float:
+    """The load's anchor (issue 14): seconds for DuckDB to make a table of the same rows from a Parquet
+    file (table_seconds), with no verification, no intervals and no chain state. Writing the Parquet file
+    is not timed."""
+    parquet = root / "floor.parquet"
+    parquet_of(archive, parquet, workers)
+    try:
+        return table_seconds(parquet, root / "floor.duckdb")
+    finally:
+        parquet.unlink()
 
 
 def bench(events: int, root: Path, topics: int, partitions: int, workers: int, seed: int) -> dict[str, str]:

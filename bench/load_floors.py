@@ -1,0 +1,115 @@
+"""What a load cannot beat on this machine (not a test): the floors of issue 14's load target, ≥ 1M events/s.
+
+The load (bench/replay.py) decodes and verifies the archive, then writes the rows into the store. This
+measures the writing alone, from rows already decoded, for the store's layout and for narrower ones the
+issue allows, and for Parquet beside the archive:
+
+- DuckDB making a table of the same rows from a Parquet file and checkpointing it (bench/replay.py's
+  floor, with the load's settings), for: the store's 77 columns; hashes as 32-byte BLOBs; no list
+  columns (the states' lists in a table of their own); no lists and no hashes or ids;
+- the rows written as Parquet from Arrow in memory (pyarrow, uncompressed and snappy; one file on one
+  thread, and two halves on two threads);
+- decoding the archive without verifying (2 threads), and reading it verified (schemas.verified).
+
+    .venv/bin/python bench/load_floors.py --events 1000000 --keep /work/bench-data
+
+Appends its table, with the machine and the date, to bench/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# bench/replay.py's history, floor and machine line (its name is the package `replay`'s: loaded by path)
+_spec = importlib.util.spec_from_file_location("bench_replay", Path(__file__).with_name("replay.py"))
+bench_replay = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench_replay)
+history, machine, parquet_of = bench_replay.history, bench_replay.machine, bench_replay.parquet_of
+table_seconds, verify_rates, RESULTS = bench_replay.table_seconds, bench_replay.verify_rates, bench_replay.RESULTS
+
+HASHES = ("prev_hash", "hash")
+IDS = ("event_id",)
+
+
+def layouts(columns: dict[str, str]) -> dict[str, str]:
+    """Name -> SELECT list over the Parquet file's columns (name -> DuckDB type)."""
+    lists = {c for c, t in columns.items() if t.endswith("[]")}
+    return {
+        "the store's layout (77 columns)": "*",
+        "hashes as 32-byte BLOBs": ", ".join(f"unhex({c}) AS {c}" if c in HASHES else c for c in columns),
+        "no list columns": ", ".join(c for c in columns if c not in lists),
+        "no lists, no hashes or ids": ", ".join(c for c in columns if c not in lists | set(HASHES) | set(IDS)),
+    }
+
+
+def parquet_writes(table, root: Path) -> dict[str, float]:
+    import pyarrow.parquet as pq
+
+    out = {}
+    half = table.num_rows // 2
+    for comp in ("none", "snappy"):
+        t = time.perf_counter()
+        pq.write_table(table, root / "w.parquet", compression=comp)
+        out[f"Parquet from Arrow, {comp}, 1 thread"] = time.perf_counter() - t
+        t = time.perf_counter()
+        halves = (table.slice(0, half), table.slice(half))
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            jobs = [(h, root / f"w{i}.parquet", comp) for i, h in enumerate(halves)]
+            list(pool.map(lambda job: pq.write_table(job[0], job[1], compression=job[2]), jobs))
+        out[f"Parquet from Arrow, {comp}, 2 threads"] = time.perf_counter() - t
+    for f in root.glob("w*.parquet"):
+        f.unlink()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--topics", type=int, default=1000)
+    ap.add_argument("--partitions", type=int, default=100, help="per topic")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--keep", type=Path, help="keep (and reuse) the archive here")
+    args = ap.parse_args()
+    import duckdb
+    import pyarrow.parquet as pq
+
+    root = args.keep or Path(tempfile.mkdtemp(prefix="ctrlaudit-floors-"))
+    root.mkdir(parents=True, exist_ok=True)
+    archive, _ = history(root, args.events, args.topics, args.partitions, args.seed)
+    decode_s, verify_s = verify_rates(archive, args.workers)
+    parquet = root / "floors.parquet"
+    parquet_of(archive, parquet, args.workers)
+    try:
+        columns = {r[0]: r[1] for r in duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{parquet}')").fetchall()}
+        timed = {"decode the archive, no verification (2 threads)": decode_s,
+                 "read the archive verified (schemas.verified)": verify_s}
+        for name, select in layouts(columns).items():
+            timed[f"DuckDB table, {name}"] = min(table_seconds(parquet, root / "floors.duckdb", select)
+                                                 for _ in range(2))
+            print(name, f"{timed[f'DuckDB table, {name}']:.2f} s", flush=True)
+        timed.update(parquet_writes(pq.read_table(parquet), root))
+    finally:
+        parquet.unlink(missing_ok=True)
+    n = args.events
+    lines = [f"| {name} | {s:.2f} s | {n / s:,.0f} rows/s |" for name, s in timed.items()]
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    text = (f"\n### load floors — {when}\n\nMachine: {machine()}; load average at the end "
+            f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())}. Command: `.venv/bin/python bench/load_floors.py "
+            f"{' '.join(sys.argv[1:])}`. {n:,} events (bench/replay.py's history).\n\n"
+            "| step (the writes from rows already decoded) | time | rate |\n|---|---|---|\n" + "\n".join(lines) + "\n")
+    print(text)
+    with RESULTS.open("a") as fo:
+        fo.write(text)
+
+
+if __name__ == "__main__":
+    main()

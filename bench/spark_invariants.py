@@ -1,0 +1,92 @@
+"""Spark, one invariant at a time (not a test): where the Spark check's time goes, and what the way the
+events are held changes. For issue 14's Spark target (≥ 100k events/s on local[2]).
+
+The events of a replay store are written once to Parquet (not timed); Spark then holds them one of three
+ways, runs the shared relations and each invariant `--repeat` times through the engine's own path
+(SparkEngine: the same SQL, CTEs computed once, job groups), and prints the seconds of every run:
+
+- ``cache``: read and cached as the engine does (`cache()`, Spark's in-memory columnar cache);
+- ``partitioned``: cached after a repartition by (cluster_id, topic, partition) and a sort by seq
+  within partitions, so that windows over a partition's history could skip their exchange and sort;
+- ``parquet``: not cached, every query reads the Parquet file (vectorized reader).
+
+    .venv/bin/python bench/spark_invariants.py STORE [--hold cache|partitioned|parquet] [--repeat 3]
+        [--shuffle-partitions 8] [--conf spark.sql.adaptive.enabled=false ...] [INVARIANT ...]
+
+The rows of each invariant are counted so that runs can be compared; nothing is appended to RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from checks.catalog import NAMES, shared_for, shared_sql, shared_table  # noqa: E402
+from checks.spark_engine import DIALECT, SparkEngine, build_session, materialized, release  # noqa: E402
+
+
+def held(spark, parquet: Path, how: str):
+    df = spark.read.parquet(str(parquet))
+    if how == "parquet":
+        return df
+    if how == "partitioned":
+        n = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        df = df.repartition(n, "cluster_id", "topic", "partition").sortWithinPartitions(
+            "cluster_id", "topic", "partition", "seq")
+    df = df.cache()
+    df.count()
+    return df
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("store", type=Path)
+    ap.add_argument("--hold", choices=("cache", "partitioned", "parquet"), default="cache")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each invariant (the first compiles)")
+    ap.add_argument("--shuffle-partitions", type=int, default=8)
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark SQL setting (repeatable)")
+    ap.add_argument("names", nargs="*", help="invariants (default: all)")
+    args = ap.parse_args()
+    import duckdb
+
+    with tempfile.TemporaryDirectory(prefix="ctrlaudit-spark-inv-") as tmp:
+        parquet = Path(tmp) / "events.parquet"
+        con = duckdb.connect(str(args.store), read_only=True)
+        con.execute(f"COPY events TO '{parquet}' (FORMAT parquet)")
+        events = con.execute("SELECT count(*) FROM events").fetchone()[0]
+        con.close()
+        spark = build_session("local[2]", shuffle_partitions=args.shuffle_partitions)
+        for kv in args.conf:
+            spark.conf.set(*kv.split("=", 1))
+        t = time.perf_counter()
+        engine = SparkEngine(spark, held(spark, parquet, args.hold))
+        print(f"{events:,} events held as {args.hold}: {time.perf_counter() - t:.1f} s", flush=True)
+        names = args.names or list(NAMES)
+        t = time.perf_counter()
+        shared = {}
+        for s in shared_for(names):
+            with engine._computed_once(shared_sql(s, DIALECT)) as sql:
+                shared[s] = materialized(spark.sql(sql))
+            shared[s].createOrReplaceTempView(shared_table(s))
+        print(f"{'shared relations':32s} {time.perf_counter() - t:6.2f} s", flush=True)
+        first = 0.0
+        for name in names:
+            runs = []
+            for _ in range(args.repeat):
+                t = time.perf_counter()
+                rows = sum(1 for _ in engine._rows(name, frozenset(shared)))
+                runs.append(time.perf_counter() - t)
+            first += runs[0]
+            print(f"{name:32s} " + " ".join(f"{r:6.2f} s" for r in runs) + f"   rows {rows}", flush=True)
+        print(f"{'invariants, first runs':32s} {first:6.2f} s ({events / first:,.0f} events/s)")
+        for df in shared.values():
+            release(df)
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()
