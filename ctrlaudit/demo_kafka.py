@@ -4,7 +4,8 @@ start a 3-node KRaft Kafka from Maven jars -> start capture (`ctrlaudit capture`
 tailing one node's __cluster_metadata-0, plus the offset sampler) and the archiver (`ctrlaudit
 archive`) -> drive a short incident with Kafka's own tools: mark A, kill -9 a broker (fencing, ISR
 shrink, leader moves), restart it, preferred election, move a replica, kill -9 the active controller
-(a new epoch) -> wait until the archive holds the last change -> stop everything -> `verify` the
+(a new epoch); before each next step, wait until the archive shows what describe shows -> wait until
+the archive holds the last change -> stop everything -> `verify` the
 archive, load it, and show the state at mark A and at the end, a diff, a timeline, an explanation and
 the invariant check; last, `import kraft` decodes a copy of the node's metadata log offline. Everything lands in demo-out/; the cluster is torn down.
 
