@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +51,28 @@ class FileManifest:
 
     @staticmethod
     def from_json(text: str) -> FileManifest:
-        d: dict[str, Any] = json.loads(text)
-        d["first_source"] = SourceMark(**d["first_source"])
-        d["last_source"] = SourceMark(**d["last_source"])
+        d = _keys_of(FileManifest, json.loads(text), "")
+        d["first_source"] = SourceMark(**_keys_of(SourceMark, d["first_source"], "first_source."))
+        d["last_source"] = SourceMark(**_keys_of(SourceMark, d["last_source"], "last_source."))
         return FileManifest(**d)
+
+
+class ManifestShape(ValueError):
+    """A manifest's JSON is not an object with the manifest's keys (names the keys)."""
+
+
+def _keys_of(cls: Any, value: Any, where: str) -> dict[str, Any]:
+    """`value` when it is an object with `cls`'s keys; ManifestShape naming the unknown and missing ones."""
+    if not isinstance(value, dict):
+        raise ManifestShape(f"{where.rstrip('.') or 'the manifest'} is not a JSON object")
+    known = {f.name for f in fields(cls)}
+    needed = {f.name for f in fields(cls) if f.default is MISSING}
+    unknown, missing = sorted(set(value) - known), sorted(needed - set(value))
+    if unknown or missing:
+        said = ([f"unknown keys {', '.join(repr(where + k) for k in unknown)}"] if unknown else []) + \
+               ([f"missing keys {', '.join(repr(where + k) for k in missing)}"] if missing else [])
+        raise ManifestShape("; ".join(said))
+    return dict(value)
 
 
 def manifest_path(avro_path: Path) -> Path:
@@ -95,7 +113,9 @@ def read_manifest(path: Path) -> FileManifest:
         manifest = FileManifest.from_json(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ManifestError(f"{path}: cannot read the manifest: {exc.strerror}") from exc
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # JSON, missing or unknown keys
+    except ManifestShape as exc:
+        raise ManifestError(f"{path}: not a valid archive manifest ({exc})") from exc
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # not JSON, not text
         raise ManifestError(f"{path}: not a valid archive manifest ({type(exc).__name__}: {exc})") from exc
     ints = ("count", "first_seq", "last_seq", "first_event_time_ms", "last_event_time_ms", "size_bytes",
             "schema_version")

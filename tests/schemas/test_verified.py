@@ -120,6 +120,28 @@ def test_a_garbage_manifest_is_refused(copy):
         verified.verify([copy])
 
 
+def test_a_manifest_with_a_renamed_key_names_the_keys(copy):
+    path = manifest(files(copy)[0])
+    d = json.loads(path.read_text())
+    d["fild"] = d.pop("file")
+    d["first_source"]["ofset"] = d["first_source"].pop("offset")
+    path.write_text(json.dumps(d))
+    with pytest.raises(ArchiveProblem, match=r"not a valid archive manifest \(unknown keys 'fild'; missing keys 'file'\)"):
+        verified.verify([copy])
+    del d["fild"], d["sha256"]
+    d["file"] = files(copy)[0].name
+    path.write_text(json.dumps(d))  # the top level whole: the nested mark is named with its path
+    with pytest.raises(ArchiveProblem, match=r"missing keys 'sha256'"):
+        verified.verify([copy])
+    d["sha256"] = "0" * 64
+    path.write_text(json.dumps(d))
+    with pytest.raises(ArchiveProblem, match=r"unknown keys 'first_source.ofset'; missing keys 'first_source.offset'"):
+        verified.verify([copy])
+    path.write_text("[1, 2]")
+    with pytest.raises(ArchiveProblem, match=r"the manifest is not a JSON object"):
+        verified.verify([copy])
+
+
 def test_the_same_archive_twice_counts_once(archive, copy):
     read = verified.verify([archive, copy, archive])
     assert read.chains[CL].events == 6000 and read.chains[CL].duplicates == 6000
