@@ -139,8 +139,7 @@ class KafkaCluster:
 
         def fmt(n: NodeLayout) -> ToolResult:
             scram = config.scram_format_args(self.settings.secure) if self.settings.secure else []
-            return self.tools.run("storage", "format", "-t", cid, "-c", str(n.properties),
-                                  "--ignore-formatted", *scram, check=False)
+            return self.tools.format_storage(cid, n.properties, "--ignore-formatted", *scram, check=False)
         with ThreadPoolExecutor(max_workers=len(todo) or 1) as ex:
             for n, res in zip(todo, ex.map(fmt, todo)):
                 if res.returncode != 0:

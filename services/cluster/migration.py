@@ -116,8 +116,7 @@ class Migration:
                                                  + "log4j.logger.org.apache.kafka.metadata.migration=TRACE\n")
         if not (n.data_dir / "meta.properties").exists():
             # metadata.version 3.9 (the release's latest): as the brokers' inter.broker.protocol.version
-            c.tools.run("storage", "format", "-t", self.cluster_id(), "-c", str(n.properties),
-                        "--release-version", "3.9")
+            c.tools.format_storage(self.cluster_id(), n.properties, "--release-version", "3.9")
         c.extra_nodes[CONTROLLER_ID] = n
         c.markers[CONTROLLER_ID] = STARTED_MARKER
         c.start_node(CONTROLLER_ID)
