@@ -110,19 +110,11 @@ def _sentinel_archived(archive: Path, sentinel: str) -> int:
 
 
 def _archived_partitions(archive: Path, topic: str) -> dict[int, tuple]:
-    """The archive's last (leader, replicas, ISR as a set) of each partition of `topic`."""
-    from schemas.events import PartitionChange, TopicChange, TopicChangeKind
-    state: dict[int, tuple] = {}
-    for e in _archived(archive):
-        p = e.payload
-        if isinstance(p, TopicChange) and p.topic == topic and p.kind == TopicChangeKind.DELETED:
-            state.clear()  # a deleted topic's partitions go with it, without changes of their own
-        elif isinstance(p, PartitionChange) and p.topic == topic:
-            if p.after is None:
-                state.pop(p.partition, None)
-            else:
-                state[p.partition] = (p.after.leader, tuple(p.after.replicas), frozenset(p.after.isr))
-    return state
+    """The archive's last (leader, replicas, ISR as a set) of each partition of `topic`, by the replay's fold."""
+    from replay.delta import ImageBuilder
+    image = ImageBuilder().replay_all(_archived(archive)).apply()
+    t = image.topics.get_by_name(topic)
+    return {} if t is None else {p: (s.leader, tuple(s.replicas), frozenset(s.isr)) for p, s in t.partitions.items()}
 
 
 def _capture_shows(archive: Path, topic: str, described) -> bool:
