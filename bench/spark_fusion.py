@@ -17,8 +17,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.append(str(Path(__file__).resolve().parent))  # after the repo: bench/checks.py is not the package
 
 from checks.spark_engine import build_session  # noqa: E402
+from spark_invariants import store_as_parquet  # noqa: E402
 
 PC = "kind = 'PartitionChange'"
 TRANSITION = "NOT bootstrap AND has_before AND has_after"
@@ -41,15 +43,8 @@ FUSED = ("SELECT cluster_id, seq, rule FROM (SELECT cluster_id, seq, explode(arr
 
 
 def main() -> None:
-    import duckdb
-
-    store = Path(sys.argv[1])
     with tempfile.TemporaryDirectory(prefix="ctrlaudit-fusion-") as tmp:
-        parquet = Path(tmp) / "events.parquet"
-        con = duckdb.connect(str(store), read_only=True)
-        con.execute(f"COPY events TO '{parquet}' (FORMAT parquet)")
-        events = con.execute("SELECT count(*) FROM events").fetchone()[0]
-        con.close()
+        parquet, events = store_as_parquet(Path(sys.argv[1]), Path(tmp))
         spark = build_session("local[2]", shuffle_partitions=8)
         spark.read.parquet(str(parquet)).createOrReplaceTempView("events")
         print(f"{events:,} events")

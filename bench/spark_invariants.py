@@ -29,6 +29,19 @@ from checks.catalog import NAMES, shared_for, shared_sql, shared_table  # noqa: 
 from checks.spark_engine import DIALECT, SparkEngine, build_session, materialized, release  # noqa: E402
 
 
+def store_as_parquet(store: Path, directory: Path) -> tuple[Path, int]:
+    """The store's events table written to `directory`/events.parquet (read only), and its row count."""
+    import duckdb
+
+    parquet = directory / "events.parquet"
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        con.execute(f"COPY events TO '{parquet}' (FORMAT parquet)")
+        return parquet, con.execute("SELECT count(*) FROM events").fetchone()[0]
+    finally:
+        con.close()
+
+
 def held(spark, parquet: Path, how: str):
     df = spark.read.parquet(str(parquet))
     if how == "parquet":
@@ -51,14 +64,8 @@ def main() -> None:
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark SQL setting (repeatable)")
     ap.add_argument("names", nargs="*", help="invariants (default: all)")
     args = ap.parse_args()
-    import duckdb
-
     with tempfile.TemporaryDirectory(prefix="ctrlaudit-spark-inv-") as tmp:
-        parquet = Path(tmp) / "events.parquet"
-        con = duckdb.connect(str(args.store), read_only=True)
-        con.execute(f"COPY events TO '{parquet}' (FORMAT parquet)")
-        events = con.execute("SELECT count(*) FROM events").fetchone()[0]
-        con.close()
+        parquet, events = store_as_parquet(args.store, Path(tmp))
         spark = build_session("local[2]", shuffle_partitions=args.shuffle_partitions)
         for kv in args.conf:
             spark.conf.set(*kv.split("=", 1))
