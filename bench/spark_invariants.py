@@ -63,7 +63,7 @@ def main() -> None:
     ap.add_argument("--shuffle-partitions", type=int, default=8)
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark SQL setting (repeatable)")
     ap.add_argument("names", nargs="*", help="invariants (default: all)")
-    args = ap.parse_args()
+    args = ap.parse_intermixed_args()  # the invariants' names may follow the options
     with tempfile.TemporaryDirectory(prefix="ctrlaudit-spark-inv-") as tmp:
         parquet, events = store_as_parquet(args.store, Path(tmp))
         spark = build_session("local[2]", shuffle_partitions=args.shuffle_partitions)
