@@ -4,7 +4,8 @@ Per history size it times, separately:
   decode       archive files -> the flat Arrow table (checks.inputs.archives_to_arrow: Avro decode + flatten)
   duck table   Arrow table -> DuckDB in-memory `events` table (what a replay store already holds)
   duck check   all the catalog's invariant queries over the loaded table (= `ctrlaudit check STORE` minus the report)
-  spark load   Spark local[N]: read the Avro archive with spark-avro, flatten, cache, count
+  spark load   SparkEngine.from_archives: the driver's verified read, its rows handed to Spark as Parquet
+               (checks.spark_handoff; on a master elsewhere: executors read the Avro with spark-avro), count
   spark check  all the catalog's invariants as one Spark job over the cached table
   live         checks.live.LiveChecker over flat rows (no decode), events/s on the first --live-events
 and reports events/s and the growth factor of each stage from the smallest size to each larger one.
@@ -193,7 +194,7 @@ def render(results: list[dict], args, spark_rows: list[dict] = ()) -> str:
     base = results[0] if results else {}
     scale = lambda r: r["events"] / base["events"]  # noqa: E731
     head = ["events", "decode archive→Arrow", "DuckDB table", f"DuckDB check ({len(NAMES)} invariants)",
-            "Spark load (Avro→cache)", "Spark check", "live checker", "violated / allowed", "engines equal"]
+            "Spark load (verified read → Spark)", "Spark check", "live checker", "violated / allowed", "engines equal"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         sc = f" (events ×{scale(r):.0f})" if r is not base else ""

@@ -25,9 +25,10 @@ from checks.catalog import EVIDENCE_COLUMNS, shared_for, shared_sql, shared_tabl
 from checks.duckdb_engine import DuckDBEngine
 from checks.findings import Findings
 from checks.inputs import BadInput, Inputs, chains_of
+from checks.spark_handoff import FILE_ROWS, LOOPBACK, Handoff, handoff_parent
 from checks.spark_ctes import materialize_plan, split, view_sql
 from schemas import flat, loader
-from schemas.verified import verify
+from schemas.verified import VerifiedRead, verify
 
 DIALECT = "spark"
 AVRO_CLASS = "org.apache.spark.sql.avro.AvroFileFormat"
@@ -155,7 +156,6 @@ def check_master_reachable(master: str, timeout: float | None = None) -> None:
         time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
 
 
-_LOOPBACK = re.compile(r"//(127\.0\.0\.1|localhost)[:,]")
 
 
 # The heap of a local master's one JVM, the driver and its executor threads together, unless the user set
@@ -188,7 +188,7 @@ def build_session(master: str | None = "local[2]", app_name: str = "ctrlaudit-ch
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")
     )
-    if master is not None and (master.startswith("local") or _LOOPBACK.search(master)):
+    if master is not None and (master.startswith("local") or LOOPBACK.search(master)):
         # a driver of a local or loopback master stays on loopback; on YARN, Kubernetes or a remote
         # standalone master the executors must reach it, so Spark's own choice stands
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -273,19 +273,41 @@ class SparkEngine:
         self.chains: list[dict[str, Any]] = []
         # archives on a Hadoop filesystem (checks.hadoop): are the files Spark read still the files verified?
         self.guard: Callable[[], None] | None = None
-        events_df.createOrReplaceTempView(view)
+        self.handoff: Handoff | None = None  # the Parquet directory the events were handed over in
+        self.view = view
+        self.register_view()
 
     @classmethod
     def from_archives(cls, spark: Any, archives: Sequence[Path], allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
-        """The archive, verified first on the driver through schemas.verified (the one read path):
-        Spark then reads only the files that verified, and each event once."""
+        """The archive, verified first on the driver through schemas.verified (the one read path). Spark
+        then gets the verified rows as Parquet written by the driver (checks.spark_handoff) when its
+        executors share the driver's disk, else reads only the files that verified, each event once."""
         started = time.perf_counter()
-        read = verify(archives, allow_gaps=allow_gaps, progress=progress)
-        if not read.accepted:
-            raise BadInput(f"{', '.join(map(str, archives))}: archive holds no verified events")
-        engine = cls._read_files(spark, read.accepted, dedupe=any(c.duplicates for c in read.chains.values()))
+        parent = handoff_parent(spark.sparkContext.master)
+        if parent is not None:
+            read = VerifiedRead(archives, allow_gaps=allow_gaps, progress=progress)
+            engine = cls._handed_over(spark, parent, (t for _, t in read),
+                                      f"{', '.join(map(str, archives))}: archive holds no verified events")
+        else:
+            read = verify(archives, allow_gaps=allow_gaps, progress=progress)
+            if not read.accepted:
+                raise BadInput(f"{', '.join(map(str, archives))}: archive holds no verified events")
+            engine = cls._read_files(spark, read.accepted, dedupe=any(c.duplicates for c in read.chains.values()))
         engine.gaps, engine.chains = chains_of(read)
         engine.timings["load"] = time.perf_counter() - started
+        return engine
+
+    @classmethod
+    def _handed_over(cls, spark: Any, parent: Path, tables: Iterable[Any], empty: str) -> SparkEngine:
+        handoff = Handoff(parent)
+        try:
+            if handoff.write(tables, flat.ARROW_SCHEMA) == 0:
+                raise BadInput(empty)
+            engine = cls(spark, handoff.read(spark))
+        except BaseException:
+            handoff.remove()
+            raise
+        engine.handoff = handoff
         return engine
 
     @classmethod
@@ -326,15 +348,22 @@ class SparkEngine:
     @classmethod
     def from_inputs(cls, spark: Any, inputs: Inputs, allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
         if inputs.store is not None:
-            # A replay store: DuckDB reads it (and checks its layout), Spark gets the Arrow table.
+            # A replay store: DuckDB reads it (and checks its layout); Spark gets its events as Parquet
+            # (checks.spark_handoff), or else as an Arrow table through the driver.
             duck = DuckDBEngine.from_store(inputs.store)
             try:
-                table = duck.con.execute("SELECT * FROM events").to_arrow_table()
-                gaps, chains = duck.gaps, duck.chains
+                parent = handoff_parent(spark.sparkContext.master)
+                if parent is not None:
+                    import pyarrow as pa
+
+                    batches = duck.con.execute("SELECT * FROM events").to_arrow_reader(FILE_ROWS)
+                    engine = cls._handed_over(spark, parent, (pa.Table.from_batches([b]) for b in batches),
+                                              f"{inputs.store}: store holds no events")
+                else:
+                    engine = cls.from_arrow(spark, duck.con.execute("SELECT * FROM events").to_arrow_table())
+                engine.gaps, engine.chains = duck.gaps, duck.chains
             finally:
                 duck.close()
-            engine = cls.from_arrow(spark, table)
-            engine.gaps, engine.chains = gaps, chains
             return engine
         if inputs.uris:
             from checks.hadoop import engine_from_uris
@@ -348,10 +377,17 @@ class SparkEngine:
         if self.guard is not None:
             self.guard()
 
+    def register_view(self) -> None:
+        """Makes the view `events` (every query's input) this engine's events, again if another engine of
+        the same session took the name since: its events may be gone with it (a removed handoff)."""
+        self.df.createOrReplaceTempView(self.view)
+
     def kind_counts(self) -> dict[str, int]:
+        self.register_view()
         return {r[0]: r[1] for r in self.spark.sql("SELECT kind, count(*) FROM events GROUP BY kind").collect()}
 
     def clusters(self) -> list[str]:
+        self.register_view()
         return [r[0] for r in self.spark.sql("SELECT DISTINCT cluster_id FROM events ORDER BY 1").collect()]
 
     def findings(self, names: Sequence[str]) -> Findings:
@@ -360,6 +396,7 @@ class SparkEngine:
         started = time.perf_counter()
         if not names:
             return Findings.of_rows(())
+        self.register_view()
         shared: dict[str, Any] = {}
         try:
             # a relation several of them read (checks.catalog.shared_for) is computed once, before them
@@ -427,3 +464,6 @@ class SparkEngine:
 
     def close(self) -> None:
         self.df.unpersist()
+        self.spark.catalog.dropTempView(self.view)
+        if self.handoff is not None:
+            self.handoff.remove()

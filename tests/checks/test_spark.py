@@ -51,12 +51,21 @@ def duck_rows(archive_dir):
         eng.close()
 
 
-def test_spark_flat_view_equals_flat_table(spark_engine, archive_dir):
+@pytest.mark.parametrize("path", ["handoff", "spark-avro"])
+def test_spark_flat_view_equals_flat_table(spark, spark_engine, archive_dir, path):
+    """Both ways Spark gets the events: the driver's verified rows as Parquet (a local master, the module's
+    engine), and the executors reading the archive files with spark-avro (any other master)."""
     from checks.inputs import archives_to_arrow
+    from checks.spark_engine import SparkEngine
 
-    want = archives_to_arrow(resolve([archive_dir[0]]).archives).sort_by([("cluster_id", "ascending"),
-                                                                          ("seq", "ascending")])
-    got = spark_engine.df.orderBy("cluster_id", "seq").toArrow()
+    archives = resolve([archive_dir[0]]).archives
+    want = archives_to_arrow(archives).sort_by([("cluster_id", "ascending"), ("seq", "ascending")])
+    if path == "handoff":
+        assert spark_engine.handoff is not None
+        df = spark_engine.df
+    else:
+        df = SparkEngine._read_files(spark, archives, dedupe=False).df
+    got = df.orderBy("cluster_id", "seq").toArrow()
     assert got.column_names == flat.COLUMN_NAMES
     assert got.num_rows == want.num_rows
     for name in flat.COLUMN_NAMES:
@@ -168,6 +177,7 @@ def test_a_shared_relation_is_read_back_inside_a_cte_and_released(spark, spark_e
         return len(spark.sparkContext._jsc.sc().getRDDStorageInfo())
 
     before = blocks()
+    spark_engine.register_view()
     df = materialized(spark.sql(shared_sql("partition_timeline", DIALECT)))
     view = shared_table("partition_timeline")
     df.createOrReplaceTempView(view)
@@ -197,6 +207,7 @@ def test_ctes_read_twice_are_computed_once_then_dropped(spark, spark_engine):
         return {t.name for t in spark.catalog.listTables() if t.isTemporary}
 
     before, views = blocks(), temp_views()
+    spark_engine.register_view()
     with spark_engine._computed_once(sql_for("unclean_election_allowed", "spark")) as sql:
         assert temp_views() == views | {"candidates", "config_as_of"}
         assert blocks() == before + 2
@@ -265,3 +276,35 @@ def _count_slowly(sc) -> None:
         sc.parallelize(range(2), 2).map(lambda x: time.sleep(120) or x).count()
     except Exception:  # noqa: BLE001 - cancelled: what the test wants
         pass
+
+
+def test_a_store_is_handed_over_as_parquet_and_checked_like_its_archive(spark, archive_dir, duck_rows, tmp_path):
+    """A replay store's events reach a local Spark as Parquet written by the driver (checks.spark_handoff),
+    removed when the engine closes; the findings are the archive's."""
+    from checks.spark_engine import SparkEngine
+    from replay.store import Store
+
+    path = tmp_path / "s.duckdb"
+    with Store(path) as s:
+        s.load([archive_dir[0]])
+    eng = SparkEngine.from_inputs(spark, resolve([path]))
+    handoff = eng.handoff.path
+    try:
+        assert sorted(handoff.glob("*.parquet"))
+        assert eng.violations(NAMES) == duck_rows
+    finally:
+        eng.close()
+    assert not handoff.exists()
+
+
+def test_an_engines_events_stay_its_own_when_another_engine_comes_and_goes(spark, spark_engine, archive_dir):
+    """One session, two engines one after the other: the second takes the view `events` and, closed,
+    removes its handoff; the first still checks its own events."""
+    from checks.spark_engine import SparkEngine
+
+    d, _ = archive_dir
+    other = SparkEngine.from_archives(spark, resolve([d / "clean_baseline.avro"]).archives)
+    gone = other.handoff.path
+    other.close()
+    assert not gone.exists() and spark_engine.handoff.path.exists()
+    assert len(spark_engine.clusters()) == len(list(d.glob("*.avro")))
