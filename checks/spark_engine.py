@@ -357,6 +357,8 @@ class SparkEngine:
                     import pyarrow as pa
 
                     batches = duck.con.execute("SELECT * FROM events").to_arrow_reader(FILE_ROWS)
+                    if batches is None:  # DuckDB's stub: no result set (not after a SELECT)
+                        raise BadInput(f"{inputs.store}: store holds no events")
                     engine = cls._handed_over(spark, parent, (pa.Table.from_batches([b]) for b in batches),
                                               f"{inputs.store}: store holds no events")
                 else:
