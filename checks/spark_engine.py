@@ -156,8 +156,6 @@ def check_master_reachable(master: str, timeout: float | None = None) -> None:
         time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
 
 
-
-
 # The heap of a local master's one JVM, the driver and its executor threads together, unless the user set
 # one (SPARK_DRIVER_MEMORY, PYSPARK_SUBMIT_ARGS, spark-defaults.conf). Spark's default, 1g, holds a cached
 # million events only by spilling and collecting: the checks took 1.5x as long as with 6g (bench/RESULTS.md).
