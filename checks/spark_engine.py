@@ -354,7 +354,7 @@ class SparkEngine:
                 if parent is not None:
                     import pyarrow as pa
 
-                    batches = duck.con.execute("SELECT * FROM events").to_arrow_reader(FILE_ROWS)
+                    batches = duck.con.sql("SELECT * FROM events").to_arrow_reader(FILE_ROWS)
                     if batches is None:  # DuckDB's stub: no result set (not after a SELECT)
                         raise BadInput(f"{inputs.store}: store holds no events")
                     engine = cls._handed_over(spark, parent, (pa.Table.from_batches([b]) for b in batches),
