@@ -25,7 +25,7 @@ from checks.catalog import EVIDENCE_COLUMNS, shared_for, shared_sql, shared_tabl
 from checks.duckdb_engine import DuckDBEngine
 from checks.findings import Findings
 from checks.inputs import BadInput, Inputs, chains_of
-from checks.spark_handoff import FILE_ROWS, LOOPBACK, Handoff, handoff_parent
+from checks.spark_handoff import FILE_ROWS, Handoff, handoff_parent
 from checks.spark_ctes import materialize_plan, split, view_sql
 from schemas import flat, loader
 from schemas.verified import VerifiedRead, verify
@@ -156,6 +156,9 @@ def check_master_reachable(master: str, timeout: float | None = None) -> None:
         time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
 
 
+_LOOPBACK = re.compile(r"//(127\.0\.0\.1|localhost)[:,]")
+
+
 # The heap of a local master's one JVM, the driver and its executor threads together, unless the user set
 # one (SPARK_DRIVER_MEMORY, PYSPARK_SUBMIT_ARGS, spark-defaults.conf). Spark's default, 1g, holds a cached
 # million events only by spilling and collecting: the checks took 1.5x as long as with 6g (bench/RESULTS.md).
@@ -186,7 +189,7 @@ def build_session(master: str | None = "local[2]", app_name: str = "ctrlaudit-ch
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")
     )
-    if master is not None and (master.startswith("local") or LOOPBACK.search(master)):
+    if master is not None and (master.startswith("local") or _LOOPBACK.search(master)):
         # a driver of a local or loopback master stays on loopback; on YARN, Kubernetes or a remote
         # standalone master the executors must reach it, so Spark's own choice stands
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

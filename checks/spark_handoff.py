@@ -16,7 +16,6 @@ directory on a filesystem the executors share with the driver.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -32,8 +31,6 @@ ENV = "CTRLAUDIT_SPARK_HANDOFF"
 # rows per Parquet file and per row group: enough for Spark's vectorized reader to stream, small enough
 # that a 1M-event history still gives each core a file of its own
 FILE_ROWS = 1 << 19
-# a standalone master on this host (its workers, started with it, run here too)
-LOOPBACK = re.compile(r"//(127\.0\.0\.1|localhost)[:,]")
 
 
 def handoff_parent(master: str) -> Path | None:
