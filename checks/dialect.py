@@ -73,17 +73,19 @@ SHIMS: dict[str, tuple[str | Callable[..., str], str | Callable[..., str]]] = {
     # a to b (integers, both included), one row each; no row when b < a
     "explode_range": ("unnest(range({0}, {1} + 1))", "explode(filter(sequence({0}, greatest({0}, {1})), x__ -> x__ <= {1}))"),
     # one comparable value for a row's columns: {digest(k, list1, ..., listk, scalar1, ...)}, the first k
-    # arguments lists of non-null ints. Equal columns give equal values. Spark: the struct itself (exact).
-    # DuckDB: a 64-bit hash, a narrow payload for windows. DuckDB's hash runs a list's elements on into the
-    # next argument's ([1, 2], [3] hashes as [1], [2, 3]), hashes 0, false and NULL alike, and [] as NULL;
-    # so each list is followed by its length and its IS NULL flag, and each scalar by its flag: read from the
-    # end, the hashed values then spell the columns back (a length says how many elements precede it), and
-    # different columns collide only by chance (2^-64 a pair), never by their shape. Unequal digests mean
-    # unequal columns on both engines. (tests/checks/test_dialect.py: the shapes that collided without it.)
+    # arguments lists of non-null ints: a 64-bit hash, a narrow payload for windows (DuckDB's hash, Spark's
+    # xxhash64). Both run a list's elements on into the next argument's ([1, 2], [3] hashes as [1], [2, 3]);
+    # DuckDB hashes 0, false and NULL alike and [] as NULL, Spark skips a NULL. So each list is followed by its
+    # length and its IS NULL flag, and each scalar by its flag: read from the end, the hashed values then
+    # spell the columns back (a length says how many elements precede it), and different columns collide
+    # only by chance (2^-64 a pair), never by their shape. Equal columns give equal values; unequal digests
+    # mean unequal columns. (tests/checks/test_dialect.py: the shapes that collided without it, on both.)
     "digest": (
         lambda k, *xs: "hash(" + ", ".join(
             f"{x}, len({x}), {x} IS NULL" if i < int(k) else f"{x}, {x} IS NULL" for i, x in enumerate(xs)) + ")",
-        lambda k, *xs: "struct(" + ", ".join(xs) + ")",
+        lambda k, *xs: "xxhash64(" + ", ".join(
+            f"{x}, coalesce(size({x}), -1), {x} IS NULL" if i < int(k) else f"{x}, {x} IS NULL"
+            for i, x in enumerate(xs)) + ")",
     ),
     # {min_at_members(keys, values, members)}: the least value >= 0 of `values` at a 1-based position whose
     # element of `keys` is in `members` (positions past either list give none); NULL when there is none.

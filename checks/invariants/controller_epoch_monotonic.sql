@@ -6,7 +6,7 @@
 -- is judged on its own counter; any other drop is judged as before.
 WITH cutover AS ({include(migration_cutover)}),
 obs AS (
-  SELECT e.cluster_id, e.seq, e.bootstrap, e.kind,
+  SELECT /*+ BROADCAST(x) */ e.cluster_id, e.seq, e.bootstrap, e.kind,
          CASE WHEN e.kind = 'ControllerChange' THEN e.cc_epoch ELSE e.controller_epoch END AS epoch,
          CASE WHEN e.seq >= x.cut_seq THEN 1 ELSE 0 END AS counter
   FROM events e LEFT JOIN cutover x ON x.cluster_id = e.cluster_id
@@ -29,7 +29,7 @@ thresholds AS (  -- ... and the first seq at which a higher value appeared
   FROM firsts
 ),
 regressed AS (
-  SELECT o.cluster_id, o.seq, o.kind, o.epoch, o.counter, CAST(FLOOR(o.seq / 1024) AS BIGINT) AS bucket
+  SELECT /*+ BROADCAST(t) */ o.cluster_id, o.seq, o.kind, o.epoch, o.counter, CAST(FLOOR(o.seq / 1024) AS BIGINT) AS bucket
   FROM obs o JOIN thresholds t ON t.cluster_id = o.cluster_id AND t.counter = o.counter AND t.epoch = o.epoch
   WHERE NOT o.bootstrap AND o.seq > t.higher_seq
 ),
@@ -49,7 +49,7 @@ within AS (  -- ... and in its own bucket before the row
   GROUP BY r.cluster_id, r.seq
 ),
 running AS (
-  SELECT r.cluster_id, r.seq, r.kind, r.epoch,
+  SELECT /*+ BROADCAST(b) */ r.cluster_id, r.seq, r.kind, r.epoch,
          CASE WHEN w.in_epoch IS NULL OR b.before_epoch > w.in_epoch THEN b.before_epoch ELSE w.in_epoch END AS prev_max,
          CASE WHEN w.in_seq IS NULL THEN b.before_seq ELSE w.in_seq END AS prev_seq
   FROM regressed r

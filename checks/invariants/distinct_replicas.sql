@@ -36,7 +36,7 @@ numbered AS (
         UNION ALL SELECT cluster_id, seq, 0 FROM creates) u
 ),
 registries AS (  -- every broker registered by the registry's broker change, as of it
-  SELECT r.cluster_id, r.registry, v.broker, v.rack, v.state
+  SELECT /*+ BROADCAST(v) */ r.cluster_id, r.registry, v.broker, v.rack, v.state
   FROM numbered r JOIN broker_versions v
     ON v.cluster_id = r.cluster_id AND v.seq <= r.seq AND (v.next_seq IS NULL OR r.seq < v.next_seq)
   WHERE r.is_broker = 1
@@ -46,7 +46,7 @@ active_racks AS (
   FROM registries GROUP BY cluster_id, registry
 ),
 replica_racks AS (
-  SELECT x.cluster_id, x.seq, COUNT(DISTINCT g.rack) AS replica_racks,
+  SELECT /*+ BROADCAST(g) */ x.cluster_id, x.seq, COUNT(DISTINCT g.rack) AS replica_racks,
          SUM(CASE WHEN g.rack IS NOT NULL THEN 1 ELSE 0 END) AS replicas_with_rack
   FROM (SELECT c.cluster_id, c.seq, n.registry, {explode(c.a_replicas)} AS broker
         FROM creates c JOIN numbered n ON n.cluster_id = c.cluster_id AND n.seq = c.seq AND n.is_broker = 0) x
@@ -54,7 +54,7 @@ replica_racks AS (
   GROUP BY x.cluster_id, x.seq
 ),
 per_create AS (  -- creates with some broker registered before them
-  SELECT n.cluster_id, n.seq, a.active_racks, coalesce(r.replica_racks, 0) AS replica_racks,
+  SELECT /*+ BROADCAST(a) */ n.cluster_id, n.seq, a.active_racks, coalesce(r.replica_racks, 0) AS replica_racks,
          coalesce(r.replicas_with_rack, 0) AS replicas_with_rack
   FROM numbered n JOIN active_racks a ON a.cluster_id = n.cluster_id AND a.registry = n.registry
        LEFT JOIN replica_racks r ON r.cluster_id = n.cluster_id AND r.seq = n.seq

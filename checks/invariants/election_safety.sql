@@ -16,7 +16,7 @@ all_obs AS (
   WHERE kind <> 'ControllerChange' AND NOT bootstrap AND controller_epoch >= 0 AND controller_id >= 0
 ),
 obs AS (
-  SELECT o.cluster_id, o.seq, o.epoch, o.leader, CASE WHEN o.seq >= x.cut_seq THEN 1 ELSE 0 END AS counter
+  SELECT /*+ BROADCAST(x) */ o.cluster_id, o.seq, o.epoch, o.leader, CASE WHEN o.seq >= x.cut_seq THEN 1 ELSE 0 END AS counter
   FROM all_obs o LEFT JOIN cutover x ON x.cluster_id = o.cluster_id
 ),
 per_leader AS (

@@ -63,7 +63,7 @@ registry AS (
 -- broker in its own bucket only (an equality join), not every state of the broker.
 bad_versions AS (
   SELECT cluster_id, broker, seq, next_seq, state, {explode_range(first_bucket, last_bucket)} AS bucket
-  FROM (SELECT v.cluster_id, v.broker, v.seq, v.next_seq, v.state,
+  FROM (SELECT /*+ BROADCAST(m) */ v.cluster_id, v.broker, v.seq, v.next_seq, v.state,
                CAST(FLOOR(v.seq / 65536) AS BIGINT) AS first_bucket,
                CAST(FLOOR(coalesce(v.next_seq, m.last_seq) / 65536) AS BIGINT) AS last_bucket
         FROM broker_versions v JOIN (SELECT cluster_id, MAX(seq) AS last_seq FROM pc GROUP BY cluster_id) m
@@ -73,7 +73,7 @@ bad_versions AS (
 joined_bad AS (
   -- the broker's state as of the change (its last broker change before it) is not eligible, or it has
   -- no broker change before it although the history has shown one of some broker
-  SELECT j.cluster_id, j.seq, j.broker, j.topic, j.partition AS part, j.a_leader, j.a_isr,
+  SELECT /*+ BROADCAST(r, f, v) */ j.cluster_id, j.seq, j.broker, j.topic, j.partition AS part, j.a_leader, j.a_isr,
          CASE WHEN v.seq IS NULL THEN 'unregistered' ELSE v.state END AS eff_state, v.seq AS state_seq
   FROM joiners j JOIN registry r ON j.cluster_id = r.cluster_id
        LEFT JOIN first_of_broker f ON f.cluster_id = j.cluster_id AND f.broker = j.broker
@@ -107,7 +107,7 @@ fence_points AS (  -- the fences' seqs through a GROUP BY on (cluster, broker): 
 next_fences AS (  -- the seqs after a broker's previous fence (or from the cluster's first) up to its next one
   SELECT cluster_no, broker, prev_seq, seq,
          {explode_range(CAST(FLOOR(coalesce(prev_seq, first_seq) / 65536) AS BIGINT), CAST(FLOOR(seq / 65536) AS BIGINT))} AS bucket
-  FROM (SELECT c.cluster_no, f.broker, f.seq, b.first_seq,
+  FROM (SELECT /*+ BROADCAST(c, b) */ c.cluster_no, f.broker, f.seq, b.first_seq,
                LAG(f.seq) OVER (PARTITION BY f.cluster_id, f.broker ORDER BY f.seq) AS prev_seq
         FROM fence_points f JOIN clusters c ON c.cluster_id = f.cluster_id
         JOIN (SELECT cluster_id, MIN(seq) AS first_seq FROM events GROUP BY cluster_id) b
@@ -117,7 +117,7 @@ states AS (  -- each state with its ISR and leader (when they count) and the seq
   SELECT topic_no, seq, partition, counts, a_isr, a_leader,
          -- one BIGINT partition key (the topic's number and the partition side by side): fewer sort keys
          LEAD(seq) OVER (PARTITION BY topic_no * 4294967296 + partition ORDER BY seq) AS next_seq
-  FROM (SELECT t.topic_no, e.seq, e.partition, e.a_isr, e.a_leader,
+  FROM (SELECT /*+ BROADCAST(t) */ t.topic_no, e.seq, e.partition, e.a_isr, e.a_leader,
                e.has_after AND NOT (e.a_leader = -1 AND {size(e.a_isr)} <= 1
                                     AND (e.bootstrap OR (e.has_before AND {subset(e.a_isr, e.b_isr)}))) AS counts
         -- keyed by the topic's number (fragments/topic_numbers.sql): string keys slow the window's sort
@@ -126,8 +126,8 @@ states AS (  -- each state with its ISR and leader (when they count) and the seq
 ),
 topic_clusters AS (SELECT t.topic_no, c.cluster_no FROM topics t JOIN clusters c ON c.cluster_id = t.cluster_id),
 candidates AS (  -- member states whose broker's next fence comes before the state ends (a broker may come twice)
-  SELECT m.topic_no, m.seq, m.next_seq, m.partition, m.broker
-  FROM (SELECT s.topic_no, c.cluster_no, s.seq, s.next_seq, s.partition,
+  SELECT /*+ BROADCAST(n) */ m.topic_no, m.seq, m.next_seq, m.partition, m.broker
+  FROM (SELECT /*+ BROADCAST(c) */ s.topic_no, c.cluster_no, s.seq, s.next_seq, s.partition,
                {explode({concat(s.a_isr, {list1(s.a_leader)})})} AS broker
         FROM states s JOIN topic_clusters c ON c.topic_no = s.topic_no
         WHERE s.counts) m
@@ -137,7 +137,7 @@ candidates AS (  -- member states whose broker's next fence comes before the sta
   WHERE m.broker >= 0
 ),
 held AS (  -- (fence, partition state of its broker begun before it and not followed by a change before it)
-  SELECT f.cluster_id, f.seq, f.broker, f.state, f.known_anomaly, m.seq AS m_seq, t.topic, m.partition
+  SELECT /*+ BROADCAST(t, f) */ f.cluster_id, f.seq, f.broker, f.state, f.known_anomaly, m.seq AS m_seq, t.topic, m.partition
   FROM candidates m JOIN topics t ON t.topic_no = m.topic_no
   JOIN fences f ON f.cluster_id = t.cluster_id AND f.broker = m.broker AND m.seq < f.seq AND (m.next_seq IS NULL OR f.seq < m.next_seq)
 ),
@@ -145,7 +145,7 @@ topic_deletes AS (
   SELECT cluster_id, seq, topic FROM events WHERE kind = 'TopicChange' AND topic_change = 'DELETED'
 ),
 held_live AS (  -- ... and whose topic was not deleted in between
-  SELECT h.cluster_id, h.seq, h.broker, h.state, h.known_anomaly, h.m_seq, h.topic, h.partition
+  SELECT /*+ BROADCAST(d) */ h.cluster_id, h.seq, h.broker, h.state, h.known_anomaly, h.m_seq, h.topic, h.partition
   FROM held h LEFT JOIN topic_deletes d
     ON d.cluster_id = h.cluster_id AND d.topic = h.topic AND h.m_seq < d.seq AND d.seq < h.seq
   GROUP BY h.cluster_id, h.seq, h.broker, h.state, h.known_anomaly, h.m_seq, h.topic, h.partition

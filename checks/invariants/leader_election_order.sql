@@ -38,7 +38,7 @@ broker_versions AS (  -- each broker state with the seq of the broker's next one
   FROM events WHERE kind = 'BrokerChange'
 ),
 live_passed AS (  -- passed-over members whose state as of the election (the last change before it) is live
-  SELECT p.cluster_id, p.seq, p.topic, p.partition, p.a_leader, p.a_replicas, p.broker, p.pos, v.seq AS state_seq
+  SELECT /*+ BROADCAST(v) */ p.cluster_id, p.seq, p.topic, p.partition, p.a_leader, p.a_replicas, p.broker, p.pos, v.seq AS state_seq
   FROM passed p JOIN broker_versions v
     ON v.cluster_id = p.cluster_id AND v.broker = p.broker AND v.seq < p.seq
        AND (v.next_seq IS NULL OR p.seq < v.next_seq)

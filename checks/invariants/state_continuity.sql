@@ -9,7 +9,7 @@
 -- snapshot lists topics before partitions); allowed when a capture gap lies after the id's last topic
 -- event (or, with none, anywhere before), where the creation may have been lost.
 -- Cost: one window over the PartitionChanges whose payload is the previous event's seq and a digest of
--- its after state (NULL when it left none) (dialect shim `digest`: on DuckDB a hash, one narrow column instead of ten
+-- its after state (NULL when it left none) (dialect shim `digest`: a 64-bit hash, one narrow column instead of ten
 -- wide ones), keyed by a number for the cluster id and partition key (not the two strings); only the
 -- rows whose digests differ (breaks: equal states give equal digests) fetch both states by key, to be
 -- compared column by column. Capture gaps and topic events are few, so they are
@@ -29,25 +29,34 @@ digests AS (  -- narrow rows for the window: both states as digests
   WHERE kind = 'PartitionChange'
 ),
 paired AS (
-  SELECT k.pkey_no, d.seq, d.bootstrap, d.has_before, d.b_digest,
+  SELECT /*+ BROADCAST(k) */ k.pkey_no, d.seq, d.bootstrap, d.has_before, d.b_digest,
          LAG(d.seq) OVER w AS p_seq, LAG(d.a_digest) OVER w AS p_digest
   FROM digests d JOIN pkeys k ON k.cluster_id = d.cluster_id AND k.pkey IS NOT DISTINCT FROM d.pkey
   WINDOW w AS (PARTITION BY k.pkey_no * 4294967296 + d.partition ORDER BY d.seq)  -- one BIGINT key: fewer sort keys
 ),
 candidates AS (
-  SELECT c.cluster_id, p.seq, p.p_seq, p.p_digest IS NOT NULL AS p_has_after  -- a digest is never NULL
+  SELECT /*+ BROADCAST(c) */ c.cluster_id, p.seq, p.p_seq, p.p_digest IS NOT NULL AS p_has_after  -- a digest is never NULL
   FROM paired p JOIN pkeys c ON c.pkey_no = p.pkey_no
   WHERE NOT p.bootstrap AND p.has_before AND p.p_seq IS NOT NULL
     AND (p.p_digest IS NULL OR p.b_digest IS DISTINCT FROM p.p_digest)
 ),
-compared AS (
-  SELECT c.cluster_id, c.seq, c.p_seq, c.p_has_after, e.topic, e.partition,
+-- The breaks are few and the events many: the breaks fetch their two states by key, one join each. The
+-- BROADCAST hints (Spark's; a comment to DuckDB, whose planner builds on the small side by itself) keep Spark
+-- from shuffling every event for a join whose other side it cannot know to be small before it runs.
+fetched AS (  -- the change's before
+  SELECT /*+ BROADCAST(c) */ c.cluster_id, c.seq, c.p_seq, c.p_has_after, e.topic, e.partition,
+         e.b_replicas, e.b_isr, e.b_adding, e.b_removing, e.b_elr, e.b_last_known_elr, e.b_leader, e.b_leader_epoch,
+         e.b_partition_epoch, e.b_recovery
+  FROM candidates c JOIN events e ON e.cluster_id = c.cluster_id AND e.seq = c.seq
+),
+compared AS (  -- ... and the previous change's after
+  SELECT /*+ BROADCAST(e) */ e.cluster_id, e.seq, e.p_seq, e.p_has_after, e.topic, e.partition,
          e.b_replicas, e.b_isr, e.b_adding, e.b_removing, e.b_elr, e.b_leader, e.b_leader_epoch,
          e.b_partition_epoch, e.b_recovery,
          p.a_replicas AS p_replicas, p.a_isr AS p_isr, p.a_adding AS p_adding, p.a_removing AS p_removing,
          p.a_elr AS p_elr, p.a_leader AS p_leader, p.a_leader_epoch AS p_leader_epoch,
          p.a_partition_epoch AS p_partition_epoch, p.a_recovery AS p_recovery,
-         CASE WHEN NOT c.p_has_after THEN 10 ELSE
+         CASE WHEN NOT e.p_has_after THEN 10 ELSE
            (CASE WHEN e.b_replicas IS DISTINCT FROM p.a_replicas THEN 1 ELSE 0 END)
          + (CASE WHEN e.b_isr IS DISTINCT FROM p.a_isr THEN 1 ELSE 0 END)
          + (CASE WHEN e.b_adding IS DISTINCT FROM p.a_adding THEN 1 ELSE 0 END)
@@ -58,9 +67,7 @@ compared AS (
          + (CASE WHEN e.b_leader_epoch IS DISTINCT FROM p.a_leader_epoch THEN 1 ELSE 0 END)
          + (CASE WHEN e.b_partition_epoch IS DISTINCT FROM p.a_partition_epoch THEN 1 ELSE 0 END)
          + (CASE WHEN e.b_recovery IS DISTINCT FROM p.a_recovery THEN 1 ELSE 0 END) END AS n_diff
-  FROM candidates c
-  JOIN events e ON e.cluster_id = c.cluster_id AND e.seq = c.seq
-  JOIN events p ON p.cluster_id = c.cluster_id AND p.seq = c.p_seq
+  FROM fetched e JOIN events p ON p.cluster_id = e.cluster_id AND p.seq = e.p_seq
 ),
 breaks AS (
   SELECT cluster_id, seq, p_seq,
@@ -101,7 +108,7 @@ first_of_id AS (
   SELECT cluster_id, topic_id, MIN(seq) AS first_seq FROM topic_events GROUP BY cluster_id, topic_id
 ),
 judged_changes AS (  -- narrow (the topic names and partitions are fetched for the findings only)
-  SELECT p.cluster_id, p.seq, p.topic_id
+  SELECT /*+ BROADCAST(f) */ p.cluster_id, p.seq, p.topic_id
   FROM events p JOIN first_topic f ON p.cluster_id = f.cluster_id
   -- one CASE, not four conditions: DuckDB estimates each condition keeps a fifth of the rows, then takes
   -- these 6.7M changes (at 10M) for the smaller side of the joins below and builds their hash tables on them
@@ -111,14 +118,14 @@ judged_changes AS (  -- narrow (the topic names and partitions are fetched for t
 ),
 no_live_topic AS (
   -- no event of the topic id before the change
-  SELECT x.cluster_id, x.seq, e.topic, x.topic_id, e.partition, x.topic_seq, x.why
+  SELECT /*+ BROADCAST(x) */ x.cluster_id, x.seq, e.topic, x.topic_id, e.partition, x.topic_seq, x.why
   FROM (
-    SELECT c.cluster_id, c.seq, c.topic_id, CAST(NULL AS BIGINT) AS topic_seq, 'never created' AS why
+    SELECT /*+ BROADCAST(i) */ c.cluster_id, c.seq, c.topic_id, CAST(NULL AS BIGINT) AS topic_seq, 'never created' AS why
     FROM judged_changes c LEFT JOIN first_of_id i ON i.cluster_id = c.cluster_id AND i.topic_id = c.topic_id
     WHERE i.first_seq IS NULL OR i.first_seq > c.seq
     UNION ALL
     -- the id's last topic event before the change deleted it
-    SELECT c.cluster_id, c.seq, c.topic_id, d.seq, 'deleted'
+    SELECT /*+ BROADCAST(d) */ c.cluster_id, c.seq, c.topic_id, d.seq, 'deleted'
     FROM judged_changes c JOIN topic_events d
       ON d.cluster_id = c.cluster_id AND d.topic_id = c.topic_id AND d.topic_change = 'DELETED'
          AND d.seq < c.seq AND (d.next_seq IS NULL OR c.seq < d.next_seq)

@@ -1,13 +1,15 @@
-"""The dialect shims' DuckDB spellings (checks/dialect.py), against real DuckDB.
+"""The dialect shims' spellings (checks/dialect.py), against real DuckDB (and real Spark for `digest`).
 
 `digest` stands in for a row's state columns in state_continuity's window: two different states must not
-get the same digest by their shape. DuckDB's bare hash gave these pairs equal values; each is checked here.
+get the same digest by their shape. DuckDB's bare hash gave these pairs equal values, and Spark's bare
+xxhash64 the list pairs; each is checked here on both engines.
 """
 from __future__ import annotations
 
 import itertools
 
 import duckdb
+import pytest
 
 from checks.dialect import expand
 
@@ -19,10 +21,19 @@ def _literal(v: list[int] | None) -> str:
     return "NULL::INTEGER[]" if v is None else f"{v}::INTEGER[]"
 
 
-def _digests(rows: list[tuple], scalars: int = 0) -> list[int]:
-    """The DuckDB digest of each row (lists first, then `scalars` integer columns), in order."""
+def _digests(rows: list[tuple], scalars: int = 0, spark=None) -> list[int]:
+    """The digest of each row (lists first, then `scalars` integer columns), in order: DuckDB's, or Spark's
+    when a session is given."""
     lists = len(rows[0]) - scalars
     cols = [f"c{i}" for i in range(len(rows[0]))]
+    if spark is not None:
+        from pyspark.sql.types import ArrayType, IntegerType, StructField, StructType
+
+        schema = StructType([StructField(c, ArrayType(IntegerType(), False) if i < lists else IntegerType())
+                             for i, c in enumerate(cols)] + [StructField("n", IntegerType())])
+        df = spark.createDataFrame([(*r, i) for i, r in enumerate(rows)], schema)
+        expr = expand(f"{{digest({lists}, {', '.join(cols)})}}", "spark")
+        return [r[0] for r in df.orderBy("n").selectExpr(f"{expr} AS d").collect()]
     sql = expand(f"SELECT {{digest({lists}, {', '.join(cols)})}} FROM t", "duckdb")
     con = duckdb.connect()
     types = ["INTEGER[]"] * lists + ["INTEGER"] * scalars
@@ -31,11 +42,17 @@ def _digests(rows: list[tuple], scalars: int = 0) -> list[int]:
     return [v for (v,) in con.execute(sql.replace("FROM t", "FROM t ORDER BY n")).fetchall()]
 
 
+@pytest.fixture(params=["duckdb", "spark"])
+def engine(request):
+    """None for DuckDB, the session's Spark for Spark."""
+    return request.getfixturevalue("spark") if request.param == "spark" else None
+
+
 def _key(row: tuple) -> tuple:
     return tuple(tuple(v) if isinstance(v, list) else v for v in row)
 
 
-def test_the_shapes_duckdbs_hash_confuses_get_different_digests() -> None:
+def test_the_shapes_a_bare_hash_confuses_get_different_digests(engine) -> None:
     pairs = [
         (([1, 2], [3]), ([1], [2, 3])),      # a list's elements run on into the next list's
         (([1, 0], []), ([1], [0])),          # 0 hashes like false (the IS NULL flag) and like []'s tail
@@ -45,23 +62,25 @@ def test_the_shapes_duckdbs_hash_confuses_get_different_digests() -> None:
         (([0], []), ([], [0])),
     ]
     for a, b in pairs:
-        da, db = _digests([a, b])
+        da, db = _digests([a, b], spark=engine)
         assert da != db, (a, b)
 
 
-def test_every_pair_of_small_states_gets_different_digests() -> None:
+def test_every_pair_of_small_states_gets_different_digests(engine) -> None:
     # Three list columns then two scalar columns (NULL, 0, 1), every combination: equal digests only for equal rows.
     rows = [(*ls, *ss) for ls in itertools.product(_LISTS, repeat=3) for ss in itertools.product([None, 0, 1], repeat=2)]
     rows = rows[::7]  # ~1,900 rows: every list and scalar value still appears in every column
     seen: dict[int, tuple] = {}
-    for row, digest in zip(rows, _digests(rows, scalars=2)):
+    for row, digest in zip(rows, _digests(rows, scalars=2, spark=engine)):
         other = seen.setdefault(digest, _key(row))
         assert other == _key(row), f"{other} and {_key(row)} have the same digest"
     assert len(seen) == len(rows)
 
 
-def test_spark_spelling_is_the_columns_themselves() -> None:
-    assert expand("{digest(2, a, b, c)}", "spark") == "struct(a, b, c)"
+def test_equal_states_get_equal_digests(engine) -> None:
+    rows = [([1, 2], [], None, 3, None), ([1, 2], [], None, 3, None), ([2, 1], [], None, 3, None)]
+    d = _digests(rows, scalars=2, spark=engine)
+    assert d[0] == d[1] != d[2] and None not in d
 
 
 def _min_at_members(keys, values, members):

@@ -10,7 +10,7 @@ config_versions AS (  -- each value with the seq of the scope's next one (config
   FROM config_changes
 ),
 config_as_of AS (  -- each probe with its scope's value as of its seq, where the scope has one
-  SELECT p.cluster_id, p.seq, p.level, v.value AS value_asof, v.seq AS config_seq
+  SELECT /*+ BROADCAST(v) */ p.cluster_id, p.seq, p.level, v.value AS value_asof, v.seq AS config_seq
   FROM config_probes p JOIN config_versions v
     ON v.cluster_id = p.cluster_id AND v.scope = p.scope AND v.seq < p.seq
        AND (v.next_seq IS NULL OR p.seq < v.next_seq)

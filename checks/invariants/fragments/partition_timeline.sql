@@ -14,7 +14,7 @@
 -- the partition (each reader takes them from the events it fetches: fewer strings written per row). Only samples and elections
 -- come out (the rows the two queries read); plain state rows are there for the running values only.
 WITH topics AS ({include(topic_numbers)})
-SELECT c.cluster_id, t.seq, t.is_sample, t.is_election, t.is_unclean, t.a_leader, t.hw,
+SELECT /*+ BROADCAST(c) */ c.cluster_id, t.seq, t.is_sample, t.is_election, t.is_unclean, t.a_leader, t.hw,
        t.state_seq, t.last_reset, t.last_unclean, t.prev_seq, t.prev_hw
 FROM (
   SELECT s.topic_no, s.seq, s.partition, s.is_sample, s.is_election, s.is_unclean, s.a_leader, s.hw,
@@ -24,7 +24,7 @@ FROM (
          {last_nn(CASE WHEN s.is_sample = 1 THEN s.seq END)} OVER earlier AS prev_seq,
          {last_nn(s.hw)} OVER earlier AS prev_hw
   FROM (
-    SELECT n.topic_no, e.seq, e.partition, 0 AS is_sample,
+    SELECT /*+ BROADCAST(n) */ n.topic_no, e.seq, e.partition, 0 AS is_sample,
            CASE WHEN NOT e.has_before OR NOT e.has_after THEN 1 ELSE 0 END AS is_reset,
            CASE WHEN e.has_before AND e.has_after AND NOT e.bootstrap AND e.a_leader <> -1 AND e.a_leader <> e.b_leader
                 THEN 1 ELSE 0 END AS is_election,
@@ -38,7 +38,7 @@ FROM (
     FROM events e JOIN topics n ON n.cluster_id = e.cluster_id AND n.topic IS NOT DISTINCT FROM e.topic
     WHERE e.kind = 'PartitionChange'
     UNION ALL
-    SELECT n.topic_no, e.seq, e.partition, 1, 0, 0, 0, CAST(NULL AS INT), e.s_hw
+    SELECT /*+ BROADCAST(n) */ n.topic_no, e.seq, e.partition, 1, 0, 0, 0, CAST(NULL AS INT), e.s_hw
     FROM events e JOIN topics n ON n.cluster_id = e.cluster_id AND n.topic IS NOT DISTINCT FROM e.topic
     WHERE e.kind = 'OffsetSample' AND e.s_hw >= 0
   ) s
