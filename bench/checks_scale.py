@@ -9,6 +9,15 @@ others' row groups (a 1M-event cluster of ten: 6 ms with the number first, 33 ms
 the findings are ten times the 10M table's.
 
     .venv/bin/python bench/checks_scale.py --make-copies 10 --keep /work/bench-data
+    .venv/bin/python bench/checks_scale.py --make-one-cluster 10 --keep /work/bench-data
+
+--make-one-cluster K makes one cluster of K x 10M events and K x 100k partitions instead: each topic's
+events (its partitions' changes and samples, its topic and config changes) K times, copy k under the topic
+name `<name>~k` and topic id `<id>~k` (copy 0 as it was), at seq `seq * K + k`, so the copies interleave
+along one history; the cluster's own events (controllers, brokers, features) once, at `seq * K`. Every
+partition sees the same brokers, controllers and cluster configs at the same point of its history as in
+the 10M table, so the findings of a partition's rules are K times the 10M table's and the cluster's rules'
+as many as there. Written in seq order, 1M source seqs at a time.
     .venv/bin/python bench/checks_scale.py /work/bench-data/sim-100000000-x10.events.duckdb --memory-limit 6GB
     .venv/bin/python bench/checks_scale.py /work/bench-data/sim-10000000.events.duckdb --memory-limit 6GB
 
@@ -57,6 +66,44 @@ def make_copies(keep: Path, copies: int) -> Path:
     return dst
 
 
+_PER_TOPIC = "kind IN ('PartitionChange', 'OffsetSample', 'TopicChange') OR (kind = 'ConfigChange' AND config_type = 'TOPIC')"
+
+
+def make_one_cluster(keep: Path, copies: int) -> Path:
+    src = keep / "sim-10000000.events.duckdb"
+    dst = keep / f"sim-{10_000_000 * copies}-one-cluster.events.duckdb"
+    if dst.exists():
+        return dst
+    tmp = dst.with_name(dst.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    con = duckdb.connect(str(tmp), config={"threads": 2, "memory_limit": "8GB",
+                                            "temp_directory": str(keep / "duck-spill")})
+    con.execute(f"ATTACH '{src}' AS src (READ_ONLY)")
+    con.execute("CREATE TABLE events AS SELECT * FROM src.events WHERE false")
+    last = con.execute("SELECT max(seq) FROM src.events").fetchone()[0]
+    t, step = time.perf_counter(), 1_000_000
+    suffix = "CASE WHEN c.k = 0 THEN {col} ELSE {col} || '~' || CAST(c.k AS VARCHAR) END"
+    for lo in range(0, last + 1, step):
+        con.execute(f"""
+            INSERT INTO events
+            SELECT * EXCLUDE (k) FROM (
+              SELECT e.* REPLACE (e.seq * {copies} + c.k AS seq,
+                                  {suffix.format(col='e.event_id')} AS event_id,
+                                  {suffix.format(col='e.topic')} AS topic,
+                                  {suffix.format(col='e.topic_id')} AS topic_id,
+                                  CASE WHEN e.kind = 'ConfigChange' THEN {suffix.format(col='e.config_resource')}
+                                       ELSE e.config_resource END AS config_resource),
+                     c.k
+              FROM src.events e, range({copies}) c(k)
+              WHERE e.seq >= {lo} AND e.seq < {lo + step} AND (c.k = 0 OR {_PER_TOPIC})
+            ) ORDER BY seq""")
+        print(f"source seqs < {lo + step:,}: {time.perf_counter() - t:.0f} s", flush=True)
+    con.execute("CHECKPOINT")
+    con.close()
+    os.replace(tmp, dst)
+    return dst
+
+
 def rss_mb() -> int:
     with open("/proc/self/status") as f:
         for line in f:
@@ -69,6 +116,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("table", type=Path, nargs="?", help="a DuckDB file with an `events` table (flat layout)")
     ap.add_argument("--make-copies", type=int, metavar="K", help="make the K x 10M table first (see above)")
+    ap.add_argument("--make-one-cluster", type=int, metavar="K", help="make one cluster of K x 10M events first")
     ap.add_argument("--keep", type=Path, default=Path("/work/bench-data"))
     ap.add_argument("--memory-limit", default="6GB")
     ap.add_argument("--threads", type=int, default=2)
@@ -78,8 +126,10 @@ def main() -> None:
     ap.add_argument("--only", action="append", choices=NAMES)
     args = ap.parse_args()
     table = make_copies(args.keep, args.make_copies) if args.make_copies else args.table
+    if args.make_one_cluster:
+        table = make_one_cluster(args.keep, args.make_one_cluster)
     if table is None:
-        ap.error("a table, or --make-copies")
+        ap.error("a table, --make-copies or --make-one-cluster")
     spill = args.keep / "duck-spill"
     spill.mkdir(exist_ok=True)
     con = duckdb.connect(str(table), read_only=True, config={
