@@ -111,22 +111,38 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) 
     conf, access = connect.config(settings.bootstrap_servers, settings.security, **{
         "group.id": settings.archive_group, "enable.auto.commit": False, "auto.offset.reset": "earliest",
         "isolation.level": "read_committed", "fetch.max.bytes": 64 * 1024 * 1024,
-        # An archiver started before the capture worker has created the events topic subscribes to a topic
-        # that does not exist yet; librdkafka looks again only at this interval (default 5 minutes, so the
-        # first events waited up to 5 minutes: seen in the ZooKeeper demo's test).
+        # Partitions added to the topic later are seen at this interval (default 5 minutes).
         "topic.metadata.refresh.interval.ms": 5000,
     })
     consumer = Consumer(conf)
-    consumer.subscribe([settings.events_topic])
     stop = {"now": False}
 
     def _stop(*_):
         stop["now"] = True
     old = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGINT)}
-    pending = False
+    pending = subscribed = waited = False
     last_checkpoint = last_msg = time.monotonic()
     try:
         while not stop["now"]:
+            if not subscribed:
+                # Subscribe only once the topic exists. An archiver started before the capture worker has
+                # created it joins its group with nothing to assign, and librdkafka's later metadata refresh
+                # does not always rejoin when the topic appears: seen against Kafka 3.9, an archiver that
+                # archived nothing for 4 minutes while the topic filled (and the ZooKeeper demo's first
+                # events waited up to 5 minutes).
+                subscribed = topic_exists(consumer, settings.events_topic)
+                consumer.poll(0)  # serves the error callback
+                access.check()
+                if subscribed:
+                    consumer.subscribe([settings.events_topic])
+                else:
+                    if not waited:
+                        log.info("waiting for the events topic %s to be created", settings.events_topic)
+                    waited = True
+                    time.sleep(1)
+                    if idle_exit is not None and time.monotonic() - last_msg > idle_exit:
+                        break
+                    continue
             msgs = consumer.consume(10_000, timeout=0.5)
             access.check()  # refused credentials: one line (AccessDenied), not a retry loop
             for m in msgs:
@@ -152,6 +168,16 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) 
         for s, h in old.items():
             signal.signal(s, h)
     return archive
+
+
+def topic_exists(consumer, topic: str) -> bool:
+    """Does the cluster list `topic` with partitions? A metadata request that fails or times out is no."""
+    try:
+        md = consumer.list_topics(topic, timeout=5)
+    except Exception:  # KafkaException: the cluster did not answer in time; asked again
+        return False
+    t = md.topics.get(topic)
+    return t is not None and t.error is None and bool(t.partitions)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,10 +1,13 @@
 """The archiver on the shared real KRaft cluster: started before the capture worker has created the events
-topic (as `ctrlaudit capture` and the demos start them), it archives the topic's events once it exists.
+topic (as `ctrlaudit capture` and the demos start them), it waits for the topic, subscribes once it exists and
+archives its events.
 
-What this does not reproduce: the ZooKeeper demo's CI failure of 2026-11-26, where the archiver joined its
-group at about the moment the topic was created and then waited for librdkafka's next metadata refresh
-(topic.metadata.refresh.interval.ms, 5 minutes by default; the archiver sets 5 s). Started 10 s before the
-topic, as here, librdkafka finds the topic quickly with either setting (checked with 300 s)."""
+Why it waits instead of subscribing at once: subscribed to a topic that did not exist yet, librdkafka joined
+the group with nothing to assign and did not always rejoin when the topic appeared. Seen twice in CI, never
+reproduced on demand: the ZooKeeper demo (2026-11-26: the first events waited for the 5-minute metadata
+refresh) and the Kafka 3.9 pipeline test (2026-11-27: the archiver joined its group 1 s before the topic was
+created and archived nothing in the next 4.5 minutes, while the watch worker read 183 events from it).
+"""
 from __future__ import annotations
 
 import os
@@ -45,8 +48,9 @@ def test_an_archiver_started_before_the_events_topic_exists_archives_it_within_s
     archiver = subprocess.Popen([sys.executable, "-m", "services.capture", "archiver"], env=env, cwd=ROOT,
                                 stdout=open(tmp_path / "archiver.log", "wb"), stderr=subprocess.STDOUT)
     try:
-        time.sleep(10)  # started and subscribed to a topic that does not exist yet
+        time.sleep(10)  # started, the topic does not exist yet
         assert archiver.poll() is None, (tmp_path / "archiver.log").read_text()
+        assert f"waiting for the events topic {topic} to be created" in (tmp_path / "archiver.log").read_text()
         c.create_topic(topic, 1, 3)
         created = time.monotonic()
         p = Producer({"bootstrap.servers": c.bootstrap_servers, "enable.idempotence": True})
