@@ -124,7 +124,7 @@ states AS (  -- each state with its ISR and leader (when they count) and the seq
         FROM events e JOIN topics t ON t.cluster_id = e.cluster_id AND t.topic IS NOT DISTINCT FROM e.topic
         WHERE e.kind = 'PartitionChange') l
 ),
-topic_clusters AS (SELECT t.topic_no, c.cluster_no FROM topics t JOIN clusters c ON c.cluster_id = t.cluster_id),
+topic_clusters AS (SELECT /*+ BROADCAST(c) */ t.topic_no, c.cluster_no FROM topics t JOIN clusters c ON c.cluster_id = t.cluster_id),
 candidates AS (  -- member states whose broker's next fence comes before the state ends (a broker may come twice)
   SELECT /*+ BROADCAST(n) */ m.topic_no, m.seq, m.next_seq, m.partition, m.broker
   FROM (SELECT /*+ BROADCAST(c) */ s.topic_no, c.cluster_no, s.seq, s.next_seq, s.partition,

@@ -91,7 +91,7 @@ gap_seqs AS (
   SELECT cluster_id, seq FROM events WHERE kind = 'CaptureGap'
 ),
 breaks_judged AS (  -- few rows on either side: a plain range join
-  SELECT b.cluster_id, b.seq, b.p_seq, b.rule, b.expected, b.actual, b.n_diff,
+  SELECT /*+ BROADCAST(g) */ b.cluster_id, b.seq, b.p_seq, b.rule, b.expected, b.actual, b.n_diff,
          MAX(CASE WHEN g.seq IS NULL THEN 0 ELSE 1 END) = 1 AS after_gap
   FROM breaks b LEFT JOIN gap_seqs g ON g.cluster_id = b.cluster_id AND g.seq > b.p_seq AND g.seq < b.seq
   GROUP BY b.cluster_id, b.seq, b.p_seq, b.rule, b.expected, b.actual, b.n_diff
@@ -132,7 +132,7 @@ no_live_topic AS (
   ) x JOIN events e ON e.cluster_id = x.cluster_id AND e.seq = x.seq
 ),
 no_live_judged AS (  -- few rows on either side: a plain range join
-  SELECT n.cluster_id, n.seq, n.topic, n.topic_id, n.partition, n.topic_seq, n.why,
+  SELECT /*+ BROADCAST(g) */ n.cluster_id, n.seq, n.topic, n.topic_id, n.partition, n.topic_seq, n.why,
          MAX(CASE WHEN g.seq IS NULL THEN 0 ELSE 1 END) = 1 AS after_gap
   FROM no_live_topic n LEFT JOIN gap_seqs g
     ON g.cluster_id = n.cluster_id AND g.seq < n.seq AND (n.topic_seq IS NULL OR g.seq > n.topic_seq)

@@ -220,6 +220,34 @@ def test_ctes_read_twice_are_computed_once_then_dropped(spark, spark_engine):
     assert rows == inline and rows
 
 
+@pytest.mark.parametrize("name", ["state_continuity", "fenced_broker_not_in_isr"])
+def test_joins_with_a_side_few_by_nature_are_broadcast(spark, spark_engine, name):
+    """Every join of these two queries has a side few by nature (topics, partition keys, brokers, fences,
+    gaps, breaks) and names it in a BROADCAST hint: with Spark's size-based broadcast off, as for inputs it
+    cannot size before they run, no join sorts the events by its key (a sort-merge join), and the rows are the
+    ones it gives without the hints."""
+    import re
+
+    from checks.catalog import sql_for, wrapped
+
+    spark_engine.register_view()
+    old = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        with spark_engine._computed_once(sql_for(name, "spark")) as sql:
+            query = spark.sql(wrapped(name, sql))
+            plan = query._jdf.queryExecution().executedPlan().toString()
+            assert "BroadcastHashJoin" in plan and "SortMergeJoin" not in plan, plan
+            rows = sorted((tuple(r) for r in query.collect()), key=repr)
+        unhinted = re.sub(r"/\*\+ BROADCAST\([^)]*\) \*/ ", "", sql_for(name, "spark"))
+        assert "/*+" not in unhinted
+        bare = spark.sql(wrapped(name, unhinted))
+        assert "SortMergeJoin" in bare._jdf.queryExecution().executedPlan().toString()
+        assert sorted((tuple(r) for r in bare.collect()), key=repr) == rows
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", old)
+
+
 def test_a_run_failing_half_way_drops_its_views(spark, spark_engine, monkeypatch):
     """A failure while the rows stream (here: after the first row) leaves no view of the run behind, even
     while the failure is still held (a generator left open would keep them until garbage collection)."""
