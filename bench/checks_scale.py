@@ -46,62 +46,60 @@ from checks.findings import Findings  # noqa: E402
 from checks.report import build, write_csv  # noqa: E402
 
 
-def make_copies(keep: Path, copies: int) -> Path:
-    src = keep / "sim-10000000.events.duckdb"
-    dst = keep / f"sim-{10_000_000 * copies}-x{copies}.events.duckdb"
-    if dst.exists():
-        return dst
-    tmp = dst.with_name(dst.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    con = duckdb.connect(str(tmp), config={"threads": 2, "memory_limit": "8GB"})
-    con.execute(f"ATTACH '{src}' AS src (READ_ONLY)")
-    con.execute("CREATE TABLE events AS SELECT * FROM src.events WHERE false")
-    t = time.perf_counter()
-    for k in range(copies):
-        con.execute(f"INSERT INTO events SELECT * REPLACE ('{k}-' || cluster_id AS cluster_id) FROM src.events ORDER BY rowid")
-        print(f"copy {k}: {time.perf_counter() - t:.0f} s", flush=True)
-    con.execute("CHECKPOINT")
-    con.close()
-    os.replace(tmp, dst)
-    return dst
-
-
-_PER_TOPIC = "kind IN ('PartitionChange', 'OffsetSample', 'TopicChange') OR (kind = 'ConfigChange' AND config_type = 'TOPIC')"
-
-
-def make_one_cluster(keep: Path, copies: int) -> Path:
-    src = keep / "sim-10000000.events.duckdb"
-    dst = keep / f"sim-{10_000_000 * copies}-one-cluster.events.duckdb"
+def _make_table(keep: Path, name: str, fill) -> Path:
+    """`keep`/`name`, made once from the 10M table (attached as `src`) by `fill(con)` into an empty `events`
+    table of its layout; written under a temporary name and renamed when complete."""
+    dst = keep / name
     if dst.exists():
         return dst
     tmp = dst.with_name(dst.name + ".tmp")
     tmp.unlink(missing_ok=True)
     con = duckdb.connect(str(tmp), config={"threads": 2, "memory_limit": "8GB",
                                             "temp_directory": str(keep / "duck-spill")})
-    con.execute(f"ATTACH '{src}' AS src (READ_ONLY)")
+    con.execute(f"ATTACH '{keep / 'sim-10000000.events.duckdb'}' AS src (READ_ONLY)")
     con.execute("CREATE TABLE events AS SELECT * FROM src.events WHERE false")
-    last = con.execute("SELECT max(seq) FROM src.events").fetchone()[0]
-    t, step = time.perf_counter(), 1_000_000
-    suffix = "CASE WHEN c.k = 0 THEN {col} ELSE {col} || '~' || CAST(c.k AS VARCHAR) END"
-    for lo in range(0, last + 1, step):
-        con.execute(f"""
-            INSERT INTO events
-            SELECT * EXCLUDE (k) FROM (
-              SELECT e.* REPLACE (e.seq * {copies} + c.k AS seq,
-                                  {suffix.format(col='e.event_id')} AS event_id,
-                                  {suffix.format(col='e.topic')} AS topic,
-                                  {suffix.format(col='e.topic_id')} AS topic_id,
-                                  CASE WHEN e.kind = 'ConfigChange' THEN {suffix.format(col='e.config_resource')}
-                                       ELSE e.config_resource END AS config_resource),
-                     c.k
-              FROM src.events e, range({copies}) c(k)
-              WHERE e.seq >= {lo} AND e.seq < {lo + step} AND (c.k = 0 OR {_PER_TOPIC})
-            ) ORDER BY seq""")
-        print(f"source seqs < {lo + step:,}: {time.perf_counter() - t:.0f} s", flush=True)
+    fill(con)
     con.execute("CHECKPOINT")
     con.close()
     os.replace(tmp, dst)
     return dst
+
+
+def make_copies(keep: Path, copies: int) -> Path:
+    def fill(con) -> None:
+        t = time.perf_counter()
+        for k in range(copies):
+            con.execute(f"INSERT INTO events SELECT * REPLACE ('{k}-' || cluster_id AS cluster_id) "
+                        "FROM src.events ORDER BY rowid")
+            print(f"copy {k}: {time.perf_counter() - t:.0f} s", flush=True)
+    return _make_table(keep, f"sim-{10_000_000 * copies}-x{copies}.events.duckdb", fill)
+
+
+_PER_TOPIC = "kind IN ('PartitionChange', 'OffsetSample', 'TopicChange') OR (kind = 'ConfigChange' AND config_type = 'TOPIC')"
+
+
+def make_one_cluster(keep: Path, copies: int) -> Path:
+    suffix = "CASE WHEN c.k = 0 THEN {col} ELSE {col} || '~' || CAST(c.k AS VARCHAR) END"
+
+    def fill(con) -> None:
+        last = con.execute("SELECT max(seq) FROM src.events").fetchone()[0]
+        t, step = time.perf_counter(), 1_000_000
+        for lo in range(0, last + 1, step):
+            con.execute(f"""
+                INSERT INTO events
+                SELECT * EXCLUDE (k) FROM (
+                  SELECT e.* REPLACE (e.seq * {copies} + c.k AS seq,
+                                      {suffix.format(col='e.event_id')} AS event_id,
+                                      {suffix.format(col='e.topic')} AS topic,
+                                      {suffix.format(col='e.topic_id')} AS topic_id,
+                                      CASE WHEN e.kind = 'ConfigChange' THEN {suffix.format(col='e.config_resource')}
+                                           ELSE e.config_resource END AS config_resource),
+                         c.k
+                  FROM src.events e, range({copies}) c(k)
+                  WHERE e.seq >= {lo} AND e.seq < {lo + step} AND (c.k = 0 OR {_PER_TOPIC})
+                ) ORDER BY seq""")
+            print(f"source seqs < {lo + step:,}: {time.perf_counter() - t:.0f} s", flush=True)
+    return _make_table(keep, f"sim-{10_000_000 * copies}-one-cluster.events.duckdb", fill)
 
 
 def rss_mb() -> int:
