@@ -46,6 +46,9 @@ def held(spark, parquet: Path, how: str):
     df = spark.read.parquet(str(parquet))
     if how == "parquet":
         return df
+    if how == "keyed":  # by (cluster_id, seq), the key of every fetch-by-key join
+        n = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        df = df.repartition(n, "cluster_id", "seq").sortWithinPartitions("cluster_id", "seq")
     if how == "partitioned":
         n = int(spark.conf.get("spark.sql.shuffle.partitions"))
         df = df.repartition(n, "cluster_id", "topic", "partition").sortWithinPartitions(
@@ -58,7 +61,7 @@ def held(spark, parquet: Path, how: str):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("store", type=Path)
-    ap.add_argument("--hold", choices=("cache", "partitioned", "parquet"), default="cache")
+    ap.add_argument("--hold", choices=("cache", "partitioned", "keyed", "parquet"), default="cache")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each invariant (the first compiles)")
     ap.add_argument("--shuffle-partitions", type=int, default=8)
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark SQL setting (repeatable)")

@@ -190,7 +190,14 @@ def shared_for(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(s for s, k in counts.items() if k >= 2)
 
 
+# A CTE that only copies a shared relation (`name AS (SELECT * FROM {shared(NAME)} t)`): once the relation is
+# built, a table, each reader scans it again (`{recomputed()}`) rather than the engine keeping a second copy;
+# inlined, the CTE stands for its window pass and is kept as any other.
+_SHARED_COPY = re.compile(r"\bAS\s*\((\s*SELECT\s+\*\s+FROM\s+\{shared\(([a-z_0-9]+)\)\}\s+[A-Za-z_]+\s*)\)")
+
+
 def _with_shared(sql: str, built: frozenset[str]) -> str:
+    sql = _SHARED_COPY.sub(lambda m: f"AS {{recomputed()}}({m.group(1)})" if m.group(2) in built else m.group(0), sql)
     return _SHARED.sub(lambda m: shared_table(m.group(1)) if m.group(1) in built
                        else f"(\n{_shared_text(m.group(1))}\n)", sql)
 

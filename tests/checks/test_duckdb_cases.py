@@ -108,3 +108,34 @@ def test_several_clusters_in_a_read_only_file_or_behind_a_view_report_the_same_a
     con.execute("CREATE TEMP VIEW events AS SELECT * FROM raw_events")
     assert DuckDBEngine.from_connection(con).violations(NAMES) == alone
     con.close()
+
+
+def _kept_ctes(con, sql):
+    """The CTEs DuckDB's plan keeps (materializes) for `sql`."""
+    import re
+
+    return set(re.findall(r"CTE Name: (\w+)", "\n".join(r[1] for r in con.execute("EXPLAIN " + sql).fetchall())))
+
+
+def test_ctes_marked_recomputed_and_copies_of_a_built_timeline_are_read_again_not_kept():
+    """DuckDB keeps a CTE read twice or more; `{recomputed()}` and a copy of a built shared relation are read
+    again instead (at 100M events: 5.8 GB for controller_epoch_monotonic's kept scan, a second timeline for
+    high_watermark_monotonic). Inlined, the timeline is a window pass, and is kept as before."""
+    from checks.catalog import shared_sql, shared_table, sql_for
+
+    h = [make(case) for case, (_, make) in sorted(VIOLATING.items())]
+    eng = DuckDBEngine.from_arrow(flat_table(h))
+    try:
+        con = eng.con
+        assert "obs" not in _kept_ctes(con, sql_for("controller_epoch_monotonic", "duckdb"))
+        assert "timeline" in _kept_ctes(con, sql_for("high_watermark_monotonic", "duckdb"))
+        built = frozenset({"partition_timeline"})
+        con.execute(f"CREATE TEMP TABLE {shared_table('partition_timeline')} AS "
+                    f"{shared_sql('partition_timeline', 'duckdb')}")
+        hwm = sql_for("high_watermark_monotonic", "duckdb", built)
+        assert "timeline" not in _kept_ctes(con, hwm)
+        inlined = sql_for("high_watermark_monotonic", "duckdb")
+        assert sorted(con.execute(hwm).fetchall()) == sorted(con.execute(inlined).fetchall())
+        assert con.execute(f"SELECT count(*) FROM ({hwm})").fetchone()[0] > 0
+    finally:
+        eng.close()

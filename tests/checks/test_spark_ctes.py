@@ -45,6 +45,18 @@ def test_ctes_read_twice_that_join_and_read_thrice_that_filter_by_functions_are_
     assert materialize_plan(q, reserved=frozenset({"joined"})) == ("computed",)
 
 
+def test_a_cte_marked_recomputed_is_never_computed_once_and_keeps_its_mark():
+    from checks.dialect import expand
+
+    sql = expand("WITH j AS {recomputed()}(SELECT b.seq FROM events b JOIN events e ON e.seq = b.seq),\n"
+                 "k AS (SELECT b.seq FROM events b JOIN events e ON e.seq = b.seq)\n"
+                 "SELECT * FROM j JOIN j j2 ON TRUE JOIN k ON TRUE JOIN k k2 ON TRUE", "spark")
+    q = split(sql)
+    assert q.recomputed == frozenset({"j"}) and materialize_plan(q) == ("k",)
+    assert q.text().startswith("WITH j AS /* recomputed */ (SELECT b.seq") and "k AS (SELECT" in q.text()
+    assert "NOT MATERIALIZED (SELECT b.seq" in expand("WITH j AS {recomputed()}(SELECT b.seq FROM t b)", "duckdb")
+
+
 def test_view_sql_carries_the_ctes_before_it_that_are_not_views():
     q = split(SQL)
     text = view_sql(q, "joined", frozenset())
