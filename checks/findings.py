@@ -97,6 +97,12 @@ class Findings:
         """Insert a query's rows (VIOLATION_COLUMNS, in order) without leaving DuckDB."""
         self.con.execute(f"INSERT INTO {TABLE} {sql}")
 
+    def add_parquet(self, paths: Sequence[str]) -> None:
+        """Insert the rows of Parquet files with the VIOLATION_COLUMNS (read by name; Spark's output)."""
+        if paths:
+            files = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
+            self.add_query(f"SELECT {', '.join(VIOLATION_COLUMNS)} FROM read_parquet([{files}])")
+
     def add_arrow(self, table: pa.Table) -> None:
         self.con.register("findings_batch", table)
         try:

@@ -195,9 +195,9 @@ def test_a_shared_relation_is_read_back_inside_a_cte_and_released(spark, spark_e
 
 
 def test_ctes_read_twice_are_computed_once_then_dropped(spark, spark_engine):
-    """unclean_election_allowed reads config_as_of twice (the levels and the resolved value) and its candidate
-    elections four times: on Spark each is a view computed once while the query runs, and gone after, its
-    blocks released."""
+    """unclean_election_allowed reads its candidate elections four times (three config scopes and the final
+    join): on Spark they are a view computed once while the query runs, and gone after, its blocks
+    released; config_as_of, read once (by config_resolved's aggregate), stays inline."""
     from checks.catalog import sql_for, wrapped
 
     def blocks() -> int:
@@ -209,9 +209,9 @@ def test_ctes_read_twice_are_computed_once_then_dropped(spark, spark_engine):
     before, views = blocks(), temp_views()
     spark_engine.register_view()
     with spark_engine._computed_once(sql_for("unclean_election_allowed", "spark")) as sql:
-        assert temp_views() == views | {"candidates", "config_as_of"}
-        assert blocks() == before + 2
-        assert "config_as_of AS (" not in sql and "JOIN config_as_of" in sql
+        assert temp_views() == views | {"candidates"}
+        assert blocks() == before + 1
+        assert "config_as_of AS (" in sql
         assert "candidates AS (" not in sql and "FROM candidates" in sql
         rows = sorted((tuple(r) for r in spark.sql(wrapped("unclean_election_allowed", sql)).collect()), key=repr)
     assert temp_views() == views and blocks() == before
@@ -262,10 +262,55 @@ def test_a_run_failing_half_way_drops_its_views(spark, spark_engine, monkeypatch
         raise RuntimeError("stopped half way")
 
     before = views()
+    monkeypatch.setattr(spark_engine, "handoff", None)  # the rows stream through the driver
     monkeypatch.setattr(engine_module.Findings, "of_rows", staticmethod(first_row_then_fail))
     with pytest.raises(RuntimeError, match="half way") as failure:
         spark_engine.findings(["unclean_election_allowed"])
     assert failure.value is not None and views() == before
+
+
+def _findings_dirs(engine):
+    return sorted(engine.handoff.path.parent.glob("ctrlaudit-spark-findings-*"))
+
+
+def test_findings_written_by_the_executors_are_the_streamed_ones(spark, spark_engine, duck_rows, monkeypatch):
+    """With a handoff directory the executors write each invariant's rows as Parquet beside it and DuckDB
+    reads them (no row passes through Python); without one they stream through the driver. Both give
+    DuckDB's rows, and the written files are gone after."""
+    from checks import spark_engine as engine_module
+
+    streamed = []
+    of_rows = engine_module.Findings.of_rows
+
+    def counting(rows):
+        rows = list(rows)
+        streamed.append(len(rows))
+        return of_rows(rows)
+
+    monkeypatch.setattr(engine_module.Findings, "of_rows", staticmethod(counting))
+    before = _findings_dirs(spark_engine)
+    assert spark_engine.violations(NAMES) == duck_rows
+    assert streamed == [0] and _findings_dirs(spark_engine) == before  # an empty table, filled from Parquet
+    monkeypatch.setattr(spark_engine, "handoff", None)
+    assert spark_engine.violations(NAMES) == duck_rows
+    assert streamed[1:] == [len(duck_rows)] and len(duck_rows) > 0
+
+
+def test_a_written_run_failing_half_way_leaves_no_views_and_no_files(spark, spark_engine, monkeypatch):
+    from checks import spark_engine as engine_module
+
+    def views() -> set[str]:
+        return {t.name for t in spark.catalog.listTables() if t.isTemporary}
+
+    def fail(self, paths):
+        assert paths  # the first invariant's rows were written
+        raise RuntimeError("stopped half way")
+
+    before, dirs = views(), _findings_dirs(spark_engine)
+    monkeypatch.setattr(engine_module.Findings, "add_parquet", fail)
+    with pytest.raises(RuntimeError, match="half way"):
+        spark_engine.findings(["unclean_election_allowed", "distinct_replicas"])
+    assert views() == before and _findings_dirs(spark_engine) == dirs
 
 
 def test_jobs_a_query_leaves_running_end_before_its_views_go(spark):

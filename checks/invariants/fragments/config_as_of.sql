@@ -15,13 +15,11 @@ config_as_of AS (  -- each probe with its scope's value as of its seq, where the
     ON v.cluster_id = p.cluster_id AND v.scope = p.scope AND v.seq < p.seq
        AND (v.next_seq IS NULL OR p.seq < v.next_seq)
 ),
-config_levels AS (  -- the most specific level with a value (a deleted key, value NULL, falls through)
-  SELECT cluster_id, seq, MIN(level) AS level
+config_resolved AS (  -- per probed seq, the most specific level with a value (a deleted key, value NULL, falls
+  -- through), its value and the config's seq: one aggregate (a probe has one row per level), not the levels
+  -- grouped and then joined back to their rows (a shuffle of every probe on Spark)
+  SELECT cluster_id, seq, MIN(level) AS level, min_by(value_asof, level) AS value_asof,
+         min_by(config_seq, level) AS config_seq
   FROM config_as_of WHERE value_asof IS NOT NULL
   GROUP BY cluster_id, seq
-),
-config_resolved AS (
-  SELECT a.cluster_id, a.seq, a.level, a.value_asof, a.config_seq
-  FROM config_levels r
-  JOIN config_as_of a ON a.cluster_id = r.cluster_id AND a.seq = r.seq AND a.level = r.level
 )
