@@ -8,9 +8,11 @@ ways, runs the shared relations and each invariant `--repeat` times through the 
 - ``cache``: read and cached as the engine does (`cache()`, Spark's in-memory columnar cache);
 - ``partitioned``: cached after a repartition by (cluster_id, topic, partition) and a sort by seq
   within partitions, so that windows over a partition's history could skip their exchange and sort;
+- ``keyed``: cached after a repartition by (cluster_id, seq) and a sort by it, the key of every join that
+  fetches rows by key, so that only the other side would be shuffled (slower: bench/RESULTS.md, session 23);
 - ``parquet``: not cached, every query reads the Parquet file (vectorized reader).
 
-    .venv/bin/python bench/spark_invariants.py STORE [--hold cache|partitioned|parquet] [--repeat 3]
+    .venv/bin/python bench/spark_invariants.py STORE [--hold cache|partitioned|keyed|parquet] [--repeat 3]
         [--shuffle-partitions 8] [--conf spark.sql.adaptive.enabled=false ...] [INVARIANT ...]
 
 The rows of each invariant are counted so that runs can be compared; nothing is appended to RESULTS.md.

@@ -4,7 +4,8 @@ A year of a large cluster's history holds millions of findings (nearly all allow
 100M-event bench history), so the report is computed where they are: their counts per rule and
 allowance in one GROUP BY, the worst few per invariant by a top-n aggregate, and the CSV written by
 DuckDB's COPY. Both engines give their rows here (DuckDB inserts them into a temporary table of its own
-connection; Spark streams its rows into an in-memory DuckDB), so one set of queries judges them.
+connection; Spark's come into an in-memory DuckDB, as Parquet its executors wrote or streamed through the
+driver), so one set of queries judges them.
 
 `judge` applies the two verdicts that are not the SQL's: `--allow NAME` turns a violation into an
 allowed finding, and a violation of an invariant that judges history whose evidence spans a gap in

@@ -396,8 +396,9 @@ class SparkEngine:
         return [r[0] for r in self.spark.sql("SELECT DISTINCT cluster_id FROM events ORDER BY 1").collect()]
 
     def findings(self, names: Sequence[str]) -> Findings:
-        """All named invariants, one query after the other, their rows streamed a partition at a time into
-        an in-memory DuckDB (checks.findings), where the report reads them as DuckDB's."""
+        """All named invariants, one query after the other, their rows put into an in-memory DuckDB
+        (checks.findings), where the report reads them as DuckDB's: written as Parquet by the executors
+        where the events were handed over (`_written_findings`), else streamed a partition at a time."""
         started = time.perf_counter()
         if not names:
             return Findings.of_rows(())
