@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
@@ -432,15 +431,11 @@ class SparkEngine:
         read by DuckDB: the rows do not come through the driver and Python one partition at a time
         (toLocalIterator: 10.8-14.7 s against 8.2-8.5 s written, for unclean_election_allowed's 796k rows at
         10M events, warm; bench/RESULTS.md 2026-11-27 13:20)."""
-        try:
-            where = Path(tempfile.mkdtemp(prefix="ctrlaudit-spark-findings-", dir=handoff.path.parent))
-        except OSError as exc:
-            raise BadInput(f"cannot make a directory for Spark's findings in {handoff.path.parent}: "
-                           f"{exc.strerror or exc}") from None
+        where = Handoff(handoff.path.parent, prefix="ctrlaudit-spark-findings-", what="findings")
         found = Findings.of_rows(())
         try:
             for name in names:
-                out = where / name
+                out = where.path / name
                 with self._computed_once(sql_for(name, DIALECT, built)) as sql:
                     self.spark.sql(wrapped(name, sql)).write.parquet(out.as_uri())
                 found.add_parquet(sorted(str(p) for p in out.glob("*.parquet")))
@@ -449,7 +444,7 @@ class SparkEngine:
             found.close()
             raise
         finally:
-            shutil.rmtree(where, ignore_errors=True)
+            where.remove()
         return found
 
     def _all_rows(self, names: Sequence[str], built: frozenset[str]) -> Generator[tuple[Any, ...], None, None]:

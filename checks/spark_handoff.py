@@ -57,11 +57,12 @@ def _on_this_host(master: str) -> bool:
 class Handoff:
     """A directory of Parquet files, the driver's: written once, read by Spark, removed at `remove`."""
 
-    def __init__(self, parent: Path) -> None:
+    def __init__(self, parent: Path, prefix: str = "ctrlaudit-spark-", what: str = "input") -> None:
+        """A new directory in `parent`; `prefix` and `what` name another use of one (Spark's findings)."""
         try:
-            self.path = Path(tempfile.mkdtemp(prefix="ctrlaudit-spark-", dir=parent))
+            self.path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
         except OSError as exc:
-            raise BadInput(f"cannot make a directory for Spark's input in {parent}: {exc.strerror or exc}") from None
+            raise BadInput(f"cannot make a directory for Spark's {what} in {parent}: {exc.strerror or exc}") from None
         self.rows = 0
         self._files = 0
 
