@@ -7,7 +7,8 @@ most one file per hour per checkpoint; names stay `events-<hour>-<first seq>.avr
 the consumer re-reads from the last committed offset and skips every event whose seq the archive
 already holds, so the archive never holds a duplicate and misses nothing; an event that does not
 continue the chain (a seq gap, a foreign prev_hash) stops the archiver with an error instead of
-being written.
+being written. A consumer left without partitions while nobody archives the topic is replaced
+(services/archive/stall.py).
 
 Run: ``python -m services.capture archiver`` or ``ctrlaudit archive``.
 """
@@ -17,11 +18,13 @@ import argparse
 import logging
 import signal
 import time
+from functools import partial
 from pathlib import Path
 
 from schemas import codec as event_codec
 from schemas.errors import ContractError
 from services.archive import ArchiveWriter
+from services.archive.stall import Stall, group_progress
 from services.capture.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -113,8 +116,12 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) 
         "isolation.level": "read_committed", "fetch.max.bytes": 64 * 1024 * 1024,
         # Partitions added to the topic later are seen at this interval (default 5 minutes).
         "topic.metadata.refresh.interval.ms": 5000,
+        # sorts the archiver's members of a group by name (range assignment); shown in the brokers' logs
+        "client.id": "ctrlaudit-archiver",
     })
     consumer = Consumer(conf)
+    # another archiver of the group commits only at its checkpoints: its offsets may rest for a flush interval
+    stall = Stall(max(settings.archive_rejoin_seconds, 2 * settings.archive_flush_seconds))
     stop = {"now": False}
 
     def _stop(*_):
@@ -145,6 +152,19 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) 
                     continue
             msgs = consumer.consume(10_000, timeout=0.5)
             access.check()  # refused credentials: one line (AccessDenied), not a retry loop
+            if not msgs and stall.stalled(time.monotonic(), bool(consumer.assignment()),
+                                          partial(group_progress, consumer, settings.events_topic)):
+                log.warning("no partitions of %s assigned for %.0f s while the group's committed offsets stay "
+                            "behind the topic's end: rejoining the group with a new consumer",
+                            settings.events_topic, stall.after)
+                if pending:  # what this consumer read is fsynced; its successor skips it by seq
+                    archive.checkpoint()
+                    pending = False
+                consumer.close()
+                consumer = Consumer(conf)
+                consumer.subscribe([settings.events_topic])
+                stall.reset()
+                continue
             for m in msgs:
                 if m.error():
                     if m.error().code() != KafkaError._PARTITION_EOF:

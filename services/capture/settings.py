@@ -43,6 +43,7 @@ def _float(name: str, default: str) -> float:
 _LIMITS = (
     ("node_id", -1, "a node id, or -1"), ("poll_interval", 0.001, "seconds > 0"),
     ("sample_interval", 0.001, "seconds > 0"), ("archive_flush_seconds", 0.001, "seconds > 0"),
+    ("archive_rejoin_seconds", 0.001, "seconds > 0"),
     ("replication_factor", 1, "a replication factor >= 1"), ("web_port", 0, "a port number"),
     ("checkpoint_seconds", 0, "seconds >= 0 (0: no checkpoints)"),
 )
@@ -66,6 +67,9 @@ class Settings:
     archive_dir: str = field(default_factory=lambda: _env("ARCHIVE_DIR", "archive"))
     archive_group: str = field(default_factory=lambda: _env("ARCHIVE_GROUP", "ctrlaudit-archiver"))
     archive_flush_seconds: float = field(default_factory=lambda: _float("ARCHIVE_FLUSH_SECONDS", "60"))
+    # how long the archiver waits without partitions, while nobody commits the topic's events, before it
+    # rejoins its group with a new consumer (services/archive/stall.py)
+    archive_rejoin_seconds: float = field(default_factory=lambda: _float("ARCHIVE_REJOIN_SECONDS", "60"))
     data_dir: str = field(default_factory=lambda: _env("DATA_DIR", "ctrlaudit-data"))
     replication_factor: int = field(default_factory=lambda: _int("REPLICATION_FACTOR", "3"))
     web_port: int = field(default_factory=lambda: _int("WEB_PORT", "6066"))

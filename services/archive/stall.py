@@ -1,0 +1,68 @@
+"""Noticing an archiver whose consumer is left without partitions while nobody archives the topic.
+
+librdkafka has been seen (the Kafka 3.9 pipeline test in CI, 2026-11-27) to stay in its group with
+nothing assigned for minutes after the group coordinator's broker was killed and restarted: the
+archiver archived nothing while the events topic filled. Known librdkafka reports of the same shape:
+confluentinc/librdkafka#3082, #3396.
+
+A consumer without partitions is also normal: another archiver of the group may hold them (a
+standby). So the archiver rejoins (closes its consumer and subscribes with a new one) only when
+nobody archives: the group's committed offsets lag behind the topic's end and have not moved for
+`after` seconds, or the group's offsets could not be read for that long.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# partition -> (committed offset, or < 0 when none; low watermark; high watermark)
+Progress = dict[int, tuple[int, int, int]]
+
+
+def lagging(progress: Progress) -> bool:
+    """Are there events on the topic past what the group has committed?"""
+    return any(high > max(committed, low) for committed, low, high in progress.values())
+
+
+@dataclass
+class Stall:
+    """Fed once per poll loop; `stalled` says when to rejoin. Probes at most once per `after` seconds."""
+
+    after: float
+    _since: float | None = None  # when the consumer was first seen without partitions
+    _probed: float = 0.0
+    _seen: Progress | None = None  # the previous probe's answer (None: unreadable)
+
+    def stalled(self, now: float, assigned: bool, probe: Callable[[], Progress | None]) -> bool:
+        if assigned:
+            self._since = self._seen = None
+            return False
+        if self._since is None:
+            self._since = self._probed = now
+            self._seen = probe()
+            return False
+        if now - self._probed < self.after:
+            return False
+        previous, self._seen, self._probed = self._seen, probe(), now
+        if self._seen is None:
+            return previous is None  # unreadable twice, `after` seconds apart
+        if previous is None or not lagging(self._seen):
+            return False
+        return {p: c for p, (c, _, _) in self._seen.items()} == {p: c for p, (c, _, _) in previous.items()}
+
+    def reset(self) -> None:
+        self._since = self._seen = None
+
+
+def group_progress(consumer, topic: str, timeout: float = 5.0) -> Progress | None:
+    """The group's committed offsets and the topic's watermarks, asked of the cluster (None: no answer)."""
+    from confluent_kafka import TopicPartition
+
+    try:
+        md = consumer.list_topics(topic, timeout=timeout)
+        parts = [TopicPartition(topic, p) for p in sorted(md.topics[topic].partitions)]
+        committed = consumer.committed(parts, timeout=timeout)
+        return {tp.partition: (tp.offset, *consumer.get_watermark_offsets(tp, timeout=timeout, cached=False))
+                for tp in committed}
+    except Exception:  # KafkaException, a topic gone from the metadata: not known now, asked again later
+        return None
