@@ -10,9 +10,12 @@ ways, runs the shared relations and each invariant `--repeat` times through the 
   within partitions, so that windows over a partition's history could skip their exchange and sort;
 - ``keyed``: cached after a repartition by (cluster_id, seq) and a sort by it, the key of every join that
   fetches rows by key, so that only the other side would be shuffled (slower: bench/RESULTS.md, session 23);
+- ``bucketed``: written by Spark as a table bucketed by (cluster_id, seq) (a shuffle of every event, timed
+  as the holding), so that a join fetching events by key shuffles only its keys (not kept: with the
+  handoff writing the buckets itself the command's check was no faster, bench/RESULTS.md, session 24);
 - ``parquet``: not cached, every query reads the Parquet file (vectorized reader).
 
-    .venv/bin/python bench/spark_invariants.py STORE [--hold cache|partitioned|keyed|parquet] [--repeat 3]
+    .venv/bin/python bench/spark_invariants.py STORE [--hold cache|partitioned|keyed|bucketed|parquet] [--repeat 3]
         [--shuffle-partitions 8] [--conf spark.sql.adaptive.enabled=false ...] [INVARIANT ...]
 
 The rows of each invariant are counted so that runs can be compared; nothing is appended to RESULTS.md.
@@ -48,6 +51,10 @@ def held(spark, parquet: Path, how: str):
     df = spark.read.parquet(str(parquet))
     if how == "parquet":
         return df
+    if how == "bucketed":  # a table bucketed by (cluster_id, seq): a fetch by key shuffles only the keys
+        n = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        df.write.bucketBy(n, "cluster_id", "seq").format("parquet").mode("overwrite").saveAsTable("events_bucketed")
+        return spark.table("events_bucketed")
     if how == "keyed":  # by (cluster_id, seq), the key of every fetch-by-key join
         n = int(spark.conf.get("spark.sql.shuffle.partitions"))
         df = df.repartition(n, "cluster_id", "seq").sortWithinPartitions("cluster_id", "seq")
@@ -63,7 +70,7 @@ def held(spark, parquet: Path, how: str):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("store", type=Path)
-    ap.add_argument("--hold", choices=("cache", "partitioned", "keyed", "parquet"), default="cache")
+    ap.add_argument("--hold", choices=("cache", "partitioned", "keyed", "bucketed", "parquet"), default="cache")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each invariant (the first compiles)")
     ap.add_argument("--shuffle-partitions", type=int, default=8)
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark SQL setting (repeatable)")
