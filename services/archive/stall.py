@@ -35,7 +35,7 @@ class Stall:
 
     def stalled(self, now: float, assigned: bool, probe: Callable[[], Progress | None]) -> bool:
         if assigned:
-            self._since = self._seen = None
+            self.reset()
             return False
         if self._since is None:
             self._since = self._probed = now

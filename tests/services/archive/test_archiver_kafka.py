@@ -36,27 +36,18 @@ def _archived(root: Path) -> list:
 
 
 def test_an_archiver_started_before_the_events_topic_exists_archives_it_within_seconds(kafka_cluster, tmp_path):
-    from confluent_kafka import Producer
-
     c = heal(kafka_cluster)
     prefix = "arc" + uuid.uuid4().hex[:6]
     topic, archive = f"{prefix}.events", tmp_path / "archive"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), CTRLAUDIT_BOOTSTRAP_SERVERS=c.bootstrap_servers,
-               CTRLAUDIT_EVENTS_TOPIC=topic, CTRLAUDIT_ARCHIVE_DIR=str(archive),
-               CTRLAUDIT_ARCHIVE_GROUP=f"{prefix}-archiver", CTRLAUDIT_ARCHIVE_FLUSH_SECONDS="1")
     events = list(simulate(SimConfig(seed=3, events=200, cluster_id=f"{prefix}-cluster")))
-    archiver = subprocess.Popen([sys.executable, "-m", "services.capture", "archiver"], env=env, cwd=ROOT,
-                                stdout=open(tmp_path / "archiver.log", "wb"), stderr=subprocess.STDOUT)
+    archiver = _start_archiver(c, tmp_path, prefix)
     try:
         time.sleep(10)  # started, the topic does not exist yet
         assert archiver.poll() is None, (tmp_path / "archiver.log").read_text()
         assert f"waiting for the events topic {topic} to be created" in (tmp_path / "archiver.log").read_text()
         c.create_topic(topic, 1, 3)
         created = time.monotonic()
-        p = Producer({"bootstrap.servers": c.bootstrap_servers, "enable.idempotence": True})
-        for e in events:
-            p.produce(topic, key=e.cluster_id.encode(), value=encode(e))
-        assert p.flush(30) == 0
+        _produce(c, topic, events)
         try:
             got = wait_until(lambda: len(_archived(archive)) == len(events) and _archived(archive), 60,
                              "the archiver to archive the new topic's events")
@@ -66,11 +57,7 @@ def test_an_archiver_started_before_the_events_topic_exists_archives_it_within_s
         assert time.monotonic() - created < 60
         assert [(e.seq, e.event_id, e.payload) for e in got] == [(e.seq, e.event_id, e.payload) for e in events]
     finally:
-        archiver.send_signal(signal.SIGTERM)
-        try:
-            archiver.wait(30)
-        except subprocess.TimeoutExpired:
-            archiver.kill()
+        _stop(archiver)
 
 
 class _Member:
@@ -108,11 +95,13 @@ class _Member:
         self.thread.join(30)
 
 
-def _start_archiver(c, tmp_path: Path, prefix: str, rejoin_seconds: str):
+def _start_archiver(c, tmp_path: Path, prefix: str, rejoin_seconds: str | None = None):
+    """`python -m services.capture archiver` on topic `prefix`.events, archiving under tmp_path/archive."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), CTRLAUDIT_BOOTSTRAP_SERVERS=c.bootstrap_servers,
                CTRLAUDIT_EVENTS_TOPIC=f"{prefix}.events", CTRLAUDIT_ARCHIVE_DIR=str(tmp_path / "archive"),
-               CTRLAUDIT_ARCHIVE_GROUP=f"{prefix}-archiver", CTRLAUDIT_ARCHIVE_FLUSH_SECONDS="1",
-               CTRLAUDIT_ARCHIVE_REJOIN_SECONDS=rejoin_seconds)
+               CTRLAUDIT_ARCHIVE_GROUP=f"{prefix}-archiver", CTRLAUDIT_ARCHIVE_FLUSH_SECONDS="1")
+    if rejoin_seconds is not None:
+        env["CTRLAUDIT_ARCHIVE_REJOIN_SECONDS"] = rejoin_seconds
     return subprocess.Popen([sys.executable, "-m", "services.capture", "archiver"], env=env, cwd=ROOT,
                             stdout=open(tmp_path / "archiver.log", "wb"), stderr=subprocess.STDOUT)
 
@@ -125,21 +114,32 @@ def _stop(archiver) -> None:
         archiver.kill()
 
 
+def _produce(c, topic: str, events, producer=None):
+    """The events on the topic, flushed; the producer, for more."""
+    from confluent_kafka import Producer
+
+    p = producer or Producer({"bootstrap.servers": c.bootstrap_servers, "enable.idempotence": True})
+    for e in events:
+        p.produce(topic, key=e.cluster_id.encode(), value=encode(e))
+    assert p.flush(30) == 0
+    return p
+
+
+def _group_topic(kafka_cluster, tag: str, seed: int, n: int):
+    """A new one-partition events topic, its archiver group's name, and `n` simulated events for it."""
+    c = heal(kafka_cluster)
+    prefix = tag + uuid.uuid4().hex[:6]
+    c.create_topic(f"{prefix}.events", 1, 3)
+    events = list(simulate(SimConfig(seed=seed, events=n, cluster_id=f"{prefix}-cluster")))
+    return c, prefix, f"{prefix}.events", f"{prefix}-archiver", events
+
+
 REJOIN = "rejoining the group with a new consumer"
 
 
 def test_an_archiver_left_without_partitions_while_nobody_archives_rejoins_and_archives(kafka_cluster, tmp_path):
-    from confluent_kafka import Producer
-
-    c = heal(kafka_cluster)
-    prefix = "arj" + uuid.uuid4().hex[:6]
-    topic, group = f"{prefix}.events", f"{prefix}-archiver"
-    c.create_topic(topic, 1, 3)
-    events = list(simulate(SimConfig(seed=5, events=200, cluster_id=f"{prefix}-cluster")))
-    p = Producer({"bootstrap.servers": c.bootstrap_servers, "enable.idempotence": True})
-    for e in events:
-        p.produce(topic, key=e.cluster_id.encode(), value=encode(e))
-    assert p.flush(30) == 0
+    c, prefix, topic, group, events = _group_topic(kafka_cluster, "arj", 5, 200)
+    _produce(c, topic, events)
     member = _Member(c.bootstrap_servers, group, topic, commits=False)
     log = tmp_path / "archiver.log"
     archiver = None
@@ -162,21 +162,12 @@ def test_an_archiver_left_without_partitions_while_nobody_archives_rejoins_and_a
 
 
 def test_a_standby_archiver_whose_group_is_served_never_rejoins(kafka_cluster, tmp_path):
-    from confluent_kafka import Producer
-
-    c = heal(kafka_cluster)
-    prefix = "ars" + uuid.uuid4().hex[:6]
-    topic, group = f"{prefix}.events", f"{prefix}-archiver"
-    c.create_topic(topic, 1, 3)
-    events = list(simulate(SimConfig(seed=6, events=240, cluster_id=f"{prefix}-cluster")))
+    c, prefix, topic, group, events = _group_topic(kafka_cluster, "ars", 6, 240)
     member = _Member(c.bootstrap_servers, group, topic, commits=True)
     log = tmp_path / "archiver.log"
     archiver = None
     try:
-        p = Producer({"bootstrap.servers": c.bootstrap_servers, "enable.idempotence": True})
-        for e in events[:20]:
-            p.produce(topic, key=e.cluster_id.encode(), value=encode(e))
-        assert p.flush(30) == 0
+        p = _produce(c, topic, events[:20])
         # the member serves the group: it holds the partition and its commits are answered
         wait_until(lambda: member.assigned and member.committed == 20, 60, "the member to commit")
         archiver = _start_archiver(c, tmp_path, prefix, rejoin_seconds="3")
