@@ -82,11 +82,11 @@ class _Member:
             msgs = [m for m in self.c.consume(100, timeout=0.2) if not m.error()]
             self.assigned = bool(self.c.assignment())
             self.read += len(msgs)
-            if msgs and self.commits:
+            if self.commits and self.read > self.committed:  # retried until answered (a coordinator loading)
                 try:
                     self.c.commit(asynchronous=False)
                     self.committed = self.read
-                except Exception:  # a rebalance under way: the next batch's commit covers these
+                except Exception:  # a rebalance or a coordinator loading: tried again at the next poll
                     pass
         self.c.close()
 
