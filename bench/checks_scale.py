@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import duckdb  # noqa: E402
 
-from checks.catalog import NAMES, wrapped_sql  # noqa: E402
+from checks.catalog import NAMES, last_readers, wrapped_sql  # noqa: E402
 from checks.duckdb_engine import DuckDBEngine  # noqa: E402
 from checks.findings import Findings  # noqa: E402
 from checks.report import build, write_csv  # noqa: E402
@@ -163,6 +163,7 @@ def main() -> None:
                 built = eng.build_shared(names)
                 spent["shared relations"] = spent.get("shared relations", 0.0) + time.perf_counter() - t
                 peaks["shared relations"] = max(peaks.get("shared relations", 0), peak["phase"])
+                done = last_readers(names, built)
                 for name in names:
                     peak["phase"], t = rss_mb(), time.perf_counter()
                     sql = wrapped_sql(name, "duckdb", built)
@@ -172,6 +173,7 @@ def main() -> None:
                         before = con.execute("SELECT count(*) FROM check_findings").fetchone()[0]
                         found.add_query(sql)
                         rows = con.execute("SELECT count(*) FROM check_findings").fetchone()[0] - before
+                    eng.drop_shared(frozenset(done[name]))
                     spent[name] = spent.get(name, 0.0) + time.perf_counter() - t
                     peaks[name] = max(peaks.get(name, 0), peak["phase"])
                     counts[name] = counts.get(name, 0) + rows

@@ -14,8 +14,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from checks.catalog import (EVIDENCE_COLUMNS, VIOLATION_COLUMNS, shared_for, shared_sql, shared_table,
-                            wrapped_sql)
+from checks.catalog import (EVIDENCE_COLUMNS, VIOLATION_COLUMNS, last_readers, shared_for, shared_sql,
+                            shared_table, wrapped_sql)
 from schemas.flat import STORE_LAYOUT_VERSION
 from checks.findings import Findings, sort_key  # noqa: F401 - sort_key re-exported
 from checks.inputs import (BadInput, Inputs, chain_summary, chains_of, read_archives,
@@ -155,10 +155,12 @@ class DuckDBEngine:
                 for cluster in clusters if len(clusters) > 1 else [None]:
                     with self.one_cluster(cluster):
                         built = self.build_shared(names, timings)
+                        done = last_readers(names, built)
                         try:
                             for name in names:
                                 started = time.perf_counter()
                                 found.add_query(wrapped_sql(name, DIALECT, built))
+                                self.drop_shared(frozenset(done[name]))
                                 timings[name] = timings.get(name, 0.0) + time.perf_counter() - started
                         finally:
                             self.drop_shared(built)

@@ -128,6 +128,7 @@ def test_ctes_marked_recomputed_and_copies_of_a_built_timeline_are_read_again_no
     try:
         con = eng.con
         assert "obs" not in _kept_ctes(con, sql_for("controller_epoch_monotonic", "duckdb"))
+        assert "pc" not in _kept_ctes(con, sql_for("fenced_broker_not_in_isr", "duckdb"))
         assert "timeline" in _kept_ctes(con, sql_for("high_watermark_monotonic", "duckdb"))
         built = frozenset({"partition_timeline"})
         con.execute(f"CREATE TEMP TABLE {shared_table('partition_timeline')} AS "
@@ -137,5 +138,39 @@ def test_ctes_marked_recomputed_and_copies_of_a_built_timeline_are_read_again_no
         inlined = sql_for("high_watermark_monotonic", "duckdb")
         assert sorted(con.execute(hwm).fetchall()) == sorted(con.execute(inlined).fetchall())
         assert con.execute(f"SELECT count(*) FROM ({hwm})").fetchone()[0] > 0
+    finally:
+        eng.close()
+
+
+def test_a_shared_relation_is_dropped_once_its_last_reader_has_run(monkeypatch):
+    """The partition timeline's table goes as soon as high_watermark_monotonic (its last reader) has run:
+    the queries after it do not share the memory limit with it. The rows are those of each query alone."""
+    from checks.catalog import last_readers, shared_table
+    from checks.findings import Findings
+
+    names = ["valid_high_watermark", "high_watermark_monotonic", "unclean_election_allowed", "state_continuity"]
+    assert last_readers(names, {"partition_timeline"}) == {
+        "valid_high_watermark": (), "high_watermark_monotonic": ("partition_timeline",),
+        "unclean_election_allowed": (), "state_continuity": ()}
+    assert last_readers(names, set()) == {n: () for n in names}
+    assert last_readers(list(reversed(names)), {"partition_timeline"})["valid_high_watermark"] == ("partition_timeline",)
+
+    h = [make(case) for case, (_, make) in sorted(VIOLATING.items())]
+    eng = DuckDBEngine.from_arrow(flat_table(h))
+    table = shared_table("partition_timeline")
+    seen: list[bool] = []
+    add_query = Findings.add_query
+
+    def watched(self, sql):  # is the timeline's table there when each query runs?
+        seen.append(eng.con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [table]).fetchone()[0] == 1)
+        return add_query(self, sql)
+
+    monkeypatch.setattr(Findings, "add_query", watched)
+    try:
+        together = eng.violations(names)
+        # one cluster at a time (DuckDBEngine.findings): built and dropped again for each
+        assert len(seen) == 4 * len(h) and seen == [True, True, False, False] * len(h)
+        alone = sorted((r for n in names for r in eng.violations([n])), key=sort_key)
+        assert together == alone and any(r[0] == "high_watermark_monotonic" for r in together)
     finally:
         eng.close()
