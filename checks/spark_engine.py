@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from checks.catalog import EVIDENCE_COLUMNS, shared_for, shared_sql, shared_table, sql_for, wrapped
+from checks.catalog import EVIDENCE_COLUMNS, last_readers, shared_for, shared_sql, shared_table, sql_for, wrapped
 from checks.duckdb_engine import DuckDBEngine
 from checks.findings import Findings
 from checks.inputs import BadInput, Inputs, chains_of
@@ -410,10 +410,17 @@ class SparkEngine:
                     shared[s] = materialized(self.spark.sql(sql))
                 shared[s].createOrReplaceTempView(shared_table(s))
             built = frozenset(shared)
+            done = last_readers(names, built)
+
+            def ran(name: str) -> None:  # the relations no later query reads: their blocks freed now
+                for s in done[name]:
+                    self.spark.catalog.dropTempView(shared_table(s))
+                    release(shared.pop(s))
+
             if self.handoff is not None:
-                found = self._written_findings(self.handoff, names, built)
+                found = self._written_findings(self.handoff, names, built, ran)
             else:
-                rows = self._all_rows(names, built)
+                rows = self._all_rows(names, built, ran)
                 try:
                     found = Findings.of_rows(rows)
                 finally:
@@ -425,7 +432,8 @@ class SparkEngine:
         self.timings["all"] = time.perf_counter() - started
         return found
 
-    def _written_findings(self, handoff: Handoff, names: Sequence[str], built: frozenset[str]) -> Findings:
+    def _written_findings(self, handoff: Handoff, names: Sequence[str], built: frozenset[str],
+                          ran: Callable[[str], None]) -> Findings:
         """Each invariant's rows written as Parquet by the executors beside the handoff directory (the
         driver's, or one the executors share with it; not inside it, which Spark reads as the events), then
         read by DuckDB: the rows do not come through the driver and Python one partition at a time
@@ -440,6 +448,7 @@ class SparkEngine:
                     self.spark.sql(wrapped(name, sql)).write.parquet(out.as_uri())
                 found.add_parquet(sorted(str(p) for p in out.glob("*.parquet")))
                 shutil.rmtree(out, ignore_errors=True)
+                ran(name)
         except BaseException:
             found.close()
             raise
@@ -447,9 +456,11 @@ class SparkEngine:
             where.remove()
         return found
 
-    def _all_rows(self, names: Sequence[str], built: frozenset[str]) -> Generator[tuple[Any, ...], None, None]:
+    def _all_rows(self, names: Sequence[str], built: frozenset[str],
+                  ran: Callable[[str], None]) -> Generator[tuple[Any, ...], None, None]:
         for name in names:
             yield from self._rows(name, built)
+            ran(name)
 
     def _rows(self, name: str, built: frozenset[str]) -> Iterator[tuple[Any, ...]]:
         with self._computed_once(sql_for(name, DIALECT, built)) as sql:

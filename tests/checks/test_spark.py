@@ -194,6 +194,46 @@ def test_a_shared_relation_is_read_back_inside_a_cte_and_released(spark, spark_e
     assert blocks() == before
 
 
+@pytest.mark.parametrize("written", [True, False])
+def test_a_shared_relation_goes_once_its_last_reader_has_run(spark, spark_engine, monkeypatch, written):
+    """As on DuckDB: the partition timeline's view is dropped and its blocks released before the queries after
+    its last reader (high_watermark_monotonic) run, with findings written by the executors or streamed alike."""
+    from checks import spark_engine as engine_module
+    from checks.catalog import shared_table
+
+    names = ["valid_high_watermark", "high_watermark_monotonic", "unclean_election_allowed", "state_continuity"]
+    seen: list[tuple[str, bool]] = []
+    made: dict[int, int] = {}  # id of each materialized DataFrame -> queries begun when it was made
+    released: dict[int, int] = {}  # ... -> queries begun when it was released
+    wrapped, materialized, release = engine_module.wrapped, engine_module.materialized, engine_module.release
+
+    def watched(name, sql):  # called as each query is about to run
+        seen.append((name, spark.catalog.tableExists(shared_table("partition_timeline"))))
+        return wrapped(name, sql)
+
+    def making(df):
+        out = materialized(df)
+        made[id(out)] = len(seen)
+        return out
+
+    def releasing(df):
+        released[id(df)] = len(seen)
+        release(df)
+
+    monkeypatch.setattr(engine_module, "wrapped", watched)
+    monkeypatch.setattr(engine_module, "materialized", making)
+    monkeypatch.setattr(engine_module, "release", releasing)
+    if not written:
+        monkeypatch.setattr(spark_engine, "handoff", None)
+    rows = spark_engine.violations(names)
+    assert seen == [(names[0], True), (names[1], True), (names[2], False), (names[3], False)]
+    # made before any query (the timeline, and the views of its own query, released at once) ...
+    before_all = {df: released[df] for df, at in made.items() if at == 0}
+    # ... the timeline released after the second query, before the third began
+    assert sorted(before_all.values())[-1] == 2, before_all
+    assert set(released) == set(made) and any(r[0] == "high_watermark_monotonic" for r in rows)
+
+
 def test_ctes_read_twice_are_computed_once_then_dropped(spark, spark_engine):
     """unclean_election_allowed reads its candidate elections four times (three config scopes and the final
     join): on Spark they are a view computed once while the query runs, and gone after, its blocks
