@@ -194,12 +194,10 @@ def last_readers(names: Sequence[str], built: Iterable[str]) -> dict[str, tuple[
     """For each of `names` (run in this order), the built shared relations that no invariant after it reads:
     an engine drops them once it has run, so that the queries after it have their memory (at 100M events the
     partition timeline's table held GBs under a 6 GB limit through the five queries that never read it)."""
-    left = set(built)
-    out: dict[str, tuple[str, ...]] = {n: () for n in names}
+    left, out = set(built), {}
     for n in reversed(names):
-        mine = tuple(s for s in shared_inputs(n) if s in left)
-        out[n] = mine
-        left.difference_update(mine)
+        out[n] = tuple(s for s in shared_inputs(n) if s in left)
+        left.difference_update(out[n])
     return out
 
 
