@@ -121,9 +121,13 @@ def _capture_shows(archive: Path, topic: str, described) -> bool:
     """Has the capture archived what `described` shows of `topic`? The demo waits for it before its next
     step: a ZooKeeper watch reads a znode after it fired, so a watcher that lags one step behind reads the
     next step's version and the one at the mark is a declared gap, not the state describe printed."""
-    want = {p: (d.leader, tuple(d.replicas), frozenset(d.isr))
-            for (t, p), d in described.partitions.items() if t == topic}
+    want = _described_partitions(described, topic)
     return bool(want) and _archived_partitions(archive, topic) == want
+
+
+def _described_partitions(described, topic: str) -> dict[int, tuple]:
+    return {p: (d.leader, tuple(d.replicas), frozenset(d.isr))
+            for (t, p), d in described.partitions.items() if t == topic}
 
 
 def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctrlaudit") -> Captured:
@@ -175,8 +179,14 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
         say(f"mark A: {topic} created, {position} {mark_a.offset}")
 
         def caught_up(described=None):  # None: as describe shows it now
-            _wait(alive_and(lambda: _capture_shows(archive, topic, described or observe.describe(c, topic))),
-                  120, f"the capture to archive {topic}'s state", 1)
+            try:
+                _wait(alive_and(lambda: _capture_shows(archive, topic, described or observe.describe(c, topic))),
+                      120, f"the capture to archive {topic}'s state", 1)
+            except SystemExit as timed_out:  # what differs, and what the capture said: enough to tell why
+                want = described or observe.describe(c, topic)
+                raise SystemExit(f"{timed_out}\n  describe: {sorted(_described_partitions(want, topic).items())}"
+                                 f"\n  archive:  {sorted(_archived_partitions(archive, topic).items())}"
+                                 f"\n  the end of {out / 'capture.log'}:\n{_log_tail(out / 'capture.log')}") from None
 
         caught_up(mark_a.described)
 

@@ -29,6 +29,7 @@ class FakeZooKeeper:
         self.client_id = (1, b"")
         self.handler = SimpleNamespace(dispatch_callback=lambda cb: cb.func(*cb.args))
         self.listeners: list = []
+        self.created_after_no_node: dict[str, object] = {}  # path -> a write that races a read of it
         for path in ("/", "/brokers", "/brokers/ids", "/brokers/topics", "/config", "/config/topics"):
             self._put(path, b"")
 
@@ -50,16 +51,15 @@ class FakeZooKeeper:
         self.zxid += 1
         for path, data in changes:
             raw = data if isinstance(data, bytes) else json.dumps(data).encode()
-            created = path not in self.nodes
-            parent = path.rsplit("/", 1)[0] or "/"
-            for p in _ancestors(parent):
-                if p not in self.nodes:
-                    self._put(p, b"")
-            self._put(path, raw)
-            if created:
-                self.nodes[parent].pzxid = self.zxid
-                self._fire(self.child_watches, parent)
-            self._fire(self.data_watches, path)
+            for p in _ancestors(path):  # the missing parents first, each a create (Kafka makes them so)
+                created = p not in self.nodes
+                self._put(p, raw if p == path else b"")
+                if created:
+                    parent = p.rsplit("/", 1)[0] or "/"
+                    self.nodes[parent].pzxid = self.zxid
+                    self._fire(self.child_watches, parent)
+                if created or p == path:
+                    self._fire(self.data_watches, p)
         return self.zxid
 
     def delete(self, path: str) -> int:
@@ -95,14 +95,17 @@ class FakeZooKeeper:
         return node.data, node
 
     def exists(self, path, watch=None):
+        # as ZooKeeper's: a watch that fires when the znode is created, changed or deleted, never for its children
         if watch:
             self.data_watches.setdefault(path, []).append(watch)
-            self.child_watches.setdefault(path, []).append(watch)
         return self.nodes.get(path)
 
     def get_children(self, path, watch=None, include_data=False):
         node = self.nodes.get(path)
         if node is None:
+            racing = self.created_after_no_node.pop(path, None)
+            if racing is not None:  # another client creates it just after this read found none
+                racing()
             raise NoNodeError(path)
         if watch:
             self.child_watches.setdefault(path, []).append(watch)
@@ -246,3 +249,27 @@ def test_positions_only_rise_even_when_a_skip_reaches_back_before_what_was_hande
     assert gap.from_zxid < z_b < gap.at_zxid == seen and gap.to_zxid == first_skip
     positions = [_position(i) for i in items]
     assert positions == sorted(positions)
+
+
+def _partitions(items) -> dict:
+    norm = ZooKeeperNormalizer("c")
+    for item in items:
+        norm.feed_watched(item)
+    return {k: (s.leader, tuple(s.isr)) for k, s in norm.image.partitions.items()}
+
+
+def test_a_znode_created_between_a_read_that_found_none_and_its_exists_watch_is_read():
+    """The controller creates a new topic's partitions/ while the watch reacts to the same topic: the watch's
+    read finds no partitions/, the exists() after it finds one (and sets only a data watch, which never fires
+    for children). The watch reads again, so the partitions and their later changes are captured."""
+    zk = FakeZooKeeper()
+    w = _started(zk)
+    items = w.poll()
+    zk.write((TOPIC, _assignment([1, 2])))
+    zk.created_after_no_node[TOPIC + "/partitions"] = lambda: zk.write((STATE, _state(1, [1, 2])))
+    items += w.poll()
+    assert list(_partitions(items).values()) == [(1, (1, 2))]
+    zk.write((STATE, _state(1, [1])))
+    items += w.poll()
+    assert list(_partitions(items).values()) == [(1, (1,))]
+    assert not [i for i in items if isinstance(i, Gap)]
