@@ -7,7 +7,7 @@ assignment with adding and removing replicas), every ``/brokers/topics/*/partiti
 its znode version = the partition epoch) and ``/config/topics/*``.
 
 ZooKeeper watches fire once and carry no data: a watcher reads the znode again and may find a later version
-than the one that fired. Three rules keep that honest:
+than the one that fired. Four rules keep that honest:
 
 * **Order.** Kafka's state is the znodes joined, so changes are applied in zxid order. ZooKeeper sends a
   session's notifications in order and before any reply that shows a later state; `poll` reads what was
@@ -18,6 +18,11 @@ than the one that fired. Three rules keep that honest:
 * **Skipped versions are gaps.** A znode read at version v+2 after v: version v+1 was never seen; the
   stretch of zxids in between is a ``gap``, never a silent hole. A deleted znode's zxid is its parent's
   pzxid (the last change of the parent's children).
+* **A znode deleted and created again between two reads is a gap, its delete and its create** (a topic made
+  again, a broker registered again): its parent's children read the same, its czxid tells. Never a setData
+  from one incarnation to the next. (/controller excepted: the time without one is no state.) Children that
+  came and went unseen, and deletions that were not the one change of their parent since it was read, are
+  gaps too: the parent's cversion counts its children's creates and deletes.
 * **A lost session is a gap, then a new snapshot.** Its watches are gone: when the client reconnects with a
   new session the whole tree is read again as a snapshot (the normalizer replaces its state with it), and
   the zxids between the last change applied and that snapshot are a gap. The same happens when a change
@@ -66,6 +71,7 @@ Item = Snapshot | Txn | Gap
 class _Seen:
     version: int
     mzxid: int
+    czxid: int  # another one when read again: the znode was deleted and created again in between
 
 
 class ZooKeeperWatch:
@@ -85,6 +91,7 @@ class ZooKeeperWatch:
         self._lock = threading.Lock()
         self._seen: dict[str, _Seen] = {}
         self._children: dict[str, set[str]] = {}
+        self._parents: dict[str, tuple[int, int]] = {}  # path -> (pzxid, cversion) when its children were read
         self._session: int | None = None
         self._resync: str | None = "first read"  # why the next poll reads the whole tree
         self._mtime: dict[int, int] = {}  # zxid -> its time (a znode's mtime), for the transactions
@@ -181,7 +188,7 @@ class ZooKeeperWatch:
 
     def _kids(self, path: str) -> tuple[set[str], int]:
         """(children, the parent's pzxid) with a child watch set; (empty, 0) when the parent does not exist
-        (an exists watch set: its creation fires it)."""
+        (an exists watch set: its creation fires it). Its (pzxid, cversion) kept for the next read."""
         from kazoo.exceptions import NoNodeError
 
         while True:
@@ -191,6 +198,7 @@ class ZooKeeperWatch:
                 if self.client.exists(path, watch=self._children_watch(path)) is None:
                     return set(), 0
                 continue
+            self._parents[path] = (stat.pzxid, stat.cversion)
             return set(names), stat.pzxid
 
     def _tree(self) -> tuple[list[tuple[str, bytes, object]], int]:
@@ -253,24 +261,31 @@ class ZooKeeperWatch:
         for zxid, order, op in ops:
             by_zxid.setdefault(zxid, []).append((order, op))
         # each gap just before the transaction whose read found it; a skip inside one zxid (two writes of a
-        # znode in one multi) hides no state: not a gap
-        positioned: list[tuple[int, int, Item]] = [(g.at_zxid, 0, g) for g in gaps if g.to_zxid >= g.from_zxid]
+        # znode in one multi) hides no state: not a gap. Gaps found at one zxid are one (a topic made again
+        # shows in its parent's children and in its own czxid): the stretch both cover.
+        at: dict[int, Gap] = {}
+        for g in (g for g in gaps if g.to_zxid >= g.from_zxid):
+            had = at.get(g.at_zxid)
+            at[g.at_zxid] = g if had is None else Gap(min(had.from_zxid, g.from_zxid), max(had.to_zxid, g.to_zxid),
+                                                      f"{had.reason}; {g.reason}", had.time_ms, g.at_zxid)
+        positioned: list[tuple[int, int, Item]] = [(g.at_zxid, 0, g) for g in at.values()]
         for zxid in by_zxid:
             these = [op for _, op in sorted(by_zxid[zxid], key=lambda o: o[0])]
             positioned.append((zxid, 1, Txn(0, 0, zxid, self._mtime.pop(zxid, self.clock()),
                                             14 if len(these) > 1 else 5, tuple(these), LIVE)))
         out: list[Item] = [item for _, _, item in sorted(positioned, key=lambda p: (p[0], p[1]))]
-        if by_zxid:
-            self.last_zxid = max(by_zxid)
+        if positioned:  # a gap's position too: a change read later below it is out of order
+            self.last_zxid = max(self.last_zxid, max(p for p, _, _ in positioned))
         self._mtime.clear()
         return out
 
     def _snapshot(self, why: str) -> list[Item]:
         with self._lock:
             self._pending = set()
+        self._parents = {}  # the tree's reads count the children from now
         nodes, top = self._tree()
         self._session = self.client.client_id[0] if self.client.client_id else None
-        self._seen = {p: _Seen(s.version, s.mzxid) for p, _, s in nodes}
+        self._seen = {p: _Seen(s.version, s.mzxid, s.czxid) for p, _, s in nodes}
         out: list[Item] = []
         first = self._resync == "first read"
         self._resync = None
@@ -291,6 +306,11 @@ class ZooKeeperWatch:
             return
         data, stat = got
         self._mtime.setdefault(stat.mzxid, stat.mtime)
+        # /controller: its absence between two controllers is no state (a delete of it is never emitted,
+        # here or from the transaction log), so a new controller's create reads as the change it is
+        if seen is not None and stat.czxid != seen.czxid and path not in SINGLE:
+            self._recreated(path, stat, ops, gaps)
+            seen = None
         if seen is not None and stat.version <= seen.version and stat.mzxid == seen.mzxid:
             return  # nothing new (a watch re-set by a read of the parent)
         created = seen is None
@@ -300,17 +320,45 @@ class ZooKeeperWatch:
         elif not created and stat.version > seen.version + 1:
             gaps.append(Gap(seen.mzxid + 1, stat.mzxid - 1, f"{path}: versions {seen.version + 1}.."
                             f"{stat.version - 1} changed before they were read", stat.mtime, stat.mzxid))
-        self._seen[path] = _Seen(stat.version, stat.mzxid)
+        self._seen[path] = _Seen(stat.version, stat.mzxid, stat.czxid)
         order = SINGLE.index(path) if path in SINGLE else 2
         kind = "create" if created and stat.mzxid == stat.czxid else "setData"
         ops.append((stat.mzxid, order, Op(kind, path, data, stat.version, stat.ephemeralOwner != 0)))
 
+    def _recreated(self, path: str, stat, ops: list, gaps: list) -> None:
+        """`path` was deleted and created again (at stat.czxid) since it was read: a topic deleted and made
+        again, a broker registered again, between two reads; its parent's children read the same. What was
+        seen of it and below it (created before it was again) is deleted just before the new one is
+        created; when it went is not known, so the stretch since it was last seen is a gap, never a setData
+        from one incarnation to the next (a re-created topic kept its old topic id)."""
+        subs = [p for p, s in self._seen.items() if (p == path or p.startswith(f"{path}/")) and s.czxid < stat.czxid]
+        since = max(self._seen[p].mzxid for p in subs) + 1
+        gaps.append(Gap(since, stat.czxid - 1, f"{path}: deleted and created again at zxid {stat.czxid:#x} before it "
+                        "was read: when it was deleted is not known", stat.mtime, stat.czxid))
+        for sub in sorted(subs, key=lambda p: -p.count("/")):  # deepest first, as _read_children deletes
+            del self._seen[sub]
+            ops.append((stat.czxid, 2, Op("delete", sub)))
+        for sub in [p for p in self._children if p.startswith(f"{path}/")]:
+            del self._children[sub]  # read again as new: the new incarnation's children
+            self._parents.pop(sub, None)
+
     def _read_children(self, path: str, ops: list, gaps: list) -> None:
         before = self._children.get(path, set())
+        last = self._parents.get(path)
         names, pzxid = self._kids(path)
         if not pzxid and path != TOPICS and path.startswith(TOPICS):
             return  # the parent went too: its own parent's child watch deletes the whole subtree, in order
         self._children[path] = names
+        if last is not None and pzxid:
+            # cversion counts the children's creates and deletes: a new child has its own czxid, but a
+            # deletion only the parent's pzxid, which is its zxid only when it is the one change since the
+            # last read; more changes than the names show came and went unseen (a topic made and deleted)
+            changes = self._parents[path][1] - last[1]
+            gone, new = len(before - names), len(names - before)
+            if changes > gone + new or (gone and changes > 1):
+                gaps.append(Gap(last[0] + 1, pzxid - 1, f"{path}: {changes} children created or deleted since "
+                                f"zxid {last[0]:#x}, {gone} gone and {new} new as read: when is not known",
+                                self.clock(), pzxid))
         for gone in sorted(before - names):
             # deepest first (partition states before their topic), at the zxid of the parent's last change
             subs = [p for p in self._seen if p == f"{path}/{gone}" or p.startswith(f"{path}/{gone}/")]
@@ -319,6 +367,7 @@ class ZooKeeperWatch:
                 ops.append((pzxid, 1, Op("delete", sub)))
             for sub in [p for p in self._children if p.startswith(f"{path}/{gone}/") or p == f"{path}/{gone}"]:
                 del self._children[sub]
+                self._parents.pop(sub, None)
         for new in sorted(names - before, key=_num):
             child = f"{path}/{new}"
             if path == TOPICS:

@@ -1,7 +1,13 @@
-"""The watch's race with the controller, on a real ZooKeeper (3.9's, standalone): a new topic's partitions/
-created by another client between the watch's read that found none and the exists() watch after it. That
-exists() finds the znode and sets a data watch, which ZooKeeper never fires for children; the watch must read
-again, or the topic's partitions are never seen (the fake ZooKeeper of test_watch.py plays the same race)."""
+"""The watch's races, on a real ZooKeeper (3.9's, standalone).
+
+* With the controller: a new topic's partitions/ created by another client between the watch's read that
+  found none and the exists() watch after it. That exists() finds the znode and sets a data watch, which
+  ZooKeeper never fires for children; the watch must read again, or the topic's partitions are never seen.
+* A topic deleted and created again between two reads: its parent's children read the same, only the
+  znode's czxid tells; it must come out as a gap, the old topic deleted and the new one created, not as the
+  old topic changed.
+
+The fake ZooKeeper of test_watch.py plays the same races."""
 from __future__ import annotations
 
 import json
@@ -22,9 +28,9 @@ PARTITIONS = TOPIC + "/partitions"
 STATE = PARTITIONS + "/0/state"
 
 
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory):
-    cluster = ZkKafkaCluster(tmp_path_factory.mktemp("zkrace"), "3.9", base_port=find_free_base_port())
+@pytest.fixture
+def zookeeper(tmp_path):  # one each: a test's znodes are not another's
+    cluster = ZkKafkaCluster(tmp_path, "3.9", base_port=find_free_base_port())
     zk = cluster.zookeeper
     zk.write_config()
     zk.start(cluster.tools.lib)
@@ -49,6 +55,13 @@ def _partitions(items) -> dict:
     return {p: (s.leader, tuple(s.isr)) for (_, p), s in norm.image.partitions.items()}  # one topic
 
 
+def _topic_ids(items) -> dict:
+    norm = ZooKeeperNormalizer("c")
+    for item in items:
+        norm.feed_watched(item)
+    return {k[0] for k in norm.image.partitions}
+
+
 def _poll_until(watch: ZooKeeperWatch, items: list, want, timeout_polls: int = 100) -> dict:
     import time
 
@@ -59,6 +72,11 @@ def _poll_until(watch: ZooKeeperWatch, items: list, want, timeout_polls: int = 1
             break
         time.sleep(0.05)
     return got
+
+
+def _assignment(topic_id: str, replicas: list[int]) -> bytes:
+    return _json({"version": 3, "partitions": {"0": replicas}, "adding_replicas": {}, "removing_replicas": {},
+                  "topic_id": topic_id})
 
 
 def test_partitions_created_between_a_missing_read_and_its_exists_watch_are_captured(zookeeper):
@@ -83,14 +101,49 @@ def test_partitions_created_between_a_missing_read_and_its_exists_watch_are_capt
                 raise
 
         watch.client.get_children = get_children
-        writer.create(TOPIC, _json({"version": 3, "partitions": {"0": [1, 2]}, "adding_replicas": {},
-                                    "removing_replicas": {}, "topic_id": "T0pic1dT0pic1dT0pic1d"}))
+        writer.create(TOPIC, _assignment("T0pic1dT0pic1dT0pic1d", [1, 2]))
         got = _poll_until(watch, items, {0: (1, (1, 2))})
         assert raced, "the race was not played: the watch never read a missing partitions/"
         assert got == {0: (1, (1, 2))}
         writer.set(STATE, _state([1]))
         assert _poll_until(watch, items, {0: (1, (1,))}) == {0: (1, (1,))}
         assert not [i for i in items if isinstance(i, Gap)]
+    finally:
+        watch.stop()
+        writer.stop()
+        writer.close()
+
+
+def test_a_topic_deleted_and_created_again_between_reads_is_a_gap_a_delete_and_a_create(zookeeper):
+    writer = KazooClient(hosts=zookeeper)
+    writer.start(timeout=15)
+    watch = ZooKeeperWatch(zookeeper)
+    watch.start()
+    topic = "/brokers/topics/again"
+    try:
+        for path in ("/brokers/ids", "/brokers/topics", "/config/topics"):
+            writer.ensure_path(path)
+        writer.create(topic, _assignment("OldT0picOldT0picOldT0", [1, 2]))
+        writer.create(f"{topic}/partitions/0/state", _state([1, 2]), makepath=True)
+        items = watch.poll()
+        assert _topic_ids(items) == {"OldT0picOldT0picOldT0"}
+        writer.delete(topic, recursive=True)  # both before the watch reads again
+        writer.create(topic, _assignment("NewT0picNewT0picNewT0", [2, 3]))
+        writer.create(f"{topic}/partitions/0/state", _state([3, 2]), makepath=True)
+        import time
+
+        for _ in range(100):
+            items += watch.poll()
+            if _topic_ids(items) == {"NewT0picNewT0picNewT0"}:
+                break
+            time.sleep(0.05)
+        assert _topic_ids(items) == {"NewT0picNewT0picNewT0"}
+        assert any(isinstance(i, Gap) and "deleted and created again" in i.reason for i in items)
+        norm = ZooKeeperNormalizer("c")
+        kinds = [(e.payload.kind.name, e.payload.topic_id) for item in items for e in norm.feed_watched(item)
+                 if type(e.payload).__name__ == "TopicChange"]
+        assert kinds == [("CREATED", "OldT0picOldT0picOldT0"), ("DELETED", "OldT0picOldT0picOldT0"),
+                         ("CREATED", "NewT0picNewT0picNewT0")]
     finally:
         watch.stop()
         writer.stop()

@@ -38,7 +38,7 @@ class FakeZooKeeper:
         node = self.nodes.get(path)
         if node is None:
             self.nodes[path] = SimpleNamespace(data=data, czxid=self.zxid, mzxid=self.zxid, mtime=self.zxid,
-                                               version=0, pzxid=self.zxid, ephemeralOwner=0)
+                                               version=0, pzxid=self.zxid, cversion=0, ephemeralOwner=0)
         else:
             node.data, node.mzxid, node.mtime, node.version = data, self.zxid, self.zxid, node.version + 1
 
@@ -53,10 +53,13 @@ class FakeZooKeeper:
             raw = data if isinstance(data, bytes) else json.dumps(data).encode()
             for p in _ancestors(path):  # the missing parents first, each a create (Kafka makes them so)
                 created = p not in self.nodes
+                if not created and p != path:
+                    continue
                 self._put(p, raw if p == path else b"")
                 if created:
                     parent = p.rsplit("/", 1)[0] or "/"
                     self.nodes[parent].pzxid = self.zxid
+                    self.nodes[parent].cversion += 1
                     self._fire(self.child_watches, parent)
                 if created or p == path:
                     self._fire(self.data_watches, p)
@@ -70,6 +73,7 @@ class FakeZooKeeper:
             self._fire(self.child_watches, p)
         parent = path.rsplit("/", 1)[0] or "/"
         self.nodes[parent].pzxid = self.zxid
+        self.nodes[parent].cversion += 1
         self._fire(self.child_watches, parent)
         return self.zxid
 
@@ -273,3 +277,79 @@ def test_a_znode_created_between_a_read_that_found_none_and_its_exists_watch_is_
     items += w.poll()
     assert list(_partitions(items).values()) == [(1, (1,))]
     assert not [i for i in items if isinstance(i, Gap)]
+
+
+def test_a_topic_deleted_and_created_again_between_reads_is_a_gap_a_delete_and_a_create():
+    """Its parent's children read the same before and after: only the znode's czxid tells. Not a setData from
+    the old topic to the new (the new topic kept the old one's id, its partitions' old states as before)."""
+    zk = FakeZooKeeper()
+    zk.write((TOPIC, _assignment([1, 2])))
+    zk.write((STATE, _state(1, [1, 2])))
+    w = _started(zk)
+    items = w.poll()
+    last_seen = zk.zxid
+    gone = zk.delete(TOPIC)
+    made = zk.write((TOPIC, {**_assignment([2, 3]), "topic_id": "NewT0picNewT0picNewT0"}))
+    zk.write((STATE, _state(3, [3, 2])))
+    got = w.poll()
+    gap = next(i for i in got if isinstance(i, Gap))
+    assert gap.from_zxid <= last_seen + 1 <= gone <= gap.to_zxid == made - 1 and gap.at_zxid == made
+    assert len([i for i in got if isinstance(i, Gap)]) == 1
+    norm = ZooKeeperNormalizer("c")
+    events = [e for item in items + got for e in norm.feed_watched(item)]
+    topics = [(e.payload.kind.name, e.payload.topic_id) for e in events if type(e.payload).__name__ == "TopicChange"]
+    assert topics == [("CREATED", "T0pic1dT0pic1dT0pic1d"), ("DELETED", "T0pic1dT0pic1dT0pic1d"),
+                      ("CREATED", "NewT0picNewT0picNewT0")]
+    assert {k: (s.leader, s.replicas, s.isr) for k, s in norm.image.partitions.items()} == {
+        ("NewT0picNewT0picNewT0", 0): (3, (2, 3), (3, 2))}
+
+
+def test_a_broker_registered_again_between_reads_is_unregistered_then_registered():
+    zk = FakeZooKeeper()
+    zk.write(("/brokers/ids/1", {"version": 5, "endpoints": ["PLAINTEXT://h:1"]}))
+    w = _started(zk)
+    items = w.poll()
+    zk.delete("/brokers/ids/1")
+    again = zk.write(("/brokers/ids/1", {"version": 5, "endpoints": ["PLAINTEXT://h:1"]}))
+    got = w.poll()
+    assert [type(i) for i in got] == [Gap, Txn] and [o.kind for o in got[1].ops] == ["delete", "create"]
+    norm = ZooKeeperNormalizer("c")
+    events = [e.payload for item in items + got for e in norm.feed_watched(item)]
+    changes = [(p.kind.name, p.after.epoch if p.after else None) for p in events if type(p).__name__ == "BrokerChange"]
+    assert changes[-2:] == [("UNREGISTERED", None), ("REGISTERED", again)]
+
+
+def test_a_new_controllers_znode_is_a_controller_change_not_a_gap():
+    zk = FakeZooKeeper()
+    zk.write(("/controller_epoch", b"1"), ("/controller", {"brokerid": 1}))
+    w = _started(zk)
+    items = w.poll()
+    zk.delete("/controller")  # the controller's session ended ...
+    zk.write(("/controller_epoch", b"2"), ("/controller", {"brokerid": 2}))  # ... and another took over
+    got = w.poll()
+    assert [type(i) for i in got] == [Txn]
+    norm = ZooKeeperNormalizer("c")
+    changes = [e.payload for item in items + got for e in norm.feed_watched(item)
+               if type(e.payload).__name__ == "ControllerChange"]
+    assert (changes[-1].leader_id, changes[-1].epoch) == (2, 2)
+
+
+def test_children_that_came_and_went_between_reads_are_a_gap_one_deletion_alone_is_not():
+    zk = FakeZooKeeper()
+    for b in (1, 2, 3):
+        zk.write((f"/brokers/ids/{b}", {"version": 5, "endpoints": [f"PLAINTEXT://h:{b}"]}))
+    w = _started(zk)
+    w.poll()
+    one = zk.delete("/brokers/ids/3")  # the one change since the read: its zxid is the parent's pzxid
+    got = w.poll()
+    assert [type(i) for i in got] == [Txn] and got[0].zxid == one
+    first = zk.delete("/brokers/ids/1")  # two: the first one's zxid is not known
+    second = zk.delete("/brokers/ids/2")
+    got = w.poll()
+    assert [type(i) for i in got] == [Gap, Txn] and got[1].zxid == second
+    assert got[0].from_zxid <= first <= got[0].to_zxid == second - 1
+    made = zk.write((TOPIC, _assignment([1, 2])))  # a topic made and deleted unseen: no trace but the count
+    zk.delete(TOPIC)
+    got = w.poll()
+    assert [type(i) for i in got] == [Gap] and got[0].from_zxid <= made <= got[0].to_zxid
+    assert "2 children created or deleted" in got[0].reason
