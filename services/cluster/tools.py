@@ -16,6 +16,7 @@ _COMMON = {
     "topics": "org.apache.kafka.tools.TopicCommand",
     "reassign": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "configs": "kafka.admin.ConfigCommand",  # kafka-configs (still Scala in 3.9 and 4.x)
     "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "metadata-shell": "org.apache.kafka.shell.MetadataShell",
     "features": "org.apache.kafka.tools.FeatureCommand",

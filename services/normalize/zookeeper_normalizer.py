@@ -6,7 +6,8 @@ In ZooKeeper mode the controller's state *is* a set of znodes, and every change 
 - ``/brokers/topics/<t>/partitions/<p>/state``: LeaderAndIsr ``{controller_epoch, leader, leader_epoch, isr}``;
   its znode version is Kafka's zkVersion, the partition epoch;
 - ``/controller`` (ephemeral, ``brokerid``) and ``/controller_epoch``; ``/brokers/ids/<id>`` (ephemeral
-  registration, its creating zxid is the broker epoch); ``/config/topics/<t>``.
+  registration, its creating zxid is the broker epoch); ``/config/topics/<t>``; ``/config/brokers/<id>`` and
+  ``/config/brokers/<default>`` (dynamic broker configs, the cluster's default as KRaft's: resource name "").
 
 A partition's state is the two joined: replicas and adding/removing from the topic znode, the rest from the
 state znode. An ephemeral znode also disappears when its session closes (a kill -9'd broker's session
@@ -38,6 +39,13 @@ from services.zookeeper.watch import Gap
 TOPICS = "/brokers/topics/"
 BROKERS = "/brokers/ids/"
 TOPIC_CONFIGS = "/config/topics/"
+BROKER_CONFIGS = "/config/brokers/"  # dynamic broker configs: <id>, and <default> for the cluster-wide default
+DEFAULT = "<default>"  # ZooKeeper's name of the cluster-wide default; KRaft's (and the events') is ""
+
+
+def _broker_config_name(path: str) -> str:
+    name = path.rsplit("/", 1)[1]
+    return "" if name == DEFAULT else name
 
 
 def _json(data: bytes | None) -> dict:
@@ -140,7 +148,10 @@ class ZooKeeperNormalizer:
                 out += self._delete(f"{BROKERS}{bid}")
         for name in self.delta.config_resources(ConfigResourceType.TOPIC):
             if f"{TOPIC_CONFIGS}{name}" not in present:
-                out += self._topic_config(name, None)
+                out += self._config(ConfigResourceType.TOPIC, name, None)
+        for name in self.delta.config_resources(ConfigResourceType.BROKER):
+            if f"{BROKER_CONFIGS}{name or DEFAULT}" not in present:
+                out += self._config(ConfigResourceType.BROKER, name, None)
         return out
 
     def gap(self, from_zxid: int, to_zxid: int, reason: str, event_time_ms: int = -1,
@@ -176,7 +187,9 @@ class ZooKeeperNormalizer:
         if path.startswith(BROKERS) and path.count("/") == 3:
             return self._broker(int(path.rsplit("/", 1)[1]), data, created)
         if path.startswith(TOPIC_CONFIGS) and path.count("/") == 3:
-            return self._topic_config(path.rsplit("/", 1)[1], data)
+            return self._config(ConfigResourceType.TOPIC, path.rsplit("/", 1)[1], data)
+        if path.startswith(BROKER_CONFIGS) and path.count("/") == 3:
+            return self._config(ConfigResourceType.BROKER, _broker_config_name(path), data)
         if not path.startswith(TOPICS):
             return []
         parts = path[len(TOPICS):].split("/")
@@ -198,6 +211,8 @@ class ZooKeeperNormalizer:
             bid = int(path.rsplit("/", 1)[1])
             before = self.delta.broker(bid)
             return [self._emit(BrokerChange(bid, BrokerChangeKind.UNREGISTERED, before, None))] if before else []
+        if path.startswith(BROKER_CONFIGS) and path.count("/") == 3:
+            return self._config(ConfigResourceType.BROKER, _broker_config_name(path), None)
         if not path.startswith(TOPICS):
             return []
         parts = path[len(TOPICS):].split("/")
@@ -283,18 +298,22 @@ class ZooKeeperNormalizer:
             adding_replicas=tuple(assignment.get("adding_replicas", {}).get(p, ())),
             removing_replicas=tuple(assignment.get("removing_replicas", {}).get(p, ())))
 
-    def _topic_config(self, name: str, data: bytes | None) -> list[ControllerEvent]:
+    def _config(self, kind: ConfigResourceType, name: str, data: bytes | None) -> list[ControllerEvent]:
+        """A topic's or a broker's config znode ({"version": 1, "config": {...}}) written (None: gone): a
+        ConfigChange per key that differs from the image's. Broker configs matter to the checks: a dynamic
+        unclean.leader.election.enable of one broker or of the cluster's default (kafka-configs --entity-type
+        brokers [--entity-default]) allows unclean elections where no topic config does."""
         new = {k: str(v) for k, v in _json(data).get("config", {}).items()}
         out = []
         # the image holds what the archive holds: a sensitive value as "[redacted]" (never the secret)
-        held = self.delta.configs_of(ConfigResourceType.TOPIC, name)
+        held = self.delta.configs_of(kind, name)
         for cname in sorted(set(new) | set(held)):
             previous = held.get(cname)
             shown, shown_prev, redacted = redact(cname, new.get(cname), previous)
-            changed_secret = redacted and self.secrets.changed(("TOPIC", name, cname), new.get(cname))
+            changed_secret = redacted and self.secrets.changed((kind.name, name, cname), new.get(cname))
             if previous == shown and not changed_secret:
                 continue
-            out.append(self._emit(ConfigChange(ConfigResourceType.TOPIC, name, cname, shown, shown_prev, redacted)))
+            out.append(self._emit(ConfigChange(kind, name, cname, shown, shown_prev, redacted)))
         return out
 
     # --- events ---------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ into the transactions and snapshots ZooKeeper's own files hold, so that the one 
 
 What it watches: ``/controller``, ``/controller_epoch``, ``/brokers/ids/*``, ``/brokers/topics/*`` (the
 assignment with adding and removing replicas), every ``/brokers/topics/*/partitions/*/state`` (LeaderAndIsr,
-its znode version = the partition epoch) and ``/config/topics/*``.
+its znode version = the partition epoch), ``/config/topics/*`` and ``/config/brokers/*``.
 
 ZooKeeper watches fire once and carry no data: a watcher reads the znode again and may find a later version
 than the one that fired. Four rules keep that honest:
@@ -43,6 +43,7 @@ from services.zookeeper.snapshot import Snapshot, Znode
 log = logging.getLogger(__name__)
 
 TOPICS, BROKERS, TOPIC_CONFIGS = "/brokers/topics", "/brokers/ids", "/config/topics"
+BROKER_CONFIGS = "/config/brokers"  # <id> and <default>: a dynamic unclean.leader.election.enable lives there
 SINGLE = ("/controller_epoch", "/controller")  # in this order: the epoch first (the normalizer reads it)
 LIVE = "zookeeper-live"  # the `file` of what the watcher read (events name it as their source file)
 
@@ -229,8 +230,9 @@ class ZooKeeperWatch:
             for p in sorted(parent(f"{TOPICS}/{t}/partitions"), key=_num):
                 if "state" in parent(f"{TOPICS}/{t}/partitions/{p}"):
                     node(f"{TOPICS}/{t}/partitions/{p}/state")
-        for t in sorted(parent(TOPIC_CONFIGS)):
-            node(f"{TOPIC_CONFIGS}/{t}")
+        for parent_path in (TOPIC_CONFIGS, BROKER_CONFIGS):
+            for t in sorted(parent(parent_path)):
+                node(f"{parent_path}/{t}")
         return out, top
 
     # --- polling -----------------------------------------------------------------------------------
@@ -377,7 +379,7 @@ class ZooKeeperWatch:
                 self._read_children(child, ops, gaps)
             elif path.startswith(TOPICS) and new == "state":
                 self._read_data(child, ops, gaps)
-            elif path in (BROKERS, TOPIC_CONFIGS):
+            elif path in (BROKERS, TOPIC_CONFIGS, BROKER_CONFIGS):
                 self._read_data(child, ops, gaps)
 
 

@@ -8,6 +8,7 @@ RemoveTopicRecord), so a re-created topic of the same name starts from none.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -135,3 +136,23 @@ def test_zookeeper_topic_config_secrets_changed_are_recorded_restated_are_not() 
     again = [e.payload for e in write(3, "b")]
     assert [(c.name, c.value, c.previous_value, c.redacted) for c in again] == [
         ("my.password", "[redacted]", "[redacted]", True)]
+
+
+def test_zookeeper_dynamic_broker_configs_are_config_changes_the_default_as_krafts() -> None:
+    """/config/brokers/<default> (kafka-configs --entity-type brokers --entity-default) is the cluster-wide
+    default: resource name "", as KRaft writes it and the checks read it (unclean.leader.election.enable's
+    scopes); /config/brokers/<id> one broker's."""
+    from services.zookeeper import Op, Txn
+
+    n = ZooKeeperNormalizer("c", clock=lambda: 42)
+
+    def write(zxid: int, path: str, config: dict, kind: str = "setData") -> list:
+        data = json.dumps({"version": 1, "config": config}).encode()
+        return [e.payload for e in n.feed(Txn(1, 0, zxid, 1000 + zxid, 5, (Op(kind, path, data, 1),), "log.1"))]
+    assert write(1, "/config/brokers/<default>", {"unclean.leader.election.enable": "true"}, "create") == [
+        ConfigChange(ConfigResourceType.BROKER, "", "unclean.leader.election.enable", "true", None, False)]
+    assert write(2, "/config/brokers/2", {"unclean.leader.election.enable": "false"}, "create") == [
+        ConfigChange(ConfigResourceType.BROKER, "2", "unclean.leader.election.enable", "false", None, False)]
+    assert write(3, "/config/brokers/<default>", {}) == [  # kafka-configs --delete-config: the key goes
+        ConfigChange(ConfigResourceType.BROKER, "", "unclean.leader.election.enable", None, "true", False)]
+    assert dict(n.image.broker_configs(2)) == {"unclean.leader.election.enable": "false"}

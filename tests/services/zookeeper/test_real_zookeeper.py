@@ -42,6 +42,17 @@ def _p0(c, topic):
     return observe.describe(c, topic).partitions[(topic, 0)]
 
 
+def _dynamic_broker_configs(c) -> set[tuple[str, str, str]]:
+    """unclean.leader.election.enable set dynamically with kafka-configs for the cluster's default and for one
+    broker, to Kafka's default (false: the scenario is unchanged). Kafka writes them to
+    /config/brokers/<default> and /config/brokers/<id>. What the events must show."""
+    one = str(min(c.nodes))
+    for entity in (["--entity-default"], ["--entity-name", one]):
+        c.tool("configs", "--bootstrap-server", observe.running_bootstrap(c), "--entity-type", "brokers", *entity,
+               "--alter", "--add-config", "unclean.leader.election.enable=false")
+    return {("", "unclean.leader.election.enable", "false"), (one, "unclean.leader.election.enable", "false")}
+
+
 @pytest.fixture(scope="module")
 def scenario(tmp_path_factory):
     root = tmp_path_factory.mktemp("zkscn")
@@ -106,6 +117,8 @@ def scenario(tmp_path_factory):
         mark("a deleted", until=lambda d: T + "a" not in d.topic_ids)
         c.create_topic(T + "a", 1, 3)
         mark("a re-created", until=lambda d: (T + "a", 0) in d.partitions)
+        # before c: Kafka's last write for a config is a /config/changes notification, which no watch reads
+        facts["broker_configs"] = _dynamic_broker_configs(c)
         c.create_topic(T + "c", 3, 1)
         mark("c created", until=lambda d: len([k for k in d.partitions if k[0] == T + "c"]) == 3)
         facts["last_zxid"] = c.zookeeper.last_zxid()
@@ -167,6 +180,22 @@ def test_the_controllers_writes_are_in_the_log(scenario):
           if o.kind == "setData" and o.path == f"/brokers/topics/{T}b/partitions/0/state"]
     assert st and [v for v, _ in st] == sorted(v for v, _ in st)
     assert [e for _, e in st] == sorted(e for _, e in st)
+
+
+def test_dynamic_broker_configs_are_events_from_the_log_and_from_the_live_watch(scenario):
+    """The cluster default's and a broker's dynamic unclean.leader.election.enable (the checks' "cluster:" and
+    "broker:" scopes) as BROKER ConfigChanges, the default under KRaft's resource name ""."""
+    from schemas.events import ConfigChange, ConfigResourceType
+    from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
+
+    _, files, _, facts = scenario
+    from_log = ZooKeeperNormalizer("zk-log")
+    from_watch = ZooKeeperNormalizer("zk-live")
+    for events in ([e for f in files for t in TxnLogReader(f) for e in from_log.feed(t)],
+                   [e for item in facts["watched"] for e in from_watch.feed_watched(item)]):
+        got = {(e.payload.resource_name, e.payload.name, e.payload.value) for e in events
+               if isinstance(e.payload, ConfigChange) and e.payload.resource_type is ConfigResourceType.BROKER}
+        assert got == facts["broker_configs"]
 
 
 def test_imported_state_at_every_mark_equals_describe(scenario, tmp_path):

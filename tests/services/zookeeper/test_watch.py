@@ -353,3 +353,20 @@ def test_children_that_came_and_went_between_reads_are_a_gap_one_deletion_alone_
     got = w.poll()
     assert [type(i) for i in got] == [Gap] and got[0].from_zxid <= made <= got[0].to_zxid
     assert "2 children created or deleted" in got[0].reason
+
+
+def test_dynamic_broker_configs_are_watched_the_default_too():
+    zk = FakeZooKeeper()
+    zk.write(("/config/brokers/1", {"version": 1, "config": {"unclean.leader.election.enable": "false"}}))
+    w = _started(zk)
+    items = w.poll()
+    zk.write(("/config/brokers/<default>", {"version": 1, "config": {"unclean.leader.election.enable": "true"}}))
+    items += w.poll()
+    zk.write(("/config/brokers/1", {"version": 1, "config": {}}))
+    items += w.poll()
+    norm = ZooKeeperNormalizer("c")
+    changes = [(p.resource_type.name, p.resource_name, p.name, p.value) for item in items
+               for p in (e.payload for e in norm.feed_watched(item)) if type(p).__name__ == "ConfigChange"]
+    assert changes == [("BROKER", "1", "unclean.leader.election.enable", "false"),
+                       ("BROKER", "", "unclean.leader.election.enable", "true"),
+                       ("BROKER", "1", "unclean.leader.election.enable", None)]
