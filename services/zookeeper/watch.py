@@ -333,16 +333,22 @@ class ZooKeeperWatch:
         seen of it and below it (created before it was again) is deleted just before the new one is
         created; when it went is not known, so the stretch since it was last seen is a gap, never a setData
         from one incarnation to the next (a re-created topic kept its old topic id)."""
-        subs = [p for p, s in self._seen.items() if (p == path or p.startswith(f"{path}/")) and s.czxid < stat.czxid]
-        since = max(self._seen[p].mzxid for p in subs) + 1
-        gaps.append(Gap(since, stat.czxid - 1, f"{path}: deleted and created again at zxid {stat.czxid:#x} before it "
-                        "was read: when it was deleted is not known", stat.mtime, stat.czxid))
-        for sub in sorted(subs, key=lambda p: -p.count("/")):  # deepest first, as _read_children deletes
-            del self._seen[sub]
-            ops.append((stat.czxid, 2, Op("delete", sub)))
-        for sub in [p for p in self._children if p.startswith(f"{path}/")]:
-            del self._children[sub]  # read again as new: the new incarnation's children
+        old = self._forget(path, stat.czxid, ops, created_before=stat.czxid)
+        gaps.append(Gap(max(s.mzxid for s in old) + 1, stat.czxid - 1, f"{path}: deleted and created again at zxid "
+                        f"{stat.czxid:#x} before it was read: when it was deleted is not known", stat.mtime, stat.czxid))
+
+    def _forget(self, path: str, zxid: int, ops: list, created_before: int | None = None) -> list[_Seen]:
+        """Deletes at `zxid` what was seen of `path` and below it (only what was created before
+        `created_before`, when given), deepest first (partition states before their topic), and forgets the
+        children read below it (read again as new); what was seen, for the caller."""
+        subs = sorted((p for p, s in self._seen.items() if (p == path or p.startswith(f"{path}/"))
+                       and (created_before is None or s.czxid < created_before)), key=lambda p: -p.count("/"))
+        ops.extend((zxid, 1, Op("delete", sub)) for sub in subs)
+        seen = [self._seen.pop(sub) for sub in subs]
+        for sub in [p for p in self._children if p == path or p.startswith(f"{path}/")]:
+            del self._children[sub]
             self._parents.pop(sub, None)
+        return seen
 
     def _read_children(self, path: str, ops: list, gaps: list) -> None:
         before = self._children.get(path, set())
@@ -361,15 +367,8 @@ class ZooKeeperWatch:
                 gaps.append(Gap(last[0] + 1, pzxid - 1, f"{path}: {changes} children created or deleted since "
                                 f"zxid {last[0]:#x}, {gone} gone and {new} new as read: when is not known",
                                 self.clock(), pzxid))
-        for gone in sorted(before - names):
-            # deepest first (partition states before their topic), at the zxid of the parent's last change
-            subs = [p for p in self._seen if p == f"{path}/{gone}" or p.startswith(f"{path}/{gone}/")]
-            for sub in sorted(subs, key=lambda p: -p.count("/")):
-                del self._seen[sub]
-                ops.append((pzxid, 1, Op("delete", sub)))
-            for sub in [p for p in self._children if p.startswith(f"{path}/{gone}/") or p == f"{path}/{gone}"]:
-                del self._children[sub]
-                self._parents.pop(sub, None)
+        for gone in sorted(before - names):  # at the zxid of the parent's last change
+            self._forget(f"{path}/{gone}", pzxid, ops)
         for new in sorted(names - before, key=_num):
             child = f"{path}/{new}"
             if path == TOPICS:
