@@ -37,6 +37,11 @@ class Invariant:
     live: bool = False
     # Judged from one event alone (False): a gap in the history cannot make a finding of it wrong.
     history: bool = True
+    # Judged from one topic's partition events (PartitionChange, OffsetSample) and its cluster's other events
+    # alone, every finding at one of those partition events: Spark checks it one shard of topics at a time
+    # (checks.spark_shards). Not so: the controller epochs (judged along every event) and fenced brokers (a
+    # fence's finding counts the partitions of every topic that still hold the broker).
+    sharded: bool = True
 
     @property
     def sql_path(self) -> Path:
@@ -47,12 +52,12 @@ CATALOG: tuple[Invariant, ...] = (
     Invariant(
         "controller_epoch_monotonic", "I1", "ElectionSafety (epoch part)",
         "ControllerChange epochs and every event's controller_epoch never go backwards along seq.",
-        ("ControllerChange",), "M", ("a ZooKeeper -> KRaft migration's cutover (the first KRaft ControllerChange right after a ZooKeeper event, by the controller that claimed ZooKeeper) starts the KRaft quorum's epoch counter",), live=True,
+        ("ControllerChange",), "M", ("a ZooKeeper -> KRaft migration's cutover (the first KRaft ControllerChange right after a ZooKeeper event, by the controller that claimed ZooKeeper) starts the KRaft quorum's epoch counter",), live=True, sharded=False,
     ),
     Invariant(
         "election_safety", "I2", "ElectionSafety",
         "At most one controller per controller epoch.",
-        ("ControllerChange",), "M", ("a ZooKeeper -> KRaft migration's cutover (the first KRaft ControllerChange right after a ZooKeeper event, by the controller that claimed ZooKeeper) starts the KRaft quorum's epoch counter",), live=True,
+        ("ControllerChange",), "M", ("a ZooKeeper -> KRaft migration's cutover (the first KRaft ControllerChange right after a ZooKeeper event, by the controller that claimed ZooKeeper) starts the KRaft quorum's epoch counter",), live=True, sharded=False,
     ),
     Invariant(
         "leader_epoch_monotonic", "I3", "",
@@ -85,7 +90,7 @@ CATALOG: tuple[Invariant, ...] = (
         ("PartitionChange", "BrokerChange"), "M",
         ("known anomaly: a new incarnation registered (fenced) while still in ISRs, below metadata.version 23 "
          "(4.0-IV1) or unknown — Kafka removes it from ISRs and ELRs first only from there on (KAFKA-15586, "
-         "KIP-966); reported as allowed",), live=True,
+         "KIP-966); reported as allowed",), live=True, sharded=False,
     ),
     Invariant(
         "valid_high_watermark", "I8", "ValidHighWatermark",

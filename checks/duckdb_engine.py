@@ -14,8 +14,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from checks.catalog import (EVIDENCE_COLUMNS, VIOLATION_COLUMNS, last_readers, shared_for, shared_sql,
-                            shared_table, wrapped_sql)
+from checks import plan
+from checks.catalog import EVIDENCE_COLUMNS, VIOLATION_COLUMNS, shared_table
 from schemas.flat import STORE_LAYOUT_VERSION
 from checks.findings import Findings, sort_key  # noqa: F401 - sort_key re-exported
 from checks.inputs import (BadInput, Inputs, chain_summary, chains_of, read_archives,
@@ -154,16 +154,7 @@ class DuckDBEngine:
                 clusters = self.clusters() if self._events_table() else []  # a view: checked as it is
                 for cluster in clusters if len(clusters) > 1 else [None]:
                     with self.one_cluster(cluster):
-                        built = self.build_shared(names, timings)
-                        done = last_readers(names, built)
-                        try:
-                            for name in names:
-                                started = time.perf_counter()
-                                found.add_query(wrapped_sql(name, DIALECT, built))
-                                self.drop_shared(frozenset(done[name]))
-                                timings[name] = timings.get(name, 0.0) + time.perf_counter() - started
-                        finally:
-                            self.drop_shared(built)
+                        plan.run(self.con, plan.steps(names), found.add_query, timings)
         except BaseException:
             found.close()
             raise
@@ -234,16 +225,12 @@ class DuckDBEngine:
         """The relations two or more of these invariants read, each built once as a temporary table
         (timed as `shared:NAME`, added to `timings`, else to self.timings); the queries then read the table
         instead of computing it each."""
-        wanted = shared_for(names)
         into = {} if timings is None else timings
-        for shared in wanted:
-            started = time.perf_counter()
-            self.con.execute(f"CREATE OR REPLACE TEMP TABLE {shared_table(shared)} AS {shared_sql(shared, DIALECT)}")
-            key = f"shared:{shared}"
-            into[key] = into.get(key, 0.0) + time.perf_counter() - started
+        builds = [s for s in plan.steps(names) if s[0] == "build"]
+        plan.run(self.con, builds, self.con.execute, into)
         if timings is None:
             self.timings.update(into)
-        return frozenset(wanted)
+        return frozenset(name for _, name, _ in builds)
 
     def drop_shared(self, built: frozenset[str]) -> None:
         for shared in built:

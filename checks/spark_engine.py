@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import time
 import zipfile
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
@@ -22,12 +23,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from checks.catalog import EVIDENCE_COLUMNS, last_readers, shared_for, shared_sql, shared_table, sql_for, wrapped
+from checks.catalog import BY_NAME, EVIDENCE_COLUMNS, last_readers, shared_for, shared_sql, shared_table, sql_for, wrapped
 from checks.duckdb_engine import DuckDBEngine
 from checks.findings import Findings
 from checks.inputs import BadInput, Inputs, chains_of
 from checks.spark_handoff import FILE_ROWS, Handoff, handoff_parent
 from checks.spark_ctes import materialize_plan, split, view_sql
+from checks.spark_shards import executors_unready, shard_count, sharded_rows, unshardable
 from schemas import flat, loader
 from schemas.verified import VerifiedRead, verify
 
@@ -194,6 +196,8 @@ def build_session(master: str | None = "local[2]", app_name: str = "ctrlaudit-ch
         # a driver of a local or loopback master stays on loopback; on YARN, Kubernetes or a remote
         # standalone master the executors must reach it, so Spark's own choice stands
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # the tasks that check shards import DuckDB (checks.spark_shards): this Python has it
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
     if master is not None and master.startswith("local") and not _driver_memory_set():
         # read when pyspark starts the JVM (a session already running keeps its heap)
@@ -277,6 +281,9 @@ class SparkEngine:
         self.guard: Callable[[], None] | None = None
         self.handoff: Handoff | None = None  # the Parquet directory the events were handed over in
         self.view = view
+        # The sharded invariants (checks.spark_shards): None, by the history's size; 0, all as Spark SQL.
+        self.shards: int | None = None
+        self.unsharded: str | None = None  # why a history was checked without shards
         self.register_view()
 
     @classmethod
@@ -402,6 +409,8 @@ class SparkEngine:
         if not names:
             return Findings.of_rows(())
         self.register_view()
+        by_shards = self._by_shards(names)
+        names = [n for n in names if n not in by_shards]
         shared: dict[str, Any] = {}
         try:
             # a relation several of them read (checks.catalog.shared_for) is computed once, before them
@@ -418,9 +427,9 @@ class SparkEngine:
                     release(shared.pop(s))
 
             if self.handoff is not None:
-                found = self._written_findings(self.handoff, names, built, ran)
+                found = self._written_findings(self.handoff, names, built, ran, by_shards)
             else:
-                rows = self._all_rows(names, built, ran)
+                rows = self._all_rows(names, built, ran, by_shards)
                 try:
                     found = Findings.of_rows(rows)
                 finally:
@@ -432,8 +441,27 @@ class SparkEngine:
         self.timings["all"] = time.perf_counter() - started
         return found
 
+    def _by_shards(self, names: Sequence[str]) -> list[str]:
+        """Those of `names` to check by shards (checks.spark_shards): the sharded ones, unless shards are
+        off or the history cannot be split (`unsharded` then says why)."""
+        wanted = [n for n in names if BY_NAME[n].sharded] if self.shards != 0 else []
+        if wanted:
+            self.unsharded = executors_unready(self.spark) or unshardable(self.spark)
+        return [] if self.unsharded else wanted
+
+    def _shards_df(self, names: Sequence[str]) -> Any:
+        shards = self.shards or shard_count(self.spark, self.df.count())
+        return sharded_rows(self.spark, self.df, names, shards)
+
+    def _sharded_rows(self, names: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        if names:
+            started = time.perf_counter()
+            with jobs_ended(self.spark.sparkContext):
+                yield from (tuple(r) for r in self._shards_df(names).toLocalIterator(prefetchPartitions=True))
+            self.timings["shards"] = time.perf_counter() - started
+
     def _written_findings(self, handoff: Handoff, names: Sequence[str], built: frozenset[str],
-                          ran: Callable[[str], None]) -> Findings:
+                          ran: Callable[[str], None], by_shards: Sequence[str] = ()) -> Findings:
         """Each invariant's rows written as Parquet by the executors beside the handoff directory (the
         driver's, or one the executors share with it; not inside it, which Spark reads as the events), then
         read by DuckDB: the rows do not come through the driver and Python one partition at a time
@@ -442,6 +470,13 @@ class SparkEngine:
         where = Handoff(handoff.path.parent, prefix="ctrlaudit-spark-findings-", what="findings")
         found = Findings.of_rows(())
         try:
+            if by_shards:
+                started, out = time.perf_counter(), where.path / "shards"
+                with jobs_ended(self.spark.sparkContext):
+                    self._shards_df(by_shards).write.parquet(out.as_uri())
+                found.add_parquet(sorted(str(p) for p in out.glob("*.parquet")))
+                shutil.rmtree(out, ignore_errors=True)
+                self.timings["shards"] = time.perf_counter() - started
             for name in names:
                 out = where.path / name
                 with self._computed_once(sql_for(name, DIALECT, built)) as sql:
@@ -457,7 +492,8 @@ class SparkEngine:
         return found
 
     def _all_rows(self, names: Sequence[str], built: frozenset[str],
-                  ran: Callable[[str], None]) -> Generator[tuple[Any, ...], None, None]:
+                  ran: Callable[[str], None], by_shards: Sequence[str] = ()) -> Generator[tuple[Any, ...], None, None]:
+        yield from self._sharded_rows(by_shards)
         for name in names:
             yield from self._rows(name, built)
             ran(name)

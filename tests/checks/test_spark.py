@@ -84,6 +84,19 @@ def test_duckdb_equals_spark(spark_rows, duck_rows):
     assert len(spark_rows) > len(VIOLATING)
 
 
+def test_duckdb_equals_spark_sql(spark_engine, duck_rows, monkeypatch):
+    """Every invariant as Spark SQL (no shards: the engine's way for a history shards cannot split, and the
+    Spark dialect of every query) gives DuckDB's rows too."""
+    from checks import spark_engine as engine_module
+
+    def no_shards(*args):
+        raise AssertionError("shards are off")
+
+    monkeypatch.setattr(spark_engine, "shards", 0)
+    monkeypatch.setattr(engine_module, "sharded_rows", no_shards)
+    assert spark_engine.violations(NAMES) == duck_rows
+
+
 def test_run_check_with_spark_engine(spark, archive_dir, tmp_path):
     d, _ = archive_dir
     some = ["valid_high_watermark", "leader_in_isr"]
@@ -223,6 +236,7 @@ def test_a_shared_relation_goes_once_its_last_reader_has_run(spark, spark_engine
     monkeypatch.setattr(engine_module, "wrapped", watched)
     monkeypatch.setattr(engine_module, "materialized", making)
     monkeypatch.setattr(engine_module, "release", releasing)
+    monkeypatch.setattr(spark_engine, "shards", 0)  # every invariant as Spark SQL
     if not written:
         monkeypatch.setattr(spark_engine, "handoff", None)
     rows = spark_engine.violations(names)
@@ -302,6 +316,7 @@ def test_a_run_failing_half_way_drops_its_views(spark, spark_engine, monkeypatch
         raise RuntimeError("stopped half way")
 
     before = views()
+    monkeypatch.setattr(spark_engine, "shards", 0)  # every invariant as Spark SQL
     monkeypatch.setattr(spark_engine, "handoff", None)  # the rows stream through the driver
     monkeypatch.setattr(engine_module.Findings, "of_rows", staticmethod(first_row_then_fail))
     with pytest.raises(RuntimeError, match="half way") as failure:
@@ -347,6 +362,7 @@ def test_a_written_run_failing_half_way_leaves_no_views_and_no_files(spark, spar
         raise RuntimeError("stopped half way")
 
     before, dirs = views(), _findings_dirs(spark_engine)
+    monkeypatch.setattr(spark_engine, "shards", 0)  # every invariant as Spark SQL
     monkeypatch.setattr(engine_module.Findings, "add_parquet", fail)
     with pytest.raises(RuntimeError, match="half way"):
         spark_engine.findings(["unclean_election_allowed", "distinct_replicas"])

@@ -1,0 +1,53 @@
+"""A check's DuckDB statements as data: one plan, run by DuckDBEngine.findings over a whole history and by
+every Spark task over its shard of topics (checks.spark_shards).
+
+A plan is a tuple of steps (kind, name, sql): "build" a shared relation several invariants read (a
+temporary table), "query" an invariant's rows (VIOLATION_COLUMNS), "drop" a shared relation once its last
+reader has run (checks.catalog.last_readers). `run` executes it; on the way out, however it ends, every
+shared relation is dropped.
+
+Spark ships this module to its executors by value (pyspark's cloudpickle), so a task needs DuckDB, not
+this repository: nothing of ctrlaudit is imported at the top (`steps` imports the catalog when it is
+called, on the driver).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+Step = tuple[str, str, str]
+
+
+def steps(names: Sequence[str]) -> tuple[Step, ...]:
+    """The plan of the named invariants, in their order, in DuckDB's dialect."""
+    from checks.catalog import last_readers, shared_for, shared_sql, shared_table, wrapped_sql
+
+    shared = shared_for(names)
+    built = frozenset(shared)
+    done = last_readers(names, built)
+    out: list[Step] = [("build", s, f"CREATE OR REPLACE TEMP TABLE {shared_table(s)} AS {shared_sql(s, 'duckdb')}")
+                       for s in shared]
+    for name in names:
+        out.append(("query", name, wrapped_sql(name, "duckdb", built)))
+        out.extend(("drop", s, f"DROP TABLE IF EXISTS {shared_table(s)}") for s in done[name])
+    return tuple(out)
+
+
+def run(con: Any, plan: Sequence[Step], add: Callable[[str], None], timings: dict[str, float]) -> None:
+    """Executes `plan` on the DuckDB connection `con`; each query's SQL goes to `add` (which inserts its rows).
+    Seconds are added to `timings` by invariant name, and by `shared:NAME` for a shared relation's build."""
+    try:
+        for kind, name, sql in plan:
+            started = time.perf_counter()
+            if kind == "query":
+                add(sql)
+            else:
+                con.execute(sql)
+            if kind != "drop":
+                key = name if kind == "query" else f"shared:{name}"
+                timings[key] = timings.get(key, 0.0) + time.perf_counter() - started
+    finally:
+        for kind, _, sql in plan:
+            if kind == "drop":
+                con.execute(sql)

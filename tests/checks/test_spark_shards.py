@@ -1,0 +1,120 @@
+"""Spark's sharded invariants (checks.spark_shards): the partition events shuffled once by (cluster, topic)
+into shards, every other event broadcast to each, each shard checked by an embedded DuckDB in its task.
+The rows equal DuckDB's however many shards there are; a history shards cannot split, or executors
+without DuckDB, are checked as Spark SQL; a finding outside its shard stops the job."""
+from __future__ import annotations
+
+import pytest
+
+from checks.catalog import BY_NAME, NAMES
+from checks.duckdb_engine import DuckDBEngine
+from checks.inputs import resolve
+from tests.checks.cases import CLEAN, VIOLATING
+from tests.checks.histories import K
+
+pytestmark = pytest.mark.spark
+
+SHARDED = [n for n in NAMES if BY_NAME[n].sharded]
+
+
+@pytest.fixture(scope="module")
+def histories(tmp_path_factory):
+    d = tmp_path_factory.mktemp("shards")
+    for case, (_, make) in sorted(VIOLATING.items()):
+        make(case).write(d / f"{case}.avro")
+    for case, make in sorted(CLEAN.items()):
+        make(case).write(d / f"{case}.avro")
+    return d
+
+
+@pytest.fixture(scope="module")
+def duck_rows(histories):
+    eng = DuckDBEngine.from_archives(resolve([histories]).archives)
+    try:
+        return eng.violations(NAMES)
+    finally:
+        eng.close()
+
+
+@pytest.fixture(scope="module")
+def engine(spark, histories):
+    from checks.spark_engine import SparkEngine
+
+    eng = SparkEngine.from_archives(spark, resolve([histories]).archives)
+    yield eng
+    eng.close()
+
+
+@pytest.mark.parametrize("shards", [1, 3, 64])
+def test_any_number_of_shards_gives_duckdbs_rows(engine, duck_rows, monkeypatch, shards):
+    from checks import spark_engine as engine_module
+
+    calls = []
+    sharded_rows = engine_module.sharded_rows
+
+    def counted(spark, df, names, n):
+        calls.append((tuple(names), n))
+        return sharded_rows(spark, df, names, n)
+
+    monkeypatch.setattr(engine, "shards", shards)
+    monkeypatch.setattr(engine_module, "sharded_rows", counted)
+    assert engine.violations(NAMES) == duck_rows
+    assert calls == [(tuple(SHARDED), shards)] and engine.unsharded is None
+    assert {r[0] for r in duck_rows} & set(SHARDED)  # the shards had findings to give
+
+
+def test_a_topic_id_under_two_names_is_checked_as_spark_sql(spark, engine, tmp_path, monkeypatch):
+    """A topic id that comes under two names (here v's partition written with t's id) would split the history
+    state_continuity keys by topic id over two shards: the engine finds it and runs every invariant as Spark
+    SQL, with DuckDB's rows. Split anyway, the rows differ: the guard is what keeps them equal."""
+    from checks import spark_engine as engine_module
+    from checks.spark_engine import SparkEngine
+
+    h = VIOLATING["lost_event"][1]("two-names")
+    h.topic_ids["v"] = h.tid("t")
+    h.create("v", 0, (1, 2, 4))
+    h.change("t", 0, (K.ISR,), isr=(2,))
+    path = h.write(tmp_path / "two-names.avro")
+    duck = DuckDBEngine.from_archives([path])
+    try:
+        want = duck.violations(NAMES)
+    finally:
+        duck.close()
+    eng = SparkEngine.from_archives(spark, [path])
+    try:
+        monkeypatch.setattr(eng, "shards", 64)
+        assert eng.violations(NAMES) == want
+        assert eng.unsharded and "under more than one topic name" in eng.unsharded
+        monkeypatch.setattr(engine_module, "unshardable", lambda spark: None)
+        eng.unsharded = None
+        split = eng.violations(NAMES)
+        assert split != want and eng.unsharded is None
+    finally:
+        eng.close()
+    assert any(r[0] == "state_continuity" for r in want)
+
+
+def test_executors_without_duckdb_are_checked_as_spark_sql(engine, duck_rows, monkeypatch):
+    from checks import spark_engine as engine_module
+    from checks.spark_shards import executors_unready
+
+    assert executors_unready(engine.spark) is None  # this session's workers run the driver's Python
+    monkeypatch.setattr(engine_module, "executors_unready", lambda spark: "no duckdb there")
+    monkeypatch.setattr(engine, "shards", 3)
+    assert engine.violations(NAMES) == duck_rows
+    assert engine.unsharded == "no duckdb there"
+
+
+def test_a_finding_outside_its_shard_stops_the_job(engine, monkeypatch):
+    """fenced_broker_not_in_isr counts, at a fence, the partitions of every topic still holding the broker: a
+    finding at an event every shard holds. Marked sharded by mistake, its shards' findings would each count
+    their own topics; the task stops the job instead of giving such a row."""
+    import dataclasses
+
+    from checks import catalog
+
+    name = "fenced_broker_not_in_isr"
+    monkeypatch.setitem(catalog.BY_NAME, name, dataclasses.replace(catalog.BY_NAME[name], sharded=True))
+    monkeypatch.setattr(engine, "shards", 3)
+    with pytest.raises(Exception, match="not a partition event of this shard"):
+        engine.violations([name])
