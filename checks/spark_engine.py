@@ -29,7 +29,7 @@ from checks.findings import Findings
 from checks.inputs import BadInput, Inputs, chains_of
 from checks.spark_handoff import FILE_ROWS, Handoff, handoff_parent
 from checks.spark_ctes import materialize_plan, split, view_sql
-from checks.spark_shards import executors_unready, shard_count, sharded_rows, unshardable
+from checks.spark_shards import check_shards, executors_unready, shard_count, unshardable
 from schemas import flat, loader
 from schemas.verified import VerifiedRead, verify
 
@@ -429,7 +429,7 @@ class SparkEngine:
             if self.handoff is not None:
                 found = self._written_findings(self.handoff, names, built, ran, by_shards)
             else:
-                rows = self._all_rows(names, built, ran, by_shards)
+                rows = self._all_rows(names, built, ran)
                 try:
                     found = Findings.of_rows(rows)
                 finally:
@@ -442,23 +442,13 @@ class SparkEngine:
         return found
 
     def _by_shards(self, names: Sequence[str]) -> list[str]:
-        """Those of `names` to check by shards (checks.spark_shards): the sharded ones, unless shards are
-        off or the history cannot be split (`unsharded` then says why)."""
-        wanted = [n for n in names if BY_NAME[n].sharded] if self.shards != 0 else []
+        """Those of `names` to check by shards (checks.spark_shards): the sharded ones, where the events were
+        handed over (the executors read the handoff's files), unless shards are off or the history cannot be
+        split (`unsharded` then says why)."""
+        wanted = [n for n in names if BY_NAME[n].sharded] if self.shards != 0 and self.handoff is not None else []
         if wanted:
             self.unsharded = executors_unready(self.spark) or unshardable(self.spark)
         return [] if self.unsharded else wanted
-
-    def _shards_df(self, names: Sequence[str]) -> Any:
-        shards = self.shards or shard_count(self.spark, self.df.count())
-        return sharded_rows(self.spark, self.df, names, shards)
-
-    def _sharded_rows(self, names: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-        if names:
-            started = time.perf_counter()
-            with jobs_ended(self.spark.sparkContext):
-                yield from (tuple(r) for r in self._shards_df(names).toLocalIterator(prefetchPartitions=True))
-            self.timings["shards"] = time.perf_counter() - started
 
     def _written_findings(self, handoff: Handoff, names: Sequence[str], built: frozenset[str],
                           ran: Callable[[str], None], by_shards: Sequence[str] = ()) -> Findings:
@@ -472,9 +462,11 @@ class SparkEngine:
         try:
             if by_shards:
                 started, out = time.perf_counter(), where.path / "shards"
+                out.mkdir()
                 with jobs_ended(self.spark.sparkContext):
-                    self._shards_df(by_shards).write.parquet(out.as_uri())
-                found.add_parquet(sorted(str(p) for p in out.glob("*.parquet")))
+                    written = check_shards(self.spark, handoff.files(), by_shards,
+                                           self.shards or shard_count(self.spark, handoff.rows), out)
+                found.add_parquet(sorted(written))
                 shutil.rmtree(out, ignore_errors=True)
                 self.timings["shards"] = time.perf_counter() - started
             for name in names:
@@ -492,8 +484,7 @@ class SparkEngine:
         return found
 
     def _all_rows(self, names: Sequence[str], built: frozenset[str],
-                  ran: Callable[[str], None], by_shards: Sequence[str] = ()) -> Generator[tuple[Any, ...], None, None]:
-        yield from self._sharded_rows(by_shards)
+                  ran: Callable[[str], None]) -> Generator[tuple[Any, ...], None, None]:
         for name in names:
             yield from self._rows(name, built)
             ran(name)

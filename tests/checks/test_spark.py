@@ -93,7 +93,7 @@ def test_duckdb_equals_spark_sql(spark_engine, duck_rows, monkeypatch):
         raise AssertionError("shards are off")
 
     monkeypatch.setattr(spark_engine, "shards", 0)
-    monkeypatch.setattr(engine_module, "sharded_rows", no_shards)
+    monkeypatch.setattr(engine_module, "check_shards", no_shards)
     assert spark_engine.violations(NAMES) == duck_rows
 
 

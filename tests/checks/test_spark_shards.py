@@ -1,5 +1,5 @@
-"""Spark's sharded invariants (checks.spark_shards): the partition events shuffled once by (cluster, topic)
-into shards, every other event broadcast to each, each shard checked by an embedded DuckDB in its task.
+"""Spark's sharded invariants (checks.spark_shards): each task reads one shard of the handoff's buckets of
+partition events (by cluster and topic) and every other event into an embedded DuckDB and checks it.
 The rows equal DuckDB's however many shards there are; a history shards cannot split, or executors
 without DuckDB, are checked as Spark SQL; a finding outside its shard stops the job."""
 from __future__ import annotations
@@ -50,14 +50,16 @@ def test_any_number_of_shards_gives_duckdbs_rows(engine, duck_rows, monkeypatch,
     from checks import spark_engine as engine_module
 
     calls = []
-    sharded_rows = engine_module.sharded_rows
+    check_shards = engine_module.check_shards
 
-    def counted(spark, df, names, n):
+    def counted(spark, files, names, n, out):
         calls.append((tuple(names), n))
-        return sharded_rows(spark, df, names, n)
+        written = check_shards(spark, files, names, n, out)
+        assert len(written) == n  # one file per task, empty or not
+        return written
 
     monkeypatch.setattr(engine, "shards", shards)
-    monkeypatch.setattr(engine_module, "sharded_rows", counted)
+    monkeypatch.setattr(engine_module, "check_shards", counted)
     assert engine.violations(NAMES) == duck_rows
     assert calls == [(tuple(SHARDED), shards)] and engine.unsharded is None
     assert {r[0] for r in duck_rows} & set(SHARDED)  # the shards had findings to give
