@@ -29,7 +29,7 @@ from checks.findings import Findings
 from checks.inputs import BadInput, Inputs, chains_of
 from checks.spark_handoff import FILE_ROWS, Handoff, handoff_parent
 from checks.spark_ctes import materialize_plan, split, view_sql
-from checks.spark_shards import check_shards, executors_unready, shard_count, unshardable
+from checks.spark_shards import check_shards, executors_unready, shard_count
 from schemas import flat, loader
 from schemas.verified import VerifiedRead, verify
 
@@ -445,9 +445,10 @@ class SparkEngine:
         """Those of `names` to check by shards (checks.spark_shards): the sharded ones, where the events were
         handed over (the executors read the handoff's files), unless shards are off or the history cannot be
         split (`unsharded` then says why)."""
-        wanted = [n for n in names if BY_NAME[n].sharded] if self.shards != 0 and self.handoff is not None else []
-        if wanted:
-            self.unsharded = executors_unready(self.spark) or unshardable(self.spark)
+        handoff = self.handoff
+        wanted = [n for n in names if BY_NAME[n].sharded] if self.shards != 0 and handoff is not None else []
+        if handoff is not None and wanted:
+            self.unsharded = handoff.unbucketable() or executors_unready(self.spark)
         return [] if self.unsharded else wanted
 
     def _written_findings(self, handoff: Handoff, names: Sequence[str], built: frozenset[str],

@@ -19,8 +19,8 @@ shown). Two guards keep it so:
 - a task answers for its own partition events only: a finding at any other event stops the job (an
   invariant marked sharded that is not), never becomes a row, or a row counted twice;
 - a topic id seen under two topic names, or with and without one, would split a history that
-  state_continuity and reassignment_legal key by topic id over two shards: `unshardable` finds it first,
-  and the engine then runs every invariant as Spark SQL (checks.spark_engine).
+  state_continuity and reassignment_legal key by topic id over two shards: the handoff finds it as it
+  writes the buckets (Handoff.unbucketable), and the engine then runs every invariant as Spark SQL.
 
 Shards need the handoff (executors sharing the driver's disk: a local master, a standalone cluster on this
 host, CTRLAUDIT_SPARK_HANDOFF) and executors whose Python has duckdb (ctrlaudit's requirement; a local
@@ -38,7 +38,7 @@ from typing import Any
 from checks.spark_handoff import BUCKET_COLUMN, BUCKETS, SHARD_KINDS
 
 # Partition events per shard at most (a task holds its shard in DuckDB), as long as buckets allow.
-SHARD_EVENTS = 1_000_000
+SHARD_EVENTS = 2_500_000
 
 
 def executors_unready(spark: Any) -> str | None:
@@ -55,17 +55,6 @@ def executors_unready(spark: Any) -> str | None:
         last = [line for line in str(exc).splitlines() if "Error" in line][-1:] or [type(exc).__name__]
         return f"the executors' Python cannot run DuckDB ({last[0].strip()[:200]})"
     return None
-
-
-def unshardable(spark: Any) -> str | None:
-    """Why the `events` view cannot be checked by shards (None: it can)."""
-    rows = spark.sql(
-        "SELECT cluster_id, topic_id FROM events WHERE kind = 'PartitionChange' AND topic_id IS NOT NULL "
-        "GROUP BY cluster_id, topic_id "
-        "HAVING COUNT(DISTINCT topic) + MAX(CASE WHEN topic IS NULL THEN 1 ELSE 0 END) > 1 LIMIT 1").collect()
-    if not rows:
-        return None
-    return f"topic id {rows[0][1]} of cluster {rows[0][0]} comes under more than one topic name"
 
 
 def shard_count(spark: Any, events: int) -> int:

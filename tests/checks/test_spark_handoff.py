@@ -30,32 +30,68 @@ def test_a_handoff_directory_that_does_not_exist_is_one_line(monkeypatch, tmp_pa
         handoff_parent("local[2]")
 
 
-def _tables(sizes):
+def _tables(sizes, topic_id=lambda topic: topic.upper()):
+    """Tables of events: every seventh a BrokerChange, the others PartitionChanges and OffsetSamples of topics
+    t0..t9 (a topic id each), in two clusters."""
     seq = 0
     for n in sizes:
         cols = {}
         for field in flat.ARROW_SCHEMA:
             cols[field.name] = pa.nulls(n, field.type)
-        cols["cluster_id"] = pa.array(["c"] * n, pa.string())
-        cols["seq"] = pa.array(range(seq, seq + n), pa.int64())
+        seqs = range(seq, seq + n)
+        kinds = ["BrokerChange" if s % 7 == 0 else ("OffsetSample" if s % 3 == 0 else "PartitionChange") for s in seqs]
+        topics = [None if k == "BrokerChange" else f"t{s % 10}" for k, s in zip(kinds, seqs)]
+        cols["cluster_id"] = pa.array([f"c{s % 2}" for s in seqs], pa.string())
+        cols["seq"] = pa.array(seqs, pa.int64())
+        cols["kind"] = pa.array(kinds, pa.string())
+        cols["topic"] = pa.array(topics, pa.string())
+        cols["topic_id"] = pa.array([topic_id(t) if k == "PartitionChange" else None for k, t in zip(kinds, topics)],
+                                    pa.string())
         cols["a_isr"] = pa.array([[1, 2]] * n, flat.ARROW_SCHEMA.field("a_isr").type)
         seq += n
         yield pa.table(cols).select(flat.COLUMN_NAMES)
 
 
-def test_every_row_once_in_order_in_files_of_about_file_rows(monkeypatch, tmp_path):
+def test_every_row_once_sorted_by_bucket_a_row_group_per_bucket(monkeypatch, tmp_path):
+    """About FILE_ROWS rows at a time, split over a file per core; in each file the rows sorted by bucket (a
+    partition event's by its cluster and topic, any other event's -1), one row group per bucket, whose
+    statistics let a reader of some buckets skip the rest."""
     monkeypatch.setattr(spark_handoff, "FILE_ROWS", 100)
     h = Handoff(tmp_path)
     assert h.path.parent == tmp_path and h.path.name.startswith("ctrlaudit-spark-")
     assert h.write(_tables([30, 80, 0, 5, 250, 1]), flat.ARROW_SCHEMA) == 366
-    files = sorted(h.path.glob("*.parquet"))
-    assert len(files) == 3  # 110, 255, 1 rows: a file is cut once it holds FILE_ROWS
+    files = h.files()
+    assert files == sorted(h.path.glob("*.parquet")) and len(files) >= 3  # 110, 255, 1 rows cut, each over cores
     back = pa.concat_tables(pq.read_table(f) for f in files)
-    assert back.schema.equals(flat.ARROW_SCHEMA)
-    assert back.column("seq").to_pylist() == list(range(366))
+    assert back.schema.equals(flat.ARROW_SCHEMA.append(pa.field(spark_handoff.BUCKET_COLUMN, pa.int32())))
+    assert sorted(back.column("seq").to_pylist()) == list(range(366))
     assert back.column("a_isr").to_pylist() == [[1, 2]] * 366
+    bucket_of: dict[tuple[str, str], int] = {}
+    for row in back.select(["cluster_id", "topic", "kind", spark_handoff.BUCKET_COLUMN]).to_pylist():
+        b = row[spark_handoff.BUCKET_COLUMN]
+        if row["kind"] == "BrokerChange":
+            assert b == -1
+        else:
+            assert 0 <= b < spark_handoff.BUCKETS
+            assert bucket_of.setdefault((row["cluster_id"], row["topic"]), b) == b  # a topic in one bucket
+    assert len(set(bucket_of.values())) > 1
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        col = meta.schema.names.index(spark_handoff.BUCKET_COLUMN)
+        stats = [(meta.row_group(i).column(col).statistics.min, meta.row_group(i).column(col).statistics.max)
+                 for i in range(meta.num_row_groups)]
+        assert all(lo == hi for lo, hi in stats) and [lo for lo, _ in stats] == sorted({lo for lo, _ in stats})
+    assert h.unbucketable() is None
     h.remove()
     assert not h.path.exists()
+
+
+def test_a_topic_id_under_two_names_is_found_as_the_buckets_are_written(tmp_path):
+    h = Handoff(tmp_path)
+    h.write(_tables([50, 60], topic_id=lambda topic: "SAME" if topic in ("t3", "t5") else topic.upper()),
+            flat.ARROW_SCHEMA)
+    assert h.unbucketable() == "topic id SAME of cluster c1 comes under more than one topic name"
+    h.remove()
 
 
 def test_an_unwritable_parent_is_one_line(tmp_path):

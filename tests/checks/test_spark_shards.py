@@ -69,7 +69,6 @@ def test_a_topic_id_under_two_names_is_checked_as_spark_sql(spark, engine, tmp_p
     """A topic id that comes under two names (here v's partition written with t's id) would split the history
     state_continuity keys by topic id over two shards: the engine finds it and runs every invariant as Spark
     SQL, with DuckDB's rows. Split anyway, the rows differ: the guard is what keeps them equal."""
-    from checks import spark_engine as engine_module
     from checks.spark_engine import SparkEngine
 
     h = VIOLATING["lost_event"][1]("two-names")
@@ -87,7 +86,7 @@ def test_a_topic_id_under_two_names_is_checked_as_spark_sql(spark, engine, tmp_p
         monkeypatch.setattr(eng, "shards", 64)
         assert eng.violations(NAMES) == want
         assert eng.unsharded and "under more than one topic name" in eng.unsharded
-        monkeypatch.setattr(engine_module, "unshardable", lambda spark: None)
+        monkeypatch.setattr(eng.handoff, "unbucketable", lambda: None)
         eng.unsharded = None
         split = eng.violations(NAMES)
         assert split != want and eng.unsharded is None
