@@ -30,6 +30,7 @@ checks.plan are shipped to the executors by value, not imported from this reposi
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
@@ -37,13 +38,25 @@ from typing import Any
 
 from checks.spark_handoff import BUCKET_COLUMN, BUCKETS, SHARD_KINDS
 
-# Partition events per shard at most (a task holds its shard in DuckDB), as long as buckets allow.
-SHARD_EVENTS = 2_500_000
+# Events per shard at most (a task holds its shard in DuckDB), as long as buckets allow: at 10M events 8 shards
+# took 34.2 s on local[2], 4 shards 35.3 s, 16 shards 45.7 s (bench/RESULTS.md).
+SHARD_EVENTS = 1_250_000
+
+
+_READY: dict[str, str | None] = {}  # per Spark application: executors_unready's answer
 
 
 def executors_unready(spark: Any) -> str | None:
-    """Why the executors cannot check shards (their Python has no duckdb), None when they can: asked once, by
-    a one-task job, so that a cluster whose Python lacks it is checked as Spark SQL rather than failing."""
+    """Why the executors cannot check shards (their Python has no duckdb), None when they can: asked once per
+    application, by a one-task job, so that a cluster whose Python lacks it is checked as Spark SQL rather
+    than failing."""
+    app = spark.sparkContext.applicationId
+    if app not in _READY:
+        _READY[app] = _probe(spark)
+    return _READY[app]
+
+
+def _probe(spark: Any) -> str | None:
     def probe(_: Any) -> str:
         import duckdb
 
@@ -80,10 +93,30 @@ def check_shards(spark: Any, files: Sequence[Path], names: Sequence[str], shards
 
     for module in (checks.plan, checks.spark_shards):  # executors need not import this repository
         cloudpickle.register_pickle_by_value(module)
-    task = partial(check_shard, files=[str(f) for f in files], columns=list(flat.COLUMN_NAMES),
-                   plan=checks.plan.steps(names), run=checks.plan.run, ddl=_DDL, out=str(out))
+    plan = checks.plan.steps(names)
+    task = partial(check_shard, files=[str(f) for f in files], columns=read_columns(plan, flat.ARROW_SCHEMA),
+                   plan=plan, run=checks.plan.run, ddl=_DDL, out=str(out))
     ranges = bucket_ranges(shards)
     return spark.sparkContext.parallelize(ranges, len(ranges)).mapPartitionsWithIndex(task).collect()
+
+
+_DUCK_TYPES = {"bool": "BOOLEAN", "int32": "INTEGER", "int64": "BIGINT", "string": "VARCHAR"}
+
+
+def read_columns(plan: Sequence[tuple[str, str, str]], schema: Any) -> list[str]:
+    """The events table's columns as a task reads them: those the plan's SQL names, and NULLs of their type for
+    the others (the hashes, event ids and source files are most of what a file holds, and no query reads them:
+    a shard's read took 3.8 s of its 8.4 s at 10M events)."""
+    text = " ".join(sql for _, _, sql in plan)
+    out = []
+    for field in schema:
+        if re.search(rf"\b{re.escape(field.name)}\b", text):
+            out.append(f'"{field.name}"')
+        else:
+            t = str(field.type)
+            duck = f"{_DUCK_TYPES[t[len('list<item: '):-1]]}[]" if t.startswith("list<") else _DUCK_TYPES[t]
+            out.append(f'CAST(NULL AS {duck}) AS "{field.name}"')
+    return out
 
 
 def check_shard(index: int, ranges: Iterator[tuple[int, int]], files: list[str], columns: list[str],
@@ -99,7 +132,7 @@ def check_shard(index: int, ranges: Iterator[tuple[int, int]], files: list[str],
                                                  "autoload_known_extensions": False})
         try:
             source = "read_parquet([" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "])"
-            cols = ", ".join(f'"{c}"' for c in columns)
+            cols = ", ".join(columns)
             # two scans, each filtered by one range of the bucket column: DuckDB then skips the row groups
             # of other buckets by their statistics
             con.execute(f"CREATE TABLE events AS SELECT {cols} FROM {source} "
