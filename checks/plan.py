@@ -34,7 +34,7 @@ def steps(names: Sequence[str]) -> tuple[Step, ...]:
     return tuple(out)
 
 
-def run(con: Any, plan: Sequence[Step], add: Callable[[str], None], timings: dict[str, float]) -> None:
+def run(con: Any, plan: Sequence[Step], add: Callable[[str], object], timings: dict[str, float]) -> None:
     """Executes `plan` on the DuckDB connection `con`; each query's SQL goes to `add` (which inserts its rows).
     Seconds are added to `timings` by invariant name, and by `shared:NAME` for a shared relation's build."""
     try:

@@ -112,7 +112,8 @@ class Handoff:
                                      schema=schema.append(pa.field(BUCKET_COLUMN, pa.int32())))
         counts = pc.value_counts(table[BUCKET_COLUMN]).field("counts").to_pylist()  # sorted: in bucket order
         # the buckets as runs of about equal rows, a file each, written side by side
-        runs, start, share = [], 0, -(-table.num_rows // self._workers)
+        runs: list[tuple[int, list[int]]] = []
+        start, share = 0, -(-table.num_rows // self._workers)
         for n in counts:
             if not runs or sum(runs[-1][1]) >= share:
                 runs.append((start, []))

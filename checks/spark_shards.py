@@ -73,7 +73,8 @@ def _probe(spark: Any) -> str | None:
 def shard_count(spark: Any, events: int) -> int:
     """A shard per SHARD_EVENTS events and at least two tasks per core (a slow shard then waits less),
     at most one per bucket."""
-    return min(BUCKETS, max(2 * spark.sparkContext.defaultParallelism, math.ceil(events / SHARD_EVENTS), 1))
+    cores: int = spark.sparkContext.defaultParallelism
+    return min(BUCKETS, max(2 * cores, math.ceil(events / SHARD_EVENTS), 1))
 
 
 def bucket_ranges(shards: int) -> list[tuple[int, int]]:
@@ -92,12 +93,13 @@ def check_shards(spark: Any, files: Sequence[Path], names: Sequence[str], shards
     from schemas import flat
 
     for module in (checks.plan, checks.spark_shards):  # executors need not import this repository
-        cloudpickle.register_pickle_by_value(module)
+        cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
     plan = checks.plan.steps(names)
     task = partial(check_shard, files=[str(f) for f in files], columns=read_columns(plan, flat.ARROW_SCHEMA),
                    plan=plan, run=checks.plan.run, ddl=_DDL, out=str(out))
     ranges = bucket_ranges(shards)
-    return spark.sparkContext.parallelize(ranges, len(ranges)).mapPartitionsWithIndex(task).collect()
+    written: list[str] = spark.sparkContext.parallelize(ranges, len(ranges)).mapPartitionsWithIndex(task).collect()
+    return written
 
 
 _DUCK_TYPES = {"bool": "BOOLEAN", "int32": "INTEGER", "int64": "BIGINT", "string": "VARCHAR"}
