@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 
 from checks.dialect import expand
+from checks.spark_ctes import Query, split
 
 SQL_DIR = Path(__file__).parent / "invariants"
 
@@ -38,10 +39,16 @@ class Invariant:
     # Judged from one event alone (False): a gap in the history cannot make a finding of it wrong.
     history: bool = True
     # Judged from one topic's partition events (PartitionChange, OffsetSample) and its cluster's other events
-    # alone, every finding at one of those partition events: Spark checks it one shard of topics at a time
-    # (checks.spark_shards). Not so: the controller epochs (judged along every event) and fenced brokers (a
-    # fence's finding counts the partitions of every topic that still hold the broker).
+    # alone, every finding at one of those partition events, or made of `merged`'s rows: Spark checks it one
+    # shard of topics at a time (checks.spark_shards). Not so: the controller epochs, judged along every event.
     sharded: bool = True
+    # A finding that counts across topics (fenced_broker_not_in_isr's, at a fence: the partitions of every
+    # topic still holding the broker), sharded all the same: (CTE, ((column, SUM|MIN|MAX), ...)). The query's
+    # findings at events every shard holds come from that CTE alone, an aggregate whose rows add up over
+    # disjoint sets of topics. Each shard gives the CTE's rows (partial_sql) and its other findings (the query
+    # with the CTE empty, with_merged); the driver merges the shards' rows of the CTE by these functions,
+    # grouped by its other columns (merge_select), and runs the query over them with no events.
+    merged: tuple[str, tuple[tuple[str, str], ...]] | None = None
 
     @property
     def sql_path(self) -> Path:
@@ -90,7 +97,8 @@ CATALOG: tuple[Invariant, ...] = (
         ("PartitionChange", "BrokerChange"), "M",
         ("known anomaly: a new incarnation registered (fenced) while still in ISRs, below metadata.version 23 "
          "(4.0-IV1) or unknown — Kafka removes it from ISRs and ELRs first only from there on (KAFKA-15586, "
-         "KIP-966); reported as allowed",), live=True, sharded=False,
+         "KIP-966); reported as allowed",), live=True,
+        merged=("lingering", (("n_active", "SUM"), ("first_state_seq", "MIN"), ("first_partition", "MIN"))),
     ),
     Invariant(
         "valid_high_watermark", "I8", "ValidHighWatermark",
@@ -223,6 +231,44 @@ def sql_for(name: str, dialect: str, built: frozenset[str] = frozenset()) -> str
     """The invariant's query in the engine's dialect, returning RESULT_COLUMNS; `built`: the shared
     relations the engine has built (the others are inlined)."""
     return expand(_with_shared(_with_fragments(BY_NAME[name].sql_path.read_text()), built), dialect)
+
+
+def _merged(name: str, dialect: str, built: frozenset[str]) -> tuple[Query, str, int]:
+    merged = BY_NAME[name].merged
+    if merged is None:
+        raise ValueError(f"{name}: no merged CTE (checks.catalog)")
+    query = split(sql_for(name, dialect, built))
+    names = [n for n, _ in query.ctes]
+    if merged[0] not in names:
+        raise ValueError(f"{name}: its query has no CTE {merged[0]} (checks.catalog, merged)")
+    return query, merged[0], names.index(merged[0])
+
+
+def partial_sql(name: str, dialect: str, built: frozenset[str] = frozenset()) -> str:
+    """The rows of the invariant's merged CTE over the events at hand (one shard's)."""
+    query, cte, at = _merged(name, dialect, built)
+    return Query(query.ctes[:at + 1], f"SELECT * FROM {cte}", query.recomputed, query.marker).text()
+
+
+def with_merged(name: str, dialect: str, body: str, built: frozenset[str] = frozenset()) -> str:
+    """The invariant's query with its merged CTE's rows those of `body`."""
+    query, cte, at = _merged(name, dialect, built)
+    ctes = query.ctes[:at] + ((cte, body),) + query.ctes[at + 1:]
+    return Query(ctes, query.main, query.recomputed, query.marker).text()
+
+
+def merge_select(name: str, partials: str) -> str:
+    """DuckDB: the merged CTE's rows from its shards' rows in the relation `partials`."""
+    merged = BY_NAME[name].merged
+    assert merged is not None
+    columns = [c for c, _ in merged[1]]
+    aggregates = []
+    for column, how in merged[1]:
+        if how not in ("SUM", "MIN", "MAX"):
+            raise ValueError(f"{name}: cannot merge {column} by {how} (SUM, MIN or MAX)")
+        # DuckDB's SUM of BIGINT is a HUGEINT; the CTE's own column is a BIGINT
+        aggregates.append(f"CAST(SUM({column}) AS BIGINT) AS {column}" if how == "SUM" else f"{how}({column}) AS {column}")
+    return f"SELECT * EXCLUDE ({', '.join(columns)}), {', '.join(aggregates)} FROM {partials} GROUP BY ALL"
 
 
 def wrapped_sql(name: str, dialect: str, built: frozenset[str] = frozenset()) -> str:

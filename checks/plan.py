@@ -3,7 +3,8 @@ every Spark task over its shard of topics (checks.spark_shards).
 
 A plan is a tuple of steps (kind, name, sql): "build" a shared relation several invariants read (a
 temporary table), "query" an invariant's rows (VIOLATION_COLUMNS), "drop" a shared relation once its last
-reader has run (checks.catalog.last_readers). `run` executes it; on the way out, however it ends, every
+reader has run (checks.catalog.last_readers); in a shard's plan, "partial": the rows of an invariant's merged
+CTE (checks.catalog, `merged`) kept as a table, for the driver to merge with the other shards'. `run` executes it; on the way out, however it ends, every
 shared relation is dropped.
 
 Spark ships this module to its executors by value (pyspark's cloudpickle), so a task needs DuckDB, not
@@ -19,9 +20,17 @@ from typing import Any
 Step = tuple[str, str, str]
 
 
-def steps(names: Sequence[str]) -> tuple[Step, ...]:
-    """The plan of the named invariants, in their order, in DuckDB's dialect."""
-    from checks.catalog import last_readers, shared_for, shared_sql, shared_table, wrapped_sql
+def partial_table(name: str) -> str:
+    """A shard's rows of the invariant's merged CTE (checks.catalog, `merged`), kept for the driver to merge."""
+    return f"partial_{name}"
+
+
+def steps(names: Sequence[str], shard: bool = False) -> tuple[Step, ...]:
+    """The plan of the named invariants, in their order, in DuckDB's dialect. `shard`: the plan of one shard
+    of topics (checks.spark_shards), where an invariant with a merged CTE first keeps that CTE's rows
+    ("partial": a table, partial_table) and then gives its other findings, with the CTE empty."""
+    from checks.catalog import (
+        BY_NAME, last_readers, partial_sql, shared_for, shared_sql, shared_table, with_merged, wrapped, wrapped_sql)
 
     shared = shared_for(names)
     built = frozenset(shared)
@@ -29,7 +38,12 @@ def steps(names: Sequence[str]) -> tuple[Step, ...]:
     out: list[Step] = [("build", s, f"CREATE OR REPLACE TEMP TABLE {shared_table(s)} AS {shared_sql(s, 'duckdb')}")
                        for s in shared]
     for name in names:
-        out.append(("query", name, wrapped_sql(name, "duckdb", built)))
+        if shard and BY_NAME[name].merged:
+            table = partial_table(name)
+            out.append(("partial", name, f"CREATE OR REPLACE TEMP TABLE {table} AS {partial_sql(name, 'duckdb', built)}"))
+            out.append(("query", name, wrapped(name, with_merged(name, "duckdb", f"SELECT * FROM {table} WHERE false", built))))
+        else:
+            out.append(("query", name, wrapped_sql(name, "duckdb", built)))
         out.extend(("drop", s, f"DROP TABLE IF EXISTS {shared_table(s)}") for s in done[name])
     return tuple(out)
 
@@ -45,7 +59,7 @@ def run(con: Any, plan: Sequence[Step], add: Callable[[str], object], timings: d
             else:
                 con.execute(sql)
             if kind != "drop":
-                key = name if kind == "query" else f"shared:{name}"
+                key = f"shared:{name}" if kind == "build" else name
                 timings[key] = timings.get(key, 0.0) + time.perf_counter() - started
     finally:
         for kind, _, sql in plan:

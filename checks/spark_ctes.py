@@ -18,7 +18,9 @@ from dataclasses import dataclass
 
 from checks.dialect import closing_paren
 
-_NAME = re.compile(r"\s*([A-Za-z_][A-Za-z_0-9]*)\s+AS\s*(/\*\s*recomputed\s*\*/\s*)?\(", re.IGNORECASE)
+# a CTE's name and its `{recomputed()}` mark as checks.dialect spells it for Spark (a comment) or DuckDB
+_NAME = re.compile(r"\s*([A-Za-z_][A-Za-z_0-9]*)\s+AS\s*(/\*\s*recomputed\s*\*/\s*|NOT\s+MATERIALIZED\s+)?\(",
+                   re.IGNORECASE)
 RECOMPUTED = "/* recomputed */ "  # checks.dialect's `{recomputed()}` for Spark: a CTE never computed once
 _WITH = re.compile(r"\s*WITH\s", re.IGNORECASE)
 # More than a filter and a projection over one relation: worth keeping rather than recomputing. A UNION
@@ -58,12 +60,13 @@ class Query:
     ctes: tuple[tuple[str, str], ...]  # (name, body) in order
     main: str
     recomputed: frozenset[str] = frozenset()  # the CTEs marked `{recomputed()}`: read again, never kept
+    marker: str = RECOMPUTED  # how the query spells that mark (its dialect's)
 
     def text(self, skip: frozenset[str] = frozenset()) -> str:
         kept = [(n, b) for n, b in self.ctes if n not in skip]
         if not kept:
             return self.main
-        return "WITH " + ",\n".join(f"{n} AS {RECOMPUTED if n in self.recomputed else ''}({b})"
+        return "WITH " + ",\n".join(f"{n} AS {self.marker if n in self.recomputed else ''}({b})"
                                      for n, b in kept) + "\n" + self.main
 
 
@@ -73,7 +76,7 @@ def split(sql: str) -> Query:
     m = _WITH.match(text)
     if not m:
         return Query((), text.strip())
-    pos, ctes, recomputed = m.end(), [], set()
+    pos, ctes, recomputed, marker = m.end(), [], set(), RECOMPUTED
     while True:
         n = _NAME.match(text, pos)
         if not n:
@@ -82,10 +85,11 @@ def split(sql: str) -> Query:
         ctes.append((n.group(1), text[n.end():end].strip()))
         if n.group(2):
             recomputed.add(n.group(1))
+            marker = n.group(2)
         pos = end + 1
         rest = text[pos:].lstrip()
         if not rest.startswith(","):
-            return Query(tuple(ctes), rest.strip(), frozenset(recomputed))
+            return Query(tuple(ctes), rest.strip(), frozenset(recomputed), marker)
         pos = text.index(",", pos) + 1
 
 
@@ -112,5 +116,5 @@ def view_sql(query: Query, name: str, done: frozenset[str]) -> str:
     names = [n for n, _ in query.ctes]
     upto = names.index(name)
     before = Query(tuple(c for c in query.ctes[:upto] if c[0] not in done), f"SELECT * FROM ({query.ctes[upto][1]}) v__",
-                   query.recomputed)
+                   query.recomputed, query.marker)
     return before.text()

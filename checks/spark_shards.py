@@ -15,7 +15,10 @@ cost more than the queries (a shuffle into shards and mapInArrow: 217 s at 10M e
 Why the rows are DuckDB's: a sharded invariant's finding, and every event its judgement reads, belong to one
 topic's partition history or to the events every shard holds, so the shard holding that topic gives the
 same rows as the whole history (keys such as fragments/topic_numbers.sql's are numbered per shard, and never
-shown). Two guards keep it so:
+shown). A finding made of every topic's partitions (fenced_broker_not_in_isr's at a fence) comes from one
+aggregate CTE of its query (checks.catalog, `merged`): each task writes its rows of that CTE too, and the
+driver merges them by the catalog's functions and runs the query over the merged rows and no events
+(merge_partials), as DuckDB would over the whole history. Two guards keep it so:
 - a task answers for its own partition events only: a finding at any other event stops the job (an
   invariant marked sharded that is not), never becomes a row, or a row counted twice;
 - a topic id seen under two topic names, or with and without one, would split a history that
@@ -84,7 +87,9 @@ def bucket_ranges(shards: int) -> list[tuple[int, int]]:
 
 def check_shards(spark: Any, files: Sequence[Path], names: Sequence[str], shards: int, out: Path) -> list[str]:
     """Runs the named sharded invariants over the handoff's `files`, one task per shard; each task writes its
-    findings (VIOLATION_COLUMNS) as a Parquet file into the directory `out`. The files written."""
+    findings (VIOLATION_COLUMNS) as a Parquet file into the directory `out`, and its rows of each merged CTE
+    (checks.catalog, `merged`) as another, which the driver then merges into findings (merge_partials). The
+    findings' files written."""
     from pyspark import cloudpickle
 
     import checks.plan
@@ -94,12 +99,37 @@ def check_shards(spark: Any, files: Sequence[Path], names: Sequence[str], shards
 
     for module in (checks.plan, checks.spark_shards):  # executors need not import this repository
         cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
-    plan = checks.plan.steps(names)
+    plan = checks.plan.steps(names, shard=True)
     task = partial(check_shard, files=[str(f) for f in files], columns=read_columns(plan, flat.ARROW_SCHEMA),
-                   plan=plan, run=checks.plan.run, ddl=_DDL, out=str(out))
+                   plan=plan, run=checks.plan.run, partial_table=checks.plan.partial_table, ddl=_DDL, out=str(out))
     ranges = bucket_ranges(shards)
     written: list[str] = spark.sparkContext.parallelize(ranges, len(ranges)).mapPartitionsWithIndex(task).collect()
-    return written
+    findings = [w for w in written if Path(w).name.startswith("shard-")]
+    for name in dict.fromkeys(n for kind, n, _ in plan if kind == "partial"):
+        findings.append(merge_partials(name, [w for w in written if Path(w).name.startswith(f"partial-{name}-")], out))
+    return findings
+
+
+def merge_partials(name: str, partials: Sequence[str], out: Path) -> str:
+    """The findings of the invariant's merged CTE from every shard's rows of it (`partials`, Parquet files),
+    written as Parquet into `out`: its query runs over the merged rows and no events (on the driver, in DuckDB;
+    a few rows per fence)."""
+    import duckdb
+
+    from checks.catalog import merge_select, with_merged, wrapped
+    from schemas import flat
+
+    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    try:
+        con.execute(f"CREATE TABLE events AS SELECT {', '.join(read_columns((), flat.ARROW_SCHEMA))} LIMIT 0")
+        listed = ", ".join("'" + p.replace("'", "''") + "'" for p in partials)
+        con.execute(f"CREATE VIEW partials AS SELECT * FROM read_parquet([{listed}])")
+        path = str(out / f"merged-{name}.parquet")
+        sql = wrapped(name, with_merged(name, "duckdb", merge_select(name, "partials")))
+        con.execute(f"COPY ({sql}) TO '" + path.replace("'", "''") + "' (FORMAT parquet)")
+        return path
+    finally:
+        con.close()
 
 
 _DUCK_TYPES = {"bool": "BOOLEAN", "int32": "INTEGER", "int64": "BIGINT", "string": "VARCHAR"}
@@ -122,10 +152,12 @@ def read_columns(plan: Sequence[tuple[str, str, str]], schema: Any) -> list[str]
 
 
 def check_shard(index: int, ranges: Iterator[tuple[int, int]], files: list[str], columns: list[str],
-                plan: Sequence[tuple[str, str, str]], run: Any, ddl: str, out: str) -> Iterator[str]:
+                plan: Sequence[tuple[str, str, str]], run: Any, partial_table: Any, ddl: str,
+                out: str) -> Iterator[str]:
     """One task: the events of its buckets and of bucket -1 read into an in-memory DuckDB, the plan run over
-    them (`run`: checks.plan.run, shipped by value), its findings written to `out`; yields the file written.
-    On an executor: needs DuckDB only."""
+    them (`run`, `partial_table`: checks.plan's, shipped by value), its findings written to `out`, and its rows
+    of each merged CTE (the plan's "partial" steps); yields the files written. On an executor: needs DuckDB
+    only."""
     import duckdb
 
     for first, last in ranges:
@@ -153,5 +185,10 @@ def check_shard(index: int, ranges: Iterator[tuple[int, int]], files: list[str],
             path = f"{out}/shard-{index:03d}.parquet"
             con.execute("COPY shard_findings TO '" + path.replace("'", "''") + "' (FORMAT parquet)")
             yield path
+            for kind, name, _ in plan:
+                if kind == "partial":
+                    path = f"{out}/partial-{name}-{index:03d}.parquet"
+                    con.execute(f"COPY {partial_table(name)} TO '" + path.replace("'", "''") + "' (FORMAT parquet)")
+                    yield path
         finally:
             con.close()

@@ -54,7 +54,10 @@ def test_a_cte_marked_recomputed_is_never_computed_once_and_keeps_its_mark():
     q = split(sql)
     assert q.recomputed == frozenset({"j"}) and materialize_plan(q) == ("k",)
     assert q.text().startswith("WITH j AS /* recomputed */ (SELECT b.seq") and "k AS (SELECT" in q.text()
-    assert "NOT MATERIALIZED (SELECT b.seq" in expand("WITH j AS {recomputed()}(SELECT b.seq FROM t b)", "duckdb")
+    duck = split(expand("WITH j AS {recomputed()}(SELECT b.seq FROM t b), k AS (SELECT 1) SELECT * FROM j", "duckdb"))
+    # DuckDB's spelling of the mark is read and written back as DuckDB's (checks.catalog cuts DuckDB queries too)
+    assert duck.recomputed == frozenset({"j"}) and duck.text().startswith("WITH j AS NOT MATERIALIZED (SELECT b.seq")
+    assert "k AS (SELECT 1)" in duck.text()
 
 
 def test_view_sql_carries_the_ctes_before_it_that_are_not_views():
@@ -70,10 +73,11 @@ def _bare(sql: str) -> str:
     return "".join(sql.split())
 
 
+@pytest.mark.parametrize("dialect", ["spark", "duckdb"])
 @pytest.mark.parametrize("name", NAMES)
-def test_every_invariant_splits_back_into_the_same_query(name):
+def test_every_invariant_splits_back_into_the_same_query(name, dialect):
     """Cut and put back together, each query is its text without comments (so the rows cannot change)."""
-    sql = sql_for(name, "spark", frozenset(shared_for(NAMES)))
+    sql = sql_for(name, dialect, frozenset(shared_for(NAMES)))
     q = split(sql)
     assert _bare(q.text()) == _bare(strip_comments(sql))
 

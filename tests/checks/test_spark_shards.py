@@ -55,7 +55,8 @@ def test_any_number_of_shards_gives_duckdbs_rows(engine, duck_rows, monkeypatch,
     def counted(spark, files, names, n, out):
         calls.append((tuple(names), n))
         written = check_shards(spark, files, names, n, out)
-        assert len(written) == n  # one file per task, empty or not
+        # one file per task, empty or not, and the merged findings of each invariant with a merged CTE
+        assert len(written) == n + sum(1 for name in names if BY_NAME[name].merged)
         return written
 
     monkeypatch.setattr(engine, "shards", shards)
@@ -108,14 +109,69 @@ def test_executors_without_duckdb_are_checked_as_spark_sql(engine, duck_rows, mo
 
 def test_a_finding_outside_its_shard_stops_the_job(engine, monkeypatch):
     """fenced_broker_not_in_isr counts, at a fence, the partitions of every topic still holding the broker: a
-    finding at an event every shard holds. Marked sharded by mistake, its shards' findings would each count
-    their own topics; the task stops the job instead of giving such a row."""
+    finding at an event every shard holds, sharded only through its merged CTE. Without it, its shards'
+    findings would each count their own topics; the task stops the job instead of giving such a row."""
     import dataclasses
 
     from checks import catalog
 
     name = "fenced_broker_not_in_isr"
-    monkeypatch.setitem(catalog.BY_NAME, name, dataclasses.replace(catalog.BY_NAME[name], sharded=True))
+    monkeypatch.setitem(catalog.BY_NAME, name, dataclasses.replace(catalog.BY_NAME[name], merged=None))
     monkeypatch.setattr(engine, "shards", 3)
     with pytest.raises(Exception, match="not a partition event of this shard"):
         engine.violations([name])
+
+
+def _fence_across_topics(cluster: str, topics: list[str]):
+    """Broker 4 in the ISR of a partition of each topic (and leader of one), one topic deleted, then fenced
+    twice (the second a re-registration, allowed at metadata.version 21): each fence's finding counts the
+    partitions of every live topic still holding it."""
+    from schemas.events import BrokerChangeKind
+    from tests.checks.histories import baseline
+
+    h = baseline(cluster)
+    for i, t in enumerate(topics):
+        h.topic(t)
+        h.create(t, 0, (4, 1, 2) if i == 0 else (1, 2, 4))
+        h.create(t, 1, (2, 1, 4))
+    h.change(topics[1], 1, (K.ISR,), isr=(2, 1))
+    h.delete_topic(topics[2])
+    h.broker(4, BrokerChangeKind.FENCED, fenced=True)
+    h.broker(4, BrokerChangeKind.UNFENCED, fenced=False)
+    h.change(topics[3], 0, (K.ISR,), isr=(1, 2))
+    h.broker(4, BrokerChangeKind.REGISTERED, fenced=True)
+    return h
+
+
+def test_a_fence_counted_across_shards_is_merged(spark, tmp_path, monkeypatch):
+    """A fence's finding counts partitions whose topics lie in different shards: each shard gives its rows of
+    the merged CTE, and the driver's merge gives DuckDB's one row per fence (count, first state, first
+    partition), not a row per shard."""
+    import pyarrow as pa
+
+    from checks.spark_engine import SparkEngine
+    from checks.spark_handoff import buckets
+    from checks.spark_shards import bucket_ranges
+
+    topics = [f"topic-{i:02d}" for i in range(12)]
+    cluster = "fence-across"
+    path = _fence_across_topics(cluster, topics).write(tmp_path / "fence.avro")
+    kinds = pa.array(["PartitionChange"] * len(topics))
+    spread = buckets(pa.table({"cluster_id": [cluster] * len(topics), "topic": topics, "kind": kinds})).to_pylist()
+    name = "fenced_broker_not_in_isr"
+    duck = DuckDBEngine.from_archives([path])
+    try:
+        want = duck.violations([name])
+    finally:
+        duck.close()
+    fences = [r for r in want if r[4] == "fenced_while_leader_or_in_isr"]
+    assert [r[5] for r in fences] == ["violated", "allowed"] and fences[0][9] >= 20  # most of 24 partitions
+    eng = SparkEngine.from_archives(spark, [path])
+    try:
+        for shards in (1, 3, 64):
+            monkeypatch.setattr(eng, "shards", shards)
+            shard_of = [next(i for i, (a, b) in enumerate(bucket_ranges(shards)) if a <= k <= b) for k in spread]
+            assert len(set(shard_of)) >= min(shards, 3)  # the topics are in several shards
+            assert eng.violations([name]) == want and eng.unsharded is None
+    finally:
+        eng.close()
