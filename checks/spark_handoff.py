@@ -38,6 +38,8 @@ FILE_ROWS = 1 << 19
 # every other event in bucket -1; a file's rows are sorted by bucket, a row group per bucket, so that a reader
 # of some buckets (a Spark task checking a shard: checks.spark_shards) skips the others' row groups.
 BUCKETS = 64
+# zstd: half the bytes of uncompressed (106 against 222 bytes per event), for 0.2 s more per 1M events
+COMPRESSION = "zstd"
 BUCKET_COLUMN = "shard_bucket"
 SHARD_KINDS = ("PartitionChange", "OffsetSample")
 
@@ -99,7 +101,9 @@ class Handoff:
 
     def _flush(self, table: pa.Table, schema: pa.Schema) -> None:
         table = table.cast(schema).combine_chunks()
-        changes = table.filter(pc.and_(pc.equal(table["kind"], "PartitionChange"), pc.is_valid(table["topic_id"])))
+        # the four columns first: filtering every column cost 0.75 s per 512k rows, 7 s at 10M events
+        keys = table.select(["kind", "cluster_id", "topic_id", "topic"])
+        changes = keys.filter(pc.and_(pc.equal(keys["kind"], "PartitionChange"), pc.is_valid(keys["topic_id"])))
         for r in changes.group_by(["cluster_id", "topic_id", "topic"]).aggregate([]).to_pylist():
             self._topic_names.setdefault((r["cluster_id"], r["topic_id"]), set()).add(r["topic"])
         bucket = buckets(table)
@@ -159,8 +163,7 @@ def _write_buckets(table: pa.Table, path: Path, run: tuple[int, list[int]]) -> N
     """The rows of consecutive buckets (`run`: the first row, each bucket's row count) as one file, a row group
     per bucket."""
     start, counts = run
-    # zstd: half the bytes of uncompressed (106 against 222 bytes per event), for 0.2 s more per 1M events
-    with pq.ParquetWriter(path, table.schema, compression="zstd") as out:
+    with pq.ParquetWriter(path, table.schema, compression=COMPRESSION) as out:
         for n in counts:
             out.write_table(table.slice(start, n), row_group_size=n)
             start += n
