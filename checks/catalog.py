@@ -38,9 +38,9 @@ class Invariant:
     live: bool = False
     # Judged from one event alone (False): a gap in the history cannot make a finding of it wrong.
     history: bool = True
-    # Judged from one topic's partition events (PartitionChange, OffsetSample) and its cluster's other events
-    # alone, every finding at one of those partition events, or made of `merged`'s rows: Spark checks it one
-    # shard of topics at a time (checks.spark_shards). Not so: the controller epochs, judged along every event.
+    # Judged from one partition's events (PartitionChange, OffsetSample) and its cluster's other events alone,
+    # every finding at one of those partition events, or made of `merged`'s rows: Spark checks it one shard of
+    # partitions at a time (checks.spark_shards). Not so: the controller epochs, judged along every event.
     sharded: bool = True
     # A finding that counts across topics (fenced_broker_not_in_isr's, at a fence: the partitions of every
     # topic still holding the broker), sharded all the same: (CTE, ((column, SUM|MIN|MAX), ...)). The query's

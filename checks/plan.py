@@ -1,5 +1,5 @@
 """A check's DuckDB statements as data: one plan, run by DuckDBEngine.findings over a whole history and by
-every Spark task over its shard of topics (checks.spark_shards).
+every Spark task over its shard of partitions (checks.spark_shards).
 
 A plan is a tuple of steps (kind, name, sql): "build" a shared relation several invariants read (a
 temporary table), "query" an invariant's rows (VIOLATION_COLUMNS), "drop" a shared relation once its last

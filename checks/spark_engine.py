@@ -1,6 +1,6 @@
 """The scale-out engine: Spark SQL over the same flat `events` view, running the same SQL; where the events
-were handed over as Parquet (checks.spark_handoff), the invariants that judge one topic at a time run as one
-Spark task per shard of topics, each an embedded DuckDB over its shard (checks.spark_shards).
+were handed over as Parquet (checks.spark_handoff), the invariants that judge one partition at a time run as one
+Spark task per shard of partitions, each an embedded DuckDB over its shard (checks.spark_shards).
 
 The archive is read with Spark's Avro data source. pyspark 4.3's own spark-sql jar carries
 `org.apache.spark.sql.avro.AvroFileFormat` (only the short name "avro" is unregistered), so it is

@@ -34,9 +34,11 @@ ENV = "CTRLAUDIT_SPARK_HANDOFF"
 # rows per Parquet file and per row group: enough for Spark's vectorized reader to stream, small enough
 # that a 1M-event history still gives each core a file of its own
 FILE_ROWS = 1 << 19
-# Each partition event (PartitionChange, OffsetSample) is in one of BUCKETS buckets by its (cluster id, topic),
-# every other event in bucket -1; a file's rows are sorted by bucket, a row group per bucket, so that a reader
-# of some buckets (a Spark task checking a shard: checks.spark_shards) skips the others' row groups.
+# Each partition event (PartitionChange, OffsetSample) is in one of BUCKETS buckets by its (cluster id, topic,
+# partition), every other event in bucket -1; a file's rows are sorted by bucket, a row group per bucket, so that
+# a reader of some buckets (a Spark task checking a shard: checks.spark_shards) skips the others' row groups.
+# A topic's partitions go to consecutive buckets from its topic's hash: a topic of many partitions (most of a
+# cluster's events, often) is spread over every shard, not held by one task. A power of two (a bit mask).
 BUCKETS = 64
 # zstd: half the bytes of uncompressed (106 against 222 bytes per event), for 0.2 s more per 1M events
 COMPRESSION = "zstd"
@@ -149,13 +151,15 @@ class Handoff:
 
 
 def buckets(table: pa.Table) -> pa.Array:
-    """Each event's bucket (int32): for a partition event a hash of its cluster id and topic (CRC-32, the same
-    in every process), for any other event -1."""
+    """Each event's bucket (int32): for a partition event its topic's hash (CRC-32 of the cluster id and topic,
+    the same in every process) plus its partition, modulo BUCKETS; for any other event -1."""
     key = pc.binary_join_element_wise(table["cluster_id"].combine_chunks(),
                                       pc.fill_null(table["topic"].combine_chunks(), "\x01"), "\x00")
     codes = pc.dictionary_encode(key)
     per_key = pa.array([zlib.crc32(k.encode()) % BUCKETS for k in codes.dictionary.to_pylist()], pa.int32())
-    bucket = pc.fill_null(pc.take(per_key, codes.indices), 0)  # a null cluster id: bucket 0, still one bucket
+    topic = pc.fill_null(pc.take(per_key, codes.indices), 0)  # a null cluster id: bucket 0, still one bucket
+    partition = pc.fill_null(table["partition"].combine_chunks().cast(pa.int32()), 0)
+    bucket = pc.bit_wise_and(pc.add_checked(topic, pc.bit_wise_and(partition, BUCKETS - 1)), BUCKETS - 1)
     return pc.if_else(pc.is_in(table["kind"].combine_chunks(), pa.array(SHARD_KINDS)), bucket, pa.scalar(-1, pa.int32()))
 
 

@@ -1,11 +1,12 @@
-"""Spark: the sharded invariants (checks.catalog, `sharded`) checked one shard of topics per task.
+"""Spark: the sharded invariants (checks.catalog, `sharded`) checked one shard of partitions per task.
 
 Why: as Spark SQL each of those invariants shuffles and sorts the partition events for windows and joins of
 its own, ten passes over every event and more: 43k events/s at 10M events on local[2] (bench/RESULTS.md).
-Each judges one topic's partition events (PartitionChange, OffsetSample) with its cluster's other events, so
-the history can be cut by topic. The driver's handoff (checks.spark_handoff) already keeps every partition
-event in one of 64 buckets by (cluster id, topic), a row group per bucket, and every other event (controller,
-broker, topic, config and feature changes, capture gaps, unknown records: few) in bucket -1. A Spark job of
+Each judges one partition's events (PartitionChange, OffsetSample) with its cluster's other events, so the
+history can be cut by partition. The driver's handoff (checks.spark_handoff) already keeps every partition
+event in one of 64 buckets by (cluster id, topic, partition), a row group per bucket, and every other event
+(controller, broker, topic, config and feature changes, capture gaps, unknown records: few) in bucket -1.
+A topic's partitions are spread over the buckets, so one large topic is not one task's. A Spark job of
 one task per shard (a range of buckets) then has each task read its buckets' row groups and bucket -1 into
 an embedded DuckDB (one thread: Spark runs one task per core), run the catalog's SQL through the plan
 DuckDBEngine runs (checks.plan), and write its findings as Parquet beside the handoff, as the Spark SQL
@@ -13,7 +14,7 @@ queries do. No event passes through Spark's rows: its shuffle and its Arrow conv
 cost more than the queries (a shuffle into shards and mapInArrow: 217 s at 10M events, bench/RESULTS.md).
 
 Why the rows are DuckDB's: a sharded invariant's finding, and every event its judgement reads, belong to one
-topic's partition history or to the events every shard holds, so the shard holding that topic gives the
+partition's history or to the events every shard holds, so the shard holding that partition gives the
 same rows as the whole history (keys such as fragments/topic_numbers.sql's are numbered per shard, and never
 shown). A finding made of every topic's partitions (fenced_broker_not_in_isr's at a fence) comes from one
 aggregate CTE of its query (checks.catalog, `merged`): each task writes its rows of that CTE too, and the

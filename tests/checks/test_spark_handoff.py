@@ -47,6 +47,7 @@ def _tables(sizes, topic_id=lambda topic: topic.upper()):
         cols["topic"] = pa.array(topics, pa.string())
         cols["topic_id"] = pa.array([topic_id(t) if k == "PartitionChange" else None for k, t in zip(kinds, topics)],
                                     pa.string())
+        cols["partition"] = pa.array([None if k == "BrokerChange" else s % 4 for k, s in zip(kinds, seqs)], pa.int32())
         cols["a_isr"] = pa.array([[1, 2]] * n, flat.ARROW_SCHEMA.field("a_isr").type)
         seq += n
         yield pa.table(cols).select(flat.COLUMN_NAMES)
@@ -54,7 +55,7 @@ def _tables(sizes, topic_id=lambda topic: topic.upper()):
 
 def test_every_row_once_sorted_by_bucket_a_row_group_per_bucket(monkeypatch, tmp_path):
     """About FILE_ROWS rows at a time, split over a file per core; in each file the rows sorted by bucket (a
-    partition event's by its cluster and topic, any other event's -1), one row group per bucket, whose
+    partition event's by its cluster, topic and partition, any other event's -1), one row group per bucket, whose
     statistics let a reader of some buckets skip the rest."""
     monkeypatch.setattr(spark_handoff, "FILE_ROWS", 100)
     h = Handoff(tmp_path)
@@ -66,15 +67,21 @@ def test_every_row_once_sorted_by_bucket_a_row_group_per_bucket(monkeypatch, tmp
     assert back.schema.equals(flat.ARROW_SCHEMA.append(pa.field(spark_handoff.BUCKET_COLUMN, pa.int32())))
     assert sorted(back.column("seq").to_pylist()) == list(range(366))
     assert back.column("a_isr").to_pylist() == [[1, 2]] * 366
-    bucket_of: dict[tuple[str, str], int] = {}
-    for row in back.select(["cluster_id", "topic", "kind", spark_handoff.BUCKET_COLUMN]).to_pylist():
+    bucket_of: dict[tuple[str, str, int], int] = {}
+    for row in back.select(["cluster_id", "topic", "partition", "kind", spark_handoff.BUCKET_COLUMN]).to_pylist():
         b = row[spark_handoff.BUCKET_COLUMN]
         if row["kind"] == "BrokerChange":
             assert b == -1
         else:
             assert 0 <= b < spark_handoff.BUCKETS
-            assert bucket_of.setdefault((row["cluster_id"], row["topic"]), b) == b  # a topic in one bucket
-    assert len(set(bucket_of.values())) > 1
+            key = (row["cluster_id"], row["topic"], row["partition"])
+            assert bucket_of.setdefault(key, b) == b  # a partition's events in one bucket
+    # a topic's partitions in consecutive buckets from one start (modulo BUCKETS): a large topic is spread
+    start: dict[tuple[str, str], int] = {}
+    for (cluster, topic, partition), b in bucket_of.items():
+        first = (b - partition) % spark_handoff.BUCKETS
+        assert start.setdefault((cluster, topic), first) == first
+    assert len(set(bucket_of.values())) > len(start) > 1  # topics of two partitions or more in several buckets
     for f in files:
         meta = pq.ParquetFile(f).metadata
         col = meta.schema.names.index(spark_handoff.BUCKET_COLUMN)

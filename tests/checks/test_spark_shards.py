@@ -1,5 +1,5 @@
 """Spark's sharded invariants (checks.spark_shards): each task reads one shard of the handoff's buckets of
-partition events (by cluster and topic) and every other event into an embedded DuckDB and checks it.
+partition events (by cluster, topic and partition) and every other event into an embedded DuckDB and checks it.
 The rows equal DuckDB's however many shards there are; a history shards cannot split, or executors
 without DuckDB, are checked as Spark SQL; a finding outside its shard stops the job."""
 from __future__ import annotations
@@ -156,8 +156,10 @@ def test_a_fence_counted_across_shards_is_merged(spark, tmp_path, monkeypatch):
     topics = [f"topic-{i:02d}" for i in range(12)]
     cluster = "fence-across"
     path = _fence_across_topics(cluster, topics).write(tmp_path / "fence.avro")
-    kinds = pa.array(["PartitionChange"] * len(topics))
-    spread = buckets(pa.table({"cluster_id": [cluster] * len(topics), "topic": topics, "kind": kinds})).to_pylist()
+    n = len(topics)
+    spread = buckets(pa.table({"cluster_id": [cluster] * 2 * n, "topic": topics * 2,
+                               "partition": pa.array([0] * n + [1] * n, pa.int32()),
+                               "kind": ["PartitionChange"] * 2 * n})).to_pylist()
     name = "fenced_broker_not_in_isr"
     duck = DuckDBEngine.from_archives([path])
     try:
@@ -171,7 +173,7 @@ def test_a_fence_counted_across_shards_is_merged(spark, tmp_path, monkeypatch):
         for shards in (1, 3, 64):
             monkeypatch.setattr(eng, "shards", shards)
             shard_of = [next(i for i, (a, b) in enumerate(bucket_ranges(shards)) if a <= k <= b) for k in spread]
-            assert len(set(shard_of)) >= min(shards, 3)  # the topics are in several shards
+            assert len(set(shard_of)) >= min(shards, 3)  # the partitions are in several shards
             assert eng.violations([name]) == want and eng.unsharded is None
     finally:
         eng.close()
