@@ -230,10 +230,10 @@ def render(results: list[dict], args, spark_rows: list[dict] = ()) -> str:
         top = sorted(r["duck_per_invariant"].items(), key=lambda kv: -kv[1])[:4]
         slowest.append(f"{r['events']:,}: " + ", ".join(f"{k} {v:.1f} s" for k, v in top))
     text = "\n".join(lines) + "\n\nSlowest DuckDB queries — " + "; ".join(slowest) + "\n"
+    sorts = [f"{r['events']:,}: DuckDB {r['duck_rows_s']:.1f} s"
+             + (f", Spark {r['spark_rows_s']:.1f} s" if "spark_rows_s" in r else "") for r in results]
     text += ("\nA check is the engine's findings, what `ctrlaudit check` computes before its report; the rows in "
-             "Python, sorted for the engines' comparison, are not in it (since session 28): " + "; ".join(
-                 f"{r['events']:,}: DuckDB {r['duck_rows_s']:.1f} s" + (f", Spark {r['spark_rows_s']:.1f} s" if "spark_rows_s" in r else "")
-                 for r in results) + ".\n")
+             "Python, sorted for the engines' comparison, are not in it (since session 28): " + "; ".join(sorts) + ".\n")
     parts = [f"{r['events']:,}: " + ", ".join(f"{k} {v:.1f} s" for k, v in r["spark_parts"].items())
              for r in results if r.get("spark_parts")]
     if parts:

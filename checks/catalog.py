@@ -45,7 +45,7 @@ class Invariant:
     # A finding that counts across topics (fenced_broker_not_in_isr's, at a fence: the partitions of every
     # topic still holding the broker), sharded all the same: (CTE, ((column, SUM|MIN|MAX), ...)). The query's
     # findings at events every shard holds come from that CTE alone, an aggregate whose rows add up over
-    # disjoint sets of topics. Each shard gives the CTE's rows (partial_sql) and its other findings (the query
+    # disjoint sets of partitions. Each shard gives the CTE's rows (partial_sql) and its other findings (the query
     # with the CTE empty, with_merged); the driver merges the shards' rows of the CTE by these functions,
     # grouped by its other columns (merge_select), and runs the query over them with no events.
     merged: tuple[str, tuple[tuple[str, str], ...]] | None = None
@@ -267,7 +267,8 @@ def merge_select(name: str, partials: str) -> str:
         if how not in ("SUM", "MIN", "MAX"):
             raise ValueError(f"{name}: cannot merge {column} by {how} (SUM, MIN or MAX)")
         # DuckDB's SUM of BIGINT is a HUGEINT; the CTE's own column is a BIGINT
-        aggregates.append(f"CAST(SUM({column}) AS BIGINT) AS {column}" if how == "SUM" else f"{how}({column}) AS {column}")
+        merge = f"CAST(SUM({column}) AS BIGINT)" if how == "SUM" else f"{how}({column})"
+        aggregates.append(f"{merge} AS {column}")
     return f"SELECT * EXCLUDE ({', '.join(columns)}), {', '.join(aggregates)} FROM {partials} GROUP BY ALL"
 
 

@@ -4,8 +4,8 @@ every Spark task over its shard of partitions (checks.spark_shards).
 A plan is a tuple of steps (kind, name, sql): "build" a shared relation several invariants read (a
 temporary table), "query" an invariant's rows (VIOLATION_COLUMNS), "drop" a shared relation once its last
 reader has run (checks.catalog.last_readers); in a shard's plan, "partial": the rows of an invariant's merged
-CTE (checks.catalog, `merged`) kept as a table, for the driver to merge with the other shards'. `run` executes it; on the way out, however it ends, every
-shared relation is dropped.
+CTE (checks.catalog, `merged`) kept as a table, for the driver to merge with the other shards'. `run`
+executes it; on the way out, however it ends, every shared relation is dropped.
 
 Spark ships this module to its executors by value (pyspark's cloudpickle), so a task needs DuckDB, not
 this repository: nothing of ctrlaudit is imported at the top (`steps` imports the catalog when it is
@@ -27,7 +27,7 @@ def partial_table(name: str) -> str:
 
 def steps(names: Sequence[str], shard: bool = False) -> tuple[Step, ...]:
     """The plan of the named invariants, in their order, in DuckDB's dialect. `shard`: the plan of one shard
-    of topics (checks.spark_shards), where an invariant with a merged CTE first keeps that CTE's rows
+    of partitions (checks.spark_shards), where an invariant with a merged CTE first keeps that CTE's rows
     ("partial": a table, partial_table) and then gives its other findings, with the CTE empty."""
     from checks.catalog import (
         BY_NAME, last_readers, partial_sql, shared_for, shared_sql, shared_table, with_merged, wrapped, wrapped_sql)
@@ -40,8 +40,10 @@ def steps(names: Sequence[str], shard: bool = False) -> tuple[Step, ...]:
     for name in names:
         if shard and BY_NAME[name].merged:
             table = partial_table(name)
-            out.append(("partial", name, f"CREATE OR REPLACE TEMP TABLE {table} AS {partial_sql(name, 'duckdb', built)}"))
-            out.append(("query", name, wrapped(name, with_merged(name, "duckdb", f"SELECT * FROM {table} WHERE false", built))))
+            out.append(("partial", name,
+                        f"CREATE OR REPLACE TEMP TABLE {table} AS {partial_sql(name, 'duckdb', built)}"))
+            empty = f"SELECT * FROM {table} WHERE false"
+            out.append(("query", name, wrapped(name, with_merged(name, "duckdb", empty, built))))
         else:
             out.append(("query", name, wrapped_sql(name, "duckdb", built)))
         out.extend(("drop", s, f"DROP TABLE IF EXISTS {shared_table(s)}") for s in done[name])

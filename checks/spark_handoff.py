@@ -40,7 +40,8 @@ FILE_ROWS = 1 << 19
 # A topic's partitions go to consecutive buckets from its topic's hash: a topic of many partitions (most of a
 # cluster's events, often) is spread over every shard, not held by one task. A power of two (a bit mask).
 BUCKETS = 64
-# zstd: half the bytes of uncompressed (106 against 222 bytes per event), for 0.2 s more per 1M events
+# zstd: half the bytes of uncompressed (121 against 237 bytes per event at 10M), for about 1 s more per 1M events
+# written and 0.1 s more per 1M read (bench/RESULTS.md, session 28)
 COMPRESSION = "zstd"
 BUCKET_COLUMN = "shard_bucket"
 SHARD_KINDS = ("PartitionChange", "OffsetSample")
