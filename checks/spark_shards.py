@@ -123,11 +123,9 @@ def merge_partials(name: str, partials: Sequence[str], out: Path) -> str:
     con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     try:
         con.execute(f"CREATE TABLE events AS SELECT {', '.join(read_columns((), flat.ARROW_SCHEMA))} LIMIT 0")
-        listed = ", ".join("'" + p.replace("'", "''") + "'" for p in partials)
-        con.execute(f"CREATE VIEW partials AS SELECT * FROM read_parquet([{listed}])")
+        con.execute(f"CREATE VIEW partials AS SELECT * FROM {_parquet(partials)}")
         path = str(out / f"merged-{name}.parquet")
-        sql = wrapped(name, with_merged(name, "duckdb", merge_select(name, "partials")))
-        con.execute(f"COPY ({sql}) TO '" + path.replace("'", "''") + "' (FORMAT parquet)")
+        _copy(con, f"({wrapped(name, with_merged(name, 'duckdb', merge_select(name, 'partials')))})", path)
         return path
     finally:
         con.close()
@@ -166,7 +164,7 @@ def check_shard(index: int, ranges: Iterator[tuple[int, int]], files: list[str],
                                                  "autoinstall_known_extensions": False,
                                                  "autoload_known_extensions": False})
         try:
-            source = "read_parquet([" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "])"
+            source = _parquet(files)
             cols = ", ".join(columns)
             # two scans, each filtered by one range of the bucket column: DuckDB then skips the row groups
             # of other buckets by their statistics
@@ -184,12 +182,26 @@ def check_shard(index: int, ranges: Iterator[tuple[int, int]], files: list[str],
                 raise RuntimeError(f"{inv}: a finding at seq {seq} of cluster {cluster}, not a partition event of "
                                    "this shard: the invariant is not sharded (checks.catalog)")
             path = f"{out}/shard-{index:03d}.parquet"
-            con.execute("COPY shard_findings TO '" + path.replace("'", "''") + "' (FORMAT parquet)")
+            _copy(con, "shard_findings", path)
             yield path
             for kind, name, _ in plan:
                 if kind == "partial":
                     path = f"{out}/partial-{name}-{index:03d}.parquet"
-                    con.execute(f"COPY {partial_table(name)} TO '" + path.replace("'", "''") + "' (FORMAT parquet)")
+                    _copy(con, partial_table(name), path)
                     yield path
         finally:
             con.close()
+
+
+def _quoted(text: str) -> str:
+    """A DuckDB string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _parquet(paths: Sequence[str]) -> str:
+    return f"read_parquet([{', '.join(_quoted(p) for p in paths)}])"
+
+
+def _copy(con: Any, relation: str, path: str) -> None:
+    """`relation` (a table, or a query in parentheses) written as a Parquet file."""
+    con.execute(f"COPY {relation} TO {_quoted(path)} (FORMAT parquet)")
