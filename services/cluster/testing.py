@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import shutil
 import time
 from contextlib import contextmanager
@@ -59,11 +60,27 @@ def snapshot_metadata(cluster: KafkaCluster, dest: Path) -> dict[int, list[Path]
     out: dict[int, list[Path]] = {}
     for i in cluster.nodes:
         d = dest / f"node{i}"
-        shutil.copytree(cluster.metadata_dir(i), d / "__cluster_metadata-0")
+        copy_live_directory(cluster.metadata_dir(i), d / "__cluster_metadata-0")
         shutil.copy(cluster.nodes[i].data_dir / "bootstrap.checkpoint", d / "bootstrap.checkpoint")
         from services.kraft import metadata_files
         out[i] = [d / "bootstrap.checkpoint", *metadata_files(d / "__cluster_metadata-0")]
     return out
+
+
+def copy_live_directory(source: Path, target: Path) -> Path:
+    """Copy a log directory the broker keeps writing. Files in flight (a snapshot's
+    ``.checkpoint.part``, a segment renamed ``.deleted`` or ``.swap``) are left out, and a file that
+    vanishes between the listing and its copy (renamed or deleted by the broker at that moment) is
+    not an error: the copy is a log as it was at some point, which is what the tests compare."""
+    try:
+        return Path(shutil.copytree(source, target, copy_function=shutil.copy2,
+                                    ignore=shutil.ignore_patterns("*.part", "*.deleted", "*.swap")))
+    except shutil.Error as exc:
+        # copytree copies everything it can, then raises once with a (src, dst, why) per failure
+        others = [e for e in exc.args[0] if f"[Errno {errno.ENOENT}]" not in str(e[2])]
+        if others:
+            raise shutil.Error(others) from exc
+        return target
 
 
 def heal(cluster: KafkaCluster, timeout: float = 90) -> KafkaCluster:
@@ -86,8 +103,7 @@ def copy_node_metadata(cluster: KafkaCluster, node_id: int, dest: Path) -> Path:
     append) back to its last whole batch. Returns the copied partition directory."""
     root = dest / f"node{node_id}"
     target = root / "__cluster_metadata-0"
-    shutil.copytree(cluster.metadata_dir(node_id), target,
-                    ignore=shutil.ignore_patterns("*.part", "*.deleted", "*.swap"))
+    copy_live_directory(cluster.metadata_dir(node_id), target)
     shutil.copy(cluster.layout(node_id).data_dir / "meta.properties", root / "meta.properties")
     cut_partial_tails(target)
     return target
