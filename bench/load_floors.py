@@ -9,9 +9,16 @@ issue allows, and for Parquet beside the archive:
   columns (the states' lists in a table of their own); no lists and no hashes or ids;
 - the rows written as Parquet from Arrow in memory (pyarrow, uncompressed and snappy; one file on one
   thread, and two halves on two threads);
+- the rows written as Arrow IPC files from Arrow in memory (uncompressed and lz4, two halves on two
+  threads): a store whose events are files DuckDB scans memory-mapped, written at the speed of the disk;
 - decoding the archive without verifying (2 threads), and reading it verified (schemas.verified).
 
+With --ipc-check, the price of such a store: the 14 invariants' findings (checks.duckdb_engine) over the
+memory-mapped IPC files, registered as the `events` view, against the same rows as a DuckDB table, in one
+process, rows compared.
+
     .venv/bin/python bench/load_floors.py --events 1000000 --keep /work/bench-data
+    .venv/bin/python bench/load_floors.py --events 10000000 --keep /work/bench-data --ipc-check
 
 Appends its table, with the machine and the date, to bench/RESULTS.md.
 """
@@ -70,6 +77,60 @@ def parquet_writes(table, root: Path) -> dict[str, float]:
     return out
 
 
+def _halves(table, root: Path, write) -> float:
+    """Seconds to write the two halves of `table` on two threads, as root/w0 and root/w1 (`write(table, path)`)."""
+    half = table.num_rows // 2
+    t = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(lambda job: write(*job), [(table.slice(0, half), root / "w0"), (table.slice(half), root / "w1")]))
+    return time.perf_counter() - t
+
+
+def write_ipc(table, path: Path, compression: str | None = None) -> None:
+    import pyarrow as pa
+
+    options = pa.ipc.IpcWriteOptions(compression=compression)
+    with pa.OSFile(str(path), "wb") as f, pa.ipc.new_file(f, table.schema, options=options) as w:
+        w.write_table(table)
+
+
+def ipc_writes(table, root: Path) -> dict[str, float]:
+    out = {f"Arrow IPC from Arrow, {comp or 'none'}, 2 threads":
+           _halves(table, root, lambda part, path, comp=comp: write_ipc(part, path, comp)) for comp in ("lz4", None)}
+    return out  # the uncompressed files (written last) stay for ipc_check: memory-mapped, read without a copy
+
+
+def ipc_check(table, root: Path) -> tuple[float, float, bool]:
+    """Seconds of the findings of every invariant over root/w0 and w1 memory-mapped (a DuckDB view of
+    the Arrow table), then over the same rows as a DuckDB table (in memory, as bench/checks.py makes it);
+    and whether the rows are equal."""
+    import duckdb
+    import pyarrow as pa
+
+    from checks.catalog import NAMES
+    from checks.duckdb_engine import DuckDBEngine
+
+    def findings(engine) -> tuple[float, list]:
+        t = time.perf_counter()
+        found = engine.findings(NAMES)
+        seconds = time.perf_counter() - t
+        try:
+            return seconds, found.rows()
+        finally:
+            found.close()
+            engine.close()
+
+    mapped = pa.concat_tables(pa.ipc.open_file(pa.memory_map(str(root / w))).read_all() for w in ("w0", "w1"))
+    con = duckdb.connect(config={"threads": 2})
+    con.register("events_ipc", mapped)
+    con.execute("CREATE VIEW events AS SELECT * FROM events_ipc")
+    over_ipc, ipc_rows = findings(DuckDBEngine.from_connection(con))
+    con.close()
+    del mapped
+    over_table, table_rows = findings(DuckDBEngine.from_arrow(table, threads=2))
+    return over_ipc, over_table, ipc_rows == table_rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=1_000_000)
@@ -78,9 +139,12 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", type=Path, help="keep (and reuse) the archive here")
+    ap.add_argument("--ipc-check", action="store_true", help="also the checks over the IPC files (see above)")
     args = ap.parse_args()
     import duckdb
     import pyarrow.parquet as pq
+
+    from checks.catalog import NAMES
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="ctrlaudit-floors-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -96,9 +160,15 @@ def main() -> None:
             timed[f"DuckDB table, {name}"] = min(table_seconds(parquet, root / "floors.duckdb", select)
                                                  for _ in range(2))
             print(name, f"{timed[f'DuckDB table, {name}']:.2f} s", flush=True)
-        timed.update(parquet_writes(pq.read_table(parquet), root))
+        rows = pq.read_table(parquet)
+        timed.update(parquet_writes(rows, root))
+        timed.update(ipc_writes(rows, root))
+        checked = ipc_check(rows, root) if args.ipc_check else None
+        del rows
     finally:
         parquet.unlink(missing_ok=True)
+        for w in ("w0", "w1"):
+            (root / w).unlink(missing_ok=True)
     n = args.events
     lines = [f"| {name} | {s:.2f} s | {n / s:,.0f} rows/s |" for name, s in timed.items()]
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -106,6 +176,11 @@ def main() -> None:
             f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())}. Command: `.venv/bin/python bench/load_floors.py "
             f"{' '.join(sys.argv[1:])}`. {n:,} events (bench/replay.py's history).\n\n"
             "| step (the writes from rows already decoded) | time | rate |\n|---|---|---|\n" + "\n".join(lines) + "\n")
+    if checked:
+        over_ipc, over_table, equal = checked
+        text += (f"\nThe {len(NAMES)} invariants' findings over the uncompressed IPC files memory-mapped: "
+                 f"{over_ipc:.2f} s; over the same rows as a DuckDB table (in memory), same process: {over_table:.2f} s; "
+                 f"rows equal: {equal}.\n")
     print(text)
     with RESULTS.open("a") as fo:
         fo.write(text)
