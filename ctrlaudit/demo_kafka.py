@@ -236,8 +236,8 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
     events = max(events, len(_archived(archive)))
     say(f"capture stopped: {events} events archived")
     if zk:
-        copy = out / "zookeeper-copy"
-        shutil.copytree(c.zookeeper.data_dir, copy)
+        from services.cluster.testing import copy_live_directory
+        copy = copy_live_directory(c.zookeeper.data_dir, out / "zookeeper-copy")
         say(f"copied ZooKeeper's data directory to {copy} (for the offline import)")
     else:
         from services.cluster.testing import copy_node_metadata

@@ -31,7 +31,7 @@ from schemas.events import (
     TopicChangeKind,
 )
 from services.cluster import observe
-from services.cluster.testing import copy_node_metadata, heal
+from services.cluster.testing import copy_live_directory, copy_node_metadata, heal
 from services.kraft import metadata_files, snapshot_id
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -421,13 +421,12 @@ def test_broker_log_import_agrees_with_the_metadata_log(history, kafka_cluster, 
     the import emits equals the metadata log's at the same topic id, partition and partition epoch (it emits a
     state only when the lines state it whole, so a leader change stated only by the new leader's and followers'
     lines is a gap, never a guess); how much of this module's history the lines state whole is printed."""
-    import shutil
-
     from services.normalize.logs_offline import import_log_events
     from services.normalize.offline import ImportReport
 
     h = history
-    logs = [shutil.copytree(n.logs_dir, tmp_path / "logs" / f"node{i}") for i, n in sorted(kafka_cluster.nodes.items())]
+    logs = [copy_live_directory(n.logs_dir, tmp_path / "logs" / f"node{i}")
+            for i, n in sorted(kafka_cluster.nodes.items())]
     report = ImportReport()
     ours = list(import_log_events(logs, h.events[0].cluster_id, report=report))
 

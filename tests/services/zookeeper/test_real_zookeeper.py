@@ -14,7 +14,7 @@ import time
 import pytest
 
 from services.cluster import ZkKafkaCluster, find_free_base_port, observe
-from services.cluster.testing import java_available
+from services.cluster.testing import copy_live_directory, java_available
 from services.cluster.txnlogtool import compare, parse
 from services.zookeeper import TxnLogReader, txn_logs
 from services.zookeeper.watch import ZooKeeperWatch
@@ -129,8 +129,8 @@ def scenario(tmp_path_factory):
         watcher.stop()
         facts["watched"], facts["watch_errors"] = watched, errors
         copy = root / "data"
-        shutil.copytree(c.zookeeper.data_dir, copy)
-        facts["broker_logs"] = [shutil.copytree(n.logs_dir, root / "broker-logs" / f"node{i}")
+        copy_live_directory(c.zookeeper.data_dir, copy)
+        facts["broker_logs"] = [copy_live_directory(n.logs_dir, root / "broker-logs" / f"node{i}")
                                 for i, n in sorted(c.nodes.items())]
         files = txn_logs(copy / "version-2")
         dumps = {f: parse(c.tool("txnlog-toolkit", "-d", str(f)).stdout) for f in files}
