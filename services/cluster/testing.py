@@ -68,7 +68,7 @@ def snapshot_metadata(cluster: KafkaCluster, dest: Path) -> dict[int, list[Path]
 
 
 def copy_live_directory(source: Path, target: Path) -> Path:
-    """Copy a log directory the broker keeps writing. Files in flight (a snapshot's
+    """Copy a directory a running broker or ZooKeeper keeps writing. Files in flight (a snapshot's
     ``.checkpoint.part``, a segment renamed ``.deleted`` or ``.swap``) are left out, and a file that
     vanishes between the listing and its copy (renamed or deleted by the broker at that moment) is
     not an error: the copy is a log as it was at some point, which is what the tests compare."""
