@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from services.capture.settings import Settings
-from services.cluster.jars import PINNED
+from services.cluster.jars import DEFAULT_PINS
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -183,7 +183,7 @@ def test_dockerignore_semantics_of_the_test():
 def test_the_brokers_run_a_pinned_kafka_version(spec):
     tags = {spec["services"][f"kafka-{i}"]["image"] for i in (1, 2, 3)}
     assert len(tags) == 1
-    assert tags.pop().split(":")[1] in PINNED.values()  # the version the tests and the normalizer know
+    assert tags.pop().split(":")[1] in DEFAULT_PINS.values()  # the version the tests and the normalizer know
 
 
 def _canonical_kafka_uuid(value: str) -> bool:

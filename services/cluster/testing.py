@@ -56,14 +56,20 @@ def running_cluster(directory: Path, version: str = "4.x", cluster_class: type[K
 
 def snapshot_metadata(cluster: KafkaCluster, dest: Path) -> dict[int, list[Path]]:
     """Copy each node's ``__cluster_metadata-0`` (and bootstrap.checkpoint) so that the decoder
-    and DumpLogSegments read the same bytes while the cluster keeps appending."""
+    and DumpLogSegments read the same bytes while the cluster keeps appending. Kafka 4.4's format writes
+    no bootstrap.checkpoint: its bootstrap records are the log's first snapshot,
+    ``00000000000000000000-0000000000.checkpoint``, copied with the directory."""
+    from services.kraft import metadata_files
+
     out: dict[int, list[Path]] = {}
     for i in cluster.nodes:
         d = dest / f"node{i}"
         copy_live_directory(cluster.metadata_dir(i), d / "__cluster_metadata-0")
-        shutil.copy(cluster.nodes[i].data_dir / "bootstrap.checkpoint", d / "bootstrap.checkpoint")
-        from services.kraft import metadata_files
-        out[i] = [d / "bootstrap.checkpoint", *metadata_files(d / "__cluster_metadata-0")]
+        bootstrap = cluster.nodes[i].data_dir / "bootstrap.checkpoint"
+        if bootstrap.exists():
+            shutil.copy(bootstrap, d / "bootstrap.checkpoint")
+        out[i] = [*([d / "bootstrap.checkpoint"] if bootstrap.exists() else []),
+                  *metadata_files(d / "__cluster_metadata-0")]
     return out
 
 

@@ -71,6 +71,10 @@ class ToolError(RuntimeError):
                          f"{result.returncode}: {' | '.join(last)}")
 
 
+class ToolUnavailable(RuntimeError):
+    """The tool is not among the resolved jars of this Kafka release."""
+
+
 class KafkaTools:
     """Runs Kafka tools of one version with a quiet (stderr, WARN) logging config."""
 
@@ -102,8 +106,18 @@ class KafkaTools:
         return [f"-Dlog4j2.configurationFile={self._log_config}"]
 
     def command(self, tool: str, *args: str, jvm_opts: list[str] | None = None) -> list[str]:
+        if tool == "metadata-shell" and not self.has_shell:
+            # an older release's shell cannot stand in: it refuses a newer metadata.version (4.3.1's shell
+            # on 4.4.0's snapshots: "No MetadataVersion with feature level 33")
+            raise ToolUnavailable(f"Kafka {self.version} was resolved without kafka-shell (not on Maven Central)")
         return ["java", *(jvm_opts or TOOL_JVM_OPTS), *self.log_opts(),
                 "-cp", str(self.lib / "*"), main_class(tool, self.version), *map(str, args)]
+
+    @property
+    def has_shell(self) -> bool:
+        """Whether this release's metadata shell is there (services.cluster.jars resolves a release whose
+        kafka-shell jar Maven Central lacks without it)."""
+        return any(self.lib.glob("kafka-shell-*.jar"))
 
     def run(self, tool: str, *args: str, check: bool = True, timeout: float = 120,
             input: str | None = None) -> ToolResult:

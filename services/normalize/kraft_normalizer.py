@@ -39,8 +39,9 @@ RECOVERY = {0: LeaderRecoveryState.RECOVERED, 1: LeaderRecoveryState.RECOVERING}
 _UNKNOWN_RECOVERY = LeaderRecoveryState.UNKNOWN
 _KRAFT_LOG, _KRAFT_SNAPSHOT = SourceKind.KRAFT_LOG, SourceKind.KRAFT_SNAPSHOT  # (an enum lookup is ~0.17 us per event)
 # Records of known types that say nothing about controller state (quotas, ACLs, SCRAM, producer
-# ids, delegation tokens, migration state, controller registration, the NoOp heartbeat).
-NOT_CONTROLLER_STATE = {6, 10, 11, 13, 14, 15, 16, 18, 19, 20, 21, 22, 26, 27}
+# ids, delegation tokens, migration state, controller registration and, from Kafka 4.4, unregistration
+# (29: the controller quorum's membership is the voters of the LeaderChange messages), the NoOp heartbeat).
+NOT_CONTROLLER_STATE = {6, 10, 11, 13, 14, 15, 16, 18, 19, 20, 21, 22, 26, 27, 29}
 TXN_MARKERS = {23, 24, 25}
 
 

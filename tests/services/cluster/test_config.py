@@ -1,8 +1,11 @@
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from services.cluster import main_class, resolve_version
+from services.cluster import PINNED, main_class, resolve_version
 from services.cluster.config import (ClusterSettings, NodeLayout, log4j1_properties,
                                      log4j2_properties, ports_for, server_properties)
 from services.cluster.dumplog import parse
@@ -62,8 +65,13 @@ def test_unknown_tool():
 
 
 def test_version_aliases():
-    assert resolve_version("4.x") == "4.3.1" and resolve_version("3.9") == "3.9.2"
+    assert resolve_version("4.x") == PINNED["4"] and resolve_version("3.9") == "3.9.2"
     assert resolve_version("4.1.1") == "4.1.1"
+    # CTRLAUDIT_KAFKA_4 moves "4.x" to another release (read at import), not the generated tables' pins
+    code = "from services.cluster.jars import DEFAULT_PINS, resolve_version; print(resolve_version('4.x'), DEFAULT_PINS['4'])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "CTRLAUDIT_KAFKA_4": "4.4.0"}, cwd=Path(__file__).resolve().parents[3])
+    assert out.stdout.split() == ["4.4.0", "4.3.1"]
 
 
 def test_cluster_id_and_free_ports():

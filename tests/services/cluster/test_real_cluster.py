@@ -109,6 +109,10 @@ def test_dump_log_and_metadata_shell_run(cluster):
     node = cluster.nodes[1]
     seg = cluster.metadata_files(1)[0]
     assert "baseOffset:" in cluster.tools.dump_log(seg)
+    if not cluster.tools.has_shell:
+        pytest.skip(f"Kafka {cluster.version}: no kafka-shell jar on Maven Central (CTRLAUDIT_KAFKA_4)")
     snap = node.data_dir / "bootstrap.checkpoint"
+    if not snap.exists():  # Kafka 4.4 writes the bootstrap records as the log's first snapshot instead
+        snap = cluster.metadata_dir(1) / "00000000000000000000-0000000000.checkpoint"
     out = cluster.tool("metadata-shell", "--snapshot", str(snap), "ls", "/image").stdout
     assert {"features", "topics", "cluster"} <= set(out.split())

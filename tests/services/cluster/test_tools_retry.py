@@ -48,3 +48,20 @@ def test_a_tool_that_changes_the_cluster_is_never_repeated(monkeypatch):
     with pytest.raises(subprocess.TimeoutExpired):
         _Tools().run("reassign", "--execute", timeout=1)
     assert len(calls) == 1
+
+
+def test_a_release_resolved_without_its_shell_says_so(tmp_path):
+    """services.cluster.jars resolves a release whose kafka-shell jar Maven Central lacks (4.4.0) without it:
+    the shell is then refused by name, never run from another release's jars."""
+    class _Lib(tools_mod.KafkaTools):
+        def __init__(self, lib):
+            self.version, self.lib, self._log_config = "4.4.0", lib, tmp_path / "log.properties"
+
+    (tmp_path / "kafka_2.13-4.4.0.jar").touch()
+    bare = _Lib(tmp_path)
+    assert not bare.has_shell
+    with pytest.raises(tools_mod.ToolUnavailable, match="4.4.0 was resolved without kafka-shell"):
+        bare.command("metadata-shell", "--snapshot", "x")
+    assert "org.apache.kafka.tools.TopicCommand" in bare.command("topics", "--list")
+    (tmp_path / "kafka-shell-4.4.0.jar").touch()
+    assert bare.has_shell and "org.apache.kafka.shell.MetadataShell" in bare.command("metadata-shell")

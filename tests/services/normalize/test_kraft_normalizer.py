@@ -10,7 +10,9 @@ from schemas.events import (
 )
 from services.kraft import LogReader
 from services.normalize import KRaftNormalizer
-from tests.services.normalize.logs import T1, LogBuilder, broker, change, partition
+from services.kraft.batch import build_batch
+from services.kraft.messages import CATALOGUE
+from tests.services.normalize.logs import INC, T1, LogBuilder, broker, change, partition
 
 
 def events_of(b: LogBuilder, tmp_path: Path):
@@ -180,6 +182,28 @@ def test_change_for_unknown_partition_is_kept_as_unknown_record(tmp_path: Path) 
     change(b, "AAAAAAAAAAAAAAAAAAAACQ", 0, isr=[1])
     last = events_of(b, tmp_path)[0][-1]
     assert last.kind == "UnknownRecord" and "unknown partition" in last.payload.reason
+
+
+def test_controller_registrations_say_nothing_of_controller_state(tmp_path: Path) -> None:
+    """RegisterControllerRecord and Kafka 4.4's UnregisterControllerRecord (apiKey 29) are decoded and
+    emit nothing; a record type no Kafka release has (apiKey 120) is still kept as an UnknownRecord."""
+    assert CATALOGUE[("UnregisterControllerRecord", 0)].api_key == 29
+    b = base()
+    b.record("RegisterControllerRecord", 0, controllerId=3000, incarnationId=INC, zkMigrationReady=False,
+             endPoints=[{"name": "CONTROLLER", "host": "127.0.0.1", "port": 9093, "securityProtocol": 0}],
+             features=[])
+    b.record("UnregisterControllerRecord", 0, controllerId=3000)
+    for sub in "abc":
+        (tmp_path / sub).mkdir()
+    events, _ = events_of(b, tmp_path / "a")
+    expected, _ = events_of(base(), tmp_path / "b")
+    assert [e.kind for e in events] == [e.kind for e in expected]
+
+    unknown = base()
+    unknown.batches.append(build_batch([(None, b"\x01\x78\x00\x00")], base_offset=unknown.offset, leader_epoch=1,
+                                       timestamp=unknown.time))
+    last = events_of(unknown, tmp_path / "c")[0][-1]
+    assert last.kind == "UnknownRecord" and last.payload.api_key == 120
 
 
 def test_rereading_the_same_offsets_emits_nothing(tmp_path: Path) -> None:

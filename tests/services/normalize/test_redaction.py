@@ -161,7 +161,7 @@ def test_the_fallback_hides_nothing_kafka_declares_visible(generator):
     """The suffixes catch plugins' secrets, not a config Kafka declares with another type; and the
     look-alikes above are what these tests say: declared by Kafka, and not PASSWORD."""
     declared: dict[str, set[str]] = {}
-    for version in generator.PINNED.values():
+    for version in generator.DEFAULT_PINS.values():
         for name, kinds in generator.declared_configs(version).items():
             declared.setdefault(name, set()).update(kinds)
     visible = {n for n, kinds in declared.items() if "PASSWORD" not in kinds}
