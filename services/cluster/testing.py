@@ -65,11 +65,10 @@ def snapshot_metadata(cluster: KafkaCluster, dest: Path) -> dict[int, list[Path]
     for i in cluster.nodes:
         d = dest / f"node{i}"
         copy_live_directory(cluster.metadata_dir(i), d / "__cluster_metadata-0")
+        out[i] = metadata_files(d / "__cluster_metadata-0")
         bootstrap = cluster.nodes[i].data_dir / "bootstrap.checkpoint"
         if bootstrap.exists():
-            shutil.copy(bootstrap, d / "bootstrap.checkpoint")
-        out[i] = [*([d / "bootstrap.checkpoint"] if bootstrap.exists() else []),
-                  *metadata_files(d / "__cluster_metadata-0")]
+            out[i].insert(0, Path(shutil.copy(bootstrap, d / "bootstrap.checkpoint")))
     return out
 
 

@@ -32,7 +32,8 @@ _COMMON = {
 _READ_ONLY = {"metadata-shell", "dump-log", "txnlog-toolkit"}
 
 
-def _version_tuple(version: str) -> tuple[int, ...]:
+def version_tuple(version: str) -> tuple[int, ...]:
+    """(major, minor) of a full Kafka version: 4.4.0 -> (4, 4)."""
     return tuple(int(p) for p in version.split(".")[:2])
 
 
@@ -40,7 +41,7 @@ def main_class(tool: str, version: str) -> str:
     """The main class of ``tool`` in Kafka ``version`` (DumpLogSegments moved to Java in 4.3)."""
     full = resolve_version(version)
     if tool == "dump-log":
-        if _version_tuple(full) >= (4, 3):
+        if version_tuple(full) >= (4, 3):
             return "org.apache.kafka.tools.DumpLogSegments"
         return "kafka.tools.DumpLogSegments"
     try:

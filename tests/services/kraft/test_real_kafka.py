@@ -14,6 +14,7 @@ import pytest
 
 from services.cluster.dumplog import compare, parse
 from services.cluster.testing import heal, java_available, snapshot_metadata
+from services.cluster.tools import version_tuple
 from services.kraft import ControlRecord, LogReader, MetadataRecord, UnknownRecord
 
 pytestmark = [pytest.mark.kafka,
@@ -65,7 +66,7 @@ def exercised(kafka_cluster, tmp_path_factory):
     assert _wait(lambda: "complete" in c.tool(
         "reassign", "--bootstrap-server", c.bootstrap_servers,
         "--reassignment-json-file", str(plan), "--verify", check=False).stdout, 30)
-    if _at_least(c.version, (4, 4)):
+    if version_tuple(c.version) >= (4, 4):
         # KIP-1312 (Kafka 4.4): an UnregisterControllerRecord; the running controller then registers again
         other = next(i for i in c.nodes if i != c.active_controller())
         c.tool("cluster", "unregister-controller", "--bootstrap-controller",
@@ -135,17 +136,13 @@ def test_reassignment_and_fencing_visible_in_decoded_log(exercised):
                for r in recs)
 
 
-def _at_least(version: str, wanted: tuple[int, int]) -> bool:
-    return tuple(int(p) for p in version.split(".")[:2]) >= wanted
-
-
 def test_a_controller_unregistration_is_decoded_from_kafka_44(exercised):
     """`kafka-cluster unregister-controller` (Kafka 4.4+; CTRLAUDIT_KAFKA_4=4.4.0 runs it): the record is known
     (test_every_record_matches_dumplogsegments compares its bytes), and it is not controller state."""
     from services.normalize.kraft_normalizer import NOT_CONTROLLER_STATE
 
     cluster, _, copies, _ = exercised
-    if not _at_least(cluster.version, (4, 4)):
+    if version_tuple(cluster.version) < (4, 4):
         pytest.skip(f"UnregisterControllerRecord is Kafka 4.4's (KIP-1312); this cluster runs {cluster.version}")
     recs = [r for fs in copies.values() for f in fs for r in LogReader(f, live=True) if isinstance(r, MetadataRecord)]
     unregistered = [r for r in recs if r.type == "UNREGISTER_CONTROLLER_RECORD"]
