@@ -21,6 +21,10 @@ as many as there. Written in seq order, 1M source seqs at a time.
     .venv/bin/python bench/checks_scale.py /work/bench-data/sim-100000000-x10.events.duckdb --memory-limit 6GB
     .venv/bin/python bench/checks_scale.py /work/bench-data/sim-10000000.events.duckdb --memory-limit 6GB
 
+With --spark MASTER the same invariants then run on Spark in the same process, over the same table handed over
+as `ctrlaudit check --engine spark STORE` hands a store's (Parquet files), and the two engines' rows are compared:
+    .venv/bin/python bench/checks_scale.py /work/bench-data/sim-100000000-one-cluster.events.duckdb --memory-limit 6GB --spark 'local[2]'
+
 By default the findings go where `ctrlaudit check` puts them (checks.findings: a temporary DuckDB table),
 then the report is built from them (counts, worst examples and their evidence) and, with --csv, every
 finding is written out, each phase timed with its peak RSS. --count-only only counts each query's rows.
@@ -42,7 +46,7 @@ import duckdb  # noqa: E402
 
 from checks.catalog import NAMES, last_readers, wrapped_sql  # noqa: E402
 from checks.duckdb_engine import DuckDBEngine  # noqa: E402
-from checks.findings import Findings  # noqa: E402
+from checks.findings import TABLE, Findings  # noqa: E402
 from checks.report import build, write_csv  # noqa: E402
 
 
@@ -122,6 +126,9 @@ def main() -> None:
     ap.add_argument("--csv", type=Path, help="write every finding here (as `ctrlaudit check --csv`)")
     ap.add_argument("--rss-cap-mb", type=int, default=10_000, help="stop (exit 3) when the process passes this")
     ap.add_argument("--only", action="append", choices=NAMES)
+    ap.add_argument("--spark", metavar="MASTER", help="then the same invariants on Spark (e.g. local[2]) over the "
+                    "same table, handed over as `ctrlaudit check --engine spark STORE` does; rows compared (see below)")
+    ap.add_argument("--driver-memory", default="14g", help="with --spark")
     args = ap.parse_args()
     table = make_copies(args.keep, args.make_copies) if args.make_copies else args.table
     if args.make_one_cluster:
@@ -193,11 +200,53 @@ def main() -> None:
             write_csv(found, args.csv)
             print(f"  {'csv':32s} {time.perf_counter() - t:7.1f} s  peak {peak['phase']:,} MB  "
                   f"{args.csv.stat().st_size / 1e9:.2f} GB", flush=True)
-        found.close()
     total = time.perf_counter() - started
     print(f"total {total:.1f} s ({n / total:,.0f} events/s); peak RSS {peak['run']:,} MB; "
-          f"load average {os.getloadavg()[0]:.1f}")
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    if args.spark:
+        spark_side(args, table, eng, found, names, n, peak)
+    if found is not None:
+        found.close()
     con.close()
+
+
+def spark_side(args, table: Path, eng: DuckDBEngine, found: Findings | None, names: list[str], n: int, peak: dict) -> None:
+    """Spark over the same table: its load (DuckDB's rows handed over as Parquet, SparkEngine.from_duckdb, as for a
+    store) and its findings (SparkEngine.findings, what `ctrlaudit check --engine spark` computes), timed apart;
+    then its rows against DuckDB's, compared in DuckDB (EXCEPT ALL both ways: 13.5M rows at 100M events)."""
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--driver-memory {args.driver_memory} pyspark-shell")
+    from checks.spark_engine import SparkEngine, build_session
+
+    spark = build_session(args.spark, app_name="ctrlaudit-bench-checks-scale",
+                          shuffle_partitions=max(8, 2 * (os.cpu_count() or 2)))
+    try:
+        peak["phase"], t = rss_mb(), time.perf_counter()
+        seng = SparkEngine.from_duckdb(spark, eng, str(table))
+        load = time.perf_counter() - t
+        print(f"  spark load (rows handed over)   {load:7.1f} s  peak {peak['phase']:,} MB (this process)", flush=True)
+        try:
+            peak["phase"], t = rss_mb(), time.perf_counter()
+            sfound = seng.findings(names)
+            check = time.perf_counter() - t
+            print(f"  spark check ({args.spark})  {check:7.1f} s ({n / check:,.0f} events/s)  parts "
+                  + ", ".join(f"{k} {v:.1f} s" for k, v in seng.timings.items()), flush=True)
+        finally:
+            seng.close()
+        try:
+            if found is not None:
+                eng.con.register("spark_findings", sfound.con.sql(f"SELECT * FROM {TABLE}").to_arrow_table())
+                only = [eng.con.execute(f"SELECT count(*) FROM (SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b})")
+                        .fetchall()[0][0] for a, b in ((TABLE, "spark_findings"), ("spark_findings", TABLE))]
+                rows = eng.con.execute("SELECT count(*) FROM spark_findings").fetchall()[0][0]
+                print(f"  rows: Spark {rows:,}; only DuckDB's {only[0]:,}, only Spark's {only[1]:,}: "
+                      f"equal {only == [0, 0]}", flush=True)
+                eng.con.unregister("spark_findings")
+        finally:
+            sfound.close()
+        print(f"spark load + check {load + check:.1f} s ({n / (load + check):,.0f} events/s); "
+              f"load average {os.getloadavg()[0]:.1f}")
+    finally:
+        spark.stop()
 
 
 if __name__ == "__main__":

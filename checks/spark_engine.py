@@ -357,27 +357,33 @@ class SparkEngine:
         return cls(spark, df)
 
     @classmethod
+    def from_duckdb(cls, spark: Any, duck: DuckDBEngine, where: str) -> SparkEngine:
+        """The events of a DuckDB engine's `events` (a store's, or a table bench/checks_scale.py made), with its
+        chain verdicts: handed to Spark as Parquet (checks.spark_handoff), or else as an Arrow table through the
+        driver. The caller closes `duck`."""
+        parent = handoff_parent(spark.sparkContext.master)
+        if parent is not None:
+            import pyarrow as pa
+
+            batches = duck.con.sql("SELECT * FROM events").to_arrow_reader(FILE_ROWS)
+            if batches is None:  # DuckDB's stub: no result set (not after a SELECT)
+                raise BadInput(f"{where}: store holds no events")
+            engine = cls._handed_over(spark, parent, (pa.Table.from_batches([b]) for b in batches),
+                                      f"{where}: store holds no events")
+        else:
+            engine = cls.from_arrow(spark, duck.con.execute("SELECT * FROM events").to_arrow_table())
+        engine.gaps, engine.chains = duck.gaps, duck.chains
+        return engine
+
+    @classmethod
     def from_inputs(cls, spark: Any, inputs: Inputs, allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
         if inputs.store is not None:
-            # A replay store: DuckDB reads it (and checks its layout); Spark gets its events as Parquet
-            # (checks.spark_handoff), or else as an Arrow table through the driver.
+            # A replay store: DuckDB reads it (and checks its layout)
             duck = DuckDBEngine.from_store(inputs.store)
             try:
-                parent = handoff_parent(spark.sparkContext.master)
-                if parent is not None:
-                    import pyarrow as pa
-
-                    batches = duck.con.sql("SELECT * FROM events").to_arrow_reader(FILE_ROWS)
-                    if batches is None:  # DuckDB's stub: no result set (not after a SELECT)
-                        raise BadInput(f"{inputs.store}: store holds no events")
-                    engine = cls._handed_over(spark, parent, (pa.Table.from_batches([b]) for b in batches),
-                                              f"{inputs.store}: store holds no events")
-                else:
-                    engine = cls.from_arrow(spark, duck.con.execute("SELECT * FROM events").to_arrow_table())
-                engine.gaps, engine.chains = duck.gaps, duck.chains
+                return cls.from_duckdb(spark, duck, str(inputs.store))
             finally:
                 duck.close()
-            return engine
         if inputs.uris:
             from checks.hadoop import engine_from_uris
 
