@@ -6,7 +6,8 @@ controller.log, whose ``kafka.controller`` logger Kafka's shipped config keeps a
 - ``Changed partition t-p state from NonExistentPartition to NewPartition with assigned replicas 1,2,3``
 - ``Changed partition t-p from S to OnlinePartition with state LeaderAndIsr(leader=.., leaderEpoch=.., ...)``
 - ``Partition t-p state changed to (Leader:..,ISR:..,LeaderEpoch:..,ZkVersion:..,ControllerEpoch:..) after
-  removing replica R from the ISR``; ``ISR for partition t-p updated to LeaderAndIsr(...)`` (DEBUG)
+  removing replica R from the ISR`` (no ZkVersion before 3.1: ``Unnumbered``); ``ISR for partition t-p updated to
+  LeaderAndIsr(...)`` (DEBUG; before 3.3 ``updated to [1,2] and zkVersion updated to [5]``)
 - ``Updated leader epoch for partition t-p to LE, zkVersion=V`` (leader and ISR kept: Kafka's ``newEpoch``)
 - ``Successfully updated assignment of partition t-p to ReplicaAssignment(replicas=.., addingReplicas=.., ...)``
 - ``N successfully elected as the controller. Epoch incremented to E``; ``New topics: [...] ... Some(<id>)``;
@@ -48,6 +49,18 @@ class Seen:
     recovery: LeaderRecoveryState | None = None
     controller_epoch: int | None = None
     from_epoch: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Unnumbered:
+    """A partition's LeaderAndIsr stated without its partition epoch: before Kafka 3.1 the ZooKeeper-mode
+    controller's ``state changed to (Leader:..,ISR:..,LeaderEpoch:..,ControllerEpoch:..) after removing replica``
+    has no ZkVersion. It says whether the controller wrote (the leader epoch moved on) but not which epoch."""
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: Ints
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +110,7 @@ class ZooKeeperController:
     """A line of a ZooKeeper-mode controller: its writes of the assignment znodes are all logged."""
 
 
-Evidence = Seen | Assigned | ControllerElected | TopicCreated | TopicDeleted | LiveBrokers | ElrEnabled | \
+Evidence = Seen | Unnumbered | Assigned | ControllerElected | TopicCreated | TopicDeleted | LiveBrokers | ElrEnabled | \
     ZooKeeperController
 
 _PREFIX = re.compile(r"^\[(Controller id=(\d+)(?: epoch=(\d+))?|Broker id=(\d+)|QuorumController id=(\d+)|"
@@ -151,6 +164,10 @@ def _leader_and_isr(topic: str, partition: int, body: str, **kw) -> Seen | None:
 
 _LICE = re.compile(r"\(Leader:(-?\d+),ISR:([\d,]*),(?:LeaderRecoveryState:(\w+),)?LeaderEpoch:(\d+),"
                    r"ZkVersion:(\d+),ControllerEpoch:(\d+)\)")
+
+
+# the same before 3.1: no ZkVersion (and no LeaderRecoveryState, which came with 3.2)
+_LICE_UNNUMBERED = re.compile(r"\(Leader:(-?\d+),ISR:([\d,]*),LeaderEpoch:(\d+),ControllerEpoch:(\d+)\)")
 
 
 def _lice(topic: str, partition: int, m: re.Match) -> Seen:
@@ -239,13 +256,25 @@ def _online(m, prefix) -> list[Evidence]:
 
 def _offline_replica(m, prefix) -> list[Evidence]:
     lice = _LICE.fullmatch(m.group(3))
-    return [_lice(m.group(1), int(m.group(2)), lice)] if lice else []
+    if lice:
+        return [_lice(m.group(1), int(m.group(2)), lice)]
+    old = _LICE_UNNUMBERED.fullmatch(m.group(3))
+    if old:
+        return [Unnumbered(m.group(1), int(m.group(2)), int(old.group(1)), int(old.group(3)), _ints(old.group(2)))]
+    return []
 
 
 def _leader_epoch(m, prefix) -> list[Evidence]:
     # KafkaController.updateLeaderEpoch writes LeaderAndIsr.newEpoch: leader and ISR as they were
     epoch = int(m.group(4))
     return [Seen(m.group(1), int(m.group(2)), epoch, leader_epoch=int(m.group(3)), from_epoch=epoch - 1)]
+
+
+def _isr_altered(m, prefix) -> list[Evidence]:
+    # Kafka 2.7-3.2 (AlterIsr through the controller): a leader's ISR change, written only if the znode is still
+    # at the version the leader read (zkVersion - 1) and never with another leader epoch: leader and epoch kept
+    epoch = int(m.group(4))
+    return [Seen(m.group(1), int(m.group(2)), epoch, isr=_ints(m.group(3)), from_epoch=epoch - 1)]
 
 
 def _assigned(m, prefix) -> list[Evidence]:
@@ -360,6 +389,7 @@ _PATTERNS: list[tuple[re.Pattern, Callable]] = [(re.compile(p), reader) for p, r
     (rf"Changed partition {_TP} from \w+ to OnlinePartition with state LeaderAndIsr\((.*)\)$", _online),
     (rf"Partition {_TP} state changed to (\(.*?\)) after removing replica", _offline_replica),
     (rf"ISR for partition {_TP} updated to LeaderAndIsr\((.*)\)\.?$", _online),
+    (rf"ISR for partition {_TP} updated to \[([\d,]*)\] and zkVersion updated to \[(\d+)\]$", _isr_altered),
     (rf"Updated leader epoch for partition {_TP} to (\d+), zkVersion=(\d+)", _leader_epoch),
     (rf"Successfully updated assignment of partition {_TP} to ReplicaAssignment\(([^)]*)\)", _assigned),
     (rf"Sent LeaderAndIsr request (\(.*?\)) with new replica assignment ReplicaAssignment\(([^)]*)\) to leader "

@@ -128,8 +128,9 @@ class ClusterSettings:
     secure: SecureListeners | None = None
 
     @property
-    def is_3x(self) -> bool:
-        return self.version.startswith("3.")
+    def pre_4(self) -> bool:
+        """A release before 4.0: ZooKeeper mode, log4j 1.x."""
+        return int(self.version.split(".")[0]) < 4
 
 
 def _broker_basics(s: ClusterSettings, node: NodeLayout) -> dict[str, object]:
@@ -166,11 +167,11 @@ def server_properties(s: ClusterSettings, node: NodeLayout, voters: str) -> str:
         "controller.quorum.election.timeout.ms": 1000,
         "controller.quorum.fetch.timeout.ms": 2000,
     }
-    if not s.is_3x:
+    if not s.pre_4:
         props["share.coordinator.state.topic.replication.factor"] = min(3, s.nodes)
         props["share.coordinator.state.topic.min.isr"] = min(2, s.nodes)
     if s.metadata_segment_bytes is not None:
-        if s.is_3x:
+        if s.pre_4:
             # 3.x refuses metadata segments under metadata.log.segment.min.bytes (8 MiB).
             props["metadata.log.segment.min.bytes"] = s.metadata_segment_bytes
             props["metadata.log.segment.bytes"] = s.metadata_segment_bytes
@@ -344,11 +345,16 @@ def migration_controller_properties(s: ClusterSettings, node: NodeLayout, voters
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
+def release_line(version: str) -> str:
+    """The major.minor of a release (3.6.2 -> 3.6): its latest metadata.version / inter-broker protocol."""
+    return ".".join(version.split(".")[:2])
+
+
 def migrating_zk_broker_properties(s: ClusterSettings, node: NodeLayout, zookeeper_connect: str, voters: str) -> str:
     """A ZooKeeper-mode broker that also registers with the KRaft controllers (migration step 2)."""
     props = _parse_properties(zk_server_properties(s, node, zookeeper_connect))
     props.update({
-        "inter.broker.protocol.version": "3.9",
+        "inter.broker.protocol.version": release_line(s.version),
         "zookeeper.metadata.migration.enable": "true",
         "controller.quorum.voters": voters,
         "controller.listener.names": "CONTROLLER",

@@ -20,9 +20,12 @@ HADOOP_VERSION = "3.5.0"
 # The versions the project tests against. "4.x" is the newest 4.x whose tools and shell jars are
 # all on Maven Central; 3.9 is the last line with ZooKeeper mode.
 # CTRLAUDIT_KAFKA_4 runs everything "4.x" on another 4.x release instead (the real-cluster tests against
-# 4.4.0: `CTRLAUDIT_KAFKA_4=4.4.0 make test`); the generated tables (kafka/gen_*.py) keep DEFAULT_PINS.
+# 4.4.0: `CTRLAUDIT_KAFKA_4=4.4.0 make test`), CTRLAUDIT_KAFKA_3 everything "3.9" on an older 3.x release
+# (ZooKeeper mode as Kafka 3.0-3.8 ran it, each with its own bundled ZooKeeper); the generated tables
+# (kafka/gen_*.py) keep DEFAULT_PINS.
 DEFAULT_PINS = {"4": "4.3.1", "3.9": "3.9.2"}
-PINNED = {**DEFAULT_PINS, "4": os.environ.get("CTRLAUDIT_KAFKA_4") or DEFAULT_PINS["4"]}
+PINNED = {"4": os.environ.get("CTRLAUDIT_KAFKA_4") or DEFAULT_PINS["4"],
+          "3.9": os.environ.get("CTRLAUDIT_KAFKA_3") or DEFAULT_PINS["3.9"]}
 ALIASES = {"4.x": "4", "4": "4", "latest": "4", "3.9": "3.9", "3.9.x": "3.9", "3": "3.9"}
 
 
@@ -42,7 +45,8 @@ def cache_root() -> Path:
 
 
 def profile_for(version: str) -> str:
-    return "kafka-3.9" if version.startswith("3.") else "kafka-4"
+    # before 4.0 Kafka logs through log4j 1.x (reload4j from 3.1 on; earlier releases bring log4j itself)
+    return "kafka-4" if int(version.split(".")[0]) >= 4 else "kafka-3.9"
 
 
 def ensure_jars(version: str = "4.x", *, quiet: bool = True) -> Path:

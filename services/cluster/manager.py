@@ -149,17 +149,17 @@ class KafkaCluster:
         return cid
 
     def _node_log_config_name(self) -> str:
-        return "log4j.properties" if self.settings.is_3x else "log4j2.properties"
+        return "log4j.properties" if self.settings.pre_4 else "log4j2.properties"
 
     def _node_log_config_text(self) -> str:
-        return config.log4j1_properties() if self.settings.is_3x else config.log4j2_properties()
+        return config.log4j1_properties() if self.settings.pre_4 else config.log4j2_properties()
 
     def start_node(self, node_id: int) -> None:
         n = self.layout(node_id)
         if self.is_running(node_id):
             return
         log_cfg = n.root / self._node_log_config_name()
-        log_opt = (f"-Dlog4j.configuration=file:{log_cfg}" if self.settings.is_3x
+        log_opt = (f"-Dlog4j.configuration=file:{log_cfg}" if self.settings.pre_4
                    else f"-Dlog4j2.configurationFile={log_cfg}")
         cmd = ["java", f"-Xmx{self.settings.heap}", "-Xms128m", *SERVER_JVM_OPTS,
                f"-Dkafka.logs.dir={n.logs_dir}", log_opt,

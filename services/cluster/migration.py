@@ -115,8 +115,9 @@ class Migration:
         (n.root / "log4j.properties").write_text(config.log4j1_properties()
                                                  + "log4j.logger.org.apache.kafka.metadata.migration=TRACE\n")
         if not (n.data_dir / "meta.properties").exists():
-            # metadata.version 3.9 (the release's latest): as the brokers' inter.broker.protocol.version
-            c.tools.format_storage(self.cluster_id(), n.properties, "--release-version", "3.9")
+            # the release's latest metadata.version: as the brokers' inter.broker.protocol.version
+            c.tools.format_storage(self.cluster_id(), n.properties, "--release-version",
+                                   config.release_line(c.version))
         c.extra_nodes[CONTROLLER_ID] = n
         c.markers[CONTROLLER_ID] = STARTED_MARKER
         c.start_node(CONTROLLER_ID)

@@ -12,21 +12,27 @@ from .jars import ensure_jars, resolve_version
 # JIT tiers above C1 cost CPU at startup and buy nothing for a short-lived tool.
 TOOL_JVM_OPTS = ["-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
 
-_COMMON = {
-    "topics": "org.apache.kafka.tools.TopicCommand",
-    "reassign": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
-    "leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
-    "configs": "kafka.admin.ConfigCommand",  # kafka-configs (still Scala in 3.9 and 4.x)
-    "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
-    "metadata-shell": "org.apache.kafka.shell.MetadataShell",
-    "features": "org.apache.kafka.tools.FeatureCommand",
-    "cluster": "org.apache.kafka.tools.ClusterTool",
-    "storage": "kafka.tools.StorageTool",
-    "producer-perf": "org.apache.kafka.tools.ProducerPerformance",
-    "server": "kafka.Kafka",
+# Each tool's main class, newest first, with the first release that has it there: the tools moved from
+# Scala (kafka.*) to Java (org.apache.kafka.tools.*) one by one through 3.x (read off each release's jars).
+_MAIN_CLASSES: dict[str, list[tuple[tuple[int, int], str]]] = {
+    "topics": [((3, 7), "org.apache.kafka.tools.TopicCommand"), ((0, 0), "kafka.admin.TopicCommand")],
+    "reassign": [((3, 7), "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"),
+                 ((0, 0), "kafka.admin.ReassignPartitionsCommand")],
+    "leader-election": [((3, 7), "org.apache.kafka.tools.LeaderElectionCommand"),
+                        ((0, 0), "kafka.admin.LeaderElectionCommand")],
+    "configs": [((0, 0), "kafka.admin.ConfigCommand")],  # kafka-configs (still Scala in 3.9 and 4.x)
+    "metadata-quorum": [((3, 4), "org.apache.kafka.tools.MetadataQuorumCommand"),
+                        ((3, 3), "kafka.admin.MetadataQuorumCommand")],
+    "metadata-shell": [((0, 0), "org.apache.kafka.shell.MetadataShell")],
+    "features": [((3, 6), "org.apache.kafka.tools.FeatureCommand"), ((0, 0), "kafka.admin.FeatureCommand")],
+    "cluster": [((3, 5), "org.apache.kafka.tools.ClusterTool"), ((0, 0), "kafka.tools.ClusterTool")],
+    "storage": [((0, 0), "kafka.tools.StorageTool")],
+    "producer-perf": [((0, 0), "org.apache.kafka.tools.ProducerPerformance")],
+    "server": [((0, 0), "kafka.Kafka")],
+    "dump-log": [((4, 3), "org.apache.kafka.tools.DumpLogSegments"), ((0, 0), "kafka.tools.DumpLogSegments")],
     # ZooKeeper's own (3.x jars only): a znode reader and the transaction-log dump tool
-    "zookeeper-shell": "org.apache.zookeeper.ZooKeeperMain",
-    "txnlog-toolkit": "org.apache.zookeeper.server.persistence.TxnLogToolkit",
+    "zookeeper-shell": [((0, 0), "org.apache.zookeeper.ZooKeeperMain")],
+    "txnlog-toolkit": [((0, 0), "org.apache.zookeeper.server.persistence.TxnLogToolkit")],
 }
 # Tools that only read: safe to run again.
 _READ_ONLY = {"metadata-shell", "dump-log", "txnlog-toolkit"}
@@ -38,17 +44,17 @@ def version_tuple(version: str) -> tuple[int, ...]:
 
 
 def main_class(tool: str, version: str) -> str:
-    """The main class of ``tool`` in Kafka ``version`` (DumpLogSegments moved to Java in 4.3)."""
-    full = resolve_version(version)
-    if tool == "dump-log":
-        if version_tuple(full) >= (4, 3):
-            return "org.apache.kafka.tools.DumpLogSegments"
-        return "kafka.tools.DumpLogSegments"
+    """The main class of ``tool`` in Kafka ``version`` (e.g. DumpLogSegments moved to Java in 4.3)."""
     try:
-        return _COMMON[tool]
+        classes = _MAIN_CLASSES[tool]
     except KeyError:
-        raise ValueError(f"unknown Kafka tool {tool!r}; known: "
-                         f"{', '.join(sorted([*_COMMON, 'dump-log']))}") from None
+        raise ValueError(f"unknown Kafka tool {tool!r}; known: {', '.join(sorted(_MAIN_CLASSES))}") from None
+    full = version_tuple(resolve_version(version))
+    for since, cls in classes:
+        if full >= since:
+            return cls
+    raise ToolUnavailable(f"Kafka {resolve_version(version)} has no {tool} tool "
+                          f"(it came with {'.'.join(map(str, classes[-1][0]))})")
 
 
 @dataclass
@@ -87,11 +93,12 @@ class KafkaTools:
         self._log_config = self._write_log_config()
 
     @property
-    def is_3x(self) -> bool:
-        return self.version.startswith("3.")
+    def pre_4(self) -> bool:
+        """A release before 4.0: ZooKeeper mode, log4j 1.x."""
+        return int(self.version.split(".")[0]) < 4
 
     def _write_log_config(self) -> Path:
-        if self.is_3x:
+        if self.pre_4:
             path = self.workdir / "tools-log4j.properties"
             text = config.tools_log4j1_properties()
         else:
@@ -102,7 +109,7 @@ class KafkaTools:
         return path
 
     def log_opts(self) -> list[str]:
-        if self.is_3x:
+        if self.pre_4:
             return [f"-Dlog4j.configuration=file:{self._log_config}"]
         return [f"-Dlog4j2.configurationFile={self._log_config}"]
 

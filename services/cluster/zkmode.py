@@ -136,8 +136,8 @@ class ZkKafkaCluster(KafkaCluster):
 
     def __init__(self, directory: Path | str, version: str = "3.9", *, snap_count: int = 10000, **kw):
         super().__init__(directory, version, **kw)
-        if not self.settings.is_3x:
-            raise ClusterError(f"ZooKeeper mode needs Kafka 3.x (3.9 is the last with it), not {self.version}")
+        if not self.settings.pre_4:
+            raise ClusterError(f"ZooKeeper mode needs a Kafka release before 4.0 (3.9 is the last with it), not {self.version}")
         self.zookeeper = ZooKeeperServer(self.dir / "zookeeper", self.settings.base_port + 1,
                                          snap_count=snap_count)
         migration.attach(self)  # a cluster migrated (in part) earlier: its KRaft controller, its brokers' mode

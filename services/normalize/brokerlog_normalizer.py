@@ -10,7 +10,8 @@ replica, each in part, in whatever order their clocks put them. What this builds
   as a difference (``Updated leader epoch``, ``UNCLEAN partition change``, ``Replayed partition assignment
   change``) applies only on the state at the epoch it starts from. Epochs never stated whole are a
   ``CaptureGap`` naming the partition, the epochs and the lines that stated them in part; so is the history
-  before the oldest line. Nothing is filled in from a guess.
+  before the oldest line. Nothing is filled in from a guess. The state stated whole after such a gap is a
+  restatement (``bootstrap``, as a snapshot's), not a transition: no check judges the step across the gap.
 - **Lines that disagree** on an epoch (a controller logs the record it writes, and a leader change may truncate
   it uncommitted, while the brokers state the committed one) make that epoch a gap naming both; no line wins.
 - **The assignment** (replicas, adding, removing): a ZooKeeper-mode controller logs every write of
@@ -34,8 +35,8 @@ from schemas.events import (
 )
 from schemas.times import iso
 from services.brokerlogs.evidence import (
-    Assigned, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicCreated, TopicDeleted, ZooKeeperController,
-    evidence, node_of,
+    Assigned, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicCreated, TopicDeleted, Unnumbered,
+    ZooKeeperController, evidence, node_of,
 )
 from services.brokerlogs.lines import LogLine
 from services.normalize.classify import change_kinds, election_type
@@ -71,6 +72,7 @@ class BrokerLogNormalizer:
         self.deleted_ids: set[str] = set()
         self.assignments: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
         self.parts: dict[tuple[str, int], dict[int, _Part]] = {}
+        self.unnumbered: dict[tuple[str, int], int] = {}  # partition -> the epoch an unnumbered write followed
         self.records = 0  # lines read: an event's position is the line's place in the merged logs
         self.gaps: list[str] = []
         self.conflicts: list[str] = []
@@ -91,6 +93,8 @@ class BrokerLogNormalizer:
         for ev in evidence(line.message):
             if isinstance(ev, Seen):
                 out += self._seen(ev)
+            elif isinstance(ev, Unnumbered):
+                out += self._unnumbered(ev)
             elif isinstance(ev, Assigned):
                 out += self._assigned(ev)
             elif isinstance(ev, ControllerElected):
@@ -167,6 +171,23 @@ class BrokerLogNormalizer:
             self.assignments[key] = (s.replicas, s.adding, s.removing)
         return out + self._emit_whole(key, tid)
 
+    def _unnumbered(self, u: Unnumbered) -> list[ControllerEvent]:
+        """A state with no partition epoch (before Kafka 3.1). The same leader epoch as the state emitted: the
+        replica was not in the ISR and nothing was written. A newer one: the controller wrote an epoch the line
+        does not name, so the partition's state is unknown from here until the next epoch stated whole (a gap
+        now, never a guessed epoch)."""
+        key = (u.topic, u.partition)
+        current = self._state(*key)
+        if current is None or u.leader_epoch <= current.leader_epoch:
+            return []
+        if self.unnumbered.get(key) == current.partition_epoch:
+            return []  # the gap from this epoch on is named already
+        self.unnumbered[key] = current.partition_epoch
+        return [self._gap(f"{u.topic}-{u.partition}: partition epochs after {current.partition_epoch} are stated "
+                          f"whole in no log given; {self._where()} states leader {u.leader}, leader epoch "
+                          f"{u.leader_epoch}, ISR {list(u.isr)} without the partition epoch written (Kafka "
+                          f"before 3.1)")]
+
     def _emit_whole(self, key: tuple[str, int], tid: str) -> list[ControllerEvent]:
         """Emit the newest epoch of `key` the lines state whole; what is skipped to reach it is a gap."""
         pending = self.parts.get(key, {})
@@ -178,11 +199,14 @@ class BrokerLogNormalizer:
             skipped = {e: p for e, p in pending.items() if e < epoch}
             out = []
             low = current.partition_epoch + 1 if current is not None else None
-            if skipped or (low is not None and epoch > low):
+            restated = bool(skipped or (low is not None and epoch > low))
+            if restated:
                 out.append(self._gap(self._partial(key, skipped, f"before epoch {epoch}", low, epoch - 1)))
             for e in [e for e in pending if e <= epoch]:
                 del pending[e]
-            return out + self._change(key, tid, replace_pe(after, epoch))
+            # after a gap the state is a restatement (bootstrap, as a snapshot's), not one transition: the
+            # writes between are not in the logs, so no check may judge the step from the stale state to it
+            return out + self._change(key, tid, replace_pe(after, epoch), restated=restated)
         return []
 
     def _whole(self, key, part: _Part, current: PartitionState | None) -> PartitionState | None:
@@ -221,21 +245,23 @@ class BrokerLogNormalizer:
         key = (a.topic, a.partition)
         self.assignments[key] = (a.replicas, a.adding, a.removing)
         current = self._state(*key)
-        if current is not None:
-            # ZooKeeper: the topic znode changed, the state znode (and its version) did not
+        if current is not None and self.unnumbered.get(key) != current.partition_epoch:
+            # ZooKeeper: the topic znode changed, the state znode (and its version) did not. After an unnumbered
+            # write the state is not known: the assignment waits for the next epoch stated whole
             after = PartitionState(a.replicas, current.isr, current.leader, current.leader_epoch,
                                    current.partition_epoch, a.adding, a.removing, current.elr, current.last_known_elr,
                                    current.leader_recovery_state)
             out += self._change(key, tid, after)
         return out + self._emit_whole(key, tid)
 
-    def _change(self, key: tuple[str, int], tid: str, after: PartitionState | None) -> list[ControllerEvent]:
+    def _change(self, key: tuple[str, int], tid: str, after: PartitionState | None,
+                restated: bool = False) -> list[ControllerEvent]:
         before = self.delta.partition(tid, key[1])
         if after == before:
             return []
         kinds = change_kinds(before, after)
         return [self._emit(PartitionChange(key[0], tid, key[1], before, after, kinds,
-                                           election_type(before, after, kinds)))]
+                                           election_type(before, after, kinds)), bootstrap=restated)]
 
     def _partial(self, key, parts: dict[int, _Part], where: str, low: int | None = None,
                  high: int | None = None) -> str:
@@ -306,7 +332,7 @@ class BrokerLogNormalizer:
         self.gaps.append(reason)
         return self._emit(CaptureGap(self.records, self.records, reason))
 
-    def _emit(self, payload: Payload) -> ControllerEvent:
+    def _emit(self, payload: Payload, bootstrap: bool = False) -> ControllerEvent:
         line = self._line
         assert line is not None
         source = SourcePosition(SourceKind.BROKER_LOG, self.records, self._index, node_of(line.message), None,
@@ -314,7 +340,8 @@ class BrokerLogNormalizer:
         self._index += 1
         epoch = self.epoch
         event = ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, line.time_ms,
-                                self.clock(), self.leaders_by_epoch.get(epoch, -1), epoch, payload)
+                                self.clock(), self.leaders_by_epoch.get(epoch, -1), epoch, payload,
+                                bootstrap=bootstrap)
         self.delta.put(event)  # the image follows every event made, in the order made
         return event
 

@@ -11,7 +11,8 @@ In ZooKeeper mode the controller's state *is* a set of znodes, and every change 
 
 A partition's state is the two joined: replicas and adding/removing from the topic znode, the rest from the
 state znode. An ephemeral znode also disappears when its session closes (a kill -9'd broker's session
-expires): ``closeSession`` lists what it removed. Events come out unchained (the archive writer chains them),
+expires): ``closeSession`` lists what it removed (ZooKeeper 3.6+); an older server's lists nothing, so the znodes
+the session created as ephemeral (and the snapshot's ephemeral owners) say it. Events come out unchained (the archive writer chains them),
 positioned by zxid (``SourcePosition.offset`` = ``zxid``, ``index`` = the event's place in its transaction).
 """
 
@@ -74,6 +75,9 @@ class ZooKeeperNormalizer:
         self.topic_ids: dict[str, str] = {}  # name -> id
         self.assignments: dict[str, dict] = {}  # name -> the /brokers/topics/<t> JSON
         self.leader_and_isr: dict[tuple[str, int], tuple[dict, int]] = {}  # (name, p) -> (state JSON, zkVersion)
+        # ephemeral znode -> the session that owns it: a closeSession of a server before ZooKeeper 3.6 does not
+        # list what it removed (Kafka 2.x), so a kill -9'd broker's registration goes by its owner
+        self.ephemerals: dict[str, int] = {}
         self._txn: Txn | None = None
         self._index = 0
         self._bootstrap = False
@@ -96,13 +100,18 @@ class ZooKeeperNormalizer:
         out: list[ControllerEvent] = []
         for op in txn.ops:
             if op.kind in ("create", "create2", "createContainer", "createTTL"):
+                if op.ephemeral and op.path:
+                    self.ephemerals[op.path] = txn.session
                 out += self._write(op.path, op.data, 0, created=True)
             elif op.kind in ("setData", "reconfig"):
                 out += self._write(op.path, op.data, op.version if op.version is not None else -1, created=False)
             elif op.kind in ("delete", "deleteContainer"):
+                self.ephemerals.pop(op.path or "", None)
                 out += self._delete(op.path)
             elif op.kind == "closeSession":
-                for path in op.deleted:
+                owned = sorted(p for p, owner in self.ephemerals.items() if owner == txn.session)
+                for path in op.deleted if op.deleted is not None else owned:
+                    self.ephemerals.pop(path, None)
                     out += self._delete(path)
         return out
 
@@ -122,6 +131,7 @@ class ZooKeeperNormalizer:
         try:
             # /controller_epoch before /controller (the tree's child order is a hash map's)
             nodes = sorted(snapshot.nodes, key=lambda n: n.path != "/controller_epoch")
+            self.ephemerals = {n.path: n.ephemeral_owner for n in nodes if n.ephemeral_owner}
             self._index = 0
             for node in nodes:
                 self._txn = Txn(0, 0, snapshot.zxid, node.mtime, 1, (), PurePath(snapshot.file).name)

@@ -37,7 +37,9 @@ class Op:
     error: int | None = None  # error: KeeperException code (-101 no node, -103 bad version, ...)
     session_timeout: int | None = None  # createSession
     ttl: int | None = None  # createTTL
-    deleted: tuple[str, ...] = ()  # closeSession: the session's ephemeral znodes it removed (CloseSessionTxn)
+    # closeSession: the session's ephemeral znodes it removed (CloseSessionTxn); None when the server logged no
+    # record (before ZooKeeper 3.6, e.g. Kafka 2.x's 3.5.x): the reader must know which ephemerals were the session's
+    deleted: tuple[str, ...] | None = ()
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def decode_op(op_type: int, r: JuteReader) -> Op:
     if op_type == -11:  # CloseSessionTxn (paths2Delete) when logged; older servers log no record
         if r.remaining() not in (0, 12):  # 12: no record, only the TxnDigest
             return Op(kind, deleted=tuple(r.ustring() or "" for _ in range(r.count())))
-        return Op(kind)
+        return Op(kind, deleted=None)
     raise ValueError(f"transaction type {op_type} ({kind}) is not one ZooKeeper logs")
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from schemas.events import LeaderRecoveryState as R
 from services.brokerlogs.evidence import (
-    Assigned, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicCreated, TopicDeleted, ZooKeeperController,
-    evidence, node_of,
+    Assigned, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicCreated, TopicDeleted, Unnumbered,
+    ZooKeeperController, evidence, node_of,
 )
 
 ZK = ZooKeeperController()
@@ -129,3 +129,21 @@ def test_lines_of_no_known_shape_say_nothing():
     assert evidence("[Broker id=1] Leader t-0 with topic id Some(x) starts at leader epoch 1") == []  # cut short
     assert node_of("[Broker id=12] anything") == 12 and node_of("[QuorumController id=3] x") == 3
     assert node_of("no prefix") == -1
+
+
+def test_zookeeper_controller_lines_before_3_3():
+    """Kafka 3.0.2's controller (CTRLAUDIT_KAFKA_3=3.0.2): the AlterIsr line names the ISR and the zkVersion only
+    (leader and leader epoch kept: a difference from the epoch before, until 3.2); the OfflineReplica line states
+    no ZkVersion until 3.1."""
+    assert evidence("[Controller id=3] ISR for partition zkscn-a-1 updated to [2,3,1] and zkVersion updated to [2]") \
+        == [ZK, Seen("zkscn-a", 1, 2, isr=(2, 3, 1), from_epoch=1)]
+    assert evidence(
+        "[Controller id=1 epoch=2] Partition zkscn-a-1 state changed to (Leader:-1,ISR:2,3,LeaderEpoch:4,"
+        "ControllerEpoch:2) after removing replica 1 from the ISR as part of transition to OfflineReplica") == [
+        ZK, Unnumbered("zkscn-a", 1, -1, 4, (2, 3))]
+    # 3.1 added the ZkVersion (3.2 the LeaderRecoveryState): a state at its epoch again
+    assert evidence(
+        "[Controller id=1 epoch=2] Partition zkscn-a-1 state changed to (Leader:-1,ISR:2,3,LeaderEpoch:4,ZkVersion:6,"
+        "ControllerEpoch:2) after removing replica 1 from the ISR as part of transition to OfflineReplica") == [
+        ZK, Seen("zkscn-a", 1, 6, leader=-1, leader_epoch=4, isr=(2, 3), recovery=R.RECOVERED, controller_epoch=2)]
+

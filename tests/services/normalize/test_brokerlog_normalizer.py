@@ -139,3 +139,36 @@ def test_an_epoch_the_lines_disagree_on_is_a_gap_never_the_first_line_s_version(
     assert gap.startswith("t-0: partition epochs 14..14 before epoch 15 are stated whole in no log given")
     assert "lines disagree: leader_epoch 4 (node1/state-change.log:4), 7 before" in gap
     assert norm.conflicts
+
+
+def test_before_kafka_3_1_a_write_without_its_epoch_is_a_gap_until_an_epoch_is_stated_whole():
+    """Kafka 3.0's controller: an ISR change from a leader (the epoch before, leader kept) is applied; its
+    "state changed to (...)" without a ZkVersion is nothing when the leader epoch did not move (the replica was
+    not in the ISR), else a gap at once: the assignment it meets waits, nothing is emitted on a guessed epoch."""
+    zk = "[Controller id=1 epoch=1] "
+    online = zk + ("Changed partition t-0 from NewPartition to OnlinePartition with state LeaderAndIsr(leader=1, "
+                   "leaderEpoch=0, isr=List(1, 2), zkVersion=0)")
+    events = _feed([
+        zk + "Changed partition t-0 state from NonExistentPartition to NewPartition with assigned replicas 1,2",
+        online,
+        zk + "Partition t-0 state changed to (Leader:1,ISR:1,2,LeaderEpoch:0,ControllerEpoch:1) after removing "
+             "replica 3 from the ISR as part of transition to OfflineReplica",  # not in the ISR: no write
+        "[Controller id=1] ISR for partition t-0 updated to [1] and zkVersion updated to [1]",
+        zk + "Partition t-0 state changed to (Leader:-1,ISR:1,LeaderEpoch:1,ControllerEpoch:1) after removing "
+             "replica 1 from the ISR as part of transition to OfflineReplica",  # a write: epoch 2, unnamed
+        zk + "Partition t-0 state changed to (Leader:-1,ISR:1,LeaderEpoch:1,ControllerEpoch:1) after removing "
+             "replica 1 from the ISR as part of transition to OfflineReplica",  # said again: no second gap
+        "[Controller id=1] Successfully updated assignment of partition t-0 to ReplicaAssignment(replicas=2,1, "
+        "addingReplicas=, removingReplicas=)",
+        zk + ("Changed partition t-0 from OfflinePartition to OnlinePartition with state LeaderAndIsr(leader=2, "
+              "leaderEpoch=2, isr=List(2), zkVersion=3)"),
+    ])[1]
+    assert _states(events) == [(0, 0, 1, (1, 2), (1, 2)), (0, 1, 1, (1,), (1, 2)), (0, 3, 2, (2,), (2, 1))]
+    # the state after the gap is a restatement, not a step from epoch 1 that a check could judge
+    assert [e.bootstrap for e in events if isinstance(e.payload, PartitionChange)] == [False, False, True]
+    gaps = _gaps(events)
+    assert len(gaps) == 3, gaps
+    assert gaps[1].startswith("t-0: partition epochs after 1 are stated whole in no log given; "
+                              "node1/state-change.log:5 states leader -1, leader epoch 1, ISR [1] without")
+    assert gaps[2].startswith("t-0: partition epochs 2..2 before epoch 3 are stated whole in no log given")
+

@@ -139,6 +139,35 @@ def test_reassignment_session_expiry_and_topic_delete():
     assert [e.controller_epoch for e in events if isinstance(e.payload, PartitionChange) and e.payload.after] == [1] * 5
 
 
+def test_a_close_session_without_its_record_removes_the_sessions_own_ephemerals():
+    """ZooKeeper before 3.6 (Kafka 2.x ships 3.5.x) logs a closeSession with no CloseSessionTxn: a kill -9'd
+    broker's registration goes with the session that created it, and only that session's (a broker's new
+    registration under the same id is another session's)."""
+    import struct
+
+    from services.zookeeper.records import decode_txn
+
+    header = struct.pack(">qiqqi", 11, 0, 3, 1003, -11)  # TxnHeader of a closeSession, and nothing after it
+    assert decode_txn(header).ops[0].deleted is None
+    reg = json.dumps({"endpoints": ["PLAINTEXT://h:1"]}).encode()
+
+    def txn(zxid: int, session: int, op: Op) -> Txn:
+        return Txn(session, zxid, zxid, 1_000 + zxid, 1, (op,))
+
+    n = ZooKeeperNormalizer("c", clock=lambda: 0)
+    feed = [txn(1, 11, Op("create", "/brokers/ids/1", reg, ephemeral=True)),
+            txn(2, 12, Op("create", "/brokers/ids/2", reg, ephemeral=True)),
+            txn(3, 11, decode_txn(header).ops[0]),  # broker 1's session expires
+            txn(4, 13, Op("create", "/brokers/ids/1", reg, ephemeral=True)),
+            txn(5, 11, Op("closeSession", deleted=None)),  # the old session again: owns nothing now
+            txn(6, 12, Op("closeSession", deleted=()))]  # 3.6+: the record says it removed nothing
+    events = [e for t in feed for e in n.feed(t)]
+    assert [(e.payload.kind, e.payload.broker_id, e.source.zxid) for e in events] == [
+        (BrokerChangeKind.REGISTERED, 1, 1), (BrokerChangeKind.REGISTERED, 2, 2),
+        (BrokerChangeKind.UNREGISTERED, 1, 3), (BrokerChangeKind.REGISTERED, 1, 4)]
+    assert sorted(n.image.brokers) == [1, 2]
+
+
 def test_controller_epoch_stamps_who_wrote_what():
     """A state znode carries the controller epoch that wrote it; a change of the assignment znode alone is the
     sitting controller's. After a failover the new controller's assignment write is at the new epoch (no false

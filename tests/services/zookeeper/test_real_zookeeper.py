@@ -13,8 +13,10 @@ import time
 
 import pytest
 
-from services.cluster import ZkKafkaCluster, find_free_base_port, observe
+from services.cluster import ZkKafkaCluster, find_free_base_port, observe, resolve_version
+from services.cluster.jars import DEFAULT_PINS
 from services.cluster.testing import copy_live_directory, java_available
+from services.cluster.tools import KafkaTools, version_tuple
 from services.cluster.txnlogtool import compare, parse
 from services.zookeeper import TxnLogReader, txn_logs
 from services.zookeeper.watch import ZooKeeperWatch
@@ -133,7 +135,10 @@ def scenario(tmp_path_factory):
         facts["broker_logs"] = [copy_live_directory(n.logs_dir, root / "broker-logs" / f"node{i}")
                                 for i, n in sorted(c.nodes.items())]
         files = txn_logs(copy / "version-2")
-        dumps = {f: parse(c.tool("txnlog-toolkit", "-d", str(f)).stdout) for f in files}
+        # ZooKeeper's own dump, from the pinned 3.9.2 jars (ZooKeeper 3.8.4) whatever release made the logs
+        # (CTRLAUDIT_KAFKA_3): the format is the same, and 3.5.9's (Kafka 2.8) throws on a create without data
+        toolkit = KafkaTools(DEFAULT_PINS["3.9"], workdir=root)
+        dumps = {f: parse(toolkit.run("txnlog-toolkit", "-d", str(f)).stdout) for f in files}
         yield copy, files, dumps, facts
     finally:
         c.down()
@@ -241,12 +246,18 @@ def test_import_from_a_snapshot_and_the_logs_after_it(scenario, tmp_path):
         # snapshot's zxid is below the next log's first zxid - 1 (e.g. snapshot.54, log.56), so the
         # txns in between live only in the first log and no purge can drop it. Nothing to test then.
         pytest.skip(f"no log starts right after a snapshot in this run: {sorted(p.name for p in d.iterdir())}")
-    keep = later[0]
+    def snapshot_before(log):
+        return read_snapshot(next(s for s in snaps if snapshot_zxid(s) >= log_start_zxid(log) - 1))
+
+    # the first such log whose snapshot holds topics (an early one may precede the scenario's first topic)
+    keep = next((f for f in later if any(n.path.startswith("/brokers/topics/") for n in snapshot_before(f).nodes)),
+                None)
+    if keep is None:
+        pytest.skip(f"no snapshot right before a log holds a topic in this run: {sorted(p.name for p in d.iterdir())}")
     for f in files:
         if log_start_zxid(f) < log_start_zxid(keep):
             (d / f.name).unlink()
-    snap = read_snapshot(next(s for s in snaps if snapshot_zxid(s) >= log_start_zxid(keep) - 1))
-    assert any(n.path.startswith("/brokers/topics/") for n in snap.nodes)
+    snap = snapshot_before(keep)
     res = subprocess.run([sys.executable, "-m", "ctrlaudit", "import", "zk", str(tmp_path / "data"),
                           "--out", str(tmp_path / "a")], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
@@ -342,7 +353,11 @@ def test_broker_log_import_equals_the_transaction_log(scenario, tmp_path):
     res = subprocess.run([sys.executable, "-m", "ctrlaudit", "import", "logs", *map(str, logs), "--out",
                           str(tmp_path / "a")], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.count("capture gap:") == 1 and "capture gap: history before" in res.stdout, res.stdout
+    # before 3.1 (CTRLAUDIT_KAFKA_3) the controller's "Partition t-p state changed to (Leader:..,ISR:..,..) after
+    # removing replica R" states no zkVersion: the epochs it wrote are stated whole by no line, so they are gaps
+    epochless = version_tuple(resolve_version("3.9")) < (3, 1)
+    assert "capture gap: history before" in res.stdout.splitlines()[1], res.stdout
+    assert epochless or res.stdout.count("capture gap:") == 1, res.stdout
 
     report = ImportReport()
     ours = list(import_log_events(logs, "c", report=report))
@@ -356,8 +371,23 @@ def test_broker_log_import_equals_the_transaction_log(scenario, tmp_path):
         return out
 
     got, want = history(ours), history(zk)
-    assert got == want
-    assert sum(map(len, got.values())) >= 25 and len(got) >= 7
+    if epochless:
+        names = {(e.payload.topic_id, e.payload.partition): e.payload.topic for e in zk
+                 if isinstance(e.payload, PartitionChange)}
+        named, after = _gap_epochs(ours)
+        for key, states in want.items():
+            mine = list(got.get(key, []))
+            for s in states:  # ZooKeeper's states in order: each emitted as it is, or its epoch in a named gap
+                if mine and mine[0] == s:
+                    mine.pop(0)
+                    continue
+                t, p, e = names[key], key[1], s.partition_epoch
+                assert (t, p, e) in named or any(k < e for k in after.get((t, p), ())), (key, s, mine[:1])
+            assert not mine, (key, mine)  # nothing ZooKeeper does not hold, nothing out of order
+        assert sum(map(len, got.values())) >= 8 and len(got) >= 5
+    else:
+        assert got == want
+        assert sum(map(len, got.values())) >= 25 and len(got) >= 7
     assert [(c.payload.leader_id, c.payload.epoch) for c in ours if isinstance(c.payload, ControllerChange)] == \
         [(c.payload.leader_id, c.payload.epoch) for c in zk if isinstance(c.payload, ControllerChange)]
     # registrations and their epochs (czxids); the controller states its whole cache at once, in id order
@@ -365,7 +395,7 @@ def test_broker_log_import_equals_the_transaction_log(scenario, tmp_path):
                   for b in ours if isinstance(b.payload, BrokerChange)) == \
         sorted((b.payload.broker_id, (b.payload.after or b.payload.before).epoch, b.payload.kind)
                for b in zk if isinstance(b.payload, BrokerChange) and not b.bootstrap)
-    assert [e for e in ours if isinstance(e.payload, CaptureGap)] == ours[:1]
+    assert epochless or [e for e in ours if isinstance(e.payload, CaptureGap)] == ours[:1]
     assert all(e.source.kind == "BROKER_LOG" and e.source.line and e.source.file.endswith(
         ("state-change.log", "controller.log")) for e in ours)
 
@@ -374,3 +404,25 @@ def test_broker_log_import_equals_the_transaction_log(scenario, tmp_path):
     report_json = json.loads((tmp_path / "r.json").read_text())
     failed = {i["name"]: i["examples"] for i in report_json["invariants"] if i["status"] == "fail"}
     assert res.returncode == 0 and not failed, json.dumps(failed, indent=1)[:6000]
+
+
+def _gap_epochs(events) -> tuple[set[tuple[str, int, int]], dict[tuple[str, int], list[int]]]:
+    """The partition epochs CaptureGaps name: (topic, partition, epoch) of "t-p: partition epochs 2..4 ..." and
+    "epochs 1, 3 ...", and per partition the k of "t-p: partition epochs after k ..." (every epoch above k)."""
+    import re
+
+    from schemas.events import CaptureGap
+
+    named: set[tuple[str, int, int]] = set()
+    after: dict[tuple[str, int], list[int]] = {}
+    for e in events:
+        if not isinstance(e.payload, CaptureGap):
+            continue
+        reason = e.payload.reason
+        if m := re.match(r"(\S+)-(\d+): partition epochs (\d+)\.\.(\d+) ", reason):
+            named |= {(m[1], int(m[2]), n) for n in range(int(m[3]), int(m[4]) + 1)}
+        elif m := re.match(r"(\S+)-(\d+): partition epochs after (\d+) ", reason):
+            after.setdefault((m[1], int(m[2])), []).append(int(m[3]))
+        elif m := re.match(r"(\S+)-(\d+): partition epochs ((?:\d+, )*\d+) ", reason):
+            named |= {(m[1], int(m[2]), int(n)) for n in m[3].split(", ")}
+    return named, after
