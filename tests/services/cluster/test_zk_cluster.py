@@ -51,7 +51,7 @@ def zk_cluster(tmp_path_factory):
 
 def test_zk_mode_refuses_kafka_4(tmp_path):
     from services.cluster import ClusterError
-    with pytest.raises(ClusterError, match="3.x"):
+    with pytest.raises(ClusterError, match="before 4.0"):
         ZkKafkaCluster(tmp_path, "4.x")
 
 
