@@ -1,0 +1,96 @@
+"""Inputs that are not whole are never taken for whole, on the real CLI: a KRaft snapshot without its
+SnapshotFooter or SnapshotHeader is not used as an image (another snapshot that covers the stretch is, or the
+import is refused naming the file); a binary file given as a broker log is refused naming the first offending
+byte or line; a `simulate` interrupted by Ctrl-C leaves nothing that verifies or loads as a whole history.
+Each refusal: its exit code, one line on stderr, no traceback, nothing written and the inputs' bytes unchanged."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from services.kraft import LogReader
+from tests.ctrlaudit.test_bad_inputs import ctrlaudit, digest
+from tests.services.kraft.helpers import metadata_value
+from tests.services.normalize.logs import T1, LogBuilder, change
+from tests.services.normalize.test_offline import snapshot
+
+
+def one_line_refusal(done, code: int, *says: str) -> str:
+    assert done.returncode == code, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ctrlaudit: error: "), done.stderr
+    for s in says:
+        assert s in lines[0], lines[0]
+    return lines[0]
+
+
+# --- KRaft snapshots --------------------------------------------------------------------------------
+
+def _snapshot_records(leader: int) -> list[bytes]:
+    return [metadata_value("TopicRecord", 0, {"name": "orders", "topicId": T1}),
+            metadata_value("PartitionRecord", 1, {
+                "partitionId": 0, "topicId": T1, "replicas": [1, 2, 3], "isr": [1, 2, 3], "removingReplicas": [],
+                "addingReplicas": [], "leader": leader, "leaderEpoch": 4, "partitionEpoch": 9,
+                "directories": ["AAAAAAAAAAAAAAAAAAAAAA"] * 3})]
+
+
+def _metadata_dir(tmp_path: Path) -> Path:
+    """Segments from offset 100 on (older ones deleted by retention) and the whole snapshot at 100."""
+    d = tmp_path / "copy" / "__cluster_metadata-0"
+    d.mkdir(parents=True)
+    (d.parent / "meta.properties").write_text("version=1\ncluster.id=q1w2e3r4t5y6u7i8o9p0aA\nnode.id=1\n")
+    snapshot(d, 100, _snapshot_records(leader=1))
+    b = LogBuilder()
+    b.offset = 100
+    change(b, T1, 0, isr=[1, 2])
+    b.write(d / f"{100:020d}.log")
+    return d
+
+
+def _cut(path: Path, end: bool) -> None:
+    """Drop the snapshot's last batch (its footer: cut at a batch boundary) or its first (its header)."""
+    batches = [b for b, _ in LogReader(path).batches()]
+    data = path.read_bytes()
+    path.write_bytes(data[:batches[-1].position] if end else data[batches[1].position:])
+
+
+@pytest.mark.parametrize("end, says", [(True, "without its SnapshotFooter"),
+                                       (False, "does not begin with a SnapshotHeader")])
+def test_a_cut_snapshot_is_never_an_image(tmp_path, end, says):
+    d = _metadata_dir(tmp_path)
+    snap = d / f"{100:020d}-{1:010d}.checkpoint"
+    _cut(snap, end)
+    before = digest(d)
+    done = ctrlaudit("import", "kraft", str(d), "--out", str(tmp_path / "archive"))
+    one_line_refusal(done, 2, snap.name, says, "not a complete image")
+    assert not (tmp_path / "archive").exists() and digest(d) == before
+    # skipping corrupt batches does not make a cut snapshot whole
+    done = ctrlaudit("import", "kraft", str(d), "--out", str(tmp_path / "archive"), "--on-error", "skip")
+    one_line_refusal(done, 2, snap.name, says)
+    # given alone, by name
+    one_line_refusal(ctrlaudit("import", "kraft", str(snap), "--out", str(tmp_path / "archive")), 2, snap.name)
+    assert not (tmp_path / "archive").exists()
+
+
+def test_a_whole_snapshot_that_covers_the_stretch_is_used_instead(tmp_path):
+    d = _metadata_dir(tmp_path)
+    cut = d / f"{100:020d}-{1:010d}.checkpoint"
+    _cut(cut, end=True)
+    snapshot(d, 101, _snapshot_records(leader=3))  # newer, whole, and it reaches the first segment
+    done = ctrlaudit("import", "kraft", str(d), "--out", str(tmp_path / "archive"))
+    assert done.returncode == 0, done.stderr
+    assert f"not used as an image: {cut}: the snapshot ends at byte" in done.stdout
+    assert ctrlaudit("load", str(tmp_path / "archive"), "--store", str(tmp_path / "s.duckdb")).returncode == 0
+    state = ctrlaudit("state", "--store", str(tmp_path / "s.duckdb"))
+    assert "\tPartition: 0\tLeader: 3\t" in state.stdout, state.stdout
+
+
+def test_an_older_snapshot_that_does_not_reach_the_segments_is_no_fallback(tmp_path):
+    d = _metadata_dir(tmp_path)
+    _cut(d / f"{100:020d}-{1:010d}.checkpoint", end=True)
+    snapshot(d, 50, _snapshot_records(leader=2))  # whole, but offsets 50..99 are in no file
+    done = ctrlaudit("import", "kraft", str(d), "--out", str(tmp_path / "archive"))
+    one_line_refusal(done, 2, f"{100:020d}-{1:010d}.checkpoint", "before offset 100")
+    assert not (tmp_path / "archive").exists()
