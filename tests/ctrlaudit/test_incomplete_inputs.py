@@ -94,3 +94,48 @@ def test_an_older_snapshot_that_does_not_reach_the_segments_is_no_fallback(tmp_p
     done = ctrlaudit("import", "kraft", str(d), "--out", str(tmp_path / "archive"))
     one_line_refusal(done, 2, f"{100:020d}-{1:010d}.checkpoint", "before offset 100")
     assert not (tmp_path / "archive").exists()
+
+
+# --- broker logs that are not text ------------------------------------------------------------------
+
+def _good_logs(tmp_path: Path) -> list[Path]:
+    from tests.ctrlaudit.test_import_logs import brokers
+
+    return brokers(tmp_path)
+
+
+def _binary_cases(log: Path) -> list[tuple[str, bytes, str]]:
+    """(what, the bytes given as node1's state-change.log, what the one line says)."""
+    import gzip
+
+    good = log.read_bytes()
+    first = len(good.splitlines(keepends=True)[0])
+    return [
+        ("gzip not named .gz", gzip.compress(good, mtime=0), "byte 3 (line 1): not a text log: a NUL byte"),
+        ("NUL bytes after good lines", good + b"\0" * 64, f"byte {len(good)} (line 3): not a text log: a NUL byte"),
+        ("another encoding", good[:first] + "größe überall: äöü ÄÖÜ ß".encode("latin-1") + b"\n" + good[first:],
+         f"byte {first + 2} (line 2): not a text log: more than 8 bytes that are not UTF-8"),
+        ("another layout", b"2026-11-20 03:11:00 INFO Changed partition orders-0\n" * 3,
+         "line 1: not a Kafka log: no line in the log4j layout"),
+        ("random bytes", bytes(range(1, 256)) * 4, "not a text log"),
+    ]
+
+
+def test_a_broker_log_that_is_not_text_is_refused_naming_the_place(tmp_path):
+    nodes = _good_logs(tmp_path)
+    log = nodes[0] / "logs" / "state-change.log"
+    for what, data, says in _binary_cases(log):
+        log.write_bytes(data)
+        before = digest(tmp_path / "node1", tmp_path / "node2")
+        done = ctrlaudit("import", "logs", *map(str, nodes), "--out", str(tmp_path / "a"))
+        one_line_refusal(done, 2, str(log), says)
+        assert not (tmp_path / "a").exists(), what
+        assert digest(tmp_path / "node1", tmp_path / "node2") == before, what
+
+
+def test_a_few_bytes_not_utf8_in_a_broker_log_are_read(tmp_path):
+    nodes = _good_logs(tmp_path)
+    log = nodes[0] / "logs" / "controller.log"
+    log.write_bytes(log.read_bytes() + b"[2026-11-20 03:15:00,000] INFO caf\xe9 (kafka.controller.KafkaController)\n")
+    done = ctrlaudit("import", "logs", *map(str, nodes), "--out", str(tmp_path / "a"))
+    assert done.returncode == 0, done.stderr
