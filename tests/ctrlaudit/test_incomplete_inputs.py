@@ -139,3 +139,28 @@ def test_a_few_bytes_not_utf8_in_a_broker_log_are_read(tmp_path):
     log.write_bytes(log.read_bytes() + b"[2026-11-20 03:15:00,000] INFO caf\xe9 (kafka.controller.KafkaController)\n")
     done = ctrlaudit("import", "logs", *map(str, nodes), "--out", str(tmp_path / "a"))
     assert done.returncode == 0, done.stderr
+
+
+# --- an interrupted simulate -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("out_exists", [False, True])
+def test_ctrl_c_during_simulate_leaves_nothing_that_reads_as_whole(tmp_path, out_exists):
+    from tests.ctrlaudit.test_bad_inputs import _interrupt_after
+
+    out = tmp_path / "archive"
+    if out_exists:
+        (out / "sim-0").mkdir(parents=True)
+    done = _interrupt_after(["simulate", "--out", str(out), "--events", "3000000"], 4.0)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "ctrlaudit: error: interrupted" and "Traceback" not in done.stderr
+    # nothing was put in place, and nothing was left beside it
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == (
+        [Path("archive"), Path("archive/sim-0")] if out_exists else [])
+    if out_exists:
+        for command in (["verify", str(out)], ["load", str(out), "--store", str(tmp_path / "s.duckdb")]):
+            one_line_refusal(ctrlaudit(*command), 2, str(out))
+    # and the same simulate, run again, writes the whole history
+    again = ctrlaudit("simulate", "--out", str(out), "--events", "3000")
+    assert again.returncode == 0, again.stderr
+    verified = ctrlaudit("verify", str(out))
+    assert verified.returncode == 0 and "3,000 events" in verified.stdout, verified.stdout
