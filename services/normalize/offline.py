@@ -105,7 +105,8 @@ def import_events(paths: Sequence[str | Path], cluster_id: str | None = None, on
         # A copied active segment may end inside a batch that was being written: stop there and
         # say so (report.partial_tail) rather than failing the whole import.
         last_segment = f is files[-1] and snap is None
-        reader = LogReader(f, on_error=on_error, live=last_segment)
+        # A snapshot is read whole or not used: skipping a bad batch, the image would delete what it held.
+        reader = LogReader(f, on_error="raise" if snap is not None else on_error, live=last_segment)
         if snap is not None:
             norm.begin_snapshot(snap.end_offset)
             if not report.records and snap.end_offset > 0:
@@ -129,7 +130,8 @@ def import_events(paths: Sequence[str | Path], cluster_id: str | None = None, on
                         report.events += 1
                         yield event
         except KRaftError as exc:
-            raise BadImport(str(exc)) from None
+            raise BadImport(f"{exc}; a snapshot that cannot be read whole is not a complete image" if snap is not None
+                            else str(exc)) from None
         if len(reader.skipped) > skipped:  # damage at the very end of the file
             reason = str(reader.skipped[-1])
             yield norm.gap(norm.last_offset + 1, -1, reason, last_time)

@@ -164,3 +164,15 @@ def test_ctrl_c_during_simulate_leaves_nothing_that_reads_as_whole(tmp_path, out
     assert again.returncode == 0, again.stderr
     verified = ctrlaudit("verify", str(out))
     assert verified.returncode == 0 and "3,000 events" in verified.stdout, verified.stdout
+
+
+def test_a_snapshot_with_a_corrupt_batch_skipped_is_no_image(tmp_path):
+    d = _metadata_dir(tmp_path)
+    snap = d / f"{100:020d}-{1:010d}.checkpoint"
+    batches = [b for b, _ in LogReader(snap).batches()]
+    data = bytearray(snap.read_bytes())
+    data[batches[1].position + 70] ^= 0x01  # a record batch between the header and the footer
+    snap.write_bytes(bytes(data))
+    done = ctrlaudit("import", "kraft", str(d), "--out", str(tmp_path / "archive"), "--on-error", "skip")
+    one_line_refusal(done, 2, snap.name, "not a complete image")
+    assert not any((tmp_path / "archive").rglob("*.avro"))
