@@ -16,8 +16,8 @@ ZK_LOG = Path(__file__).parents[1] / "services" / "zookeeper" / "data" / "log.1"
 WARNING = "WARNING state may be incomplete, not read:"
 
 
-def _loaded(tmp_path: Path, kind: str, source: Path) -> Path:
-    done = ctrlaudit("import", kind, str(source), "--out", str(tmp_path / "archive"), "--on-error", "skip")
+def _loaded(tmp_path: Path, kind: str, source: Path, on_error: str = "skip") -> Path:
+    done = ctrlaudit("import", kind, str(source), "--out", str(tmp_path / "archive"), "--on-error", on_error)
     assert done.returncode == 0 and "capture gap:" in done.stdout + done.stderr, done.stderr
     store = tmp_path / "s.duckdb"
     loaded = ctrlaudit("load", str(tmp_path / "archive"), "--store", str(store))
@@ -47,6 +47,23 @@ def zk_store(tmp_path_factory) -> tuple[Path, int]:
     raw[victim.position + 25] ^= 0x01
     (tmp / "zk" / "version-2" / "log.1").write_bytes(bytes(raw))
     return _loaded(tmp, "zk", tmp / "zk"), victim.zxid
+
+
+def test_a_log_cut_mid_record_before_the_next_log_is_a_gap_that_warns(tmp_path):
+    """log.1 ends inside the record of zxid 0x40 (a copy cut short); log.41 goes on from zxid 0x41."""
+    (tmp_path / "zk" / "version-2").mkdir(parents=True)
+    txns = read_txn_log(ZK_LOG)
+    cut = next(t for t in txns if t.zxid == 0x40)
+    after = next(t for t in txns if t.zxid == 0x41)
+    raw = ZK_LOG.read_bytes()
+    (tmp_path / "zk" / "version-2" / "log.1").write_bytes(raw[:cut.position + 30])
+    (tmp_path / "zk" / "version-2" / "log.41").write_bytes(raw[:16] + raw[after.position:])
+    store = _loaded(tmp_path, "zk", tmp_path / "zk", "raise")
+    gap, before, after_ms = _stretch(store)
+    inside = _header(store, "--time", str((before + after_ms) // 2))
+    assert WARNING in inside and "zxids 0x40" in inside and "log.41" in inside
+    assert "WARNING" not in _header(store, "--time", str(after_ms))
+    assert "WARNING" not in _header(store, "--time", str(before - 1))
 
 
 def _stretch(store: Path, timed: bool = True) -> tuple[int, int, int]:
