@@ -13,6 +13,7 @@ import logging
 import mmap
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -92,6 +93,8 @@ def snapshot_problem(path: Path | str) -> str | None:
     only once the footer is written; a copy without either end was cut short (or is not a snapshot), and
     used as an image it would drop everything after the cut. Reads the two end batches, not the records."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open, a device never end
+            return "not a regular file"
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if size == 0:

@@ -176,3 +176,14 @@ def test_a_snapshot_with_a_corrupt_batch_skipped_is_no_image(tmp_path):
     done = ctrlaudit("import", "kraft", str(d), "--out", str(tmp_path / "archive"), "--on-error", "skip")
     one_line_refusal(done, 2, snap.name, "not a complete image")
     assert not any((tmp_path / "archive").rglob("*.avro"))
+
+
+def test_a_fifo_named_like_a_snapshot_is_refused_not_waited_on(tmp_path):
+    import os
+
+    d = _metadata_dir(tmp_path)
+    snap = d / f"{100:020d}-{1:010d}.checkpoint"
+    snap.unlink()
+    os.mkfifo(snap)
+    done = ctrlaudit("import", "kraft", str(d), "--out", str(tmp_path / "archive"), timeout=60)
+    one_line_refusal(done, 2, snap.name, "not a regular file")
