@@ -51,7 +51,9 @@ def written_aside(root: str | Path, cluster_id: str) -> Iterator[Path]:
     refuse_non_empty(root, cluster_id)
     try:
         root.parent.mkdir(parents=True, exist_ok=True)
-        aside = Path(tempfile.mkdtemp(prefix=f".{root.name}.{cluster_id}.writing-", dir=root.parent))
+        # beside the root, on its filesystem (a rename cannot cross one): inside it when it is a mount point
+        beside = root if root.is_dir() and os.stat(root).st_dev != os.stat(root.parent).st_dev else root.parent
+        aside = Path(tempfile.mkdtemp(prefix=f".{root.name}.{cluster_id}.writing-", dir=beside))
     except OSError as exc:  # named as the user gave it: the hidden directory is ours, not theirs
         raise OSError(exc.errno, exc.strerror, str(root)) from None
     try:
