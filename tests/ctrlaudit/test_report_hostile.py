@@ -43,7 +43,7 @@ PAGE_TAGS = {"html", "head", "meta", "title", "style", "script", "body", "h1", "
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("hostile")
     h = baseline(CLUSTER)
-    for i, topic in enumerate(TOPICS):
+    for topic in TOPICS:
         h.topic(topic)
         h.create(topic, 0, (1, 2, 4))
         h.change(topic, 0, (K.ISR,), isr=(1,))  # under min ISR: drawn in the heatmap, in the drill-down
