@@ -10,7 +10,8 @@ the chain's hash at its last seq, which commits to every event before it):
   a rewritten history), is refused: its verdict is not this history's;
 - a check that does not state what it judged (an older ctrlaudit, a hand-made file), or that judged past
   the end of this store, is shown labelled "verdict not bound to this history";
-- a check that covers only part of the window, or other clusters as well, is labelled so.
+- a check that covers only part of the window, had unverified stretches in it, or judged other clusters
+  as well, is labelled so.
 """
 from __future__ import annotations
 
@@ -120,6 +121,12 @@ def _kind(v: Any) -> str:
 def _short(v: Any) -> str:
     text = repr(v) if isinstance(v, str) else str(v)
     return text if len(text) <= 40 else f"{text[:20]}…({len(text)} characters)"
+
+
+def _names(values: list[str], most: int = 5) -> str:
+    """Names from the file, for a message: the first few, each cut to a readable length."""
+    shown = [v if len(v) <= 80 else f"{v[:60]}…({len(v)} characters)" for v in values[:most]]
+    return ", ".join(shown) + (f" and {len(values) - most} more" if len(values) > most else "")
 
 
 def _no_constant(name: str) -> Any:
@@ -239,8 +246,8 @@ def bind(checks: dict[str, Any], where: str, store: str, cluster: str, window: t
     chains = checks["chains"] or []
     named = sorted(set(checks["clusters"]) | {c["cluster_id"] for c in chains})
     if named and cluster not in named:
-        of = f" (of {', '.join(checks['inputs'])})" if checks["inputs"] else ""
-        raise UsageError(f"{where} is a check of cluster {', '.join(named)}{of}, not of cluster {cluster} of "
+        of = f" (of {_names(checks['inputs'])})" if checks["inputs"] else ""
+        raise UsageError(f"{where} is a check of cluster {_names(named)}{of}, not of cluster {cluster} of "
                          f"{store}: its verdict is not this history's")
     mine = [c for c in chains if c["cluster_id"] == cluster and "head_hash" in c]
     if not mine:
@@ -262,8 +269,12 @@ def bind(checks: dict[str, Any], where: str, store: str, cluster: str, window: t
     if first > a or seq < b:
         notes.append((f"the check covers only seq {first}..{seq} of this window's seq {a}..{b}",
                       "its verdict says nothing about the rest of the window"))
+    gaps = [f"{g['from_seq']}..{g['to_seq']}" for g in c["gaps"] if g["from_seq"] <= b and g["to_seq"] > a]
+    if gaps:
+        notes.append((f"the check had no verified data for seq {_names(gaps)} of this window",
+                      "what rests on those stretches it reported as no data, not as holding"))
     others = [x for x in named if x != cluster]
     if others:
-        notes.append((f"verdicts over clusters {', '.join([cluster, *others])} together",
+        notes.append((f"verdicts over clusters {_names([cluster, *others])} together",
                       f"a verdict may rest on another cluster's events; the violations marked are cluster {cluster}'s"))
     return Verdict(checks, bound, tuple(notes))

@@ -1,6 +1,7 @@
 """`ctrlaudit report`: the incident report, one self-contained HTML file."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -46,8 +47,9 @@ def register(app: typer.Typer) -> None:
                 raise UsageError(f"{store}: no such store; create it with `ctrlaudit load <archive>`")
             from checks.run import check
 
-            # through the same reading as a file: the page shows only what a check report may hold
-            checks, checks_from = verdict.shape(check([str(store)]).to_json(), "the check run"), "the check run"
+            # as --check-json would read it from the file `check --json` writes
+            checks_from = "the check run"
+            checks = verdict.shape(json.loads(json.dumps(check([str(store)]).to_json(), default=str)), checks_from)
         with _open(store) as s:
             a = s.point(time=from_time, cluster_id=cluster) if from_time is not None else s.point(seq=0, cluster_id=cluster)
             b = s.point(time=to_time, cluster_id=cluster)

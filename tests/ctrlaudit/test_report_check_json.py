@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     shutil.copytree(w["main"]["archive"], copy)
     write_json(check([str(copy)]), root / "copied.check.json")
     w["copied"] = root / "copied.check.json"
+    # one store of two clusters, checked as one
+    both = root / "both.duckdb"
+    with Store(both) as s:
+        s.load([w["main"]["archive"], w["other"]["archive"]], workers=1)
+    write_json(check([str(both)]), root / "both.check.json")
+    w["both"] = {"store": both, "check": root / "both.check.json"}
     return w
 
 
@@ -156,6 +163,37 @@ def test_a_check_of_part_of_the_window_is_labelled(world, tmp_path):
         to = str(s.point(seq=1500).event_time_ms)
     _, window = _shown(_report(world["main"]["store"], world["prefix"]["check"], out, "--to", to), out)
     assert window["verdict"] == {"bound": True, "notes": []} and window["to_seq"] <= 1999
+
+
+def test_run_checks_is_bound_as_its_json_would_be(world, tmp_path):
+    out = tmp_path / "r.html"
+    done = ctrlaudit("report", "--store", str(world["main"]["store"]), "--run-checks", "--out", str(out))
+    page, window = _shown(done, out)
+    assert window["verdict"] == {"bound": True, "notes": []}
+    assert "Invariants: 13 of 14 hold; violated: leader_in_isr." in page
+
+
+def test_a_check_of_several_clusters_is_labelled_and_marks_only_this_ones_violations(world, tmp_path):
+    out = tmp_path / "r.html"
+    both = world["both"]
+    page, window = _shown(_report(both["store"], both["check"], out, "--cluster", "sim-4"), out)
+    assert window["verdict"] == {"bound": True, "notes": ["verdicts over clusters sim-4, sim-3 together"]}
+    # sim-3's leader_in_isr breach at seq 2000 is a violation of the report, not a mark on sim-4's history
+    assert "leader_in_isr" in page and 'id="evidence"></ul>' in page
+    assert not re.search(r'"name":"invariant violation"', page)
+    out.unlink()
+    page, window = _shown(_report(both["store"], both["check"], out, "--cluster", "sim-3"), out)
+    assert window["verdict"]["notes"] == ["verdicts over clusters sim-3, sim-4 together"]
+    assert re.search(r'<ul id="evidence"><li>[^<]*leader_in_isr at seq 2000', page)
+    assert re.search(r'"name":"invariant violation"', page)
+
+
+def test_a_check_with_unverified_stretches_in_the_window_is_labelled(world, tmp_path):
+    out = tmp_path / "r.html"
+    gappy = _edit(world["main"]["check"], tmp_path / "gaps.json", lambda d: d["chains"][0]["gaps"].append(
+        {"from_seq": 100, "to_seq": 199, "reason": "missing"}))
+    _, window = _shown(_report(world["main"]["store"], gappy, out), out)
+    assert window["verdict"] == {"bound": True, "notes": ["the check had no verified data for seq 100..199 of this window"]}
 
 
 def test_a_check_past_the_end_of_the_store_is_labelled_not_bound(world, tmp_path):
