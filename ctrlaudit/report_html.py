@@ -80,10 +80,11 @@ def _sha256(script: str) -> str:
 
 def content_security_policy(*scripts: str) -> str:
     """Nothing from the network; only these inline scripts (by hash: no 'unsafe-inline', no 'unsafe-eval',
-    which plotly's SVG plots do not need); images only as data: URIs (a heatmap is drawn as one); inline
-    styles, which plotly sets as it draws."""
+    which plotly's SVG plots do not need); images only made in the page, as data: URIs (a heatmap is drawn as
+    one) or blob: URLs (a plot saved as PNG); inline styles, which plotly sets as it draws (its own style
+    rules are refused under a stricter policy, and its modebar loses its layout)."""
     return ("default-src 'none'; script-src " + " ".join(_sha256(s) for s in scripts)
-            + "; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'")
+            + "; style-src 'unsafe-inline'; img-src data: blob:; base-uri 'none'; form-action 'none'")
 
 
 def _ms(ms: int) -> str:
@@ -194,7 +195,8 @@ def _figure(fig_id: str, title: str, fig, caption: str, counts: dict[str, Any]) 
     attrs = " ".join(f'data-{_attr_name(k)}="{html.escape(str(v))}"' for k, v in counts.items())
     fig.update_layout(title=title, height=fig.layout.height or 360, margin={"l": 60, "r": 20, "t": 50, "b": 40},
                       template="plotly_white", legend={"orientation": "h"})
-    figure = fig.to_plotly_json() | {"config": {"displaylogo": False, "responsive": True}}
+    # showSendToCloud: plotly.js would offer a button that uploads the figure's data to Plotly's cloud
+    figure = fig.to_plotly_json() | {"config": {"displaylogo": False, "responsive": True, "showSendToCloud": False}}
     return (f'<figure id="{fig_id}" class="plot" {attrs}><div id="{fig_id}-plot" class="plotly-graph-div"></div>'
             f'<script type="application/json" class="plot-figure" data-plot="{fig_id}-plot">'
             f"{_json_in_script(to_json_plotly(figure))}</script>"

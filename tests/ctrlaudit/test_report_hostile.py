@@ -132,7 +132,7 @@ def test_hostile_values_are_only_text_and_attribute_values(hostile):
     # the policy: nothing from the network, only the page's own two scripts, by their hashes
     policy = next(a["content"] for t, a in page.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
     rules = dict(r.strip().split(" ", 1) for r in policy.split(";"))
-    assert rules["default-src"] == "'none'" and rules["img-src"] == "data:"
+    assert rules["default-src"] == "'none'" and rules["img-src"] == "data: blob:"
     assert sorted(rules["script-src"].split()) == sorted(f"'{_sha256(body)}'" for body in code)
 
 
@@ -166,9 +166,16 @@ def test_no_script_of_the_attacker_runs_in_chromium(hostile):
                       .filter(e => !e.closest('.js-plotly-plot') && e.id !== 'js-plotly-tester')  // plotly's own
                       .map(e => e.outerHTML.slice(0, 120)),
             plots: [...document.querySelectorAll('figure.plot .main-svg')].length,
+            buttons: [...document.querySelectorAll('#health-plot .modebar-btn')].map(b => b.dataset.title),
         })""")
+        made = list(requests)
+        page.hover("#health-plot")
+        with page.expect_download(timeout=20_000) as saved:  # the policy lets plotly save a plot as PNG
+            page.click("#health-plot .modebar-btn[data-title*=PNG]")
+        png = Path(saved.value.path()).read_bytes()
     assert seen["pwned"] is None and dialogs == []
-    assert requests == [uri]
+    assert made == [uri]  # the file itself; saving the PNG then reads the blob: plotly made
+    assert [r for r in requests if not r.startswith("blob:null/")] == [uri]
     assert not [m for m in console if "Content Security Policy" in m], console  # nothing blocked: nothing tried
     assert seen["plots"] >= 2 * len(PLOTS)
     assert seen["cluster"] == CLUSTER
@@ -178,6 +185,8 @@ def test_no_script_of_the_attacker_runs_in_chromium(hostile):
     assert {f"{t}-0" for t in TOPICS} <= set(seen["ticks"]), seen["ticks"]
     assert seen["elements"] == [], seen["elements"]  # no element of the attacker outside the plots
     assert INVARIANT in hover and EVIDENCE["actual"] in hover, hover
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000
+    assert "Download plot as a PNG" in seen["buttons"] and not [b for b in seen["buttons"] if "Share" in b]  # no upload
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium (.ci/run installs Debian's package)")
