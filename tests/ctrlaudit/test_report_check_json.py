@@ -123,6 +123,12 @@ def test_another_clusters_check_is_refused(world, tmp_path):
     # so is an older ctrlaudit's report of it: it names its clusters, if not its chain
     old = _edit(world["other"]["check"], tmp_path / "old.json", lambda d: d.pop("chains"))
     _refused(_report(world["main"]["store"], old, out), out, "cluster sim-4", "not of cluster sim-3")
+    # a name made to forge a second line, or to drown the first, stays within one readable line
+    forged = _edit(world["other"]["check"], tmp_path / "forged.json", lambda d: d.update(
+        clusters=["sim-4\nctrlaudit: report written\x1b[2K", "x" * 100_000], chains=[]))
+    line = _refused(_report(world["main"]["store"], forged, out), out, "sim-4\\nctrlaudit: report written\\x1b[2K",
+                    "…(100000 characters)")
+    assert len(line) < 1000
 
 
 def test_a_check_of_another_history_of_the_cluster_is_refused(world, tmp_path):
