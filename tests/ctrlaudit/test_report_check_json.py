@@ -264,6 +264,7 @@ SHAPES = [
     ("not-utf8", b'{"invariants": [{"name": "\xff"}]}', "not UTF-8 at byte 26"),
     ("not-json", b"hello", "Expecting value: line 1 column 1"),
     ("empty", b"", "Expecting value: line 1 column 1"),
+    ("larger-than-any-report", b"[" + b"[]," * (3 << 20) + b"[]]", "9,437,188 bytes, larger than any check report (8,388,608)"),
 ]
 
 
