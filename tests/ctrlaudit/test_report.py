@@ -106,7 +106,9 @@ def test_report_in_headless_chromium(incident_history):
     ARTIFACTS.mkdir(exist_ok=True)
     with chromium_page() as page:
         requests: list[str] = []
+        console: list[str] = []
         page.on("request", lambda r: requests.append(r.url))
+        page.on("console", lambda m: console.append(m.text))
         page.goto(out.as_uri())
         page.wait_for_function(DRAWN, timeout=30_000)
         drawn = page.evaluate("""Object.fromEntries([...document.querySelectorAll('figure.plot')].map(f => {
@@ -115,6 +117,7 @@ def test_report_in_headless_chromium(incident_history):
         page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
         summary = page.inner_text("#summary")
     assert requests == [out.as_uri()]  # the file itself, nothing from the network
+    assert not [m for m in console if "Content Security Policy" in m], console  # the page's policy lets it draw
     assert set(drawn) == set(PLOTS)
     health = {t["name"].replace(" ", "_"): t["y"] for t in drawn["health"]}
     for name, n in end.items():
