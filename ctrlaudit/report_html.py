@@ -145,7 +145,8 @@ def summary(inc: Incident, checks: dict[str, Any] | None, notes: tuple[tuple[str
             lines.append(f"Unclean elections lost committed records, as the offset samples show: {n:,} election(s), "
                          f"{total:,} records in all (whole checked history; the worst in the window are listed "
                          f"under Invariants).")
-    lines.append(b.describe().capitalize() + ".")
+    said = b.describe()
+    lines.append(said[:1].upper() + said[1:] + ".")  # not str.capitalize: it lowercases times and names
     return lines
 
 

@@ -111,6 +111,7 @@ def test_the_check_of_this_history_is_its_verdict(world, tmp_path, which):
     assert window["verdict"] == {"bound": True, "notes": []}
     assert "Invariants: 13 of 14 hold; violated: leader_in_isr." in page
     assert 'class="verdict-note"' not in page
+    assert re.search(r"<li>As of seq 2999 \(offset \d+, 2025-\d\d-\d\dT[\d:.]+Z\)", page)  # as the CLI says it
 
 
 def test_another_clusters_check_is_refused(world, tmp_path):
