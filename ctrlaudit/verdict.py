@@ -139,15 +139,17 @@ def read(path: Path) -> dict[str, Any]:
     """The check report in `path`, the fields the page uses, validated; Malformed otherwise."""
     where = str(path)
     try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
-            raise Malformed(f"{where}: not a regular file")
-        if st.st_size > MAX_BYTES:
-            raise Malformed(f"{where}: {st.st_size:,} bytes, larger than any check report ({MAX_BYTES:,})")
-        with open(path, "rb") as f:
+        # judged on what was opened (not on the name, which may change in between); O_NONBLOCK: opening a
+        # FIFO must not wait for a writer
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
+                raise Malformed(f"{where}: not a regular file")
             data = f.read(MAX_BYTES + 1)
     except OSError as exc:
         raise Malformed(f"{where}: {exc.strerror or exc}") from None
+    if len(data) > MAX_BYTES:
+        raise Malformed(f"{where}: {max(st.st_size, len(data)):,} bytes, larger than any check report ({MAX_BYTES:,})")
     try:
         raw = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except UnicodeDecodeError as exc:

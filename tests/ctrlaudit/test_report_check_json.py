@@ -291,5 +291,5 @@ def test_a_check_json_that_is_not_a_file_is_one_line(world, tmp_path, kind):
     if kind == "fifo":
         os.mkfifo(path)
     out = tmp_path / "r.html"
-    says = "No such file or directory" if kind == "missing" else "not a regular file"
+    says = {"missing": "No such file or directory", "directory": "Is a directory"}.get(kind, "not a regular file")
     _refused(_report(world["main"]["store"], path, out), out, str(path), says)
