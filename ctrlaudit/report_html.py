@@ -164,19 +164,30 @@ def data_loss_totals(checks: dict[str, Any]) -> tuple[int, int]:
 def _in_window(inc: Incident, x: dict[str, Any]) -> bool:
     """An example of a check report is about an event of this window (of this cluster: a report of
     several clusters has examples of each; one without cluster ids is of an older ctrlaudit)."""
-    ev = x.get("event") or {}
-    return (x.get("cluster_id") in (None, inc.a.cluster_id) and inc.a.seq < x["seq"] <= inc.b.seq
-            and ev.get("event_time_ms") is not None)
+    return x.get("cluster_id") in (None, inc.a.cluster_id) and inc.a.seq < x["seq"] <= inc.b.seq and bool(x.get("event"))
 
 
-def data_loss_in_window(inc: Incident, checks: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The check report's measured data losses (its worst few) whose election lies in the window."""
+def event_times(store: Store, inc: Incident, checks: dict[str, Any] | None) -> dict[int, int]:
+    """seq -> the store's own time of each event a check report's example in the window names: a mark is
+    drawn where this history puts its event, whatever time the file gives (an example at a seq the store
+    does not hold is not drawn)."""
+    seqs = sorted({x["seq"] for inv in (checks or {}).get("invariants", [])
+                   for x in inv.get("examples", []) + inv.get("allowed_examples", []) if _in_window(inc, x)})
+    if not seqs:
+        return {}
+    return dict(store.con.execute("SELECT seq, event_time_ms FROM events WHERE cluster_id = ? AND list_contains(?, seq)",
+                                  [inc.a.cluster_id, seqs]).fetchall())
+
+
+def data_loss_in_window(inc: Incident, checks: dict[str, Any] | None, at: dict[int, int]) -> list[dict[str, Any]]:
+    """The check report's measured data losses (its worst few) whose election lies in the window; `at`:
+    event_times."""
     out = []
     for inv in (checks or {}).get("invariants", []):
         for x in inv.get("allowed_examples", []):
             ev = x.get("event") or {}
-            if x.get("rule") == DATA_LOSS_RULE and _in_window(inc, x):
-                out.append({"seq": x["seq"], "time": ev["event_time_ms"], "records": x.get("magnitude") or 0,
+            if x.get("rule") == DATA_LOSS_RULE and _in_window(inc, x) and x["seq"] in at:
+                out.append({"seq": x["seq"], "time": at[x["seq"]], "records": x.get("magnitude") or 0,
                             "partition": ev.get("partition", ""), "actual": x.get("actual", "")})
     return out
 
@@ -204,14 +215,14 @@ def _figure(fig_id: str, title: str, fig, caption: str, counts: dict[str, Any]) 
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 
-def violations_in_window(inc: Incident, checks: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The check report's examples whose event lies in the window."""
+def violations_in_window(inc: Incident, checks: dict[str, Any] | None, at: dict[int, int]) -> list[dict[str, Any]]:
+    """The check report's examples whose event lies in the window; `at`: event_times."""
     out = []
     for inv in (checks or {}).get("invariants", []):
         for x in inv.get("examples", []):
             ev = x.get("event") or {}
-            if _in_window(inc, x):
-                out.append({"invariant": inv["name"], "seq": x["seq"], "time": ev["event_time_ms"],
+            if _in_window(inc, x) and x["seq"] in at:
+                out.append({"invariant": inv["name"], "seq": x["seq"], "time": at[x["seq"]],
                             "evidence": f"{inv['name']} at seq {x['seq']}: {x.get('rule')}: expected {x.get('expected')}, "
                                         f"actual {x.get('actual')} {ev.get('partition', '')} {ev.get('change', '')}"})
     return out
@@ -228,13 +239,14 @@ def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
     parts = []
     fig = go.Figure([go.Scatter(x=x, y=h.values[n], name=n.replace("_", " "), mode="lines", line_shape="hv")
                      for n in HEALTH])
-    bad = violations_in_window(inc, checks)
+    at = event_times(store, inc, checks)
+    bad = violations_in_window(inc, checks, at)
     fig.update_layout(shapes=_vlines([v["time"] for v in bad], "red", "dot"))
     if bad:
         fig.add_trace(go.Scatter(x=[_ms(v["time"]) for v in bad], y=[0] * len(bad), mode="markers",
                                  marker={"color": "red", "symbol": "x", "size": 10}, name="invariant violation",
                                  text=[_plot_text(v["evidence"]) for v in bad], hoverinfo="text"))
-    lost = data_loss_in_window(inc, checks)
+    lost = data_loss_in_window(inc, checks, at)
     if lost:
         fig.add_trace(go.Scatter(x=[_ms(v["time"]) for v in lost], y=[0] * len(lost), mode="markers",
                                  marker={"color": "darkorange", "symbol": "diamond", "size": 11},

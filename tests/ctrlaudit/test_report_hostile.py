@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from replay.store import Store
+from schemas import times
 from schemas.events import ElectionType, PartitionChangeKind as K
 from tests.checks.histories import baseline
 from tests.ctrlaudit.test_bad_inputs import ctrlaudit
@@ -56,14 +57,15 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     done = ctrlaudit("check", str(store), "--json", str(checks))
     assert done.returncode in (0, 1), done.stderr
     report = json.loads(checks.read_text())
-    seq = len(h.events) - 3  # an event inside the report's window, with its real time
+    seq = len(h.events) - 3  # an event inside the report's window
     with Store(store, read_only=True) as s:
         time_ms = s.point(seq=seq).event_time_ms
     report["invariants"].append({
         "name": INVARIANT, "status": "fail", "violations": 1, "allowed": 0, "rules": {EVIDENCE["rule"]: 1},
         "examples": [{"cluster_id": CLUSTER, "seq": seq, "related_seq": None, "magnitude": 1,
                       **{k: EVIDENCE[k] for k in ("rule", "expected", "actual")},
-                      "event": {"event_time_ms": time_ms, "partition": EVIDENCE["partition"],
+                      # a time the history does not give that event: the mark goes where the store puts it
+                      "event": {"event_time_ms": 0, "partition": EVIDENCE["partition"],
                                 "change": EVIDENCE["change"]}}],
         "allowed_examples": []})
     hostile_checks = root / "hostile-check.json"
@@ -71,7 +73,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = root / "incident.html"
     done = ctrlaudit("report", "--store", str(store), "--check-json", str(hostile_checks), "--out", str(out))
     assert done.returncode == 0, done.stderr
-    return {"store": store, "page": out}
+    return {"store": store, "page": out, "marked_at": time_ms}
 
 
 class _Page(HTMLParser):
@@ -121,6 +123,9 @@ def test_hostile_values_are_only_text_and_attribute_values(hostile):
     assert len(code) == 2 and len(code) + len(data) == len(page.scripts)
     assert not [body for attrs, body in page.scripts if "type" in attrs and re.search("[<>&\u2028\u2029]", body)]
     window = next(d for d in data if "from_seq" in d)
+    health = next(d for d in data if any(t.get("name") == "invariant violation" for t in d.get("data", [])))
+    marks = next(t for t in health["data"] if t["name"] == "invariant violation")
+    assert times.iso(hostile["marked_at"]) in marks["x"] and not [x for x in marks["x"] if x.startswith("1970")]
     assert window["cluster"] == CLUSTER and window["verdict"] == {"bound": True, "notes": []}
     figures = json.dumps(data)
     for topic in TOPICS:  # plotly's labels: as entities, which plotly shows as written
