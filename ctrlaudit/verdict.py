@@ -267,8 +267,9 @@ def bind(checks: dict[str, Any], where: str, store: str, cluster: str, window: t
                          "is not this history's")
     bound = ours is not None
     if not bound:
-        notes.append((UNBOUND, f"{where} judged cluster {cluster} to seq {seq}, past the end of {store} "
-                               f"(seq {last_seq}): the two cannot be compared"))
+        held = f"past the end of {store} (seq {last_seq})" if seq > last_seq else f"which {store} does not hold"
+        notes.append((UNBOUND, f"{where} judged cluster {cluster} to seq {seq}, {held}: the two histories cannot "
+                               "be compared"))
     first, a, b = c["first_seq"], window[0], window[1]
     if first > a or seq < b:
         notes.append((f"the check covers only seq {first}..{seq} of this window's seq {a}..{b}",

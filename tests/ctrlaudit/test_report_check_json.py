@@ -293,3 +293,14 @@ def test_a_check_json_that_is_not_a_file_is_one_line(world, tmp_path, kind):
     out = tmp_path / "r.html"
     says = {"missing": "No such file or directory", "directory": "Is a directory"}.get(kind, "not a regular file")
     _refused(_report(world["main"]["store"], path, out), out, str(path), says)
+
+
+def test_a_check_whose_last_seq_the_store_does_not_hold_is_labelled_not_bound(world):
+    """Inside the store's range but not in it (a file left out of the load): nothing to compare with."""
+    from ctrlaudit import verdict
+
+    checks = verdict.read(world["main"]["check"])
+    judged = verdict.bind(checks, "c.json", "s.duckdb", "sim-3", (0, 4000), lambda seq: None, 4000)
+    assert not judged.bound
+    assert judged.notes[0] == (verdict.UNBOUND, "c.json judged cluster sim-3 to seq 2999, which s.duckdb does not "
+                                                "hold: the two histories cannot be compared")
