@@ -83,8 +83,11 @@ class DuckDBEngine:
         gaps = [Gap(*r) for r in self.con.execute(
             "SELECT cluster_id, from_seq, to_seq, reason FROM chain_gaps ORDER BY 1, 2").fetchall()]
         self.gaps = gaps
-        self.chains = [chain_summary(c, v, last, [g for g in gaps if g.cluster_id == c]) for c, v, last in
-                       self.con.execute("SELECT cluster_id, verified_to, last_seq FROM chain_status ORDER BY 1").fetchall()]
+        self.chains = [chain_summary(c, v, last, [g for g in gaps if g.cluster_id == c], first, head)
+                       for c, v, last, head, first in self.con.execute(
+                           "SELECT s.cluster_id, s.verified_to, s.last_seq, s.head_hash, e.first_seq FROM chain_status s "
+                           "JOIN (SELECT cluster_id, min(seq) AS first_seq FROM events GROUP BY 1) e USING (cluster_id) "
+                           "ORDER BY 1").fetchall()]
 
     @classmethod
     def from_connection(cls, con: duckdb.DuckDBPyConnection) -> DuckDBEngine:

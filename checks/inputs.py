@@ -120,11 +120,18 @@ def read_archives(archives: Sequence[Path], allow_gaps: bool = False,
 def chains_of(read: VerifiedRead) -> tuple[list[Gap], list[dict[str, Any]]]:
     """The gaps and the per-cluster chain summaries a report carries."""
     gaps = [g for c in read.chains.values() for g in c.gaps]
-    return gaps, [chain_summary(c.cluster_id, c.verified_to, c.last_seq, c.gaps) for c in read.chains.values()]
+    return gaps, [chain_summary(c.cluster_id, c.verified_to, c.last_seq, c.gaps, c.first_seq, c.head_hash)
+                  for c in read.chains.values()]
 
 
-def chain_summary(cluster_id: str, verified_to: int, last_seq: int, gaps: Sequence[Gap]) -> dict[str, Any]:
-    return {"cluster_id": cluster_id, "verified_to": verified_to, "last_seq": last_seq,
+def chain_summary(cluster_id: str, verified_to: int, last_seq: int, gaps: Sequence[Gap], first_seq: int,
+                  head_hash: str) -> dict[str, Any]:
+    """One cluster's entry of a report's `chains`. It also binds the verdict to the history judged:
+    seq first_seq..last_seq, and the chain's hash at last_seq (which commits to every event up to it, so it
+    names this history wherever its files or store are copied); `ctrlaudit report --check-json` compares
+    it with the store it reports on."""
+    return {"cluster_id": cluster_id, "first_seq": first_seq, "last_seq": last_seq, "head_hash": head_hash,
+            "verified_to": verified_to,
             "gaps": [{"from_seq": g.from_seq, "to_seq": g.to_seq, "reason": g.reason} for g in gaps]}
 
 

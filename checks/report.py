@@ -57,8 +57,8 @@ class Report:
     allow: list[str]
     results: list[InvariantResult]
     seconds: float = 0.0
-    # per cluster: {"cluster_id", "verified_to", "last_seq", "gaps": [...]}: what the history's
-    # chain was verified to, and the stretches that are not verified data
+    # per cluster (checks.inputs.chain_summary): the seq range judged and the chain's hash at its end (what
+    # binds the verdict to this history), what the chain was verified to, the stretches not verified data
     chains: list[dict[str, Any]] = field(default_factory=list)
 
     @property

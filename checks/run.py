@@ -103,7 +103,7 @@ def run_check(
     to_stderr = any(p is not None and str(p) == "-" for p in (json_path, csv_path, junit_path))
     console = console or Console(stderr=to_stderr,
                                  width=None if (sys.stderr if to_stderr else sys.stdout).isatty() else 120)
-    from ctrlaudit.errors import PREFIX, describe
+    from ctrlaudit.errors import PREFIX, describe, one_line
 
     try:
         report = check(inputs, engine=engine, allow=allow, invariants=invariants, spark=spark, master=master,
@@ -113,7 +113,7 @@ def run_check(
         known = describe(exc)
         if known is None:
             raise
-        print(PREFIX + known[0], file=sys.stderr)
+        print(PREFIX + one_line(known[0]), file=sys.stderr)
         return known[1]
     print_report(report, console)
     for path, write in ((json_path, write_json), (junit_path, write_junit)):

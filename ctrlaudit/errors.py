@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
@@ -43,8 +44,17 @@ class UsageError(ContractError):
     """Arguments that do not make sense together, or name something that does not exist."""
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(message: str) -> str:
+    """The message as one line: a control character (a newline, a terminal escape) that a name from
+    untrusted input carries into it is shown escaped (\\n, \\x1b)."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), message)
+
+
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
-    print(PREFIX + message, file=sys.stderr)
+    print(PREFIX + one_line(message), file=sys.stderr)
     return typer.Exit(code)
 
 
@@ -142,5 +152,5 @@ def main_errors(fn: Callable[[], int]) -> int:
         if known is None and (debugging() or not isinstance(exc, Exception)):
             raise
         message, code = known or (internal(exc), EXIT_INTERNAL)
-        print(PREFIX + message, file=sys.stderr)
+        print(PREFIX + one_line(message), file=sys.stderr)
         return code

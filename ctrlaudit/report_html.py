@@ -1,20 +1,36 @@
 """The incident report: one HTML file that opens with no network.
 
-Plots are plotly figures (plotly.js is embedded once in the page's head, every figure is a div that
-uses it); the numbers come from replay/incident.py, the drill-down text from replay/changes.py and
-replay/formats.py (the same timeline and explanation the CLI prints). Each plot's figure element
-carries its headline counts as data-* attributes and in its caption, which the browser test reads.
+Plots are plotly figures (plotly.js is embedded once in the page's head; each figure is a JSON data block
+that one fixed script draws into its div); the numbers come from replay/incident.py, the drill-down text
+from replay/changes.py and replay/formats.py (the same timeline and explanation the CLI prints). Each
+plot's figure element carries its headline counts as data-* attributes and in its caption, which the
+browser test reads.
+
+Every value on the page may come from a hostile source (a cluster id or topic name from copied files, a
+crafted --check-json), so each is escaped for the context it lands in: `html.escape` in text and
+attribute values, `_json_in_script` inside a <script> data block, `_plot_text` for what plotly draws (its
+labels read a subset of HTML), `_attr_name` where a value becomes part of an attribute's name. A
+Content-Security-Policy meta tag lets only the page's own two inline scripts run (by their sha256,
+computed as the page is made), with no network source at all.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
 from replay import changes, formats
 from schemas import times
 from replay.incident import HEALTH, Incident
 from replay.store import Store
+
+from ctrlaudit.verdict import UNBOUND
+
+if TYPE_CHECKING:
+    from ctrlaudit.verdict import Verdict
 
 DRILL_DOWN = 10  # affected partitions with a timeline and explanations
 DRILL_DOWN_CHANGES = 40  # newest changes per partition in its timeline
@@ -27,7 +43,48 @@ figure { margin: 1em 0; } figcaption { color: #444; }
 pre { background: #f6f6f6; padding: .6em; overflow-x: auto; font-size: 12px; }
 table { border-collapse: collapse; } td, th { border: 1px solid #ddd; padding: 2px 8px; text-align: left; }
 .verdict-fail { color: #b00; font-weight: bold; } .verdict-pass { color: #070; }
+.verdict-note { border: 2px solid #b00; background: #fff3f3; padding: .5em 1em; font-weight: bold; }
 """
+
+# Draws every figure's JSON data block into its div: the page's one script besides plotly.js, so the
+# policy names exactly these two (plotly's own HTML export writes a script per figure, data inline).
+_DRAW = """for (const block of document.querySelectorAll("script.plot-figure")) {
+  const f = JSON.parse(block.textContent);
+  Plotly.newPlot(block.dataset.plot, f.data, f.layout, f.config);
+}"""
+
+
+def _json_in_script(text: str) -> str:
+    """JSON text made safe inside a <script> element: `<`, `>`, `&` (only ever inside strings in JSON)
+    and the line separators U+2028/U+2029 as \\u escapes, so no value can close the element
+    (`</script>`), open a comment, or end a line of script."""
+    for ch in "<>&\u2028\u2029":
+        text = text.replace(ch, f"\\u{ord(ch):04x}")
+    return text
+
+
+def _plot_text(value: object) -> str:
+    """A value plotly draws as a label, legend or hover text: plotly reads a subset of HTML there (<b>,
+    <a href>, entities), so the value's own `<`, `>` and `&` are given as entities and shown as written."""
+    return html.escape(str(value), quote=False)
+
+
+def _attr_name(value: object) -> str:
+    """A value as part of an attribute's name (data-election-<type>): letters, digits and dashes only."""
+    return re.sub(r"[^a-z0-9]+", "-", str(value).lower()).strip("-") or "x"
+
+
+def _sha256(script: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode() + "'"
+
+
+def content_security_policy(*scripts: str) -> str:
+    """Nothing from the network; only these inline scripts (by hash: no 'unsafe-inline', no 'unsafe-eval',
+    which plotly's SVG plots do not need); images only made in the page, as data: URIs (a heatmap is drawn as
+    one) or blob: URLs (a plot saved as PNG); inline styles, which plotly sets as it draws (its own style
+    rules are refused under a stricter policy, and its modebar loses its layout)."""
+    return ("default-src 'none'; script-src " + " ".join(_sha256(s) for s in scripts)
+            + "; style-src 'unsafe-inline'; img-src data: blob:; base-uri 'none'; form-action 'none'")
 
 
 def _ms(ms: int) -> str:
@@ -43,8 +100,9 @@ def _axis(times: tuple[int, ...]) -> list[str]:
     return [_ms(t) for t in times]
 
 
-def summary(inc: Incident, checks: dict[str, Any] | None) -> list[str]:
-    """The summary in words, one sentence per line."""
+def summary(inc: Incident, checks: dict[str, Any] | None, notes: tuple[tuple[str, str], ...] = ()) -> list[str]:
+    """The summary in words, one sentence per line. `notes`: what the check's verdict is not (see
+    ctrlaudit.verdict): said with it."""
     a, b, h = inc.a, inc.b, inc.health
     scope = f"topic {inc.topic}" if inc.topic else "all topics"
     lines = [f"Between {_ms(a.event_time_ms)} (seq {a.seq}) and {_ms(b.event_time_ms)} (seq {b.seq}), {scope}: "
@@ -78,15 +136,17 @@ def summary(inc: Incident, checks: dict[str, Any] | None) -> list[str]:
         lines.append("Invariants: not checked (give --check-json from `ctrlaudit check --json` or --run-checks).")
     else:
         failed = [i["name"] for i in checks["invariants"] if i["status"] == "fail"]
-        lines.append(f"Invariants: {len(checks['invariants']) - len(failed)} of {len(checks['invariants'])} hold"
-                     + (f"; violated: {', '.join(failed)}." if failed else "."))
+        label = f" ({'; '.join(n.upper() if n == UNBOUND else n for n, _ in notes)})" if notes else ""
+        lines.append(f"Invariants{label}: {len(checks['invariants']) - len(failed)} of {len(checks['invariants'])} "
+                     "hold" + (f"; violated: {', '.join(failed)}." if failed else "."))
     if checks is not None:
         n, total = data_loss_totals(checks)
         if n:
             lines.append(f"Unclean elections lost committed records, as the offset samples show: {n:,} election(s), "
                          f"{total:,} records in all (whole checked history; the worst in the window are listed "
                          f"under Invariants).")
-    lines.append(b.describe().capitalize() + ".")
+    said = b.describe()
+    lines.append(said[:1].upper() + said[1:] + ".")  # not str.capitalize: it lowercases times and names
     return lines
 
 
@@ -101,15 +161,33 @@ def data_loss_totals(checks: dict[str, Any]) -> tuple[int, int]:
     return 0, 0
 
 
-def data_loss_in_window(inc: Incident, checks: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The check report's measured data losses (its worst few) whose election lies in the window."""
+def _in_window(inc: Incident, x: dict[str, Any]) -> bool:
+    """An example of a check report is about an event of this window (of this cluster: a report of
+    several clusters has examples of each; one without cluster ids is of an older ctrlaudit)."""
+    return x.get("cluster_id") in (None, inc.a.cluster_id) and inc.a.seq < x["seq"] <= inc.b.seq and bool(x.get("event"))
+
+
+def event_times(store: Store, inc: Incident, checks: dict[str, Any] | None) -> dict[int, int]:
+    """seq -> the store's own time of each event a check report's example in the window names: a mark is
+    drawn where this history puts its event, whatever time the file gives (an example at a seq the store
+    does not hold is not drawn)."""
+    seqs = sorted({x["seq"] for inv in (checks or {}).get("invariants", [])
+                   for x in inv.get("examples", []) + inv.get("allowed_examples", []) if _in_window(inc, x)})
+    if not seqs:
+        return {}
+    return dict(store.con.execute("SELECT seq, event_time_ms FROM events WHERE cluster_id = ? AND list_contains(?, seq)",
+                                  [inc.a.cluster_id, seqs]).fetchall())
+
+
+def data_loss_in_window(inc: Incident, checks: dict[str, Any] | None, at: dict[int, int]) -> list[dict[str, Any]]:
+    """The check report's measured data losses (its worst few) whose election lies in the window; `at`:
+    event_times."""
     out = []
     for inv in (checks or {}).get("invariants", []):
         for x in inv.get("allowed_examples", []):
             ev = x.get("event") or {}
-            if x.get("rule") == DATA_LOSS_RULE and inc.a.seq < x["seq"] <= inc.b.seq \
-                    and ev.get("event_time_ms") is not None:
-                out.append({"seq": x["seq"], "time": ev["event_time_ms"], "records": x.get("magnitude") or 0,
+            if x.get("rule") == DATA_LOSS_RULE and _in_window(inc, x) and x["seq"] in at:
+                out.append({"seq": x["seq"], "time": at[x["seq"]], "records": x.get("magnitude") or 0,
                             "partition": ev.get("partition", ""), "actual": x.get("actual", "")})
     return out
 
@@ -122,49 +200,59 @@ def _vlines(times: list[int], color: str, dash: str) -> list[dict[str, Any]]:
 
 
 def _figure(fig_id: str, title: str, fig, caption: str, counts: dict[str, Any]) -> str:
-    attrs = " ".join(f'data-{k.replace("_", "-")}="{html.escape(str(v))}"' for k, v in counts.items())
+    """The figure element: its counts as data-* attributes, the plot's div, its figure as a JSON data
+    block (drawn by _DRAW), its caption."""
+    from plotly.io.json import to_json_plotly
+
+    attrs = " ".join(f'data-{_attr_name(k)}="{html.escape(str(v))}"' for k, v in counts.items())
     fig.update_layout(title=title, height=fig.layout.height or 360, margin={"l": 60, "r": 20, "t": 50, "b": 40},
                       template="plotly_white", legend={"orientation": "h"})
-    div = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"{fig_id}-plot",
-                      config={"displaylogo": False, "responsive": True})
-    return (f'<figure id="{fig_id}" class="plot" {attrs}>{div}'
+    # showSendToCloud: plotly.js would offer a button that uploads the figure's data to Plotly's cloud
+    figure = fig.to_plotly_json() | {"config": {"displaylogo": False, "responsive": True, "showSendToCloud": False}}
+    return (f'<figure id="{fig_id}" class="plot" {attrs}><div id="{fig_id}-plot" class="plotly-graph-div"></div>'
+            f'<script type="application/json" class="plot-figure" data-plot="{fig_id}-plot">'
+            f"{_json_in_script(to_json_plotly(figure))}</script>"
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 
-def violations_in_window(inc: Incident, checks: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The check report's examples whose event lies in the window."""
+def violations_in_window(inc: Incident, checks: dict[str, Any] | None, at: dict[int, int]) -> list[dict[str, Any]]:
+    """The check report's examples whose event lies in the window; `at`: event_times."""
     out = []
     for inv in (checks or {}).get("invariants", []):
         for x in inv.get("examples", []):
             ev = x.get("event") or {}
-            if inc.a.seq < x["seq"] <= inc.b.seq and ev.get("event_time_ms") is not None:
-                out.append({"invariant": inv["name"], "seq": x["seq"], "time": ev["event_time_ms"],
+            if _in_window(inc, x) and x["seq"] in at:
+                out.append({"invariant": inv["name"], "seq": x["seq"], "time": at[x["seq"]],
                             "evidence": f"{inv['name']} at seq {x['seq']}: {x.get('rule')}: expected {x.get('expected')}, "
                                         f"actual {x.get('actual')} {ev.get('partition', '')} {ev.get('change', '')}"})
     return out
 
 
-def render(store: Store, inc: Incident, checks: dict[str, Any] | None = None) -> str:
+def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
+    """The page. `judged`: a check report's verdict and how it relates to this history (ctrlaudit.verdict)."""
     import plotly.graph_objects as go
     from plotly.offline import get_plotlyjs
 
+    checks = judged.checks if judged is not None else None
     x = _axis(inc.health.times)
     h = inc.health
     parts = []
     fig = go.Figure([go.Scatter(x=x, y=h.values[n], name=n.replace("_", " "), mode="lines", line_shape="hv")
                      for n in HEALTH])
-    bad = violations_in_window(inc, checks)
+    at = event_times(store, inc, checks)
+    bad = violations_in_window(inc, checks, at)
     fig.update_layout(shapes=_vlines([v["time"] for v in bad], "red", "dot"))
     if bad:
         fig.add_trace(go.Scatter(x=[_ms(v["time"]) for v in bad], y=[0] * len(bad), mode="markers",
                                  marker={"color": "red", "symbol": "x", "size": 10}, name="invariant violation",
-                                 text=[v["evidence"] for v in bad], hoverinfo="text"))
-    lost = data_loss_in_window(inc, checks)
+                                 text=[_plot_text(v["evidence"]) for v in bad], hoverinfo="text"))
+    lost = data_loss_in_window(inc, checks, at)
     if lost:
         fig.add_trace(go.Scatter(x=[_ms(v["time"]) for v in lost], y=[0] * len(lost), mode="markers",
                                  marker={"color": "darkorange", "symbol": "diamond", "size": 11},
                                  name="committed records lost (unclean election)",
-                                 text=[f"{v['partition']}: {v['records']:,} committed records lost" for v in lost],
+                                 text=[_plot_text(f"{v['partition']}: {v['records']:,} committed records lost")
+                                       for v in lost],
                                  hoverinfo="text"))
     peaks = {f"peak_{n}": max(h.values[n]) for n in HEALTH} | {f"end_{n}": h.at_end[n] for n in HEALTH}
     parts.append(_figure("health", "Partition health (maximum per time bucket)", fig,
@@ -172,7 +260,7 @@ def render(store: Store, inc: Incident, checks: dict[str, Any] | None = None) ->
                          + ". At the end: " + ", ".join(f"{n.replace('_', ' ')} {h.at_end[n]}" for n in HEALTH)
                          + f". Invariant violations marked: {len(bad)}.", peaks | {"violations": len(bad)}))
 
-    fig = go.Figure([go.Scatter(x=x, y=v, name=f"broker {k}", mode="lines", line_shape="hv")
+    fig = go.Figure([go.Scatter(x=x, y=v, name=_plot_text(f"broker {k}"), mode="lines", line_shape="hv")
                      for k, v in inc.leaders.values.items()])
     parts.append(_figure("leaders", "Leaders per broker", fig,
                          "Leaders at the end: " + ", ".join(f"broker {k}: {n}" for k, n in inc.leaders.at_end.items()),
@@ -182,7 +270,7 @@ def render(store: Store, inc: Incident, checks: dict[str, Any] | None = None) ->
     fig = go.Figure()
     for state, color in colors.items():
         segs = [s for s in inc.brokers if s["state"] == state]
-        fig.add_trace(go.Bar(y=[f"broker {s['broker']}" for s in segs], x=[max(s["end"] - s["start"], 1) for s in segs],
+        fig.add_trace(go.Bar(y=[_plot_text(f"broker {s['broker']}") for s in segs], x=[max(s["end"] - s["start"], 1) for s in segs],
                              base=[_ms(s["start"]) for s in segs], orientation="h", name=state,
                              marker_color=color))
     fig.update_layout(shapes=_vlines([c["time"] for c in inc.controllers], "#555", "dash"))
@@ -194,7 +282,8 @@ def render(store: Store, inc: Incident, checks: dict[str, Any] | None = None) ->
                          {"fenced_stretches": fenced, "controller_changes": len(inc.controllers)}))
 
     hm = inc.isr_heatmap
-    fig = go.Figure(go.Heatmap(z=hm["z"], x=_axis(hm["times"]), y=hm["rows"], colorscale="RdYlGn",
+    fig = go.Figure(go.Heatmap(z=hm["z"], x=_axis(hm["times"]), y=[_plot_text(r) for r in hm["rows"]],
+                               colorscale="RdYlGn",
                                colorbar={"title": "ISR size"}))
     fig.update_layout(height=max(300, 24 * len(hm["rows"]) + 120))
     fig.update_yaxes(type="category", dtick=1)
@@ -206,7 +295,7 @@ def render(store: Store, inc: Incident, checks: dict[str, Any] | None = None) ->
     fig = go.Figure()
     for outcome, color in outcome_colors.items():
         bars = [r for r in inc.reassignments if r["outcome"] == outcome]
-        fig.add_trace(go.Bar(y=[r["partition"] for r in bars], x=[max(r["end"] - r["start"], 1) for r in bars],
+        fig.add_trace(go.Bar(y=[_plot_text(r["partition"]) for r in bars], x=[max(r["end"] - r["start"], 1) for r in bars],
                              base=[_ms(r["start"]) for r in bars], orientation="h", name=outcome, marker_color=color))
     fig.update_xaxes(type="date")
     fig.update_yaxes(type="category", dtick=1)
@@ -217,14 +306,14 @@ def render(store: Store, inc: Incident, checks: dict[str, Any] | None = None) ->
                          + ".", {"reassignments": inc.reassignment_count}))
 
     ex = _axis(inc.elections["times"])
-    fig = go.Figure([go.Bar(x=ex, y=v, name=k) for k, v in inc.elections["counts"].items()])
+    fig = go.Figure([go.Bar(x=ex, y=v, name=_plot_text(k)) for k, v in inc.elections["counts"].items()])
     fig.update_layout(barmode="stack")
     totals = inc.elections["totals"]
     parts.append(_figure("elections", "Leader elections by type", fig,
                          ", ".join(f"{k}: {n}" for k, n in totals.items()) or "No elections.",
-                         {"elections": sum(totals.values())} | {f"election_{k.lower()}": n for k, n in totals.items()}))
+                         {"elections": sum(totals.values())} | {f"election_{k}": n for k, n in totals.items()}))
 
-    return _page(inc, checks, parts, bad, lost, _drill_down(store, inc), get_plotlyjs())
+    return _page(inc, judged, parts, bad, lost, _drill_down(store, inc), get_plotlyjs())
 
 
 def _drill_down(store: Store, inc: Incident) -> str:
@@ -244,15 +333,21 @@ def _drill_down(store: Store, inc: Incident) -> str:
     return "".join(out) or "<p>No affected partitions.</p>"
 
 
-def _page(inc: Incident, checks, parts: list[str], bad: list[dict[str, Any]], lost: list[dict[str, Any]], drill: str,
-          plotlyjs: str) -> str:
+def _page(inc: Incident, judged: Verdict | None, parts: list[str], bad: list[dict[str, Any]],
+          lost: list[dict[str, Any]], drill: str, plotlyjs: str) -> str:
+    checks = judged.checks if judged is not None else None
+    notes = judged.notes if judged is not None else ()
+    labels = "".join(f'<p class="verdict-note" role="note">{html.escape(n)}: {html.escape(detail)}</p>'
+                     for n, detail in notes)
     verdicts = ""
     if checks is not None:
         rows = "".join(f'<tr><td>{html.escape(i["name"])}</td><td class="verdict-{"fail" if i["status"] == "fail" else "pass"}">'
-                       f'{html.escape(i["status"])}</td><td>{i["violations"]}</td><td>{i["allowed"]}</td></tr>'
+                       f'{html.escape(i["status"])}</td><td>{html.escape(str(i["violations"]))}</td>'
+                       f'<td>{html.escape(str(i["allowed"]))}</td></tr>'
                        for i in checks["invariants"])
         evidence = "".join(f"<li>{_ms(v['time'])}: {html.escape(v['evidence'])}</li>" for v in bad)
-        verdicts = (f'<h2>Invariants</h2><table id="verdicts"><tr><th>invariant</th><th>verdict</th><th>violations</th>'
+        verdicts = (f'<h2>Invariants</h2><div id="verdict-notes">{labels}</div>'
+                    '<table id="verdicts"><tr><th>invariant</th><th>verdict</th><th>violations</th>'
                     f"<th>allowed</th></tr>{rows}</table><ul id=\"evidence\">{evidence}</ul>")
         if lost:
             loss_rows = "".join(f'<tr><td>{_ms(v["time"])}</td><td>{html.escape(str(v["partition"]))}</td>'
@@ -261,12 +356,15 @@ def _page(inc: Incident, checks, parts: list[str], bad: list[dict[str, Any]], lo
                          '<table id="data-loss"><tr><th>time</th><th>partition</th><th>records lost</th>'
                          f"<th>evidence</th></tr>{loss_rows}</table>")
     title = f"ctrlaudit incident report: {_ms(inc.a.event_time_ms)} to {_ms(inc.b.event_time_ms)}"
-    words = "".join(f"<li>{html.escape(s)}</li>" for s in summary(inc, checks))
-    meta = json.dumps({"cluster": inc.a.cluster_id, "from_seq": inc.a.seq, "to_seq": inc.b.seq})
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+    words = "".join(f"<li>{html.escape(s)}</li>" for s in summary(inc, checks, notes))
+    window = {"cluster": inc.a.cluster_id, "from_seq": inc.a.seq, "to_seq": inc.b.seq,
+              "verdict": None if judged is None else {"bound": judged.bound, "notes": [n for n, _ in notes]}}
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{html.escape(content_security_policy(plotlyjs, _DRAW))}">'
+            f"<title>{html.escape(title)}</title>"
             f"<style>{_STYLE}</style><script>{plotlyjs}</script></head><body>"
-            f'<h1>{html.escape(title)}</h1><p>cluster {html.escape(inc.a.cluster_id)}</p>'
-            f'<script type="application/json" id="report-window">{meta}</script>'
+            f'<h1>{html.escape(title)}</h1><p>cluster <span id="cluster">{html.escape(inc.a.cluster_id)}</span></p>'
+            f'{labels}<script type="application/json" id="report-window">{_json_in_script(json.dumps(window))}</script>'
             f'<h2>Summary</h2><ul id="summary">{words}</ul><h2>Over time</h2>{"".join(parts)}{verdicts}'
             f'<h2>Affected partitions (the {min(DRILL_DOWN, inc.affected_count)} worst)</h2>'
-            f'<div id="drill-down">{drill}</div></body></html>')
+            f'<div id="drill-down">{drill}</div><script>{_DRAW}</script></body></html>')

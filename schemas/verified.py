@@ -81,6 +81,7 @@ class ClusterChain:
     files: int = 0
     events: int = 0
     duplicates: int = 0  # events given more than once (counted once)
+    first_seq: int = -1  # the first seq of the files read (-1: none)
     last_seq: int = -1
     head_hash: str = ""
     verified_to: int = -1  # the chain is verified unbroken from seq 0 to here (-1: not from seq 0)
@@ -312,6 +313,7 @@ class _Cluster:
             self.bounds[m.first_seq - 1] = m.prev_hash
         self.next_seq, self.head = m.last_seq + 1, m.chain_head_hash
         c.last_seq, c.head_hash = m.last_seq, m.chain_head_hash
+        c.first_seq = m.first_seq if c.first_seq < 0 else min(c.first_seq, m.first_seq)
         if not self.broken:
             c.verified_to = m.last_seq
         self.last_file = f.name

@@ -33,24 +33,23 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """A self-contained HTML incident report: summary, plots over time, drill-down per partition."""
         from ctrlaudit.commands.query import _open
+        from ctrlaudit import verdict
         from ctrlaudit.report_html import render
         from replay import gaps, incident, topics
 
         if check_json is not None and run_checks:
             raise UsageError("give --check-json or --run-checks, not both")
-        checks = None
+        checks, checks_from = None, ""
         if check_json is not None:
-            try:
-                checks = json.loads(check_json.read_text())
-                checks["invariants"]
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise UsageError(f"{check_json}: not a `ctrlaudit check --json` report ({exc})") from None
+            checks, checks_from = verdict.read(check_json), str(check_json)
         elif run_checks:
             if not store.exists():
                 raise UsageError(f"{store}: no such store; create it with `ctrlaudit load <archive>`")
             from checks.run import check
 
-            checks = check([str(store)]).to_json()
+            # as --check-json would read it from the file `check --json` writes
+            checks_from = "the check run"
+            checks = verdict.shape(json.loads(json.dumps(check([str(store)]).to_json(), default=str)), checks_from)
         with _open(store) as s:
             a = s.point(time=from_time, cluster_id=cluster) if from_time is not None else s.point(seq=0, cluster_id=cluster)
             b = s.point(time=to_time, cluster_id=cluster)
@@ -60,7 +59,11 @@ def register(app: typer.Typer) -> None:
             unknown = topics.unknown_topic(s, b, topic) if topic is not None else None
             if unknown:
                 raise UsageError(unknown)
-            page = render(s, incident.build(s, a, b, topic), checks)
+            judged = None
+            if checks is not None:
+                judged = verdict.bind(checks, checks_from, str(store), a.cluster_id, (a.seq, b.seq),
+                                      lambda seq: _hash_at(s, a.cluster_id, seq), s.point(cluster_id=a.cluster_id).seq)
+            page = render(s, incident.build(s, a, b, topic), judged)
         tmp = out.with_name(out.name + ".part")
         tmp.write_text(page, encoding="utf-8")
         os.replace(tmp, out)
@@ -68,3 +71,9 @@ def register(app: typer.Typer) -> None:
         said = Output(json_path)
         said.say(f"wrote {out} ({size / 1e6:.1f} MB)")
         said.json({"out": str(out), "bytes": size, "cluster_id": a.cluster_id, "from_seq": a.seq, "to_seq": b.seq})
+
+
+def _hash_at(s, cluster_id: str, seq: int) -> str | None:
+    """The store's chain hash at a seq of a cluster (None: the store does not hold that seq)."""
+    row = s.con.execute("SELECT hash FROM events WHERE cluster_id = ? AND seq = ?", [cluster_id, seq]).fetchone()
+    return row[0] if row else None

@@ -3,6 +3,7 @@ headless Chromium (Debian's package, driven by playwright): every plot is drawn 
 the page makes no network request, and a screenshot is saved under test-output/."""
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 from collections import Counter
@@ -17,6 +18,20 @@ from tests.ctrlaudit.conftest import run
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-output"
 PLOTS = ("health", "leaders", "brokers", "isr", "reassignments", "elections")
+DRAWN = f"document.querySelectorAll('figure.plot .main-svg').length >= {2 * len(PLOTS)}"  # plotly: two per plot
+
+
+@contextlib.contextmanager
+def chromium_page():
+    """A page of Debian's headless chromium, driven by playwright; closed on exit."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield browser.new_page(viewport={"width": 1400, "height": 900})
+        finally:
+            browser.close()
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +94,6 @@ def test_report_cli_refuses_bad_windows_and_topics(incident_history, tmp_path):
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium (.ci/run installs Debian's package)")
 def test_report_in_headless_chromium(incident_history):
-    from playwright.sync_api import sync_playwright
-
     out = incident_history["root"] / "incident.html"
     done = run("report", "--store", str(incident_history["store"]), "--check-json", str(incident_history["checks"]),
                "--out", str(out))
@@ -91,24 +104,20 @@ def test_report_in_headless_chromium(incident_history):
         elections = dict(s.con.execute("SELECT election, count(*) FROM events WHERE kind = 'PartitionChange' "
                                        "AND election <> 'NONE' AND seq > 0 GROUP BY ALL").fetchall())
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            requests: list[str] = []
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(out.as_uri())
-            # plotly draws two <svg class="main-svg"> per plot once it has run
-            page.wait_for_function(f"document.querySelectorAll('figure.plot .main-svg').length >= {2 * len(PLOTS)}",
-                                   timeout=30_000)
-            drawn = page.evaluate("""Object.fromEntries([...document.querySelectorAll('figure.plot')].map(f => {
-                const gd = f.querySelector('.js-plotly-plot');
-                return [f.id, gd.data.map(t => ({name: t.name, x: t.x, y: t.y, z: t.z}))]; }))""")
-            page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
-            summary = page.inner_text("#summary")
-        finally:
-            browser.close()
+    with chromium_page() as page:
+        requests: list[str] = []
+        console: list[str] = []
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("console", lambda m: console.append(m.text))
+        page.goto(out.as_uri())
+        page.wait_for_function(DRAWN, timeout=30_000)
+        drawn = page.evaluate("""Object.fromEntries([...document.querySelectorAll('figure.plot')].map(f => {
+            const gd = f.querySelector('.js-plotly-plot');
+            return [f.id, gd.data.map(t => ({name: t.name, x: t.x, y: t.y, z: t.z}))]; }))""")
+        page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+        summary = page.inner_text("#summary")
     assert requests == [out.as_uri()]  # the file itself, nothing from the network
+    assert not [m for m in console if "Content Security Policy" in m], console  # the page's policy lets it draw
     assert set(drawn) == set(PLOTS)
     health = {t["name"].replace(" ", "_"): t["y"] for t in drawn["health"]}
     for name, n in end.items():

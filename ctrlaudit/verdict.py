@@ -1,0 +1,285 @@
+"""A `ctrlaudit check --json` report read back by `ctrlaudit report --check-json`.
+
+The file is untrusted input (a copy from an incident, a report of another cluster, a hand-made one), so
+`read` checks the type of every field the report uses and keeps only those: anything else is one
+UsageError naming the file and the field. `bind` then relates the verdict to the history reported on,
+by what the check's `chains` state (checks/inputs.py `chain_summary`: per cluster the seq range judged and
+the chain's hash at its last seq, which commits to every event before it):
+
+- a check of another cluster, or of another history of this cluster (another hash at that seq: a fork,
+  a rewritten history), is refused: its verdict is not this history's;
+- a check that does not state what it judged (an older ctrlaudit, a hand-made file), or that judged past
+  the end of this store, is shown labelled "verdict not bound to this history";
+- a check that covers only part of the window, had unverified stretches in it, or judged other clusters
+  as well, is labelled so.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from checks.report import ALLOWED, FAIL, NO_DATA, PASS
+from ctrlaudit.errors import UsageError
+
+# A real check report is kilobytes (a few examples per invariant, a few lines per cluster); parsing a
+# crafted one of this size (all empty lists) takes about 200 MB
+MAX_BYTES = 8 << 20
+MAX_ITEMS = 100_000  # entries of any list or object
+MAX_TEXT = 1 << 20  # characters of any string
+INT64 = (-(1 << 63), (1 << 63) - 1)
+SEQ = (0, INT64[1])
+COUNT = (0, INT64[1])
+TIME_MS = (-62135596800000, 253402300799999)  # what a date can show: years 1..9999
+STATUSES = (PASS, FAIL, ALLOWED, NO_DATA)
+HASH = re.compile(r"[0-9a-f]{64}")
+UNBOUND = "verdict not bound to this history"
+
+
+class Malformed(UsageError):
+    """A --check-json file that is not a check report: one line naming the file and the field."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A check report (the fields the page uses, validated) and how it relates to the history shown."""
+
+    checks: dict[str, Any]
+    bound: bool  # the check judged this history: same cluster, same chain hash at its last seq
+    notes: tuple[tuple[str, str], ...] = ()  # (label, detail) shown with the verdict: not bound, part of the window
+
+
+# --- shape ----------------------------------------------------------------------------------------
+
+class _Fields:
+    """Type checks of one file's fields; every failure names the file and the field's path."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def fail(self, at: str, what: str) -> Malformed:
+        return Malformed(f"{self.where}: not a `ctrlaudit check --json` report: {at}: {what}")
+
+    def obj(self, v: Any, at: str) -> dict[str, Any]:
+        if not isinstance(v, dict):
+            raise self.fail(at, f"expected an object, found {_kind(v)}")
+        if len(v) > MAX_ITEMS:
+            raise self.fail(at, f"more than {MAX_ITEMS:,} fields")
+        return v
+
+    def items(self, v: Any, at: str) -> list[Any]:
+        if not isinstance(v, list):
+            raise self.fail(at, f"expected a list, found {_kind(v)}")
+        if len(v) > MAX_ITEMS:
+            raise self.fail(at, f"more than {MAX_ITEMS:,} entries")
+        return v
+
+    def text(self, v: Any, at: str) -> str:
+        if not isinstance(v, str):
+            raise self.fail(at, f"expected a string, found {_kind(v)}")
+        if len(v) > MAX_TEXT:
+            raise self.fail(at, f"a string of more than {MAX_TEXT:,} characters")
+        return v
+
+    def opt_text(self, v: Any, at: str) -> str | None:
+        return None if v is None else self.text(v, at)
+
+    def int(self, v: Any, at: str, bounds: tuple[int, int] = INT64) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise self.fail(at, f"expected an integer, found {_kind(v)}")
+        if not bounds[0] <= v <= bounds[1]:
+            raise self.fail(at, f"{_short(v)} is out of range ({bounds[0]}..{bounds[1]})")
+        return v
+
+    def opt_int(self, v: Any, at: str, bounds: tuple[int, int] = INT64) -> int | None:
+        return None if v is None else self.int(v, at, bounds)
+
+    def scalar(self, v: Any, at: str) -> str | int | float | bool | None:
+        """An example's expected/actual: shown as text."""
+        if v is None or isinstance(v, (bool, str)):
+            return self.text(v, at) if isinstance(v, str) else v
+        if isinstance(v, int):
+            return self.int(v, at)
+        if isinstance(v, float) and math.isfinite(v):
+            return v
+        raise self.fail(at, f"expected a string or a number, found {_kind(v)}")
+
+    def counts(self, v: Any, at: str) -> dict[str, int]:
+        return {self.text(k, f"{at} key"): self.int(n, f"{at}.{_short(k)}", COUNT)
+                for k, n in self.obj(v, at).items()}
+
+
+def _kind(v: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def _short(v: Any) -> str:
+    text = repr(v) if isinstance(v, str) else str(v)
+    return text if len(text) <= 40 else f"{text[:20]}…({len(text)} characters)"
+
+
+def _names(values: list[str], most: int = 5) -> str:
+    """Names from the file, for a message: the first few, each cut to a readable length."""
+    shown = [v if len(v) <= 80 else f"{v[:60]}…({len(v)} characters)" for v in values[:most]]
+    return ", ".join(shown) + (f" and {len(values) - most} more" if len(values) > most else "")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def read(path: Path) -> dict[str, Any]:
+    """The check report in `path`, the fields the page uses, validated; Malformed otherwise."""
+    where = str(path)
+    try:
+        # judged on what was opened (not on the name, which may change in between); O_NONBLOCK: opening a
+        # FIFO must not wait for a writer
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
+                raise Malformed(f"{where}: not a regular file")
+            data = f.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise Malformed(f"{where}: {exc.strerror or exc}") from None
+    if len(data) > MAX_BYTES:
+        raise Malformed(f"{where}: {max(st.st_size, len(data)):,} bytes, larger than any check report ({MAX_BYTES:,})")
+    try:
+        raw = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+    except UnicodeDecodeError as exc:
+        raise Malformed(f"{where}: not a `ctrlaudit check --json` report: not UTF-8 at byte {exc.start}") from None
+    except ValueError as exc:  # JSONDecodeError names line and column; also a number too long to read
+        raise Malformed(f"{where}: not a `ctrlaudit check --json` report: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise Malformed(f"{where}: not a `ctrlaudit check --json` report: nested too deeply") from None
+    return shape(raw, where)
+
+
+def shape(raw: Any, where: str) -> dict[str, Any]:
+    """The fields of a check report (as parsed from JSON) that the page uses, validated; Malformed
+    naming `where` and the field otherwise."""
+    f = _Fields(where)
+    top = f.obj(raw, "the document")
+    if "invariants" not in top:
+        raise f.fail("invariants", "missing")
+    out: dict[str, Any] = {"invariants": [_invariant(x, f"invariants[{i}]", f)
+                                          for i, x in enumerate(f.items(top["invariants"], "invariants"))]}
+    out["clusters"] = [f.text(c, f"clusters[{i}]") for i, c in enumerate(f.items(top.get("clusters", []), "clusters"))]
+    out["inputs"] = [f.text(c, f"inputs[{i}]") for i, c in enumerate(f.items(top.get("inputs", []), "inputs"))]
+    out["chains"] = None if "chains" not in top else [
+        _chain(c, f"chains[{i}]", f) for i, c in enumerate(f.items(top["chains"], "chains"))]
+    return out
+
+
+def _invariant(raw: Any, at: str, f: _Fields) -> dict[str, Any]:
+    inv = f.obj(raw, at)
+    for key in ("name", "status", "violations", "allowed"):
+        if key not in inv:
+            raise f.fail(f"{at}.{key}", "missing")
+    status = f.text(inv["status"], f"{at}.status")
+    if status not in STATUSES:
+        raise f.fail(f"{at}.status", f"{_short(status)} is none of {', '.join(STATUSES)}")
+    return {
+        "name": f.text(inv["name"], f"{at}.name"), "status": status,
+        "violations": f.int(inv["violations"], f"{at}.violations", COUNT),
+        "allowed": f.int(inv["allowed"], f"{at}.allowed", COUNT),
+        "rules": f.counts(inv.get("rules", {}), f"{at}.rules"),
+        "magnitude_by_rule": f.counts(inv.get("magnitude_by_rule", {}), f"{at}.magnitude_by_rule"),
+        **{key: [_example(x, f"{at}.{key}[{i}]", f) for i, x in enumerate(f.items(inv.get(key, []), f"{at}.{key}"))]
+           for key in ("examples", "allowed_examples")},
+    }
+
+
+def _example(raw: Any, at: str, f: _Fields) -> dict[str, Any]:
+    x = f.obj(raw, at)
+    if "seq" not in x:
+        raise f.fail(f"{at}.seq", "missing")
+    ev = x.get("event")
+    event = None
+    if ev is not None:
+        ev = f.obj(ev, f"{at}.event")
+        event = {"event_time_ms": f.opt_int(ev.get("event_time_ms"), f"{at}.event.event_time_ms", TIME_MS),
+                 "partition": f.text(ev.get("partition", ""), f"{at}.event.partition"),
+                 "change": f.text(ev.get("change", ""), f"{at}.event.change"),
+                 "event_id": f.opt_text(ev.get("event_id"), f"{at}.event.event_id")}
+    return {"cluster_id": f.opt_text(x.get("cluster_id"), f"{at}.cluster_id"),
+            "seq": f.int(x["seq"], f"{at}.seq", SEQ),
+            "rule": f.opt_text(x.get("rule"), f"{at}.rule"),
+            "expected": f.scalar(x.get("expected"), f"{at}.expected"),
+            "actual": f.scalar(x.get("actual"), f"{at}.actual"),
+            "magnitude": f.opt_int(x.get("magnitude"), f"{at}.magnitude", COUNT),
+            "event": event}
+
+
+def _chain(raw: Any, at: str, f: _Fields) -> dict[str, Any]:
+    c = f.obj(raw, at)
+    out: dict[str, Any] = {"cluster_id": f.text(c.get("cluster_id"), f"{at}.cluster_id"),
+                           "last_seq": f.int(c.get("last_seq"), f"{at}.last_seq", (-1, SEQ[1]))}
+    # first_seq and head_hash are what binds the verdict; a report without them is shown as not bound
+    if "head_hash" in c or "first_seq" in c:
+        out["first_seq"] = f.int(c.get("first_seq"), f"{at}.first_seq", (0, out["last_seq"]))
+        head = f.text(c.get("head_hash"), f"{at}.head_hash")
+        if not HASH.fullmatch(head):
+            raise f.fail(f"{at}.head_hash", f"{_short(head)} is not a sha256 in hex")
+        out["head_hash"] = head
+    out["gaps"] = [_gap(g, f"{at}.gaps[{i}]", f) for i, g in enumerate(f.items(c.get("gaps", []), f"{at}.gaps"))]
+    return out
+
+
+def _gap(raw: Any, at: str, f: _Fields) -> dict[str, Any]:
+    g = f.obj(raw, at)
+    return {"from_seq": f.int(g.get("from_seq"), f"{at}.from_seq", SEQ),
+            "to_seq": f.int(g.get("to_seq"), f"{at}.to_seq", SEQ),
+            "reason": f.text(g.get("reason", ""), f"{at}.reason")}
+
+
+# --- binding --------------------------------------------------------------------------------------
+
+def bind(checks: dict[str, Any], where: str, store: str, cluster: str, window: tuple[int, int],
+         hash_at: Callable[[int], str | None], last_seq: int) -> Verdict:
+    """Relate a validated check report to the history shown: cluster `cluster` of `store`, window
+    seq window[0]..window[1]; `hash_at(seq)` is the store's chain hash at a seq (None: the store does not
+    hold it), `last_seq` the store's last seq of the cluster. Refuses (UsageError) a check of another
+    cluster or another history."""
+    chains = checks["chains"] or []
+    named = sorted(set(checks["clusters"]) | {c["cluster_id"] for c in chains})
+    if named and cluster not in named:
+        of = f" (of {_names(checks['inputs'])})" if checks["inputs"] else ""
+        raise UsageError(f"{where} is a check of cluster {_names(named)}{of}, not of cluster {cluster} of "
+                         f"{store}: its verdict is not this history's")
+    mine = [c for c in chains if c["cluster_id"] == cluster and "head_hash" in c]
+    if not mine:
+        return Verdict(checks, False, ((UNBOUND, f"{where} does not say which history it judged (a report of an "
+                                                 "older ctrlaudit, or made by hand): it may be another history's"),))
+    c = mine[0]
+    seq, theirs = c["last_seq"], c["head_hash"]
+    ours = hash_at(seq) if seq >= 0 else None
+    notes: list[tuple[str, str]] = []
+    if ours is not None and ours != theirs:
+        raise UsageError(f"{where} is a check of another history of cluster {cluster}: at seq {seq} its chain hash "
+                         f"is {theirs[:16]}…, {store} has {ours[:16]}… (a fork, or a rewritten history): its verdict "
+                         "is not this history's")
+    bound = ours is not None
+    if not bound:
+        held = f"past the end of {store} (seq {last_seq})" if seq > last_seq else f"which {store} does not hold"
+        notes.append((UNBOUND, f"{where} judged cluster {cluster} to seq {seq}, {held}: the two histories cannot "
+                               "be compared"))
+    first, a, b = c["first_seq"], window[0], window[1]
+    if first > a or seq < b:
+        notes.append((f"the check covers only seq {first}..{seq} of this window's seq {a}..{b}",
+                      "its verdict says nothing about the rest of the window"))
+    gaps = [f"{g['from_seq']}..{g['to_seq']}" for g in c["gaps"] if g["from_seq"] <= b and g["to_seq"] > a]
+    if gaps:
+        notes.append((f"the check had no verified data for seq {_names(gaps)} of this window",
+                      "what rests on those stretches it reported as no data, not as holding"))
+    others = [x for x in named if x != cluster]
+    if others:
+        notes.append((f"verdicts over clusters {_names([cluster, *others])} together",
+                      f"a verdict may rest on another cluster's events; the violations marked are cluster {cluster}'s"))
+    return Verdict(checks, bound, tuple(notes))
