@@ -12,7 +12,7 @@ from ctrlaudit.commands.output import JSON_OUT, Output
 from ctrlaudit.errors import UsageError, user_errors
 
 
-def _parse_inject(values: list[str]) -> list[tuple[str, int]]:
+def _parse_inject(values: list[str], events: int) -> list[tuple[str, int]]:
     from services.simulator import BREACHES
 
     out = []
@@ -22,6 +22,9 @@ def _parse_inject(values: list[str]) -> list[tuple[str, int]]:
             raise UsageError(f"--inject {v!r}: expected NAME@EVENT_INDEX, e.g. leader_in_isr@5000")
         if name not in BREACHES:
             raise UsageError(f"--inject {v!r}: unknown invariant {name!r}; known: {', '.join(BREACHES)}")
+        if int(index) >= events:
+            raise UsageError(f"--inject {v!r}: event index {int(index)} is past the end of a history of {events} "
+                             f"events (0..{events - 1})")
         out.append((name, int(index)))
     return out
 
@@ -50,7 +53,7 @@ def register(app: typer.Typer) -> None:
         """Simulate Kafka's controller (placement, elections, ISR, reassignments, failover, HW/LEO)."""
         from services.simulator import SimConfig, simulate_to_archive
 
-        breaches = _parse_inject(inject)
+        breaches = _parse_inject(inject, events)
         try:
             config = SimConfig(seed=seed, events=events, brokers=brokers, racks=racks, topics=topics,
                                partitions=partitions, replication_factor=replication_factor,

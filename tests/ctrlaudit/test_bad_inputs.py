@@ -168,6 +168,8 @@ ROWS = [
     R("simulate-where-nothing-can-be-written", ["simulate", "--out", "/sys/sim", "--events", "10"], 2, "/sys/sim"),
     R("simulate-into-the-archive", ["simulate", "--out", "{archive}", "--seed", "5", "--events", "10"], 2,
       "refusing to overwrite"),
+    R("simulate-breach-past-the-end", ["simulate", "--out", "{here}/s", "--events", "20", "--inject",
+                                       "leader_in_isr@20"], 2, "event index 20 is past the end of a history of 20"),
     # Kafka that does not answer: a bounded wait (CTRLAUDIT_CONNECT_TIMEOUT), one line naming host:port
     R("load-unreachable-kafka", ["load", "--bootstrap-server", "127.0.0.1:1", "--topic", "x", "--store",
                                  "{here}/k.duckdb"], 2, "cannot reach Kafka at 127.0.0.1:1 within 2 s", FAST_KAFKA),
