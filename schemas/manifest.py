@@ -13,6 +13,7 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from schemas import names
 from schemas.errors import ContractError
 
 MANIFEST_SUFFIX = ".manifest.json"
@@ -126,4 +127,9 @@ def read_manifest(path: Path) -> FileManifest:
         raise ManifestError(f"{path}: not a valid archive manifest (bad {', '.join(bad)})")
     if manifest.format != FORMAT:
         raise ManifestError(f"{path}: manifest format {manifest.format!r}, this build reads {FORMAT!r}")
+    try:  # names a hostile manifest could turn into paths: a plain file name beside it, a cluster id
+        names.file_name(manifest.file, "file")
+        names.cluster_id(manifest.cluster_id, "cluster_id")
+    except names.UnsafeName as exc:
+        raise ManifestError(f"{path}: not a valid archive manifest ({exc})") from None
     return manifest

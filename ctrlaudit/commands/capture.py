@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ctrlaudit.commands.options import COMMAND_CONFIG
+from ctrlaudit.commands.options import COMMAND_CONFIG, given_cluster_id
 from ctrlaudit.commands.output import JSON_OUT, Output
 from ctrlaudit.errors import EXIT_FOUND, UsageError, user_errors
 
@@ -65,9 +65,12 @@ def register(app: typer.Typer) -> None:
             env.pop("CTRLAUDIT_METADATA_DIR", None)
         if bootstrap_server:
             env["CTRLAUDIT_BOOTSTRAP_SERVERS"] = bootstrap_server
-        if cluster_id:
-            env["CTRLAUDIT_CLUSTER_ID"] = cluster_id
+        if cluster_id is not None:
+            env["CTRLAUDIT_CLUSTER_ID"] = given_cluster_id(cluster_id)
+        elif env.get("CTRLAUDIT_CLUSTER_ID"):
+            given_cluster_id(env["CTRLAUDIT_CLUSTER_ID"], "CTRLAUDIT_CLUSTER_ID")
         if zookeeper is not None:  # one line now, not a worker restarted until it gives up
+            from schemas import names
             from services.capture.connect import connect_timeout
             from services.zookeeper.watch import ZooKeeperWatch
 
@@ -77,7 +80,7 @@ def register(app: typer.Typer) -> None:
             if not cluster_id and "CTRLAUDIT_CLUSTER_ID" not in env:
                 found = probe.cluster_id()
                 if found:
-                    env["CTRLAUDIT_CLUSTER_ID"] = found
+                    env["CTRLAUDIT_CLUSTER_ID"] = names.cluster_id(found, "the /cluster/id znode's id", zookeeper)
             probe.stop()
         if command_config:  # the workers and the sampler read the same file (an absolute path: their cwd may differ)
             env["CTRLAUDIT_COMMAND_CONFIG"] = str(command_config.resolve())

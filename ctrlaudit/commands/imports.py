@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from ctrlaudit.commands.options import given_cluster_id
 from ctrlaudit.commands.output import JSON_OUT, Output
 from ctrlaudit.errors import user_errors
 
@@ -46,7 +47,7 @@ def kraft(
     if zookeeper_data:
         return _migrated(paths, zookeeper_data, out, cluster_id, node_id, on_error, json_path)
     report = ImportReport()
-    cluster = cluster_id or cluster_id_of(paths) or "unknown-cluster"
+    cluster = given_cluster_id(cluster_id) or cluster_id_of(paths) or "unknown-cluster"
     # Never over an existing archive: an import into a non-empty directory only appends what comes
     # after the chain already there (the same cluster's history), or is refused.
     last = continuation(out, cluster)
@@ -78,7 +79,7 @@ def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_
     from services.normalize.offline import ImportReport
 
     zk_report, report = ImportReport(), ImportReport()
-    cluster = cluster_id or migration_cluster_id([Path(p) for p in paths], [Path(p) for p in zookeeper_data]) \
+    cluster = given_cluster_id(cluster_id) or migration_cluster_id([Path(p) for p in paths], [Path(p) for p in zookeeper_data]) \
         or "unknown-cluster"
     last = continuation(out, cluster)
     cut: dict = {}
@@ -126,7 +127,7 @@ def zk(
     patterns()
     report = ImportReport()
     files = plan_zk([Path(p) for p in paths])
-    cluster = cluster_id or cluster_id_of_zk([Path(p) for p in paths]) or "unknown-cluster"
+    cluster = given_cluster_id(cluster_id) or cluster_id_of_zk([Path(p) for p in paths]) or "unknown-cluster"
     last = continuation(out, cluster)
     with bar("importing", sum(f.stat().st_size for f in files)) as progress:
         events = import_zk_events(paths, cluster, on_error=on_error.value, report=report, progress=progress)
@@ -165,7 +166,7 @@ def logs(
     patterns()
     zone(timezone)
     report = ImportReport()
-    cluster = cluster_id or cluster_id_of_logs([Path(p) for p in paths]) or "unknown-cluster"
+    cluster = given_cluster_id(cluster_id) or cluster_id_of_logs([Path(p) for p in paths]) or "unknown-cluster"
     last = continuation(out, cluster)
     events = import_log_events(paths, cluster, tz=timezone, report=report)
     written, writer = _append(out, cluster, events, last)

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from ctrlaudit.commands.options import given_cluster_id
 from ctrlaudit.commands.output import JSON_OUT, Output
 from ctrlaudit.errors import UsageError, user_errors
 
@@ -54,7 +55,8 @@ def register(app: typer.Typer) -> None:
         try:
             config = SimConfig(seed=seed, events=events, brokers=brokers, racks=racks, topics=topics,
                                partitions=partitions, replication_factor=replication_factor,
-                               metadata_version=metadata_version, cluster_id=cluster_id, zookeeper=zookeeper)
+                               metadata_version=metadata_version, cluster_id=given_cluster_id(cluster_id),
+                               zookeeper=zookeeper)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         from services.archive.writer import refuse_non_empty

@@ -206,7 +206,8 @@ def main(argv: list[str] | None = None) -> None:
             from pathlib import Path
             from services.normalize.offline import cluster_id_of
             cluster = cluster_id_of([Path(s.metadata_dir)])
-        run(s, cluster or "unknown-cluster", a.rounds)
+        from schemas import names
+        run(s, names.cluster_id(cluster, "--cluster-id") if cluster else "unknown-cluster", a.rounds)
     except ContractError as exc:
         raise SystemExit(f"ctrlaudit sampler: {exc}") from None
     except Exception as exc:
