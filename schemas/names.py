@@ -41,7 +41,7 @@ def checked(value: object, what: str, where: str = "", kind: str = "Kafka name")
     elif not value:
         reason = f"is empty: not a {kind}"
     elif len(value) > MAX_NAME:
-        reason = f"is {len(value)} characters: not a {kind} (at most {MAX_NAME})"
+        reason = f"is longer than {MAX_NAME} characters: not a {kind}"
     elif value in (".", ".."):
         reason = f"is not a {kind} ('.' and '..' name directories)"
     elif not _LEGAL.fullmatch(value):

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from ctrlaudit.commands.options import COMMAND_CONFIG, given_cluster_id
-from ctrlaudit.commands.output import JSON_OUT, Output
+from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs
 from ctrlaudit.errors import EXIT_FOUND, UsageError, user_errors
 
 BOOTSTRAP = typer.Option(None, "--bootstrap-server",
@@ -111,7 +111,7 @@ def register(app: typer.Typer) -> None:
         topic: str = EVENTS_TOPIC,
         flush_seconds: float = typer.Option(None, "--flush-seconds", help="Finish files and commit every N s (60)."),
         idle_exit: float = typer.Option(None, "--idle-exit", help="Stop after N s without events."),
-        json_path: Path = JSON_OUT,
+        json_path: Path = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Consume the events topic into hourly Avro files with manifests (fsync, then commit)."""
         import logging
@@ -124,6 +124,7 @@ def register(app: typer.Typer) -> None:
                                archive_dir=str(archive_dir) if archive_dir else None,
                                archive_flush_seconds=flush_seconds,
                                command_config=str(command_config) if command_config else None)
+        refuse_outputs({"--json": json_path}, force=force, inputs=[s.archive_dir])
         _check_access(s)
         a = run(s, idle_exit=idle_exit)
         out = Output(json_path)
@@ -134,7 +135,7 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def verify(
         archive: Path = typer.Argument(..., help="Archive root or one cluster's directory."),
-        json_path: Path = JSON_OUT,
+        json_path: Path = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Check the hash chain and the manifests; name the first missing/altered/reordered/inserted event.
 
@@ -144,6 +145,7 @@ def register(app: typer.Typer) -> None:
         from ctrlaudit.progress import bar
         from schemas.verified import ArchiveProblem, VerifiedRead
 
+        refuse_outputs({"--json": json_path}, force=force, inputs=[archive])
         try:
             read = VerifiedRead([archive])
             with bar("verifying", read.total_bytes) as progress:

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from ctrlaudit.commands.options import given_cluster_id
-from ctrlaudit.commands.output import JSON_OUT, Output
+from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs
 from ctrlaudit.errors import user_errors
 
 imports = typer.Typer(help="Turn controller state from elsewhere into an archive.", no_args_is_help=True,
@@ -34,7 +34,7 @@ def kraft(
         help="A cluster migrated from ZooKeeper (KIP-866): ZooKeeper's dataDir (or log.<zxid> files). One history: "
              "ZooKeeper's transactions up to the KRaft controller's claim, the migration checked against them, then "
              "this metadata log. Repeatable."),
-    json_path: Path = JSON_OUT,
+    json_path: Path = JSON_OUT, force: bool = FORCE,
 ) -> None:
     """Decode a KRaft metadata log (segments and snapshots) into ControllerEvents; with --zookeeper-data, after the
     ZooKeeper-mode history of a migrated cluster."""
@@ -44,6 +44,7 @@ def kraft(
     from services.normalize.redaction import patterns
 
     patterns()  # a bad CTRLAUDIT_REDACT_PATTERNS is one line before anything is read or written
+    refuse_outputs({"--json": json_path}, force=force, inputs=[*paths, *(zookeeper_data or []), out])
     if zookeeper_data:
         return _migrated(paths, zookeeper_data, out, cluster_id, node_id, on_error, json_path)
     report = ImportReport()
@@ -115,7 +116,7 @@ def zk(
     cluster_id: str = typer.Option(None, "--cluster-id", help="Default: the /cluster/id znode in the first log."),
     on_error: OnError = typer.Option(OnError.raise_, "--on-error",
                                      help="raise: stop at a corrupt transaction; skip: record it as a capture gap."),
-    json_path: Path = JSON_OUT,
+    json_path: Path = JSON_OUT, force: bool = FORCE,
 ) -> None:
     """Decode ZooKeeper transaction logs of a ZooKeeper-mode Kafka cluster into ControllerEvents."""
     from services.archive.writer import continuation
@@ -125,6 +126,7 @@ def zk(
     from services.normalize.zk_offline import cluster_id_of_zk, import_zk_events, plan_zk
 
     patterns()
+    refuse_outputs({"--json": json_path}, force=force, inputs=[*paths, out])
     report = ImportReport()
     files = plan_zk([Path(p) for p in paths])
     cluster = given_cluster_id(cluster_id) or cluster_id_of_zk([Path(p) for p in paths]) or "unknown-cluster"
@@ -153,7 +155,7 @@ def logs(
                                    help="Default: the id the logs state (a KRaft controller's, or server.log's)."),
     timezone: str = typer.Option("UTC", "--timezone",
                                  help="The zone of the brokers' clocks: log4j writes local time without one."),
-    json_path: Path = JSON_OUT,
+    json_path: Path = JSON_OUT, force: bool = FORCE,
 ) -> None:
     """Read Kafka's own state-change.log and controller.log of every broker (ZooKeeper mode and KRaft), merged in
     time order, into ControllerEvents: each partition state the lines state whole, with its file and line;
@@ -165,6 +167,7 @@ def logs(
 
     patterns()
     zone(timezone)
+    refuse_outputs({"--json": json_path}, force=force, inputs=[*paths, out])
     report = ImportReport()
     cluster = given_cluster_id(cluster_id) or cluster_id_of_logs([Path(p) for p in paths]) or "unknown-cluster"
     last = continuation(out, cluster)

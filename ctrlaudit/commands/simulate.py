@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from ctrlaudit.commands.options import given_cluster_id
-from ctrlaudit.commands.output import JSON_OUT, Output
+from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs, write_text
 from ctrlaudit.errors import UsageError, user_errors
 
 
@@ -46,12 +46,13 @@ def register(app: typer.Typer) -> None:
         zookeeper: bool = typer.Option(False, "--zookeeper",
                                        help="A ZooKeeper-mode cluster's history: sourced ZOOKEEPER, no "
                                             "metadata.version, brokers registered or gone."),
-        json_path: Path = JSON_OUT,
+        json_path: Path = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Simulate Kafka's controller (placement, elections, ISR, reassignments, failover, HW/LEO)."""
         from services.simulator import SimConfig, simulate_to_archive
 
         breaches = _parse_inject(inject)
+        refuse_outputs({"--json": json_path, "--truth": truth}, force=force, inputs=[out])
         try:
             config = SimConfig(seed=seed, events=events, brokers=brokers, racks=racks, topics=topics,
                                partitions=partitions, replication_factor=replication_factor,
@@ -79,4 +80,4 @@ def register(app: typer.Typer) -> None:
                            "injected": [asdict(b) for b in result.breaches],
                            "not_injected": [f"{n}@{i}" for n, i in result.not_injected]})
         if truth is not None:
-            truth.write_text(json.dumps([asdict(b) for b in result.breaches], indent=2) + "\n")
+            write_text(truth, json.dumps([asdict(b) for b in result.breaches], indent=2) + "\n")
