@@ -98,8 +98,11 @@ def is_stdout(path: str | Path | None) -> bool:
 @contextlib.contextmanager
 def into_place(path: str | Path) -> Iterator[Path]:
     """A new temporary file beside `path` to write (its own name: never an existing `<name>.part` of
-    someone else's), renamed over `path` when the block ends; removed when it raises."""
+    someone else's), renamed over `path` when the block ends; removed when it raises. Only ever over a
+    regular file: a link, a FIFO, a device or a directory there is refused here too (for callers that do
+    not go through `refuse_outputs`: a rename would replace a device node by a file)."""
     path = Path(path)
+    _refuse_not_regular(path, str(path))
     while True:  # O_EXCL: a name of its own; mode 0o666 less the umask, as a file the shell makes
         tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.part")
         try:
@@ -109,6 +112,7 @@ def into_place(path: str | Path) -> Iterator[Path]:
             continue
     try:
         yield tmp
+        _refuse_not_regular(path, str(path))
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -171,18 +175,25 @@ def refuse_outputs(outputs: Mapping[str, str | Path | None], *, force: bool = Fa
         for source in read:
             if _is_input(path, source):
                 raise UsageError(f"{where}: an input of this command ({source}); it is never written over")
-        try:
-            mode = os.lstat(path).st_mode
-        except (FileNotFoundError, NotADirectoryError):
-            if not path.parent.is_dir():
-                raise UsageError(f"{where}: no such directory {path.parent}") from None
-            continue
-        for test, what in _NOT_REGULAR:
-            if test(mode):
-                raise UsageError(f"{where}: {what}, not a regular file; give a file's path, or '-' for standard "
-                                 "output")
-        if not force:
+        if not path.parent.is_dir():
+            raise UsageError(f"{where}: no such directory {path.parent}")
+        if _refuse_not_regular(path, where) and not force:
             raise UsageError(f"{where}: exists; give --force to replace it")
+
+
+def _refuse_not_regular(path: Path, where: str) -> bool:
+    """True when `path` is an existing regular file, False when nothing is there; UsageError for anything
+    else."""
+    from ctrlaudit.errors import UsageError
+
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    for test, what in _NOT_REGULAR:
+        if test(mode):
+            raise UsageError(f"{where}: {what}, not a regular file; give a file's path, or '-' for standard output")
+    return True
 
 
 def print_table(table: Any, console: Any = None) -> None:
