@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ctrlaudit.commands.output import (FORCE, JSON_OUT, TIME_FORMAT, TimeFormat, refuse_outputs, store_files,
+from ctrlaudit.commands.output import (FORCE, JSON_OUT, TIME_FORMAT, TimeFormat, check_inputs, refuse_outputs,
                                        use_time_format)
 from ctrlaudit.errors import user_errors
 
@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
 
         use_time_format(time_format)
         refuse_outputs({"--json": json_path, "--junit": junit_path, "--csv": csv_path}, force=force,
-                       inputs=[p for i in inputs for p in (store_files(i) if i.endswith(".duckdb") else [i])])
+                       inputs=check_inputs(inputs))
         from ctrlaudit.progress import archive_bytes, bar
 
         with bar("reading and verifying", archive_bytes(inputs)) as progress:

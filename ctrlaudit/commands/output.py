@@ -214,3 +214,8 @@ def print_table(table: Any, console: Any = None) -> None:
 def store_files(store: str | Path) -> list[Path]:
     """A DuckDB store as an input: its file and its write-ahead log."""
     return [Path(store), Path(f"{store}.wal")]
+
+
+def check_inputs(inputs: Iterable[str]) -> list[Path]:
+    """What `check` reads: archive files and directories, or a store (with its write-ahead log)."""
+    return [p for i in inputs for p in (store_files(i) if i.endswith(".duckdb") else [Path(i)])]
