@@ -44,7 +44,8 @@ def kraft(
     from services.normalize.redaction import patterns
 
     patterns()  # a bad CTRLAUDIT_REDACT_PATTERNS is one line before anything is read or written
-    refuse_outputs({"--json": json_path}, force=force, inputs=[*paths, *(zookeeper_data or []), out])
+    refuse_outputs({"--json": json_path}, force=force, inputs=[*paths, *(zookeeper_data or [])],
+                   directories={"--out": out})
     if zookeeper_data:
         return _migrated(paths, zookeeper_data, out, cluster_id, node_id, on_error, json_path)
     report = ImportReport()
@@ -126,7 +127,7 @@ def zk(
     from services.normalize.zk_offline import cluster_id_of_zk, import_zk_events, plan_zk
 
     patterns()
-    refuse_outputs({"--json": json_path}, force=force, inputs=[*paths, out])
+    refuse_outputs({"--json": json_path}, force=force, inputs=paths, directories={"--out": out})
     report = ImportReport()
     files = plan_zk([Path(p) for p in paths])
     cluster = given_cluster_id(cluster_id) or cluster_id_of_zk([Path(p) for p in paths]) or "unknown-cluster"
@@ -167,7 +168,7 @@ def logs(
 
     patterns()
     zone(timezone)
-    refuse_outputs({"--json": json_path}, force=force, inputs=[*paths, out])
+    refuse_outputs({"--json": json_path}, force=force, inputs=paths, directories={"--out": out})
     report = ImportReport()
     cluster = given_cluster_id(cluster_id) or cluster_id_of_logs([Path(p) for p in paths]) or "unknown-cluster"
     last = continuation(out, cluster)

@@ -153,17 +153,24 @@ def _is_input(path: Path, given: Path) -> bool:
 
 
 def refuse_outputs(outputs: Mapping[str, str | Path | None], *, force: bool = False,
-                   inputs: Iterable[str | Path | None] = ()) -> None:
+                   inputs: Iterable[str | Path | None] = (), directories: Mapping[str, Path] | None = None) -> None:
     """UsageError (one line naming the path and the option) for an output the command must not write; see
     the module doc. `outputs`: option -> path as given (None: not given); `inputs`: every file or directory
-    the command reads (URIs such as hdfs://... are not local files and are left out)."""
+    the command reads (URIs such as hdfs://... are not local files and are left out); `directories`: option ->
+    an output directory (an archive the command writes), which must not be, or be inside, an input either, and
+    which no file output may be in."""
     from ctrlaudit.errors import UsageError
 
+    read = [Path(p) for p in inputs if p is not None and "://" not in str(p)]
+    for option, directory in (directories or {}).items():
+        for source in read:
+            if _is_input(directory, source):
+                raise UsageError(f"{directory} ({option}): an input of this command ({source}); an archive is "
+                                 "never written into what the command reads")
     given = {option: Path(p) for option, p in outputs.items() if p is not None}
     to_stdout = [option for option, p in given.items() if is_stdout(p)]
     if len(to_stdout) > 1:
         raise UsageError(f"only one of {', '.join(to_stdout)} can go to standard output ('-')")
-    read = [Path(p) for p in inputs if p is not None and "://" not in str(p)]
     seen: dict[tuple[Any, ...], str] = {}
     for option, path in given.items():
         if is_stdout(path):
@@ -175,6 +182,10 @@ def refuse_outputs(outputs: Mapping[str, str | Path | None], *, force: bool = Fa
         for source in read:
             if _is_input(path, source):
                 raise UsageError(f"{where}: an input of this command ({source}); it is never written over")
+        for other, directory in (directories or {}).items():
+            if _is_input(path, directory):
+                raise UsageError(f"{where}: inside the archive directory {directory} ({other}), which holds "
+                                 "archive files only")
         if not path.parent.is_dir():
             raise UsageError(f"{where}: no such directory {path.parent}")
         if _refuse_not_regular(path, where) and not force:

@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
         from services.simulator import SimConfig, simulate_to_archive
 
         breaches = _parse_inject(inject)
-        refuse_outputs({"--json": json_path, "--truth": truth}, force=force, inputs=[out])
+        refuse_outputs({"--json": json_path, "--truth": truth}, force=force, directories={"--out": out})
         try:
             config = SimConfig(seed=seed, events=events, brokers=brokers, racks=racks, topics=topics,
                                partitions=partitions, replication_factor=replication_factor,
