@@ -5,6 +5,9 @@ and where it came from, no traceback, nothing created anywhere, the inputs' byte
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,3 +120,19 @@ def test_a_manifest_naming_a_cluster_that_is_a_path(tmp_path):
     manifest.write_text(json.dumps(body))
     done = ctrlaudit("verify", str(archive))
     assert done.returncode == 1 and "not a Kafka cluster id" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_capture_refuses_a_cluster_id_before_starting_anything(tmp_path, how):
+    """The live capture's cluster id names the archive's directory at the archiver: refused up front, before
+    any worker starts or any cluster is contacted."""
+    (tmp_path / "__cluster_metadata-0").mkdir()
+    (tmp_path / "__cluster_metadata-0" / "quorum-state").write_text("{}")
+    args = ["capture", "--metadata-dir", str(tmp_path / "__cluster_metadata-0"), "--bootstrap-server", "localhost:1"]
+    env = dict(os.environ, CTRLAUDIT_CLUSTER_ID="../../etc") if how == "environment" else None
+    if how == "option":
+        args += ["--cluster-id", "../../etc"]
+    done = subprocess.run([sys.executable, "-m", "ctrlaudit", *args], capture_output=True, text=True, env=env,
+                          timeout=60)
+    line = refused(done)
+    assert ("--cluster-id" if how == "option" else "CTRLAUDIT_CLUSTER_ID") + " '../../etc' is not a Kafka" in line
