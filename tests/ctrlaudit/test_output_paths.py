@@ -143,6 +143,7 @@ ROWS = [
       "{here}/dangling (--out): a symbolic link", symlinks),
     R("state-json-a-directory", ["state", *ST, "--json", "{here}/d", "--force"], "{here}/d (--json): a directory",
       a_directory),
+    R("state-json-empty", ["state", *ST, "--json", ""], ". (--json): a directory"),  # '' is '.' to typer
     R("state-json-in-a-missing-directory", ["state", *ST, "--json", "{here}/no/x.json"],
       "{here}/no/x.json (--json): no such directory {here}/no"),
     # two outputs of one command to one file, also spelled differently
