@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from ctrlaudit.commands.options import given_cluster_id
-from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs, write_text
+from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, is_stdout, refuse_outputs, write_text
 from ctrlaudit.errors import UsageError, user_errors
 
 
@@ -66,7 +66,7 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=True)
         with console.status(f"simulating {events:,} events"):
             result = simulate_to_archive(out, config, inject=breaches)
-        said = Output(json_path)
+        said = Output(json_path, stdout_taken=is_stdout(truth))
         said.say(f"cluster {config.cluster}: {result.events:,} events in {len(result.files)} file(s) under "
                  f"{out / config.cluster} ({result.events_per_second:,.0f} events/s)")
         said.say(f"chain head {result.chain_head_hash}")

@@ -240,7 +240,7 @@ def test_dash_is_standard_output_for_every_file_option(world, tmp_path):
     state = run("state", "--store", store, "--json", "-", cwd=tmp_path)
     assert state.returncode == 0 and state.stdout.startswith("{")
     truth = run("simulate", "--out", "a", "--events", "50", "--truth", "-", cwd=tmp_path)
-    assert truth.returncode == 0 and truth.stdout.startswith("cluster sim-0")  # --json absent: lines on stdout
+    assert truth.returncode == 0 and truth.stdout.startswith("[") and truth.stderr.startswith("cluster sim-0")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]  # no file named '-'
 
 
