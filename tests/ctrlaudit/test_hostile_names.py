@@ -136,3 +136,16 @@ def test_capture_refuses_a_cluster_id_before_starting_anything(tmp_path, how):
                           timeout=60)
     line = refused(done)
     assert ("--cluster-id" if how == "option" else "CTRLAUDIT_CLUSTER_ID") + " '../../etc' is not a Kafka" in line
+
+
+@pytest.mark.parametrize("name", ["a\nb.avro", "événements.avro", "x y.avro.manifest.json", "ctrl\x1b[31m.avro"])
+def test_an_archive_listing_with_a_name_that_is_not_plain(tmp_path, name):
+    """A copied archive holding a file whose name is not a plain one (a newline would make two lines of
+    error, an escape sequence would colour the terminal): one line naming it escaped, exit 2."""
+    archive = _archive(tmp_path)
+    (archive / "sim-2" / name).write_bytes(b"Obj\x01")
+    before = digest(tmp_path)
+    for args in (["verify", str(archive)], ["check", str(archive)]):
+        line = refused(ctrlaudit(*args))
+        assert line.startswith(f"ctrlaudit: error: {archive}: ") and repr(name) in line and "\x1b" not in line
+    assert digest(tmp_path) == before
