@@ -92,7 +92,8 @@ def write_manifest(avro_path: Path, manifest: FileManifest, fsync: bool = True) 
     """Write durably: temp file, fsync, rename, fsync the directory (fsync=False: tests only)."""
     final = manifest_path(avro_path)
     tmp = final.with_name(final.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fo:
+    tmp.unlink(missing_ok=True)  # a leftover, or a link planted in a copied archive: never written through
+    with open(tmp, "x", encoding="utf-8") as fo:
         fo.write(manifest.to_json())
         fo.flush()
         if fsync:

@@ -103,7 +103,8 @@ class _OpenFile:
     def __init__(self, directory: Path, name: str, sync: bytes, header: bytes) -> None:
         self.final = directory / name
         self.part = directory / (name + ".part")
-        self.fo = open(self.part, "wb")
+        self.part.unlink(missing_ok=True)  # never written through a link left there
+        self.fo = open(self.part, "xb")
         self.sha = hashlib.sha256()
         self.size = 0
         self.sync = sync

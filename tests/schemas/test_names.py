@@ -113,3 +113,22 @@ def test_the_archiver_never_writes_an_events_cluster_id_as_a_path(tmp_path):
     with pytest.raises(names.UnsafeName, match="events topic: event seq 0: cluster_id '../escaped'"):
         archive.add(codec.encode(event))
     assert not (tmp_path / "escaped").exists() and not root.exists()
+
+
+def test_the_writer_never_writes_through_a_link_planted_in_the_archive(tmp_path):
+    """An import continuing a copied archive: a `.part` or manifest `.tmp` there that is a link to a file
+    elsewhere is removed, never written through."""
+    from services.archive.writer import ArchiveWriter, file_name
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    event = sample_event("PartitionChange")
+    d = tmp_path / "archive" / event.cluster_id
+    d.mkdir(parents=True)
+    name = file_name(event.event_time_ms, 0)
+    with ArchiveWriter(tmp_path / "archive", event.cluster_id, fsync=False) as w:
+        (d / f"{name}.part").symlink_to(victim)  # after the writer's start, before its file is opened
+        (d / f"{name}.manifest.json.tmp").symlink_to(victim)
+        w.append(event)
+    assert victim.read_text() == "mine\n"
+    assert sorted(p.name for p in d.iterdir()) == [name, f"{name}.manifest.json"]
