@@ -24,7 +24,8 @@ from bench.replay import RESULTS, machine  # noqa: E402
 def run(store: Path, out: Path, extra: list[str]) -> dict[str, str]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "ctrlaudit", "report", "--store", str(store), "--out", str(out), *extra],
+    subprocess.run([sys.executable, "-m", "ctrlaudit", "report", "--store", str(store), "--out", str(out), "--force",
+                    *extra],
                    check=True, cwd=Path(__file__).resolve().parents[1])
     seconds = time.perf_counter() - started
     peak = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from checks.inputs import BadInput, chains_of
+from schemas import names
 from schemas.errors import ContractError
 from schemas.manifest import MANIFEST_SUFFIX, read_manifest
 from schemas.verified import ArchiveProblem, verify
@@ -97,7 +98,8 @@ class Staged:
                 while listing.hasNext():
                     s = listing.next()
                     if _archive_name(s.getPath().getName()):
-                        self._copy(fs, s, root / s.getPath().toUri().getPath()[len(base) + 1:])
+                        relative = s.getPath().toUri().getPath()[len(base) + 1:]
+                        self._copy(fs, s, names.below(root, relative, "file", uri))
             else:
                 self._copy(fs, status, root)
                 sibling = self.jvm.org.apache.hadoop.fs.Path(status.getPath().toString() + MANIFEST_SUFFIX)

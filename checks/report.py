@@ -184,48 +184,32 @@ def _diff(before: dict[str, Any] | None, after: dict[str, Any] | None) -> str:
 # --- output ---------------------------------------------------------------------------------------
 
 def write_json(report: Report, path: str | Path) -> None:
-    """To the file, or to standard output for '-'."""
-    text = json.dumps(report.to_json(), indent=2, sort_keys=False, default=str) + "\n"
-    if str(path) == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        Path(path).write_text(text)
+    """To the file (written beside it and renamed into place), or to standard output for '-'. Whether the
+    file may be written is the command's to decide first (ctrlaudit.commands.output.refuse_outputs)."""
+    from ctrlaudit.commands.output import write_text
+
+    write_text(path, json.dumps(report.to_json(), indent=2, sort_keys=False, default=str) + "\n")
 
 
 def write_csv(found: Findings, path: str | Path) -> None:
     """One row per judged finding (violated or allowed) with the columns every engine returns, written by
     DuckDB from the findings table; '-' = standard output. A clean history gives the header alone.
 
-    A new or regular file is written beside its path and renamed into place: a failed write leaves no half
-    report. Anything else (a device such as /dev/stdout, a FIFO, a symlink) is written through, never
-    replaced: DuckDB writes a temporary file, which is copied into it."""
+    The file is written beside its path and renamed into place: a failed write leaves no half report. A
+    link, a FIFO or a device is refused by the command before it runs (ctrlaudit.commands.output)."""
     import os
-    import shutil
-    import stat
     import tempfile
 
-    target = str(path)
-    if target != "-" and not os.path.islink(target) and (
-            not os.path.exists(target) or stat.S_ISREG(os.stat(target).st_mode)):
-        part = Path(target + ".part")
-        try:
+    from ctrlaudit.commands.output import copy_to_stdout, into_place, is_stdout
+
+    if not is_stdout(path):
+        with into_place(path) as part:
             found.write_csv(str(part))
-            os.replace(part, target)
-        finally:
-            part.unlink(missing_ok=True)
         return
     with tempfile.TemporaryDirectory(prefix="ctrlaudit-csv-") as tmp:
         written = os.path.join(tmp, "findings.csv")
         found.write_csv(written)
-        with open(written, "rb") as src:
-            if target == "-":  # sys.stdout may not be file descriptor 1 (DuckDB writes to paths only)
-                sys.stdout.flush()
-                shutil.copyfileobj(src, sys.stdout.buffer, 1 << 20)
-                sys.stdout.buffer.flush()
-            else:
-                with open(target, "wb") as out:
-                    shutil.copyfileobj(src, out, 1 << 20)
+        copy_to_stdout(written)  # sys.stdout may not be file descriptor 1 (DuckDB writes to paths only)
 
 
 def junit_xml(report: Report) -> ET.ElementTree:
@@ -267,7 +251,10 @@ def write_junit(report: Report, path: str | Path) -> None:
         sys.stdout.buffer.write(b"\n")
         sys.stdout.flush()
     else:
-        junit_xml(report).write(path, encoding="utf-8", xml_declaration=True)
+        from ctrlaudit.commands.output import into_place
+
+        with into_place(path) as part:
+            junit_xml(report).write(part, encoding="utf-8", xml_declaration=True)
 
 
 def _example_line(x: dict[str, Any]) -> str:

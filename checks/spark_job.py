@@ -25,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's, else local[2])")
     parser.add_argument("--json", dest="json_path")
     parser.add_argument("--junit", dest="junit_path")
+    parser.add_argument("--force", action="store_true", help="replace an existing --json/--junit file")
     parser.add_argument("--allow", action="append", default=[])
     parser.add_argument("--invariant", action="append", default=None)
     parser.add_argument("--allow-gaps", action="store_true",
@@ -49,6 +50,11 @@ def _run(args: argparse.Namespace) -> int:
     missing = [p for p in args.inputs if not is_uri(p) and not Path(p).exists()]
     if missing:
         raise BadInput(f"{missing[0]}: no such file or directory")
+    from ctrlaudit.commands.output import check_inputs, refuse_outputs
+
+    # the rule of every `ctrlaudit` output (ctrlaudit/commands/output.py), before a JVM is started
+    refuse_outputs({"--json": args.json_path, "--junit": args.junit_path}, force=args.force,
+                   inputs=check_inputs(args.inputs))
     # Under spark-submit (it starts the JVM and hands its gateway port to this process) the master is
     # spark-submit's own --master unless this --master overrides it; run alone, local[2].
     master = args.master

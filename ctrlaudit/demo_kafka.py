@@ -261,8 +261,9 @@ def forensics(cap: Captured, out: Path) -> None:
     step(f"the history of {cap.topic}-{p}", "timeline", "--store", store, "--topic", cap.topic, "--partition", p)
     step(f"why {cap.topic}-{p}'s leader last moved", "explain", "--store", store, "--topic", cap.topic, "--partition", p,
          "--last-leader-change")
+    # --force: a second run into the same directory replaces the demo's own reports
     step("the invariant catalog over the whole history", "check", store, "--json", str(out / "check.json"),
-         check=False)
+         "--force", check=False)
     if cap.metadata_copy is not None:
         what = ("the copy of ZooKeeper's transaction log", "zk") if cap.zookeeper else ("the copied metadata log", "kraft")
         step(f"the same history offline: decode {what[0]} (what an operator does with a copy taken after an "
@@ -270,7 +271,7 @@ def forensics(cap: Captured, out: Path) -> None:
         step("the events decoded offline, verified", "verify", str(out / "imported"))
     report = out / "incident.html"
     step("the incident report: summary, plots, drill-down per partition (one HTML file, no network needed)",
-         "report", "--store", store, "--check-json", str(out / "check.json"), "--out", str(report))
+         "report", "--store", store, "--check-json", str(out / "check.json"), "--out", str(report), "--force")
     print(f"\nThe incident report: {report.resolve()}")
 
 

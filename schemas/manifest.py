@@ -13,6 +13,7 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from schemas import names
 from schemas.errors import ContractError
 
 MANIFEST_SUFFIX = ".manifest.json"
@@ -91,7 +92,8 @@ def write_manifest(avro_path: Path, manifest: FileManifest, fsync: bool = True) 
     """Write durably: temp file, fsync, rename, fsync the directory (fsync=False: tests only)."""
     final = manifest_path(avro_path)
     tmp = final.with_name(final.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fo:
+    tmp.unlink(missing_ok=True)  # a leftover, or a link planted in a copied archive: never written through
+    with open(tmp, "x", encoding="utf-8") as fo:
         fo.write(manifest.to_json())
         fo.flush()
         if fsync:
@@ -126,4 +128,9 @@ def read_manifest(path: Path) -> FileManifest:
         raise ManifestError(f"{path}: not a valid archive manifest (bad {', '.join(bad)})")
     if manifest.format != FORMAT:
         raise ManifestError(f"{path}: manifest format {manifest.format!r}, this build reads {FORMAT!r}")
+    try:  # names a hostile manifest could turn into paths: a plain file name beside it, a cluster id
+        names.file_name(manifest.file, "file")
+        names.cluster_id(manifest.cluster_id, "cluster_id")
+    except names.UnsafeName as exc:
+        raise ManifestError(f"{path}: not a valid archive manifest ({exc})") from None
     return manifest

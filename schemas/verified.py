@@ -30,7 +30,7 @@ import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas import chainbreak, fastflat, flat, loader
+from schemas import chainbreak, fastflat, flat, loader, names
 from schemas.codec import READ_OPTIONS
 from schemas.chain import record_hash
 from schemas.container import iter_records
@@ -104,10 +104,12 @@ def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[Path]]:
     manifests: dict[Path, None] = {}
     for raw in paths:
         p = Path(raw)
-        if p.is_dir():
+        if p.is_dir():  # a listing of copied files: each name a plain one, or one line naming it (never two)
             for f in sorted(p.rglob("*.avro")):
+                names.file_name(f.name, "archive file", str(p))
                 avros[f.resolve()] = None
             for f in sorted(p.rglob("*.avro" + MANIFEST_SUFFIX)):
+                names.file_name(f.name, "manifest", str(p))
                 manifests[f.resolve()] = None
         elif p.name.endswith(MANIFEST_SUFFIX):
             manifests[p.resolve()] = None

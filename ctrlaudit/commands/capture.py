@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from ctrlaudit.commands.options import COMMAND_CONFIG
-from ctrlaudit.commands.output import JSON_OUT, Output
+from ctrlaudit.commands.options import COMMAND_CONFIG, given_cluster_id
+from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs
 from ctrlaudit.errors import EXIT_FOUND, UsageError, user_errors
 
 BOOTSTRAP = typer.Option(None, "--bootstrap-server",
@@ -65,9 +65,12 @@ def register(app: typer.Typer) -> None:
             env.pop("CTRLAUDIT_METADATA_DIR", None)
         if bootstrap_server:
             env["CTRLAUDIT_BOOTSTRAP_SERVERS"] = bootstrap_server
-        if cluster_id:
-            env["CTRLAUDIT_CLUSTER_ID"] = cluster_id
+        if cluster_id is not None:
+            env["CTRLAUDIT_CLUSTER_ID"] = given_cluster_id(cluster_id)
+        elif env.get("CTRLAUDIT_CLUSTER_ID"):
+            given_cluster_id(env["CTRLAUDIT_CLUSTER_ID"], "CTRLAUDIT_CLUSTER_ID")
         if zookeeper is not None:  # one line now, not a worker restarted until it gives up
+            from schemas import names
             from services.capture.connect import connect_timeout
             from services.zookeeper.watch import ZooKeeperWatch
 
@@ -77,7 +80,7 @@ def register(app: typer.Typer) -> None:
             if not cluster_id and "CTRLAUDIT_CLUSTER_ID" not in env:
                 found = probe.cluster_id()
                 if found:
-                    env["CTRLAUDIT_CLUSTER_ID"] = found
+                    env["CTRLAUDIT_CLUSTER_ID"] = names.cluster_id(found, "the /cluster/id znode's id", zookeeper)
             probe.stop()
         if command_config:  # the workers and the sampler read the same file (an absolute path: their cwd may differ)
             env["CTRLAUDIT_COMMAND_CONFIG"] = str(command_config.resolve())
@@ -108,7 +111,7 @@ def register(app: typer.Typer) -> None:
         topic: str = EVENTS_TOPIC,
         flush_seconds: float = typer.Option(None, "--flush-seconds", help="Finish files and commit every N s (60)."),
         idle_exit: float = typer.Option(None, "--idle-exit", help="Stop after N s without events."),
-        json_path: Path = JSON_OUT,
+        json_path: Path = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Consume the events topic into hourly Avro files with manifests (fsync, then commit)."""
         import logging
@@ -121,6 +124,7 @@ def register(app: typer.Typer) -> None:
                                archive_dir=str(archive_dir) if archive_dir else None,
                                archive_flush_seconds=flush_seconds,
                                command_config=str(command_config) if command_config else None)
+        refuse_outputs({"--json": json_path}, force=force, inputs=[s.archive_dir])
         _check_access(s)
         a = run(s, idle_exit=idle_exit)
         out = Output(json_path)
@@ -131,7 +135,7 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def verify(
         archive: Path = typer.Argument(..., help="Archive root or one cluster's directory."),
-        json_path: Path = JSON_OUT,
+        json_path: Path = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Check the hash chain and the manifests; name the first missing/altered/reordered/inserted event.
 
@@ -141,6 +145,7 @@ def register(app: typer.Typer) -> None:
         from ctrlaudit.progress import bar
         from schemas.verified import ArchiveProblem, VerifiedRead
 
+        refuse_outputs({"--json": json_path}, force=force, inputs=[archive])
         try:
             read = VerifiedRead([archive])
             with bar("verifying", read.total_bytes) as progress:

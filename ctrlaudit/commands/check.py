@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from ctrlaudit.commands.output import JSON_OUT, TIME_FORMAT, TimeFormat, use_time_format
+from ctrlaudit.commands.output import (FORCE, JSON_OUT, TIME_FORMAT, TimeFormat, check_inputs, refuse_outputs,
+                                       use_time_format)
 from ctrlaudit.errors import user_errors
 
 
@@ -37,15 +38,14 @@ def register(app: typer.Typer) -> None:
         memory_limit: str = typer.Option(None, "--memory-limit",
                                          help="Cap DuckDB's memory (e.g. 6GB); beyond it the queries spill to "
                                               "disk. Default: DuckDB's, 80% of the machine's memory."),
-        time_format: TimeFormat = TIME_FORMAT,
+        time_format: TimeFormat = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """Check every invariant of the catalog. Exit 0 clean, 1 violations, 2 bad input."""
         from checks.run import run_check
-        from ctrlaudit.errors import UsageError
 
         use_time_format(time_format)
-        if sum(str(p) == "-" for p in (json_path, csv_path, junit_path) if p is not None) > 1:
-            raise UsageError("only one of --json, --csv, --junit can go to standard output ('-')")
+        refuse_outputs({"--json": json_path, "--junit": junit_path, "--csv": csv_path}, force=force,
+                       inputs=check_inputs(inputs))
         from ctrlaudit.progress import archive_bytes, bar
 
         with bar("reading and verifying", archive_bytes(inputs)) as progress:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from ctrlaudit.commands.output import JSON_OUT, Output
+from ctrlaudit.commands.options import given_cluster_id
+from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs
 from ctrlaudit.errors import user_errors
 
 imports = typer.Typer(help="Turn controller state from elsewhere into an archive.", no_args_is_help=True,
@@ -33,7 +34,7 @@ def kraft(
         help="A cluster migrated from ZooKeeper (KIP-866): ZooKeeper's dataDir (or log.<zxid> files). One history: "
              "ZooKeeper's transactions up to the KRaft controller's claim, the migration checked against them, then "
              "this metadata log. Repeatable."),
-    json_path: Path = JSON_OUT,
+    json_path: Path = JSON_OUT, force: bool = FORCE,
 ) -> None:
     """Decode a KRaft metadata log (segments and snapshots) into ControllerEvents; with --zookeeper-data, after the
     ZooKeeper-mode history of a migrated cluster."""
@@ -43,10 +44,12 @@ def kraft(
     from services.normalize.redaction import patterns
 
     patterns()  # a bad CTRLAUDIT_REDACT_PATTERNS is one line before anything is read or written
+    refuse_outputs({"--json": json_path}, force=force, inputs=[*paths, *(zookeeper_data or [])],
+                   directories={"--out": out})
     if zookeeper_data:
         return _migrated(paths, zookeeper_data, out, cluster_id, node_id, on_error, json_path)
     report = ImportReport()
-    cluster = cluster_id or cluster_id_of(paths) or "unknown-cluster"
+    cluster = given_cluster_id(cluster_id) or cluster_id_of(paths) or "unknown-cluster"
     # Never over an existing archive: an import into a non-empty directory only appends what comes
     # after the chain already there (the same cluster's history), or is refused.
     last = continuation(out, cluster)
@@ -80,7 +83,7 @@ def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_
     from services.normalize.offline import ImportReport
 
     zk_report, report = ImportReport(), ImportReport()
-    cluster = cluster_id or migration_cluster_id([Path(p) for p in paths], [Path(p) for p in zookeeper_data]) \
+    cluster = given_cluster_id(cluster_id) or migration_cluster_id([Path(p) for p in paths], [Path(p) for p in zookeeper_data]) \
         or "unknown-cluster"
     last = continuation(out, cluster)
     cut: dict = {}
@@ -116,7 +119,7 @@ def zk(
     cluster_id: str = typer.Option(None, "--cluster-id", help="Default: the /cluster/id znode in the first log."),
     on_error: OnError = typer.Option(OnError.raise_, "--on-error",
                                      help="raise: stop at a corrupt transaction; skip: record it as a capture gap."),
-    json_path: Path = JSON_OUT,
+    json_path: Path = JSON_OUT, force: bool = FORCE,
 ) -> None:
     """Decode ZooKeeper transaction logs of a ZooKeeper-mode Kafka cluster into ControllerEvents."""
     from services.archive.writer import continuation
@@ -126,9 +129,10 @@ def zk(
     from services.normalize.zk_offline import cluster_id_of_zk, import_zk_events, plan_zk
 
     patterns()
+    refuse_outputs({"--json": json_path}, force=force, inputs=paths, directories={"--out": out})
     report = ImportReport()
     files = plan_zk([Path(p) for p in paths])
-    cluster = cluster_id or cluster_id_of_zk([Path(p) for p in paths]) or "unknown-cluster"
+    cluster = given_cluster_id(cluster_id) or cluster_id_of_zk([Path(p) for p in paths]) or "unknown-cluster"
     last = continuation(out, cluster)
     with bar("importing", sum(f.stat().st_size for f in files)) as progress:
         events = import_zk_events(paths, cluster, on_error=on_error.value, report=report, progress=progress)
@@ -154,7 +158,7 @@ def logs(
                                    help="Default: the id the logs state (a KRaft controller's, or server.log's)."),
     timezone: str = typer.Option("UTC", "--timezone",
                                  help="The zone of the brokers' clocks: log4j writes local time without one."),
-    json_path: Path = JSON_OUT,
+    json_path: Path = JSON_OUT, force: bool = FORCE,
 ) -> None:
     """Read Kafka's own state-change.log and controller.log of every broker (ZooKeeper mode and KRaft), merged in
     time order, into ControllerEvents: each partition state the lines state whole, with its file and line;
@@ -166,8 +170,9 @@ def logs(
 
     patterns()
     zone(timezone)
+    refuse_outputs({"--json": json_path}, force=force, inputs=paths, directories={"--out": out})
     report = ImportReport()
-    cluster = cluster_id or cluster_id_of_logs([Path(p) for p in paths]) or "unknown-cluster"
+    cluster = given_cluster_id(cluster_id) or cluster_id_of_logs([Path(p) for p in paths]) or "unknown-cluster"
     last = continuation(out, cluster)
     events = import_log_events(paths, cluster, tz=timezone, report=report)
     written, writer = _append(out, cluster, events, last)

@@ -15,3 +15,11 @@ COMMAND_CONFIG = typer.Option(
     None, "--command-config",
     help="Kafka client properties file: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.*, "
          "ssl.keystore.* (as Kafka's tools take it; env CTRLAUDIT_COMMAND_CONFIG).")
+
+
+def given_cluster_id(value: str | None, option: str = "--cluster-id") -> str | None:
+    """A cluster id given on the command line, checked before it names a directory (schemas/names.py);
+    None when not given (an empty one is refused, not taken as absent)."""
+    from schemas import names
+
+    return None if value is None else names.cluster_id(value, option)

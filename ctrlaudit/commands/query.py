@@ -7,7 +7,8 @@ from pathlib import Path
 import typer
 
 from ctrlaudit.commands.options import CLUSTER, PARTITION, STORE, TOPIC
-from ctrlaudit.commands.output import JSON_OUT, TIME_FORMAT, Output, TimeFormat, print_table, use_time_format
+from ctrlaudit.commands.output import (FORCE, JSON_OUT, TIME_FORMAT, Output, TimeFormat, print_table, refuse_outputs,
+                                       store_files, use_time_format)
 from ctrlaudit.errors import UsageError, user_errors
 
 
@@ -107,12 +108,13 @@ def register(app: typer.Typer) -> None:
             False, "--reassignment-json",
             help="Print the replica assignment as of the point as kafka-reassign-partitions --execute takes it "
                  "(a reassignment in flight then: its original replicas), to put a cluster back to that layout."),
-        json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT,
+        json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """The controller's view as of a point (default: the newest event), as kafka-topics --describe."""
         from replay import formats, queries, topics
 
         use_time_format(time_format)
+        refuse_outputs({"--json": json_path}, force=force, inputs=store_files(store))
         if partition is not None and topic is None:
             raise UsageError("--partition needs --topic")
         picked = [n for n, on in (("under_replicated", under_replicated), ("under_min_isr", under_min_isr),
@@ -164,12 +166,13 @@ def register(app: typer.Typer) -> None:
         to_offset: int = typer.Option(None, "--to-offset", help="End: as of this metadata log offset."),
         to_time: str = typer.Option(None, "--to-time", help="End: as of this time (default: the newest event)."),
         fmt: TextFormat = typer.Option(TextFormat.text, "--format", help=FORMAT_HELP.format("text, json, csv")),
-        json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT,
+        json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """What changed between two points: partitions, brokers, controller."""
         from replay import formats, queries, topics
 
         use_time_format(time_format)
+        refuse_outputs({"--json": json_path}, force=force, inputs=store_files(store))
         if fmt is TextFormat.table:
             raise UsageError("diff prints text, json or csv (--format table is for state and timeline)")
         if from_seq is None and from_offset is None and from_time is None:
@@ -198,12 +201,13 @@ def register(app: typer.Typer) -> None:
         to_time: str = typer.Option(None, "--to-time", help="Up to this time (ISO-8601 or epoch millis)."),
         limit: int = typer.Option(None, "--limit", min=1, help="Only the newest N changes."),
         fmt: TextFormat = typer.Option(TextFormat.text, "--format", help=FORMAT_HELP.format("text, json, table, csv")),
-        json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT,
+        json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """Every change of one partition, oldest first, with who decided and why."""
         from replay import changes, formats, topics
 
         use_time_format(time_format)
+        refuse_outputs({"--json": json_path}, force=force, inputs=store_files(store))
         with _open(store) as s:
             point = _point(s, cluster, None, to_offset, to_time)
             result = changes.timeline(s, point, topic, partition)
@@ -227,12 +231,13 @@ def register(app: typer.Typer) -> None:
         time: str = typer.Option(None, "--time", help="With --last-leader-change: the last move at or before this "
                                                       "time (ISO-8601 or epoch millis)."),
         fmt: TextFormat = typer.Option(TextFormat.text, "--format", help=FORMAT_HELP.format("text, json")),
-        json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT,
+        json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """Why one partition change happened: election type, previous ISR, controller and epoch."""
         from replay import changes, formats, topics
 
         use_time_format(time_format)
+        refuse_outputs({"--json": json_path}, force=force, inputs=store_files(store))
         if fmt in (TextFormat.csv, TextFormat.table):
             raise UsageError("explain answers about one change: --format text or json")
         if time is not None and not last_leader_change:

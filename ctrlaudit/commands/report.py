@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import typer
 
 from ctrlaudit.commands.options import CLUSTER, STORE
-from ctrlaudit.commands.output import JSON_OUT, Output
+from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, is_stdout, refuse_outputs, store_files, write_text
 from ctrlaudit.errors import UsageError, user_errors
 
 
@@ -22,14 +21,15 @@ def register(app: typer.Typer) -> None:
         to_time: str = typer.Option(None, "--to", help="Window end: ISO-8601 or epoch millis (default: the newest "
                                                        "event)."),
         topic: str = typer.Option(None, "--topic", help="Only this topic's partitions (its exact name)."),
-        out: Path = typer.Option(Path("incident.html"), "--out", help="The HTML file to write."),
+        out: Path = typer.Option(Path("incident.html"), "--out", help="The HTML file to write; '-' = standard "
+                                                                      "output."),
         check_json: Path = typer.Option(None, "--check-json",
                                         help="A `ctrlaudit check --json` report: its verdicts and the violations "
                                              "in the window are shown."),
         run_checks: bool = typer.Option(False, "--run-checks",
                                         help="Run the invariant catalog over the store first (minutes at 10M "
                                              "events; --check-json reuses a report)."),
-        json_path: Path = JSON_OUT,
+        json_path: Path = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """A self-contained HTML incident report: summary, plots over time, drill-down per partition."""
         from ctrlaudit.commands.query import _open
@@ -39,6 +39,7 @@ def register(app: typer.Typer) -> None:
 
         if check_json is not None and run_checks:
             raise UsageError("give --check-json or --run-checks, not both")
+        refuse_outputs({"--out": out, "--json": json_path}, force=force, inputs=[*store_files(store), check_json])
         checks, checks_from = None, ""
         if check_json is not None:
             checks, checks_from = verdict.read(check_json), str(check_json)
@@ -64,12 +65,10 @@ def register(app: typer.Typer) -> None:
                 judged = verdict.bind(checks, checks_from, str(store), a.cluster_id, (a.seq, b.seq),
                                       lambda seq: _hash_at(s, a.cluster_id, seq), s.point(cluster_id=a.cluster_id).seq)
             page = render(s, incident.build(s, a, b, topic), judged)
-        tmp = out.with_name(out.name + ".part")
-        tmp.write_text(page, encoding="utf-8")
-        os.replace(tmp, out)
+        write_text(out, page)
         size = len(page.encode())
-        said = Output(json_path)
-        said.say(f"wrote {out} ({size / 1e6:.1f} MB)")
+        said = Output(json_path, stdout_taken=is_stdout(out))
+        said.say(f"wrote {'the report to standard output' if is_stdout(out) else out} ({size / 1e6:.1f} MB)")
         said.json({"out": str(out), "bytes": size, "cluster_id": a.cluster_id, "from_seq": a.seq, "to_seq": b.seq})
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from ctrlaudit.commands.output import JSON_OUT, Output
+from ctrlaudit.commands.options import given_cluster_id
+from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, is_stdout, refuse_outputs, write_text
 from ctrlaudit.errors import UsageError, user_errors
 
 
@@ -48,16 +49,18 @@ def register(app: typer.Typer) -> None:
         zookeeper: bool = typer.Option(False, "--zookeeper",
                                        help="A ZooKeeper-mode cluster's history: sourced ZOOKEEPER, no "
                                             "metadata.version, brokers registered or gone."),
-        json_path: Path = JSON_OUT,
+        json_path: Path = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Simulate Kafka's controller (placement, elections, ISR, reassignments, failover, HW/LEO)."""
         from services.simulator import SimConfig, simulate_to_archive
 
         breaches = _parse_inject(inject, events)
+        refuse_outputs({"--json": json_path, "--truth": truth}, force=force, directories={"--out": out})
         try:
             config = SimConfig(seed=seed, events=events, brokers=brokers, racks=racks, topics=topics,
                                partitions=partitions, replication_factor=replication_factor,
-                               metadata_version=metadata_version, cluster_id=cluster_id, zookeeper=zookeeper)
+                               metadata_version=metadata_version, cluster_id=given_cluster_id(cluster_id),
+                               zookeeper=zookeeper)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         from services.archive.writer import written_aside
@@ -65,7 +68,7 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=True)
         with written_aside(out, config.cluster) as aside, console.status(f"simulating {events:,} events"):
             result = simulate_to_archive(aside, config, inject=breaches)
-        said = Output(json_path)
+        said = Output(json_path, stdout_taken=is_stdout(truth))
         said.say(f"cluster {config.cluster}: {result.events:,} events in {len(result.files)} file(s) under "
                  f"{out / config.cluster} ({result.events_per_second:,.0f} events/s)")
         said.say(f"chain head {result.chain_head_hash}")
@@ -80,4 +83,4 @@ def register(app: typer.Typer) -> None:
                            "injected": [asdict(b) for b in result.breaches],
                            "not_injected": [f"{n}@{i}" for n, i in result.not_injected]})
         if truth is not None:
-            truth.write_text(json.dumps([asdict(b) for b in result.breaches], indent=2) + "\n")
+            write_text(truth, json.dumps([asdict(b) for b in result.breaches], indent=2) + "\n")

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from ctrlaudit.commands.options import COMMAND_CONFIG, STORE
-from ctrlaudit.commands.output import JSON_OUT, Output
+from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs, store_files
 from ctrlaudit.errors import UsageError, user_errors
 
 
@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
         allow_gaps: bool = typer.Option(False, "--allow-gaps",
                                         help="Load around missing or damaged files and record the stretches as "
                                              "gaps (every answer touching them says so) instead of refusing."),
-        json_path: Path = JSON_OUT,
+        json_path: Path = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Load archive files into the store. Loading the same events twice adds nothing."""
         import tempfile
@@ -36,6 +36,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError("give archive paths, or --bootstrap-server (and --topic) to read the events topic")
         if command_config and not bootstrap_server:
             raise UsageError("--command-config is for reading the events topic: give --bootstrap-server too")
+        refuse_outputs({"--json": json_path}, force=force, inputs=[*(paths or []), *store_files(store)])
         with tempfile.TemporaryDirectory(prefix="ctrlaudit-topic-") as tmp:
             if bootstrap_server:
                 from services.archive.archiver import consume_to_archive

@@ -21,7 +21,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from schemas import codec as event_codec
+from schemas import codec as event_codec, names
 from schemas.errors import ContractError
 from services.archive import ArchiveWriter
 from services.archive.stall import Stall, group_progress
@@ -54,6 +54,8 @@ class Archive:
     def add(self, value: bytes) -> bool:
         """Append one events-topic value; False when the archive already holds it."""
         event = event_codec.decode(value)
+        # the archive's directory is named after the event's cluster id: never a path elsewhere
+        names.cluster_id(event.cluster_id, "cluster_id", f"events topic: event seq {event.seq}")
         w = self._writer(event.cluster_id)
         if event.seq < w.next_seq:
             self.skipped += 1

@@ -26,7 +26,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from schemas import loader
+from schemas import loader, names
 from schemas.errors import ContractError
 from schemas.events import ControllerEvent
 from schemas.fastencode import long_ as enc_long
@@ -73,12 +73,12 @@ def refuse_non_empty(root: str | Path, cluster_id: str) -> None:
     """For writers that start a chain at seq 0 (simulate): the cluster's directory must not hold
     anything yet, and the root nothing but cluster directories."""
     root = Path(root)
+    cluster_dir = names.child(root, cluster_id)
     if not root.exists():
         return
     if not root.is_dir():
         raise ArchiveExists(f"{root}: not a directory")
     loose = [p.name for p in root.iterdir() if not p.is_dir()]
-    cluster_dir = root / cluster_id
     held = sorted(p.name for p in cluster_dir.iterdir()) if cluster_dir.is_dir() else []
     if loose or held:
         what = held or loose
@@ -92,10 +92,9 @@ def continuation(root: str | Path, cluster_id: str) -> FileManifest | None:
     appends only what follows it: `after`). A directory that does not verify is refused."""
     from schemas.verified import ArchiveProblem, NotAnArchive, verify
 
-    refuse_loose = Path(root)
-    if refuse_loose.exists() and not refuse_loose.is_dir():
-        raise ArchiveExists(f"{refuse_loose}: not a directory")
-    cluster_dir = Path(root) / cluster_id
+    cluster_dir = names.child(root, cluster_id)
+    if Path(root).exists() and not Path(root).is_dir():
+        raise ArchiveExists(f"{root}: not a directory")
     if not cluster_dir.is_dir() or not any(cluster_dir.iterdir()):
         return None
     try:
@@ -135,7 +134,8 @@ class _OpenFile:
     def __init__(self, directory: Path, name: str, sync: bytes, header: bytes) -> None:
         self.final = directory / name
         self.part = directory / (name + ".part")
-        self.fo = open(self.part, "wb")
+        self.part.unlink(missing_ok=True)  # never written through a link left there
+        self.fo = open(self.part, "xb")
         self.sha = hashlib.sha256()
         self.size = 0
         self.sync = sync
@@ -179,7 +179,7 @@ class ArchiveWriter:
             raise ValueError("max_events_per_file must be at least 1")
         self.root = Path(root)
         self.cluster_id = cluster_id
-        self.dir = self.root / cluster_id
+        self.dir = names.child(self.root, cluster_id)  # a cluster id from input is never a path elsewhere
         self.dir.mkdir(parents=True, exist_ok=True)
         for stale in self.dir.glob("*.part"):  # an unfinished file of a crashed writer
             stale.unlink()
@@ -202,7 +202,7 @@ class ArchiveWriter:
     @classmethod
     def resume(cls, root: str | Path, cluster_id: str, **kwargs) -> ArchiveWriter:
         """Continue the chain after the last finished file of `cluster_id` under `root`."""
-        done = list_files(Path(root) / cluster_id)
+        done = list_files(names.child(root, cluster_id))
         if not done:
             return cls(root, cluster_id, **kwargs)
         last = done[-1][1]

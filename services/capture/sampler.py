@@ -199,13 +199,16 @@ def main(argv: list[str] | None = None) -> None:
     try:  # a bad setting or properties file, refused credentials, no cluster: one line, not a traceback
         s = Settings().replace(bootstrap_servers=a.bootstrap_server, sample_interval=a.interval,
                                command_config=a.command_config)
-        # within CTRLAUDIT_CONNECT_TIMEOUT, not kafka-python's 30 s bootstrap and its traceback
-        require_reachable(s.bootstrap_servers, s.security)
-        cluster = a.cluster_id or s.cluster_id
+        from schemas import names
+        cluster = names.cluster_id(a.cluster_id, "--cluster-id") if a.cluster_id is not None else s.cluster_id
+        if s.cluster_id and cluster == s.cluster_id:
+            names.cluster_id(cluster, "CTRLAUDIT_CLUSTER_ID")
         if not cluster and s.metadata_dir:
             from pathlib import Path
             from services.normalize.offline import cluster_id_of
-            cluster = cluster_id_of([Path(s.metadata_dir)])
+            cluster = cluster_id_of([Path(s.metadata_dir)])  # checked there, naming the meta.properties
+        # within CTRLAUDIT_CONNECT_TIMEOUT, not kafka-python's 30 s bootstrap and its traceback
+        require_reachable(s.bootstrap_servers, s.security)
         run(s, cluster or "unknown-cluster", a.rounds)
     except ContractError as exc:
         raise SystemExit(f"ctrlaudit sampler: {exc}") from None

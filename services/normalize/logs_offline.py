@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from schemas import names
 from schemas.events import ControllerEvent
 from services.brokerlogs.lines import BadLogs, check_text, log_files, merged, read_log
 from services.normalize.brokerlog_normalizer import BrokerLogNormalizer
@@ -47,7 +48,7 @@ def cluster_id_of_logs(paths: Sequence[Path]) -> str | None:
                 if "Cluster" in line or "clusterId" in line:
                     m = _CLUSTER_ID.search(line)
                     if m:
-                        found.setdefault(m.group(1) or m.group(2), str(f))
+                        found.setdefault(names.cluster_id(m.group(1) or m.group(2), "cluster id", str(f)), str(f))
     if len(found) > 1:
         raise BadImport("the logs are of more than one cluster: " +
                         ", ".join(f"{cid} ({where})" for cid, where in sorted(found.items())))

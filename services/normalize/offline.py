@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from schemas import names
 from schemas.errors import ContractError
 from schemas.events import ControllerEvent
 from services.kraft import KRaftError, LogReader, metadata_files, snapshot_id
@@ -38,14 +39,15 @@ class ImportReport:
 
 
 def cluster_id_of(paths: Sequence[Path]) -> str | None:
-    """cluster.id from the meta.properties of the log dir holding `__cluster_metadata-0`."""
+    """cluster.id from the meta.properties of the log dir holding `__cluster_metadata-0` (a copied file:
+    a value that is not a Kafka cluster id is refused, naming the file)."""
     for p in paths:
         d = p if p.is_dir() else p.parent
         for candidate in (d / "meta.properties", d.parent / "meta.properties"):
             if candidate.is_file():
-                m = re.search(r"^cluster\.id=(\S+)", candidate.read_text(), re.M)
+                m = re.search(r"^cluster\.id=(.*)$", candidate.read_text(errors="replace"), re.M)
                 if m:
-                    return m.group(1)
+                    return names.cluster_id(m.group(1).strip(), "cluster.id", str(candidate))
     return None
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from schemas import names
 from schemas.events import ControllerEvent
 from services.normalize.offline import BadImport, ImportReport
 from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
@@ -67,16 +68,19 @@ def cluster_id_of_zk(paths: Sequence[Path]) -> str | None:
             continue
         if node is not None:
             try:
-                return json.loads(node.data or b"{}").get("id")
-            except ValueError:
+                found = json.loads(node.data or b"{}").get("id")
+            except (ValueError, AttributeError):
                 return None
+            return names.cluster_id(found, "the /cluster/id znode's id", str(snap)) if found is not None else None
     for f in plan_zk(paths)[:1]:
         try:
             for txn in TxnLogReader(f, on_error="skip"):
                 for op in txn.ops:
                     if op.kind in ("create", "create2") and op.path == "/cluster/id":
-                        return json.loads(op.data or b"{}").get("id")
-        except (ZooKeeperFileError, ValueError):
+                        found = json.loads(op.data or b"{}").get("id")
+                        return names.cluster_id(found, "the /cluster/id znode's id", str(f)) \
+                            if found is not None else None
+        except (ZooKeeperFileError, ValueError, AttributeError):
             return None
     return None
 

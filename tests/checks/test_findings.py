@@ -13,6 +13,7 @@ import pytest
 from checks.catalog import BY_NAME, NAMES, VIOLATION_COLUMNS
 from checks.findings import BATCH, Findings, sort_key
 from checks.report import WORST, build, write_csv
+from schemas.errors import ContractError
 from schemas.verified import Gap, no_data_gap
 
 HISTORY = [n for n in NAMES if BY_NAME[n].history]
@@ -125,12 +126,18 @@ def test_a_failed_csv_write_leaves_no_file(tmp_path):
     found = Findings.of_rows([("leader_in_isr", "c", 1, None, "r", "violated", None, "1", "2", None)])
     try:
         build("test", [], {}, ["c"], ["leader_in_isr"], found, [], lambda keys: {})
-        (tmp_path / "out.csv").mkdir()  # a directory where the file should go: the rename fails
-        with pytest.raises(OSError):
+        (tmp_path / "out.csv").mkdir()  # a directory where the file should go: refused, nothing written
+        with pytest.raises(ContractError, match="a directory"):
             write_csv(found, tmp_path / "out.csv")
+        (tmp_path / "full.csv").write_text("old\n")
+        with pytest.raises(RuntimeError, match="stopped"), pytest.MonkeyPatch.context() as mp:
+            mp.setattr(Findings, "write_csv", lambda self, path: (open(path, "w").write("half"),
+                                                                    (_ for _ in ()).throw(RuntimeError("stopped"))))
+            write_csv(found, tmp_path / "full.csv")
     finally:
         found.close()
-    assert (tmp_path / "out.csv").is_dir() and not (tmp_path / "out.csv.part").exists()
+    assert (tmp_path / "out.csv").is_dir() and (tmp_path / "full.csv").read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full.csv", "out.csv"]  # no temporary file left
 
 
 def test_csv_to_a_missing_directory_is_an_oserror_naming_it(tmp_path):
@@ -143,24 +150,24 @@ def test_csv_to_a_missing_directory_is_an_oserror_naming_it(tmp_path):
         found.close()
 
 
-def test_csv_writes_through_devices_and_symlinks_never_replacing_them(tmp_path):
+def test_csv_never_replaces_a_fifo_or_a_symlink(tmp_path):
+    """The writer itself refuses what is not a regular file (the CLI refuses it before running, too): a
+    rename over a FIFO, a device node or a link would replace it by a file."""
     import os
     import stat
 
     found = Findings.of_rows([("leader_in_isr", "c", 1, None, "r", "violated", None, "1", "2", None)])
     try:
         build("test", [], {}, ["c"], ["leader_in_isr"], found, [], lambda keys: {})
-        with pytest.raises(OSError) as err:
-            write_csv(found, "/dev/full")
-        assert "No space left" in str(err.value)
-        assert stat.S_ISCHR(os.stat("/dev/full").st_mode) and not os.path.exists("/dev/full.part")
+        os.mkfifo(tmp_path / "fifo")
+        with pytest.raises(ContractError, match="a FIFO"):
+            write_csv(found, tmp_path / "fifo")
         real = tmp_path / "real.csv"
         real.write_text("old")
         (tmp_path / "link.csv").symlink_to(real)
-        write_csv(found, tmp_path / "link.csv")
-        assert (tmp_path / "link.csv").is_symlink()
-        assert list(csv.reader(real.open(newline="")))[1][:3] == ["leader_in_isr", "c", "1"]
-        write_csv(found, "/dev/null")
-        assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+        with pytest.raises(ContractError, match="a symbolic link"):
+            write_csv(found, tmp_path / "link.csv")
     finally:
         found.close()
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "fifo").st_mode) and (tmp_path / "link.csv").is_symlink()
+    assert real.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link.csv", "real.csv"]

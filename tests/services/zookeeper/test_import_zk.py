@@ -88,8 +88,9 @@ def test_logs_missing_the_start_are_a_named_gap(data_dir, tmp_path):
 
 
 def test_not_a_zookeeper_dir_exits_2(tmp_path):
-    (tmp_path / "notes.txt").write_text("hi")
-    done = run("import", "zk", str(tmp_path), "--out", str(tmp_path / "a"))
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "notes.txt").write_text("hi")
+    done = run("import", "zk", str(tmp_path / "in"), "--out", str(tmp_path / "a"))
     assert done.exit_code == 2 and "no ZooKeeper transaction logs" in done.output and "Traceback" not in done.output
 
 
