@@ -286,10 +286,12 @@ def test_a_file_of_another_shape_is_one_line_naming_the_field(world, tmp_path, r
 @pytest.mark.parametrize("kind", ["directory", "fifo", "device", "missing"])
 def test_a_check_json_that_is_not_a_file_is_one_line(world, tmp_path, kind):
     """A FIFO or a device is refused before it is read: it would block, or never end."""
-    path = {"directory": tmp_path, "fifo": tmp_path / "pipe", "device": Path("/dev/zero"),
+    path = {"directory": tmp_path / "d.json", "fifo": tmp_path / "pipe", "device": Path("/dev/zero"),
             "missing": tmp_path / "nope.json"}[kind]
     if kind == "fifo":
         os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
     out = tmp_path / "r.html"
     says = {"missing": "No such file or directory", "directory": "Is a directory"}.get(kind, "not a regular file")
     _refused(_report(world["main"]["store"], path, out), out, str(path), says)
