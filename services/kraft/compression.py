@@ -95,7 +95,10 @@ def snappy_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
         pos += 4
         if n < 0 or pos + n > len(data):
             raise ValueError("xerial snappy block runs past the end")
-        out += _snappy_raw_decompress(data[pos:pos + n], limit - len(out))
+        block = data[pos:pos + n]
+        if len(out) + _snappy_declared_length(block) > limit:
+            raise TooLarge(limit)
+        out += _snappy_raw_decompress(block, limit)
         pos += n
     return bytes(out)
 
