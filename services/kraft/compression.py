@@ -16,6 +16,7 @@ bomb costs at most 16 MiB of output plus the records decoded from it.
 from __future__ import annotations
 
 import gzip
+import importlib
 import struct
 import zlib
 
@@ -41,6 +42,19 @@ class MissingCodec(RuntimeError):
     pass
 
 
+def _optional(name: str):
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+# looked up once: an import statement per batch costs as much as inflating a small one
+_snappy = _optional("snappy")
+_lz4_frame = _optional("lz4.frame")
+_zstandard = _optional("zstandard")
+
+
 def _cramjam():
     try:
         import cramjam  # type: ignore[import-not-found]
@@ -63,14 +77,18 @@ def _snappy_declared_length(data: bytes) -> int:
 def _snappy_raw_decompress(data: bytes, limit: int) -> bytes:
     if _snappy_declared_length(data) > limit:
         raise TooLarge(limit)
-    try:
-        import snappy  # type: ignore[import-not-found]
-        return snappy.decompress(data)
-    except ImportError:
-        cj = _cramjam()
-        if cj is None:
-            raise MissingCodec(_PACKAGES[2]) from None
-        return bytes(cj.snappy.decompress_raw(data))
+    return _snappy_raw(data)
+
+
+def _snappy_raw(data: bytes) -> bytes:
+    """A raw snappy block, whose declared length the caller has checked (the decoder then writes exactly
+    that many bytes, or fails)."""
+    if _snappy is not None:
+        return _snappy.decompress(data)
+    cj = _cramjam()
+    if cj is None:
+        raise MissingCodec(_PACKAGES[2])
+    return bytes(cj.snappy.decompress_raw(data))
 
 
 def _snappy_raw_compress(data: bytes) -> bytes:
@@ -98,7 +116,7 @@ def snappy_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
         block = data[pos:pos + n]
         if len(out) + _snappy_declared_length(block) > limit:
             raise TooLarge(limit)
-        out += _snappy_raw_decompress(block, limit)
+        out += _snappy_raw(block)
         pos += n
     return bytes(out)
 
@@ -113,21 +131,20 @@ def snappy_compress_xerial(data: bytes, block: int = 32 * 1024) -> bytes:
 
 def lz4_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
     """LZ4 frames (Kafka's KafkaLZ4BlockOutputStream writes one), at most `limit` bytes of output."""
-    try:
-        import lz4.frame  # type: ignore[import-not-found]
-    except ImportError:
+    if _lz4_frame is None:
         return _cramjam_bounded(3, "lz4", data, limit)
-    out = bytearray()
+    out = b""
     rest = data
     while rest:
-        d = lz4.frame.LZ4FrameDecompressor()
-        out += d.decompress(rest, max_length=limit + 1 - len(out))
+        d = _lz4_frame.LZ4FrameDecompressor()
+        frame = d.decompress(rest, max_length=limit + 1 - len(out))
+        out = frame if not out else out + frame  # one frame, as Kafka writes: no copy
         if len(out) > limit:
             raise TooLarge(limit)
         if not d.eof:
             raise ValueError("lz4 frame is truncated")
         rest = d.unused_data
-    return bytes(out)
+    return out
 
 
 def lz4_compress(data: bytes) -> bytes:
@@ -144,13 +161,23 @@ def lz4_compress(data: bytes) -> bytes:
 def zstd_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
     """zstd frames, read incrementally (zstd-jni's streaming writer may omit the content size), at
     most `limit` bytes of output and a window of at most 16 MiB (a frame may ask for 2 GiB)."""
-    try:
-        import zstandard  # type: ignore[import-not-found]
-    except ImportError:
+    zstandard = _zstandard
+    if zstandard is None:
         return _cramjam_bounded(4, "zstd", data, limit)
     # a truncated frame ends the output early without an error, as zstandard's decompressobj did: the
     # records then do not add up to the batch's count, which decode_data_batch reports
     dctx = zstandard.ZstdDecompressor(max_window_size=_ZSTD_MAX_WINDOW)
+    try:
+        declared = zstandard.frame_content_size(data)
+    except zstandard.ZstdError:
+        declared = -1  # not a frame header: the incremental read says what is wrong
+    if 0 <= declared <= limit:
+        # one frame that declares its size (zstd's one-shot compressor writes it): decoded into a buffer of
+        # that size, which the decoder cannot overrun (it fails instead)
+        try:
+            return dctx.decompress(data, allow_extra_data=False)
+        except zstandard.ZstdError:
+            pass  # more frames, or a size that lies: the incremental read decides
     out = bytearray()
     with dctx.stream_reader(data, read_across_frames=True) as reader:
         while chunk := reader.read(min(_CHUNK, limit + 1 - len(out))):
