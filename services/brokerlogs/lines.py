@@ -82,7 +82,7 @@ def read_log(files: Sequence[Path], tz: ZoneInfo, unparsed: list[str] | None = N
         opener = gzip.open if f.name.endswith(".gz") else open
         try:
             with opener(f, "rt", encoding="utf-8", errors="replace") as fh:
-                for n, text in enumerate(fh, 1):
+                for n, text in enumerate(_lines(fh, f), 1):
                     text = text.rstrip("\r\n")
                     m = _LINE.match(text)
                     if m is None:
@@ -92,6 +92,21 @@ def read_log(files: Sequence[Path], tz: ZoneInfo, unparsed: list[str] | None = N
                     yield LogLine(str(f), n, _epoch_ms(m.group(1), m.group(2), tz), m.group(3), m.group(4), m.group(5))
         except (OSError, EOFError) as exc:
             raise BadLogs(f"{f}: cannot be read: {exc}") from None
+
+
+# The longest line read: Kafka's longest (a controller's TRACE line listing a request's partitions) are some
+# hundred KB; a rotated log's .gz that inflates to one endless line (a bomb, or a binary file) stops here.
+MAX_LINE_CHARS = 16 << 20
+
+
+def _lines(fh, f: Path) -> Iterator[str]:
+    n = 0
+    while text := fh.readline(MAX_LINE_CHARS + 1):
+        n += 1
+        if len(text) > MAX_LINE_CHARS:
+            raise BadLogs(f"{f}:{n}: a line of more than {MAX_LINE_CHARS} characters: not a Kafka log (a binary "
+                          "file, or a compressed one that inflates without end)")
+        yield text
 
 
 def _epoch_ms(stamp: str, millis: str, tz: ZoneInfo) -> int:

@@ -210,3 +210,24 @@ def test_the_archive_bomb_is_one(archives: dict[str, Path]) -> None:
         total += len(d.decompress(rest, 64 * MIB))
         rest = d.unconsumed_tail
     assert total == GIB and d.eof
+
+
+# --- broker logs ------------------------------------------------------------------------------------
+
+def test_a_rotated_broker_log_that_is_a_bomb(tmp_path: Path) -> None:
+    """A rotated state-change.log's .gz that inflates to 1 GiB with no line end: read a line at a time, the
+    line stops at its limit."""
+    from services.brokerlogs.lines import MAX_LINE_CHARS
+    from tests.ctrlaudit.test_import_logs import brokers
+
+    good = brokers(tmp_path / "good")
+    ok = measured("import", "logs", *map(str, good), "--out", str(tmp_path / "good-archive"))
+    assert ok[0] == 0, ok[2]
+    nodes = brokers(tmp_path / "bad")
+    bomb = nodes[0] / "logs" / "state-change.log.2026-11-20-02.gz"
+    bomb.write_bytes(gzip_bomb(GIB))
+    before = digest(tmp_path / "bad")
+    done = measured("import", "logs", *map(str, nodes), "--out", str(tmp_path / "archive"))
+    refused(done, 2, f"{bomb}:1:", f"a line of more than {MAX_LINE_CHARS} characters")
+    assert done[3] - ok[3] < HEADROOM_KB, f"peak RSS {done[3]} kB, {ok[3]} kB on good input"
+    assert digest(tmp_path / "bad") == before and digest(tmp_path / "archive") == {}
