@@ -10,6 +10,7 @@ from typing import Any
 
 from schemas.events import PartitionState
 from replay.errors import StoreError
+from replay import gaps
 from replay.queries import KAFKA_DEFAULTS, MIN_ISR, UNCLEAN, configs_as_of, state_of
 from replay.store import Point, Store
 
@@ -71,7 +72,10 @@ def timeline(store: Store, point: Point, topic: str, partition: int, since_seq: 
         WHERE cluster_id = $c AND kind = 'PartitionChange' AND topic = $t AND "partition" = $p
           AND seq BETWEEN $f AND $s ORDER BY seq""",
         {"c": point.cluster_id, "t": topic, "p": partition, "f": since_seq, "s": point.seq}).fetchall()
-    return TimelineResult(point, topic, partition, tuple(_change(r) for r in rows))
+    found = tuple(_change(r) for r in rows)
+    if found:  # changes of the partition may be missing wherever a stretch was not read after its first one
+        point = point.depending_on(gaps.between(store.con, point.cluster_id, found[0].seq, point.seq))
+    return TimelineResult(point, topic, partition, found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +117,13 @@ def explain(store: Store, *, seq: int | None = None, event_id: str | None = None
     r = store.con.execute(f"SELECT {_COLS} FROM events WHERE cluster_id = $c AND seq = $s",
                           {"c": cluster, "s": rows[0][1]}).fetchall()[0]
     ch = _change(r)
-    point = store.point(seq=ch.seq, cluster_id=cluster)
+    # The state before the change is the normalizer's fold: a stretch not read since the partition's previous
+    # change may have changed it unseen.
+    previous = store.con.execute("""SELECT max(seq) FROM events WHERE cluster_id = $c AND kind = 'PartitionChange'
+                                     AND topic = $t AND "partition" = $p AND seq < $s""",
+                                 {"c": cluster, "t": ch.topic, "p": ch.partition, "s": ch.seq}).fetchall()[0][0]
+    point = store.point(seq=ch.seq, cluster_id=cluster).depending_on(
+        gaps.between(store.con, cluster, previous, ch.seq) if previous is not None else ())
     b, a = ch.before, ch.after
     prev_leader = b.leader if b else None
     new_leader = a.leader if a else None

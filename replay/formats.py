@@ -262,6 +262,8 @@ def explain_text(e: Explanation) -> str:
     ]
     lines.append(f"  chain:             {e.point.verified()}")
     lines += [f"  WARNING:           {g.describe()}" for g in e.point.gaps]
+    lines += [f"  WARNING:           the state before this change may be incomplete, {u.describe()}"
+              for u in e.point.uncertain]
     if c.bootstrap:
         lines.append("  bootstrap event: describes state read from a snapshot, not a transition")
     if c.reason:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time as _time
 from collections.abc import Generator, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 
 from schemas.flat import FLAT_COLUMNS, STORE_LAYOUT_VERSION
 from schemas.verified import Gap, VerifiedRead
-from replay import chainstate, intervals, opening
+from replay import chainstate, gaps, intervals, opening
+from replay.gaps import CaptureStretch
 from schemas import times
 from replay.errors import ChainFork, LayoutVersionError, StoreError
 
@@ -48,6 +49,8 @@ class Point:
     verified_to: int = -1  # the chain is verified unbroken from seq 0 to here
     gaps: tuple[Gap, ...] = ()  # stretches at or before seq that are not verified data
     note: str = ""  # e.g. event times that go backwards, for a point chosen by time
+    # stretches nobody read (CaptureGap events) that the point falls in or the answer depends on
+    uncertain: tuple[CaptureStretch, ...] = ()
 
     def describe(self) -> str:
         when = times.show(self.event_time_ms)
@@ -56,9 +59,16 @@ class Point:
         text = f"as of seq {self.seq} ({where}, {when}), {self.verified()}"
         for g in self.gaps:
             text += f"; WARNING {g.describe()}"
+        for u in self.uncertain:
+            text += f"; WARNING state may be incomplete, {u.describe()}"
         if self.note:
             text += f"; {self.note}"
         return text
+
+    def depending_on(self, stretches: Iterable[CaptureStretch]) -> Point:
+        """This point, for an answer that also depends on `stretches` (the changes of a span holding them)."""
+        more = tuple(s for s in stretches if s not in self.uncertain)
+        return replace(self, uncertain=tuple(sorted(self.uncertain + more, key=lambda s: s.gap_seq))) if more else self
 
     def verified(self) -> str:
         if self.verified_to >= self.seq:
@@ -463,7 +473,9 @@ class Store:
         seq, source_offset, event_time_ms, found_id, source_kind = rows[0]
         return Point(cluster, seq, source_offset, event_time_ms, found_id, source_kind,
                      verified_to=status.verified_to, gaps=tuple(g for g in status.gaps if g.from_seq <= seq + 1),
-                     note="; ".join(n for n in (parsed.note, status.clock_note()) if n) if time is not None else "")
+                     note="; ".join(n for n in (parsed.note, status.clock_note()) if n) if time is not None else "",
+                     uncertain=gaps.containing(self.con, cluster, seq, time_ms=parsed.ms if time is not None else None,
+                                               offset=offset))
 
 
 def _kinds_present(con: duckdb.DuckDBPyConnection, cluster: str, kinds: tuple[str, ...]) -> bool:

@@ -64,6 +64,8 @@ def kraft(
         said.say(f"capture gap: {gap}")
     if report.partial_tail:
         said.say(f"stopped at an incomplete batch: {report.partial_tail}")
+    for snapshot, why in report.passed_over.items():
+        said.say(f"not used as an image: {snapshot}: {why}")
     if report.aborted_transactions:
         said.say(f"{report.aborted_transactions} aborted metadata transaction(s) left out, as Kafka does")
     said.json(lambda: _summary(cluster, out, report, files, last))
@@ -192,7 +194,8 @@ def _summary(cluster: str, out: Path, report, files, last) -> dict:
             "archive_files": [str(f) for f in files],
             "continued_after_seq": last.last_seq if last is not None else None,
             "gaps": [str(g) for g in report.gaps], "partial_tail": report.partial_tail or None,
-            "aborted_transactions": report.aborted_transactions}
+            "aborted_transactions": report.aborted_transactions,
+            "not_used_as_image": dict(getattr(report, "passed_over", {}))}
 
 
 def _append(out: Path, cluster: str, events, last):

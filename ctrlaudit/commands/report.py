@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
         """A self-contained HTML incident report: summary, plots over time, drill-down per partition."""
         from ctrlaudit.commands.query import _open
         from ctrlaudit.report_html import render
-        from replay import incident, topics
+        from replay import gaps, incident, topics
 
         if check_json is not None and run_checks:
             raise UsageError("give --check-json or --run-checks, not both")
@@ -54,6 +54,7 @@ def register(app: typer.Typer) -> None:
         with _open(store) as s:
             a = s.point(time=from_time, cluster_id=cluster) if from_time is not None else s.point(seq=0, cluster_id=cluster)
             b = s.point(time=to_time, cluster_id=cluster)
+            b = b.depending_on(gaps.between(s.con, b.cluster_id, a.seq, b.seq))  # counts miss what was not read
             if b.seq <= a.seq:
                 raise UsageError(f"--to ({b.describe()}) is not after --from ({a.describe()})")
             unknown = topics.unknown_topic(s, b, topic) if topic is not None else None

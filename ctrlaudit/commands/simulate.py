@@ -57,12 +57,11 @@ def register(app: typer.Typer) -> None:
                                metadata_version=metadata_version, cluster_id=cluster_id, zookeeper=zookeeper)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        from services.archive.writer import refuse_non_empty
+        from services.archive.writer import written_aside
 
-        refuse_non_empty(out, config.cluster)
         console = Console(stderr=True)
-        with console.status(f"simulating {events:,} events"):
-            result = simulate_to_archive(out, config, inject=breaches)
+        with written_aside(out, config.cluster) as aside, console.status(f"simulating {events:,} events"):
+            result = simulate_to_archive(aside, config, inject=breaches)
         said = Output(json_path)
         said.say(f"cluster {config.cluster}: {result.events:,} events in {len(result.files)} file(s) under "
                  f"{out / config.cluster} ({result.events_per_second:,.0f} events/s)")
@@ -73,7 +72,8 @@ def register(app: typer.Typer) -> None:
         for name, index in result.not_injected:
             said.say(f"NOT injected {name}@{index}: no suitable event before the end of the history")
         said.json(lambda: {"cluster_id": config.cluster, "events": result.events, "out": str(out / config.cluster),
-                           "files": [str(f) for f in result.files], "chain_head": result.chain_head_hash,
+                           "files": [str(out / config.cluster / f.file) for f in result.files],
+                           "chain_head": result.chain_head_hash,
                            "injected": [asdict(b) for b in result.breaches],
                            "not_injected": [f"{n}@{i}" for n, i in result.not_injected]})
         if truth is not None:

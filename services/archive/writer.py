@@ -15,12 +15,15 @@ fsynced; only then is it reported done (`on_file_done`) and listed by readers.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from schemas import loader
@@ -36,6 +39,34 @@ HOUR_MS = 3_600_000
 
 class ArchiveExists(ContractError):
     """The output already holds an archive that the new events do not continue (exit 2)."""
+
+
+@contextlib.contextmanager
+def written_aside(root: str | Path, cluster_id: str) -> Iterator[Path]:
+    """A new chain is written under a hidden directory beside `root` (yielded: write `<it>/<cluster_id>/`) and
+    renamed to `<root>/<cluster_id>` only once whole: a writer interrupted (Ctrl-C, an error) leaves nothing under
+    `root` that would verify and load as a whole, shorter history. The root's cluster directory must be absent or
+    empty (refuse_non_empty)."""
+    root = Path(root).absolute()
+    refuse_non_empty(root, cluster_id)
+    try:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        # beside the root, on its filesystem (a rename cannot cross one): inside it when it is a mount point
+        beside = root if root.is_dir() and os.stat(root).st_dev != os.stat(root.parent).st_dev else root.parent
+        aside = Path(tempfile.mkdtemp(prefix=f".{root.name}.{cluster_id}.writing-", dir=beside))
+    except OSError as exc:  # named as the user gave it: the hidden directory is ours, not theirs
+        raise OSError(exc.errno, exc.strerror, str(root)) from None
+    try:
+        yield aside
+        root.mkdir(exist_ok=True)
+        try:
+            os.rename(aside / cluster_id, root / cluster_id)  # onto an empty directory too; atomic
+        except OSError as exc:
+            raise ArchiveExists(f"{root / cluster_id}: cannot be put in place ({exc.strerror}); "
+                                "refusing to overwrite an archive: choose an empty --out") from None
+        fsync_dir(root)
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)
 
 
 def refuse_non_empty(root: str | Path, cluster_id: str) -> None:

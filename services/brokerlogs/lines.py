@@ -10,7 +10,7 @@ from __future__ import annotations
 import gzip
 import heapq
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -77,21 +77,44 @@ def _age(f: Path) -> tuple:
 
 def read_log(files: Sequence[Path], tz: ZoneInfo, unparsed: list[str] | None = None) -> Iterator[LogLine]:
     """The lines of one log's files in order; lines in no known layout are counted in `unparsed` (their
-    file and number), never guessed at."""
+    file and number), never guessed at. A file that is not a text log is refused (``_not_text``)."""
     for f in files:
-        opener = gzip.open if f.name.endswith(".gz") else open
-        try:
-            with opener(f, "rt", encoding="utf-8", errors="replace") as fh:
-                for n, text in enumerate(_lines(fh, f), 1):
-                    text = text.rstrip("\r\n")
-                    m = _LINE.match(text)
-                    if m is None:
-                        if unparsed is not None and _START.match(text):
-                            unparsed.append(f"{f}:{n}")
-                        continue  # a continuation (stack trace) or a blank line
-                    yield LogLine(str(f), n, _epoch_ms(m.group(1), m.group(2), tz), m.group(3), m.group(4), m.group(5))
-        except (OSError, EOFError) as exc:
-            raise BadLogs(f"{f}: cannot be read: {exc}") from None
+        for n, text, m in _matched(f):
+            if m is None:
+                if unparsed is not None and _START.match(text):
+                    unparsed.append(f"{f}:{n}")
+                continue  # a continuation (stack trace) or a blank line
+            yield LogLine(str(f), n, _epoch_ms(m.group(1), m.group(2), tz), m.group(3), m.group(4), m.group(5))
+
+
+def check_text(files: Iterable[Path], head_bytes: int = 1 << 16) -> None:
+    """Refuse a file that is not a text log from its first `head_bytes`, before anything is imported (read_log
+    refuses one whose damage comes later when it gets there)."""
+    for f in files:
+        read = 0
+        lines = _matched(f)
+        for _, text, _ in lines:
+            read += len(text) + 1
+            if read > head_bytes:  # the layout rule is judged at the end of a file: read_log's, for a longer one
+                lines.close()
+                break
+
+
+def _matched(f: Path) -> Generator[tuple[int, str, re.Match[str] | None], None, None]:
+    """(line number, text, its match of the layout or None) of each line of a file that is a text log; a file
+    that is not is refused (_TextCheck)."""
+    opener = gzip.open if f.name.endswith(".gz") else open
+    try:
+        with opener(f, "rt", encoding="utf-8", errors="surrogateescape", newline="\n") as fh:
+            text_check = _TextCheck(f)
+            for n, raw in enumerate(_lines(fh, f), 1):
+                text = text_check.line(n, raw.rstrip("\r\n"))
+                m = _LINE.match(text)
+                text_check.in_layout = text_check.in_layout or m is not None
+                yield n, text, m
+            text_check.end()
+    except (OSError, EOFError) as exc:
+        raise BadLogs(f"{f}: cannot be read: {exc}") from None
 
 
 # The longest line read: Kafka's longest (a controller's TRACE line listing a request's partitions) are some
@@ -107,6 +130,66 @@ def _lines(fh, f: Path) -> Iterator[str]:
             raise BadLogs(f"{f}:{n}: a line of more than {MAX_LINE_CHARS} characters: not a Kafka log (a binary "
                           "file, or a compressed one that inflates without end)")
         yield text
+
+
+# A few bytes that are not UTF-8 are a log line's own (a name in another encoding): read as U+FFFD. More are
+# a file that is not a text log (binary, compressed, another encoding), refused rather than read as no lines.
+MAX_INVALID_BYTES = 8
+_INVALID = re.compile("[\udc80-\udcff]")  # the bytes surrogateescape could not decode
+
+
+class _TextCheck:
+    """Whether one file is a Kafka log4j text log: no NUL byte, at most MAX_INVALID_BYTES bytes that are not
+    UTF-8, and, if it holds anything but blank lines, at least one line in the layout."""
+
+    def __init__(self, f: Path) -> None:
+        self.file = f
+        self.invalid = 0
+        self.first_invalid: int | None = None  # its line
+        self.first_text: int | None = None  # the first line that is not blank
+        self.in_layout = False
+
+    def line(self, n: int, text: str) -> str:
+        if self.first_text is None and text.strip():
+            self.first_text = n
+        if "\x00" in text:
+            raise self._refusal(n, "\x00", "a NUL byte")
+        if text.isascii():
+            return text
+        bad = len(_INVALID.findall(text))
+        if not bad:
+            return text
+        self.invalid += bad
+        self.first_invalid = self.first_invalid or n
+        if self.invalid > MAX_INVALID_BYTES:
+            raise self._refusal(self.first_invalid, None, f"more than {MAX_INVALID_BYTES} bytes that are not UTF-8")
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+    def end(self) -> None:
+        if self.first_text is not None and not self.in_layout:
+            raise BadLogs(f"{self.file}: line {self.first_text}: not a Kafka log: no line in the log4j layout Kafka "
+                          "ships ([yyyy-MM-dd HH:mm:ss,SSS] LEVEL message (logger))")
+
+    def _refusal(self, n: int, char: str | None, what: str) -> BadLogs:
+        return BadLogs(f"{self.file}: byte {self._offset(n, char)} (line {n}): not a text log: {what}")
+
+    def _offset(self, n: int, char: str | None) -> int | str:
+        """The byte offset (in the uncompressed text) of the first NUL (`char`) or undecodable byte on line
+        `n`: read again, on this rare path only."""
+        opener = gzip.open if self.file.name.endswith(".gz") else open
+        with opener(self.file, "rb") as fh:
+            at = 0
+            for i, raw in enumerate(fh, 1):
+                if i == n:
+                    if char is not None:
+                        return at + raw.index(char.encode())
+                    try:
+                        raw.decode("utf-8")
+                    except UnicodeDecodeError as e:
+                        return at + e.start
+                    return at
+                at += len(raw)
+        return "?"
 
 
 def _epoch_ms(stamp: str, millis: str, tz: ZoneInfo) -> int:

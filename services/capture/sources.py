@@ -113,7 +113,10 @@ class KRaftTail:
             return out
         first = segs[0][0]
         if first > self.next_offset:
-            snap = bootstrap_snapshot(first, metadata_files(self.dir))
+            cut: dict[Path, str] = {}
+            snap = bootstrap_snapshot(first, metadata_files(self.dir), cut)
+            for p, why in cut.items():  # never an image: a newer whole one, or a later poll, is waited for
+                log.warning("%s: %s; not used as an image", p, why)
             if snap is None:
                 return out  # no usable snapshot yet: Kafka writes one before deleting; try again
             end = snapshot_id(snap).end_offset

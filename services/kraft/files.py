@@ -13,6 +13,7 @@ import logging
 import mmap
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -67,15 +68,62 @@ def segment_base_offset(path: Path | str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def bootstrap_snapshot(first_segment: int | None, snapshots: Iterable[Path]) -> Path | None:
+def bootstrap_snapshot(first_segment: int | None, snapshots: Iterable[Path],
+                       passed_over: dict[Path, str] | None = None) -> Path | None:
     """The snapshot a reader starts from when the retained segments do not begin at offset 0: the oldest
-    whose end offset reaches the first segment (Kafka writes one before retention deletes what it covers),
-    so that the stretch before it is the only gap. None when no snapshot reaches it (yet). The offline
-    import and the live tail both bootstrap by this rule."""
+    whole one (``snapshot_problem``) whose end offset reaches the first segment (Kafka writes one before
+    retention deletes what it covers), so that the stretch before it is the only gap. None when no whole
+    snapshot reaches it (yet). The offline import and the live tail both bootstrap by this rule; the ones not
+    whole that would have been chosen go into `passed_over` (path -> why)."""
     reaching = sorted((snapshot_id(p).end_offset, p) for p in snapshots
                       if snapshot_id(p) is not None
                       and (first_segment is None or snapshot_id(p).end_offset >= first_segment))
-    return reaching[0][1] if reaching else None
+    for _, p in reaching:
+        problem = snapshot_problem(p)
+        if problem is None:
+            return p
+        if passed_over is not None:
+            passed_over[p] = problem
+    return None
+
+
+def snapshot_problem(path: Path | str) -> str | None:
+    """Why a ``.checkpoint`` is not a whole image of the metadata (None: it is). Kafka writes a snapshot as a
+    SnapshotHeader control batch, the records, and a SnapshotFooter control batch, and names it .checkpoint
+    only once the footer is written; a copy without either end was cut short (or is not a snapshot), and
+    used as an image it would drop everything after the cut. Reads the two end batches, not the records."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open, a device never end
+            return "not a regular file"
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return "the snapshot is empty (no SnapshotHeader)"
+            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as e:
+        return f"cannot read: {e.strerror}"
+    try:
+        first = last = pos = 0
+        while pos < size:  # the batches' own lengths, to the last one
+            length = int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True) if size - pos >= LOG_OVERHEAD else -1
+            if not HEADER_SIZE - LOG_OVERHEAD <= length <= MAX_BATCH_BYTES or pos + LOG_OVERHEAD + length > size:
+                return f"the snapshot is cut inside the batch at byte {pos} (no SnapshotFooter)"
+            last, pos = pos, pos + LOG_OVERHEAD + length
+        ends = []
+        for at in (first, last):
+            try:
+                b = read_batch(buf, at, str(path), limit=size)
+                ends.append(decode_control_batch(buf, b) if b.is_control else [])
+            except KRaftError as e:
+                return f"the batch at byte {at} is unreadable ({e.reason})"
+        head, tail = ends
+        if not head or getattr(head[0], "type", None) != "SnapshotHeader":
+            return "the snapshot does not begin with a SnapshotHeader"
+        if not tail or getattr(tail[-1], "type", None) != "SnapshotFooter":
+            return f"the snapshot ends at byte {size} without its SnapshotFooter (cut short)"
+        return None
+    finally:
+        buf.close()
 
 
 def metadata_files(directory: Path | str) -> list[Path]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from schemas.events import ControllerEvent
-from services.brokerlogs.lines import BadLogs, log_files, merged, read_log
+from services.brokerlogs.lines import BadLogs, check_text, log_files, merged, read_log
 from services.normalize.brokerlog_normalizer import BrokerLogNormalizer
 from services.normalize.offline import BadImport, ImportReport
 
@@ -56,9 +56,19 @@ def cluster_id_of_logs(paths: Sequence[Path]) -> str | None:
 
 def import_log_events(paths: Sequence[str | Path], cluster_id: str, tz: str = "UTC",
                       report: ImportReport | None = None) -> Iterator[ControllerEvent]:
+    """The events of the logs at `paths`. The files are found, and each one's start checked to be a text log,
+    now: a binary file is refused before anything is written."""
     report = report if report is not None else ImportReport()
     logs = plan_logs([Path(p) for p in paths])
     zi = zone(tz)
+    try:
+        check_text(f for log in logs for f in log)
+    except BadLogs as exc:
+        raise BadImport(str(exc)) from None
+    return _events(logs, cluster_id, zi, report)
+
+
+def _events(logs: list[list[Path]], cluster_id: str, zi: ZoneInfo, report: ImportReport) -> Iterator[ControllerEvent]:
     report.files += [str(f) for log in logs for f in log]
     norm = BrokerLogNormalizer(cluster_id)
     unparsed: list[str] = []

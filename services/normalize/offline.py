@@ -16,7 +16,7 @@ from pathlib import Path
 from schemas.errors import ContractError
 from schemas.events import ControllerEvent
 from services.kraft import KRaftError, LogReader, metadata_files, snapshot_id
-from services.kraft.files import bootstrap_snapshot, segment_base_offset
+from services.kraft.files import bootstrap_snapshot, segment_base_offset, snapshot_problem
 from services.normalize.kraft_normalizer import KRaftNormalizer
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,7 @@ class ImportReport:
     gaps: list[str] = field(default_factory=list)
     partial_tail: str | None = None
     aborted_transactions: int = 0
+    passed_over: dict[str, str] = field(default_factory=dict)  # snapshots not used, not being whole: file -> why
 
 
 def cluster_id_of(paths: Sequence[Path]) -> str | None:
@@ -48,8 +49,9 @@ def cluster_id_of(paths: Sequence[Path]) -> str | None:
     return None
 
 
-def plan(paths: Sequence[Path]) -> list[Path]:
-    """The files to read, in order: [snapshot] + segments (see the module doc)."""
+def plan(paths: Sequence[Path], passed_over: dict[str, str] | None = None) -> list[Path]:
+    """The files to read, in order: [snapshot] + segments (see the module doc). `passed_over`: the snapshots
+    not used because they are not whole (file -> why)."""
     files: list[Path] = []
     for p in paths:
         if p.is_dir():
@@ -68,10 +70,19 @@ def plan(paths: Sequence[Path]) -> list[Path]:
     first = segment_base_offset(segments[0]) if segments else None
     if first == 0:
         return segments
-    # The oldest snapshot that reaches the first retained segment, else the newest one.
-    start = bootstrap_snapshot(first, snapshots) or (snapshots[-1] if snapshots else None)
+    # The oldest whole snapshot that reaches the first retained segment (any, when there are no segments). A
+    # snapshot cut short (no header or footer) is never an image: used as one it would delete what follows the
+    # cut; nor is one that ends before the segments begin (what lies between would be a silent hole).
+    cut = {s: why for s in snapshots if (why := snapshot_problem(s)) is not None}
+    start = bootstrap_snapshot(first, [s for s in snapshots if s not in cut])
     if start is None:
+        if cut:
+            bad, why = next(iter(cut.items()))
+            raise BadImport(f"{bad}: {why}; it is not a complete image, and no complete snapshot or log segment "
+                            f"covers the history before offset {first if first is not None else snapshot_id(bad).end_offset}")
         raise BadImport(f"the segments start at offset {first} and no snapshot covers the history before it")
+    if passed_over is not None:
+        passed_over.update((str(p), why) for p, why in cut.items())
     return [start] + segments
 
 
@@ -85,7 +96,7 @@ def import_events(paths: Sequence[str | Path], cluster_id: str | None = None, on
     report = report if report is not None else ImportReport()
     cluster = cluster_id or cluster_id_of(paths) or "unknown-cluster"
     norm = normalizer if normalizer is not None else KRaftNormalizer(cluster, node_id=node_id)
-    files = plan(paths)
+    files = plan(paths, report.passed_over)
     for i, f in enumerate(files):
         if progress is not None and i:
             progress(files[i - 1].stat().st_size)
@@ -94,7 +105,8 @@ def import_events(paths: Sequence[str | Path], cluster_id: str | None = None, on
         # A copied active segment may end inside a batch that was being written: stop there and
         # say so (report.partial_tail) rather than failing the whole import.
         last_segment = f is files[-1] and snap is None
-        reader = LogReader(f, on_error=on_error, live=last_segment)
+        # A snapshot is read whole or not used: skipping a bad batch, the image would delete what it held.
+        reader = LogReader(f, on_error="raise" if snap is not None else on_error, live=last_segment)
         if snap is not None:
             norm.begin_snapshot(snap.end_offset)
             if not report.records and snap.end_offset > 0:
@@ -118,7 +130,8 @@ def import_events(paths: Sequence[str | Path], cluster_id: str | None = None, on
                         report.events += 1
                         yield event
         except KRaftError as exc:
-            raise BadImport(str(exc)) from None
+            raise BadImport(f"{exc}; a snapshot that cannot be read whole is not a complete image" if snap is not None
+                            else str(exc)) from None
         if len(reader.skipped) > skipped:  # damage at the very end of the file
             reason = str(reader.skipped[-1])
             yield norm.gap(norm.last_offset + 1, -1, reason, last_time)

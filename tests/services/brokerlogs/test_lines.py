@@ -59,3 +59,17 @@ def test_merged_in_time_order_across_brokers(tmp_path):
     b.write_text(_line("2026-11-24 10:00:00,001", "b1") + _line("2026-11-24 10:00:00,003", "b2"))
     got = [x.message for x in merged([read_log([a], UTC), read_log([b], UTC)])]
     assert got == ["a1", "b1", "b2", "a2"]
+
+
+def test_damage_after_the_checked_head_is_refused_where_it_is(tmp_path):
+    from services.brokerlogs.lines import check_text
+
+    line = b"[2026-11-20 03:10:00,000] INFO [Controller id=1] x (kafka.controller.KafkaController)\n"
+    f = tmp_path / "controller.log"
+    f.write_bytes(line * 2000 + b"\x00\x01")
+    check_text([f])  # the head is a text log
+    with pytest.raises(BadLogs, match=rf"controller.log: byte {len(line) * 2000} \(line 2001\): not a text log: a NUL"):
+        list(read_log([f], UTC))
+    f.write_bytes(b"\n\n\n")  # blank lines only: an empty log, not a refusal
+    check_text([f])
+    assert list(read_log([f], UTC)) == []

@@ -157,13 +157,25 @@ def test_tail_follows_rolls_resumes_and_waits_for_the_commit_mark(tmp_path):
     assert t.poll() == []
 
 
+def _whole_snapshot(*batches: bytes) -> bytes:
+    """SnapshotHeader, the batches, SnapshotFooter: what Kafka names .checkpoint."""
+    from tests.services.kraft.helpers import control_key, control_value
+
+    header = control_value("SnapshotHeaderRecord", {"version": 0, "lastContainedLogTimestamp": 1})
+    footer = control_value("SnapshotFooterRecord", {"version": 0})
+    return (build_batch([(control_key(3), header)], base_offset=0, control=True) + b"".join(batches)
+            + build_batch([(control_key(4), footer)], base_offset=1 + len(batches), control=True))
+
+
 def test_tail_after_deleted_segments_emits_gap_and_snapshot(tmp_path):
     _segment(tmp_path, 5, "fg")
-    snap = build_batch([(None, _topic_record("a", 1))], base_offset=0)
+    snap = _whole_snapshot(build_batch([(None, _topic_record("a", 1))], base_offset=1))
+    (tmp_path / f"{5:020d}-{1:010d}.checkpoint").write_bytes(snap[:-20])  # cut short: not an image
+    assert KRaftTail(tmp_path, CL).poll() == []  # waits, as for a snapshot not written yet
     (tmp_path / f"{5:020d}-{1:010d}.checkpoint").write_bytes(snap)
     got = KRaftTail(tmp_path, CL).poll()
-    assert [r.kind for r in got] == ["GAP", "SNAPSHOT_BEGIN", "SNAPSHOT_BATCH", "SNAPSHOT_END", "KRAFT_BATCH",
-                                     "KRAFT_BATCH"]
+    assert [r.kind for r in got] == ["GAP", "SNAPSHOT_BEGIN"] + ["SNAPSHOT_BATCH"] * 3 + ["SNAPSHOT_END",
+                                                                                         "KRAFT_BATCH", "KRAFT_BATCH"]
     assert (got[0].base_offset, got[0].last_offset) == (0, 4)
     s = CaptureState(CL)
     events = [e for r in got for e, *_ in s.process(r)]

@@ -1,0 +1,122 @@
+"""Stretches of a history nobody read (CaptureGap events), and which answers fall in or depend on one.
+
+A CaptureGap event is verified data (it is in the chain) saying that a stretch of its source was not read:
+a deleted segment, corrupt bytes skipped, missing zxids, a cut file. The stretch lies between the last event
+read before it and the first event read after it: in chain order (seq), in time and in the source's own
+positions (the event's from_offset..to_offset: metadata offsets, zxids or log lines). State as of any point
+inside it, by seq, by time or by source position, may miss changes that happened there; so may any answer
+that lists or compares the changes of a span containing it. Such answers carry the stretch (``Point.uncertain``)
+and say WARNING in their header and an ``uncertain`` entry in JSON.
+
+The stretch is derived from the gap event and its neighbours in the chain, so every CaptureGap (KRaft, ZooKeeper,
+broker logs, live capture, ``--on-error skip``) is treated alike, with no special case per source.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from schemas import times
+
+_KIND_POSITIONS = {"ZOOKEEPER": "zxids", "KRAFT_LOG": "offsets", "KRAFT_SNAPSHOT": "offsets",
+                   "BROKER_LOG": "log records"}
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureStretch:
+    """What the history does not know: between event `from_seq` (the last one read before, -1: none) and event
+    `to_seq` (the first one read after, -1: none, the history ends in it), the source positions
+    `from_offset`..`to_offset` (-1: unknown) were not read. The gap event itself is at `gap_seq`."""
+
+    gap_seq: int
+    from_seq: int
+    to_seq: int
+    from_time_ms: int  # -1: no event before it
+    to_time_ms: int  # -1: no event after it
+    from_offset: int
+    to_offset: int
+    positions: str  # what the offsets count: offsets, zxids, log records
+    reason: str
+
+    def contains_seq(self, seq: int) -> bool:
+        return self.from_seq < seq and (self.to_seq < 0 or seq < self.to_seq)
+
+    def contains_time(self, ms: int) -> bool:
+        return (self.from_time_ms < 0 or self.from_time_ms < ms) and (self.to_time_ms < 0 or ms < self.to_time_ms)
+
+    def contains_offset(self, offset: int) -> bool:
+        return 0 <= self.from_offset <= offset and (self.to_offset < 0 or offset <= self.to_offset)
+
+    def describe(self) -> str:
+        def pos(n: int) -> str:
+            return f"{n:#x}" if self.positions == "zxids" else str(n)
+        if self.from_offset < 0:
+            source = "source positions unknown"
+        elif self.from_offset == self.to_offset:
+            source = f"{self.positions} {pos(self.from_offset)}"
+        else:
+            source = f"{self.positions} {pos(self.from_offset)}..{pos(self.to_offset) if self.to_offset >= 0 else ''}"
+
+        before = (f"after seq {self.from_seq} ({times.show(self.from_time_ms)})" if self.from_seq >= 0
+                  else "before the first event read")
+        after = (f"before seq {self.to_seq} ({times.show(self.to_time_ms)})" if self.to_seq >= 0
+                 else "to the end of the history")
+        return f"not read: {source} {before} {after}, gap event seq {self.gap_seq}: {self.reason}"
+
+
+def stretches(con: duckdb.DuckDBPyConnection, cluster_id: str, *, up_to_seq: int | None = None) -> list[CaptureStretch]:
+    """Every stretch of `cluster_id` whose gap event is at or before `up_to_seq` (None: all), in seq order."""
+    cond, args = ("AND seq <= ?", [up_to_seq]) if up_to_seq is not None else ("", [])
+    gap_rows = con.execute(f"""SELECT seq, gap_from, gap_to, source_kind, reason FROM events
+                               WHERE cluster_id = ? AND kind = 'CaptureGap' {cond} ORDER BY seq""",
+                           [cluster_id, *args]).fetchall()
+    if not gap_rows:
+        return []
+    gap_seqs = {r[0] for r in gap_rows}
+    bounds: dict[int, tuple[int, int]] = {}  # gap seq -> (last read before, first read after), -1: none
+    for seq in sorted(gap_seqs):
+        lo = seq - 1
+        while lo in gap_seqs:  # gaps in a row are one stretch
+            lo -= 1
+        hi = seq + 1
+        while hi in gap_seqs:
+            hi += 1
+        bounds[seq] = (lo, hi)
+    wanted = sorted({s for b in bounds.values() for s in b if s >= 0})
+    known = dict(con.execute("SELECT seq, event_time_ms FROM events WHERE cluster_id = ? AND seq IN "
+                             "(SELECT unnest(?::BIGINT[]))", [cluster_id, wanted]).fetchall())
+    out = []
+    for seq, gap_from, gap_to, source_kind, reason in gap_rows:
+        lo, hi = bounds[seq]
+        if lo not in known:
+            lo = _neighbour(con, cluster_id, seq, before=True)
+        if hi not in known:
+            hi = _neighbour(con, cluster_id, seq, before=False)
+        out.append(CaptureStretch(
+            seq, lo, hi, known.get(lo, -1) if lo >= 0 else -1, known.get(hi, -1) if hi >= 0 else -1,
+            gap_from if gap_from is not None else -1, gap_to if gap_to is not None else -1,
+            _KIND_POSITIONS.get(source_kind, "source positions"), reason or ""))
+    return out
+
+
+def _neighbour(con: duckdb.DuckDBPyConnection, cluster_id: str, seq: int, *, before: bool) -> int:
+    """The nearest event read (not a gap) before or after `seq`, when the chain itself has a hole next to it."""
+    agg, op = ("max", "<") if before else ("min", ">")
+    rows = con.execute(f"SELECT {agg}(seq) FROM events WHERE cluster_id = ? AND seq {op} ? AND kind <> 'CaptureGap'",
+                      [cluster_id, seq]).fetchall()
+    return rows[0][0] if rows and rows[0][0] is not None else -1
+
+
+def containing(con: duckdb.DuckDBPyConnection, cluster_id: str, seq: int, *, time_ms: int | None = None,
+               offset: int | None = None) -> tuple[CaptureStretch, ...]:
+    """The stretches a point falls in: the point's seq, or the time or source offset it was asked by."""
+    return tuple(s for s in stretches(con, cluster_id)
+                 if s.contains_seq(seq) or (time_ms is not None and s.contains_time(time_ms))
+                 or (offset is not None and s.contains_offset(offset)))
+
+
+def between(con: duckdb.DuckDBPyConnection, cluster_id: str, from_seq: int, to_seq: int) -> tuple[CaptureStretch, ...]:
+    """The stretches an answer about the changes from seq `from_seq` to `to_seq` depends on: those whose
+    gap event lies in that span (changes there may be missing from the answer)."""
+    return tuple(s for s in stretches(con, cluster_id, up_to_seq=to_seq) if s.gap_seq > from_seq)
