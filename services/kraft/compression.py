@@ -7,10 +7,12 @@ The compressors exist for tests and synthetic files; Kafka's KRaft writes uncomp
 Every decompression stops at ``limit`` bytes of output (``TooLarge``), so a batch copied from a
 hostile cluster cannot inflate without bound: gzip and zstd are read incrementally up to the limit,
 lz4 with the decompressor's max_length, snappy's declared uncompressed length (raw, and each
-xerial block's) is checked before anything is decompressed. The limit is twice the most KRaft
-ever puts in one batch (KafkaRaftClient.MAX_BATCH_SIZE_BYTES, 8 MiB, which BatchAccumulator
-checks against the uncompressed size of the records), so no batch Kafka wrote is refused, and a
-bomb costs at most 16 MiB of output plus the records decoded from it.
+xerial block's) is checked before anything is decompressed. The limit is the most KRaft ever puts
+in one batch: KafkaRaftClient.MAX_BATCH_SIZE_BYTES, 8 MiB, which its BatchAccumulator checks
+against the records' uncompressed size (KRaft writes its batches uncompressed, Compression.NONE,
+so a compressed batch is not the controller's own). Not twice that: the records decoded from a
+batch cost memory too (a batch of 8 MiB of the smallest records is ~650k of them, ~150 MB), and a
+bomb must stay within 256 MB.
 """
 
 from __future__ import annotations
@@ -25,17 +27,17 @@ CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _PACKAGES = {2: "python-snappy (or cramjam)", 3: "lz4 (or cramjam)", 4: "zstandard (or cramjam)"}
 KRAFT_MAX_BATCH_BYTES = 8 << 20  # KafkaRaftClient.MAX_BATCH_SIZE_BYTES
-MAX_RECORDS_BYTES = 2 * KRAFT_MAX_BATCH_BYTES  # what a batch's records may inflate to
+MAX_RECORDS_BYTES = KRAFT_MAX_BATCH_BYTES  # what a batch's records may inflate to
 _CHUNK = 1 << 20  # gzip/zstd output is produced this much at a time
-_ZSTD_MAX_WINDOW = 1 << 24  # no batch needs a window larger than the most it may hold
+_ZSTD_MAX_WINDOW = 1 << 23  # no batch needs a window larger than the most it may hold
 
 
 class TooLarge(ValueError):
     """A batch's records would inflate past the limit."""
 
     def __init__(self, limit: int) -> None:
-        super().__init__(f"its records inflate to more than {limit} bytes (the most a metadata batch "
-                         f"may hold is {KRAFT_MAX_BATCH_BYTES}: a decompression bomb, or not Kafka's)")
+        super().__init__(f"its records inflate to more than {limit} bytes (more than KRaft puts in a batch: "
+                         "a decompression bomb, or not Kafka's)")
 
 
 class MissingCodec(RuntimeError):
@@ -160,7 +162,7 @@ def lz4_compress(data: bytes) -> bytes:
 
 def zstd_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
     """zstd frames, read incrementally (zstd-jni's streaming writer may omit the content size), at
-    most `limit` bytes of output and a window of at most 16 MiB (a frame may ask for 2 GiB)."""
+    most `limit` bytes of output and a window of at most 8 MiB (a frame may ask for 2 GiB)."""
     zstandard = _zstandard
     if zstandard is None:
         return _cramjam_bounded(4, "zstd", data, limit)

@@ -21,13 +21,14 @@ import pytest
 import zstandard
 
 from services.kraft import compression
-from services.kraft.batch import ATTR_COMPRESSION
+from services.kraft.batch import ATTR_COMPRESSION, encode_record
 from services.kraft.crc import crc32c
 from services.simulator import SimConfig, simulate_to_archive
 from schemas.container import MAX_BLOCK_BYTES, read_events, write_events
 from tests.archive_files import reseal, seal
 from tests.ctrlaudit.test_bad_inputs import digest
 from tests.ctrlaudit.test_import import metadata_dir
+from tests.services.kraft.helpers import metadata_value
 
 ROOT = Path(__file__).resolve().parents[2]
 GIB = 1 << 30
@@ -135,6 +136,26 @@ def test_a_kraft_batch_that_is_a_bomb(tmp_path: Path, kraft_good: Path, bomb: st
             f"inflate to more than {compression.MAX_RECORDS_BYTES} bytes")
     assert done[3] - good[3] < HEADROOM_KB, f"peak RSS {done[3]} kB, {good[3]} kB on good input"
     assert digest(tmp_path) == before  # no file written (the writer's empty directory aside)
+
+
+@pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
+def test_a_batch_of_the_most_records_the_limit_lets_through(tmp_path: Path, kraft_good: Path, native: str) -> None:
+    """Within the limit a bomb can still be records: 8 MiB of NoOpRecords (the smallest there is, ~650k)
+    compressed into one batch is read, and costs less than 256 MB."""
+    value = metadata_value("NoOpRecord", 0, {})
+    one = len(encode_record(0, None, value))
+    count = compression.MAX_RECORDS_BYTES // (one + 2)  # offset deltas past 63 and 8191 take more bytes
+    body = b"".join(encode_record(i, None, value) for i in range(count))
+    assert compression.MAX_RECORDS_BYTES - 3 * count < len(body) <= compression.MAX_RECORDS_BYTES
+    d = metadata_dir(tmp_path)
+    seg = d / "00000000000000000000.log"
+    seg.write_bytes(seg.read_bytes() + raw_batch(compression.compress(1, body), 1, base_offset=7, count=count))
+    env = {"CTRLAUDIT_NATIVE": native}
+    good = measured("import", "kraft", str(kraft_good), "--out", str(tmp_path / "good-archive"), env=env)
+    done = measured("import", "kraft", str(d), "--out", str(tmp_path / "archive"), env=env)
+    assert good[0] == 0 and done[0] == 0, done[2]
+    assert f"{7 + count:,} records from 1 file(s) -> 7 events" in done[1], done[1]
+    assert done[3] - good[3] < HEADROOM_KB, f"peak RSS {done[3]} kB, {good[3]} kB on good input"
 
 
 # --- the archive ----------------------------------------------------------------------------------
