@@ -136,3 +136,38 @@ def test_a_config_znode_that_is_not_json_keeps_nothing_and_removes_nothing(data:
     assert SECRET not in out[0][2] and out[0][0].payload.data == b""
     assert st.zookeeper is not None
     assert st.zookeeper.delta.configs_of(ConfigResourceType.TOPIC, "orders") == {"retention.ms": "1000"}
+
+
+def test_import_zk_keeps_a_config_znode_that_is_not_json_without_its_bytes(tmp_path: Path) -> None:
+    """The real ZooKeeper log of tests/services/zookeeper, its /config/topics/t1 written as `name=value` text
+    (same length, checksum made to match): `import zk` keeps an UnknownRecord naming the znode, not the text."""
+    import struct
+    import zlib
+
+    from tests.services.zookeeper.test_import_zk import DATA
+
+    data = bytearray((DATA / "log.1").read_bytes())
+    written, text = b'{"version":1,"config":{}}', b"ssl.key.password=hunter2!"
+    assert len(written) == len(text) and data.count(written) == 1
+    at = data.index(written)
+    data[at:at + len(text)] = text
+    pos = 16  # the file header: magic, version, dbid
+    while True:  # the entry holding it: (adler32 as a long, length), body, 'B'
+        _, length = struct.unpack_from(">qi", data, pos)
+        if pos + 12 <= at < pos + 12 + length:
+            struct.pack_into(">q", data, pos, zlib.adler32(data[pos + 12:pos + 12 + length]))
+            break
+        pos += 12 + length + 1
+    (tmp_path / "zk" / "version-2").mkdir(parents=True)
+    (tmp_path / "zk" / "version-2" / "log.1").write_bytes(bytes(data))
+    archive, store = tmp_path / "archive", tmp_path / "s.duckdb"
+    runs = [ctrlaudit("import", "zk", str(tmp_path / "zk"), "--out", str(archive)),
+            ctrlaudit("load", str(archive), "--store", str(store))]
+    for done in runs:
+        assert done.returncode == 0, done.stderr
+        assert SECRET.decode() not in done.stdout + done.stderr and "Traceback" not in done.stderr
+    assert _files_holding(tmp_path, SECRET) == [str(tmp_path / "zk" / "version-2" / "log.1")]
+    with duckdb.connect(str(store), read_only=True) as con:
+        rows = con.execute("SELECT source_offset, reason FROM events WHERE kind = 'UnknownRecord'").fetchall()
+    assert rows == [(65, "config znode /config/topics/t1 is not a JSON config object; its 25-byte value is "
+                         "withheld (a record this decoder cannot read may carry a secret)")]
