@@ -6,12 +6,14 @@ every whole record before the damage, then one CodecError naming the file and th
 """
 from __future__ import annotations
 
+import io
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 import fastavro
+import fastavro.read
 from fastavro.read import SchemaResolutionError
 
 from schemas import loader
@@ -20,6 +22,90 @@ from schemas.errors import CodecError
 from schemas.events import ControllerEvent
 
 RECORD_NAME = "ctrlaudit.ControllerEvent"
+# What one block may inflate to. The writer ends a block after the event that passes 256 KiB
+# (services/archive/writer.py), and an event is at most a few MiB (the largest, an UnknownRecord of an
+# older release, held a KRaft record, at most 8 MiB); so a block Kafka's history made never comes near
+# 64 MiB, while a block that inflates past it is a bomb (deflate reaches 1032:1). One place for the
+# limit: the native decoder (schemas/_native/flatdecode.c) is handed this value.
+MAX_BLOCK_BYTES = 64 << 20
+CODECS = ("null", "deflate")  # the codecs services/archive/writer.py writes: the only ones read
+_CHUNK = 1 << 20
+
+
+class BlockRefused(ValueError):
+    """A block this read will not inflate: a codec the archive writer never writes, or past the limit."""
+
+
+def _avro_bytes(src: Any) -> bytes:
+    """An Avro `bytes` value: fastavro's compiled reader hands a block reader its file object, the
+    pure-Python one its decoder."""
+    if hasattr(src, "read_bytes"):
+        return cast(bytes, src.read_bytes())
+    n = shift = 0
+    while True:
+        b = src.read(1)
+        if not b:
+            raise EOFError("the file ends inside a block's size")
+        n |= (b[0] & 0x7F) << shift
+        if b[0] < 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise ValueError("a block's size is not a valid Avro long")
+    size = (n >> 1) ^ -(n & 1)
+    if size < 0:
+        raise ValueError(f"negative block size {size}")
+    data = src.read(size)
+    if len(data) != size:
+        raise EOFError(f"a block of {size} bytes, but the file ends after {len(data)}")
+    return cast(bytes, data)
+
+
+def inflate_block(data: bytes, at: int | None = None, limit: int = MAX_BLOCK_BYTES) -> bytes:
+    """A deflate block's bytes (`at`: where they start in the file), or BlockRefused once they pass
+    `limit` (read incrementally, so a bomb costs at most the limit)."""
+    d = zlib.decompressobj(-15)
+    out = bytearray()
+    rest = data
+    while True:
+        chunk = d.decompress(rest, min(_CHUNK, limit + 1 - len(out)))
+        out += chunk
+        if len(out) > limit:
+            where = "a deflate block" if at is None else f"the deflate block at byte {at}"
+            raise BlockRefused(f"{where} inflates to more than {limit} bytes (the most an archive block may "
+                             "hold: a decompression bomb, or not an archive of ctrlaudit's)")
+        rest = d.unconsumed_tail
+        if d.eof or (not chunk and not rest):
+            return bytes(out)
+
+
+def _bounded_deflate_block(src: Any) -> io.BytesIO:
+    data = _avro_bytes(src)
+    try:  # where the block's bytes start, as the native decoder names it
+        at: int | None = getattr(src, "fo", src).tell() - len(data)
+    except (AttributeError, OSError):
+        at = None
+    return io.BytesIO(inflate_block(data, at))
+
+
+def _refused_codec(name: str) -> Callable[[Any], io.BytesIO]:
+    def refuse(src: Any) -> io.BytesIO:
+        raise BlockRefused(f"blocks compressed with {name!r}: an archive holds only {' or '.join(CODECS)} "
+                           "blocks (its writer writes no other), so these are not read")
+    return refuse
+
+
+def _bound_fastavro() -> None:
+    """Every container file read in this process (fastavro's module-wide block readers, its extension
+    point for codecs) inflates deflate blocks within MAX_BLOCK_BYTES, and refuses the codecs the archive
+    writer never writes (bzip2, xz, snappy, zstandard, lz4 inflate without a limit)."""
+    for name in list(fastavro.read.BLOCK_READERS):
+        if name not in CODECS:
+            fastavro.read.BLOCK_READERS[name] = _refused_codec(name)
+    fastavro.read.BLOCK_READERS["deflate"] = _bounded_deflate_block
+
+
+_bound_fastavro()
 
 
 def write_events(
@@ -65,6 +151,8 @@ def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
                 # Resolution is ~3x slower in fastavro: only pay for it when the writer differs.
                 fo.seek(0)
                 reader = fastavro.reader(fo, reader_schema=loader.current().parsed, **READ_OPTIONS)
+        except BlockRefused as exc:
+            raise CodecError(str(exc), str(path)) from exc
         except (ValueError, EOFError, SchemaResolutionError) as exc:
             raise CodecError(f"not an Avro object container file ({exc})", str(path)) from exc
         index = 0
@@ -72,6 +160,8 @@ def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
             for record in reader:
                 yield cast(dict[str, Any], record)
                 index += 1
+        except BlockRefused as exc:
+            raise CodecError(f"{exc} (record {index}; the {index} records before it were read)", str(path)) from exc
         except (ValueError, EOFError, IndexError, KeyError, UnicodeDecodeError, OverflowError,
                 zlib.error, SchemaResolutionError) as exc:
             raise CodecError(

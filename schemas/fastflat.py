@@ -24,6 +24,7 @@ import fastavro
 import pyarrow as pa
 
 from schemas import flat, loader
+from schemas.container import MAX_BLOCK_BYTES
 from schemas.errors import ChainBreak, CodecError
 
 try:
@@ -136,11 +137,11 @@ def _decode(path: Path, batch_rows: int, chain: tuple[int, bytes] | None) -> tup
         raise Unsupported(f"{path}: writer schema is not this build's v1 schema")
     digest = ""
     if chain is None:
-        batches, err = _native.decode(data, offset, sync, CODECS[codec], batch_rows)
+        batches, err = _native.decode(data, offset, sync, CODECS[codec], batch_rows, None, MAX_BLOCK_BYTES)
     else:  # the file's sha256 in a thread while decoding (both release the GIL)
         with ThreadPoolExecutor(max_workers=1) as pool:
             sha = pool.submit(hashlib.sha256, data)
-            batches, err = _native.decode(data, offset, sync, CODECS[codec], batch_rows, chain)
+            batches, err = _native.decode(data, offset, sync, CODECS[codec], batch_rows, chain, MAX_BLOCK_BYTES)
             digest = sha.result().hexdigest()
     del data
     if err is not None:

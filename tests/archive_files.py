@@ -14,7 +14,7 @@ from schemas.chain import record_hash
 from schemas.codec import to_avro
 from schemas.container import iter_records, write_events
 from schemas.events import ControllerEvent
-from schemas.manifest import FileManifest, SourceMark, write_manifest
+from schemas.manifest import MANIFEST_SUFFIX, FileManifest, SourceMark, read_manifest, write_manifest
 
 
 def seal(path: str | Path) -> Path:
@@ -35,6 +35,16 @@ def seal(path: str | Path) -> Path:
         prev_hash=first["prev_hash"], chain_head_hash=last["hash"], schema_version=schema.version,
         schema_fingerprint=schema.fingerprint_hex, codec="null")
     return write_manifest(path, manifest, fsync=False)
+
+
+def reseal(path: str | Path) -> Path:
+    """The manifest of a file rewritten after it was sealed, made to match its new bytes (sha256, size): what
+    someone who alters both an archive file and its manifest does. Nothing of the file is decoded."""
+    path = Path(path)
+    m = read_manifest(path.with_name(path.name + MANIFEST_SUFFIX))
+    data = path.read_bytes()
+    return write_manifest(path, replace(m, sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data)),
+                          fsync=False)
 
 
 def write_archive_file(target: str | Path, events: Iterable[ControllerEvent], **kwargs: Any) -> int:

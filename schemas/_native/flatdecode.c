@@ -835,6 +835,7 @@ typedef struct {
     batch_t *cur;
     uint8_t *scratch; /* inflated block */
     size_t scratch_cap;
+    int64_t max_block; /* what a block may inflate to (schemas.container.MAX_BLOCK_BYTES) */
     z_stream zs;
     int zs_init;
     int64_t index;     /* records decoded so far */
@@ -872,7 +873,16 @@ static int batch_full(batch_t *b, int64_t batch_rows)
     return 0;
 }
 
-static void inflate_block(dec_t *d, const uint8_t *src, int64_t n, const uint8_t **out, int64_t *out_len)
+static void block_too_large(dec_t *d, int64_t at) __attribute__((noreturn));
+static void block_too_large(dec_t *d, int64_t at)
+{
+    fail(&d->e, E_DATA, "the deflate block at byte %lld inflates to more than %lld bytes (the most an archive "
+         "block may hold: a decompression bomb, or not an archive of ctrlaudit's)", (long long)at,
+         (long long)d->max_block);
+}
+
+static void inflate_block(dec_t *d, const uint8_t *src, int64_t n, int64_t at, const uint8_t **out,
+                          int64_t *out_len)
 {
     if (!d->zs_init) {
         memset(&d->zs, 0, sizeof d->zs);
@@ -881,8 +891,10 @@ static void inflate_block(dec_t *d, const uint8_t *src, int64_t n, const uint8_t
         d->zs_init = 1;
     } else if (inflateReset(&d->zs) != Z_OK)
         fail(&d->e, E_DATA, "zlib inflateReset failed");
-    if (d->scratch_cap < (size_t)n * 4 + 4096) {
+    if (d->scratch_cap < (size_t)n * 4 + 4096 && d->scratch_cap <= (size_t)d->max_block) {
         size_t cap = (size_t)n * 4 + 4096;
+        if (cap > (size_t)d->max_block + 1)
+            cap = (size_t)d->max_block + 1;
         uint8_t *p = realloc(d->scratch, cap);
         if (!p)
             fail(&d->e, E_NOMEM, "out of memory");
@@ -907,9 +919,12 @@ static void inflate_block(dec_t *d, const uint8_t *src, int64_t n, const uint8_t
             left -= chunk;
         }
         if (produced == d->scratch_cap) {
-            if (d->scratch_cap >= ((size_t)1 << 31))
-                fail(&d->e, E_LIMIT, "a deflate block inflates to more than 2 GiB");
+            /* a bomb stops here, having cost at most the limit (plus one byte to know it is passed) */
+            if (produced > (size_t)d->max_block)
+                block_too_large(d, at);
             size_t cap = d->scratch_cap * 2;
+            if (cap > (size_t)d->max_block + 1)
+                cap = (size_t)d->max_block + 1;
             uint8_t *p = realloc(d->scratch, cap);
             if (!p)
                 fail(&d->e, E_NOMEM, "out of memory");
@@ -935,6 +950,8 @@ static void inflate_block(dec_t *d, const uint8_t *src, int64_t n, const uint8_t
             fail(&d->e, E_NOMEM, "out of memory (zlib)");
         fail(&d->e, E_DATA, "invalid deflate data in a block: %s", d->zs.msg ? d->zs.msg : "zlib error");
     }
+    if (produced > (size_t)d->max_block)
+        block_too_large(d, at);
     *out = d->scratch;
     *out_len = (int64_t)produced;
 }
@@ -1027,7 +1044,7 @@ static int decode_blocks(dec_t *d, const uint8_t *data, int64_t len, int64_t off
         int64_t block_len = size;
         f.p += size;
         if (deflate)
-            inflate_block(d, block, size, &block, &block_len);
+            inflate_block(d, block, size, block - data, &block, &block_len); /* at: where its bytes start */
         if (count > block_len)
             fail(&d->e, E_DATA, "block claims %lld records in %lld bytes", (long long)count, (long long)block_len);
         if (!d->cur) {
@@ -1209,10 +1226,11 @@ static void dec_free(dec_t *d)
 }
 
 PyDoc_STRVAR(decode_doc,
-             "decode(data, offset, sync, deflate, batch_rows=2**21, chain=None) -> (batches, error)\n\n"
+             "decode(data, offset, sync, deflate, batch_rows=2**21, chain=None, max_block=64 MiB) -> (batches, error)\n\n"
              "Decode the blocks of a v1 container file starting at `offset` (after the header).\n"
              "chain=(first_seq, prev_hash: bytes): also verify every record's hash and its link\n"
              "(error kind 4, message 'missing:|reordered:|unchained:|altered:...').\n"
+             "max_block: what a deflate block may inflate to (more is corrupt data).\n"
              "batches: list of (rows, columns); error: None or (kind, message, record_index) with\n"
              "kind 1 = corrupt data, 2 = out of memory, 3 = beyond this decoder's limits.");
 
@@ -1223,10 +1241,11 @@ static PyObject *py_decode(PyObject *self, PyObject *args)
     int deflate;
     long long batch_rows = BATCH_ROW_LIMIT;
     PyObject *chain = Py_None;
+    long long max_block = 64LL << 20;
     long long first_seq = 0;
     const char *prev = NULL;
     Py_ssize_t prev_n = 0;
-    if (!PyArg_ParseTuple(args, "y*ny*p|LO", &data, &offset, &sync, &deflate, &batch_rows, &chain))
+    if (!PyArg_ParseTuple(args, "y*ny*p|LOL", &data, &offset, &sync, &deflate, &batch_rows, &chain, &max_block))
         return NULL;
     if (chain != Py_None && (!PyArg_ParseTuple(chain, "Ly#", &first_seq, &prev, &prev_n) || prev_n > 64)) {
         if (!PyErr_Occurred())
@@ -1248,6 +1267,7 @@ static PyObject *py_decode(PyObject *self, PyObject *args)
         goto out;
     }
     d->batch_rows = batch_rows;
+    d->max_block = max_block > 0 && max_block < (1LL << 31) ? max_block : (1LL << 31);
     if (chain != Py_None) {
         d->verify = 1;
         d->next_seq = first_seq;

@@ -107,7 +107,7 @@ def _matched(f: Path) -> Generator[tuple[int, str, re.Match[str] | None], None, 
     try:
         with opener(f, "rt", encoding="utf-8", errors="surrogateescape", newline="\n") as fh:
             text_check = _TextCheck(f)
-            for n, raw in enumerate(fh, 1):
+            for n, raw in enumerate(_lines(fh, f), 1):
                 text = text_check.line(n, raw.rstrip("\r\n"))
                 m = _LINE.match(text)
                 text_check.in_layout = text_check.in_layout or m is not None
@@ -115,6 +115,21 @@ def _matched(f: Path) -> Generator[tuple[int, str, re.Match[str] | None], None, 
             text_check.end()
     except (OSError, EOFError) as exc:
         raise BadLogs(f"{f}: cannot be read: {exc}") from None
+
+
+# The longest line read: Kafka's longest (a controller's TRACE line listing a request's partitions) are some
+# hundred KB; a rotated log's .gz that inflates to one endless line (a bomb, or a binary file) stops here.
+MAX_LINE_CHARS = 16 << 20
+
+
+def _lines(fh, f: Path) -> Iterator[str]:
+    n = 0
+    while text := fh.readline(MAX_LINE_CHARS + 1):
+        n += 1
+        if len(text) > MAX_LINE_CHARS:
+            raise BadLogs(f"{f}:{n}: a line of more than {MAX_LINE_CHARS} characters: not a Kafka log (a binary "
+                          "file, or a compressed one that inflates without end)")
+        yield text
 
 
 # A few bytes that are not UTF-8 are a log line's own (a name in another encoding): read as U+FFFD. More are

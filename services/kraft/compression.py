@@ -3,21 +3,58 @@
 Only gzip is in the standard library. The others use optional packages; a batch whose codec's
 package is missing raises ``CompressionError`` naming the package, rather than a bare ImportError.
 The compressors exist for tests and synthetic files; Kafka's KRaft writes uncompressed batches.
+
+Every decompression stops at ``limit`` bytes of output (``TooLarge``), so a batch copied from a
+hostile cluster cannot inflate without bound: gzip and zstd are read incrementally up to the limit,
+lz4 with the decompressor's max_length, snappy's declared uncompressed length (raw, and each
+xerial block's) is checked before anything is decompressed. The limit is the most KRaft ever puts
+in one batch: KafkaRaftClient.MAX_BATCH_SIZE_BYTES, 8 MiB, which its BatchAccumulator checks
+against the records' uncompressed size (KRaft writes its batches uncompressed, Compression.NONE,
+so a compressed batch is not the controller's own). Not twice that: the records decoded from a
+batch cost memory too (a batch of 8 MiB of the smallest records is ~650k of them, ~150 MB), and a
+bomb must stay within 256 MB.
 """
 
 from __future__ import annotations
 
 import gzip
+import importlib
 import struct
+import zlib
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 # snappy-java's SnappyOutputStream (what Kafka uses) frames raw snappy blocks like this
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _PACKAGES = {2: "python-snappy (or cramjam)", 3: "lz4 (or cramjam)", 4: "zstandard (or cramjam)"}
+KRAFT_MAX_BATCH_BYTES = 8 << 20  # KafkaRaftClient.MAX_BATCH_SIZE_BYTES
+MAX_RECORDS_BYTES = KRAFT_MAX_BATCH_BYTES  # what a batch's records may inflate to
+_CHUNK = 1 << 20  # gzip/zstd output is produced this much at a time
+_ZSTD_MAX_WINDOW = 1 << 23  # no batch needs a window larger than the most it may hold
+
+
+class TooLarge(ValueError):
+    """A batch's records would inflate past the limit."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"its records inflate to more than {limit} bytes (more than KRaft puts in a batch: "
+                         "a decompression bomb, or not Kafka's)")
 
 
 class MissingCodec(RuntimeError):
     pass
+
+
+def _optional(name: str):
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+# looked up once: an import statement per batch costs as much as inflating a small one
+_snappy = _optional("snappy")
+_lz4_frame = _optional("lz4.frame")
+_zstandard = _optional("zstandard")
 
 
 def _cramjam():
@@ -28,15 +65,32 @@ def _cramjam():
         return None
 
 
-def _snappy_raw_decompress(data: bytes) -> bytes:
-    try:
-        import snappy  # type: ignore[import-not-found]
-        return snappy.decompress(data)
-    except ImportError:
-        cj = _cramjam()
-        if cj is None:
-            raise MissingCodec(_PACKAGES[2]) from None
-        return bytes(cj.snappy.decompress_raw(data))
+def _snappy_declared_length(data: bytes) -> int:
+    """The uncompressed length a raw snappy block starts with (a uvarint of at most 5 bytes)."""
+    n = shift = 0
+    for i in range(min(5, len(data))):
+        n |= (data[i] & 0x7F) << shift
+        if data[i] < 0x80:
+            return n
+        shift += 7
+    raise ValueError("snappy block does not start with its uncompressed length")
+
+
+def _snappy_raw_decompress(data: bytes, limit: int) -> bytes:
+    if _snappy_declared_length(data) > limit:
+        raise TooLarge(limit)
+    return _snappy_raw(data)
+
+
+def _snappy_raw(data: bytes) -> bytes:
+    """A raw snappy block, whose declared length the caller has checked (the decoder then writes exactly
+    that many bytes, or fails)."""
+    if _snappy is not None:
+        return _snappy.decompress(data)
+    cj = _cramjam()
+    if cj is None:
+        raise MissingCodec(_PACKAGES[2])
+    return bytes(cj.snappy.decompress_raw(data))
 
 
 def _snappy_raw_compress(data: bytes) -> bytes:
@@ -50,10 +104,10 @@ def _snappy_raw_compress(data: bytes) -> bytes:
         return bytes(cj.snappy.compress_raw(data))
 
 
-def snappy_decompress(data: bytes) -> bytes:
+def snappy_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
     """Xerial-framed (magic, version, compatible-version, then int32-length blocks) or raw."""
     if data[:8] != XERIAL_MAGIC:
-        return _snappy_raw_decompress(data)
+        return _snappy_raw_decompress(data, limit)
     out = bytearray()
     pos = 16
     while pos < len(data):
@@ -61,7 +115,10 @@ def snappy_decompress(data: bytes) -> bytes:
         pos += 4
         if n < 0 or pos + n > len(data):
             raise ValueError("xerial snappy block runs past the end")
-        out += _snappy_raw_decompress(data[pos:pos + n])
+        block = data[pos:pos + n]
+        if len(out) + _snappy_declared_length(block) > limit:
+            raise TooLarge(limit)
+        out += _snappy_raw(block)
         pos += n
     return bytes(out)
 
@@ -74,15 +131,22 @@ def snappy_compress_xerial(data: bytes, block: int = 32 * 1024) -> bytes:
     return bytes(out)
 
 
-def lz4_decompress(data: bytes) -> bytes:
-    try:
-        import lz4.frame  # type: ignore[import-not-found]
-        return lz4.frame.decompress(data)
-    except ImportError:
-        cj = _cramjam()
-        if cj is None:
-            raise MissingCodec(_PACKAGES[3]) from None
-        return bytes(cj.lz4.decompress(data))
+def lz4_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
+    """LZ4 frames (Kafka's KafkaLZ4BlockOutputStream writes one), at most `limit` bytes of output."""
+    if _lz4_frame is None:
+        return _cramjam_bounded(3, "lz4", data, limit)
+    out = b""
+    rest = data
+    while rest:
+        d = _lz4_frame.LZ4FrameDecompressor()
+        frame = d.decompress(rest, max_length=limit + 1 - len(out))
+        out = frame if not out else out + frame  # one frame, as Kafka writes: no copy
+        if len(out) > limit:
+            raise TooLarge(limit)
+        if not d.eof:
+            raise ValueError("lz4 frame is truncated")
+        rest = d.unused_data
+    return out
 
 
 def lz4_compress(data: bytes) -> bytes:
@@ -96,17 +160,33 @@ def lz4_compress(data: bytes) -> bytes:
         return bytes(cj.lz4.compress(data))
 
 
-def zstd_decompress(data: bytes) -> bytes:
+def zstd_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
+    """zstd frames, read incrementally (zstd-jni's streaming writer may omit the content size), at
+    most `limit` bytes of output and a window of at most 8 MiB (a frame may ask for 2 GiB)."""
+    zstandard = _zstandard
+    if zstandard is None:
+        return _cramjam_bounded(4, "zstd", data, limit)
+    # a truncated frame ends the output early without an error, as zstandard's decompressobj did: the
+    # records then do not add up to the batch's count, which decode_data_batch reports
+    dctx = zstandard.ZstdDecompressor(max_window_size=_ZSTD_MAX_WINDOW)
     try:
-        import zstandard  # type: ignore[import-not-found]
-        # zstd-jni's streaming writer may omit the content size, so use a stream decoder
-        dobj = zstandard.ZstdDecompressor().decompressobj()
-        return dobj.decompress(data)
-    except ImportError:
-        cj = _cramjam()
-        if cj is None:
-            raise MissingCodec(_PACKAGES[4]) from None
-        return bytes(cj.zstd.decompress(data))
+        declared = zstandard.frame_content_size(data)
+    except zstandard.ZstdError:
+        declared = -1  # not a frame header: the incremental read says what is wrong
+    if 0 <= declared <= limit:
+        # one frame that declares its size (zstd's one-shot compressor writes it): decoded into a buffer of
+        # that size, which the decoder cannot overrun (it fails instead)
+        try:
+            return dctx.decompress(data, allow_extra_data=False)
+        except zstandard.ZstdError:
+            pass  # more frames, or a size that lies: the incremental read decides
+    out = bytearray()
+    with dctx.stream_reader(data, read_across_frames=True) as reader:
+        while chunk := reader.read(min(_CHUNK, limit + 1 - len(out))):
+            out += chunk
+            if len(out) > limit:
+                raise TooLarge(limit)
+    return bytes(out)
 
 
 def zstd_compress(data: bytes) -> bytes:
@@ -120,16 +200,53 @@ def zstd_compress(data: bytes) -> bytes:
         return bytes(cj.zstd.compress(data))
 
 
-def decompress(codec: int, data) -> bytes:
+def gzip_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
+    """gzip members (Kafka writes one; gzip.decompress reads several), at most `limit` bytes."""
+    out = bytearray()
+    rest = data
+    while rest:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        while not d.eof:
+            chunk = d.decompress(rest, min(_CHUNK, limit + 1 - len(out)))
+            out += chunk
+            if len(out) > limit:
+                raise TooLarge(limit)
+            rest = d.unconsumed_tail
+            if not chunk and not rest:
+                break
+        if not d.eof:
+            raise ValueError("gzip stream is truncated")
+        rest = d.unused_data.lstrip(b"\0")  # zero padding after the last member, as gzip allows
+    return bytes(out)
+
+
+def _cramjam_bounded(codec: int, name: str, data: bytes, limit: int) -> bytes:
+    """cramjam's decompression into a buffer of limit + 1 bytes: one that fills it is too large."""
+    cj = _cramjam()
+    if cj is None:
+        raise MissingCodec(_PACKAGES[codec])
+    buf = bytearray(limit + 1)
+    try:
+        n = getattr(cj, name).decompress_into(data, buf)
+    except Exception as e:
+        if "whole buffer" in str(e):
+            raise TooLarge(limit) from None
+        raise
+    if n > limit:
+        raise TooLarge(limit)
+    return bytes(buf[:n])
+
+
+def decompress(codec: int, data, limit: int = MAX_RECORDS_BYTES) -> bytes:
     data = bytes(data)
     if codec == 1:
-        return gzip.decompress(data)
+        return gzip_decompress(data, limit)
     if codec == 2:
-        return snappy_decompress(data)
+        return snappy_decompress(data, limit)
     if codec == 3:
-        return lz4_decompress(data)
+        return lz4_decompress(data, limit)
     if codec == 4:
-        return zstd_decompress(data)
+        return zstd_decompress(data, limit)
     raise ValueError(f"unknown compression codec {codec}")
 
 

@@ -110,7 +110,8 @@ class MetadataRecord(Record):
 
 class UnknownRecord(Record):
     """A record this decoder cannot interpret: unknown apiKey/version, or a value that does not
-    match its schema. Kept with its raw value so nothing is dropped silently."""
+    match its schema. Kept, so nothing is dropped silently; its raw value stays in memory (for
+    comparisons with Kafka's own tools) and never reaches an archive (redaction.withheld)."""
 
     __slots__ = ("api_key", "version", "value", "error")
 
@@ -140,7 +141,7 @@ def _unknown(offset, ts, b, value, api_key, version, why) -> UnknownRecord:
     key = (api_key, version, why.split(":")[0])
     if key not in _warned:
         _warned.add(key)
-        log.warning("%s: offset %d: %s; kept as raw bytes", b.file, offset, why)
+        log.warning("%s: offset %d: %s; kept without its value", b.file, offset, why)
     return UnknownRecord(offset, ts, b, api_key, version, bytes(value), why)
 
 

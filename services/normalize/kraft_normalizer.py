@@ -31,7 +31,7 @@ from schemas.fastbuild import fast_constructor
 from services.normalize.classify import change_kinds, election_type
 from replay.delta import ImageBuilder
 from replay.image import ClusterImage
-from services.normalize.redaction import SecretDigests, redact
+from services.normalize.redaction import SecretDigests, redact, withheld
 
 RESOURCE_TYPES = {2: ConfigResourceType.TOPIC, 4: ConfigResourceType.BROKER, 8: ConfigResourceType.BROKER_LOGGER,
                   16: ConfigResourceType.CLIENT_METRICS, 32: ConfigResourceType.GROUP}
@@ -150,10 +150,10 @@ class KRaftNormalizer:
                 return handler(self, rec, rec.data)
         if isinstance(rec, ControlRecord):
             return self._control(rec)
-        if isinstance(rec, RawUnknown):
+        if isinstance(rec, RawUnknown):  # kept as what it is, never with its bytes (redaction.withheld)
             return [self._ev(rec, UnknownRecord(rec.api_key if rec.api_key is not None else -1,
-                                                          rec.version if rec.version is not None else -1,
-                                                          bytes(rec.value), rec.error))]
+                                                rec.version if rec.version is not None else -1,
+                                                b"", withheld(rec.error, rec.value)))]
         if not isinstance(rec, MetadataRecord):
             raise TypeError(f"not a decoded KRaft record: {type(rec).__name__}")
         handler = _HANDLERS.get(rec.api_key)

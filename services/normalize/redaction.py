@@ -20,6 +20,13 @@ The KRaft log itself holds PASSWORD values in clear ("In KRaft mode, Kafka store
 records, and the data is not encrypted in Kafka": kafka.apache.org/40/getting-started/zk2kraft; the
 ZooKeeper-mode password encoder is gone), so this is where they are hidden. A null value (a deleted key)
 stays null: the record says the key is gone, which is not a secret.
+
+Bytes no decoder here can read are never kept (`withheld`): a ConfigRecord of a version this build does not
+know, a record type it does not know, a record that fails to decode, a config znode that is not the JSON it
+should be. Which of their bytes is a config's value cannot be told, so the name-based rules above cannot be
+applied to them, and a future version may carry a PASSWORD config like any other. The event keeps what the
+record is (apiKey, version, why it was not read) and how long its value was; not a digest, since a digest
+of a short password (with the rest of the record guessable) can be brute-forced.
 """
 from __future__ import annotations
 
@@ -87,6 +94,12 @@ def redact(name: str, value: str | None, previous: str | None) -> tuple[str | No
     if is_sensitive(name):
         return (None if value is None else REDACTED), (None if previous is None else REDACTED), True
     return value, previous, False
+
+
+def withheld(reason: str, value: bytes) -> str:
+    """The reason an unread record is kept with: why it was not read, and that its value is withheld."""
+    return (f"{reason}; its {len(value)}-byte value is withheld (a record this decoder cannot read may "
+            "carry a secret)")
 
 
 class SecretDigests:

@@ -27,12 +27,12 @@ from schemas.chain import event_id
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
     ControllerEvent, PartitionChange, PartitionState, Payload, SourceKind, SourcePosition, TopicChange,
-    TopicChangeKind,
+    TopicChangeKind, UnknownRecord,
 )
 from services.normalize.classify import change_kinds, election_type
 from replay.delta import ImageBuilder
 from replay.image import ClusterImage
-from services.normalize.redaction import SecretDigests, redact
+from services.normalize.redaction import SecretDigests, redact, withheld
 from services.zookeeper import Txn
 from services.zookeeper.snapshot import Snapshot
 from services.zookeeper.watch import Gap
@@ -52,9 +52,22 @@ def _broker_config_name(path: str) -> str:
 def _json(data: bytes | None) -> dict:
     try:
         out = json.loads(data or b"{}")
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return out if isinstance(out, dict) else {}
+
+
+def _config_object(data: bytes | None) -> dict | None:
+    """The "config" object of a config znode's {"version": 1, "config": {...}} ({} for no data); None when
+    the data is not that."""
+    if not data:
+        return {}
+    try:
+        out = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    config = out.get("config", {}) if isinstance(out, dict) else None
+    return config if isinstance(config, dict) else None
 
 
 class ZooKeeperNormalizer:
@@ -313,7 +326,12 @@ class ZooKeeperNormalizer:
         ConfigChange per key that differs from the image's. Broker configs matter to the checks: a dynamic
         unclean.leader.election.enable of one broker or of the cluster's default (kafka-configs --entity-type
         brokers [--entity-default]) allows unclean elections where no topic config does."""
-        new = {k: str(v) for k, v in _json(data).get("config", {}).items()}
+        config = _config_object(data)
+        if config is None:  # neither "every key removed" nor any key's value can be read from it
+            where = f"{TOPIC_CONFIGS if kind is ConfigResourceType.TOPIC else BROKER_CONFIGS}{name or '<default>'}"
+            return [self._emit(UnknownRecord(-1, -1, b"", withheld(
+                f"config znode {where} is not a JSON config object", data or b"")))]
+        new = {k: str(v) for k, v in config.items()}
         out = []
         # the image holds what the archive holds: a sensitive value as "[redacted]" (never the secret)
         held = self.delta.configs_of(kind, name)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.archive_files import seal
+from tests.archive_files import reseal, seal
 from schemas.chain import record_hash
 from schemas import codec, container, fastflat, flat, loader
 from schemas.errors import CodecError
@@ -414,15 +414,23 @@ def test_another_writer_schema_is_refused(tmp_path: Path) -> None:
 
 
 @native
-def test_other_codec_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("avro_codec", ["bzip2", "xz"])
+def test_other_codec_is_refused(tmp_path: Path, avro_codec: str) -> None:
+    """The archive writer writes null and deflate blocks only; any other codec inflates without a limit
+    in fastavro, so such a file is refused whole (a manifest that matches it makes no difference)."""
     path = tmp_path / "bz.avro"
-    container.write_events(path, chained_history(), codec="bzip2")
+    container.write_events(path, chained_history())
+    seal(path)
+    container.write_events(path, chained_history(), codec=avro_codec)
+    reseal(path)
     with pytest.raises(fastflat.Unsupported):
         fastflat.decode_file(path)
     from checks.inputs import archives_to_arrow
+    from schemas.verified import ArchiveProblem
 
-    seal(path)
-    assert archives_to_arrow([path]).equals(python_table(path))
+    with pytest.raises(ArchiveProblem, match=f"bz.avro: unreadable: .*blocks compressed with '{avro_codec}': "
+                                             "an archive holds only null or deflate blocks"):
+        archives_to_arrow([path])
 
 
 @native
