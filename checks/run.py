@@ -65,6 +65,8 @@ def check(
             if csv_path:
                 try:
                     write_csv(found, csv_path)
+                except BrokenPipeError:  # --csv -: the reader went away (exit 141, no line)
+                    raise
                 except OSError as exc:  # a full disk, a read-only or missing directory: say which file
                     raise BadInput(f"cannot write the report {csv_path}: {exc.strerror or exc}") from None
         finally:
@@ -109,19 +111,32 @@ def run_check(
         report = check(inputs, engine=engine, allow=allow, invariants=invariants, spark=spark, master=master,
                        allow_gaps=allow_gaps, progress=progress, csv_path=csv_path,
                        memory_limit=memory_limit)
+    except BrokenPipeError:  # --csv -: the reader of standard output went away (the CLI exits 141)
+        raise
     except BaseException as exc:  # noqa: BLE001 - the CLI's one mapping of errors to a line and an exit code
         known = describe(exc)
         if known is None:
             raise
         print(PREFIX + known[0], file=sys.stderr)
         return known[1]
-    print_report(report, console)
-    for path, write in ((json_path, write_json), (junit_path, write_junit)):
-        if not path:
-            continue
+    try:
+        print_report(report, console)
+        reader_gone = None
+    except BrokenPipeError as exc:  # `check --junit r.xml | head`: the files are still written, then exit 141
+        reader_gone = exc
+    # files before standard output ('-'): a reader of standard output that went away costs no file
+    outputs = sorted(((p, w) for p, w in ((json_path, write_json), (junit_path, write_junit)) if p),
+                     key=lambda pw: str(pw[0]) == "-")
+    for path, write in outputs:
+        if reader_gone is not None and str(path) == "-":
+            break
         try:
             write(report, path)
+        except BrokenPipeError:
+            raise
         except OSError as exc:  # a full disk, a read-only or missing directory: say which file
             print(f"{PREFIX}cannot write the report {path}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
+    if reader_gone is not None:
+        raise reader_gone
     return EXIT_CLEAN if report.valid else EXIT_VIOLATIONS
