@@ -18,10 +18,12 @@ failure found once is tried first on the next run.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, settings
@@ -52,6 +54,19 @@ def only_contract_errors(read: Callable[[], Any]) -> Any:
                                  + "".join(traceback.format_exception(exc))) from None
         assert "\n" not in known[0].strip(), known[0]
         return None
+
+
+def archived(events: Iterable[Any], root: Path) -> None:
+    """Write an import's events as `ctrlaudit import` does (chained, encoded, in hourly files): the
+    values a reader let through must also fit the archive's schema."""
+    from services.archive.writer import ArchiveWriter
+
+    it = iter(events)
+    first = next(it, None)
+    if first is None:
+        return
+    with ArchiveWriter(root, first.cluster_id, fsync=False) as writer:
+        writer.extend(itertools.chain([first], it))
 
 
 # --- damage ----------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ the record decoder itself sees the damage), snapshots made here damaged the same
 Only the project's contract errors may escape (tests/fuzzing.py, which also says how to run longer)."""
 from __future__ import annotations
 
+import re
 import struct
 import tempfile
 import zlib
@@ -12,10 +13,11 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from services.normalize.zk_offline import import_zk_events
 from services.zookeeper import TxnLogReader
 from services.zookeeper.snapshot import read_snapshot
 from services.zookeeper.txnlog import ENTRY, EOR, HEADER, LOG_MAGIC, SNAP_MAGIC
-from tests.fuzzing import damaged, fuzz_settings, hostile, only_contract_errors
+from tests.fuzzing import archived, damaged, fuzz_settings, hostile, only_contract_errors
 
 LOG = (Path(__file__).parent / "data" / "log.1").read_bytes()
 
@@ -68,11 +70,23 @@ def snapshot(nodes: list[tuple[str, bytes | None]], sessions: int = 2, acls: int
     return bytes(out + struct.pack(">q", zlib.adler32(bytes(out))))
 
 
-SNAPSHOT = snapshot([("", None), ("/brokers", b""), ("/brokers/ids", b""),
-                     ("/brokers/ids/1", b'{"version":5,"host":"b1","port":9092,"jmx_port":-1}'),
-                     ("/controller", b'{"version":2,"brokerid":1,"timestamp":"1700000000000"}'),
-                     ("/brokers/topics/t/partitions/0/state",
-                      b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1]}')])
+ZNODES = [("", None), ("/cluster", b""), ("/cluster/id", b'{"version":"1","id":"zk-cluster-1"}'),
+          ("/brokers", b""), ("/brokers/ids", b""),
+          ("/brokers/ids/1", b'{"features":{},"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},'
+                             b'"endpoints":["PLAINTEXT://b1:9092"],"jmx_port":-1,"port":9092,"host":"b1",'
+                             b'"version":5,"timestamp":"1700000000000"}'),
+          ("/controller_epoch", b"3"), ("/controller", b'{"version":2,"brokerid":1,"timestamp":"1700000000000"}'),
+          ("/brokers/topics", b""),
+          ("/brokers/topics/t", b'{"partitions":{"0":[1],"1":[1]},"topic_id":"AAAAAAAAAAAAAAAAAAAAAQ",'
+                                b'"adding_replicas":{},"removing_replicas":{},"version":3}'),
+          ("/brokers/topics/t/partitions", b""), ("/brokers/topics/t/partitions/0", b""),
+          ("/brokers/topics/t/partitions/0/state",
+           b'{"controller_epoch":3,"leader":1,"version":1,"leader_epoch":0,"isr":[1]}'),
+          ("/brokers/topics/t/partitions/1", b""),
+          ("/brokers/topics/t/partitions/1/state",
+           b'{"controller_epoch":3,"leader":1,"version":1,"leader_epoch":2,"isr":[1]}'),
+          ("/config", b""), ("/config/topics", b""), ("/config/topics/t", b'{"version":1,"config":{"retention.ms":"1"}}')]
+SNAPSHOT = snapshot(ZNODES)
 
 
 def read_log(data: bytes, on_error: str) -> None:
@@ -92,7 +106,8 @@ def read_snap(data: bytes) -> None:
 def test_the_samples_are_valid(tmp_path):
     assert len(BODIES) > 20 and framed(BODIES) == LOG[:len(framed(BODIES))]
     (tmp_path / "snapshot.1").write_bytes(SNAPSHOT)
-    assert len(read_snapshot(tmp_path / "snapshot.1").nodes) == 6
+    assert len(read_snapshot(tmp_path / "snapshot.1").nodes) == len(ZNODES)
+    assert len(list(import_zk_events([_bootstrapped(tmp_path, SNAPSHOT)], "c"))) >= 5
 
 
 @fuzz_settings(ci_examples=300)
@@ -115,3 +130,55 @@ def test_fuzz_damaged_transactions_with_valid_checksums(data):
                       damaged(SNAPSHOT[:-8]).map(lambda b: b + struct.pack(">q", zlib.adler32(b)))))
 def test_fuzz_a_damaged_snapshot(data):
     read_snap(data)
+
+
+# --- the import: reader, normalizer and archive writer, as `ctrlaudit import zk` runs them ---------------
+
+NUMBERS = [b"-1", b"0", b"2147483648", b"-2147483649", b"99999999999999999999999", b"1e400", b"1.5", b"NaN",
+           b'"1"', b"null", b"[]", b"{}", b"true"]
+
+
+@st.composite
+def damaged_json(draw: st.DrawFn, data: bytes) -> bytes:
+    """A znode's JSON with a number swapped for one no Kafka writes (or another type), or its bytes damaged."""
+    numbers = list(re.finditer(rb"-?\d+", data))
+    if numbers and draw(st.booleans()):
+        m = draw(st.sampled_from(numbers))
+        return data[:m.start()] + draw(st.sampled_from(NUMBERS)) + data[m.end():]
+    return draw(damaged(data))
+
+
+def _bootstrapped(root: Path, snap: bytes, bodies: list[bytes] = ()) -> Path:
+    """A dataDir whose oldest log starts after the snapshot: the import starts from the snapshot."""
+    d = root / "version-2"
+    d.mkdir(exist_ok=True)
+    (d / "snapshot.1ff").write_bytes(snap)
+    (d / "log.200").write_bytes(framed(list(bodies)))
+    return root
+
+
+def import_zk(root: Path, on_error: str) -> None:
+    only_contract_errors(lambda: archived(import_zk_events([root], "c", on_error=on_error), root / "out"))
+
+
+@fuzz_settings(ci_examples=150)
+@given(st.data())
+def test_fuzz_the_import_of_damaged_transactions(data):
+    bodies = list(BODIES)
+    for i in data.draw(st.lists(st.integers(0, len(bodies) - 1), min_size=1, max_size=3)):
+        bodies[i] = data.draw(damaged(bodies[i]))
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "version-2").mkdir()
+        (Path(d) / "version-2" / "log.1").write_bytes(framed(bodies))
+        import_zk(Path(d), data.draw(st.sampled_from(["raise", "skip"])))
+
+
+@fuzz_settings(ci_examples=200)
+@given(st.data())
+def test_fuzz_the_import_of_a_snapshot_with_damaged_znodes(data):
+    nodes = list(ZNODES)
+    for i in data.draw(st.lists(st.integers(1, len(nodes) - 1), min_size=1, max_size=3)):
+        path, value = nodes[i]
+        nodes[i] = (path, data.draw(damaged_json(value or b"")))
+    with tempfile.TemporaryDirectory() as d:
+        import_zk(_bootstrapped(Path(d), snapshot(nodes)), "raise")
