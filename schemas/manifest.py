@@ -139,7 +139,7 @@ def read_manifest(path: Path) -> FileManifest:
         raise ManifestError(f"{path}: cannot read the manifest: {exc.strerror}") from exc
     except ManifestShape as exc:
         raise ManifestError(f"{path}: not a valid archive manifest ({exc})") from exc
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # not JSON, not text
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:  # not JSON, not text, too deep
         raise ManifestError(f"{path}: not a valid archive manifest ({type(exc).__name__}: {exc})") from exc
     ints = ("count", "first_seq", "last_seq", "first_event_time_ms", "last_event_time_ms", "size_bytes",
             "schema_version")
