@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -236,3 +237,80 @@ def test_export_to_standard_output_whose_reader_leaves_exits_141(world, tmp_path
                                  "--json", "-"], 0)
     assert code == 141 and "Traceback" not in err and "error" not in err
     assert len(out.read_text().splitlines()) == 3000  # the file is whole
+
+
+# --- crafted bad inputs, one or two per reader, on the real CLI (the fuzzers try many more in-process) -------
+
+def kraft_random(here: Path) -> list[str]:
+    meta = here / "__cluster_metadata-0"
+    meta.mkdir()
+    (meta / "00000000000000000000.log").write_bytes(random.Random(1).randbytes(5000))
+    return ["import", "kraft", str(meta), "--out", str(here / "out")]
+
+
+def kraft_header_loop(here: Path) -> list[str]:
+    from tests.services.kraft.helpers import pcr
+    from tests.services.kraft.test_fuzz import batch_of_raw_record
+    from services.kraft.wire import write_varint
+
+    value = pcr(0)
+    body = (b"\x00" + write_varint(0) + write_varint(0) + write_varint(-1) + write_varint(len(value)) + value
+            + write_varint(2**31 - 1) + write_varint(-5) + b"\x00" * 6)
+    meta = here / "__cluster_metadata-0"
+    meta.mkdir()
+    (meta / "00000000000000000000.log").write_bytes(batch_of_raw_record(body))
+    return ["import", "kraft", str(meta), "--out", str(here / "out")]
+
+
+def zk_mistyped_znode(here: Path) -> list[str]:
+    from tests.services.zookeeper.test_fuzz import ZNODES, _bootstrapped, snapshot
+
+    nodes = [(p, b'{"version":2,"brokerid":1.5,"timestamp":"1"}' if p == "/controller" else d) for p, d in ZNODES]
+    return ["import", "zk", str(_bootstrapped(here, snapshot(nodes))), "--out", str(here / "out")]
+
+
+def zk_random(here: Path) -> list[str]:
+    (here / "version-2").mkdir()
+    (here / "version-2" / "log.1").write_bytes(random.Random(2).randbytes(3000))
+    return ["import", "zk", str(here), "--out", str(here / "out")]
+
+
+def logs_huge_number(here: Path) -> list[str]:
+    line = ("[Controller id=3] Updated leader epoch for partition t-0 to 2, zkVersion=" + "9" * 5000)
+    (here / "state-change.log").write_text(f"[2026-11-24 10:00:00,000] INFO {line} (state.change.logger)\n")
+    return ["import", "logs", str(here), "--out", str(here / "out")]
+
+
+def _archive_with_manifest(here: Path, world, text: str) -> list[str]:
+    a = here / "a"
+    shutil.copytree(world["archive"], a)
+    next((a / CL).glob("*.manifest.json")).write_text(text)
+    return ["load", str(a), "--store", str(here / "s.duckdb")]
+
+
+CRAFTED = [  # (id, make(here, world) -> args, exit code, what the one line says)
+    ("kraft-random-bytes", lambda h, w: kraft_random(h), 2, "not a Kafka record-batch file"),
+    ("kraft-header-count-beyond-the-record", lambda h, w: kraft_header_loop(h), 2, "headers in"),
+    ("zk-mistyped-znode", lambda h, w: zk_mistyped_znode(h), 2, "zxid 0x1ff: /controller: brokerid '1.5' is not a 32-bit"),
+    ("zk-random-bytes", lambda h, w: zk_random(h), 2, "not a ZooKeeper transaction log"),
+    ("manifest-nested-beyond-the-stack", lambda h, w: _archive_with_manifest(h, w, "[" * 30000 + "]" * 30000), 1,
+     "RecursionError"),
+    ("manifest-larger-than-a-manifest", lambda h, w: _archive_with_manifest(h, w, " " * 70000 + "{}"), 1,
+     "larger than 65536 bytes"),
+]
+
+
+@pytest.mark.parametrize("make, code, says", [c[1:] for c in CRAFTED], ids=[c[0] for c in CRAFTED])
+def test_a_crafted_bad_input_is_one_line(world, tmp_path, make, code, says):
+    args = make(tmp_path, world)
+    before = digest(tmp_path)
+    one_line(ctrlaudit(*args, timeout=60), code, says)
+    after = digest(tmp_path)
+    assert {k: v for k, v in after.items() if k in before} == before  # the inputs are as they were
+
+
+def test_a_broker_log_line_with_an_impossible_number_is_named_not_read(tmp_path):
+    done = ctrlaudit(*logs_huge_number(tmp_path), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "state-change.log:1: not read: a number longer than any Kafka writes" in done.stdout + done.stderr
