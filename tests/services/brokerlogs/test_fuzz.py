@@ -85,3 +85,26 @@ def test_fuzz_a_log_of_damaged_lines(messages):
 @given(data=st.one_of(damaged(LOG), st.binary(max_size=2048)), gz=st.booleans())
 def test_fuzz_a_damaged_log_file(data, gz):
     import_logs(data, gz)
+
+
+# --- what the fuzzers found, kept as plain tests ----------------------------------------------------------
+
+def test_a_line_with_a_time_no_clock_writes_is_counted_not_read(tmp_path):
+    from services.normalize.offline import ImportReport
+
+    log = LOG.replace(b"[2026-11-24 10:00:00,000]", b"[2026-31-24 10:00:00,000]", 1)
+    (tmp_path / "state-change.log").write_bytes(log)
+    report = ImportReport()
+    assert list(import_log_events([tmp_path], "c", report=report))
+    assert any("1 line(s) in no log4j layout" in g and "state-change.log:1)" in g for g in report.gaps), report.gaps
+
+
+def test_a_line_with_a_number_beyond_kafkas_types_is_named_not_read(tmp_path):
+    from services.normalize.offline import ImportReport
+
+    line = "[Controller id=3] Updated leader epoch for partition t-0 to 2, zkVersion=" + "9"
+    for digits in (12, 5000):  # beyond int32, beyond what Python converts
+        (tmp_path / "state-change.log").write_bytes(as_log([MESSAGES[0], line + "9" * digits]))
+        report = ImportReport()
+        list(import_log_events([tmp_path], "c", report=report))
+        assert any("state-change.log:2: not read:" in g for g in report.gaps), report.gaps
