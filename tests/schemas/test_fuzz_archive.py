@@ -71,7 +71,7 @@ def test_the_samples_verify(path):
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("codec", ["null", "deflate"])
-@fuzz_settings(ci_examples=200)
+@fuzz_settings(ci_examples=500)
 @given(data=st.data())
 def test_fuzz_a_damaged_container_file(path, codec, data):
     avro, manifest = SAMPLES[codec]
@@ -104,7 +104,7 @@ def edited_manifest(draw: st.DrawFn, text: str) -> str:
 
 
 @pytest.mark.parametrize("path", PATHS)
-@fuzz_settings(ci_examples=200)
+@fuzz_settings(ci_examples=400)
 @given(data=st.data())
 def test_fuzz_a_damaged_manifest(path, data):
     avro, manifest = SAMPLES["null"]
@@ -112,7 +112,7 @@ def test_fuzz_a_damaged_manifest(path, data):
     verify_archive(avro, damaged, path, allow_gaps=data.draw(st.booleans()))
 
 
-@fuzz_settings(ci_examples=300)
+@fuzz_settings(ci_examples=500)
 @given(text=st.one_of(edited_manifest(SAMPLES["null"][1]), hostile(SAMPLES["null"][1].encode(), 512)))
 def test_fuzz_the_manifest_parser(text):
     with tempfile.TemporaryDirectory() as d:

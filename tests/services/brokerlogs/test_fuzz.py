@@ -69,7 +69,7 @@ def test_the_samples_state_something():
         assert len(list(import_log_events([d], "c"))) > 20
 
 
-@fuzz_settings(ci_examples=1000)
+@fuzz_settings(ci_examples=600)
 @given(message=damaged_message())
 def test_fuzz_a_damaged_line(message):
     only_contract_errors(lambda: evidence(message))
@@ -81,7 +81,7 @@ def test_fuzz_a_log_of_damaged_lines(messages):
     import_logs(as_log(messages))
 
 
-@fuzz_settings(ci_examples=150)
+@fuzz_settings(ci_examples=300)
 @given(data=st.one_of(damaged(LOG), st.binary(max_size=2048)), gz=st.booleans())
 def test_fuzz_a_damaged_log_file(data, gz):
     import_logs(data, gz)

@@ -74,7 +74,7 @@ def test_the_sample_segment_is_valid():
 
 
 @pytest.mark.parametrize("path", PATHS)
-@fuzz_settings(ci_examples=400)
+@fuzz_settings(ci_examples=1000)
 @given(data=hostile(SEGMENT), on_error=st.sampled_from(["raise", "skip"]), live=st.booleans(),
        verify_crc=st.booleans())
 def test_fuzz_a_damaged_segment(path, data, on_error, live, verify_crc):
@@ -82,7 +82,7 @@ def test_fuzz_a_damaged_segment(path, data, on_error, live, verify_crc):
 
 
 @pytest.mark.parametrize("path", PATHS)
-@fuzz_settings(ci_examples=400)
+@fuzz_settings(ci_examples=800)
 @given(st.data())
 def test_fuzz_damaged_record_values_in_valid_batches(path, data):
     values = [data.draw(damaged(v)) if data.draw(st.booleans()) else v
@@ -149,7 +149,7 @@ def test_the_sample_history_imports(tmp_path):
     assert len(list(import_events([meta], "c"))) >= 8
 
 
-@fuzz_settings(ci_examples=200)
+@fuzz_settings(ci_examples=500)
 @given(st.data())
 def test_fuzz_the_import_of_damaged_records(data):
     records = list(HISTORY)
@@ -159,7 +159,7 @@ def test_fuzz_the_import_of_damaged_records(data):
     import_kraft(log_of(records), data.draw(st.sampled_from(["raise", "skip"])))
 
 
-@fuzz_settings(ci_examples=100)
+@fuzz_settings(ci_examples=300)
 @given(data=hostile(log_of(HISTORY)), on_error=st.sampled_from(["raise", "skip"]))
 def test_fuzz_the_import_of_a_damaged_log(data, on_error):
     import_kraft(data, on_error)

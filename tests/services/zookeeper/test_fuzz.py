@@ -110,13 +110,13 @@ def test_the_samples_are_valid(tmp_path):
     assert len(list(import_zk_events([_bootstrapped(tmp_path, SNAPSHOT)], "c"))) >= 5
 
 
-@fuzz_settings(ci_examples=300)
+@fuzz_settings(ci_examples=600)
 @given(data=hostile(LOG), on_error=st.sampled_from(["raise", "skip"]))
 def test_fuzz_a_damaged_transaction_log(data, on_error):
     read_log(data, on_error)
 
 
-@fuzz_settings(ci_examples=300)
+@fuzz_settings(ci_examples=600)
 @given(st.data())
 def test_fuzz_damaged_transactions_with_valid_checksums(data):
     bodies = list(BODIES[:12])
@@ -125,7 +125,7 @@ def test_fuzz_damaged_transactions_with_valid_checksums(data):
     read_log(framed(bodies), data.draw(st.sampled_from(["raise", "skip"])))
 
 
-@fuzz_settings(ci_examples=300)
+@fuzz_settings(ci_examples=600)
 @given(data=st.one_of(hostile(SNAPSHOT, random_size=1024),
                       damaged(SNAPSHOT[:-8]).map(lambda b: b + struct.pack(">q", zlib.adler32(b)))))
 def test_fuzz_a_damaged_snapshot(data):
@@ -161,7 +161,7 @@ def import_zk(root: Path, on_error: str) -> None:
     only_contract_errors(lambda: archived(import_zk_events([root], "c", on_error=on_error), root / "out"))
 
 
-@fuzz_settings(ci_examples=150)
+@fuzz_settings(ci_examples=400)
 @given(st.data())
 def test_fuzz_the_import_of_damaged_transactions(data):
     bodies = list(BODIES)
@@ -173,7 +173,7 @@ def test_fuzz_the_import_of_damaged_transactions(data):
         import_zk(Path(d), data.draw(st.sampled_from(["raise", "skip"])))
 
 
-@fuzz_settings(ci_examples=200)
+@fuzz_settings(ci_examples=500)
 @given(st.data())
 def test_fuzz_the_import_of_a_snapshot_with_damaged_znodes(data):
     nodes = list(ZNODES)
