@@ -61,11 +61,14 @@ def register(app: typer.Typer) -> None:
             n, first, last = s.con.execute("SELECT count(*), min(seq), max(seq) FROM events WHERE cluster_id = $c",
                                            {"c": cluster_id}).fetchone()
             status = chainstate.status(s.con, cluster_id)
-            gaps = [g for g in status.gaps if last is not None and g.from_seq <= last]
+            # every stretch of the history that is not verified data: between events, and after the last one
+            # loaded (the newest file left out); the history the export stands for ends where the later ends
+            gaps = list(status.gaps) if last is not None else []
+            end = max([last, *(g.to_seq for g in gaps)]) if last is not None else None
             options = _COPY[fmt]
             if fmt is ExportFormat.parquet:
                 options += ", KV_METADATA {" + ", ".join(
-                    f"{_sql_text(k)}: {_sql_text(v)}" for k, v in _parquet_metadata(cluster_id, last, status.verified_to,
+                    f"{_sql_text(k)}: {_sql_text(v)}" for k, v in _parquet_metadata(cluster_id, end, status.verified_to,
                                                                                     gaps).items()) + "}"
             tmp = out.with_name(out.name + ".part")
             s.con.execute(f"COPY (SELECT * FROM events WHERE cluster_id = $c ORDER BY seq) TO {_sql_text(str(tmp))} "
@@ -94,8 +97,9 @@ def _gap(g: Gap) -> dict[str, object]:
     return {"cluster_id": g.cluster_id, "from_seq": g.from_seq, "to_seq": g.to_seq, "reason": g.reason}
 
 
-def _parquet_metadata(cluster_id: str, last: int | None, verified_to: int, gaps: list[Gap]) -> dict[str, str]:
-    return {"ctrlaudit.cluster_id": cluster_id, "ctrlaudit.seq_range": f"0..{last}" if last is not None else "",
+def _parquet_metadata(cluster_id: str, end: int | None, verified_to: int, gaps: list[Gap]) -> dict[str, str]:
+    """seq_range: the history the file stands for, seq 0 to its end (the last event, or a gap after it)."""
+    return {"ctrlaudit.cluster_id": cluster_id, "ctrlaudit.seq_range": f"0..{end}" if end is not None else "",
             "ctrlaudit.verified_to": str(verified_to), "ctrlaudit.gaps": json.dumps([_gap(g) for g in gaps])}
 
 

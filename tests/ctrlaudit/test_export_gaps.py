@@ -34,8 +34,13 @@ def stores(tmp_path_factory) -> dict[str, Path]:
     (root / "gaps" / CL / QUOTED).write_bytes(bytes(data))
     files[3].with_name(files[3].name + ".manifest.json").rename(root / "gaps" / CL / (QUOTED + ".manifest.json"))
     files[3].unlink()
+    shutil.copytree(root / "whole", root / "tail")  # the newest file damaged: a stretch after the last event
+    newest = sorted((root / "tail" / CL).glob("*.avro"))[-1]
+    data = bytearray(newest.read_bytes())
+    data[len(data) // 2] ^= 0x20
+    newest.write_bytes(bytes(data))
     out = {}
-    for name, extra in (("gaps", ["--allow-gaps"]), ("whole", [])):
+    for name, extra in (("gaps", ["--allow-gaps"]), ("whole", []), ("tail", ["--allow-gaps"])):
         out[name] = root / f"{name}.duckdb"
         done = ctrlaudit("load", str(root / name), "--store", str(out[name]), *extra)
         assert done.returncode == 0, done.stderr
@@ -103,3 +108,17 @@ def test_an_existing_sidecar_is_not_overwritten(stores, tmp_path):
     done = ctrlaudit("export", "--store", str(stores["gaps"]), "--out", str(out), "--format", "csv")
     assert done.returncode == 2 and "e.csv.gaps.csv: exists" in done.stderr
     assert sidecar.read_text() == "mine\n" and not out.exists()
+
+
+def test_a_damaged_newest_file_is_a_gap_after_the_last_event(stores, tmp_path):
+    """Left out under --allow-gaps, the newest file's seqs follow the last event loaded: no hole between events,
+    but the history claims them, and every answer says so."""
+    state = ctrlaudit("state", "--store", str(stores["tail"]))
+    assert state.returncode == 0, state.stderr
+    assert "WARNING seq 6000..7499 not verified (" in state.stdout.splitlines()[0]
+    out = tmp_path / "e.parquet"
+    done = ctrlaudit("export", "--store", str(stores["tail"]), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert [w.split(" (")[0] for w in warnings(done.stdout)] == ["WARNING seq 6000..7499 not verified"]
+    gaps = json.loads(pq.read_metadata(out).metadata[b"ctrlaudit.gaps"])
+    assert [(g["from_seq"], g["to_seq"]) for g in gaps] == [(6000, 7499)]
