@@ -227,8 +227,10 @@ def test_check_whose_reader_leaves_writes_its_files_then_exits_141(world, tmp_pa
     code, err = read_then_close(["check", str(world["archive"]), "--junit", str(junit), "--json", str(report)], 0)
     assert (code, err) == (141, "")
     assert junit.read_text().startswith("<?xml") and json.loads(report.read_text())["events"] == 3000
-    code, err = read_then_close(["check", str(world["archive"]), "--csv", "-"], 0)
+    junit.unlink()
+    code, err = read_then_close(["check", str(world["archive"]), "--csv", "-", "--junit", str(junit)], 0)
     assert (code, err) == (141, "")
+    assert junit.read_text().startswith("<?xml")  # written after the CSV found its reader gone
 
 
 def test_export_to_standard_output_whose_reader_leaves_exits_141(world, tmp_path):
