@@ -176,7 +176,8 @@ def batch_of_raw_record(body: bytes) -> bytes:
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("headers", [write_varint(2**31 - 1) + write_varint(-5) + b"\x00" * 6,  # stepped back
-                                     write_varint(2**31 - 1) + b"\x00" * 4])
+                                     write_varint(2**31 - 1) + b"\x00" * 4],
+                         ids=["a-key-length-that-steps-back", "a-count-beyond-the-record"])
 def test_a_header_count_beyond_the_record_is_damage_not_a_loop(path, headers):
     value = pcr(0)
     body = b"\x00" + write_varint(0) + write_varint(0) + write_varint(-1) + write_varint(len(value)) + value + headers
