@@ -15,6 +15,15 @@ from checks.report import Report, build, print_report, write_csv, write_json, wr
 EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
+class ReaderGone(BrokenPipeError):
+    """The reader of standard output went away while the CSV went there (--csv -): the report, for the
+    files still to be written."""
+
+    def __init__(self, report: Report) -> None:
+        super().__init__(32, "the reader of standard output went away")
+        self.report = report
+
+
 def check(
     inputs: str | Path | Sequence[str | Path],
     engine: str = "duckdb",
@@ -65,6 +74,9 @@ def check(
             if csv_path:
                 try:
                     write_csv(found, csv_path)
+                except BrokenPipeError:  # --csv -: the reader went away; the caller still writes its files
+                    report.seconds = time.perf_counter() - started
+                    raise ReaderGone(report) from None
                 except OSError as exc:  # a full disk, a read-only or missing directory: say which file
                     raise BadInput(f"cannot write the report {csv_path}: {exc.strerror or exc}") from None
         finally:
@@ -109,19 +121,33 @@ def run_check(
         report = check(inputs, engine=engine, allow=allow, invariants=invariants, spark=spark, master=master,
                        allow_gaps=allow_gaps, progress=progress, csv_path=csv_path,
                        memory_limit=memory_limit)
+        reader_gone: BrokenPipeError | None = None
+    except ReaderGone as exc:  # --csv -: the reader of standard output went away; the files are still written
+        report, reader_gone = exc.report, exc
     except BaseException as exc:  # noqa: BLE001 - the CLI's one mapping of errors to a line and an exit code
         known = describe(exc)
         if known is None:
             raise
         print(PREFIX + one_line(known[0]), file=sys.stderr)
         return known[1]
-    print_report(report, console)
-    for path, write in ((json_path, write_json), (junit_path, write_junit)):
-        if not path:
-            continue
+    if reader_gone is None:
+        try:
+            print_report(report, console)
+        except BrokenPipeError as exc:  # `check --junit r.xml | head`: the files are still written, then exit 141
+            reader_gone = exc
+    # files before standard output ('-'): a reader of standard output that went away costs no file
+    outputs = sorted(((p, w) for p, w in ((json_path, write_json), (junit_path, write_junit)) if p),
+                     key=lambda pw: str(pw[0]) == "-")
+    for path, write in outputs:
+        if reader_gone is not None and str(path) == "-":
+            break
         try:
             write(report, path)
+        except BrokenPipeError:
+            raise
         except OSError as exc:  # a full disk, a read-only or missing directory: say which file
             print(f"{PREFIX}cannot write the report {path}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
+    if reader_gone is not None:
+        raise reader_gone
     return EXIT_CLEAN if report.valid else EXIT_VIOLATIONS

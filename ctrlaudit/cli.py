@@ -55,6 +55,9 @@ def main() -> None:
     line "ctrlaudit: error: ..." with exit 2 like every other user error, not typer's boxed panel."""
     import sys
 
+    from ctrlaudit.errors import let_rich_raise_broken_pipe
+
+    let_rich_raise_broken_pipe()  # `ctrlaudit check | head`: 141 after the files are written, as every command
     # typer vendors click from 0.22 (typer._click) and imports it before: the classes through typer's own
     click_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     no_args = getattr(sys.modules[click_error.__module__], "NoArgsIsHelpError", ())  # click >= 8.2

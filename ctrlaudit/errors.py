@@ -74,9 +74,10 @@ def _origin(exc: BaseException) -> str:
 
 
 # Modules of the optional extras (pyproject.toml): offline forensics needs none of them.
+# (tests/ctrlaudit/test_exit_codes.py checks this table against every import of the product.)
 EXTRAS = {
     "faust": "capture", "aiokafka": "capture", "confluent_kafka": "capture", "kafka": "capture",
-    "cryptography": "capture", "pyspark": "spark", "py4j": "spark",
+    "cryptography": "capture", "kazoo": "capture", "pyspark": "spark", "py4j": "spark",
 }
 
 
@@ -90,9 +91,9 @@ def describe(exc: BaseException, store: object = None) -> tuple[str, int] | None
     if isinstance(exc, ContractError):
         return str(exc), EXIT_BAD_INPUT
     if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in EXTRAS:
-        extra = EXTRAS[exc.name.split(".")[0]]
-        return (f"this command needs the '{extra}' extra ({exc.name} is not installed): "
-                f"pip install 'ctrlaudit[{extra}]'"), EXIT_BAD_INPUT
+        module = exc.name.split(".")[0]
+        return (f"this command needs the '{EXTRAS[module]}' extra ({module} is not installed): "
+                f"pip install 'ctrlaudit[{EXTRAS[module]}]'"), EXIT_BAD_INPUT
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted", EXIT_INTERRUPTED
     if isinstance(exc, OSError):  # on the user's paths: missing, a directory, read-only, full disk, ...
@@ -106,6 +107,8 @@ def describe(exc: BaseException, store: object = None) -> tuple[str, int] | None
     origin = _origin(exc)
     if origin in ("confluent_kafka", "kafka"):  # a cluster that went away mid-command, a refused request
         return f"Kafka: {_first_line(exc)}", EXIT_BAD_INPUT
+    if origin == "kazoo":  # a ZooKeeper that went away mid-command (capture --zookeeper)
+        return f"ZooKeeper: {_first_line(exc)}", EXIT_BAD_INPUT
     if origin in ("py4j", "pyspark"):  # a JVM that did not start or died
         return f"Spark: {_first_line(exc)}", EXIT_BAD_INPUT
     return None
@@ -113,6 +116,29 @@ def describe(exc: BaseException, store: object = None) -> tuple[str, int] | None
 
 def internal(exc: BaseException) -> str:
     return f"internal error: {type(exc).__name__}: {_first_line(exc)} (set CTRLAUDIT_DEBUG=1 for the traceback)"
+
+
+def reader_went_away() -> int:
+    """What a command does when the reader of standard output went away (after writing its files): no
+    line, exit 141. Standard output is pointed at /dev/null, as Python's own flush at exit would fail
+    again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
+
+
+def _raise_broken_pipe(console: object) -> None:
+    raise BrokenPipeError(32, "the reader of standard output went away")
+
+
+def let_rich_raise_broken_pipe() -> None:
+    """rich's Console answers a broken pipe with SystemExit(1) (Console.on_broken_pipe, which rich
+    documents as the method to override): here it raises BrokenPipeError, so that a command can write its
+    files before it stops and user_errors/main_errors exit 141 as for any other write."""
+    from rich.console import Console
+
+    Console.on_broken_pipe = _raise_broken_pipe  # type: ignore[method-assign]
 
 
 def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
@@ -125,9 +151,7 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except BrokenPipeError:  # `ctrlaudit state | head`: the reader left; stop quietly, as cat does
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit would fail again
-            raise typer.Exit(EXIT_BROKEN_PIPE) from None
+            raise typer.Exit(reader_went_away()) from None
         except BaseException as exc:  # noqa: BLE001 - mapped to one line by describe(), or a bug
             known = describe(exc, kwargs.get("store"))
             if known is not None:
@@ -143,10 +167,13 @@ def main_errors(fn: Callable[[], int]) -> int:
     """`user_errors` for an entry point that is not a typer command (`python -m checks.spark_job`, which
     spark-submit runs): run `fn`, return its exit code, or print the one error line and return the code
     `describe` gives."""
+    let_rich_raise_broken_pipe()
     try:
         return fn()
     except SystemExit:
         raise
+    except BrokenPipeError:
+        return reader_went_away()
     except BaseException as exc:  # noqa: BLE001 - as user_errors
         known = describe(exc)
         if known is None and (debugging() or not isinstance(exc, Exception)):

@@ -126,13 +126,17 @@ def record(con: duckdb.DuckDBPyConnection, read: VerifiedRead, clusters: list[st
         chain = read.chains.get(cluster)
         sources = list(chain.gaps if chain else []) + list(old.gaps)
         gaps = [Gap(cluster, a, b, reason or _reason(a, b, sources)) for a, b, reason in found]
+        last = con.execute("SELECT max(seq), count(*) FROM events WHERE cluster_id = ?", [cluster]).fetchall()[0]
+        # a stretch after the last event loaded (the newest file damaged and left out) is no hole between
+        # events, but the history claims it all the same: kept until a load reaches past it
+        gaps += sorted({g for g in sources if last[0] is not None and g.from_seq > last[0]},
+                       key=lambda g: g.from_seq)
         new = [g for g in gaps if not any(o.from_seq <= g.from_seq and g.to_seq <= o.to_seq for o in old.gaps)]
         if new and not allow_gaps:
             g = new[0]
             raise ArchiveProblem(g.reason.split(":")[0], f"cluster {cluster}", g.from_seq,
                                  f"{g.describe()}; nothing was loaded (--allow-gaps loads the rest and records "
                                  "the stretch)", cluster)
-        last = con.execute("SELECT max(seq), count(*) FROM events WHERE cluster_id = ?", [cluster]).fetchall()[0]
         if last[0] is None:
             continue
         head = con.execute("SELECT hash FROM events WHERE cluster_id = ? AND seq = ?", [cluster, last[0]]).fetchall()[0][0]

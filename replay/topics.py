@@ -23,8 +23,9 @@ def kafka_regex(raw: str) -> re.Pattern[str]:
     text = re.sub(r"[\"']+$", "", re.sub(r"^[\"']+", "", raw.strip().replace(",", "|").replace(" ", "")))
     try:
         return re.compile(text)
-    except re.error as exc:
-        raise StoreError(f"--topic {raw!r}: not a valid regular expression ({exc})") from None
+    except (re.error, OverflowError, RecursionError) as exc:  # a{99999999999}, ((((...: Python's own limits
+        raise StoreError(f"--topic {raw[:100]!r}: not a valid regular expression "
+                         f"({type(exc).__name__ if isinstance(exc, RecursionError) else exc})") from None
 
 
 def names_as_of(store: Store, point: Point) -> list[str]:

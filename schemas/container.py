@@ -7,6 +7,7 @@ every whole record before the damage, then one CodecError naming the file and th
 from __future__ import annotations
 
 import io
+import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -134,11 +135,33 @@ def write_events(
     return count
 
 
+class BoundedFile(io.FileIO):
+    """A file that refuses to read past its end: fastavro allocates the size a block (or a string of
+    the header) declares before reading it, so a damaged or hostile size of 2**60 would be a
+    MemoryError; here it is an EOFError naming the size, the offset and what is left."""
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(path, "rb")
+        self._size = os.fstat(self.fileno()).st_size
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is not None and size > 0:
+            left = self._size - self.tell()
+            if size > left:
+                raise EOFError(f"{size} bytes declared at offset {self.tell()}, but only {left} are left in the file")
+        return super().read(size)
+
+
+def open_container(path: str | Path) -> BoundedFile:
+    """A container file opened for fastavro (every reader of archive files opens them here)."""
+    return BoundedFile(path)
+
+
 def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
     """Avro records of a container file, resolved to the current schema (fast path, no model)."""
     path = Path(path)
     try:
-        fo = open(path, "rb")
+        fo = open_container(path)
     except OSError as exc:
         raise CodecError(f"cannot open: {exc.strerror}", str(path)) from exc
     with fo:
@@ -164,9 +187,10 @@ def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
             raise CodecError(f"{exc} (record {index}; the {index} records before it were read)", str(path)) from exc
         except (ValueError, EOFError, IndexError, KeyError, UnicodeDecodeError, OverflowError,
                 zlib.error, SchemaResolutionError) as exc:
+            said = f"{type(exc).__name__}: {exc}" if str(exc) else "the data ends inside it"
             raise CodecError(
-                f"corrupt or truncated data at record {index} (the {index} records before it were read): "
-                f"{type(exc).__name__}: {exc}", str(path),
+                f"corrupt or truncated data at record {index} (the {index} records before it were read): {said}",
+                str(path),
             ) from exc
 
 
@@ -185,7 +209,7 @@ def read_events(path: str | Path) -> Iterator[ControllerEvent]:
 
 def writer_schema_of(path: str | Path) -> dict[str, Any]:
     """The writer schema stored in a container file's header."""
-    with open(path, "rb") as fo:
+    with open_container(path) as fo:
         try:
             return cast(dict[str, Any], fastavro.reader(fo).writer_schema)
         except (ValueError, EOFError) as exc:

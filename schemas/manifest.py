@@ -7,8 +7,10 @@ archive, file by file, without decoding anything but the chain fields.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -108,16 +110,38 @@ class ManifestError(ContractError):
     """A manifest that cannot be read or does not describe a file (names the manifest)."""
 
 
+# A manifest is about 700 bytes; a larger one is not ours (and must not be read whole into memory).
+MAX_MANIFEST_BYTES = 64 * 1024
+
+
+def _manifest_text(path: Path) -> str:
+    """The manifest's text, read only from a regular file of at most MAX_MANIFEST_BYTES: a symbolic link
+    (which could point anywhere: /dev/zero, a FIFO, a file outside the archive) is not followed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ManifestShape(f"a symbolic link (to {os.readlink(path)!r}), not a file; not followed") from None
+        raise
+    with os.fdopen(fd, "rb") as fo:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ManifestShape("not a regular file")
+        data = fo.read(MAX_MANIFEST_BYTES + 1)
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ManifestShape(f"larger than {MAX_MANIFEST_BYTES} bytes")
+    return data.decode("utf-8")
+
+
 def read_manifest(path: Path) -> FileManifest:
     """The manifest at `path`; ManifestError (one line, naming it) when it is not a valid one."""
     path = Path(path)
     try:
-        manifest = FileManifest.from_json(path.read_text(encoding="utf-8"))
+        manifest = FileManifest.from_json(_manifest_text(path))
     except OSError as exc:
         raise ManifestError(f"{path}: cannot read the manifest: {exc.strerror}") from exc
     except ManifestShape as exc:
         raise ManifestError(f"{path}: not a valid archive manifest ({exc})") from exc
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # not JSON, not text
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:  # not JSON, not text, too deep
         raise ManifestError(f"{path}: not a valid archive manifest ({type(exc).__name__}: {exc})") from exc
     ints = ("count", "first_seq", "last_seq", "first_event_time_ms", "last_event_time_ms", "size_bytes",
             "schema_version")

@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from schemas import chainbreak, fastflat, flat, loader, names
 from schemas.codec import READ_OPTIONS
 from schemas.chain import record_hash
-from schemas.container import iter_records
+from schemas.container import iter_records, open_container
 from schemas.errors import ChainBreak, CodecError, ContractError
 from schemas.manifest import MANIFEST_SUFFIX, FileManifest, ManifestError, read_manifest
 
@@ -107,22 +107,28 @@ def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[Path]]:
         if p.is_dir():  # a listing of copied files: each name a plain one, or one line naming it (never two)
             for f in sorted(p.rglob("*.avro")):
                 names.file_name(f.name, "archive file", str(p))
-                avros[f.resolve()] = None
+                avros[_absolute(f)] = None
             for f in sorted(p.rglob("*.avro" + MANIFEST_SUFFIX)):
                 names.file_name(f.name, "manifest", str(p))
-                manifests[f.resolve()] = None
+                manifests[_absolute(f)] = None
         elif p.name.endswith(MANIFEST_SUFFIX):
-            manifests[p.resolve()] = None
+            manifests[_absolute(p)] = None
         elif p.exists():
             m = p.with_name(p.name + MANIFEST_SUFFIX)
             if m.exists():
-                manifests[m.resolve()] = None
+                manifests[_absolute(m)] = None
             elif p.is_file() and not _is_container(p):  # named by the user, and no archive file at all
                 raise NotAnArchive(f"{p}: not an Avro object container file (and no manifest next to it)")
-            avros[p.resolve()] = None
+            avros[_absolute(p)] = None
         else:
             raise NotAnArchive(f"{p}: no such file or directory")
     return list(avros), list(manifests)
+
+
+def _absolute(path: Path) -> Path:
+    """`path` made absolute through its directory only: a file's own name is the archive's, even when
+    the file is a symbolic link (read_manifest refuses a manifest that is one)."""
+    return path.parent.resolve() / path.name
 
 
 def _is_container(path: Path) -> bool:
@@ -164,6 +170,10 @@ def archive_files(paths: Iterable[str | Path], allow_gaps: bool = False) -> tupl
                                    f"{manifest.last_seq} of cluster {manifest.cluster_id} are missing",
                                    manifest.cluster_id))
             continue
+        if not avro.is_file():  # a FIFO or a device would block or never end: nothing is read from it
+            problem(ArchiveProblem("unreadable", avro.name, manifest.first_seq, "not a regular file (a FIFO, a "
+                                   "device or a directory); nothing is read from it", manifest.cluster_id))
+            continue
         found.append(ArchiveFile(avro, manifest))
     by_dir: dict[Path, set[str]] = {}
     for f in found:
@@ -189,7 +199,7 @@ def archive_files(paths: Iterable[str | Path], allow_gaps: bool = False) -> tupl
 def _writer_records(path: Path) -> Iterator[tuple[dict[str, Any], Any]]:
     """(record as written, the writer's parsed schema): the chain hash is over the body in the
     schema the event was written with, which for a file of another release is not this build's."""
-    with open(path, "rb") as fo:
+    with open_container(path) as fo:
         reader = fastavro.reader(fo, **READ_OPTIONS)
         parsed = fastavro.parse_schema(reader.writer_schema)
         for rec in reader:
@@ -236,7 +246,7 @@ def _name_break(f: ArchiveFile) -> chainbreak.Break | None:
 
 
 def _is_current(path: Path) -> bool:
-    with open(path, "rb") as fo:
+    with open_container(path) as fo:
         writer = fastavro.reader(fo).writer_schema
     canonical = fastavro.schema.to_parsing_canonical_form(fastavro.parse_schema(writer, _write_hint=False))
     return bool(canonical == loader.current().canonical)

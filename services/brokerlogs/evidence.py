@@ -22,9 +22,10 @@ LeaderAndIsrPartitionState(...)`` (3.x) or ``partition registration PartitionReg
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields
 
+from schemas.errors import ContractError
 from schemas.events import LeaderRecoveryState
 
 Ints = tuple[int, ...]
@@ -119,12 +120,16 @@ _TP = r"(\S+)-(\d+)"
 _TOPIC_ID = r"(?:Some\(([\w-]+)\)|None|([\w-]{22}))"
 
 
+INT32, INT64 = range(-2**31, 2**31), range(-2**63, 2**63)
+
+
 def node_of(message: str) -> int:
-    """The node a message names in its prefix (the logIdent), or -1."""
+    """The node a message names in its prefix (the logIdent), or -1 (also for a number no node id can be)."""
     m = _PREFIX.match(message)
     if m is None:
         return -1
-    return int(next(g for g in (m.group(2), m.group(4), m.group(5), m.group(6)) if g is not None))
+    digits = next(g for g in (m.group(2), m.group(4), m.group(5), m.group(6)) if g is not None)
+    return int(digits) if len(digits) <= 10 and int(digits) in INT32 else -1
 
 
 def _ints(text: str) -> Ints:
@@ -223,8 +228,36 @@ def _unclean(topic: str, partition: int, diff: str, topic_id: str) -> Seen | Non
                 from_epoch=int(changes["partitionEpoch"]), **kw)
 
 
+class UnreadableLine(ContractError):
+    """A message in a form read here whose values no Kafka writes (a number beyond its type): a damaged or
+    forged line, not evidence."""
+
+
+def _ints_of(value: object) -> Iterator[int]:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        yield value
+    elif isinstance(value, tuple):
+        for v in value:
+            yield from _ints_of(v)
+
+
+def _checked(said: list[Evidence]) -> list[Evidence]:
+    """`said`, when every number in it fits the type Kafka gives it (int32; a broker's epoch, a czxid: int64)."""
+    for ev in said:
+        bounds = INT64 if isinstance(ev, LiveBrokers) else INT32
+        for f in fields(ev):
+            bad = next((n for n in _ints_of(getattr(ev, f.name)) if n not in bounds), None)
+            if bad is not None:
+                raise UnreadableLine(f"{f.name} {str(bad)[:20]}{'…' if len(str(bad)) > 20 else ''} is beyond "
+                                     f"the {'64' if bounds is INT64 else '32'}-bit integer Kafka writes there")
+    return said
+
+
 def evidence(message: str) -> list[Evidence]:
-    """What a log message (its text after the level) says, or [] for a message that says nothing of state."""
+    """What a log message (its text after the level) says, or [] for a message that says nothing of state.
+    UnreadableLine when it is in a form read here but holds what no Kafka writes."""
     prefix = _PREFIX.match(message)
     if prefix is None:
         return []
@@ -233,7 +266,10 @@ def evidence(message: str) -> list[Evidence]:
     for pattern, reader in _PATTERNS:
         m = pattern.search(text)
         if m is not None:
-            return said + reader(m, prefix)
+            try:
+                return _checked(said + reader(m, prefix))
+            except ValueError as exc:  # int() of more digits than Python converts (4300)
+                raise UnreadableLine(f"a number longer than any Kafka writes ({str(exc)[:60]})") from None
     return said
 
 

@@ -84,7 +84,13 @@ def read_log(files: Sequence[Path], tz: ZoneInfo, unparsed: list[str] | None = N
                 if unparsed is not None and _START.match(text):
                     unparsed.append(f"{f}:{n}")
                 continue  # a continuation (stack trace) or a blank line
-            yield LogLine(str(f), n, _epoch_ms(m.group(1), m.group(2), tz), m.group(3), m.group(4), m.group(5))
+            try:
+                time_ms = _epoch_ms(m.group(1), m.group(2), tz)
+            except (ValueError, OverflowError):  # a time no clock writes (month 31): not a line of the layout
+                if unparsed is not None:
+                    unparsed.append(f"{f}:{n}")
+                continue
+            yield LogLine(str(f), n, time_ms, m.group(3), m.group(4), m.group(5))
 
 
 def check_text(files: Iterable[Path], head_bytes: int = 1 << 16) -> None:

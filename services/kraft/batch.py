@@ -182,11 +182,13 @@ def iter_raw_records(buf, b: Batch):
             value = None if vlen < 0 else bytes(rbuf[pos:pos + vlen])
             pos += max(vlen, 0)
             nh, pos = read_varint(rbuf, pos)
-            if nh < 0:
-                raise ValueError(f"negative header count {nh}")
+            if nh < 0 or nh > rec_end - pos:  # each header takes at least two bytes
+                raise ValueError(f"{nh} headers in {rec_end - pos} bytes")
             headers = []
             for _h in range(nh):
                 hk, pos = read_varint(rbuf, pos)
+                if hk < 0:  # a header key is never null; a negative length would step back and loop
+                    raise ValueError(f"header key of length {hk}")
                 hkey = bytes(rbuf[pos:pos + hk]).decode()
                 pos += hk
                 hv, pos = read_varint(rbuf, pos)

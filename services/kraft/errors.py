@@ -3,9 +3,12 @@ where that is known, and renders as one line, so a CLI can print ``str(err)`` an
 
 from __future__ import annotations
 
+from schemas.errors import ContractError
 
-class KRaftError(Exception):
-    """Base class: something in a KRaft log or snapshot file could not be read."""
+
+class KRaftError(ContractError):
+    """Base class: something in a KRaft log or snapshot file could not be read (bad input: the
+    project's ContractError, so every entry point says it in one line)."""
 
     def __init__(self, message: str, *, file: str | None = None, position: int | None = None,
                  batch_offset: int | None = None, record_offset: int | None = None):

@@ -234,7 +234,7 @@ def decode_data_batch(buf, b: Batch, *, on_error: str = "raise") -> list[Record]
             if rbuf[pos] == 0:
                 pos += 1
             else:
-                pos = _skip_headers(rbuf, pos)
+                pos = _skip_headers(rbuf, pos, rec_end)
             if pos != rec_end or vlen < 0 or rec_end > end:
                 raise CorruptBatchError(
                     f"record at offset {base_off + offd} declared {length} bytes but used "
@@ -263,10 +263,14 @@ def decode_data_batch(buf, b: Batch, *, on_error: str = "raise") -> list[Record]
     return out
 
 
-def _skip_headers(buf, pos: int) -> int:
+def _skip_headers(buf, pos: int, end: int) -> int:
     n, pos = read_varint(buf, pos)
+    if n < 0 or n > end - pos:  # each header takes at least two bytes: a count beyond the record is damage
+        raise VarintError(f"{n} headers in {end - pos} bytes")
     for _ in range(n):
         k, pos = read_varint(buf, pos)
+        if k < 0:  # a header key is never null; a negative length would step back and loop
+            raise VarintError(f"header key of length {k}")
         pos += k
         v, pos = read_varint(buf, pos)
         pos += max(v, 0)

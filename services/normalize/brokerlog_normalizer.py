@@ -36,7 +36,7 @@ from schemas.events import (
 from schemas.times import iso
 from services.brokerlogs.evidence import (
     Assigned, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicCreated, TopicDeleted, Unnumbered,
-    ZooKeeperController, evidence, node_of,
+    UnreadableLine, ZooKeeperController, evidence, node_of,
 )
 from services.brokerlogs.lines import LogLine
 from services.normalize.classify import change_kinds, election_type
@@ -90,7 +90,12 @@ class BrokerLogNormalizer:
         if self.records == 1:
             out.append(self._gap(f"history before {iso(line.time_ms)} (the oldest line of the logs given) is not "
                                  f"in them; partitions are known from the first lines that state them whole"))
-        for ev in evidence(line.message):
+        try:
+            said = evidence(line.message)
+        except UnreadableLine as exc:  # a damaged or forged line: not evidence, and said so in the import's gaps
+            self.gaps.append(f"{line.file}:{line.line}: not read: {exc}")
+            return out
+        for ev in said:
             if isinstance(ev, Seen):
                 out += self._seen(ev)
             elif isinstance(ev, Unnumbered):

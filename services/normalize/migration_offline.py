@@ -22,7 +22,6 @@ What each side says, and which one is the history where:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -36,7 +35,7 @@ from services.normalize.kraft_normalizer import KRaftNormalizer
 from services.normalize.offline import BadImport, ImportReport, cluster_id_of, import_events
 from services.normalize.zk_offline import cluster_id_of_zk, import_zk_events
 from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
-from services.zookeeper import Txn
+from services.zookeeper import Txn, znodes
 
 MIGRATION_TXN = "ZK Migration"  # QuorumController.MigrationRecordConsumer.beginMigration's name
 ZK_MIGRATION_STATE = 21  # ZkMigrationStateRecord
@@ -50,10 +49,10 @@ def claim_epoch(txn: Txn) -> int | None:
     for op in txn.ops:
         if op.kind in ("create", "create2", "setData") and op.path == "/controller":
             try:
-                d = json.loads(op.data or b"{}")
-            except ValueError:
+                d = znodes.json_object(op.data)
+            except znodes.ZnodeError:  # not JSON (or nested beyond Python's stack): not a claim; read as a znode later
                 continue
-            if isinstance(d, dict) and isinstance(d.get("kraftControllerEpoch"), int) and d["kraftControllerEpoch"] >= 0:
+            if type(d.get("kraftControllerEpoch")) is int and d["kraftControllerEpoch"] >= 0:
                 return d["kraftControllerEpoch"]
     return None
 

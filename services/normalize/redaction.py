@@ -61,7 +61,7 @@ def compile_patterns(spec: str) -> tuple[re.Pattern[str], ...]:
                 raise RedactionPatternError(f"{ENV}: {raw!r} is an empty regex (it would match no config)")
             try:
                 out.append(re.compile(raw[3:], re.IGNORECASE))
-            except re.error as exc:
+            except (re.error, OverflowError, RecursionError) as exc:  # a{99999999999}: Python's limits
                 raise RedactionPatternError(f"{ENV}: {raw!r} is not a valid regex ({exc})") from None
         else:
             out.append(re.compile(fnmatch.translate(raw.lower())))

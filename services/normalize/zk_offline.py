@@ -17,7 +17,7 @@ from schemas import names
 from schemas.events import ControllerEvent
 from services.normalize.offline import BadImport, ImportReport
 from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
-from services.zookeeper import Txn, TxnLogReader, ZooKeeperFileError, log_start_zxid, snapshot_zxid, txn_logs
+from services.zookeeper import Txn, TxnLogReader, ZooKeeperFileError, log_start_zxid, snapshot_zxid, txn_logs, znodes
 from services.zookeeper.snapshot import read_snapshot
 
 
@@ -60,27 +60,27 @@ def _follows(prev: int, zxid: int) -> bool:
 def cluster_id_of_zk(paths: Sequence[Path]) -> str | None:
     """Kafka's cluster id: the ``/cluster/id`` znode, from the oldest snapshot that has it, else from its
     creation in the first log (a cluster's first log has it)."""
-    import json
+    def cluster_id(data: bytes | None, where: str) -> str | None:
+        try:
+            found = znodes.text(znodes.json_object(data), "id")
+        except znodes.ZnodeError as exc:  # a cluster id that is not a string: not guessed at
+            raise exc.at(where, "/cluster/id") from None
+        return names.cluster_id(found, "the /cluster/id znode's id", where) if found is not None else None
+
     for snap in snapshots_zk(paths):
         try:
             node = next((n for n in read_snapshot(snap).nodes if n.path == "/cluster/id"), None)
         except ZooKeeperFileError:
             continue
         if node is not None:
-            try:
-                found = json.loads(node.data or b"{}").get("id")
-            except (ValueError, AttributeError):
-                return None
-            return names.cluster_id(found, "the /cluster/id znode's id", str(snap)) if found is not None else None
+            return cluster_id(node.data, str(snap))
     for f in plan_zk(paths)[:1]:
         try:
             for txn in TxnLogReader(f, on_error="skip"):
                 for op in txn.ops:
                     if op.kind in ("create", "create2") and op.path == "/cluster/id":
-                        found = json.loads(op.data or b"{}").get("id")
-                        return names.cluster_id(found, "the /cluster/id znode's id", str(f)) \
-                            if found is not None else None
-        except (ZooKeeperFileError, ValueError, AttributeError):
+                        return cluster_id(op.data, f"{f}, zxid {txn.zxid:#x}")
+        except ZooKeeperFileError:
             return None
     return None
 

@@ -18,7 +18,6 @@ positioned by zxid (``SourcePosition.offset`` = ``zxid``, ``index`` = the event'
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import PurePath
@@ -33,7 +32,7 @@ from services.normalize.classify import change_kinds, election_type
 from replay.delta import ImageBuilder
 from replay.image import ClusterImage
 from services.normalize.redaction import SecretDigests, redact, withheld
-from services.zookeeper import Txn
+from services.zookeeper import Txn, znodes
 from services.zookeeper.snapshot import Snapshot
 from services.zookeeper.watch import Gap
 
@@ -49,25 +48,13 @@ def _broker_config_name(path: str) -> str:
     return "" if name == DEFAULT else name
 
 
-def _json(data: bytes | None) -> dict:
+def _config_object(data: bytes | None) -> dict[str, str] | None:
+    """The "config" object of a config znode's {"version": 1, "config": {...}}, values as text ({} for no data);
+    None when the data is not that: neither "every key removed" nor any key's value can be read from it."""
     try:
-        out = json.loads(data or b"{}")
-    except (ValueError, RecursionError):
-        return {}
-    return out if isinstance(out, dict) else {}
-
-
-def _config_object(data: bytes | None) -> dict | None:
-    """The "config" object of a config znode's {"version": 1, "config": {...}} ({} for no data); None when
-    the data is not that."""
-    if not data:
-        return {}
-    try:
-        out = json.loads(data)
-    except (ValueError, RecursionError):
+        return znodes.config(znodes.json_object(data))
+    except znodes.ZnodeError:
         return None
-    config = out.get("config", {}) if isinstance(out, dict) else None
-    return config if isinstance(config, dict) else None
 
 
 class ZooKeeperNormalizer:
@@ -187,17 +174,32 @@ class ZooKeeperNormalizer:
 
     # --- znodes ---------------------------------------------------------------------------------
 
+    def _where(self) -> str:
+        txn = self._txn
+        return f"{txn.file or 'ZooKeeper'}, zxid {txn.zxid:#x}" if txn is not None else "ZooKeeper"
+
     def _write(self, path: str | None, data: bytes | None, version: int, created: bool) -> list[ControllerEvent]:
+        try:
+            return self._write_znode(path, data, version, created)
+        except znodes.ZnodeError as exc:  # one line naming the file, the zxid and the znode
+            raise exc.at(self._where(), path or "") from None
+
+    def _delete(self, path: str | None) -> list[ControllerEvent]:
+        try:
+            return self._delete_znode(path)
+        except znodes.ZnodeError as exc:
+            raise exc.at(self._where(), path or "") from None
+
+    def _write_znode(self, path: str | None, data: bytes | None, version: int,
+                     created: bool) -> list[ControllerEvent]:
         if not path:
             return []
         if path == "/controller_epoch":
-            try:
-                self.epoch = int((data or b"").decode().strip())
-            except ValueError:
-                pass
+            written = znodes.epoch(data)
+            self.epoch = self.epoch if written is None else written
             return []
         if path == "/controller":
-            broker = _json(data).get("brokerid", -1)
+            broker = znodes.int32(znodes.json_object(data), "brokerid", -1)
             # the epoch before this transaction: a live watch may hand the multi's /controller_epoch first
             prev = self.controller_node, (self.epoch if self._bootstrap else self._epoch_before)
             self.controller_node = broker
@@ -208,7 +210,7 @@ class ZooKeeperNormalizer:
             self.leaders_by_epoch[self.epoch] = broker
             return [self._emit(ControllerChange(broker, self.epoch, prev[0], prev[1]))]
         if path.startswith(BROKERS) and path.count("/") == 3:
-            return self._broker(int(path.rsplit("/", 1)[1]), data, created)
+            return self._broker(znodes.number(path.rsplit("/", 1)[1], "broker id"), data, created)
         if path.startswith(TOPIC_CONFIGS) and path.count("/") == 3:
             return self._config(ConfigResourceType.TOPIC, path.rsplit("/", 1)[1], data)
         if path.startswith(BROKER_CONFIGS) and path.count("/") == 3:
@@ -217,21 +219,21 @@ class ZooKeeperNormalizer:
             return []
         parts = path[len(TOPICS):].split("/")
         if len(parts) == 1:
-            return self._assignment(parts[0], _json(data), created)
+            return self._assignment(parts[0], znodes.assignment(znodes.json_object(data)), created)
         if len(parts) == 4 and parts[1] == "partitions" and parts[3] == "state":
-            key = (parts[0], int(parts[2]))
-            self.leader_and_isr[key] = (_json(data), version)
+            key = (parts[0], znodes.number(parts[2], "partition"))
+            self.leader_and_isr[key] = (znodes.leader_and_isr(znodes.json_object(data)), version)
             return self._partition(*key)
         return []
 
-    def _delete(self, path: str | None) -> list[ControllerEvent]:
+    def _delete_znode(self, path: str | None) -> list[ControllerEvent]:
         if not path:
             return []
         if path == "/controller":
             self.controller_node = -1  # a new one follows with its own create (and ControllerChange)
             return []
         if path.startswith(BROKERS) and path.count("/") == 3:
-            bid = int(path.rsplit("/", 1)[1])
+            bid = znodes.number(path.rsplit("/", 1)[1], "broker id")
             before = self.delta.broker(bid)
             return [self._emit(BrokerChange(bid, BrokerChangeKind.UNREGISTERED, before, None))] if before else []
         if path.startswith(BROKER_CONFIGS) and path.count("/") == 3:
@@ -240,8 +242,9 @@ class ZooKeeperNormalizer:
             return []
         parts = path[len(TOPICS):].split("/")
         if len(parts) == 4 and parts[3] == "state":
-            self.leader_and_isr.pop((parts[0], int(parts[2])), None)
-            return self._partition(parts[0], int(parts[2]))
+            pid = znodes.number(parts[2], "partition")
+            self.leader_and_isr.pop((parts[0], pid), None)
+            return self._partition(parts[0], pid)
         if len(parts) == 1:
             name = parts[0]
             for key in [k for k in self.leader_and_isr if k[0] == name]:
@@ -267,18 +270,18 @@ class ZooKeeperNormalizer:
         for op in self._txn.ops if self._txn else ():
             if op.kind == "setData" and op.path == "/controller_epoch":
                 try:
-                    return int((op.data or b"").decode().strip())
-                except ValueError:
-                    return None
+                    return znodes.epoch(op.data)
+                except znodes.ZnodeError:
+                    return None  # said when the setData itself is read
         return None
 
     def _broker(self, bid: int, data: bytes | None, created: bool) -> list[ControllerEvent]:
-        d = _json(data)
+        d = znodes.json_object(data)
         before = self.delta.broker(bid)
         # Kafka's ZooKeeper-mode broker epoch is the czxid of its registration znode
         czxid = self._czxid if self._czxid is not None else self._txn.zxid
         epoch = czxid if created or before is None else before.epoch
-        after = BrokerState(bid, epoch, fenced=False, rack=d.get("rack"), endpoints=tuple(d.get("endpoints", ())))
+        after = BrokerState(bid, epoch, fenced=False, rack=znodes.text(d, "rack"), endpoints=znodes.texts(d, "endpoints"))
         if after == before or (created and not d):
             return []  # the multi's create has no data yet; its setData carries the registration
         kind = BrokerChangeKind.REGISTERED if before is None else BrokerChangeKind.UPDATED
@@ -331,7 +334,7 @@ class ZooKeeperNormalizer:
             where = f"{TOPIC_CONFIGS if kind is ConfigResourceType.TOPIC else BROKER_CONFIGS}{name or '<default>'}"
             return [self._emit(UnknownRecord(-1, -1, b"", withheld(
                 f"config znode {where} is not a JSON config object", data or b"")))]
-        new = {k: str(v) for k, v in config.items()}
+        new = config
         out = []
         # the image holds what the archive holds: a sensitive value as "[redacted]" (never the secret)
         held = self.delta.configs_of(kind, name)

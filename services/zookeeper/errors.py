@@ -3,9 +3,12 @@ zxid of the last good transaction, and renders as one line, so a CLI can print `
 
 from __future__ import annotations
 
+from schemas.errors import ContractError
 
-class ZooKeeperFileError(Exception):
-    """Base class: something in a ZooKeeper transaction log or snapshot could not be read."""
+
+class ZooKeeperFileError(ContractError):
+    """Base class: something in a ZooKeeper transaction log or snapshot could not be read (bad input: the
+    project's ContractError, so every entry point says it in one line)."""
 
     def __init__(self, message: str, *, file: str | None = None, position: int | None = None,
                  after_zxid: int | None = None):
