@@ -268,19 +268,21 @@ def zk_mistyped_znode(here: Path) -> list[str]:
     from tests.services.zookeeper.test_fuzz import ZNODES, _bootstrapped, snapshot
 
     nodes = [(p, b'{"version":2,"brokerid":1.5,"timestamp":"1"}' if p == "/controller" else d) for p, d in ZNODES]
-    return ["import", "zk", str(_bootstrapped(here, snapshot(nodes))), "--out", str(here / "out")]
+    (here / "in").mkdir()
+    return ["import", "zk", str(_bootstrapped(here / "in", snapshot(nodes))), "--out", str(here / "out")]
 
 
 def zk_random(here: Path) -> list[str]:
-    (here / "version-2").mkdir()
-    (here / "version-2" / "log.1").write_bytes(random.Random(2).randbytes(3000))
-    return ["import", "zk", str(here), "--out", str(here / "out")]
+    (here / "in" / "version-2").mkdir(parents=True)
+    (here / "in" / "version-2" / "log.1").write_bytes(random.Random(2).randbytes(3000))
+    return ["import", "zk", str(here / "in"), "--out", str(here / "out")]
 
 
 def logs_huge_number(here: Path) -> list[str]:
     line = ("[Controller id=3] Updated leader epoch for partition t-0 to 2, zkVersion=" + "9" * 5000)
-    (here / "state-change.log").write_text(f"[2026-11-24 10:00:00,000] INFO {line} (state.change.logger)\n")
-    return ["import", "logs", str(here), "--out", str(here / "out")]
+    (here / "in").mkdir()
+    (here / "in" / "state-change.log").write_text(f"[2026-11-24 10:00:00,000] INFO {line} (state.change.logger)\n")
+    return ["import", "logs", str(here / "in"), "--out", str(here / "out")]
 
 
 def _archive_with_manifest(here: Path, world, text: str) -> list[str]:

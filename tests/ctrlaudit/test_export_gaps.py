@@ -15,12 +15,12 @@ from services.simulator import SimConfig, simulate_to_archive
 from tests.ctrlaudit.test_bad_inputs import ctrlaudit
 
 CL = "sim-78"
-QUOTED = "events-2025'); DROP TABLE events; --.avro"  # a hostile name, in a gap's reason
+QUOTED = "events-renamed-4500.avro"  # a file of its own name (a hostile one is refused by the listing): in a reason
 
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory) -> dict[str, Path]:
-    """`gaps`: 7500 events in five files, the second deleted and the fourth renamed (a quote in its name) and
+    """`gaps`: 7500 events in five files, the second deleted and the fourth renamed and
     damaged, loaded with --allow-gaps; `whole`: the same archive intact."""
     root = tmp_path_factory.mktemp("export-gaps")
     simulate_to_archive(root / "whole", SimConfig(seed=78, events=7500, topics=3, partitions=3, cluster_id=CL),
@@ -106,8 +106,11 @@ def test_an_existing_sidecar_is_not_overwritten(stores, tmp_path):
     sidecar = tmp_path / "e.csv.gaps.csv"
     sidecar.write_text("mine\n")
     done = ctrlaudit("export", "--store", str(stores["gaps"]), "--out", str(out), "--format", "csv")
-    assert done.returncode == 2 and "e.csv.gaps.csv: exists" in done.stderr
+    assert done.returncode == 2 and "e.csv.gaps.csv (the gaps' file): exists; give --force" in done.stderr
     assert sidecar.read_text() == "mine\n" and not out.exists()
+    done = ctrlaudit("export", "--store", str(stores["gaps"]), "--out", str(out), "--format", "csv", "--force")
+    assert done.returncode == 0, done.stderr
+    assert sidecar.read_text().startswith("cluster_id,from_seq,to_seq,reason") and out.exists()
 
 
 def test_a_damaged_newest_file_is_a_gap_after_the_last_event(stores, tmp_path):
@@ -122,3 +125,31 @@ def test_a_damaged_newest_file_is_a_gap_after_the_last_event(stores, tmp_path):
     assert [w.split(" (")[0] for w in warnings(done.stdout)] == ["WARNING seq 6000..7499 not verified"]
     gaps = json.loads(pq.read_metadata(out).metadata[b"ctrlaudit.gaps"])
     assert [(g["from_seq"], g["to_seq"]) for g in gaps] == [(6000, 7499)]
+
+
+def test_the_metadata_is_quoted_as_sql_text(tmp_path):
+    """COPY takes no prepared parameters for its path or options: a value holding a quote (a reason naming
+    some text of the input) is one SQL string, read back as written, and runs nothing."""
+    import duckdb
+    import pyarrow.parquet as pq
+
+    from ctrlaudit.commands.export import _sql_text
+
+    hostile = "x'); DROP TABLE t; --"
+    target = tmp_path / "o'q.parquet"
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT 1 AS a")
+    con.execute(f"COPY t TO {_sql_text(str(target))} (FORMAT parquet, KV_METADATA {{'k': {_sql_text(hostile)}}})")
+    assert con.execute("SELECT count(*) FROM t").fetchone() == (1,)
+    assert pq.read_metadata(target).metadata[b"k"] == hostile.encode()
+
+
+def test_to_standard_output_the_gaps_are_the_warning_lines(stores):
+    """`--out -`: the CSV alone on standard output (no sidecar to write), each gap a WARNING line on standard
+    error, where the lines for a person go then."""
+    done = ctrlaudit("export", "--store", str(stores["gaps"]), "--out", "-", "--format", "csv")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("seq,") or done.stdout.splitlines()[0].count(",") > 10
+    assert "WARNING" not in done.stdout
+    said = warnings(done.stderr)
+    assert len(said) == 2 and said[0].startswith("WARNING seq 1500..2999 not verified (missing")

@@ -85,10 +85,13 @@ def test_zookeepers_cluster_id_znode_is_checked(monkeypatch):
     monkeypatch.setattr(zk_offline, "plan_zk", lambda paths: [Path("/copy/log.1")])
     monkeypatch.setattr(zk_offline, "TxnLogReader", log_with(json.dumps({"version": "1", "id": "ok-1"}).encode()))
     assert zk_offline.cluster_id_of_zk([Path("/copy")]) == "ok-1"
-    for hostile in ("../../etc", "/", 5):
+    for hostile in ("../../etc", "/"):
         monkeypatch.setattr(zk_offline, "TxnLogReader", log_with(json.dumps({"id": hostile}).encode()))
-        with pytest.raises(names.UnsafeName, match="^/copy/log.1: the /cluster/id znode's id "):
+        with pytest.raises(names.UnsafeName, match="^/copy/log.1, zxid 0x1: the /cluster/id znode's id "):
             zk_offline.cluster_id_of_zk([Path("/copy")])
+    monkeypatch.setattr(zk_offline, "TxnLogReader", log_with(json.dumps({"id": 5}).encode()))
+    with pytest.raises(ContractError, match="^/copy/log.1, zxid 0x1: /cluster/id: id is a JSON int, not a string"):
+        zk_offline.cluster_id_of_zk([Path("/copy")])
 
 
 def test_broker_logs_cluster_id_is_checked(tmp_path):
