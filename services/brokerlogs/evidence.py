@@ -15,6 +15,11 @@ controller.log, whose ``kafka.controller`` logger Kafka's shipped config keeps a
 KRaft controller (``[QuorumController id=N]``): ``In the new epoch E, the leader is N``, ``Replayed TopicRecord``,
 ``Replayed RemoveTopicRecord``, ``Replayed PartitionRecord for new partition ... PartitionRegistration(...)``,
 ``UNCLEAN partition change for t-p ...: isr: [1] -> [3], leader: 1 -> 3, ..., partitionEpoch: 1 -> 2``.
+A partition's leader (``[Partition t-p broker=N]``, logger ``kafka.cluster.Partition``, server.log, INFO): every ISR
+change it made through AlterIsr/AlterPartition, once the controller committed it (2.7+; from 3.3 the ZooKeeper-mode
+controller no longer logs these, and a KRaft controller logs them at DEBUG only): ``ISR updated to 3,2,1 and
+version updated to [2]`` (2.8-3.0), ``... and version updated to 2`` (3.1-3.4), ``ISR updated to 3,2,1  and version
+updated to 2`` or ``... 3,2 (under-min-isr) and version ...`` (3.5+).
 Brokers (``[Broker id=N]``, both modes): ``Leader t-p ... starts at leader epoch`` (leader, ISR), ``Follower t-p
 starts at leader epoch`` (leader only), and ``Skipped the become-leader/follower state change ... partition state
 LeaderAndIsrPartitionState(...)`` (3.x) or ``partition registration PartitionRegistration(...)`` (4.2+): whole.
@@ -49,6 +54,9 @@ class Seen:
     recovery: LeaderRecoveryState | None = None
     controller_epoch: int | None = None
     from_epoch: int | None = None
+    # a leader's ISR update states the ISR only: where the cluster has eligible leader replicas the controller may
+    # have changed the ELR in the same write, so the ELR is not the epoch before's
+    elr_unstated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +122,7 @@ Evidence = Seen | Unnumbered | Assigned | ControllerElected | TopicCreated | Top
     ZooKeeperController
 
 _PREFIX = re.compile(r"^\[(Controller id=(\d+)(?: epoch=(\d+))?|Broker id=(\d+)|QuorumController id=(\d+)|"
-                     r"Topic Deletion Manager (\d+))\] ")
+                     r"Topic Deletion Manager (\d+)|Partition (\S+)-(\d+) broker=(\d+))\] ")
 _TP = r"(\S+)-(\d+)"
 _TOPIC_ID = r"(?:Some\(([\w-]+)\)|None|([\w-]{22}))"
 
@@ -124,7 +132,7 @@ def node_of(message: str) -> int:
     m = _PREFIX.match(message)
     if m is None:
         return -1
-    return int(next(g for g in (m.group(2), m.group(4), m.group(5), m.group(6)) if g is not None))
+    return int(next(g for g in (m.group(2), m.group(4), m.group(5), m.group(6), m.group(9)) if g is not None))
 
 
 def _ints(text: str) -> Ints:
@@ -277,6 +285,18 @@ def _isr_altered(m, prefix) -> list[Evidence]:
     return [Seen(m.group(1), int(m.group(2)), epoch, isr=_ints(m.group(3)), from_epoch=epoch - 1)]
 
 
+def _leader_isr(m, prefix) -> list[Evidence]:
+    # Partition.scala, after the controller answered the leader's AlterIsr/AlterPartition: the request named
+    # the leader epoch and the partition epoch the leader held (a write of any other is refused), and every
+    # committed change moves the partition epoch by one. So: this broker leads at the epoch before's leader
+    # epoch, with this ISR, at `version`; the assignment is the epoch before's
+    if prefix.group(7) is None:
+        return []
+    epoch = int(m.group(2))
+    return [Seen(prefix.group(7), int(prefix.group(8)), epoch, leader=int(prefix.group(9)), isr=_ints(m.group(1)),
+                 from_epoch=epoch - 1, elr_unstated=True)]
+
+
 def _assigned(m, prefix) -> list[Evidence]:
     a = _assignment(m.group(1), int(m.group(2)), m.group(3))
     return [a] if a else []
@@ -391,6 +411,7 @@ _PATTERNS: list[tuple[re.Pattern, Callable]] = [(re.compile(p), reader) for p, r
     (rf"ISR for partition {_TP} updated to LeaderAndIsr\((.*)\)\.?$", _online),
     (rf"ISR for partition {_TP} updated to \[([\d,]*)\] and zkVersion updated to \[(\d+)\]$", _isr_altered),
     (rf"Updated leader epoch for partition {_TP} to (\d+), zkVersion=(\d+)", _leader_epoch),
+    (r"^ISR updated to ([\d,]+) (?:\(under-min-isr\) | )?and version updated to \[?(\d+)\]?$", _leader_isr),
     (rf"Successfully updated assignment of partition {_TP} to ReplicaAssignment\(([^)]*)\)", _assigned),
     (rf"Sent LeaderAndIsr request (\(.*?\)) with new replica assignment ReplicaAssignment\(([^)]*)\) to leader "
      rf"-?\d+ for partition being reassigned {_TP}$", _reassigning),

@@ -18,14 +18,16 @@ from zoneinfo import ZoneInfo
 
 from schemas.errors import ContractError
 
-LOG_NAMES = ("state-change.log", "controller.log")
+# server.log holds the leaders' own ISR updates (kafka.cluster.Partition): from Kafka 3.3 the only line of them
+# in a ZooKeeper-mode cluster at the shipped log levels
+LOG_NAMES = ("state-change.log", "controller.log", "server.log")
 _LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)[,.](\d{3})\] (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) (.*) "
                    r"\(([^()\s]+)\)$")
 _START = re.compile(r"^\[\d{4}-\d\d-\d\d")
 
 
 class BadLogs(ContractError):
-    """The given paths hold no Kafka state-change or controller log, or one that cannot be read."""
+    """The given paths hold no Kafka state-change, controller or server log, or one that cannot be read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +42,7 @@ class LogLine:
 
 def log_files(paths: Sequence[Path]) -> list[list[Path]]:
     """The logs to read, one list per log (a directory's ``state-change.log`` with its rotated files, oldest
-    first). Directories are searched (not recursively beyond ``logs/``) for the two names; files are taken
+    first). Directories are searched (not recursively beyond ``logs/``) for the LOG_NAMES; files are taken
     as they are."""
     found: list[Path] = []
     for p in paths:
@@ -52,7 +54,8 @@ def log_files(paths: Sequence[Path]) -> list[list[Path]]:
         else:
             raise BadLogs(f"{p}: no such file or directory")
     if not found:
-        raise BadLogs("no state-change.log or controller.log (or rotated ones) in " + ", ".join(map(str, paths)))
+        raise BadLogs("no state-change.log, controller.log or server.log (or rotated ones) in " +
+                      ", ".join(map(str, paths)))
     groups: dict[tuple[Path, str], list[Path]] = {}
     for f in dict.fromkeys(found):
         groups.setdefault((f.parent, _base(f)), []).append(f)

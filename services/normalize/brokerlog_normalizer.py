@@ -55,6 +55,7 @@ class _Part:
     # lines that disagree on this epoch (a controller's line of a record never committed, which a leader
     # change truncated, against the brokers' lines of the committed one): the epoch is then never emitted
     conflicts: list[str] = field(default_factory=list)
+    elr_unstated: bool = False  # a leader's ISR update said part of it: not the ELR, which that write may change
 
 
 class BrokerLogNormalizer:
@@ -165,6 +166,7 @@ class BrokerLogNormalizer:
                 part.fields.setdefault(name, value)
         if s.from_epoch is not None and part.from_epoch is None:
             part.from_epoch = s.from_epoch
+        part.elr_unstated = part.elr_unstated or s.elr_unstated
         if s.elr or s.last_known_elr:
             self.elr = True
         if s.replicas is not None and s.adding is not None and s.removing is not None:
@@ -218,6 +220,10 @@ class BrokerLogNormalizer:
                  "replicas": current.replicas, "adding": current.adding_replicas,
                  "removing": current.removing_replicas, "elr": current.elr, "last_known_elr": current.last_known_elr,
                  "recovery": current.leader_recovery_state, **f}
+            if part.elr_unstated and self.elr and not self.zookeeper_mode:
+                for name in ("elr", "last_known_elr"):  # unless a line of this epoch stated them
+                    if name not in part.fields:
+                        del f[name]
         if not all(n in f for n in _REQUIRED):
             return None
         if self.zookeeper_mode:

@@ -1,5 +1,5 @@
-"""Offline import from Kafka's own logs: every broker's ``state-change.log`` and ``controller.log`` (rotated
-files too), merged in time order -> ControllerEvents (see ``brokerlog_normalizer`` for what is and is not
+"""Offline import from Kafka's own logs: every broker's ``state-change.log``, ``controller.log`` and ``server.log``
+(rotated files too), merged in time order -> ControllerEvents (see ``brokerlog_normalizer`` for what is and is not
 inferred). The counterpart of ``offline.py`` and ``zk_offline.py`` for incidents with no metadata log or
 ZooKeeper data left, or from before capture ran."""
 from __future__ import annotations
@@ -39,9 +39,9 @@ def cluster_id_of_logs(paths: Sequence[Path]) -> str | None:
     are refused: merged, they would make one history of two."""
     logs = plan_logs(paths)
     found: dict[str, str] = {}
-    candidates = [f for log in logs for f in log if f.name.startswith("controller.log")]
+    candidates = [f for log in logs for f in log if f.name.startswith(("controller.log", "server.log"))]
     candidates += sorted({f.parent / "server.log" for log in logs for f in log if (f.parent / "server.log").is_file()})
-    for f in candidates:
+    for f in dict.fromkeys(candidates):
         with open(f, encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 if "Cluster" in line or "clusterId" in line:

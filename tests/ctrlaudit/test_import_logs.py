@@ -32,7 +32,7 @@ def brokers(tmp_path: Path) -> list[Path]:
                            "BrokerState(brokerId=1, brokerEpoch=-1)), leaderRecoveryState=RECOVERED, partitionEpoch=0)"),
         ("14:00,060", ZK + "Changed partition orders-0 from OnlinePartition to OnlinePartition with state LeaderAndIsr("
                            "leader=1, leaderEpoch=1, isrWithBrokerEpoch=List(BrokerState(brokerId=1, brokerEpoch=-1)), "
-                           "leaderRecoveryState=RECOVERED, partitionEpoch=1)"),
+                           "leaderRecoveryState=RECOVERED, partitionEpoch=2)"),
     ])
     _log(n2 / "state-change.log", [
         ("11:00,020", "[Broker id=2] Leader orders-0 with topic id Some(cfj0aMlISoyZFYbm33MBqg) starts at leader epoch 0 "
@@ -40,7 +40,9 @@ def brokers(tmp_path: Path) -> list[Path]:
                       "removing replicas [] . Previous leader None and previous leader epoch was -1."),
     ])
     (n2 / "server.log").write_text("[2026-11-20 03:09:00,000] INFO Cluster ID = w8nhoLLRTBK5VuB4mTA-Iw "
-                                   "(kafka.server.KafkaServer)\n")
+                                   "(kafka.server.KafkaServer)\n"
+                                   "[2026-11-20 03:13:00,000] INFO [Partition orders-0 broker=2] ISR updated to 2  and "
+                                   "version updated to 1 (kafka.cluster.Partition)\n")
     return [tmp_path / "node1", tmp_path / "node2"]
 
 
@@ -48,14 +50,17 @@ def test_import_logs_load_state_explain(tmp_path: Path) -> None:
     done = run("import", "logs", *map(str, brokers(tmp_path)), "--out", str(tmp_path / "a"), "--json",
                str(tmp_path / "i.json"))
     assert done.exit_code == 0, done.output
-    assert "cluster w8nhoLLRTBK5VuB4mTA-Iw: 7 log lines from 3 file(s) -> 8 events" in done.output
-    assert "capture gap: history before 2026-11-20T03:10:00.000Z" in done.output
+    assert "cluster w8nhoLLRTBK5VuB4mTA-Iw: 9 log lines from 4 file(s) -> 9 events" in done.output
+    assert "capture gap: history before 2026-11-20T03:09:00.000Z" in done.output
     summary = json.loads((tmp_path / "i.json").read_text())
-    assert summary["records"] == 7 and summary["events"] == 8 and len(summary["gaps"]) == 1
+    assert summary["records"] == 9 and summary["events"] == 9 and len(summary["gaps"]) == 1
     store = str(tmp_path / "s.duckdb")
     assert run("load", str(tmp_path / "a"), "--store", store, "--workers", "1").exit_code == 0
     state = run("state", "--store", store, "--time", "2026-11-20T03:12:00Z")
     assert "\tTopic: orders\tPartition: 0\tLeader: 2\tReplicas: 1,2\tIsr: 2,1\t" in state.output, state.output
+    # the leader's own ISR update, in its server.log only: epoch 1, leader and leader epoch of epoch 0
+    state = run("state", "--store", store, "--time", "2026-11-20T03:13:30Z")
+    assert "\tTopic: orders\tPartition: 0\tLeader: 2\tReplicas: 1,2\tIsr: 2\t" in state.output, state.output
     state = run("state", "--store", store)
     assert "\tTopic: orders\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1\t" in state.output, state.output
     explain = run("explain", "--store", store, "--topic", "orders", "--partition", "0", "--last-leader-change")
@@ -70,7 +75,7 @@ def test_import_logs_bad_input_is_one_line(tmp_path: Path) -> None:
     assert done.exit_code == 2 and done.output.strip().endswith("no such file or directory")
     (tmp_path / "empty").mkdir()
     done = run("import", "logs", str(tmp_path / "empty"), "--out", str(tmp_path / "a"))
-    assert done.exit_code == 2 and "no state-change.log or controller.log" in done.output
+    assert done.exit_code == 2 and "no state-change.log, controller.log or server.log" in done.output
     done = run("import", "logs", *map(str, logs), "--out", str(tmp_path / "a"), "--timezone", "Mars/Olympus")
     assert done.exit_code == 2 and "not a time zone name" in done.output
     other = tmp_path / "node3" / "logs"

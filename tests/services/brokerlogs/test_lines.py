@@ -19,13 +19,14 @@ def test_rotated_files_oldest_first_and_the_live_one_last(tmp_path):
     d = tmp_path / "node1" / "logs"
     d.mkdir(parents=True)
     for name in ("state-change.log", "state-change.log.2026-11-24-10", "state-change.log.2026-11-24-09",
-                 "controller.log", "controller.log.1", "controller.log.2", "server.log", "state-change.log.x.tmp"):
+                 "controller.log", "controller.log.1", "controller.log.2", "server.log", "state-change.log.x.tmp",
+                 "log-cleaner.log", "kafka-request.log"):
         (d / name).write_text("")
     with gzip.open(d / "state-change.log.2026-11-24-08.gz", "wt") as fh:
         fh.write("")
     groups = log_files([tmp_path / "node1"])
     assert [[f.name for f in g] for g in groups] == [
-        ["controller.log.2", "controller.log.1", "controller.log"],
+        ["controller.log.2", "controller.log.1", "controller.log"], ["server.log"],
         ["state-change.log.2026-11-24-08.gz", "state-change.log.2026-11-24-09", "state-change.log.2026-11-24-10",
          "state-change.log.x.tmp", "state-change.log"]]
 
@@ -33,8 +34,8 @@ def test_rotated_files_oldest_first_and_the_live_one_last(tmp_path):
 def test_no_logs_and_missing_paths_are_one_clear_error(tmp_path):
     with pytest.raises(BadLogs, match="no such file"):
         log_files([tmp_path / "nope"])
-    (tmp_path / "server.log").write_text("")
-    with pytest.raises(BadLogs, match="no state-change.log or controller.log"):
+    (tmp_path / "kafka-request.log").write_text("")
+    with pytest.raises(BadLogs, match="no state-change.log, controller.log or server.log"):
         log_files([tmp_path])
 
 

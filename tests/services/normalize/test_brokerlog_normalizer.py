@@ -96,6 +96,20 @@ def test_elr_must_be_stated_once_the_cluster_has_eligible_leader_replicas():
     assert [s[1] for s in _states(events)] == [3, 5]
 
 
+def test_a_leaders_isr_update_is_the_epoch_before_with_its_isr():
+    """server.log's ``[Partition t-p broker=N] ISR updated to .. and version updated to V``: V whole from V-1 (leader
+    N, leader epoch and assignment kept); from any other epoch nothing; with ELR on (KRaft) the ELR is unstated."""
+    isr = "[Partition t-0 broker=1] ISR updated to 1,2  and version updated to {v}"
+    _, events = _feed([_reg(0, 3, 1, "[1]", "[1, 2]", le=2), isr.format(v=4)])
+    assert _states(events)[-1] == (0, 4, 1, (1, 2), (1, 2))
+    assert [e.payload.after.leader_epoch for e in events if isinstance(e.payload, PartitionChange)] == [2, 2]
+    _, events = _feed([_reg(0, 3, 1, "[1]", "[1, 2]"), isr.format(v=5)])  # epoch 4 never seen: a part only
+    assert [s[1] for s in _states(events)] == [3] and "t-0: partition epochs 5" in _gaps(events)[-1]
+    feature = "[QuorumController id=1] Replayed a FeatureLevelRecord setting feature eligible.leader.replicas.version to 1"
+    _, events = _feed([feature, _reg(0, 3, 1, "[1]", "[1, 2]"), isr.format(v=4)])
+    assert [s[1] for s in _states(events)] == [3]
+
+
 def test_deleted_topics_stay_deleted_when_a_restarted_controller_replays_them():
     created = f"[QuorumController id=1] Replayed TopicRecord for topic t with topic ID {TID}."
     removed = f"[QuorumController id=1] Replayed RemoveTopicRecord for topic t with ID {TID}."

@@ -397,7 +397,7 @@ def test_broker_log_import_equals_the_transaction_log(scenario, tmp_path):
                for b in zk if isinstance(b.payload, BrokerChange) and not b.bootstrap)
     assert epochless or [e for e in ours if isinstance(e.payload, CaptureGap)] == ours[:1]
     assert all(e.source.kind == "BROKER_LOG" and e.source.line and e.source.file.endswith(
-        ("state-change.log", "controller.log")) for e in ours)
+        ("state-change.log", "controller.log", "server.log")) for e in ours)
 
     res = subprocess.run([sys.executable, "-m", "ctrlaudit", "check", str(tmp_path / "a"), "--json",
                           str(tmp_path / "r.json")], capture_output=True, text=True)
