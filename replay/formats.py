@@ -1,8 +1,9 @@
 """Renderings of query results: Kafka's `kafka-topics --describe` layout, JSON, rich tables, and
 text for diff, timeline and explain.
 
-`describe` prints exactly the lines of Kafka 4.x TopicCommand (TopicDescription.printDescription and
-PartitionDescription.printDescription): nothing else, so its output compares line by line with the
+`describe` prints exactly the lines of Kafka 3.7+'s TopicCommand (TopicDescription.printDescription and
+PartitionDescription.printDescription; ``Elr: N/A`` and ``LastKnownElr: N/A`` for a ZooKeeper-mode cluster,
+whose brokers answer Metadata without them): nothing else, so its output compares line by line with the
 real tool's. Say "as of ..." with `as_of_line` separately (e.g. on stderr).
 """
 from __future__ import annotations
@@ -61,12 +62,16 @@ def replication_factor(state: PartitionState) -> int:
     return len(state.replicas) - len(state.adding_replicas)
 
 
-def describe_partition(row: PartitionRow) -> str:
+def describe_partition(row: PartitionRow, zookeeper_mode: bool = False) -> str:
+    """One partition line as Kafka 3.7+'s TopicCommand prints it: a ZooKeeper-mode broker answers Metadata
+    without ELR fields, and the tool prints ``N/A`` for those."""
     s = row.state
     line = (f"\tTopic: {row.topic}\tPartition: {row.partition}\tLeader: {s.leader if s.leader >= 0 else 'none'}"
             f"\tReplicas: {_ids(s.replicas)}\tIsr: {_ids(s.isr)}")
     if s.adding_replicas or s.removing_replicas:  # listPartitionReassignments has an entry only then
         line += f"\tAdding Replicas: {_ids(s.adding_replicas)}\tRemoving Replicas: {_ids(s.removing_replicas)}"
+    if zookeeper_mode:
+        return line + "\tElr: N/A\tLastKnownElr: N/A"
     return line + f"\tElr: {_ids(s.elr)}\tLastKnownElr: {_ids(s.last_known_elr)}"
 
 
@@ -91,7 +96,7 @@ def describe(result: StateResult, topics_with_overrides: bool = False) -> str:
                  f"\tReplicationFactor: {replication_factor(rows[0].state)}")
         lines.append(head + "\tConfigs: " + ",".join(f"{k}={v}" for k, v in configs.items()))
         if not topics_with_overrides:
-            lines.extend(describe_partition(r) for r in rows)
+            lines.extend(describe_partition(r, result.zookeeper_mode) for r in rows)
     return "\n".join(lines) + ("\n" if lines else "")
 
 

@@ -61,6 +61,8 @@ def test_import_logs_load_state_explain(tmp_path: Path) -> None:
     # the leader's own ISR update, in its server.log only: epoch 1, leader and leader epoch of epoch 0
     state = run("state", "--store", store, "--time", "2026-11-20T03:13:30Z")
     assert "\tTopic: orders\tPartition: 0\tLeader: 2\tReplicas: 1,2\tIsr: 2\t" in state.output, state.output
+    # the logs are a ZooKeeper-mode controller's (its registered-brokers cache): describe's N/A
+    assert state.output.rstrip("\n").endswith("\tElr: N/A\tLastKnownElr: N/A"), state.output
     state = run("state", "--store", store)
     assert "\tTopic: orders\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1\t" in state.output, state.output
     explain = run("explain", "--store", store, "--topic", "orders", "--partition", "0", "--last-leader-change")
