@@ -127,6 +127,13 @@ def _state(s: PartitionState | None) -> dict[str, Any] | None:
     return None if s is None else _plain(s)
 
 
+def _uncertain(point: Point, topic: str, partition: int) -> dict[str, Any] | None:
+    """A partition's state at `point` is not known as fact when the point falls in a stretch nobody read that
+    holds it: since when, until when and why (the first such stretch; ``stretches``: how many), else null."""
+    held = point.uncertain_about(topic, partition)
+    return dict(held[0].as_json(), stretches=len(held)) if held else None
+
+
 def to_json(result: StateResult | DiffResult | TimelineResult | Explanation | HealthResult) -> str:
     """Stable JSON (sorted keys) of any query result, with the point(s) it is current to."""
     match result:
@@ -139,11 +146,13 @@ def to_json(result: StateResult | DiffResult | TimelineResult | Explanation | He
                 },
                 "partitions": [
                     {"topic": r.topic, "topic_id": r.topic_id, "partition": r.partition, "since_seq": r.since_seq,
-                     "since_time_ms": r.since_time_ms, "state": _state(r.state)} for r in result.partitions],
+                     "since_time_ms": r.since_time_ms, "state": _state(r.state),
+                     "uncertain": _uncertain(result.point, r.topic, r.partition)} for r in result.partitions],
             }
         case HealthResult():
             body = {"as_of": _point(result.point), "kind": result.kind, "rule": result.rule,
-                    "partitions": [{"topic": r.topic, "partition": r.partition, "state": _state(r.state)}
+                    "partitions": [{"topic": r.topic, "partition": r.partition, "state": _state(r.state),
+                                    "uncertain": _uncertain(result.point, r.topic, r.partition)}
                                    for r in result.partitions]}
         case DiffResult():
             body = {

@@ -41,6 +41,7 @@ from services.brokerlogs.evidence import (
 from services.brokerlogs.lines import LogLine
 from services.normalize.classify import change_kinds, election_type
 from replay.delta import ImageBuilder
+from replay.gaps import partition_reason
 from replay.image import ClusterImage
 
 _REQUIRED = ("leader", "leader_epoch", "isr")
@@ -74,6 +75,9 @@ class BrokerLogNormalizer:
         self.assignments: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
         self.parts: dict[tuple[str, int], dict[int, _Part]] = {}
         self.unnumbered: dict[tuple[str, int], int] = {}  # partition -> the epoch an unnumbered write followed
+        # partition -> the log record of its last state emitted: a gap found later about it starts after that
+        # record (the writes the logs do not state came between), not where the import noticed it
+        self.known_at: dict[tuple[str, int], int] = {}
         self.records = 0  # lines read: an event's position is the line's place in the merged logs
         self.gaps: list[str] = []
         self.conflicts: list[str] = []
@@ -120,7 +124,8 @@ class BrokerLogNormalizer:
         for key in sorted(self.parts):
             pending = self.parts.pop(key)
             if pending:
-                out.append(self._gap(self._partial(key, pending, "after the last state the logs give")))
+                out.append(self._gap(self._partial(key, pending, "after the last state the logs give"),
+                                     self._unknown_from(key), -1))
         return out
 
     # --- partitions -------------------------------------------------------------------------------
@@ -185,10 +190,11 @@ class BrokerLogNormalizer:
         if self.unnumbered.get(key) == current.partition_epoch:
             return []  # the gap from this epoch on is named already
         self.unnumbered[key] = current.partition_epoch
-        return [self._gap(f"{u.topic}-{u.partition}: partition epochs after {current.partition_epoch} are stated "
-                          f"whole in no log given; {self._where()} states leader {u.leader}, leader epoch "
-                          f"{u.leader_epoch}, ISR {list(u.isr)} without the partition epoch written (Kafka "
-                          f"before 3.1)")]
+        return [self._gap(partition_reason(u.topic, u.partition,
+                                           f"after {current.partition_epoch} are stated whole in no log given; "
+                                           f"{self._where()} states leader {u.leader}, leader epoch {u.leader_epoch}, "
+                                           f"ISR {list(u.isr)} without the partition epoch written (Kafka before "
+                                           f"3.1)"), self._unknown_from(key), -1)]
 
     def _emit_whole(self, key: tuple[str, int], tid: str) -> list[ControllerEvent]:
         """Emit the newest epoch of `key` the lines state whole; what is skipped to reach it is a gap."""
@@ -203,7 +209,8 @@ class BrokerLogNormalizer:
             low = current.partition_epoch + 1 if current is not None else None
             restated = bool(skipped or (low is not None and epoch > low))
             if restated:
-                out.append(self._gap(self._partial(key, skipped, f"before epoch {epoch}", low, epoch - 1)))
+                out.append(self._gap(self._partial(key, skipped, f"before epoch {epoch}", low, epoch - 1),
+                                     self._unknown_from(key), self.records - 1))
             for e in [e for e in pending if e <= epoch]:
                 del pending[e]
             # after a gap the state is a restatement (bootstrap, as a snapshot's), not one transition: the
@@ -275,10 +282,14 @@ class BrokerLogNormalizer:
                          f"({', '.join(p.lines[:3])})"
                          + (f", lines disagree: {'; '.join(p.conflicts[:3])}" if p.conflicts else "")
                          for e, p in sorted(parts.items()))
-        span = f"partition epochs {low}..{high}" if low is not None and high is not None and low <= high else \
-            "partition epochs " + ", ".join(map(str, sorted(parts)))
-        text = f"{key[0]}-{key[1]}: {span} {where} are stated whole in no log given"
+        span = f"{low}..{high}" if low is not None and high is not None and low <= high else \
+            ", ".join(map(str, sorted(parts)))
+        text = partition_reason(key[0], key[1], f"{span} {where} are stated whole in no log given")
         return text + (f"; stated in part: {said}" if said else "")
+
+    def _unknown_from(self, key: tuple[str, int]) -> int:
+        """The first log record at which `key`'s state is not known: the one after its last state emitted."""
+        return self.known_at[key] + 1 if key in self.known_at else self.records
 
     # --- topics, controllers, brokers --------------------------------------------------------------
 
@@ -334,9 +345,12 @@ class BrokerLogNormalizer:
     def _where(self) -> str:
         return f"{self._line.file}:{self._line.line}" if self._line is not None else "?"
 
-    def _gap(self, reason: str) -> ControllerEvent:
+    def _gap(self, reason: str, from_record: int | None = None, to_record: int | None = None) -> ControllerEvent:
+        """A gap at this line; `from_record`..`to_record` (-1: until stated again), the log records it holds when
+        it was found later than it began (replay.gaps reads the stretch from them)."""
         self.gaps.append(reason)
-        return self._emit(CaptureGap(self.records, self.records, reason))
+        return self._emit(CaptureGap(self.records if from_record is None else from_record,
+                                     self.records if to_record is None else to_record, reason))
 
     def _emit(self, payload: Payload, bootstrap: bool = False) -> ControllerEvent:
         line = self._line
@@ -344,6 +358,8 @@ class BrokerLogNormalizer:
         source = SourcePosition(SourceKind.BROKER_LOG, self.records, self._index, node_of(line.message), None,
                                 line.file, line.line)
         self._index += 1
+        if isinstance(payload, PartitionChange):
+            self.known_at[(payload.topic, payload.partition)] = self.records
         epoch = self.epoch
         event = ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, line.time_ms,
                                 self.clock(), self.leaders_by_epoch.get(epoch, -1), epoch, payload,

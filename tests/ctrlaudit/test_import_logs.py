@@ -88,3 +88,57 @@ def test_import_logs_bad_input_is_one_line(tmp_path: Path) -> None:
     assert done.exit_code == 2 and "the logs are of more than one cluster" in done.output
     assert len(done.output.strip().splitlines()) == 1 and "Traceback" not in done.output
     assert not (tmp_path / "a").exists()
+
+
+def _state_line(p: int, leader: int, isr: list[int], epoch: int, le: int = 0) -> str:
+    brokers = ", ".join(f"BrokerState(brokerId={b}, brokerEpoch=-1)" for b in isr)
+    return (ZK + f"Changed partition orders-{p} from OfflinePartition to OnlinePartition with state LeaderAndIsr(leader="
+            f"{leader}, leaderEpoch={le}, isrWithBrokerEpoch=List({brokers}), leaderRecoveryState=RECOVERED, "
+            f"partitionEpoch={epoch})")
+
+
+def test_a_gap_found_late_makes_its_partition_uncertain_from_its_last_known_state(tmp_path: Path) -> None:
+    """orders-0 is known at epoch 0 (03:11); epoch 1 is stated by no line; epoch 2 in part (03:12, a leader's ISR
+    update from epoch 1); epoch 3 whole at 03:14. The import finds the gap at 03:14, but the state is unknown from
+    after 03:11: state at 03:12:30 says so for orders-0 (header and JSON), not for orders-1, whose lines state every
+    epoch; at 03:14:30 nothing is uncertain."""
+    n1 = tmp_path / "node1" / "logs"
+    _log(n1 / "controller.log", [
+        ("10:00,000", "[Controller id=1] 1 successfully elected as the controller. Epoch incremented to 1 and epoch "
+                      "zk version is now 1"),
+        ("10:00,100", "[Controller id=1] Initialized broker epochs cache: HashMap(1 -> 24, 2 -> 26)"),
+        ("11:00,000", "[Controller id=1] New topics: [Set(orders)], deleted topics: [HashSet()], new partition replica "
+                      "assignment [Set(TopicIdReplicaAssignment(orders,Some(cfj0aMlISoyZFYbm33MBqg),Map(orders-0 -> "
+                      "ReplicaAssignment(replicas=2,1, addingReplicas=, removingReplicas=), orders-1 -> "
+                      "ReplicaAssignment(replicas=1,2, addingReplicas=, removingReplicas=))))]"),
+    ], "kafka.controller.KafkaController")
+    _log(n1 / "state-change.log", [
+        ("11:00,010", _state_line(0, 2, [2, 1], 0)), ("11:00,020", _state_line(1, 1, [1, 2], 0)),
+        ("14:00,000", _state_line(0, 1, [1], 3, le=2)),
+    ])
+    (n1 / "server.log").write_text(
+        "[2026-11-20 03:12:00,000] INFO [Partition orders-0 broker=2] ISR updated to 2  and version updated to 2 "
+        "(kafka.cluster.Partition)\n"
+        "[2026-11-20 03:13:00,000] INFO [Partition orders-1 broker=1] ISR updated to 1  and version updated to 1 "
+        "(kafka.cluster.Partition)\n")
+    done = run("import", "logs", str(tmp_path / "node1"), "--out", str(tmp_path / "a"))
+    assert done.exit_code == 0, done.output
+    assert "orders-0: partition epochs 1..2 before epoch 3 are stated whole in no log given" in done.output
+    store = str(tmp_path / "s.duckdb")
+    assert run("load", str(tmp_path / "a"), "--store", store, "--workers", "1").exit_code == 0
+    inside = run("state", "--store", store, "--time", "2026-11-20T03:13:30Z")
+    header = inside.output.splitlines()[0]
+    assert "WARNING state of orders-0 not known here" in header and "orders-1" not in header, header
+    assert "\tPartition: 1\tLeader: 1\tReplicas: 1,2\tIsr: 1\t" in inside.output  # known: the leader's update
+    doc = json.loads(run("state", "--store", store, "--time", "2026-11-20T03:13:30Z", "--format", "json").output)
+    uncertain = {p["partition"]: p["uncertain"] for p in doc["partitions"]}
+    assert uncertain[1] is None and uncertain[0] is not None, uncertain
+    assert uncertain[0]["since_time"].startswith("2026-11-20T03:11:00.010") and \
+        uncertain[0]["until_time"].startswith("2026-11-20T03:14:00.000"), uncertain[0]
+    assert "orders-0: partition epochs 1..2" in uncertain[0]["reason"]
+    # just after the last known state, before the import noticed anything: uncertain already
+    early = run("state", "--store", store, "--time", "2026-11-20T03:11:30Z")
+    assert "WARNING state of orders-0 not known here" in early.output.splitlines()[0], early.output
+    for known in ("2026-11-20T03:11:00.010Z", "2026-11-20T03:14:30Z"):  # at the last known state, after
+        header = run("state", "--store", store, "--time", known).output.splitlines()[0]
+        assert "WARNING" not in header, (known, header)
