@@ -109,6 +109,15 @@ class LiveBrokers:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicConfigs:
+    """A topic's config overrides, all of them, as a broker read them when it created a replica's log (LogManager,
+    server.log, 2.8+: ``Created log for partition t-0 in /dir/t-0 with properties {k=v, ...}``, sorted, sensitive
+    values ``(redacted)``): what allows an unclean election of that topic, which no other line states."""
+    topic: str
+    configs: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ElrEnabled:
     """A KRaft controller replayed ``eligible.leader.replicas.version`` at a level >= 1: partitions may have ELRs."""
 
@@ -119,7 +128,7 @@ class ZooKeeperController:
 
 
 Evidence = Seen | Unnumbered | Assigned | ControllerElected | TopicCreated | TopicDeleted | LiveBrokers | ElrEnabled | \
-    ZooKeeperController
+    ZooKeeperController | TopicConfigs
 
 _PREFIX = re.compile(r"^\[(Controller id=(\d+)(?: epoch=(\d+))?|Broker id=(\d+)|QuorumController id=(\d+)|"
                      r"Topic Deletion Manager (\d+)|Partition (\S+)-(\d+) broker=(\d+))\] ")
@@ -231,11 +240,18 @@ def _unclean(topic: str, partition: int, diff: str, topic_id: str) -> Seen | Non
                 from_epoch=int(changes["partitionEpoch"]), **kw)
 
 
+_CREATED_LOG = re.compile(rf"^Created log for partition {_TP} in \S+ with properties \{{(.*)\}}\.?$")
+
+
 def evidence(message: str) -> list[Evidence]:
     """What a log message (its text after the level) says, or [] for a message that says nothing of state."""
     prefix = _PREFIX.match(message)
     if prefix is None:
-        return []
+        created = _CREATED_LOG.match(message)  # LogManager's: no logIdent
+        if created is None:
+            return []
+        pairs = re.findall(r"([\w.]+)=(.*?)(?=, [\w.]+=|$)", created.group(3))
+        return [TopicConfigs(created.group(1), tuple((k, v) for k, v in pairs if v != "(redacted)"))]
     text = message[prefix.end():]
     said: list[Evidence] = [ZooKeeperController()] if prefix.group(2) is not None else []
     for pattern, reader in _PATTERNS:

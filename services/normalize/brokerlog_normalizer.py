@@ -30,12 +30,13 @@ from dataclasses import dataclass, field
 
 from schemas.chain import event_id
 from schemas.events import (
-    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ControllerChange, ControllerEvent, LeaderRecoveryState,
+    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
+    ControllerEvent, LeaderRecoveryState,
     PartitionChange, PartitionState, Payload, SourceKind, SourcePosition, TopicChange, TopicChangeKind,
 )
 from schemas.times import iso
 from services.brokerlogs.evidence import (
-    Assigned, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicCreated, TopicDeleted, Unnumbered,
+    Assigned, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicConfigs, TopicCreated, TopicDeleted, Unnumbered,
     ZooKeeperController, evidence, node_of,
 )
 from services.brokerlogs.lines import LogLine
@@ -114,6 +115,8 @@ class BrokerLogNormalizer:
                 self.zookeeper_mode = True
             elif isinstance(ev, ElrEnabled):
                 self.elr = True
+            elif isinstance(ev, TopicConfigs):
+                out += self._topic_configs(ev)
             else:  # pragma: no cover - an evidence kind without a handler is a bug, never skipped
                 raise TypeError(f"no handler for {type(ev).__name__}")
         return out
@@ -317,6 +320,16 @@ class BrokerLogNormalizer:
         del self.topic_ids[d.name]
         self.deleted_ids.add(tid)
         return out + [self._emit(TopicChange(TopicChangeKind.DELETED, d.name, tid))]
+
+    def _topic_configs(self, c: TopicConfigs) -> list[ControllerEvent]:
+        """A broker created a replica's log with all of its topic's overrides: a ConfigChange per key that differs
+        from the image's (an override gone since is gone from the list). Topic configs hold no secrets."""
+        if c.topic not in self.topic_ids:
+            return []  # a log of a topic no line created (or a deleted one): not this history's topic
+        new = dict(c.configs)
+        held = self.delta.configs_of(ConfigResourceType.TOPIC, c.topic)
+        return [self._emit(ConfigChange(ConfigResourceType.TOPIC, c.topic, name, new.get(name), held.get(name)))
+                for name in sorted(set(new) | set(held)) if new.get(name) != held.get(name)]
 
     def _controller(self, c: ControllerElected) -> list[ControllerEvent]:
         if c.epoch <= self.epoch:

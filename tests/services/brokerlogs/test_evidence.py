@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from schemas.events import LeaderRecoveryState as R
 from services.brokerlogs.evidence import (
-    Assigned, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicCreated, TopicDeleted, Unnumbered,
+    Assigned, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicConfigs, TopicCreated, TopicDeleted, Unnumbered,
     ZooKeeperController, evidence, node_of,
 )
 
@@ -167,3 +167,15 @@ def test_a_leaders_isr_updates_in_server_log_in_every_form_since_2_8():
                     "endOffset: 5). Out of sync replicas: (brokerId: 1, endOffset: 5, lastCaughtUpTimeMs: 17).") == []
     # the same words under another prefix are not a leader's
     assert evidence("[Broker id=3] ISR updated to 3,2,1 and version updated to 4") == []
+
+
+def test_a_replica_logs_its_topics_overrides_when_it_creates_the_log():
+    """LogManager (server.log, no prefix, the same words 2.8-3.9 and 4.x): every override of the topic, sorted;
+    values with commas kept whole; sensitive ones redacted, so left out."""
+    assert evidence("Created log for partition zkscn-d-0 in /tmp/n1/data/zkscn-d-0 with properties "
+                    "{unclean.leader.election.enable=true}") == [
+        TopicConfigs("zkscn-d", (("unclean.leader.election.enable", "true"),))]
+    assert evidence("Created log for partition t-v2-3 in /d/t-v2-3 with properties {cleanup.policy=compact,delete, "
+                    "min.insync.replicas=2, secret.thing=(redacted)}") == [
+        TopicConfigs("t-v2", (("cleanup.policy", "compact,delete"), ("min.insync.replicas", "2")))]
+    assert evidence("Created log for partition t-0 in /d/t-0 with properties {}") == [TopicConfigs("t", ())]

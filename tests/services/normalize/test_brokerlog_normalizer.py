@@ -186,3 +186,17 @@ def test_before_kafka_3_1_a_write_without_its_epoch_is_a_gap_until_an_epoch_is_s
                               "node1/state-change.log:5 states leader -1, leader epoch 1, ISR [1] without")
     assert gaps[2].startswith("t-0: partition epochs 2..2 before epoch 3 are stated whole in no log given")
 
+
+
+def test_topic_overrides_from_the_replicas_log_creation():
+    from schemas.events import ConfigChange
+
+    created = "Created log for partition t-0 in /d/t-0 with properties {{{}}}"
+    _, events = _feed([_reg(0, 0, 1, "[1]", "[1, 2]"), created.format("unclean.leader.election.enable=true"),
+                       created.format("unclean.leader.election.enable=true"), created.format(""),
+                       "Created log for partition other-0 in /d/other-0 with properties {x=1}"])
+    changes = [(e.payload.resource_name, e.payload.name, e.payload.value, e.payload.previous_value) for e in events
+               if isinstance(e.payload, ConfigChange)]
+    # once set (the second replica states the same), then gone; a topic no line created: nothing
+    assert changes == [("t", "unclean.leader.election.enable", "true", None),
+                       ("t", "unclean.leader.election.enable", None, "true")]
