@@ -144,20 +144,20 @@ def zk(
     said.json(lambda: _summary(cluster, out, report, written, last))
 
 
-@imports.command("logs", short_help="Brokers' state-change and controller logs -> an archive.")
+@imports.command("logs", short_help="Brokers' state-change, controller and server logs -> an archive.")
 @user_errors
 def logs(
-    paths: list[Path] = typer.Argument(..., help="Each broker's log directory, or state-change.log / controller.log "
-                                                 "files (rotated and .gz ones too)."),
+    paths: list[Path] = typer.Argument(..., help="Each broker's log directory, or state-change.log / controller.log / "
+                                                 "server.log files (rotated and .gz ones too)."),
     out: Path = typer.Option(..., "--out", help="Archive directory to write."),
     cluster_id: str = typer.Option(None, "--cluster-id",
                                    help="Default: the id the logs state (a KRaft controller's, or server.log's)."),
-    timezone: str = typer.Option("UTC", "--timezone",
+    timezone: str = typer.Option("UTC", "--log-timezone", "--timezone",
                                  help="The zone of the brokers' clocks: log4j writes local time without one."),
     json_path: Path = JSON_OUT,
 ) -> None:
-    """Read Kafka's own state-change.log and controller.log of every broker (ZooKeeper mode and KRaft), merged in
-    time order, into ControllerEvents: each partition state the lines state whole, with its file and line;
+    """Read Kafka's own state-change.log, controller.log and server.log of every broker (ZooKeeper mode and KRaft),
+    merged in time order, into ControllerEvents: each partition state the lines state whole, with its file and line;
     what they state only in part, or not at all, is a capture gap."""
     from services.archive.writer import continuation
     from services.normalize.logs_offline import cluster_id_of_logs, import_log_events, zone
@@ -175,6 +175,8 @@ def logs(
     said.say(f"cluster {cluster}: {report.records:,} log lines from {len(report.files)} file(s) -> "
              f"{report.events:,} events in {len(written)} archive file(s) under {out}"
              + (f" (continuing its chain after seq {last.last_seq})" if last is not None else ""))
+    said.say(f"log times read as {timezone} time (log4j writes the brokers' local time without a zone; "
+             "--log-timezone to say another)")
     shown = report.gaps[:20]
     for gap in shown:
         said.say(f"capture gap: {gap}")

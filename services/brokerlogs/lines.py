@@ -59,7 +59,36 @@ def log_files(paths: Sequence[Path]) -> list[list[Path]]:
     groups: dict[tuple[Path, str], list[Path]] = {}
     for f in dict.fromkeys(found):
         groups.setdefault((f.parent, _base(f)), []).append(f)
-    return [sorted(fs, key=_age) for _, fs in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))]
+    return [_in_order(fs) for _, fs in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))]
+
+
+def _in_order(files: list[Path]) -> list[Path]:
+    """One log's files oldest first by what they hold (the time of their first line), not by their names: a rotated
+    file renamed, copied under another name or numbered by another scheme still comes in its place. Files with
+    no line in the layout keep the place their names give (_age), among the others by it."""
+    by_name = sorted(files, key=_age)
+    if len(files) < 2:
+        return by_name
+    firsts = {f: _first_stamp(f) for f in files}
+    dated = sorted((f for f in by_name if firsts[f] is not None), key=lambda f: firsts[f] or "")
+    it = iter(dated)
+    return [next(it) if firsts[f] is not None else f for f in by_name]
+
+
+def _first_stamp(f: Path, head_lines: int = 1000) -> str | None:
+    """The timestamp text of the first line in the layout (its zone does not matter: one log, one clock)."""
+    opener = gzip.open if f.name.endswith(".gz") else open
+    try:
+        with opener(f, "rt", encoding="utf-8", errors="replace", newline="\n") as fh:
+            for n, raw in enumerate(fh):
+                m = _LINE.match(raw.rstrip("\r\n"))
+                if m is not None:
+                    return m.group(1).replace("T", " ") + "," + m.group(2)
+                if n >= head_lines:
+                    break
+    except (OSError, EOFError):
+        return None  # read_log says what is wrong with it, where
+    return None
 
 
 def _base(f: Path) -> str:

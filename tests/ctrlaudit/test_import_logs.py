@@ -52,6 +52,11 @@ def test_import_logs_load_state_explain(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     assert "cluster w8nhoLLRTBK5VuB4mTA-Iw: 9 log lines from 4 file(s) -> 9 events" in done.output
     assert "capture gap: history before 2026-11-20T03:09:00.000Z" in done.output
+    assert "log times read as UTC time" in done.output and "--log-timezone" in done.output
+    shifted = run("import", "logs", *map(str, brokers(tmp_path)), "--out", str(tmp_path / "b"), "--log-timezone",
+                  "Europe/Berlin")  # UTC+1 in November: every time an hour earlier
+    assert shifted.exit_code == 0 and "log times read as Europe/Berlin time" in shifted.output, shifted.output
+    assert "capture gap: history before 2026-11-20T02:09:00.000Z" in shifted.output
     summary = json.loads((tmp_path / "i.json").read_text())
     assert summary["records"] == 9 and summary["events"] == 9 and len(summary["gaps"]) == 1
     store = str(tmp_path / "s.duckdb")

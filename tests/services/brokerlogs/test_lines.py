@@ -74,3 +74,19 @@ def test_damage_after_the_checked_head_is_refused_where_it_is(tmp_path):
     f.write_bytes(b"\n\n\n")  # blank lines only: an empty log, not a refusal
     check_text([f])
     assert list(read_log([f], UTC)) == []
+
+
+def test_rotated_files_given_out_of_order_are_read_in_the_order_of_their_lines(tmp_path):
+    """A copy renamed the rotated files (numbers swapped, one with a date): their first lines order them."""
+    d = tmp_path / "n1"
+    d.mkdir()
+    (d / "state-change.log.1").write_text(_line("2026-11-24 09:00:00,000", "[Broker id=1] old"))
+    (d / "state-change.log.2").write_text(_line("2026-11-24 10:00:00,000", "[Broker id=1] middle"))
+    (d / "state-change.log.2026-11-24-23").write_text(_line("2026-11-24 08:00:00,000", "[Broker id=1] oldest"))
+    (d / "state-change.log").write_text(_line("2026-11-24 11:00:00,000", "[Broker id=1] live"))
+    (d / "state-change.log.3").write_text("\n")  # nothing in it: its name's place
+    (group,) = log_files([d])
+    assert [f.name for f in group] == ["state-change.log.2026-11-24-23", "state-change.log.3", "state-change.log.1",
+                                       "state-change.log.2", "state-change.log"]
+    assert [line.message.split("] ")[1] for line in read_log(group, ZoneInfo("UTC"))] == \
+        ["oldest", "old", "middle", "live"]
