@@ -154,22 +154,26 @@ def logs(
                                    help="Default: the id the logs state (a KRaft controller's, or server.log's)."),
     timezone: str = typer.Option("UTC", "--log-timezone", "--timezone",
                                  help="The zone of the brokers' clocks: log4j writes local time without one."),
+    log_pattern: str = typer.Option(None, "--log-pattern",
+                                    help="The brokers' log4j ConversionPattern, when not Kafka's [%d] %p %m (%c)%n "
+                                         "(e.g. '%d{ISO8601} %-5p [%t] %c - %m%n')."),
     json_path: Path = JSON_OUT,
 ) -> None:
     """Read Kafka's own state-change.log, controller.log and server.log of every broker (ZooKeeper mode and KRaft),
     merged in time order, into ControllerEvents: each partition state the lines state whole, with its file and line;
     what they state only in part, or not at all, is a capture gap."""
     from services.archive.writer import continuation
-    from services.normalize.logs_offline import cluster_id_of_logs, import_log_events, zone
+    from services.normalize.logs_offline import cluster_id_of_logs, import_log_events, log_layout, zone
     from services.normalize.offline import ImportReport
     from services.normalize.redaction import patterns
 
     patterns()
     zone(timezone)
+    lay = log_layout(log_pattern)
     report = ImportReport()
-    cluster = cluster_id or cluster_id_of_logs([Path(p) for p in paths]) or "unknown-cluster"
+    cluster = cluster_id or cluster_id_of_logs([Path(p) for p in paths], lay) or "unknown-cluster"
     last = continuation(out, cluster)
-    events = import_log_events(paths, cluster, tz=timezone, report=report)
+    events = import_log_events(paths, cluster, tz=timezone, report=report, lay=lay)
     written, writer = _append(out, cluster, events, last)
     said = Output(json_path)
     said.say(f"cluster {cluster}: {report.records:,} log lines from {len(report.files)} file(s) -> "

@@ -147,3 +147,28 @@ def test_a_gap_found_late_makes_its_partition_uncertain_from_its_last_known_stat
     for known in ("2026-11-20T03:11:00.010Z", "2026-11-20T03:14:30Z"):  # at the last known state, after
         header = run("state", "--store", store, "--time", known).output.splitlines()[0]
         assert "WARNING" not in header, (known, header)
+
+
+def test_logs_in_another_log4j_layout_are_refused_then_read_with_log_pattern(tmp_path: Path) -> None:
+    """The same brokers' logs written by an operator's layout: refused in one line naming the first line not read
+    and --log-pattern; read with it, the same events as in Kafka's layout; a bad pattern is one line too."""
+    import re
+
+    nodes = brokers(tmp_path)
+    kafka = run("import", "logs", *map(str, nodes), "--out", str(tmp_path / "k"), "--json", str(tmp_path / "k.json"))
+    assert kafka.exit_code == 0, kafka.output
+    for f in sorted(tmp_path.glob("node*/logs/*.log")):  # [%d] %p %m (%c)%n -> %d{ISO8601} %-5p [%t] %c - %m%n
+        f.write_text("".join(re.sub(r"^\[(.*?)\] (\w+) (.*) \((\S+)\)$", lambda m: f"{m[1]} {m[2]:<5} [main] {m[4]} - "
+                                    f"{m[3]}", line) + "\n" for line in f.read_text().splitlines()))
+    refused = run("import", "logs", *map(str, nodes), "--out", str(tmp_path / "a"))
+    assert refused.exit_code == 2 and len(refused.output.strip().splitlines()) == 1, refused.output
+    assert "controller.log: line 1: not read: no line in the log4j layout Kafka ships" in refused.output
+    assert "--log-pattern" in refused.output and not (tmp_path / "a").exists()
+    done = run("import", "logs", *map(str, nodes), "--out", str(tmp_path / "a"), "--json", str(tmp_path / "a.json"),
+               "--log-pattern", "%d{ISO8601} %-5p [%t] %c - %m%n")
+    assert done.exit_code == 0, done.output
+    ours, theirs = (json.loads((tmp_path / n).read_text()) for n in ("a.json", "k.json"))
+    assert (ours["records"], ours["events"], ours["gaps"]) == (theirs["records"], theirs["events"], theirs["gaps"])
+    bad = run("import", "logs", *map(str, nodes), "--out", str(tmp_path / "b"), "--log-pattern", "%p %m%n")
+    assert bad.exit_code == 2 and "--log-pattern '%p %m%n': no %d (date)" in bad.output and \
+        len(bad.output.strip().splitlines()) == 1, bad.output
