@@ -26,6 +26,9 @@ class Layout:
     pattern: str
     regex: re.Pattern[str]
     start: re.Pattern[str] | None  # the opening of a line, up to its date: a line in the layout, even when cut
+    # what follows the message (``(logger)`` in Kafka's): the last line of a message that spans several ends
+    # with it; None when the message ends the line
+    end: re.Pattern[str] | None
     date_format: str  # strptime's, applied to the date text with "T" and "." read as " " and ","
 
     def time_ms(self, m: re.Match[str], tz: ZoneInfo) -> int:
@@ -69,7 +72,7 @@ def _date(fmt: str) -> tuple[str, str]:
 
 def layout(pattern: str = KAFKA_PATTERN) -> Layout:
     """The Layout of a log4j PatternLayout; refused with one line when it cannot place or read a line."""
-    regex, start, date_format, seen, at = "^", None, "", set(), 0
+    regex, start, date_format, seen, at, after_message = "^", None, "", set(), 0, 0
     for m in _CONVERSION.finditer(pattern):
         regex += _literal(pattern[at:m.start()])
         at = m.end()
@@ -88,6 +91,7 @@ def layout(pattern: str = KAFKA_PATTERN) -> Layout:
             seen.add("level")
         elif name in ("m", "msg", "message") and "message" not in seen:
             regex += "(?P<message>.*)"
+            after_message = len(regex)
             seen.add("message")
         elif name in ("c", "logger") and "logger" not in seen:
             regex += r"(?P<logger>[^()\s]+)"
@@ -105,8 +109,9 @@ def layout(pattern: str = KAFKA_PATTERN) -> Layout:
         regex = regex.replace("(?P<date>", "(?P<level>)(?P<date>", 1)
     if "logger" not in seen:
         regex = regex[:-1] + "(?P<logger>)$"
+    tail = regex[after_message:].replace("(?P<logger>", "(")
     try:
-        return Layout(pattern, re.compile(regex), start, date_format)
+        return Layout(pattern, re.compile(regex), start, re.compile(tail) if tail != "$" else None, date_format)
     except re.error as exc:
         raise BadLayout(f"--log-pattern {pattern!r}: cannot be read: {exc}") from None
 

@@ -115,11 +115,22 @@ def read_log(files: Sequence[Path], tz: ZoneInfo, unparsed: list[str] | None = N
     """The lines of one log's files in order; lines in no known layout are counted in `unparsed` (their
     file and number), never guessed at. A file that is not a text log is refused (``_not_text``)."""
     for f in files:
+        # a line that opens in the layout but does not close in it: the first line of a message on several lines
+        # (server.log's config dumps), closed by a later line that ends as the layout does; or one cut short, or
+        # another layout's, which no later line closes
+        opened: str | None = None
         for n, text, m in _matched(f, layout):
             if m is None:
-                if unparsed is not None and layout.start is not None and layout.start.match(text):
-                    unparsed.append(f"{f}:{n}")  # opens as a line does: one cut short, or another layout's
+                if layout.start is not None and layout.start.match(text):
+                    if opened is not None and unparsed is not None:
+                        unparsed.append(opened)
+                    opened = f"{f}:{n}"
+                elif opened is not None and (layout.end is None or layout.end.search(text)):
+                    opened = None  # a message on several lines, whole: no state is stated that way
                 continue  # a continuation (stack trace) or a blank line
+            if opened is not None and unparsed is not None:
+                unparsed.append(opened)
+            opened = None
             try:
                 at = layout.time_ms(m, tz)
             except ValueError:  # a date the pattern matched but no calendar has (month 13)
@@ -127,6 +138,8 @@ def read_log(files: Sequence[Path], tz: ZoneInfo, unparsed: list[str] | None = N
                     unparsed.append(f"{f}:{n}")
                 continue
             yield LogLine(str(f), n, at, m.group("level"), m.group("message"), m.group("logger"))
+        if opened is not None and unparsed is not None:
+            unparsed.append(opened)
 
 
 def check_text(files: Iterable[Path], head_bytes: int = 1 << 16, layout: Layout = KAFKA) -> None:

@@ -90,3 +90,19 @@ def test_rotated_files_given_out_of_order_are_read_in_the_order_of_their_lines(t
                                        "state-change.log.2", "state-change.log"]
     assert [line.message.split("] ")[1] for line in read_log(group, ZoneInfo("UTC"))] == \
         ["oldest", "old", "middle", "live"]
+
+
+def test_a_message_on_several_lines_is_not_a_cut_line_and_a_cut_one_is_counted(tmp_path):
+    """server.log's config dump opens in the layout and closes, lines later, with its logger: read as no state and
+    counted nowhere; a line cut mid-way (no logger, the next line opens a new one) and one cut at the end of the
+    file are counted, with their places."""
+    f = tmp_path / "server.log"
+    f.write_text("[2026-11-24 23:53:30,000] INFO KafkaConfig values: \n\tadvertised.listeners = PLAINTEXT://:9092\n"
+                 "\tzookeeper.connect = localhost:2181\n (kafka.server.KafkaConfig)\n"
+                 "[2026-11-24 23:53:31,000] INFO [Partition t-0 broker=1] ISR updated to 1,2  and vers\n"
+                 + _line("2026-11-24 23:53:32,000", "[Broker id=1] whole")
+                 + "[2026-11-24 23:53:33,000] INFO [Partition t-0 broker=1] ISR upd")
+    unparsed: list[str] = []
+    lines = list(read_log([f], UTC, unparsed))
+    assert [x.line for x in lines] == [6]
+    assert unparsed == [f"{f}:5", f"{f}:7"]
