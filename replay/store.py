@@ -72,6 +72,11 @@ class Point:
         """The stretches this point falls in that hold `topic`-`partition`'s state (every partition's or its own)."""
         return tuple(u for u in self.uncertain if u.about(topic, partition))
 
+    def about(self, topic: str, partition: int) -> Point:
+        """This point, for an answer about `topic`-`partition` only: the stretches that hold other partitions go."""
+        held = self.uncertain_about(topic, partition)
+        return self if held == self.uncertain else replace(self, uncertain=held)
+
     def depending_on(self, stretches: Iterable[CaptureStretch]) -> Point:
         """This point, for an answer that also depends on `stretches` (the changes of a span holding them)."""
         more = tuple(s for s in stretches if s not in self.uncertain)

@@ -144,6 +144,11 @@ def test_a_gap_found_late_makes_its_partition_uncertain_from_its_last_known_stat
     # just after the last known state, before the import noticed anything: uncertain already
     early = run("state", "--store", store, "--time", "2026-11-20T03:11:30Z")
     assert "WARNING state of orders-0 not known here" in early.output.splitlines()[0], early.output
+    # a timeline asked inside the stretch: orders-0's says so, orders-1's (known throughout) does not
+    for p, warns in ((0, True), (1, False)):
+        tl = run("timeline", "--store", store, "--topic", "orders", "--partition", str(p), "--to-time",
+                 "2026-11-20T03:13:30Z")
+        assert tl.exit_code == 0 and ("WARNING" in tl.output.splitlines()[0]) is warns, (p, tl.output)
     for known in ("2026-11-20T03:11:00.010Z", "2026-11-20T03:14:30Z"):  # at the last known state, after
         header = run("state", "--store", store, "--time", known).output.splitlines()[0]
         assert "WARNING" not in header, (known, header)
