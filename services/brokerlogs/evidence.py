@@ -309,8 +309,10 @@ def _leader_isr(m, prefix) -> list[Evidence]:
     if prefix.group(7) is None:
         return []
     epoch = int(m.group(2))
+    # a leader proposes the state it holds, which becoming leader made RECOVERED (KIP-704: an unclean election's
+    # RECOVERING ends with the new leader's first AlterPartition)
     return [Seen(prefix.group(7), int(prefix.group(8)), epoch, leader=int(prefix.group(9)), isr=_ints(m.group(1)),
-                 from_epoch=epoch - 1, elr_unstated=True)]
+                 recovery=LeaderRecoveryState.RECOVERED, from_epoch=epoch - 1, elr_unstated=True)]
 
 
 def _assigned(m, prefix) -> list[Evidence]:
