@@ -109,6 +109,15 @@ class LiveBrokers:
 
 
 @dataclass(frozen=True, slots=True)
+class BrokerRegistered:
+    """A ZooKeeper-mode broker's own line once its ``/brokers/ids/<id>`` znode is created (KafkaZkClient, server.log,
+    2.8-3.9: ``Registered broker 3 at path /brokers/ids/3 with addresses: ..., czxid (broker epoch): 134``). It
+    comes before the controller reacts (elects it, then logs its cache), as the znode does in ZooKeeper's log."""
+    broker: int
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
 class TopicConfigs:
     """A topic's config overrides, all of them, as a broker read them when it created a replica's log (LogManager,
     server.log, 2.8+: ``Created log for partition t-0 in /dir/t-0 with properties {k=v, ...}``, sorted, sensitive
@@ -128,7 +137,7 @@ class ZooKeeperController:
 
 
 Evidence = Seen | Unnumbered | Assigned | ControllerElected | TopicCreated | TopicDeleted | LiveBrokers | ElrEnabled | \
-    ZooKeeperController | TopicConfigs
+    ZooKeeperController | TopicConfigs | BrokerRegistered
 
 _PREFIX = re.compile(r"^\[(Controller id=(\d+)(?: epoch=(\d+))?|Broker id=(\d+)|QuorumController id=(\d+)|"
                      r"Topic Deletion Manager (\d+)|Partition (\S+)-(\d+) broker=(\d+))\] ")
@@ -241,15 +250,18 @@ def _unclean(topic: str, partition: int, diff: str, topic_id: str) -> Seen | Non
 
 
 _CREATED_LOG = re.compile(rf"^Created log for partition {_TP} in \S+ with properties \{{(.*)\}}\.?$")
+_REGISTERED = re.compile(r"^Registered broker (\d+) at path /brokers/ids/\d+ with addresses: .*, czxid \(broker epoch\): "
+                         r"(-?\d+)$")
 
 
 def evidence(message: str) -> list[Evidence]:
     """What a log message (its text after the level) says, or [] for a message that says nothing of state."""
     prefix = _PREFIX.match(message)
     if prefix is None:
-        created = _CREATED_LOG.match(message)  # LogManager's: no logIdent
+        created = _CREATED_LOG.match(message)  # LogManager's and KafkaZkClient's: no logIdent
         if created is None:
-            return []
+            registered = _REGISTERED.match(message)
+            return [BrokerRegistered(int(registered.group(1)), int(registered.group(2)))] if registered else []
         pairs = re.findall(r"([\w.]+)=(.*?)(?=, [\w.]+=|$)", created.group(3))
         return [TopicConfigs(created.group(1), tuple((k, v) for k, v in pairs if v != "(redacted)"))]
     text = message[prefix.end():]

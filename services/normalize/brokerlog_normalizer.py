@@ -36,7 +36,7 @@ from schemas.events import (
 )
 from schemas.times import iso
 from services.brokerlogs.evidence import (
-    Assigned, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicConfigs, TopicCreated, TopicDeleted, Unnumbered,
+    Assigned, BrokerRegistered, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicConfigs, TopicCreated, TopicDeleted, Unnumbered,
     ZooKeeperController, evidence, node_of,
 )
 from services.brokerlogs.lines import LogLine
@@ -117,6 +117,8 @@ class BrokerLogNormalizer:
                 self.elr = True
             elif isinstance(ev, TopicConfigs):
                 out += self._topic_configs(ev)
+            elif isinstance(ev, BrokerRegistered):
+                out += self._registered(ev)
             else:  # pragma: no cover - an evidence kind without a handler is a bug, never skipped
                 raise TypeError(f"no handler for {type(ev).__name__}")
         return out
@@ -352,6 +354,16 @@ class BrokerLogNormalizer:
                 after = BrokerState(bid, now[bid], fenced=False)
                 out.append(self._emit(BrokerChange(bid, BrokerChangeKind.REGISTERED, None, after)))
         return out
+
+    def _registered(self, r: BrokerRegistered) -> list[ControllerEvent]:
+        """A broker's own registration (ZooKeeper mode): the controller acts on it (elects the broker) before its
+        cache line says so, so this is when the history has it. The same epoch the cache states later is no change."""
+        before = self.delta.broker(r.broker)
+        if before is not None and before.epoch == r.epoch:
+            return []
+        out = [self._emit(BrokerChange(r.broker, BrokerChangeKind.UNREGISTERED, before, None))] if before else []
+        after = BrokerState(r.broker, r.epoch, fenced=False)
+        return out + [self._emit(BrokerChange(r.broker, BrokerChangeKind.REGISTERED, None, after))]
 
     # --- events -----------------------------------------------------------------------------------
 

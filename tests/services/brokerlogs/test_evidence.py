@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from schemas.events import LeaderRecoveryState as R
 from services.brokerlogs.evidence import (
-    Assigned, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicConfigs, TopicCreated, TopicDeleted, Unnumbered,
+    Assigned, BrokerRegistered, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicConfigs, TopicCreated, TopicDeleted, Unnumbered,
     ZooKeeperController, evidence, node_of,
 )
 
@@ -179,3 +179,11 @@ def test_a_replica_logs_its_topics_overrides_when_it_creates_the_log():
                     "min.insync.replicas=2, secret.thing=(redacted)}") == [
         TopicConfigs("t-v2", (("cleanup.policy", "compact,delete"), ("min.insync.replicas", "2")))]
     assert evidence("Created log for partition t-0 in /d/t-0 with properties {}") == [TopicConfigs("t", ())]
+
+
+def test_a_zookeeper_mode_brokers_own_registration():
+    """KafkaZkClient (server.log, no prefix; the same words 2.8-3.9): the broker's id and epoch (its znode's czxid)."""
+    assert evidence("Registered broker 1 at path /brokers/ids/1 with addresses: PLAINTEXT://127.0.0.1:21102, "
+                    "czxid (broker epoch): 232") == [BrokerRegistered(1, 232)]
+    assert evidence("Registered broker 1 at path /brokers/ids/1 with addresses: PLAINTEXT://h:1,SSL://h:2, "
+                    "czxid (broker epoch): 4294967462") == [BrokerRegistered(1, 4294967462)]

@@ -200,3 +200,18 @@ def test_topic_overrides_from_the_replicas_log_creation():
     # once set (the second replica states the same), then gone; a topic no line created: nothing
     assert changes == [("t", "unclean.leader.election.enable", "true", None),
                        ("t", "unclean.leader.election.enable", None, "true")]
+
+
+def test_a_brokers_own_registration_comes_before_the_controller_elects_it():
+    """ZooKeeper mode: the controller logs its registered-brokers cache only after it acted on a new broker (elected
+    it); the broker's own line comes first, so the history has the broker registered when it is elected."""
+    from schemas.events import BrokerChange
+
+    ctl = "[Controller id=2] {} broker epochs cache: HashMap({})"
+    _, events = _feed([ctl.format("Initialized", "1 -> 10, 2 -> 11"), ctl.format("Updated", "2 -> 11"),
+                       "Registered broker 1 at path /brokers/ids/1 with addresses: PLAINTEXT://h:1, czxid (broker "
+                       "epoch): 40", ctl.format("Updated", "1 -> 40, 2 -> 11")])
+    said = [(e.source.line, e.payload.broker_id, e.payload.kind.value, (e.payload.after or e.payload.before).epoch)
+            for e in events if isinstance(e.payload, BrokerChange)]
+    assert said == [(1, 1, "REGISTERED", 10), (1, 2, "REGISTERED", 11), (2, 1, "UNREGISTERED", 10),
+                    (3, 1, "REGISTERED", 40)]  # the cache's later line states the same: nothing more
