@@ -20,6 +20,9 @@ change it made through AlterIsr/AlterPartition, once the controller committed it
 controller no longer logs these, and a KRaft controller logs them at DEBUG only): ``ISR updated to 3,2,1 and
 version updated to [2]`` (2.8-3.0), ``... and version updated to 2`` (3.1-3.4), ``ISR updated to 3,2,1  and version
 updated to 2`` or ``... 3,2 (under-min-isr) and version ...`` (3.5+).
+Lines without a prefix (server.log): a replica's ``Created log for partition t-0 in DIR with properties {k=v, ...}``
+(LogManager: its topic's overrides) and a ZooKeeper-mode broker's ``Registered broker N at path /brokers/ids/N with
+addresses: ..., czxid (broker epoch): E`` (KafkaZkClient).
 Brokers (``[Broker id=N]``, both modes): ``Leader t-p ... starts at leader epoch`` (leader, ISR), ``Follower t-p
 starts at leader epoch`` (leader only), and ``Skipped the become-leader/follower state change ... partition state
 LeaderAndIsrPartitionState(...)`` (3.x) or ``partition registration PartitionRegistration(...)`` (4.2+): whole.
@@ -118,6 +121,13 @@ class BrokerRegistered:
 
 
 @dataclass(frozen=True, slots=True)
+class BrokersAdded:
+    """A ZooKeeper-mode controller saw brokers register (``Newly added brokers: 3, deleted brokers: , bounced
+    brokers: 2, all live brokers: 1,2,3``): it elects them next, and states their epochs only after."""
+    added: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class TopicConfigs:
     """A topic's config overrides, all of them, as a broker read them when it created a replica's log (LogManager,
     server.log, 2.8+: ``Created log for partition t-0 in /dir/t-0 with properties {k=v, ...}``, sorted, sensitive
@@ -137,7 +147,7 @@ class ZooKeeperController:
 
 
 Evidence = Seen | Unnumbered | Assigned | ControllerElected | TopicCreated | TopicDeleted | LiveBrokers | ElrEnabled | \
-    ZooKeeperController | TopicConfigs | BrokerRegistered
+    ZooKeeperController | TopicConfigs | BrokerRegistered | BrokersAdded
 
 _PREFIX = re.compile(r"^\[(Controller id=(\d+)(?: epoch=(\d+))?|Broker id=(\d+)|QuorumController id=(\d+)|"
                      r"Topic Deletion Manager (\d+)|Partition (\S+)-(\d+) broker=(\d+))\] ")
@@ -361,6 +371,10 @@ def _zk_topic_deleted(m, prefix) -> list[Evidence]:
     return [TopicDeleted(m.group(1))]
 
 
+def _brokers_added(m, prefix) -> list[Evidence]:
+    return [BrokersAdded(_ints(m.group(1)) + _ints(m.group(2)))]
+
+
 def _broker_epochs(m, prefix) -> list[Evidence]:
     pairs = re.findall(r"(\d+) -> (-?\d+)", m.group(1))
     return [LiveBrokers(tuple(sorted((int(b), int(e)) for b, e in pairs)))]
@@ -449,6 +463,7 @@ _PATTERNS: list[tuple[re.Pattern, Callable]] = [(re.compile(p), reader) for p, r
     (r"New topics: \[.*?\], deleted topics: \[.*?\], new partition replica assignment \[(.*)\]$", _new_topics),
     (r"Deletion of topic (\S+) successfully completed", _zk_topic_deleted),
     (r"(?:Initialized|Updated) broker epochs cache: \w*Map\((.*)\)$", _broker_epochs),
+    (r"^Newly added brokers: ([\d,]*), deleted brokers: [\d,]*, bounced brokers: ([\d,]*), all live brokers", _brokers_added),
     (r"In the new epoch (\d+), the leader is (\d+)\.", _kraft_epoch),
     (r"Replayed a FeatureLevelRecord setting feature eligible\.leader\.replicas\.version to ([1-9]\d*)", _elr_enabled),
     (r"Replayed TopicRecord for topic (\S+) with topic ID ([\w-]+)\.", _kraft_topic),

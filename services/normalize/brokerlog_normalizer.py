@@ -36,7 +36,7 @@ from schemas.events import (
 )
 from schemas.times import iso
 from services.brokerlogs.evidence import (
-    Assigned, BrokerRegistered, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicConfigs, TopicCreated, TopicDeleted, Unnumbered,
+    Assigned, BrokerRegistered, BrokersAdded, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicConfigs, TopicCreated, TopicDeleted, Unnumbered,
     ZooKeeperController, evidence, node_of,
 )
 from services.brokerlogs.lines import LogLine
@@ -46,6 +46,8 @@ from replay.gaps import partition_reason
 from replay.image import ClusterImage
 
 _REQUIRED = ("leader", "leader_epoch", "isr")
+# how long lines wait for a controller's cache line after it added brokers (it follows within milliseconds)
+HOLD_MS = 10_000
 
 
 @dataclass
@@ -80,6 +82,8 @@ class BrokerLogNormalizer:
         # record (the writes the logs do not state came between), not where the import noticed it
         self.known_at: dict[tuple[str, int], int] = {}
         self.records = 0  # lines read: an event's position is the line's place in the merged logs
+        self._record = 0  # the place of the line being read
+        self.held: list[tuple[LogLine, int]] = []  # lines waiting for a controller's cache line (_hold), with places
         self.gaps: list[str] = []
         self.conflicts: list[str] = []
         self.zookeeper_mode = False  # a ZooKeeper-mode controller's lines are among the logs
@@ -90,10 +94,40 @@ class BrokerLogNormalizer:
     # --- input ---------------------------------------------------------------------------------
 
     def feed(self, line: LogLine) -> list[ControllerEvent]:
-        self._line, self._index = line, 0
         self.records += 1
+        if self.held:
+            return self._hold(line)
+        return self._read(line, self.records)
+
+    def _hold(self, line: LogLine) -> list[ControllerEvent]:
+        """While a ZooKeeper-mode controller acts on brokers it added: its cache line, which states their epochs,
+        comes after it elected them (KafkaController.processBrokerChange logs it last). The lines between wait for
+        it, and the registrations are placed at the line that added the brokers; a controller that never logs the
+        cache (killed) releases them as read after HOLD_MS."""
+        added, record = self.held[0]
+        said = evidence(line.message)
+        cache = next((e for e in said if isinstance(e, LiveBrokers)), None)
+        if cache is not None and node_of(line.message) == node_of(added.message):
+            held, self.held = self.held, []
+            self._line, self._index, self._record = added, 0, record
+            out = self._brokers(cache)
+            for waiting, at in held[1:]:
+                out += self._read(waiting, at)
+            return out + self._read(line, self.records)
+        if line.time_ms - added.time_ms <= HOLD_MS:
+            self.held.append((line, self.records))
+            return []
+        held, self.held = self.held, []
+        out = []
+        for waiting, at in held[1:]:
+            out += self._read(waiting, at)
+        return out + self._read(line, self.records)
+
+    def _read(self, line: LogLine, record: int) -> list[ControllerEvent]:
+        """What line number `record` of the merged logs states."""
+        self._line, self._index, self._record = line, 0, record
         out: list[ControllerEvent] = []
-        if self.records == 1:
+        if record == 1:
             out.append(self._gap(f"history before {iso(line.time_ms)} (the oldest line of the logs given) is not "
                                  f"in them; partitions are known from the first lines that state them whole"))
         for ev in evidence(line.message):
@@ -119,13 +153,20 @@ class BrokerLogNormalizer:
                 out += self._topic_configs(ev)
             elif isinstance(ev, BrokerRegistered):
                 out += self._registered(ev)
+            elif isinstance(ev, BrokersAdded):
+                if ev.added:
+                    self.held = [(line, record)]
             else:  # pragma: no cover - an evidence kind without a handler is a bug, never skipped
                 raise TypeError(f"no handler for {type(ev).__name__}")
         return out
 
     def finish(self) -> list[ControllerEvent]:
-        """At the end of the logs: epochs stated only in part are gaps."""
+        """At the end of the logs: lines held for a cache line that never came are read; epochs stated only in part
+        are gaps."""
         out = []
+        held, self.held = self.held, []
+        for waiting, at in held[1:]:
+            out += self._read(waiting, at)
         for key in sorted(self.parts):
             pending = self.parts.pop(key)
             if pending:
@@ -215,7 +256,7 @@ class BrokerLogNormalizer:
             restated = bool(skipped or (low is not None and epoch > low))
             if restated:
                 out.append(self._gap(self._partial(key, skipped, f"before epoch {epoch}", low, epoch - 1),
-                                     self._unknown_from(key), self.records - 1))
+                                     self._unknown_from(key), self._record - 1))
             for e in [e for e in pending if e <= epoch]:
                 del pending[e]
             # after a gap the state is a restatement (bootstrap, as a snapshot's), not one transition: the
@@ -294,7 +335,7 @@ class BrokerLogNormalizer:
 
     def _unknown_from(self, key: tuple[str, int]) -> int:
         """The first log record at which `key`'s state is not known: the one after its last state emitted."""
-        return self.known_at[key] + 1 if key in self.known_at else self.records
+        return self.known_at[key] + 1 if key in self.known_at else self._record
 
     # --- topics, controllers, brokers --------------------------------------------------------------
 
@@ -374,17 +415,17 @@ class BrokerLogNormalizer:
         """A gap at this line; `from_record`..`to_record` (-1: until stated again), the log records it holds when
         it was found later than it began (replay.gaps reads the stretch from them)."""
         self.gaps.append(reason)
-        return self._emit(CaptureGap(self.records if from_record is None else from_record,
-                                     self.records if to_record is None else to_record, reason))
+        return self._emit(CaptureGap(self._record if from_record is None else from_record,
+                                     self._record if to_record is None else to_record, reason))
 
     def _emit(self, payload: Payload, bootstrap: bool = False) -> ControllerEvent:
         line = self._line
         assert line is not None
-        source = SourcePosition(SourceKind.BROKER_LOG, self.records, self._index, node_of(line.message), None,
+        source = SourcePosition(SourceKind.BROKER_LOG, self._record, self._index, node_of(line.message), None,
                                 line.file, line.line)
         self._index += 1
         if isinstance(payload, PartitionChange):
-            self.known_at[(payload.topic, payload.partition)] = self.records
+            self.known_at[(payload.topic, payload.partition)] = self._record
         epoch = self.epoch
         event = ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, line.time_ms,
                                 self.clock(), self.leaders_by_epoch.get(epoch, -1), epoch, payload,

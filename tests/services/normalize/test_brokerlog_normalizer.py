@@ -215,3 +215,32 @@ def test_a_brokers_own_registration_comes_before_the_controller_elects_it():
             for e in events if isinstance(e.payload, BrokerChange)]
     assert said == [(1, 1, "REGISTERED", 10), (1, 2, "REGISTERED", 11), (2, 1, "UNREGISTERED", 10),
                     (3, 1, "REGISTERED", 40)]  # the cache's later line states the same: nothing more
+
+
+def test_brokers_a_controller_added_are_registered_before_it_elects_them():
+    """ZooKeeper mode: ``Newly added brokers: 1``, then the controller elects broker 1 (state-change.log), then its
+    cache line states broker 1's epoch: the registration is placed at the line that added it, before the election."""
+    from schemas.events import BrokerChange
+
+    zk = "[Controller id=2 epoch=1] "
+    created = ("[Controller id=2] New topics: [Set(t)], deleted topics: [HashSet()], new partition replica assignment "
+               f"[Set(TopicIdReplicaAssignment(t,Some({TID}),Map(t-0 -> ReplicaAssignment(replicas=1, addingReplicas=, "
+               "removingReplicas=))))]")
+    state = (zk + "Changed partition t-0 from {} to OnlinePartition with state LeaderAndIsr(leader={}, leaderEpoch={}, "
+             "isrWithBrokerEpoch=List(BrokerState(brokerId=1, brokerEpoch=-1)), leaderRecoveryState=RECOVERED, "
+             "partitionEpoch={})")
+    _, events = _feed([
+        "[Controller id=2] Initialized broker epochs cache: HashMap(2 -> 11)", created,
+        state.format("NewPartition", -1, 0, 0),
+        "[Controller id=2] Newly added brokers: 1, deleted brokers: , bounced brokers: , all live brokers: 1,2",
+        state.format("OfflinePartition", 1, 1, 1),
+        "[Controller id=2] Updated broker epochs cache: HashMap(1 -> 40, 2 -> 11)"])
+    order = [(e.source.line, type(e.payload).__name__) for e in events if isinstance(e.payload, (BrokerChange,
+                                                                                                    PartitionChange))]
+    assert order == [(1, "BrokerChange"), (3, "PartitionChange"), (4, "BrokerChange"), (5, "PartitionChange")]
+    assert [e.event_time_ms for e in events] == sorted(e.event_time_ms for e in events)
+    # a cache line that never comes (the controller killed) releases the lines as read
+    norm, events = _feed(["[Controller id=2] Initialized broker epochs cache: HashMap(2 -> 11)", created,
+                          "[Controller id=2] Newly added brokers: 1, deleted brokers: , bounced brokers: , all live "
+                          "brokers: 1,2", state.format("NewPartition", 1, 0, 0)])
+    assert [e.source.line for e in events if isinstance(e.payload, PartitionChange)] == [4] and not norm.held
