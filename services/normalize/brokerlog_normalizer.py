@@ -83,6 +83,7 @@ class BrokerLogNormalizer:
         self.known_at: dict[tuple[str, int], int] = {}
         self.records = 0  # lines read: an event's position is the line's place in the merged logs
         self._record = 0  # the place of the line being read
+        self.listed: set[tuple[int, int]] = set()  # (broker, epoch) a controller's cache listed
         self.held: list[tuple[LogLine, int]] = []  # lines waiting for a controller's cache line (_hold), with places
         self.gaps: list[str] = []
         self.conflicts: list[str] = []
@@ -383,17 +384,23 @@ class BrokerLogNormalizer:
         return [self._emit(ControllerChange(c.node, c.epoch, prev[0], prev[1]))]
 
     def _brokers(self, live: LiveBrokers) -> list[ControllerEvent]:
-        """ZooKeeper mode: the registered brokers and their epochs (czxids), as the controller's cache holds them."""
+        """ZooKeeper mode: the registered brokers and their epochs (czxids), as the controller's cache holds them.
+        The cache is the controller's last read of /brokers/ids: a broker whose own line registered it after that
+        read (seen on 2.8: a controller elected as the broker starts) is missing from it, not gone. A broker is
+        gone when a cache that listed it at its epoch no longer does."""
         out = []
         now = dict(live.epochs)
         for bid in sorted(set(self.delta.broker_ids()) | set(now)):
             before = self.delta.broker(bid)
+            if before is not None and bid not in now and (bid, before.epoch) not in self.listed:
+                continue  # registered after the controller's read: not in its cache yet
             if before is not None and (bid not in now or now[bid] != before.epoch):
                 out.append(self._emit(BrokerChange(bid, BrokerChangeKind.UNREGISTERED, before, None)))
                 before = None
             if before is None and bid in now:
                 after = BrokerState(bid, now[bid], fenced=False)
                 out.append(self._emit(BrokerChange(bid, BrokerChangeKind.REGISTERED, None, after)))
+        self.listed |= set(now.items())
         return out
 
     def _registered(self, r: BrokerRegistered) -> list[ControllerEvent]:

@@ -244,3 +244,17 @@ def test_brokers_a_controller_added_are_registered_before_it_elects_them():
                           "[Controller id=2] Newly added brokers: 1, deleted brokers: , bounced brokers: , all live "
                           "brokers: 1,2", state.format("NewPartition", 1, 0, 0)])
     assert [e.source.line for e in events if isinstance(e.payload, PartitionChange)] == [4] and not norm.held
+
+
+def test_a_broker_registered_after_the_controllers_read_is_not_gone_from_its_cache():
+    """Kafka 2.8.2, seen: broker 1 logs its registration, then a controller just elected logs a cache it read
+    before that (without broker 1), then the cache with it. Broker 1 is registered once, never unregistered."""
+    from schemas.events import BrokerChange
+
+    reg = "Registered broker {} at path /brokers/ids/{} with addresses: PLAINTEXT://h:1, czxid (broker epoch): {}"
+    _, events = _feed([reg.format(2, 2, 57), reg.format(1, 1, 62),
+                       "[Controller id=2] Initialized broker epochs cache: HashMap(2 -> 57)",
+                       "[Controller id=2] Updated broker epochs cache: HashMap(1 -> 62, 2 -> 57)",
+                       "[Controller id=2] Updated broker epochs cache: HashMap(2 -> 57)"])
+    said = [(e.payload.broker_id, e.payload.kind.value) for e in events if isinstance(e.payload, BrokerChange)]
+    assert said == [(2, "REGISTERED"), (1, "REGISTERED"), (1, "UNREGISTERED")]  # gone once a cache listed it
