@@ -159,6 +159,9 @@ def test_a_leaders_isr_updates_in_server_log_in_every_form_since_2_8():
                  "[Partition zkscn-a-0 broker=3] ISR updated to 3,2,1 and version updated to 4",  # 3.1.2 - 3.4.1
                  "[Partition zkscn-a-0 broker=3] ISR updated to 3,2,1  and version updated to 4"):  # 3.5.2 - 3.9.2
         assert evidence(line) == [want], line
+    # as a real 2.8.2 broker wrote it (CTRLAUDIT_KAFKA_3=2.8.2, the scenario of test_real_zookeeper.py)
+    assert evidence("[Partition zkscn-a-1 broker=2] ISR updated to 2,1,3 and version updated to [5]") == [
+        Seen("zkscn-a", 1, 5, leader=2, isr=(2, 1, 3), recovery=R.RECOVERED, from_epoch=4, elr_unstated=True)]
     # as a real 3.9.2 broker wrote it (the scenario of tests/services/zookeeper/test_real_zookeeper.py)
     assert evidence("[Partition zkscn-a-1 broker=1] ISR updated to 3,1,2  and version updated to 5") == [
         Seen("zkscn-a", 1, 5, leader=1, isr=(3, 1, 2), recovery=R.RECOVERED, from_epoch=4, elr_unstated=True)]
