@@ -13,8 +13,8 @@ CaptureGap (KRaft, ZooKeeper, broker logs, live capture, ``--on-error skip``) is
 per source. A gap found late (an import of broker logs notices that a partition's epochs were skipped only when it
 reads a later epoch) names the first source position not known (``from_offset``), before the gap event's own: its
 stretch starts after the last event read before that position, not at the gap event. A gap about some partitions
-only says so in its reason (``partition_reason``): its stretch holds those partitions' state only, and ends at their
-next event.
+only says so in its reason (``partition_reason``; a live ZooKeeper watch's skipped versions of one partition's state
+znode): its stretch holds that partition's state only, and ends at its next event.
 """
 from __future__ import annotations
 
@@ -87,6 +87,8 @@ class CaptureStretch:
 
 
 _PARTITION_REASON = re.compile(r"^(\S+)-(\d+): partition epochs ")
+# a live ZooKeeper watch's skipped versions of one partition's state znode (services/zookeeper/watch.py)
+_STATE_ZNODE_REASON = re.compile(r"^/brokers/topics/([^/\s]+)/partitions/(\d+)/state: versions ")
 
 
 def partition_reason(topic: str, partition: int, text: str) -> str:
@@ -96,7 +98,8 @@ def partition_reason(topic: str, partition: int, text: str) -> str:
 
 
 def _partitions(reason: str) -> tuple[tuple[str, int], ...]:
-    m = _PARTITION_REASON.match(reason)
+    """The partitions a gap is about, from its reason; () for a gap of a whole stretch of its source."""
+    m = _PARTITION_REASON.match(reason) or _STATE_ZNODE_REASON.match(reason)
     return ((m.group(1), int(m.group(2))),) if m else ()
 
 
