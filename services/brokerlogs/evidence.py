@@ -260,8 +260,8 @@ def _unclean(topic: str, partition: int, diff: str, topic_id: str) -> Seen | Non
 
 
 _CREATED_LOG = re.compile(rf"^Created log for partition {_TP} in \S+ with properties \{{(.*)\}}\.?$")
-_REGISTERED = re.compile(r"^Registered broker (\d+) at path /brokers/ids/\d+ with addresses: .*, czxid \(broker epoch\): "
-                         r"(-?\d+)$")
+_REGISTERED = re.compile(r"^Registered broker (\d+) at path /brokers/ids/\d+ with addresses: .*, "
+                         r"czxid \(broker epoch\): (-?\d+)$")
 
 
 def evidence(message: str) -> list[Evidence]:
@@ -463,7 +463,8 @@ _PATTERNS: list[tuple[re.Pattern, Callable]] = [(re.compile(p), reader) for p, r
     (r"New topics: \[.*?\], deleted topics: \[.*?\], new partition replica assignment \[(.*)\]$", _new_topics),
     (r"Deletion of topic (\S+) successfully completed", _zk_topic_deleted),
     (r"(?:Initialized|Updated) broker epochs cache: \w*Map\((.*)\)$", _broker_epochs),
-    (r"^Newly added brokers: ([\d,]*), deleted brokers: [\d,]*, bounced brokers: ([\d,]*), all live brokers", _brokers_added),
+    (r"^Newly added brokers: ([\d,]*), deleted brokers: [\d,]*, bounced brokers: ([\d,]*), all live brokers",
+     _brokers_added),
     (r"In the new epoch (\d+), the leader is (\d+)\.", _kraft_epoch),
     (r"Replayed a FeatureLevelRecord setting feature eligible\.leader\.replicas\.version to ([1-9]\d*)", _elr_enabled),
     (r"Replayed TopicRecord for topic (\S+) with topic ID ([\w-]+)\.", _kraft_topic),

@@ -40,7 +40,7 @@ class Layout:
 # SimpleDateFormat letters -> (regex, strptime); ISO8601 and DEFAULT are log4j's named formats (its %d default)
 _DATE_LETTERS = {"yyyy": (r"\d{4}", "%Y"), "MM": (r"\d\d", "%m"), "dd": (r"\d\d", "%d"), "HH": (r"\d\d", "%H"),
                  "mm": (r"\d\d", "%M"), "ss": (r"\d\d", "%S"), "SSS": (r"\d{3}", "%f")}
-_NAMED_DATES = {"ISO8601": "yyyy-MM-dd HH:mm:ss,SSS", "DEFAULT": "yyyy-MM-dd HH:mm:ss,SSS", "": "yyyy-MM-dd HH:mm:ss,SSS"}
+_NAMED_DATES = {name: "yyyy-MM-dd HH:mm:ss,SSS" for name in ("ISO8601", "DEFAULT", "")}
 _CONVERSION = re.compile(r"%(-?\d*(?:\.\d+)?)([a-zA-Z]+|%)(\{[^}]*\})?")
 _LEVEL = r"(?P<level>TRACE|DEBUG|INFO|WARN|ERROR|FATAL)"
 

@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 from schemas.chain import event_id
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
-    ControllerEvent, LeaderRecoveryState,
-    PartitionChange, PartitionState, Payload, SourceKind, SourcePosition, TopicChange, TopicChangeKind,
+    ControllerEvent, LeaderRecoveryState, PartitionChange, PartitionState, Payload, SourceKind, SourcePosition,
+    TopicChange, TopicChangeKind,
 )
 from schemas.times import iso
 from services.brokerlogs.evidence import (
-    Assigned, BrokerRegistered, BrokersAdded, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicConfigs, TopicCreated, TopicDeleted, Unnumbered,
-    ZooKeeperController, evidence, node_of,
+    Assigned, BrokerRegistered, BrokersAdded, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicConfigs,
+    TopicCreated, TopicDeleted, Unnumbered, ZooKeeperController, evidence, node_of,
 )
 from services.brokerlogs.lines import LogLine
 from services.normalize.classify import change_kinds, election_type

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from schemas.events import LeaderRecoveryState as R
 from services.brokerlogs.evidence import (
-    Assigned, BrokerRegistered, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicConfigs, TopicCreated, TopicDeleted, Unnumbered,
-    ZooKeeperController, evidence, node_of,
+    Assigned, BrokerRegistered, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicConfigs, TopicCreated,
+    TopicDeleted, Unnumbered, ZooKeeperController, evidence, node_of,
 )
 
 ZK = ZooKeeperController()
