@@ -57,9 +57,10 @@ class Seen:
     recovery: LeaderRecoveryState | None = None
     controller_epoch: int | None = None
     from_epoch: int | None = None
-    # a leader's ISR update states the ISR only: where the cluster has eligible leader replicas the controller may
-    # have changed the ELR in the same write, so the ELR is not the epoch before's
-    elr_unstated: bool = False
+    # a leader's own ISR update (server.log): the ISR as the leader holds it, a set printed in its order, which a
+    # ZooKeeper-mode controller wrote as the leader sent it but a KRaft controller orders itself; and no ELR, which
+    # the same write may change where the cluster has eligible leader replicas
+    leader_update: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,7 +335,7 @@ def _leader_isr(m, prefix) -> list[Evidence]:
     # a leader proposes the state it holds, which becoming leader made RECOVERED (KIP-704: an unclean election's
     # RECOVERING ends with the new leader's first AlterPartition)
     return [Seen(prefix.group(7), int(prefix.group(8)), epoch, leader=int(prefix.group(9)), isr=_ints(m.group(1)),
-                 recovery=LeaderRecoveryState.RECOVERED, from_epoch=epoch - 1, elr_unstated=True)]
+                 recovery=LeaderRecoveryState.RECOVERED, from_epoch=epoch - 1, leader_update=True)]
 
 
 def _assigned(m, prefix) -> list[Evidence]:

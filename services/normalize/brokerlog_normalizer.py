@@ -59,7 +59,8 @@ class _Part:
     # lines that disagree on this epoch (a controller's line of a record never committed, which a leader
     # change truncated, against the brokers' lines of the committed one): the epoch is then never emitted
     conflicts: list[str] = field(default_factory=list)
-    elr_unstated: bool = False  # a leader's ISR update said part of it: not the ELR, which that write may change
+    leader_update: bool = False  # a leader's ISR update said part of it: not the ELR, which that write may change
+    isr_unordered: bool = False  # ... and outside ZooKeeper mode the ISR as a set only: whole once a line orders it
 
 
 class BrokerLogNormalizer:
@@ -207,9 +208,18 @@ class BrokerLogNormalizer:
             return out  # an epoch already emitted: stated again by another line
         part = self.parts.setdefault(key, {}).setdefault(s.partition_epoch, _Part())
         part.lines.append(self._where())
+        # outside ZooKeeper mode a leader's ISR is a set: the controller's order is another line's to state
+        unordered = s.leader_update and not self.zookeeper_mode
         for name in ("leader", "leader_epoch", "isr", "replicas", "adding", "removing", "elr", "last_known_elr",
                      "recovery", "controller_epoch"):
             value = getattr(s, name)
+            if name == "isr" and unordered:
+                if "isr" in part.fields and set(part.fields["isr"]) != set(value):
+                    said = f"isr {set(value)} ({self._where()}), {part.fields['isr']} before"
+                    part.conflicts.append(said)
+                    self.conflicts.append(f"{s.topic}-{s.partition} at partition epoch {s.partition_epoch}: {said}")
+                part.isr_unordered = True
+                continue
             if value is not None:
                 if name in part.fields and part.fields[name] != value and name != "controller_epoch":
                     said = f"{name} {value} ({self._where()}), {part.fields[name]} before"
@@ -218,7 +228,7 @@ class BrokerLogNormalizer:
                 part.fields.setdefault(name, value)
         if s.from_epoch is not None and part.from_epoch is None:
             part.from_epoch = s.from_epoch
-        part.elr_unstated = part.elr_unstated or s.elr_unstated
+        part.leader_update = part.leader_update or s.leader_update
         if s.elr or s.last_known_elr:
             self.elr = True
         if s.replicas is not None and s.adding is not None and s.removing is not None:
@@ -268,13 +278,15 @@ class BrokerLogNormalizer:
     def _whole(self, key, part: _Part, current: PartitionState | None) -> PartitionState | None:
         if part.conflicts:
             return None  # which line is right is not for the logs to say: a gap, never a pick
+        if part.isr_unordered and "isr" not in part.fields:
+            return None  # never the epoch before's ISR for one a leader changed
         f = dict(part.fields)
         if part.from_epoch is not None and current is not None and current.partition_epoch == part.from_epoch:
             f = {"leader": current.leader, "leader_epoch": current.leader_epoch, "isr": current.isr,
                  "replicas": current.replicas, "adding": current.adding_replicas,
                  "removing": current.removing_replicas, "elr": current.elr, "last_known_elr": current.last_known_elr,
                  "recovery": current.leader_recovery_state, **f}
-            if part.elr_unstated and self.elr and not self.zookeeper_mode:
+            if part.leader_update and self.elr and not self.zookeeper_mode:
                 for name in ("elr", "last_known_elr"):  # unless a line of this epoch stated them
                     if name not in part.fields:
                         del f[name]

@@ -154,19 +154,19 @@ def test_a_leaders_isr_updates_in_server_log_in_every_form_since_2_8():
     kafka.cluster.Partition, INFO, server.log): the ISR, the partition epoch, and the broker that leads (its
     prefix); leader epoch and assignment are the epoch before's. Its three forms, read from each release's
     Partition class: 2.8-3.0 bracket the version, 3.1-3.4 do not, 3.5+ put "(under-min-isr)" or "" between."""
-    want = Seen("zkscn-a", 0, 4, leader=3, isr=(3, 2, 1), recovery=R.RECOVERED, from_epoch=3, elr_unstated=True)
+    want = Seen("zkscn-a", 0, 4, leader=3, isr=(3, 2, 1), recovery=R.RECOVERED, from_epoch=3, leader_update=True)
     for line in ("[Partition zkscn-a-0 broker=3] ISR updated to 3,2,1 and version updated to [4]",  # 2.8.2, 3.0.2
                  "[Partition zkscn-a-0 broker=3] ISR updated to 3,2,1 and version updated to 4",  # 3.1.2 - 3.4.1
                  "[Partition zkscn-a-0 broker=3] ISR updated to 3,2,1  and version updated to 4"):  # 3.5.2 - 3.9.2
         assert evidence(line) == [want], line
     # as a real 2.8.2 broker wrote it (CTRLAUDIT_KAFKA_3=2.8.2, the scenario of test_real_zookeeper.py)
     assert evidence("[Partition zkscn-a-1 broker=2] ISR updated to 2,1,3 and version updated to [5]") == [
-        Seen("zkscn-a", 1, 5, leader=2, isr=(2, 1, 3), recovery=R.RECOVERED, from_epoch=4, elr_unstated=True)]
+        Seen("zkscn-a", 1, 5, leader=2, isr=(2, 1, 3), recovery=R.RECOVERED, from_epoch=4, leader_update=True)]
     # as a real 3.9.2 broker wrote it (the scenario of tests/services/zookeeper/test_real_zookeeper.py)
     assert evidence("[Partition zkscn-a-1 broker=1] ISR updated to 3,1,2  and version updated to 5") == [
-        Seen("zkscn-a", 1, 5, leader=1, isr=(3, 1, 2), recovery=R.RECOVERED, from_epoch=4, elr_unstated=True)]
+        Seen("zkscn-a", 1, 5, leader=1, isr=(3, 1, 2), recovery=R.RECOVERED, from_epoch=4, leader_update=True)]
     assert evidence("[Partition my-topic-v2-11 broker=2] ISR updated to 2 (under-min-isr) and version updated to 9") \
-        == [Seen("my-topic-v2", 11, 9, leader=2, isr=(2,), recovery=R.RECOVERED, from_epoch=8, elr_unstated=True)]
+        == [Seen("my-topic-v2", 11, 9, leader=2, isr=(2,), recovery=R.RECOVERED, from_epoch=8, leader_update=True)]
     assert node_of("[Partition zkscn-a-0 broker=3] ISR updated to 3 and version updated to 4") == 3
     # a proposal, not a committed state: says nothing
     assert evidence("[Partition zkscn-a-0 broker=3] Shrinking ISR from 3,2,1 to 3,2. Leader: (highWatermark: 5, "

@@ -100,14 +100,26 @@ def test_a_leaders_isr_update_is_the_epoch_before_with_its_isr():
     """server.log's ``[Partition t-p broker=N] ISR updated to .. and version updated to V``: V whole from V-1 (leader
     N, leader epoch and assignment kept); from any other epoch nothing; with ELR on (KRaft) the ELR is unstated."""
     isr = "[Partition t-0 broker=1] ISR updated to 1,2  and version updated to {v}"
-    _, events = _feed([_reg(0, 3, 1, "[1]", "[1, 2]", le=2), isr.format(v=4)])
+    zk = "[Controller id=2] Sending update metadata request"  # ZooKeeper mode: the ISR is written as the leader sent it
+    _, events = _feed([zk, _reg(0, 3, 1, "[1]", "[1, 2]", le=2), isr.format(v=4)])
     assert _states(events)[-1] == (0, 4, 1, (1, 2), (1, 2))
     assert [e.payload.after.leader_epoch for e in events if isinstance(e.payload, PartitionChange)] == [2, 2]
-    _, events = _feed([_reg(0, 3, 1, "[1]", "[1, 2]"), isr.format(v=5)])  # epoch 4 never seen: a part only
+    _, events = _feed([zk, _reg(0, 3, 1, "[1]", "[1, 2]"), isr.format(v=5)])  # epoch 4 never seen: a part only
     assert [s[1] for s in _states(events)] == [3] and "t-0: partition epochs 5" in _gaps(events)[-1]
     feature = "[QuorumController id=1] Replayed a FeatureLevelRecord setting feature eligible.leader.replicas.version to 1"
     _, events = _feed([feature, _reg(0, 3, 1, "[1]", "[1, 2]"), isr.format(v=4)])
     assert [s[1] for s in _states(events)] == [3]
+
+
+def test_outside_zookeeper_mode_a_leaders_isr_is_a_set_whose_order_another_line_gives():
+    """KRaft 4.3.1, seen: the leader logs "ISR updated to 3,2", the controller's record (and describe) says [2, 3].
+    Alone it never makes an epoch whole (nor does the epoch before's ISR); with a line that orders it, that order."""
+    update = "[Partition t-0 broker=1] ISR updated to 2,1  and version updated to 4"
+    _, events = _feed([_reg(0, 3, 1, "[1]", "[1, 2]"), update])
+    assert [s[1] for s in _states(events)] == [3]
+    _, events = _feed([_reg(0, 3, 1, "[1]", "[1, 2]"), update, _reg(0, 4, 1, "[1, 2]", "[1, 2]")])
+    assert _states(events)[-1] == (0, 4, 1, (1, 2), (1, 2))
+    assert not [g for g in _gaps(events) if "disagree" in g]
 
 
 def test_deleted_topics_stay_deleted_when_a_restarted_controller_replays_them():
