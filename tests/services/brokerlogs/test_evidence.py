@@ -162,6 +162,9 @@ def test_a_leaders_isr_updates_in_server_log_in_every_form_since_2_8():
     # as a real 2.8.2 broker wrote it (CTRLAUDIT_KAFKA_3=2.8.2, the scenario of test_real_zookeeper.py)
     assert evidence("[Partition zkscn-a-1 broker=2] ISR updated to 2,1,3 and version updated to [5]") == [
         Seen("zkscn-a", 1, 5, leader=2, isr=(2, 1, 3), recovery=R.RECOVERED, from_epoch=4, leader_update=True)]
+    # as a real 3.3.2 broker wrote it
+    assert evidence("[Partition zkscn-b-0 broker=1] ISR updated to 1,3 and version updated to 11") == [
+        Seen("zkscn-b", 0, 11, leader=1, isr=(1, 3), recovery=R.RECOVERED, from_epoch=10, leader_update=True)]
     # as a real 3.9.2 broker wrote it (the scenario of tests/services/zookeeper/test_real_zookeeper.py)
     assert evidence("[Partition zkscn-a-1 broker=1] ISR updated to 3,1,2  and version updated to 5") == [
         Seen("zkscn-a", 1, 5, leader=1, isr=(3, 1, 2), recovery=R.RECOVERED, from_epoch=4, leader_update=True)]
