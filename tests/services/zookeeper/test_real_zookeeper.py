@@ -505,5 +505,9 @@ def test_broker_logs_at_every_mark_equal_describe_or_say_they_do_not_know(scenar
               f"states compared, {equal} equal ({lines} describe lines equal), {flagged} flagged uncertain "
               f"({share:.1%}), {len(silent)} silent mismatches")
         assert not silent, "\n".join(silent)
+        # the goal: at most 5 % not known. 3.0's controller states no partition epoch when it removes a replica
+        # from an ISR (its brokers do not state each epoch whole either, as 2.8's do): 61 % in the run that wrote
+        # this, every one of them flagged
+        assert share <= 0.05 or (3, 0) <= version_tuple(release) < (3, 1), share
     finally:
         store.close()
