@@ -75,7 +75,7 @@ def timeline(store: Store, point: Point, topic: str, partition: int, since_seq: 
     found = tuple(_change(r) for r in rows)
     if found:  # changes of the partition may be missing wherever a stretch was not read after its first one
         point = point.depending_on(gaps.between(store.con, point.cluster_id, found[0].seq, point.seq))
-    return TimelineResult(point, topic, partition, found)
+    return TimelineResult(point.about(topic, partition), topic, partition, found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +123,7 @@ def explain(store: Store, *, seq: int | None = None, event_id: str | None = None
                                      AND topic = $t AND "partition" = $p AND seq < $s""",
                                  {"c": cluster, "t": ch.topic, "p": ch.partition, "s": ch.seq}).fetchall()[0][0]
     point = store.point(seq=ch.seq, cluster_id=cluster).depending_on(
-        gaps.between(store.con, cluster, previous, ch.seq) if previous is not None else ())
+        gaps.between(store.con, cluster, previous, ch.seq) if previous is not None else ()).about(ch.topic, ch.partition)
     b, a = ch.before, ch.after
     prev_leader = b.leader if b else None
     new_leader = a.leader if a else None

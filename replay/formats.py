@@ -1,8 +1,9 @@
 """Renderings of query results: Kafka's `kafka-topics --describe` layout, JSON, rich tables, and
 text for diff, timeline and explain.
 
-`describe` prints exactly the lines of Kafka 4.x TopicCommand (TopicDescription.printDescription and
-PartitionDescription.printDescription): nothing else, so its output compares line by line with the
+`describe` prints exactly the lines of Kafka 3.7+'s TopicCommand (TopicDescription.printDescription and
+PartitionDescription.printDescription; ``Elr: N/A`` and ``LastKnownElr: N/A`` for a ZooKeeper-mode cluster,
+whose brokers answer Metadata without them): nothing else, so its output compares line by line with the
 real tool's. Say "as of ..." with `as_of_line` separately (e.g. on stderr).
 """
 from __future__ import annotations
@@ -61,12 +62,16 @@ def replication_factor(state: PartitionState) -> int:
     return len(state.replicas) - len(state.adding_replicas)
 
 
-def describe_partition(row: PartitionRow) -> str:
+def describe_partition(row: PartitionRow, zookeeper_mode: bool = False) -> str:
+    """One partition line as Kafka 3.7+'s TopicCommand prints it: a ZooKeeper-mode broker answers Metadata
+    without ELR fields, and the tool prints ``N/A`` for those."""
     s = row.state
     line = (f"\tTopic: {row.topic}\tPartition: {row.partition}\tLeader: {s.leader if s.leader >= 0 else 'none'}"
             f"\tReplicas: {_ids(s.replicas)}\tIsr: {_ids(s.isr)}")
     if s.adding_replicas or s.removing_replicas:  # listPartitionReassignments has an entry only then
         line += f"\tAdding Replicas: {_ids(s.adding_replicas)}\tRemoving Replicas: {_ids(s.removing_replicas)}"
+    if zookeeper_mode:
+        return line + "\tElr: N/A\tLastKnownElr: N/A"
     return line + f"\tElr: {_ids(s.elr)}\tLastKnownElr: {_ids(s.last_known_elr)}"
 
 
@@ -91,7 +96,7 @@ def describe(result: StateResult, topics_with_overrides: bool = False) -> str:
                  f"\tReplicationFactor: {replication_factor(rows[0].state)}")
         lines.append(head + "\tConfigs: " + ",".join(f"{k}={v}" for k, v in configs.items()))
         if not topics_with_overrides:
-            lines.extend(describe_partition(r) for r in rows)
+            lines.extend(describe_partition(r, result.zookeeper_mode) for r in rows)
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -122,6 +127,13 @@ def _state(s: PartitionState | None) -> dict[str, Any] | None:
     return None if s is None else _plain(s)
 
 
+def _uncertain(point: Point, topic: str, partition: int) -> dict[str, Any] | None:
+    """A partition's state at `point` is not known as fact when the point falls in a stretch nobody read that
+    holds it: since when, until when and why (the first such stretch; ``stretches``: how many), else null."""
+    held = point.uncertain_about(topic, partition)
+    return dict(held[0].as_json(), stretches=len(held)) if held else None
+
+
 def to_json(result: StateResult | DiffResult | TimelineResult | Explanation | HealthResult) -> str:
     """Stable JSON (sorted keys) of any query result, with the point(s) it is current to."""
     match result:
@@ -134,11 +146,13 @@ def to_json(result: StateResult | DiffResult | TimelineResult | Explanation | He
                 },
                 "partitions": [
                     {"topic": r.topic, "topic_id": r.topic_id, "partition": r.partition, "since_seq": r.since_seq,
-                     "since_time_ms": r.since_time_ms, "state": _state(r.state)} for r in result.partitions],
+                     "since_time_ms": r.since_time_ms, "state": _state(r.state),
+                     "uncertain": _uncertain(result.point, r.topic, r.partition)} for r in result.partitions],
             }
         case HealthResult():
             body = {"as_of": _point(result.point), "kind": result.kind, "rule": result.rule,
-                    "partitions": [{"topic": r.topic, "partition": r.partition, "state": _state(r.state)}
+                    "partitions": [{"topic": r.topic, "partition": r.partition, "state": _state(r.state),
+                                    "uncertain": _uncertain(result.point, r.topic, r.partition)}
                                    for r in result.partitions]}
         case DiffResult():
             body = {

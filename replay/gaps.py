@@ -8,11 +8,17 @@ inside it, by seq, by time or by source position, may miss changes that happened
 that lists or compares the changes of a span containing it. Such answers carry the stretch (``Point.uncertain``)
 and say WARNING in their header and an ``uncertain`` entry in JSON.
 
-The stretch is derived from the gap event and its neighbours in the chain, so every CaptureGap (KRaft, ZooKeeper,
-broker logs, live capture, ``--on-error skip``) is treated alike, with no special case per source.
+The stretch is derived from the gap event, its source positions and its neighbours in the chain, so every
+CaptureGap (KRaft, ZooKeeper, broker logs, live capture, ``--on-error skip``) is treated alike, with no special case
+per source. A gap found late (an import of broker logs notices that a partition's epochs were skipped only when it
+reads a later epoch) names the first source position not known (``from_offset``), before the gap event's own: its
+stretch starts after the last event read before that position, not at the gap event. A gap about some partitions
+only says so in its reason (``partition_reason``; a live ZooKeeper watch's skipped versions of one partition's state
+znode): its stretch holds that partition's state only, and ends at its next event.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import duckdb
@@ -38,6 +44,14 @@ class CaptureStretch:
     to_offset: int
     positions: str  # what the offsets count: offsets, zxids, log records
     reason: str
+    partitions: tuple[tuple[str, int], ...] = ()  # (topic, partition) whose state it holds; (): every partition
+
+    def about(self, topic: str, partition: int) -> bool:
+        """Whether this stretch holds the state of `topic`-`partition`."""
+        return not self.partitions or (topic, partition) in self.partitions
+
+    def names(self) -> str:
+        return ", ".join(f"{t}-{p}" for t, p in self.partitions) if self.partitions else "every partition"
 
     def contains_seq(self, seq: int) -> bool:
         return self.from_seq < seq and (self.to_seq < 0 or seq < self.to_seq)
@@ -64,12 +78,41 @@ class CaptureStretch:
                  else "to the end of the history")
         return f"not read: {source} {before} {after}, gap event seq {self.gap_seq}: {self.reason}"
 
+    def as_json(self) -> dict[str, object]:
+        """Since when and until when the state it holds is unknown, and why (a partition's ``uncertain``)."""
+        return {"since_seq": self.from_seq, "since_time": times.show(self.from_time_ms) if self.from_time_ms >= 0
+                else None, "until_seq": self.to_seq if self.to_seq >= 0 else None,
+                "until_time": times.show(self.to_time_ms) if self.to_time_ms >= 0 else None,
+                "gap_seq": self.gap_seq, "reason": self.reason}
+
+
+_PARTITION_REASON = re.compile(r"^(\S+)-(\d+): partition epochs ")
+# a live ZooKeeper watch's skipped versions of one partition's state znode (services/zookeeper/watch.py)
+_STATE_ZNODE_REASON = re.compile(r"^/brokers/topics/([^/\s]+)/partitions/(\d+)/state: versions ")
+
+
+def partition_reason(topic: str, partition: int, text: str) -> str:
+    """The reason of a gap about one partition's epochs only (``t-p: partition epochs ...``): the one form
+    `stretches` reads the partition from, written by the normalizers that find such gaps."""
+    return f"{topic}-{partition}: partition epochs {text}"
+
+
+def _partitions(reason: str) -> tuple[tuple[str, int], ...]:
+    """The partitions a gap is about, from its reason; () for a gap of a whole stretch of its source."""
+    m = _PARTITION_REASON.match(reason) or _STATE_ZNODE_REASON.match(reason)
+    return ((m.group(1), int(m.group(2))),) if m else ()
+
 
 def stretches(con: duckdb.DuckDBPyConnection, cluster_id: str, *, up_to_seq: int | None = None) -> list[CaptureStretch]:
     """Every stretch of `cluster_id` whose gap event is at or before `up_to_seq` (None: all), in seq order."""
     cond, args = ("AND seq <= ?", [up_to_seq]) if up_to_seq is not None else ("", [])
-    gap_rows = con.execute(f"""SELECT seq, gap_from, gap_to, source_kind, reason FROM events
-                               WHERE cluster_id = ? AND kind = 'CaptureGap' {cond} ORDER BY seq""",
+    # `before`: the last event read (of the gap's source kind) at a position before the gap's first missing one;
+    # earlier than the gap's neighbour for a gap found late
+    gap_rows = con.execute(f"""SELECT seq, gap_from, gap_to, source_kind, reason,
+                                      (SELECT max(e.seq) FROM events e WHERE e.cluster_id = g.cluster_id
+                                         AND e.seq < g.seq AND e.kind <> 'CaptureGap' AND e.source_kind = g.source_kind
+                                         AND e.source_offset >= 0 AND e.source_offset < g.gap_from) AS before
+                               FROM events g WHERE cluster_id = ? AND kind = 'CaptureGap' {cond} ORDER BY seq""",
                            [cluster_id, *args]).fetchall()
     if not gap_rows:
         return []
@@ -83,21 +126,43 @@ def stretches(con: duckdb.DuckDBPyConnection, cluster_id: str, *, up_to_seq: int
         while hi in gap_seqs:
             hi += 1
         bounds[seq] = (lo, hi)
-    wanted = sorted({s for b in bounds.values() for s in b if s >= 0})
+    partitions = {r[0]: _partitions(r[4] or "") for r in gap_rows}
+    ends = _next_partition_events(con, cluster_id, [(seq, p) for seq, ps in partitions.items() for p in ps])
+    wanted = sorted({s for b in bounds.values() for s in b if s >= 0} | {r[5] for r in gap_rows if r[5] is not None}
+                    | set(ends.values()))
     known = dict(con.execute("SELECT seq, event_time_ms FROM events WHERE cluster_id = ? AND seq IN "
                              "(SELECT unnest(?::BIGINT[]))", [cluster_id, wanted]).fetchall())
     out = []
-    for seq, gap_from, gap_to, source_kind, reason in gap_rows:
+    for seq, gap_from, gap_to, source_kind, reason, before in gap_rows:
         lo, hi = bounds[seq]
         if lo not in known:
             lo = _neighbour(con, cluster_id, seq, before=True)
-        if hi not in known:
+        if before is not None and before < lo:
+            lo = before
+        if partitions[seq]:  # the partition's state is unknown until its next event, whatever comes between
+            hi = ends.get(seq, -1)
+        elif hi not in known:
             hi = _neighbour(con, cluster_id, seq, before=False)
         out.append(CaptureStretch(
             seq, lo, hi, known.get(lo, -1) if lo >= 0 else -1, known.get(hi, -1) if hi >= 0 else -1,
             gap_from if gap_from is not None else -1, gap_to if gap_to is not None else -1,
-            _KIND_POSITIONS.get(source_kind, "source positions"), reason or ""))
+            _KIND_POSITIONS.get(source_kind, "source positions"), reason or "", partitions[seq]))
     return out
+
+
+def _next_partition_events(con: duckdb.DuckDBPyConnection, cluster_id: str,
+                           wanted: list[tuple[int, tuple[str, int]]]) -> dict[int, int]:
+    """gap seq -> the seq of the first PartitionChange of its partition after it (none: not in the result)."""
+    if not wanted:
+        return {}
+    rows = con.execute("""SELECT w.g, min(e.seq) FROM (SELECT unnest(?::BIGINT[]) AS g, unnest(?::VARCHAR[]) AS t,
+                                                              unnest(?::INTEGER[]) AS p) w
+                          JOIN events e ON e.cluster_id = ? AND e.kind = 'PartitionChange' AND e.topic = w.t
+                                       AND e.partition = w.p AND e.seq > w.g
+                          GROUP BY w.g""",
+                       [[g for g, _ in wanted], [t for _, (t, _) in wanted], [p for _, (_, p) in wanted],
+                        cluster_id]).fetchall()
+    return {g: s for g, s in rows}
 
 
 def _neighbour(con: duckdb.DuckDBPyConnection, cluster_id: str, seq: int, *, before: bool) -> int:

@@ -60,6 +60,8 @@ class StateResult:
     cluster_defaults: dict[str, str]  # dynamic cluster-wide broker configs (BROKER "")
     # Partitions of each topic as of the point, also when only some of them were asked for (--partition).
     partition_counts: dict[str, int] = None  # type: ignore[assignment]
+    # the cluster ran in ZooKeeper mode at the point: no eligible leader replicas there (describe says N/A)
+    zookeeper_mode: bool = False
 
 
 Topics = str | list[str] | tuple[str, ...] | None  # one topic, several (a --topic regex resolved), or all
@@ -157,7 +159,21 @@ def state_as_of(store: Store, point: Point, topic: Topics = None, partition: int
         counts = {r["values"]: r["counts"] for r in pc.value_counts(c[0]).to_pylist()}
     else:
         counts = partition_counts(store, point, topics)
-    return StateResult(point, parts, overrides, effective, dict(defaults), counts)
+    return StateResult(point, parts, overrides, effective, dict(defaults), counts, zookeeper_mode(store, point))
+
+
+def zookeeper_mode(store: Store, point: Point) -> bool:
+    """Whether the cluster ran in ZooKeeper mode at `point`: its event there was read from ZooKeeper, or (an
+    import of broker logs, whose events are BROKER_LOG in both modes) the logs held a ZooKeeper-mode controller's
+    registered-brokers cache, the only broker registrations a broker-log import makes (KRaft's are not logged
+    whole). A migrated history is ZooKeeper's before its cutover and KRaft's after."""
+    if point.source_kind == "ZOOKEEPER":
+        return True
+    if point.source_kind != "BROKER_LOG":
+        return False
+    return store.con.execute(
+        "SELECT 1 FROM events WHERE cluster_id = ? AND source_kind = 'BROKER_LOG' AND kind = 'BrokerChange' LIMIT 1",
+        [point.cluster_id]).fetchall() != []
 
 
 def partition_counts(store: Store, point: Point, topics: list[str]) -> dict[str, int]:

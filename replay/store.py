@@ -60,10 +60,22 @@ class Point:
         for g in self.gaps:
             text += f"; WARNING {g.describe()}"
         for u in self.uncertain:
-            text += f"; WARNING state may be incomplete, {u.describe()}"
+            if u.partitions:  # a gap about some partitions: their state here is not known, the rest's is
+                text += f"; WARNING state of {u.names()} not known here (shown: the last known), {u.describe()}"
+            else:
+                text += f"; WARNING state may be incomplete, {u.describe()}"
         if self.note:
             text += f"; {self.note}"
         return text
+
+    def uncertain_about(self, topic: str, partition: int) -> tuple[CaptureStretch, ...]:
+        """The stretches this point falls in that hold `topic`-`partition`'s state (every partition's or its own)."""
+        return tuple(u for u in self.uncertain if u.about(topic, partition))
+
+    def about(self, topic: str, partition: int) -> Point:
+        """This point, for an answer about `topic`-`partition` only: the stretches that hold other partitions go."""
+        held = self.uncertain_about(topic, partition)
+        return self if held == self.uncertain else replace(self, uncertain=held)
 
     def depending_on(self, stretches: Iterable[CaptureStretch]) -> Point:
         """This point, for an answer that also depends on `stretches` (the changes of a span holding them)."""

@@ -168,6 +168,8 @@ class Cluster:
     first_topic_seq: int | None = None
     # isr_elr_sanity: min.insync.replicas by scope -> value, seq
     min_isr: dict[str, tuple[int | None, int]] = field(default_factory=dict)
+    # unclean_election_allowed: the seq of the first BrokerChange read from broker logs (ZooKeeper mode's only)
+    zk_broker_log_since: int | None = None
     # reassignment_legal, ZooKeeper mode: per (topic id, partition) the highest leader epoch and latest seq of a start
     zk_starts: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
 

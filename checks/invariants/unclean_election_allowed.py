@@ -11,7 +11,8 @@
   KIP-966's last-known-leader election (ISR and ELR empty, LastKnownElr = [new leader], RECOVERING);
   else `unclean_election_not_allowed`.
 - `unclean_election_without_recovering`: an unclean election that leaves the partition RECOVERED,
-  sources other than ZooKeeper only (KIP-704).
+  sources other than ZooKeeper only (KIP-704): ZooKeeper's, and broker logs once a BrokerChange was read from
+  them (only a ZooKeeper-mode cluster's logs state one).
 """
 from __future__ import annotations
 
@@ -68,6 +69,14 @@ def on_partition_change(c: Cluster, part: Partition, r: Row, transition: bool, u
     else:
         alert(out, r, "unclean_election_allowed", "unclean_election_not_allowed", expected, what, 1,
               related_seq=config_seq)
-    if r["a_recovery"] == "RECOVERED" and r["source_kind"] is not None and r["source_kind"] != "ZOOKEEPER":
+    zk_log = r["source_kind"] == "BROKER_LOG" and c.zk_broker_log_since is not None and \
+        c.zk_broker_log_since < r["seq"]
+    if r["a_recovery"] == "RECOVERED" and r["source_kind"] is not None and r["source_kind"] != "ZOOKEEPER" \
+            and not zk_log:
         alert(out, r, "unclean_election_allowed", "unclean_election_without_recovering",
               "leader recovery state RECOVERING after an unclean election", what, 1)
+
+
+def on_broker_change(c: Cluster, r: Row, state: str, out: list[Alert]) -> None:
+    if r["source_kind"] == "BROKER_LOG" and c.zk_broker_log_since is None:
+        c.zk_broker_log_since = r["seq"]

@@ -50,6 +50,13 @@ effective AS (
   FROM candidates c
   LEFT JOIN config_resolved r ON c.cluster_id = r.cluster_id AND c.seq = r.seq
 ),
+-- ZooKeeper-mode broker logs (the cluster's import holds a BrokerChange read from them: only a ZooKeeper
+-- controller's registered-brokers cache and a ZooKeeper broker's registration state one), from that event on:
+-- a ZooKeeper-mode source, not held to KIP-704 (before 3.2 its lines state no recovery state at all)
+zk_broker_logs AS (
+  SELECT cluster_id, min(seq) AS since FROM events
+  WHERE kind = 'BrokerChange' AND source_kind = 'BROKER_LOG' GROUP BY cluster_id
+),
 described AS (
   SELECT *,
          CASE WHEN level IS NULL THEN 'unclean.leader.election.enable=false (Kafka default)'
@@ -77,7 +84,9 @@ SELECT cluster_id, seq, config_seq AS related_seq,
        CAST(1 AS BIGINT) AS magnitude
 FROM described
 UNION ALL
-SELECT cluster_id, seq, CAST(NULL AS BIGINT), 'unclean_election_without_recovering', 'violated', CAST(NULL AS STRING),
-       'leader recovery state RECOVERING after an unclean election', what, CAST(1 AS BIGINT)
-FROM described
-WHERE a_recovery = 'RECOVERED' AND source_kind <> 'ZOOKEEPER'
+SELECT d.cluster_id, d.seq, CAST(NULL AS BIGINT), 'unclean_election_without_recovering', 'violated',
+       CAST(NULL AS STRING), 'leader recovery state RECOVERING after an unclean election', d.what, CAST(1 AS BIGINT)
+FROM described d
+LEFT JOIN zk_broker_logs z ON d.cluster_id = z.cluster_id
+WHERE d.a_recovery = 'RECOVERED' AND d.source_kind <> 'ZOOKEEPER'
+  AND NOT (d.source_kind = 'BROKER_LOG' AND z.since IS NOT NULL AND z.since < d.seq)

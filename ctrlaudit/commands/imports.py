@@ -148,38 +148,44 @@ def zk(
     said.json(lambda: _summary(cluster, out, report, written, last))
 
 
-@imports.command("logs", short_help="Brokers' state-change and controller logs -> an archive.")
+@imports.command("logs", short_help="Brokers' state-change, controller and server logs -> an archive.")
 @user_errors
 def logs(
-    paths: list[Path] = typer.Argument(..., help="Each broker's log directory, or state-change.log / controller.log "
-                                                 "files (rotated and .gz ones too)."),
+    paths: list[Path] = typer.Argument(..., help="Each broker's log directory, or state-change.log / controller.log / "
+                                                 "server.log files (rotated and .gz ones too)."),
     out: Path = typer.Option(..., "--out", help="Archive directory to write."),
     cluster_id: str = typer.Option(None, "--cluster-id",
                                    help="Default: the id the logs state (a KRaft controller's, or server.log's)."),
-    timezone: str = typer.Option("UTC", "--timezone",
+    timezone: str = typer.Option("UTC", "--log-timezone", "--timezone",
                                  help="The zone of the brokers' clocks: log4j writes local time without one."),
+    log_pattern: str = typer.Option(None, "--log-pattern",
+                                    help="The brokers' log4j ConversionPattern, when not Kafka's [%d] %p %m (%c)%n "
+                                         "(e.g. '%d{ISO8601} %-5p [%t] %c - %m%n')."),
     json_path: Path = JSON_OUT, force: bool = FORCE,
 ) -> None:
-    """Read Kafka's own state-change.log and controller.log of every broker (ZooKeeper mode and KRaft), merged in
-    time order, into ControllerEvents: each partition state the lines state whole, with its file and line;
+    """Read Kafka's own state-change.log, controller.log and server.log of every broker (ZooKeeper mode and KRaft),
+    merged in time order, into ControllerEvents: each partition state the lines state whole, with its file and line;
     what they state only in part, or not at all, is a capture gap."""
     from services.archive.writer import continuation
-    from services.normalize.logs_offline import cluster_id_of_logs, import_log_events, zone
+    from services.normalize.logs_offline import cluster_id_of_logs, import_log_events, log_layout, zone
     from services.normalize.offline import ImportReport
     from services.normalize.redaction import patterns
 
     patterns()
     zone(timezone)
     refuse_outputs({"--json": json_path}, force=force, inputs=paths, directories={"--out": out})
+    lay = log_layout(log_pattern)
     report = ImportReport()
-    cluster = given_cluster_id(cluster_id) or cluster_id_of_logs([Path(p) for p in paths]) or "unknown-cluster"
+    cluster = given_cluster_id(cluster_id) or cluster_id_of_logs([Path(p) for p in paths], lay) or "unknown-cluster"
     last = continuation(out, cluster)
-    events = import_log_events(paths, cluster, tz=timezone, report=report)
+    events = import_log_events(paths, cluster, tz=timezone, report=report, lay=lay)
     written, writer = _append(out, cluster, events, last)
     said = Output(json_path)
     said.say(f"cluster {cluster}: {report.records:,} log lines from {len(report.files)} file(s) -> "
              f"{report.events:,} events in {len(written)} archive file(s) under {out}"
              + (f" (continuing its chain after seq {last.last_seq})" if last is not None else ""))
+    said.say(f"log times read as {timezone} time (log4j writes the brokers' local time without a zone; "
+             "--log-timezone to say another)")
     shown = report.gaps[:20]
     for gap in shown:
         said.say(f"capture gap: {gap}")

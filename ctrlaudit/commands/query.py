@@ -125,6 +125,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"give at most one of the filters (got {', '.join(flags)}), as kafka-topics")
         with _open(store) as s:
             point = _point(s, cluster, seq, offset, time)
+            zookeeper_mode = queries.zookeeper_mode(s, point)
             names = None
             if topic is not None or exclude_internal:
                 names = (topics.resolve(s, point, topic, exclude_internal) if topic is not None else
@@ -147,7 +148,7 @@ def register(app: typer.Typer) -> None:
             return
 
         def describe() -> str:
-            body = ("".join(formats.describe_partition(r) + "\n" for r in result.partitions)
+            body = ("".join(formats.describe_partition(r, zookeeper_mode) + "\n" for r in result.partitions)
                     if isinstance(result, queries.HealthResult)
                     else formats.describe(result, topics_with_overrides=with_overrides))
             return formats.as_of_line(result.point) + "\n" + body

@@ -15,6 +15,14 @@ controller.log, whose ``kafka.controller`` logger Kafka's shipped config keeps a
 KRaft controller (``[QuorumController id=N]``): ``In the new epoch E, the leader is N``, ``Replayed TopicRecord``,
 ``Replayed RemoveTopicRecord``, ``Replayed PartitionRecord for new partition ... PartitionRegistration(...)``,
 ``UNCLEAN partition change for t-p ...: isr: [1] -> [3], leader: 1 -> 3, ..., partitionEpoch: 1 -> 2``.
+A partition's leader (``[Partition t-p broker=N]``, logger ``kafka.cluster.Partition``, server.log, INFO): every ISR
+change it made through AlterIsr/AlterPartition, once the controller committed it (2.7+; from 3.3 the ZooKeeper-mode
+controller no longer logs these, and a KRaft controller logs them at DEBUG only): ``ISR updated to 3,2,1 and
+version updated to [2]`` (2.8-3.0), ``... and version updated to 2`` (3.1-3.4), ``ISR updated to 3,2,1  and version
+updated to 2`` or ``... 3,2 (under-min-isr) and version ...`` (3.5+).
+Lines without a prefix (server.log): a replica's ``Created log for partition t-0 in DIR with properties {k=v, ...}``
+(LogManager: its topic's overrides) and a ZooKeeper-mode broker's ``Registered broker N at path /brokers/ids/N with
+addresses: ..., czxid (broker epoch): E`` (KafkaZkClient).
 Brokers (``[Broker id=N]``, both modes): ``Leader t-p ... starts at leader epoch`` (leader, ISR), ``Follower t-p
 starts at leader epoch`` (leader only), and ``Skipped the become-leader/follower state change ... partition state
 LeaderAndIsrPartitionState(...)`` (3.x) or ``partition registration PartitionRegistration(...)`` (4.2+): whole.
@@ -50,6 +58,10 @@ class Seen:
     recovery: LeaderRecoveryState | None = None
     controller_epoch: int | None = None
     from_epoch: int | None = None
+    # a leader's own ISR update (server.log): the ISR as the leader holds it, a set printed in its order, which a
+    # ZooKeeper-mode controller wrote as the leader sent it but a KRaft controller orders itself; and no ELR, which
+    # the same write may change where the cluster has eligible leader replicas
+    leader_update: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +114,31 @@ class LiveBrokers:
 
 
 @dataclass(frozen=True, slots=True)
+class BrokerRegistered:
+    """A ZooKeeper-mode broker's own line once its ``/brokers/ids/<id>`` znode is created (KafkaZkClient, server.log,
+    2.8-3.9: ``Registered broker 3 at path /brokers/ids/3 with addresses: ..., czxid (broker epoch): 134``). It
+    comes before the controller reacts (elects it, then logs its cache), as the znode does in ZooKeeper's log."""
+    broker: int
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokersAdded:
+    """A ZooKeeper-mode controller saw brokers register (``Newly added brokers: 3, deleted brokers: , bounced
+    brokers: 2, all live brokers: 1,2,3``): it elects them next, and states their epochs only after."""
+    added: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigs:
+    """A topic's config overrides, all of them, as a broker read them when it created a replica's log (LogManager,
+    server.log, 2.8+: ``Created log for partition t-0 in /dir/t-0 with properties {k=v, ...}``, sorted, sensitive
+    values ``(redacted)``): what allows an unclean election of that topic, which no other line states."""
+    topic: str
+    configs: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ElrEnabled:
     """A KRaft controller replayed ``eligible.leader.replicas.version`` at a level >= 1: partitions may have ELRs."""
 
@@ -112,10 +149,10 @@ class ZooKeeperController:
 
 
 Evidence = Seen | Unnumbered | Assigned | ControllerElected | TopicCreated | TopicDeleted | LiveBrokers | ElrEnabled | \
-    ZooKeeperController
+    ZooKeeperController | TopicConfigs | BrokerRegistered | BrokersAdded
 
 _PREFIX = re.compile(r"^\[(Controller id=(\d+)(?: epoch=(\d+))?|Broker id=(\d+)|QuorumController id=(\d+)|"
-                     r"Topic Deletion Manager (\d+))\] ")
+                     r"Topic Deletion Manager (\d+)|Partition (\S+)-(\d+) broker=(\d+))\] ")
 _TP = r"(\S+)-(\d+)"
 _TOPIC_ID = r"(?:Some\(([\w-]+)\)|None|([\w-]{22}))"
 
@@ -128,7 +165,7 @@ def node_of(message: str) -> int:
     m = _PREFIX.match(message)
     if m is None:
         return -1
-    digits = next(g for g in (m.group(2), m.group(4), m.group(5), m.group(6)) if g is not None)
+    digits = next(g for g in (m.group(2), m.group(4), m.group(5), m.group(6), m.group(9)) if g is not None)
     return int(digits) if len(digits) <= 10 and int(digits) in INT32 else -1
 
 
@@ -246,8 +283,10 @@ def _ints_of(value: object) -> Iterator[int]:
 def _checked(said: list[Evidence]) -> list[Evidence]:
     """`said`, when every number in it fits the type Kafka gives it (int32; a broker's epoch, a czxid: int64)."""
     for ev in said:
-        bounds = INT64 if isinstance(ev, LiveBrokers) else INT32
         for f in fields(ev):
+            # a broker's epoch is its registration's czxid; LiveBrokers pairs ids with such epochs
+            wide = isinstance(ev, LiveBrokers) or (isinstance(ev, BrokerRegistered) and f.name == "epoch")
+            bounds = INT64 if wide else INT32
             bad = next((n for n in _ints_of(getattr(ev, f.name)) if n not in bounds), None)
             if bad is not None:
                 raise UnreadableLine(f"{f.name} {str(bad)[:20]}{'…' if len(str(bad)) > 20 else ''} is beyond "
@@ -255,21 +294,35 @@ def _checked(said: list[Evidence]) -> list[Evidence]:
     return said
 
 
+_CREATED_LOG = re.compile(rf"^Created log for partition {_TP} in \S+ with properties \{{(.*)\}}\.?$")
+_REGISTERED = re.compile(r"^Registered broker (\d+) at path /brokers/ids/\d+ with addresses: .*, "
+                         r"czxid \(broker epoch\): (-?\d+)$")
+
+
 def evidence(message: str) -> list[Evidence]:
     """What a log message (its text after the level) says, or [] for a message that says nothing of state.
     UnreadableLine when it is in a form read here but holds what no Kafka writes."""
+    try:
+        return _checked(_said(message))
+    except ValueError as exc:  # int() of more digits than Python converts (4300)
+        raise UnreadableLine(f"a number longer than any Kafka writes ({str(exc)[:60]})") from None
+
+
+def _said(message: str) -> list[Evidence]:
     prefix = _PREFIX.match(message)
     if prefix is None:
-        return []
+        created = _CREATED_LOG.match(message)  # LogManager's and KafkaZkClient's: no logIdent
+        if created is None:
+            registered = _REGISTERED.match(message)
+            return [BrokerRegistered(int(registered.group(1)), int(registered.group(2)))] if registered else []
+        pairs = re.findall(r"([\w.]+)=(.*?)(?=, [\w.]+=|$)", created.group(3))
+        return [TopicConfigs(created.group(1), tuple((k, v) for k, v in pairs if v != "(redacted)"))]
     text = message[prefix.end():]
     said: list[Evidence] = [ZooKeeperController()] if prefix.group(2) is not None else []
     for pattern, reader in _PATTERNS:
         m = pattern.search(text)
         if m is not None:
-            try:
-                return _checked(said + reader(m, prefix))
-            except ValueError as exc:  # int() of more digits than Python converts (4300)
-                raise UnreadableLine(f"a number longer than any Kafka writes ({str(exc)[:60]})") from None
+            return said + reader(m, prefix)
     return said
 
 
@@ -313,6 +366,20 @@ def _isr_altered(m, prefix) -> list[Evidence]:
     return [Seen(m.group(1), int(m.group(2)), epoch, isr=_ints(m.group(3)), from_epoch=epoch - 1)]
 
 
+def _leader_isr(m, prefix) -> list[Evidence]:
+    # Partition.scala, after the controller answered the leader's AlterIsr/AlterPartition: the request named
+    # the leader epoch and the partition epoch the leader held (a write of any other is refused), and every
+    # committed change moves the partition epoch by one. So: this broker leads at the epoch before's leader
+    # epoch, with this ISR, at `version`; the assignment is the epoch before's
+    if prefix.group(7) is None:
+        return []
+    epoch = int(m.group(2))
+    # a leader proposes the state it holds, which becoming leader made RECOVERED (KIP-704: an unclean election's
+    # RECOVERING ends with the new leader's first AlterPartition)
+    return [Seen(prefix.group(7), int(prefix.group(8)), epoch, leader=int(prefix.group(9)), isr=_ints(m.group(1)),
+                 recovery=LeaderRecoveryState.RECOVERED, from_epoch=epoch - 1, leader_update=True)]
+
+
 def _assigned(m, prefix) -> list[Evidence]:
     a = _assignment(m.group(1), int(m.group(2)), m.group(3))
     return [a] if a else []
@@ -345,6 +412,10 @@ def _new_topics(m, prefix) -> list[Evidence]:
 
 def _zk_topic_deleted(m, prefix) -> list[Evidence]:
     return [TopicDeleted(m.group(1))]
+
+
+def _brokers_added(m, prefix) -> list[Evidence]:
+    return [BrokersAdded(_ints(m.group(1)) + _ints(m.group(2)))]
 
 
 def _broker_epochs(m, prefix) -> list[Evidence]:
@@ -427,6 +498,7 @@ _PATTERNS: list[tuple[re.Pattern, Callable]] = [(re.compile(p), reader) for p, r
     (rf"ISR for partition {_TP} updated to LeaderAndIsr\((.*)\)\.?$", _online),
     (rf"ISR for partition {_TP} updated to \[([\d,]*)\] and zkVersion updated to \[(\d+)\]$", _isr_altered),
     (rf"Updated leader epoch for partition {_TP} to (\d+), zkVersion=(\d+)", _leader_epoch),
+    (r"^ISR updated to ([\d,]+) (?:\(under-min-isr\) | )?and version updated to \[?(\d+)\]?$", _leader_isr),
     (rf"Successfully updated assignment of partition {_TP} to ReplicaAssignment\(([^)]*)\)", _assigned),
     (rf"Sent LeaderAndIsr request (\(.*?\)) with new replica assignment ReplicaAssignment\(([^)]*)\) to leader "
      rf"-?\d+ for partition being reassigned {_TP}$", _reassigning),
@@ -434,6 +506,8 @@ _PATTERNS: list[tuple[re.Pattern, Callable]] = [(re.compile(p), reader) for p, r
     (r"New topics: \[.*?\], deleted topics: \[.*?\], new partition replica assignment \[(.*)\]$", _new_topics),
     (r"Deletion of topic (\S+) successfully completed", _zk_topic_deleted),
     (r"(?:Initialized|Updated) broker epochs cache: \w*Map\((.*)\)$", _broker_epochs),
+    (r"^Newly added brokers: ([\d,]*), deleted brokers: [\d,]*, bounced brokers: ([\d,]*), all live brokers",
+     _brokers_added),
     (r"In the new epoch (\d+), the leader is (\d+)\.", _kraft_epoch),
     (r"Replayed a FeatureLevelRecord setting feature eligible\.leader\.replicas\.version to ([1-9]\d*)", _elr_enabled),
     (r"Replayed TopicRecord for topic (\S+) with topic ID ([\w-]+)\.", _kraft_topic),

@@ -12,20 +12,19 @@ import heapq
 import re
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from schemas.errors import ContractError
+from services.brokerlogs.layout import KAFKA, Layout
 
-LOG_NAMES = ("state-change.log", "controller.log")
-_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)[,.](\d{3})\] (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) (.*) "
-                   r"\(([^()\s]+)\)$")
-_START = re.compile(r"^\[\d{4}-\d\d-\d\d")
+# server.log holds the leaders' own ISR updates (kafka.cluster.Partition): from Kafka 3.3 the only line of them
+# in a ZooKeeper-mode cluster at the shipped log levels
+LOG_NAMES = ("state-change.log", "controller.log", "server.log")
 
 
 class BadLogs(ContractError):
-    """The given paths hold no Kafka state-change or controller log, or one that cannot be read."""
+    """The given paths hold no Kafka state-change, controller or server log, or one that cannot be read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +37,9 @@ class LogLine:
     logger: str
 
 
-def log_files(paths: Sequence[Path]) -> list[list[Path]]:
+def log_files(paths: Sequence[Path], layout: Layout = KAFKA) -> list[list[Path]]:
     """The logs to read, one list per log (a directory's ``state-change.log`` with its rotated files, oldest
-    first). Directories are searched (not recursively beyond ``logs/``) for the two names; files are taken
+    first). Directories are searched (not recursively beyond ``logs/``) for the LOG_NAMES; files are taken
     as they are."""
     found: list[Path] = []
     for p in paths:
@@ -52,11 +51,47 @@ def log_files(paths: Sequence[Path]) -> list[list[Path]]:
         else:
             raise BadLogs(f"{p}: no such file or directory")
     if not found:
-        raise BadLogs("no state-change.log or controller.log (or rotated ones) in " + ", ".join(map(str, paths)))
+        raise BadLogs("no state-change.log, controller.log or server.log (or rotated ones) in " +
+                      ", ".join(map(str, paths)))
     groups: dict[tuple[Path, str], list[Path]] = {}
     for f in dict.fromkeys(found):
         groups.setdefault((f.parent, _base(f)), []).append(f)
-    return [sorted(fs, key=_age) for _, fs in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))]
+    return [_in_order(fs, layout) for _, fs in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))]
+
+
+def _in_order(files: list[Path], layout: Layout) -> list[Path]:
+    """One log's files oldest first by what they hold (the time of their first line), not by their names: a rotated
+    file renamed, copied under another name or numbered by another scheme still comes in its place. Files with
+    no line in the layout keep the place their names give (_age), among the others by it."""
+    by_name = sorted(files, key=_age)
+    if len(files) < 2:
+        return by_name
+    firsts = {f: _first_time(f, layout) for f in files}
+    dated = sorted((f for f in by_name if firsts[f] is not None), key=lambda f: firsts[f] or 0)
+    it = iter(dated)
+    return [next(it) if firsts[f] is not None else f for f in by_name]
+
+
+def _first_time(f: Path, layout: Layout, head_lines: int = 1000) -> int | None:
+    """The time of the first line in the layout, read as UTC (the zone does not matter: one log, one clock)."""
+    opener = gzip.open if f.name.endswith(".gz") else open
+    try:
+        with opener(f, "rt", encoding="utf-8", errors="replace", newline="\n") as fh:
+            for n, raw in enumerate(fh):
+                m = layout.regex.match(raw.rstrip("\r\n"))
+                if m is not None:
+                    try:
+                        return layout.time_ms(m, _UTC)
+                    except ValueError:
+                        return None
+                if n >= head_lines:
+                    break
+    except (OSError, EOFError):
+        return None  # read_log says what is wrong with it, where
+    return None
+
+
+_UTC = ZoneInfo("UTC")
 
 
 def _base(f: Path) -> str:
@@ -75,30 +110,44 @@ def _age(f: Path) -> tuple:
     return (0, 0, suffix)  # log4j's dated suffixes (yyyy-MM-dd-HH) sort as text
 
 
-def read_log(files: Sequence[Path], tz: ZoneInfo, unparsed: list[str] | None = None) -> Iterator[LogLine]:
+def read_log(files: Sequence[Path], tz: ZoneInfo, unparsed: list[str] | None = None,
+             layout: Layout = KAFKA) -> Iterator[LogLine]:
     """The lines of one log's files in order; lines in no known layout are counted in `unparsed` (their
     file and number), never guessed at. A file that is not a text log is refused (``_not_text``)."""
     for f in files:
-        for n, text, m in _matched(f):
+        # a line that opens in the layout but does not close in it: the first line of a message on several lines
+        # (server.log's config dumps), closed by a later line that ends as the layout does; or one cut short, or
+        # another layout's, which no later line closes
+        opened: str | None = None
+        for n, text, m in _matched(f, layout):
             if m is None:
-                if unparsed is not None and _START.match(text):
-                    unparsed.append(f"{f}:{n}")
+                if layout.start is not None and layout.start.match(text):
+                    if opened is not None and unparsed is not None:
+                        unparsed.append(opened)
+                    opened = f"{f}:{n}"
+                elif opened is not None and (layout.end is None or layout.end.search(text)):
+                    opened = None  # a message on several lines, whole: no state is stated that way
                 continue  # a continuation (stack trace) or a blank line
+            if opened is not None and unparsed is not None:
+                unparsed.append(opened)
+            opened = None
             try:
-                time_ms = _epoch_ms(m.group(1), m.group(2), tz)
-            except (ValueError, OverflowError):  # a time no clock writes (month 31): not a line of the layout
+                at = layout.time_ms(m, tz)
+            except (ValueError, OverflowError):  # a date no calendar has (month 13)
                 if unparsed is not None:
                     unparsed.append(f"{f}:{n}")
                 continue
-            yield LogLine(str(f), n, time_ms, m.group(3), m.group(4), m.group(5))
+            yield LogLine(str(f), n, at, m.group("level"), m.group("message"), m.group("logger"))
+        if opened is not None and unparsed is not None:
+            unparsed.append(opened)
 
 
-def check_text(files: Iterable[Path], head_bytes: int = 1 << 16) -> None:
+def check_text(files: Iterable[Path], head_bytes: int = 1 << 16, layout: Layout = KAFKA) -> None:
     """Refuse a file that is not a text log from its first `head_bytes`, before anything is imported (read_log
     refuses one whose damage comes later when it gets there)."""
     for f in files:
         read = 0
-        lines = _matched(f)
+        lines = _matched(f, layout)
         for _, text, _ in lines:
             read += len(text) + 1
             if read > head_bytes:  # the layout rule is judged at the end of a file: read_log's, for a longer one
@@ -106,16 +155,16 @@ def check_text(files: Iterable[Path], head_bytes: int = 1 << 16) -> None:
                 break
 
 
-def _matched(f: Path) -> Generator[tuple[int, str, re.Match[str] | None], None, None]:
+def _matched(f: Path, layout: Layout) -> Generator[tuple[int, str, re.Match[str] | None], None, None]:
     """(line number, text, its match of the layout or None) of each line of a file that is a text log; a file
     that is not is refused (_TextCheck)."""
     opener = gzip.open if f.name.endswith(".gz") else open
     try:
         with opener(f, "rt", encoding="utf-8", errors="surrogateescape", newline="\n") as fh:
-            text_check = _TextCheck(f)
+            text_check = _TextCheck(f, layout)
             for n, raw in enumerate(_lines(fh, f), 1):
                 text = text_check.line(n, raw.rstrip("\r\n"))
-                m = _LINE.match(text)
+                m = layout.regex.match(text)
                 text_check.in_layout = text_check.in_layout or m is not None
                 yield n, text, m
             text_check.end()
@@ -148,8 +197,9 @@ class _TextCheck:
     """Whether one file is a Kafka log4j text log: no NUL byte, at most MAX_INVALID_BYTES bytes that are not
     UTF-8, and, if it holds anything but blank lines, at least one line in the layout."""
 
-    def __init__(self, f: Path) -> None:
+    def __init__(self, f: Path, layout: Layout) -> None:
         self.file = f
+        self.layout = layout
         self.invalid = 0
         self.first_invalid: int | None = None  # its line
         self.first_text: int | None = None  # the first line that is not blank
@@ -173,8 +223,10 @@ class _TextCheck:
 
     def end(self) -> None:
         if self.first_text is not None and not self.in_layout:
-            raise BadLogs(f"{self.file}: line {self.first_text}: not a Kafka log: no line in the log4j layout Kafka "
-                          "ships ([yyyy-MM-dd HH:mm:ss,SSS] LEVEL message (logger))")
+            shape = "Kafka ships ([yyyy-MM-dd HH:mm:ss,SSS] LEVEL message (logger))" if self.layout is KAFKA \
+                else f"--log-pattern {self.layout.pattern!r}"
+            raise BadLogs(f"{self.file}: line {self.first_text}: not read: no line in the log4j layout {shape}; "
+                          "give the brokers' layout with --log-pattern (log4j's ConversionPattern)")
 
     def _refusal(self, n: int, char: str | None, what: str) -> BadLogs:
         return BadLogs(f"{self.file}: byte {self._offset(n, char)} (line {n}): not a text log: {what}")
@@ -196,11 +248,6 @@ class _TextCheck:
                     return at
                 at += len(raw)
         return "?"
-
-
-def _epoch_ms(stamp: str, millis: str, tz: ZoneInfo) -> int:
-    t = datetime.strptime(stamp.replace("T", " "), "%Y-%m-%d %H:%M:%S").replace(tzinfo=tz)
-    return int(t.timestamp()) * 1000 + int(millis)
 
 
 def merged(logs: Iterable[Iterator[LogLine]]) -> Iterator[LogLine]:

@@ -284,7 +284,9 @@ def shell_image(cluster_or_tools, file: Path | str) -> ShellImage:
 def zk_stable_mark(cluster, name: str, *, settle: float = 0.5, timeout: float = 60, until=None) -> Mark:
     """A mark on a ZooKeeper-mode cluster (``ZkKafkaCluster``): ZooKeeper's last zxid, describe, the last zxid
     again; accepted when no transaction happened in between (and ``until`` holds), so the state as of that
-    zxid is what describe showed. The controller is the broker the brokers name (after /controller's write)."""
+    zxid is what describe showed, and so is the state at ``time_ms`` (taken after describe answered, before the
+    zxid was read again: the brokers' logs are asked by time). The controller is the broker the brokers name
+    (after /controller's write)."""
     deadline = time.monotonic() + timeout
     last_err = ""
     while True:
@@ -292,9 +294,10 @@ def zk_stable_mark(cluster, name: str, *, settle: float = 0.5, timeout: float = 
             before = cluster.zookeeper.last_zxid()
             time.sleep(settle)
             described = describe(cluster)
+            at = int(time.time() * 1000)
             after = cluster.zookeeper.last_zxid()
             if before == after and (until is None or until(described)):
-                return Mark(name, after, described, cluster.active_controller())
+                return Mark(name, after, described, cluster.active_controller(), time_ms=at)
             last_err = f"zxid moved {before:#x} -> {after:#x}" if before != after else "condition not met"
         except Exception as e:  # noqa: BLE001 - a tool run against a broker that just died: try again
             last_err = str(e)

@@ -30,20 +30,24 @@ from dataclasses import dataclass, field
 
 from schemas.chain import event_id
 from schemas.events import (
-    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ControllerChange, ControllerEvent, LeaderRecoveryState,
-    PartitionChange, PartitionState, Payload, SourceKind, SourcePosition, TopicChange, TopicChangeKind,
+    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
+    ControllerEvent, LeaderRecoveryState, PartitionChange, PartitionState, Payload, SourceKind, SourcePosition,
+    TopicChange, TopicChangeKind,
 )
 from schemas.times import iso
 from services.brokerlogs.evidence import (
-    Assigned, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicCreated, TopicDeleted, Unnumbered,
-    UnreadableLine, ZooKeeperController, evidence, node_of,
+    Assigned, BrokerRegistered, BrokersAdded, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicConfigs,
+    TopicCreated, TopicDeleted, Unnumbered, UnreadableLine, ZooKeeperController, evidence, node_of,
 )
 from services.brokerlogs.lines import LogLine
 from services.normalize.classify import change_kinds, election_type
 from replay.delta import ImageBuilder
+from replay.gaps import partition_reason
 from replay.image import ClusterImage
 
 _REQUIRED = ("leader", "leader_epoch", "isr")
+# how long lines wait for a controller's cache line after it added brokers (it follows within milliseconds)
+HOLD_MS = 10_000
 
 
 @dataclass
@@ -55,6 +59,8 @@ class _Part:
     # lines that disagree on this epoch (a controller's line of a record never committed, which a leader
     # change truncated, against the brokers' lines of the committed one): the epoch is then never emitted
     conflicts: list[str] = field(default_factory=list)
+    leader_update: bool = False  # a leader's ISR update said part of it: not the ELR, which that write may change
+    isr_unordered: bool = False  # ... and outside ZooKeeper mode the ISR as a set only: whole once a line orders it
 
 
 class BrokerLogNormalizer:
@@ -73,7 +79,13 @@ class BrokerLogNormalizer:
         self.assignments: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
         self.parts: dict[tuple[str, int], dict[int, _Part]] = {}
         self.unnumbered: dict[tuple[str, int], int] = {}  # partition -> the epoch an unnumbered write followed
+        # partition -> the log record of its last state emitted: a gap found later about it starts after that
+        # record (the writes the logs do not state came between), not where the import noticed it
+        self.known_at: dict[tuple[str, int], int] = {}
         self.records = 0  # lines read: an event's position is the line's place in the merged logs
+        self._record = 0  # the place of the line being read
+        self.listed: set[tuple[int, int]] = set()  # (broker, epoch) a controller's cache listed
+        self.held: list[tuple[LogLine, int]] = []  # lines waiting for a controller's cache line (_hold), with places
         self.gaps: list[str] = []
         self.conflicts: list[str] = []
         self.zookeeper_mode = False  # a ZooKeeper-mode controller's lines are among the logs
@@ -84,10 +96,40 @@ class BrokerLogNormalizer:
     # --- input ---------------------------------------------------------------------------------
 
     def feed(self, line: LogLine) -> list[ControllerEvent]:
-        self._line, self._index = line, 0
         self.records += 1
+        if self.held:
+            return self._hold(line)
+        return self._read(line, self.records)
+
+    def _hold(self, line: LogLine) -> list[ControllerEvent]:
+        """While a ZooKeeper-mode controller acts on brokers it added: its cache line, which states their epochs,
+        comes after it elected them (KafkaController.processBrokerChange logs it last). The lines between wait for
+        it, and the registrations are placed at the line that added the brokers; a controller that never logs the
+        cache (killed) releases them as read after HOLD_MS."""
+        added, record = self.held[0]
+        said = evidence(line.message)
+        cache = next((e for e in said if isinstance(e, LiveBrokers)), None)
+        if cache is not None and node_of(line.message) == node_of(added.message):
+            held, self.held = self.held, []
+            self._line, self._index, self._record = added, 0, record
+            out = self._brokers(cache)
+            for waiting, at in held[1:]:
+                out += self._read(waiting, at)
+            return out + self._read(line, self.records)
+        if line.time_ms - added.time_ms <= HOLD_MS:
+            self.held.append((line, self.records))
+            return []
+        held, self.held = self.held, []
+        out = []
+        for waiting, at in held[1:]:
+            out += self._read(waiting, at)
+        return out + self._read(line, self.records)
+
+    def _read(self, line: LogLine, record: int) -> list[ControllerEvent]:
+        """What line number `record` of the merged logs states."""
+        self._line, self._index, self._record = line, 0, record
         out: list[ControllerEvent] = []
-        if self.records == 1:
+        if record == 1:
             out.append(self._gap(f"history before {iso(line.time_ms)} (the oldest line of the logs given) is not "
                                  f"in them; partitions are known from the first lines that state them whole"))
         try:
@@ -114,17 +156,29 @@ class BrokerLogNormalizer:
                 self.zookeeper_mode = True
             elif isinstance(ev, ElrEnabled):
                 self.elr = True
+            elif isinstance(ev, TopicConfigs):
+                out += self._topic_configs(ev)
+            elif isinstance(ev, BrokerRegistered):
+                out += self._registered(ev)
+            elif isinstance(ev, BrokersAdded):
+                if ev.added:
+                    self.held = [(line, record)]
             else:  # pragma: no cover - an evidence kind without a handler is a bug, never skipped
                 raise TypeError(f"no handler for {type(ev).__name__}")
         return out
 
     def finish(self) -> list[ControllerEvent]:
-        """At the end of the logs: epochs stated only in part are gaps."""
+        """At the end of the logs: lines held for a cache line that never came are read; epochs stated only in part
+        are gaps."""
         out = []
+        held, self.held = self.held, []
+        for waiting, at in held[1:]:
+            out += self._read(waiting, at)
         for key in sorted(self.parts):
             pending = self.parts.pop(key)
             if pending:
-                out.append(self._gap(self._partial(key, pending, "after the last state the logs give")))
+                out.append(self._gap(self._partial(key, pending, "after the last state the logs give"),
+                                     self._unknown_from(key), -1))
         return out
 
     # --- partitions -------------------------------------------------------------------------------
@@ -159,9 +213,18 @@ class BrokerLogNormalizer:
             return out  # an epoch already emitted: stated again by another line
         part = self.parts.setdefault(key, {}).setdefault(s.partition_epoch, _Part())
         part.lines.append(self._where())
+        # outside ZooKeeper mode a leader's ISR is a set: the controller's order is another line's to state
+        unordered = s.leader_update and not self.zookeeper_mode
         for name in ("leader", "leader_epoch", "isr", "replicas", "adding", "removing", "elr", "last_known_elr",
                      "recovery", "controller_epoch"):
             value = getattr(s, name)
+            if name == "isr" and unordered:
+                if "isr" in part.fields and set(part.fields["isr"]) != set(value):
+                    said = f"isr {set(value)} ({self._where()}), {part.fields['isr']} before"
+                    part.conflicts.append(said)
+                    self.conflicts.append(f"{s.topic}-{s.partition} at partition epoch {s.partition_epoch}: {said}")
+                part.isr_unordered = True
+                continue
             if value is not None:
                 if name in part.fields and part.fields[name] != value and name != "controller_epoch":
                     said = f"{name} {value} ({self._where()}), {part.fields[name]} before"
@@ -170,6 +233,7 @@ class BrokerLogNormalizer:
                 part.fields.setdefault(name, value)
         if s.from_epoch is not None and part.from_epoch is None:
             part.from_epoch = s.from_epoch
+        part.leader_update = part.leader_update or s.leader_update
         if s.elr or s.last_known_elr:
             self.elr = True
         if s.replicas is not None and s.adding is not None and s.removing is not None:
@@ -188,10 +252,11 @@ class BrokerLogNormalizer:
         if self.unnumbered.get(key) == current.partition_epoch:
             return []  # the gap from this epoch on is named already
         self.unnumbered[key] = current.partition_epoch
-        return [self._gap(f"{u.topic}-{u.partition}: partition epochs after {current.partition_epoch} are stated "
-                          f"whole in no log given; {self._where()} states leader {u.leader}, leader epoch "
-                          f"{u.leader_epoch}, ISR {list(u.isr)} without the partition epoch written (Kafka "
-                          f"before 3.1)")]
+        return [self._gap(partition_reason(u.topic, u.partition,
+                                           f"after {current.partition_epoch} are stated whole in no log given; "
+                                           f"{self._where()} states leader {u.leader}, leader epoch {u.leader_epoch}, "
+                                           f"ISR {list(u.isr)} without the partition epoch written (Kafka before "
+                                           f"3.1)"), self._unknown_from(key), -1)]
 
     def _emit_whole(self, key: tuple[str, int], tid: str) -> list[ControllerEvent]:
         """Emit the newest epoch of `key` the lines state whole; what is skipped to reach it is a gap."""
@@ -206,7 +271,8 @@ class BrokerLogNormalizer:
             low = current.partition_epoch + 1 if current is not None else None
             restated = bool(skipped or (low is not None and epoch > low))
             if restated:
-                out.append(self._gap(self._partial(key, skipped, f"before epoch {epoch}", low, epoch - 1)))
+                out.append(self._gap(self._partial(key, skipped, f"before epoch {epoch}", low, epoch - 1),
+                                     self._unknown_from(key), self._record - 1))
             for e in [e for e in pending if e <= epoch]:
                 del pending[e]
             # after a gap the state is a restatement (bootstrap, as a snapshot's), not one transition: the
@@ -217,12 +283,18 @@ class BrokerLogNormalizer:
     def _whole(self, key, part: _Part, current: PartitionState | None) -> PartitionState | None:
         if part.conflicts:
             return None  # which line is right is not for the logs to say: a gap, never a pick
+        if part.isr_unordered and "isr" not in part.fields:
+            return None  # never the epoch before's ISR for one a leader changed
         f = dict(part.fields)
         if part.from_epoch is not None and current is not None and current.partition_epoch == part.from_epoch:
             f = {"leader": current.leader, "leader_epoch": current.leader_epoch, "isr": current.isr,
                  "replicas": current.replicas, "adding": current.adding_replicas,
                  "removing": current.removing_replicas, "elr": current.elr, "last_known_elr": current.last_known_elr,
                  "recovery": current.leader_recovery_state, **f}
+            if part.leader_update and self.elr and not self.zookeeper_mode:
+                for name in ("elr", "last_known_elr"):  # unless a line of this epoch stated them
+                    if name not in part.fields:
+                        del f[name]
         if not all(n in f for n in _REQUIRED):
             return None
         if self.zookeeper_mode:
@@ -274,10 +346,14 @@ class BrokerLogNormalizer:
                          f"({', '.join(p.lines[:3])})"
                          + (f", lines disagree: {'; '.join(p.conflicts[:3])}" if p.conflicts else "")
                          for e, p in sorted(parts.items()))
-        span = f"partition epochs {low}..{high}" if low is not None and high is not None and low <= high else \
-            "partition epochs " + ", ".join(map(str, sorted(parts)))
-        text = f"{key[0]}-{key[1]}: {span} {where} are stated whole in no log given"
+        span = f"{low}..{high}" if low is not None and high is not None and low <= high else \
+            ", ".join(map(str, sorted(parts)))
+        text = partition_reason(key[0], key[1], f"{span} {where} are stated whole in no log given")
         return text + (f"; stated in part: {said}" if said else "")
+
+    def _unknown_from(self, key: tuple[str, int]) -> int:
+        """The first log record at which `key`'s state is not known: the one after its last state emitted."""
+        return self.known_at[key] + 1 if key in self.known_at else self._record
 
     # --- topics, controllers, brokers --------------------------------------------------------------
 
@@ -306,6 +382,16 @@ class BrokerLogNormalizer:
         self.deleted_ids.add(tid)
         return out + [self._emit(TopicChange(TopicChangeKind.DELETED, d.name, tid))]
 
+    def _topic_configs(self, c: TopicConfigs) -> list[ControllerEvent]:
+        """A broker created a replica's log with all of its topic's overrides: a ConfigChange per key that differs
+        from the image's (an override gone since is gone from the list). Topic configs hold no secrets."""
+        if c.topic not in self.topic_ids:
+            return []  # a log of a topic no line created (or a deleted one): not this history's topic
+        new = dict(c.configs)
+        held = self.delta.configs_of(ConfigResourceType.TOPIC, c.topic)
+        return [self._emit(ConfigChange(ConfigResourceType.TOPIC, c.topic, name, new.get(name), held.get(name)))
+                for name in sorted(set(new) | set(held)) if new.get(name) != held.get(name)]
+
     def _controller(self, c: ControllerElected) -> list[ControllerEvent]:
         if c.epoch <= self.epoch:
             return []  # the same election stated by another node, or an older one
@@ -315,34 +401,55 @@ class BrokerLogNormalizer:
         return [self._emit(ControllerChange(c.node, c.epoch, prev[0], prev[1]))]
 
     def _brokers(self, live: LiveBrokers) -> list[ControllerEvent]:
-        """ZooKeeper mode: the registered brokers and their epochs (czxids), as the controller's cache holds them."""
+        """ZooKeeper mode: the registered brokers and their epochs (czxids), as the controller's cache holds them.
+        The cache is the controller's last read of /brokers/ids: a broker whose own line registered it after that
+        read (seen on 2.8: a controller elected as the broker starts) is missing from it, not gone. A broker is
+        gone when a cache that listed it at its epoch no longer does."""
         out = []
         now = dict(live.epochs)
         for bid in sorted(set(self.delta.broker_ids()) | set(now)):
             before = self.delta.broker(bid)
+            if before is not None and bid not in now and (bid, before.epoch) not in self.listed:
+                continue  # registered after the controller's read: not in its cache yet
             if before is not None and (bid not in now or now[bid] != before.epoch):
                 out.append(self._emit(BrokerChange(bid, BrokerChangeKind.UNREGISTERED, before, None)))
                 before = None
             if before is None and bid in now:
                 after = BrokerState(bid, now[bid], fenced=False)
                 out.append(self._emit(BrokerChange(bid, BrokerChangeKind.REGISTERED, None, after)))
+        self.listed |= set(now.items())
         return out
+
+    def _registered(self, r: BrokerRegistered) -> list[ControllerEvent]:
+        """A broker's own registration (ZooKeeper mode): the controller acts on it (elects the broker) before its
+        cache line says so, so this is when the history has it. The same epoch the cache states later is no change."""
+        before = self.delta.broker(r.broker)
+        if before is not None and before.epoch == r.epoch:
+            return []
+        out = [self._emit(BrokerChange(r.broker, BrokerChangeKind.UNREGISTERED, before, None))] if before else []
+        after = BrokerState(r.broker, r.epoch, fenced=False)
+        return out + [self._emit(BrokerChange(r.broker, BrokerChangeKind.REGISTERED, None, after))]
 
     # --- events -----------------------------------------------------------------------------------
 
     def _where(self) -> str:
         return f"{self._line.file}:{self._line.line}" if self._line is not None else "?"
 
-    def _gap(self, reason: str) -> ControllerEvent:
+    def _gap(self, reason: str, from_record: int | None = None, to_record: int | None = None) -> ControllerEvent:
+        """A gap at this line; `from_record`..`to_record` (-1: until stated again), the log records it holds when
+        it was found later than it began (replay.gaps reads the stretch from them)."""
         self.gaps.append(reason)
-        return self._emit(CaptureGap(self.records, self.records, reason))
+        return self._emit(CaptureGap(self._record if from_record is None else from_record,
+                                     self._record if to_record is None else to_record, reason))
 
     def _emit(self, payload: Payload, bootstrap: bool = False) -> ControllerEvent:
         line = self._line
         assert line is not None
-        source = SourcePosition(SourceKind.BROKER_LOG, self.records, self._index, node_of(line.message), None,
+        source = SourcePosition(SourceKind.BROKER_LOG, self._record, self._index, node_of(line.message), None,
                                 line.file, line.line)
         self._index += 1
+        if isinstance(payload, PartitionChange):
+            self.known_at[(payload.topic, payload.partition)] = self._record
         epoch = self.epoch
         event = ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, line.time_ms,
                                 self.clock(), self.leaders_by_epoch.get(epoch, -1), epoch, payload,

@@ -1,5 +1,5 @@
-"""Offline import from Kafka's own logs: every broker's ``state-change.log`` and ``controller.log`` (rotated
-files too), merged in time order -> ControllerEvents (see ``brokerlog_normalizer`` for what is and is not
+"""Offline import from Kafka's own logs: every broker's ``state-change.log``, ``controller.log`` and ``server.log``
+(rotated files too), merged in time order -> ControllerEvents (see ``brokerlog_normalizer`` for what is and is not
 inferred). The counterpart of ``offline.py`` and ``zk_offline.py`` for incidents with no metadata log or
 ZooKeeper data left, or from before capture ran."""
 from __future__ import annotations
@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from schemas import names
 from schemas.events import ControllerEvent
+from services.brokerlogs.layout import KAFKA, BadLayout, Layout, layout
 from services.brokerlogs.lines import BadLogs, check_text, log_files, merged, read_log
 from services.normalize.brokerlog_normalizer import BrokerLogNormalizer
 from services.normalize.offline import BadImport, ImportReport
@@ -24,9 +25,19 @@ def zone(name: str) -> ZoneInfo:
         raise BadImport(f"--timezone {name!r}: not a time zone name (e.g. UTC, Europe/Berlin)") from None
 
 
-def plan_logs(paths: Sequence[Path]) -> list[list[Path]]:
+def log_layout(pattern: str | None) -> Layout:
+    """The brokers' log4j layout: Kafka's shipped one, or the ConversionPattern given (--log-pattern)."""
+    if pattern is None:
+        return KAFKA
     try:
-        return log_files(paths)
+        return layout(pattern)
+    except BadLayout as exc:
+        raise BadImport(str(exc)) from None
+
+
+def plan_logs(paths: Sequence[Path], lay: Layout = KAFKA) -> list[list[Path]]:
+    try:
+        return log_files(paths, lay)
     except BadLogs as exc:
         raise BadImport(str(exc)) from None
 
@@ -34,15 +45,15 @@ def plan_logs(paths: Sequence[Path]) -> list[list[Path]]:
 _CLUSTER_ID = re.compile(r"Creating new QuorumController with clusterId ([\w-]+)|\bCluster ID = ([\w-]+)")
 
 
-def cluster_id_of_logs(paths: Sequence[Path]) -> str | None:
+def cluster_id_of_logs(paths: Sequence[Path], lay: Layout = KAFKA) -> str | None:
     """Kafka's cluster id as the logs state it: a KRaft controller's ``Creating new QuorumController with
     clusterId``, or a broker's ``Cluster ID =`` in the server.log beside the given logs. Logs of two clusters
     are refused: merged, they would make one history of two."""
-    logs = plan_logs(paths)
+    logs = plan_logs(paths, lay)
     found: dict[str, str] = {}
-    candidates = [f for log in logs for f in log if f.name.startswith("controller.log")]
+    candidates = [f for log in logs for f in log if f.name.startswith(("controller.log", "server.log"))]
     candidates += sorted({f.parent / "server.log" for log in logs for f in log if (f.parent / "server.log").is_file()})
-    for f in candidates:
+    for f in dict.fromkeys(candidates):
         with open(f, encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 if "Cluster" in line or "clusterId" in line:
@@ -56,25 +67,26 @@ def cluster_id_of_logs(paths: Sequence[Path]) -> str | None:
 
 
 def import_log_events(paths: Sequence[str | Path], cluster_id: str, tz: str = "UTC",
-                      report: ImportReport | None = None) -> Iterator[ControllerEvent]:
+                      report: ImportReport | None = None, lay: Layout = KAFKA) -> Iterator[ControllerEvent]:
     """The events of the logs at `paths`. The files are found, and each one's start checked to be a text log,
     now: a binary file is refused before anything is written."""
     report = report if report is not None else ImportReport()
-    logs = plan_logs([Path(p) for p in paths])
+    logs = plan_logs([Path(p) for p in paths], lay)
     zi = zone(tz)
     try:
-        check_text(f for log in logs for f in log)
+        check_text((f for log in logs for f in log), layout=lay)
     except BadLogs as exc:
         raise BadImport(str(exc)) from None
-    return _events(logs, cluster_id, zi, report)
+    return _events(logs, cluster_id, zi, report, lay)
 
 
-def _events(logs: list[list[Path]], cluster_id: str, zi: ZoneInfo, report: ImportReport) -> Iterator[ControllerEvent]:
+def _events(logs: list[list[Path]], cluster_id: str, zi: ZoneInfo, report: ImportReport,
+            lay: Layout) -> Iterator[ControllerEvent]:
     report.files += [str(f) for log in logs for f in log]
     norm = BrokerLogNormalizer(cluster_id)
     unparsed: list[str] = []
     try:
-        for line in merged(read_log(log, zi, unparsed) for log in logs):
+        for line in merged(read_log(log, zi, unparsed, lay) for log in logs):
             report.records += 1
             for event in norm.feed(line):
                 report.events += 1
@@ -86,4 +98,5 @@ def _events(logs: list[list[Path]], cluster_id: str, zi: ZoneInfo, report: Impor
         yield event
     report.gaps += norm.gaps
     if unparsed:
-        report.gaps.append(f"{len(unparsed)} line(s) in no log4j layout Kafka ships, not read (first: {unparsed[0]})")
+        report.gaps.append(f"{len(unparsed)} line(s) not in the log4j layout (cut short, or another layout), not read "
+                           f"(first: {unparsed[0]})")

@@ -25,8 +25,8 @@ from pathlib import PurePath
 from schemas.chain import event_id
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
-    ControllerEvent, PartitionChange, PartitionState, Payload, SourceKind, SourcePosition, TopicChange,
-    TopicChangeKind, UnknownRecord,
+    ControllerEvent, LeaderRecoveryState, PartitionChange, PartitionState, Payload, SourceKind, SourcePosition,
+    TopicChange, TopicChangeKind, UnknownRecord,
 )
 from services.normalize.classify import change_kinds, election_type
 from replay.delta import ImageBuilder
@@ -322,7 +322,11 @@ class ZooKeeperNormalizer:
             replicas=tuple(assignment.get("partitions", {}).get(p, ())), isr=tuple(d.get("isr", ())),
             leader=d.get("leader", -1), leader_epoch=d.get("leader_epoch", -1), partition_epoch=version,
             adding_replicas=tuple(assignment.get("adding_replicas", {}).get(p, ())),
-            removing_replicas=tuple(assignment.get("removing_replicas", {}).get(p, ())))
+            removing_replicas=tuple(assignment.get("removing_replicas", {}).get(p, ())),
+            # KIP-704 (3.2+): an unclean election writes "leader_recovery_state": 1 until the leader recovered;
+            # the key is absent otherwise
+            leader_recovery_state=(LeaderRecoveryState.RECOVERING if d.get("leader_recovery_state") == 1
+                                   else LeaderRecoveryState.RECOVERED))
 
     def _config(self, kind: ConfigResourceType, name: str, data: bytes | None) -> list[ControllerEvent]:
         """A topic's or a broker's config znode ({"version": 1, "config": {...}}) written (None: gone): a

@@ -136,6 +136,15 @@ def unclean_without_recovering(c: str) -> History:
     return h
 
 
+def unclean_without_recovering_kraft_logs(c: str) -> History:
+    """The same read from broker logs without a BrokerChange (a KRaft cluster's: its lines state the recovery)."""
+    h = baseline(c)
+    h.source = SourceKind.BROKER_LOG
+    h.change("t", 1, (K.LEADER, K.ISR), ElectionType.UNCLEAN, leader=4, isr=(4,))
+    h.mark("unclean_election_without_recovering")
+    return h
+
+
 def _kip966_leaderless(h: History, last_known: tuple[int, ...]) -> None:
     """u-0 after its last ISR member (2) died uncleanly, as Kafka 4.x with ELR records it: no leader,
     ISR and ELR empty, the last known ELR holding `last_known`. (Broker 2's fence and unfence are left
@@ -203,6 +212,7 @@ VIOLATING: dict[str, tuple[str, Callable[[str], History]]] = {
     "hw_decreased": ("high_watermark_monotonic", hw_decreased),
     "unclean_not_allowed": ("unclean_election_allowed", unclean_not_allowed),
     "unclean_without_recovering": ("unclean_election_allowed", unclean_without_recovering),
+    "unclean_without_recovering_kraft_logs": ("unclean_election_allowed", unclean_without_recovering_kraft_logs),
     "last_known_not_the_new_leader": ("unclean_election_allowed", last_known_not_the_new_leader),
     "adding_in_isr_at_start": ("reassignment_legal", adding_in_isr_at_start),
     "lost_event": ("state_continuity", lost_event),
@@ -227,6 +237,16 @@ def clean_unclean_by_cluster_default(c: str) -> History:
     _topic_u(h)
     h.change("u", 0, (K.LEADER, K.ISR, K.RECOVERY_STATE), ElectionType.UNCLEAN, leader=3, isr=(3,),
              leader_recovery_state=RECOVERING)
+    return h
+
+
+def clean_zookeeper_broker_logs_unclean_recovered(c: str) -> History:
+    """ZooKeeper-mode broker logs (a controller's registered-brokers cache read from them: a BrokerChange) of a
+    release before 3.2: an unclean election the topic allows, and no recovery state, as ZooKeeper's own."""
+    h = baseline(c)
+    h.source = SourceKind.BROKER_LOG
+    h.broker(5, BrokerChangeKind.REGISTERED, fenced=False)
+    h.change("t", 1, (K.LEADER, K.ISR), ElectionType.UNCLEAN, leader=4, isr=(4,))
     return h
 
 
@@ -306,6 +326,7 @@ CLEAN: dict[str, Callable[[str], History]] = {
     "clean_baseline": clean_baseline,
     "clean_unknown_mv": clean_unknown_mv,
     "clean_unclean_by_cluster_default": clean_unclean_by_cluster_default,
+    "clean_zookeeper_broker_logs_unclean_recovered": clean_zookeeper_broker_logs_unclean_recovered,
     "clean_gap_then_bootstrap": clean_gap_then_bootstrap,
     "clean_hw_drop_after_unclean": clean_hw_drop_after_unclean,
     "clean_removal_only_and_cancel": clean_removal_only_and_cancel,

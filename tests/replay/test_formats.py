@@ -46,6 +46,14 @@ def test_describe_leader_none_elr_and_empty_configs():
     ]
 
 
+def test_describe_in_zookeeper_mode_says_n_a_for_elr_as_kafka_3_7_and_later():
+    rows = [row("t", 0, PS((1, 2), (1, 2), 1, 0, 0))]
+    zk = StateResult(POINT, tuple(rows), {"t": {}}, {"t": {}}, {}, zookeeper_mode=True)
+    assert describe(zk).split("\n")[1] == "\tTopic: t\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\tElr: N/A\t" \
+                                         "LastKnownElr: N/A"
+    assert describe(result(rows)).split("\n")[1].endswith("\tIsr: 1,2\tElr: \tLastKnownElr: ")
+
+
 def test_describe_reassignment_columns_and_replication_factor():
     # TopicCommand: RF = |replicas| - |adding| while a reassignment is in progress.
     moving = PS((1, 2, 4, 3), (1, 2, 3), 1, 1, 3, adding_replicas=(4,), removing_replicas=(3,))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from schemas.events import LeaderRecoveryState as R
 from services.brokerlogs.evidence import (
-    Assigned, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicCreated, TopicDeleted, Unnumbered,
-    ZooKeeperController, evidence, node_of,
+    Assigned, BrokerRegistered, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicConfigs, TopicCreated,
+    TopicDeleted, Unnumbered, ZooKeeperController, evidence, node_of,
 )
 
 ZK = ZooKeeperController()
@@ -147,3 +147,52 @@ def test_zookeeper_controller_lines_before_3_3():
         "ControllerEpoch:2) after removing replica 1 from the ISR as part of transition to OfflineReplica") == [
         ZK, Seen("zkscn-a", 1, 6, leader=-1, leader_epoch=4, isr=(2, 3), recovery=R.RECOVERED, controller_epoch=2)]
 
+
+
+def test_a_leaders_isr_updates_in_server_log_in_every_form_since_2_8():
+    """Partition.scala's line once the controller committed the leader's AlterIsr/AlterPartition (logger
+    kafka.cluster.Partition, INFO, server.log): the ISR, the partition epoch, and the broker that leads (its
+    prefix); leader epoch and assignment are the epoch before's. Its three forms, read from each release's
+    Partition class: 2.8-3.0 bracket the version, 3.1-3.4 do not, 3.5+ put "(under-min-isr)" or "" between."""
+    want = Seen("zkscn-a", 0, 4, leader=3, isr=(3, 2, 1), recovery=R.RECOVERED, from_epoch=3, leader_update=True)
+    for line in ("[Partition zkscn-a-0 broker=3] ISR updated to 3,2,1 and version updated to [4]",  # 2.8.2, 3.0.2
+                 "[Partition zkscn-a-0 broker=3] ISR updated to 3,2,1 and version updated to 4",  # 3.1.2 - 3.4.1
+                 "[Partition zkscn-a-0 broker=3] ISR updated to 3,2,1  and version updated to 4"):  # 3.5.2 - 3.9.2
+        assert evidence(line) == [want], line
+    # as a real 2.8.2 broker wrote it (CTRLAUDIT_KAFKA_3=2.8.2, the scenario of test_real_zookeeper.py)
+    assert evidence("[Partition zkscn-a-1 broker=2] ISR updated to 2,1,3 and version updated to [5]") == [
+        Seen("zkscn-a", 1, 5, leader=2, isr=(2, 1, 3), recovery=R.RECOVERED, from_epoch=4, leader_update=True)]
+    # as a real 3.3.2 broker wrote it
+    assert evidence("[Partition zkscn-b-0 broker=1] ISR updated to 1,3 and version updated to 11") == [
+        Seen("zkscn-b", 0, 11, leader=1, isr=(1, 3), recovery=R.RECOVERED, from_epoch=10, leader_update=True)]
+    # as a real 3.9.2 broker wrote it (the scenario of tests/services/zookeeper/test_real_zookeeper.py)
+    assert evidence("[Partition zkscn-a-1 broker=1] ISR updated to 3,1,2  and version updated to 5") == [
+        Seen("zkscn-a", 1, 5, leader=1, isr=(3, 1, 2), recovery=R.RECOVERED, from_epoch=4, leader_update=True)]
+    assert evidence("[Partition my-topic-v2-11 broker=2] ISR updated to 2 (under-min-isr) and version updated to 9") \
+        == [Seen("my-topic-v2", 11, 9, leader=2, isr=(2,), recovery=R.RECOVERED, from_epoch=8, leader_update=True)]
+    assert node_of("[Partition zkscn-a-0 broker=3] ISR updated to 3 and version updated to 4") == 3
+    # a proposal, not a committed state: says nothing
+    assert evidence("[Partition zkscn-a-0 broker=3] Shrinking ISR from 3,2,1 to 3,2. Leader: (highWatermark: 5, "
+                    "endOffset: 5). Out of sync replicas: (brokerId: 1, endOffset: 5, lastCaughtUpTimeMs: 17).") == []
+    # the same words under another prefix are not a leader's
+    assert evidence("[Broker id=3] ISR updated to 3,2,1 and version updated to 4") == []
+
+
+def test_a_replica_logs_its_topics_overrides_when_it_creates_the_log():
+    """LogManager (server.log, no prefix, the same words 2.8-3.9 and 4.x): every override of the topic, sorted;
+    values with commas kept whole; sensitive ones redacted, so left out."""
+    assert evidence("Created log for partition zkscn-d-0 in /tmp/n1/data/zkscn-d-0 with properties "
+                    "{unclean.leader.election.enable=true}") == [
+        TopicConfigs("zkscn-d", (("unclean.leader.election.enable", "true"),))]
+    assert evidence("Created log for partition t-v2-3 in /d/t-v2-3 with properties {cleanup.policy=compact,delete, "
+                    "min.insync.replicas=2, secret.thing=(redacted)}") == [
+        TopicConfigs("t-v2", (("cleanup.policy", "compact,delete"), ("min.insync.replicas", "2")))]
+    assert evidence("Created log for partition t-0 in /d/t-0 with properties {}") == [TopicConfigs("t", ())]
+
+
+def test_a_zookeeper_mode_brokers_own_registration():
+    """KafkaZkClient (server.log, no prefix; the same words 2.8-3.9): the broker's id and epoch (its znode's czxid)."""
+    assert evidence("Registered broker 1 at path /brokers/ids/1 with addresses: PLAINTEXT://127.0.0.1:21102, "
+                    "czxid (broker epoch): 232") == [BrokerRegistered(1, 232)]
+    assert evidence("Registered broker 1 at path /brokers/ids/1 with addresses: PLAINTEXT://h:1,SSL://h:2, "
+                    "czxid (broker epoch): 4294967462") == [BrokerRegistered(1, 4294967462)]

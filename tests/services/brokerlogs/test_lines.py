@@ -19,13 +19,14 @@ def test_rotated_files_oldest_first_and_the_live_one_last(tmp_path):
     d = tmp_path / "node1" / "logs"
     d.mkdir(parents=True)
     for name in ("state-change.log", "state-change.log.2026-11-24-10", "state-change.log.2026-11-24-09",
-                 "controller.log", "controller.log.1", "controller.log.2", "server.log", "state-change.log.x.tmp"):
+                 "controller.log", "controller.log.1", "controller.log.2", "server.log", "state-change.log.x.tmp",
+                 "log-cleaner.log", "kafka-request.log"):
         (d / name).write_text("")
     with gzip.open(d / "state-change.log.2026-11-24-08.gz", "wt") as fh:
         fh.write("")
     groups = log_files([tmp_path / "node1"])
     assert [[f.name for f in g] for g in groups] == [
-        ["controller.log.2", "controller.log.1", "controller.log"],
+        ["controller.log.2", "controller.log.1", "controller.log"], ["server.log"],
         ["state-change.log.2026-11-24-08.gz", "state-change.log.2026-11-24-09", "state-change.log.2026-11-24-10",
          "state-change.log.x.tmp", "state-change.log"]]
 
@@ -33,8 +34,8 @@ def test_rotated_files_oldest_first_and_the_live_one_last(tmp_path):
 def test_no_logs_and_missing_paths_are_one_clear_error(tmp_path):
     with pytest.raises(BadLogs, match="no such file"):
         log_files([tmp_path / "nope"])
-    (tmp_path / "server.log").write_text("")
-    with pytest.raises(BadLogs, match="no state-change.log or controller.log"):
+    (tmp_path / "kafka-request.log").write_text("")
+    with pytest.raises(BadLogs, match="no state-change.log, controller.log or server.log"):
         log_files([tmp_path])
 
 
@@ -73,3 +74,35 @@ def test_damage_after_the_checked_head_is_refused_where_it_is(tmp_path):
     f.write_bytes(b"\n\n\n")  # blank lines only: an empty log, not a refusal
     check_text([f])
     assert list(read_log([f], UTC)) == []
+
+
+def test_rotated_files_given_out_of_order_are_read_in_the_order_of_their_lines(tmp_path):
+    """A copy renamed the rotated files (numbers swapped, one with a date): their first lines order them."""
+    d = tmp_path / "n1"
+    d.mkdir()
+    (d / "state-change.log.1").write_text(_line("2026-11-24 09:00:00,000", "[Broker id=1] old"))
+    (d / "state-change.log.2").write_text(_line("2026-11-24 10:00:00,000", "[Broker id=1] middle"))
+    (d / "state-change.log.2026-11-24-23").write_text(_line("2026-11-24 08:00:00,000", "[Broker id=1] oldest"))
+    (d / "state-change.log").write_text(_line("2026-11-24 11:00:00,000", "[Broker id=1] live"))
+    (d / "state-change.log.3").write_text("\n")  # nothing in it: its name's place
+    (group,) = log_files([d])
+    assert [f.name for f in group] == ["state-change.log.2026-11-24-23", "state-change.log.3", "state-change.log.1",
+                                       "state-change.log.2", "state-change.log"]
+    assert [line.message.split("] ")[1] for line in read_log(group, ZoneInfo("UTC"))] == \
+        ["oldest", "old", "middle", "live"]
+
+
+def test_a_message_on_several_lines_is_not_a_cut_line_and_a_cut_one_is_counted(tmp_path):
+    """server.log's config dump opens in the layout and closes, lines later, with its logger: read as no state and
+    counted nowhere; a line cut mid-way (no logger, the next line opens a new one) and one cut at the end of the
+    file are counted, with their places."""
+    f = tmp_path / "server.log"
+    f.write_text("[2026-11-24 23:53:30,000] INFO KafkaConfig values: \n\tadvertised.listeners = PLAINTEXT://:9092\n"
+                 "\tzookeeper.connect = localhost:2181\n (kafka.server.KafkaConfig)\n"
+                 "[2026-11-24 23:53:31,000] INFO [Partition t-0 broker=1] ISR updated to 1,2  and vers\n"
+                 + _line("2026-11-24 23:53:32,000", "[Broker id=1] whole")
+                 + "[2026-11-24 23:53:33,000] INFO [Partition t-0 broker=1] ISR upd")
+    unparsed: list[str] = []
+    lines = list(read_log([f], UTC, unparsed))
+    assert [x.line for x in lines] == [6]
+    assert unparsed == [f"{f}:5", f"{f}:7"]

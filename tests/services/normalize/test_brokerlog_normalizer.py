@@ -96,6 +96,32 @@ def test_elr_must_be_stated_once_the_cluster_has_eligible_leader_replicas():
     assert [s[1] for s in _states(events)] == [3, 5]
 
 
+def test_a_leaders_isr_update_is_the_epoch_before_with_its_isr():
+    """server.log's ``[Partition t-p broker=N] ISR updated to .. and version updated to V``: V whole from V-1 (leader
+    N, leader epoch and assignment kept); from any other epoch nothing; with ELR on (KRaft) the ELR is unstated."""
+    isr = "[Partition t-0 broker=1] ISR updated to 1,2  and version updated to {v}"
+    zk = "[Controller id=2] Sending update metadata request"  # ZooKeeper mode: the ISR is written as the leader sent it
+    _, events = _feed([zk, _reg(0, 3, 1, "[1]", "[1, 2]", le=2), isr.format(v=4)])
+    assert _states(events)[-1] == (0, 4, 1, (1, 2), (1, 2))
+    assert [e.payload.after.leader_epoch for e in events if isinstance(e.payload, PartitionChange)] == [2, 2]
+    _, events = _feed([zk, _reg(0, 3, 1, "[1]", "[1, 2]"), isr.format(v=5)])  # epoch 4 never seen: a part only
+    assert [s[1] for s in _states(events)] == [3] and "t-0: partition epochs 5" in _gaps(events)[-1]
+    feature = "[QuorumController id=1] Replayed a FeatureLevelRecord setting feature eligible.leader.replicas.version to 1"
+    _, events = _feed([feature, _reg(0, 3, 1, "[1]", "[1, 2]"), isr.format(v=4)])
+    assert [s[1] for s in _states(events)] == [3]
+
+
+def test_outside_zookeeper_mode_a_leaders_isr_is_a_set_whose_order_another_line_gives():
+    """KRaft 4.3.1, seen: the leader logs "ISR updated to 3,2", the controller's record (and describe) says [2, 3].
+    Alone it never makes an epoch whole (nor does the epoch before's ISR); with a line that orders it, that order."""
+    update = "[Partition t-0 broker=1] ISR updated to 2,1  and version updated to 4"
+    _, events = _feed([_reg(0, 3, 1, "[1]", "[1, 2]"), update])
+    assert [s[1] for s in _states(events)] == [3]
+    _, events = _feed([_reg(0, 3, 1, "[1]", "[1, 2]"), update, _reg(0, 4, 1, "[1, 2]", "[1, 2]")])
+    assert _states(events)[-1] == (0, 4, 1, (1, 2), (1, 2))
+    assert not [g for g in _gaps(events) if "disagree" in g]
+
+
 def test_deleted_topics_stay_deleted_when_a_restarted_controller_replays_them():
     created = f"[QuorumController id=1] Replayed TopicRecord for topic t with topic ID {TID}."
     removed = f"[QuorumController id=1] Replayed RemoveTopicRecord for topic t with ID {TID}."
@@ -172,3 +198,75 @@ def test_before_kafka_3_1_a_write_without_its_epoch_is_a_gap_until_an_epoch_is_s
                               "node1/state-change.log:5 states leader -1, leader epoch 1, ISR [1] without")
     assert gaps[2].startswith("t-0: partition epochs 2..2 before epoch 3 are stated whole in no log given")
 
+
+
+def test_topic_overrides_from_the_replicas_log_creation():
+    from schemas.events import ConfigChange
+
+    created = "Created log for partition t-0 in /d/t-0 with properties {{{}}}"
+    _, events = _feed([_reg(0, 0, 1, "[1]", "[1, 2]"), created.format("unclean.leader.election.enable=true"),
+                       created.format("unclean.leader.election.enable=true"), created.format(""),
+                       "Created log for partition other-0 in /d/other-0 with properties {x=1}"])
+    changes = [(e.payload.resource_name, e.payload.name, e.payload.value, e.payload.previous_value) for e in events
+               if isinstance(e.payload, ConfigChange)]
+    # once set (the second replica states the same), then gone; a topic no line created: nothing
+    assert changes == [("t", "unclean.leader.election.enable", "true", None),
+                       ("t", "unclean.leader.election.enable", None, "true")]
+
+
+def test_a_brokers_own_registration_comes_before_the_controller_elects_it():
+    """ZooKeeper mode: the controller logs its registered-brokers cache only after it acted on a new broker (elected
+    it); the broker's own line comes first, so the history has the broker registered when it is elected."""
+    from schemas.events import BrokerChange
+
+    ctl = "[Controller id=2] {} broker epochs cache: HashMap({})"
+    _, events = _feed([ctl.format("Initialized", "1 -> 10, 2 -> 11"), ctl.format("Updated", "2 -> 11"),
+                       "Registered broker 1 at path /brokers/ids/1 with addresses: PLAINTEXT://h:1, czxid (broker "
+                       "epoch): 40", ctl.format("Updated", "1 -> 40, 2 -> 11")])
+    said = [(e.source.line, e.payload.broker_id, e.payload.kind.value, (e.payload.after or e.payload.before).epoch)
+            for e in events if isinstance(e.payload, BrokerChange)]
+    assert said == [(1, 1, "REGISTERED", 10), (1, 2, "REGISTERED", 11), (2, 1, "UNREGISTERED", 10),
+                    (3, 1, "REGISTERED", 40)]  # the cache's later line states the same: nothing more
+
+
+def test_brokers_a_controller_added_are_registered_before_it_elects_them():
+    """ZooKeeper mode: ``Newly added brokers: 1``, then the controller elects broker 1 (state-change.log), then its
+    cache line states broker 1's epoch: the registration is placed at the line that added it, before the election."""
+    from schemas.events import BrokerChange
+
+    zk = "[Controller id=2 epoch=1] "
+    created = ("[Controller id=2] New topics: [Set(t)], deleted topics: [HashSet()], new partition replica assignment "
+               f"[Set(TopicIdReplicaAssignment(t,Some({TID}),Map(t-0 -> ReplicaAssignment(replicas=1, addingReplicas=, "
+               "removingReplicas=))))]")
+    state = (zk + "Changed partition t-0 from {} to OnlinePartition with state LeaderAndIsr(leader={}, leaderEpoch={}, "
+             "isrWithBrokerEpoch=List(BrokerState(brokerId=1, brokerEpoch=-1)), leaderRecoveryState=RECOVERED, "
+             "partitionEpoch={})")
+    _, events = _feed([
+        "[Controller id=2] Initialized broker epochs cache: HashMap(2 -> 11)", created,
+        state.format("NewPartition", -1, 0, 0),
+        "[Controller id=2] Newly added brokers: 1, deleted brokers: , bounced brokers: , all live brokers: 1,2",
+        state.format("OfflinePartition", 1, 1, 1),
+        "[Controller id=2] Updated broker epochs cache: HashMap(1 -> 40, 2 -> 11)"])
+    order = [(e.source.line, type(e.payload).__name__) for e in events if isinstance(e.payload, (BrokerChange,
+                                                                                                    PartitionChange))]
+    assert order == [(1, "BrokerChange"), (3, "PartitionChange"), (4, "BrokerChange"), (5, "PartitionChange")]
+    assert [e.event_time_ms for e in events] == sorted(e.event_time_ms for e in events)
+    # a cache line that never comes (the controller killed) releases the lines as read
+    norm, events = _feed(["[Controller id=2] Initialized broker epochs cache: HashMap(2 -> 11)", created,
+                          "[Controller id=2] Newly added brokers: 1, deleted brokers: , bounced brokers: , all live "
+                          "brokers: 1,2", state.format("NewPartition", 1, 0, 0)])
+    assert [e.source.line for e in events if isinstance(e.payload, PartitionChange)] == [4] and not norm.held
+
+
+def test_a_broker_registered_after_the_controllers_read_is_not_gone_from_its_cache():
+    """Kafka 2.8.2, seen: broker 1 logs its registration, then a controller just elected logs a cache it read
+    before that (without broker 1), then the cache with it. Broker 1 is registered once, never unregistered."""
+    from schemas.events import BrokerChange
+
+    reg = "Registered broker {} at path /brokers/ids/{} with addresses: PLAINTEXT://h:1, czxid (broker epoch): {}"
+    _, events = _feed([reg.format(2, 2, 57), reg.format(1, 1, 62),
+                       "[Controller id=2] Initialized broker epochs cache: HashMap(2 -> 57)",
+                       "[Controller id=2] Updated broker epochs cache: HashMap(1 -> 62, 2 -> 57)",
+                       "[Controller id=2] Updated broker epochs cache: HashMap(2 -> 57)"])
+    said = [(e.payload.broker_id, e.payload.kind.value) for e in events if isinstance(e.payload, BrokerChange)]
+    assert said == [(2, "REGISTERED"), (1, "REGISTERED"), (1, "UNREGISTERED")]  # gone once a cache listed it

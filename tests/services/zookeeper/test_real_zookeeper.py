@@ -123,6 +123,7 @@ def scenario(tmp_path_factory):
         facts["broker_configs"] = _dynamic_broker_configs(c)
         c.create_topic(T + "c", 3, 1)
         mark("c created", until=lambda d: len([k for k in d.partitions if k[0] == T + "c"]) == 3)
+        _unclean_election(c, mark)
         facts["last_zxid"] = c.zookeeper.last_zxid()
         facts["marks"] = marks
         _until(lambda: watcher.last_zxid >= facts["last_zxid"] or errors, 30)
@@ -142,6 +143,32 @@ def scenario(tmp_path_factory):
         yield copy, files, dumps, facts
     finally:
         c.down()
+
+
+def _unclean_election(c, mark) -> None:
+    """Topic d on the two brokers that are not the controller, unclean.leader.election.enable=true for it: its
+    follower killed (the ISR shrinks to the leader), then its leader (offline: leader none, the ISR keeps it), then
+    the follower started: the controller elects it, uncleanly; then the old leader back (it rejoins the ISR)."""
+    leader, follower = [i for i in sorted(c.nodes) if i != c.active_controller()][:2]
+    d = T + "d"
+    c.topics("--create", "--topic", d, "--replica-assignment", f"{leader}:{follower}", "--config",
+             "unclean.leader.election.enable=true")
+    _until(lambda: set(_p0(c, d).isr) == {leader, follower})
+    mark("d created", until=lambda ds: set(ds.partitions[(d, 0)].isr) == {leader, follower})
+    c.kill_node(follower)
+    _until(lambda: _p0(c, d).isr == (leader,))
+    mark("d follower killed", until=lambda ds: ds.partitions[(d, 0)].isr == (leader,))
+    c.kill_node(leader)
+    _until(lambda: _p0(c, d).leader == -1)
+    mark("d offline", until=lambda ds: ds.partitions[(d, 0)].leader == -1)
+    c.start_node(follower)
+    c.wait_ready([follower])
+    _until(lambda: _p0(c, d).leader == follower)
+    mark("d unclean election", until=lambda ds: ds.partitions[(d, 0)].leader == follower)
+    c.start_node(leader)
+    c.wait_ready([leader])
+    _until(lambda: all(set(p.isr) == set(p.replicas) for p in observe.describe(c).partitions.values()), 90)
+    mark("d old leader back", until=lambda ds: all(set(p.isr) == set(p.replicas) for p in ds.partitions.values()))
 
 
 def test_every_txn_of_every_log_matches_txnlogtoolkit(scenario):
@@ -356,7 +383,7 @@ def test_broker_log_import_equals_the_transaction_log(scenario, tmp_path):
     # before 3.1 (CTRLAUDIT_KAFKA_3) the controller's "Partition t-p state changed to (Leader:..,ISR:..,..) after
     # removing replica R" states no zkVersion: the epochs it wrote are stated whole by no line, so they are gaps
     epochless = version_tuple(resolve_version("3.9")) < (3, 1)
-    assert "capture gap: history before" in res.stdout.splitlines()[1], res.stdout
+    assert res.stdout.splitlines()[2].startswith("capture gap: history before"), res.stdout
     assert epochless or res.stdout.count("capture gap:") == 1, res.stdout
 
     report = ImportReport()
@@ -397,7 +424,7 @@ def test_broker_log_import_equals_the_transaction_log(scenario, tmp_path):
                for b in zk if isinstance(b.payload, BrokerChange) and not b.bootstrap)
     assert epochless or [e for e in ours if isinstance(e.payload, CaptureGap)] == ours[:1]
     assert all(e.source.kind == "BROKER_LOG" and e.source.line and e.source.file.endswith(
-        ("state-change.log", "controller.log")) for e in ours)
+        ("state-change.log", "controller.log", "server.log")) for e in ours)
 
     res = subprocess.run([sys.executable, "-m", "ctrlaudit", "check", str(tmp_path / "a"), "--json",
                           str(tmp_path / "r.json")], capture_output=True, text=True)
@@ -426,3 +453,61 @@ def _gap_epochs(events) -> tuple[set[tuple[str, int, int]], dict[tuple[str, int]
         elif m := re.match(r"(\S+)-(\d+): partition epochs ((?:\d+, )*\d+) ", reason):
             named |= {(m[1], int(m[2]), int(n)) for n in m[3].split(", ")}
     return named, after
+
+
+def test_broker_logs_at_every_mark_equal_describe_or_say_they_do_not_know(scenario, tmp_path):
+    """The incident nobody captured: only the brokers' own logs (state-change.log, controller.log, server.log of
+    every broker), imported, loaded and asked by time at every mark. Each partition state describe printed is
+    either the one `state` gives, line for line as kafka-topics prints it, or one `state` flags as not known
+    (the point falls in a stretch holding that partition): no silent mismatch. The share flagged is printed."""
+    import subprocess
+    import sys
+
+    from replay.formats import describe_partition
+    from replay.queries import state_as_of, zookeeper_mode
+    from replay.store import Store
+
+    _, _, _, facts = scenario
+    res = subprocess.run([sys.executable, "-m", "ctrlaudit", "import", "logs", *map(str, facts["broker_logs"]),
+                          "--out", str(tmp_path / "a")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    store = Store(tmp_path / "s.duckdb")
+    release = resolve_version("3.9")
+    try:
+        store.load([tmp_path / "a"])
+        marks = [m for m in facts["marks"] if m.described.partitions]
+        assert len(marks) >= 10
+        compared, equal, flagged, silent, lines = 0, 0, 0, [], 0
+        for m in marks:
+            point = store.point(time=m.time_ms)
+            rows = {(r.topic, r.partition): r for r in state_as_of(store, point).partitions}
+            zk = zookeeper_mode(store, point)
+            for key in sorted(set(rows) | set(m.described.partitions)):
+                compared += 1
+                d, r = m.described.partitions.get(key), rows.get(key)
+                got = None if r is None else (r.state.leader, r.state.replicas, r.state.isr, r.state.adding_replicas,
+                                              r.state.removing_replicas, r.topic_id)
+                want = None if d is None else (d.leader, d.replicas, d.isr, d.adding, d.removing,
+                                               m.described.topic_ids[key[0]])
+                if point.uncertain_about(*key):
+                    flagged += 1
+                elif got == want:
+                    equal += 1
+                    if version_tuple(release) >= (3, 7):  # the tool prints Elr/LastKnownElr from 3.7 on
+                        kafka_line = next(line for line in m.described.text.splitlines()
+                                          if line.startswith(f"\tTopic: {key[0]}\tPartition: {key[1]}\t"))
+                        assert describe_partition(r, zk) == kafka_line.rstrip(" "), (m.name, key)
+                        lines += 1
+                else:
+                    silent.append(f"{m.name} @ {m.time_ms}: {key}: replayed {got} != described {want}")
+        share = flagged / compared
+        print(f"\nimport logs, Kafka {release} ZooKeeper mode, all three logs: {len(marks)} marks, {compared} partition "
+              f"states compared, {equal} equal ({lines} describe lines equal), {flagged} flagged uncertain "
+              f"({share:.1%}), {len(silent)} silent mismatches")
+        assert not silent, "\n".join(silent)
+        # the goal: at most 5 % not known. 3.0's controller states no partition epoch when it removes a replica
+        # from an ISR (its brokers do not state each epoch whole either, as 2.8's do): 61 % in the run that wrote
+        # this, every one of them flagged
+        assert share <= 0.05 or (3, 0) <= version_tuple(release) < (3, 1), share
+    finally:
+        store.close()
