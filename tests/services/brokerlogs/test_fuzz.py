@@ -96,7 +96,7 @@ def test_a_line_with_a_time_no_clock_writes_is_counted_not_read(tmp_path):
     (tmp_path / "state-change.log").write_bytes(log)
     report = ImportReport()
     assert list(import_log_events([tmp_path], "c", report=report))
-    assert any("1 line(s) in no log4j layout" in g and "state-change.log:1)" in g for g in report.gaps), report.gaps
+    assert any("1 line(s) not in the log4j layout" in g and "state-change.log:1)" in g for g in report.gaps), report.gaps
 
 
 def test_a_line_with_a_number_beyond_kafkas_types_is_named_not_read(tmp_path):
