@@ -74,20 +74,21 @@ def _in_order(files: list[Path], layout: Layout) -> list[Path]:
 
 def _first_time(f: Path, layout: Layout, head_lines: int = 1000) -> int | None:
     """The time of the first line in the layout, read as UTC (the zone does not matter: one log, one clock)."""
-    opener = gzip.open if f.name.endswith(".gz") else open
+    lines = text_lines(f)
     try:
-        with opener(f, "rt", encoding="utf-8", errors="replace", newline="\n") as fh:
-            for n, raw in enumerate(fh):
-                m = layout.regex.match(raw.rstrip("\r\n"))
-                if m is not None:
-                    try:
-                        return layout.time_ms(m, _UTC)
-                    except ValueError:
-                        return None
-                if n >= head_lines:
-                    break
+        for n, raw in enumerate(lines):
+            m = layout.regex.match(raw.rstrip("\r\n"))
+            if m is not None:
+                try:
+                    return layout.time_ms(m, _UTC)
+                except (ValueError, OverflowError):
+                    return None
+            if n >= head_lines:
+                break
     except (OSError, EOFError):
         return None  # read_log says what is wrong with it, where
+    finally:
+        lines.close()
     return None
 
 
@@ -175,6 +176,14 @@ def _matched(f: Path, layout: Layout) -> Generator[tuple[int, str, re.Match[str]
 # The longest line read: Kafka's longest (a controller's TRACE line listing a request's partitions) are some
 # hundred KB; a rotated log's .gz that inflates to one endless line (a bomb, or a binary file) stops here.
 MAX_LINE_CHARS = 16 << 20
+
+
+def text_lines(f: Path) -> Generator[str, None, None]:
+    """The lines of a log file, rotated .gz ones too, each at most MAX_LINE_CHARS (BadLogs past that): every
+    reader of a log's text goes through this bound."""
+    opener = gzip.open if f.name.endswith(".gz") else open
+    with opener(f, "rt", encoding="utf-8", errors="replace", newline="\n") as fh:
+        yield from _lines(fh, f)
 
 
 def _lines(fh, f: Path) -> Iterator[str]:

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from schemas import names
 from schemas.events import ControllerEvent
 from services.brokerlogs.layout import KAFKA, BadLayout, Layout, layout
-from services.brokerlogs.lines import BadLogs, check_text, log_files, merged, read_log
+from services.brokerlogs.lines import BadLogs, check_text, log_files, merged, read_log, text_lines
 from services.normalize.brokerlog_normalizer import BrokerLogNormalizer
 from services.normalize.offline import BadImport, ImportReport
 
@@ -54,12 +54,16 @@ def cluster_id_of_logs(paths: Sequence[Path], lay: Layout = KAFKA) -> str | None
     candidates = [f for log in logs for f in log if f.name.startswith(("controller.log", "server.log"))]
     candidates += sorted({f.parent / "server.log" for log in logs for f in log if (f.parent / "server.log").is_file()})
     for f in dict.fromkeys(candidates):
-        with open(f, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
+        try:
+            for line in text_lines(f):
                 if "Cluster" in line or "clusterId" in line:
                     m = _CLUSTER_ID.search(line)
                     if m:
                         found.setdefault(names.cluster_id(m.group(1) or m.group(2), "cluster id", str(f)), str(f))
+        except BadLogs as exc:
+            raise BadImport(str(exc)) from None
+        except EOFError:  # a .gz cut short
+            raise BadImport(f"{f}: cannot be read: compressed data ends before its end") from None
     if len(found) > 1:
         raise BadImport("the logs are of more than one cluster: " +
                         ", ".join(f"{cid} ({where})" for cid, where in sorted(found.items())))

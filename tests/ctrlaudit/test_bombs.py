@@ -18,6 +18,8 @@ from pathlib import Path
 
 import lz4.frame
 import pytest
+
+from services.kraft.wire import write_varint
 import zstandard
 
 from services.kraft import compression
@@ -189,13 +191,8 @@ def archives(tmp_path_factory) -> dict[str, Path]:
 
 
 def _long(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    """An Avro long: zigzag then LEB128, as Kafka's varints."""
+    return write_varint(n)
 
 
 @pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])

@@ -12,18 +12,12 @@ import pytest
 from services.kraft import LogReader
 from tests.ctrlaudit.test_bad_inputs import ctrlaudit, digest
 from tests.services.kraft.helpers import metadata_value
+from tests.ctrlaudit.test_exit_codes import one_line
 from tests.services.normalize.logs import T1, LogBuilder, change
 from tests.services.normalize.test_offline import snapshot
 
 
-def one_line_refusal(done, code: int, *says: str) -> str:
-    assert done.returncode == code, (done.returncode, done.stdout, done.stderr)
-    assert "Traceback" not in done.stdout + done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ctrlaudit: error: "), done.stderr
-    for s in says:
-        assert s in lines[0], lines[0]
-    return lines[0]
+one_line_refusal = one_line
 
 
 # --- KRaft snapshots --------------------------------------------------------------------------------
