@@ -108,7 +108,7 @@ def stretches(con: duckdb.DuckDBPyConnection, cluster_id: str, *, up_to_seq: int
     cond, args = ("AND seq <= ?", [up_to_seq]) if up_to_seq is not None else ("", [])
     # `before`: the last event read (of the gap's source kind) at a position before the gap's first missing one;
     # earlier than the gap's neighbour for a gap found late
-    gap_rows = con.execute(f"""SELECT seq, gap_from, gap_to, source_kind, reason,
+    gap_rows = con.execute(f"""SELECT seq, gap_from, gap_to, source_kind, reason, source_offset,
                                       (SELECT max(e.seq) FROM events e WHERE e.cluster_id = g.cluster_id
                                          AND e.seq < g.seq AND e.kind <> 'CaptureGap' AND e.source_kind = g.source_kind
                                          AND e.source_offset >= 0 AND e.source_offset < g.gap_from) AS before
@@ -127,13 +127,14 @@ def stretches(con: duckdb.DuckDBPyConnection, cluster_id: str, *, up_to_seq: int
             hi += 1
         bounds[seq] = (lo, hi)
     partitions = {r[0]: _partitions(r[4] or "") for r in gap_rows}
+    own = {r[0]: r[5] for r in gap_rows}  # each gap event's own source position
     ends = _next_partition_events(con, cluster_id, [(seq, p) for seq, ps in partitions.items() for p in ps])
-    wanted = sorted({s for b in bounds.values() for s in b if s >= 0} | {r[5] for r in gap_rows if r[5] is not None}
-                    | set(ends.values()))
+    wanted = sorted({s for b in bounds.values() for s in b if s >= 0} | {r[6] for r in gap_rows if r[6] is not None}
+                    | set(ends.values()) | gap_seqs)
     known = dict(con.execute("SELECT seq, event_time_ms FROM events WHERE cluster_id = ? AND seq IN "
                              "(SELECT unnest(?::BIGINT[]))", [cluster_id, wanted]).fetchall())
     out = []
-    for seq, gap_from, gap_to, source_kind, reason, before in gap_rows:
+    for seq, gap_from, gap_to, source_kind, reason, _, before in gap_rows:
         lo, hi = bounds[seq]
         if lo not in known:
             lo = _neighbour(con, cluster_id, seq, before=True)
@@ -141,6 +142,10 @@ def stretches(con: duckdb.DuckDBPyConnection, cluster_id: str, *, up_to_seq: int
             lo = before
         if partitions[seq]:  # the partition's state is unknown until its next event, whatever comes between
             hi = ends.get(seq, -1)
+            if before is None and gap_from is not None and gap_from >= 0:
+                lo = -1  # no event read before its first unknown position: unknown since the history begins
+            elif gap_from is not None and gap_from == own[seq] and gap_to == -1:
+                lo = seq  # found where it begins (open, at its own position): known up to the gap event itself
         elif hi not in known:
             hi = _neighbour(con, cluster_id, seq, before=False)
         out.append(CaptureStretch(

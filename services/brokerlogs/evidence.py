@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from schemas.errors import ContractError
 from schemas.events import LeaderRecoveryState
@@ -62,6 +62,22 @@ class Seen:
     # ZooKeeper-mode controller wrote as the leader sent it but a KRaft controller orders itself; and no ELR, which
     # the same write may change where the cluster has eligible leader replicas
     leader_update: bool = False
+    # the ISR printed from a Scala Set of more than four members (a broker's "Leader ... starts at"): its order is
+    # the set's hash order, not the controller's, so another line must give the order
+    isr_as_set: bool = False
+    # the line states the epoch as its node applies it live, from the state it held before (a broker's "Skipped ...
+    # since it is already the leader", a "Leader"/"Follower ... starts at" naming a previous leader, a leader's ISR
+    # update): the change is not much older than the line. A restarted node's or a replaying controller's line is not
+    prompt: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ByTopicId:
+    """A partition's state a line names by topic id only (a KRaft controller's ``Setting new leader for topicId X,
+    partition P ... Previous partition: PartitionRegistration(...)``): ``seen.topic`` is empty, the normalizer knows
+    the name from the topic's record."""
+    topic_id: str
+    seen: Seen
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +164,41 @@ class ZooKeeperController:
     """A line of a ZooKeeper-mode controller: its writes of the assignment znodes are all logged."""
 
 
+@dataclass(frozen=True, slots=True)
+class KRaftController:
+    """A line of a KRaft controller (``[QuorumController id=N]``): it logs at INFO every record that changes a
+    partition's adding or removing replicas, so a replica set changes unlogged only by a reassignment that does not
+    (see ``ReassignmentsAltered``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignmentsAltered:
+    """The active KRaft controller accepted reassignments (``Successfully altered 2 out of 2 partition
+    reassignment(s).``, ReplicationControlManager, INFO) and replays the records they make right after, in its own
+    log: those that change adding or removing replicas with a ``Replayed partition assignment change`` line each.
+    A reassignment that only reorders or shrinks the replicas (completed at once) makes a record no INFO line
+    states."""
+    altered: int
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentReplayed:
+    """A ``Replayed partition assignment change`` line: one of the records counted against ``ReassignmentsAltered``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigStated:
+    """A KRaft controller replayed a config record (``Replayed ConfigRecord for ConfigResource(type=TOPIC,
+    name='t') which set configuration min.insync.replicas to 2``; ``null``: removed): the value as of that record."""
+    resource_type: str
+    resource_name: str
+    name: str
+    value: str | None
+
+
 Evidence = Seen | Unnumbered | Assigned | ControllerElected | TopicCreated | TopicDeleted | LiveBrokers | ElrEnabled | \
-    ZooKeeperController | TopicConfigs | BrokerRegistered | BrokersAdded
+    ZooKeeperController | TopicConfigs | BrokerRegistered | BrokersAdded | ByTopicId | KRaftController | \
+    ReassignmentsAltered | AssignmentReplayed | ConfigStated
 
 _PREFIX = re.compile(r"^\[(Controller id=(\d+)(?: epoch=(\d+))?|Broker id=(\d+)|QuorumController id=(\d+)|"
                      r"Topic Deletion Manager (\d+)|Partition (\S+)-(\d+) broker=(\d+))\] ")
@@ -283,6 +332,9 @@ def _ints_of(value: object) -> Iterator[int]:
 def _checked(said: list[Evidence]) -> list[Evidence]:
     """`said`, when every number in it fits the type Kafka gives it (int32; a broker's epoch, a czxid: int64)."""
     for ev in said:
+        if isinstance(ev, ByTopicId):
+            _checked([ev.seen])
+            continue
         for f in fields(ev):
             # a broker's epoch is its registration's czxid; LiveBrokers pairs ids with such epochs
             wide = isinstance(ev, LiveBrokers) or (isinstance(ev, BrokerRegistered) and f.name == "epoch")
@@ -294,6 +346,9 @@ def _checked(said: list[Evidence]) -> list[Evidence]:
     return said
 
 
+# PartitionChangeBuilder (INFO, 3.9 and 4.x): the state the controller elects from, whole, named by topic id
+_PREVIOUS = re.compile(r"^Setting new leader for topicId ([\w-]+), partition (\d+) to -?\d+ using an unclean election\. "
+                       r"Previous partition: PartitionRegistration\((.*?)\), change record: ")
 _CREATED_LOG = re.compile(rf"^Created log for partition {_TP} in \S+ with properties \{{(.*)\}}\.?$")
 _REGISTERED = re.compile(r"^Registered broker (\d+) at path /brokers/ids/\d+ with addresses: .*, "
                          r"czxid \(broker epoch\): (-?\d+)$")
@@ -311,6 +366,10 @@ def evidence(message: str) -> list[Evidence]:
 def _said(message: str) -> list[Evidence]:
     prefix = _PREFIX.match(message)
     if prefix is None:
+        previous = _PREVIOUS.match(message)  # KRaft's PartitionChangeBuilder: no logIdent either
+        if previous is not None:
+            seen = _registration("", int(previous.group(2)), previous.group(3), previous.group(1))
+            return [ByTopicId(previous.group(1), seen)] if seen else []
         created = _CREATED_LOG.match(message)  # LogManager's and KafkaZkClient's: no logIdent
         if created is None:
             registered = _REGISTERED.match(message)
@@ -318,7 +377,8 @@ def _said(message: str) -> list[Evidence]:
         pairs = re.findall(r"([\w.]+)=(.*?)(?=, [\w.]+=|$)", created.group(3))
         return [TopicConfigs(created.group(1), tuple((k, v) for k, v in pairs if v != "(redacted)"))]
     text = message[prefix.end():]
-    said: list[Evidence] = [ZooKeeperController()] if prefix.group(2) is not None else []
+    said: list[Evidence] = [ZooKeeperController()] if prefix.group(2) is not None else \
+        [KRaftController()] if prefix.group(5) is not None else []
     for pattern, reader in _PATTERNS:
         m = pattern.search(text)
         if m is not None:
@@ -377,7 +437,7 @@ def _leader_isr(m, prefix) -> list[Evidence]:
     # a leader proposes the state it holds, which becoming leader made RECOVERED (KIP-704: an unclean election's
     # RECOVERING ends with the new leader's first AlterPartition)
     return [Seen(prefix.group(7), int(prefix.group(8)), epoch, leader=int(prefix.group(9)), isr=_ints(m.group(1)),
-                 recovery=LeaderRecoveryState.RECOVERED, from_epoch=epoch - 1, leader_update=True)]
+                 recovery=LeaderRecoveryState.RECOVERED, from_epoch=epoch - 1, leader_update=True, prompt=True)]
 
 
 def _assigned(m, prefix) -> list[Evidence]:
@@ -470,25 +530,46 @@ def _kraft_assignment(m, prefix) -> list[Evidence]:
     leader = int(f.get("leader", "-2"))
     if leader != -2:
         kw["leader"] = leader
-    return [Seen(m.group(2), partition, epoch, topic_id=f.get("topicId"), from_epoch=epoch - 1, **kw)]
+    return [AssignmentReplayed(), Seen(m.group(2), partition, epoch, topic_id=f.get("topicId"), from_epoch=epoch - 1,
+                                       **kw)]
+
+
+def _reassignments(m, prefix) -> list[Evidence]:
+    return [ReassignmentsAltered(int(m.group(1)))]
+
+
+def _config(m, prefix) -> list[Evidence]:
+    return [ConfigStated(m.group(1), m.group(2), m.group(3), None if m.group(4) == "null" else m.group(4))]
 
 
 def _leader(m, prefix) -> list[Evidence]:
     broker = _broker_id(prefix)
     if broker is None:
         return []
+    isr = _ints(m.group(7))
+    # Partition.makeLeader prints `isr.toSet`: Scala keeps the order of a set of up to four, not of a larger one
     return [Seen(m.group(1), int(m.group(2)), int(m.group(6)), topic_id=m.group(3) or m.group(4), leader=broker,
-                 leader_epoch=int(m.group(5)), isr=_ints(m.group(7)), adding=_ints(m.group(8)),
-                 removing=_ints(m.group(9)))]
+                 leader_epoch=int(m.group(5)), isr=isr, adding=_ints(m.group(8)), removing=_ints(m.group(9)),
+                 isr_as_set=len(isr) > 4, prompt=_lived(m))]
+
+
+def _lived(m: re.Match) -> bool:
+    """A "Leader/Follower ... starts at" line of a partition its broker held before (``Previous leader Some(2)``),
+    not one it just created (``Previous leader None``: a new replica, or the broker starting)."""
+    return m.string.find("Previous leader Some(", m.end()) >= 0
 
 
 def _follower(m, prefix) -> list[Evidence]:
-    return [Seen(m.group(1), int(m.group(2)), int(m.group(4)), leader=int(m.group(5)), leader_epoch=int(m.group(3)))]
+    return [Seen(m.group(1), int(m.group(2)), int(m.group(4)), leader=int(m.group(5)), leader_epoch=int(m.group(3)),
+                 prompt=_lived(m))]
 
 
 def _skipped(m, prefix) -> list[Evidence]:
     seen = _registration(m.group(1), int(m.group(2)), m.group(5), m.group(3) or m.group(4))
-    return [seen] if seen else []
+    # "since it is already the leader/a follower": the broker held the partition; "since the leader is already at a
+    # newer partition epoch": an old state
+    lived = m.string.startswith(" it is already", m.end())
+    return [replace(seen, prompt=lived)] if seen else []
 
 
 _PATTERNS: list[tuple[re.Pattern, Callable]] = [(re.compile(p), reader) for p, reader in (
@@ -517,6 +598,9 @@ _PATTERNS: list[tuple[re.Pattern, Callable]] = [(re.compile(p), reader) for p, r
     (r"Replayed partition assignment change PartitionChangeRecord\((.*?)\) for topic (\S+?)\. \((.*)\)$",
      _kraft_assignment),
     (rf"UNCLEAN partition change for {_TP} with topic ID ([\w-]+): (.*)$", _kraft_unclean),
+    (r"^Successfully altered (\d+) out of \d+ partition reassignment\(s\)\.$", _reassignments),
+    (r"^Replayed ConfigRecord for ConfigResource\(type=(\w+), name='([^']*)'\) which set configuration (\S+) to "
+     r"(.*)$", _config),
     (rf"Leader {_TP} with topic id {_TOPIC_ID} starts at leader epoch (\d+) from offset -?\d+ with partition epoch "
      rf"(\d+), high watermark -?\d+, ISR \[([\d,]*)\], adding replicas \[([\d,]*)\] and removing replicas "
      rf"\[([\d,]*)\]", _leader),

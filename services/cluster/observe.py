@@ -112,14 +112,16 @@ class Mark:
     described: Described
     controller: int = -1
     controller_epoch: int = -1
-    time_ms: int = -1         # timed_mark: the wall-clock time between two equal describes
+    time_ms: int = -1         # the wall-clock time between two equal describes (-1: not taken)
 
 
 def stable_mark(cluster: KafkaCluster, name: str, *, settle: float = 1.0, timeout: float = 60,
                 until=None) -> Mark:
     """Describe, read the HW, describe again; accept when both describes agree (and ``until``,
     if given, holds for the describe). The state as of HW-1 is then what describe showed: the
-    brokers serve only committed metadata, and nothing changed in between."""
+    brokers serve only committed metadata, and nothing changed in between. ``time_ms`` is taken right before the
+    second describe: the state at that wall-clock time is what describe showed too (the brokers' own logs are
+    asked by time), and every node had the settle time before it to log what it applied."""
     deadline = time.monotonic() + timeout
     first: Described | None = None
     last_err = ""
@@ -136,6 +138,7 @@ def stable_mark(cluster: KafkaCluster, name: str, *, settle: float = 1.0, timeou
         try:
             status = quorum_status(cluster)
             time.sleep(settle)
+            at = int(time.time() * 1000)
             second = describe(cluster)
         except Exception as e:  # a tool run against a node that just died: try again
             last_err = str(e)
@@ -143,7 +146,7 @@ def stable_mark(cluster: KafkaCluster, name: str, *, settle: float = 1.0, timeou
         if second is not None and second.partitions == first.partitions \
                 and second.topic_ids == first.topic_ids and (until is None or until(second)):
             return Mark(name, int(status["HighWatermark"]) - 1, second,
-                        int(status.get("LeaderId", -1)), int(status.get("LeaderEpoch", -1)))
+                        int(status.get("LeaderId", -1)), int(status.get("LeaderEpoch", -1)), time_ms=at)
         if time.monotonic() > deadline:
             raise ClusterError(f"mark {name}: describe not stable/condition not met after {timeout}s "
                                f"{last_err}\n{(second or first).text}")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from schemas.chain import event_id
 from schemas.events import (
@@ -36,10 +36,12 @@ from schemas.events import (
 )
 from schemas.times import iso
 from services.brokerlogs.evidence import (
-    Assigned, BrokerRegistered, BrokersAdded, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicConfigs,
-    TopicCreated, TopicDeleted, Unnumbered, UnreadableLine, ZooKeeperController, evidence, node_of,
+    Assigned, AssignmentReplayed, BrokerRegistered, BrokersAdded, ByTopicId, ConfigStated, ControllerElected,
+    ElrEnabled, KRaftController, LiveBrokers, ReassignmentsAltered, Seen, TopicConfigs, TopicCreated, TopicDeleted,
+    Unnumbered, UnreadableLine, ZooKeeperController, evidence, node_of,
 )
 from services.brokerlogs.lines import LogLine
+from services.normalize.brokerlog_kraft import KRaftRules
 from services.normalize.classify import change_kinds, election_type
 from replay.delta import ImageBuilder
 from replay.gaps import partition_reason
@@ -61,6 +63,7 @@ class _Part:
     conflicts: list[str] = field(default_factory=list)
     leader_update: bool = False  # a leader's ISR update said part of it: not the ELR, which that write may change
     isr_unordered: bool = False  # ... and outside ZooKeeper mode the ISR as a set only: whole once a line orders it
+    replicas_at: int = -1  # the log record of the first line that stated its replicas
 
 
 class BrokerLogNormalizer:
@@ -82,6 +85,7 @@ class BrokerLogNormalizer:
         # partition -> the log record of its last state emitted: a gap found later about it starts after that
         # record (the writes the logs do not state came between), not where the import noticed it
         self.known_at: dict[tuple[str, int], int] = {}
+        self.open: set[tuple[str, int]] = set()  # partitions with a later epoch stated in part, a gap said (_open)
         self.records = 0  # lines read: an event's position is the line's place in the merged logs
         self._record = 0  # the place of the line being read
         self.listed: set[tuple[int, int]] = set()  # (broker, epoch) a controller's cache listed
@@ -89,6 +93,7 @@ class BrokerLogNormalizer:
         self.gaps: list[str] = []
         self.conflicts: list[str] = []
         self.zookeeper_mode = False  # a ZooKeeper-mode controller's lines are among the logs
+        self.kraft = KRaftRules()  # what a KRaft controller's lines let a state stated in part be completed with
         self.elr = False  # the cluster may have eligible leader replicas
         self._line: LogLine | None = None
         self._index = 0
@@ -137,9 +142,14 @@ class BrokerLogNormalizer:
         except UnreadableLine as exc:  # a damaged or forged line: not evidence, and said so in the import's gaps
             self.gaps.append(f"{line.file}:{line.line}: not read: {exc}")
             return out
+        self.kraft.line(line.file, said, record)
         for ev in said:
             if isinstance(ev, Seen):
                 out += self._seen(ev)
+            elif isinstance(ev, ByTopicId):
+                name = next((n for n, tid in self.topic_ids.items() if tid == ev.topic_id), None)
+                if name is not None:  # a topic no line created, or one deleted since: not this history's
+                    out += self._seen(replace(ev.seen, topic=name))
             elif isinstance(ev, Unnumbered):
                 out += self._unnumbered(ev)
             elif isinstance(ev, Assigned):
@@ -156,7 +166,14 @@ class BrokerLogNormalizer:
                 self.zookeeper_mode = True
             elif isinstance(ev, ElrEnabled):
                 self.elr = True
+            elif isinstance(ev, KRaftController):
+                self.kraft.controller_seen = True
+            elif isinstance(ev, ConfigStated):
+                self.kraft.config(ev)
+            elif isinstance(ev, (ReassignmentsAltered, AssignmentReplayed)):
+                pass  # counted by self.kraft.line
             elif isinstance(ev, TopicConfigs):
+                self.kraft.topic_configs(ev)
                 out += self._topic_configs(ev)
             elif isinstance(ev, BrokerRegistered):
                 out += self._registered(ev)
@@ -174,6 +191,7 @@ class BrokerLogNormalizer:
         held, self.held = self.held, []
         for waiting, at in held[1:]:
             out += self._read(waiting, at)
+        self.kraft.finish()
         for key in sorted(self.parts):
             pending = self.parts.pop(key)
             if pending:
@@ -213,8 +231,11 @@ class BrokerLogNormalizer:
             return out  # an epoch already emitted: stated again by another line
         part = self.parts.setdefault(key, {}).setdefault(s.partition_epoch, _Part())
         part.lines.append(self._where())
-        # outside ZooKeeper mode a leader's ISR is a set: the controller's order is another line's to state
-        unordered = s.leader_update and not self.zookeeper_mode
+        if s.replicas is not None and part.replicas_at < 0:
+            part.replicas_at = self._record
+        # outside ZooKeeper mode a leader's ISR is a set: the controller's order is another line's to state; so is a
+        # set of more than four, in either mode
+        unordered = (s.leader_update and not self.zookeeper_mode) or s.isr_as_set
         for name in ("leader", "leader_epoch", "isr", "replicas", "adding", "removing", "elr", "last_known_elr",
                      "recovery", "controller_epoch"):
             value = getattr(s, name)
@@ -238,7 +259,27 @@ class BrokerLogNormalizer:
             self.elr = True
         if s.replicas is not None and s.adding is not None and s.removing is not None:
             self.assignments[key] = (s.replicas, s.adding, s.removing)
-        return out + self._emit_whole(key, tid)
+        out += self._emit_whole(key, tid)
+        # a ZooKeeper-mode controller states each write whole when it makes it, before any broker learns of it: a
+        # broker's part before it is only clocks apart. A KRaft controller states few at INFO: brokers' parts lead
+        if self.parts.get(key) and key not in self.open and not self.zookeeper_mode:
+            out.append(self._open(key, s))
+        return out
+
+    def _open(self, key: tuple[str, int], s: Seen) -> ControllerEvent:
+        """A later epoch of `key` is stated in part and not whole: its state is not known from here (a line that
+        states the next epoch as its node applies it: the change is this line's) or from just after its last state
+        emitted (any other: a restarted node, a replaying controller, may state a change long after it was made;
+        and an epoch after the next says the next one was made before it), until its next state emitted. Said now,
+        so that an answer by time between is not the old state given as fact."""
+        self.open.add(key)
+        current = self._state(*key)
+        low = current.partition_epoch + 1 if current is not None else 0
+        high = max(self.parts[key])
+        span = f"{low}..{high}" if low < high else str(high)
+        reason = partition_reason(key[0], key[1], f"{span} not known yet: stated in part ({self._where()})")
+        here = s.prompt and s.partition_epoch == low
+        return self._gap(reason, self._record if here else self._unknown_from(key), -1)
 
     def _unnumbered(self, u: Unnumbered) -> list[ControllerEvent]:
         """A state with no partition epoch (before Kafka 3.1). The same leader epoch as the state emitted: the
@@ -263,16 +304,24 @@ class BrokerLogNormalizer:
         pending = self.parts.get(key, {})
         current = self._state(*key)
         for epoch in sorted(pending, reverse=True):
-            after = self._whole(key, pending[epoch], current)
+            between = [p.fields for e, p in pending.items() if e < epoch]
+            after = self._whole(key, pending[epoch], current, between)
             if after is None:
                 continue
             skipped = {e: p for e, p in pending.items() if e < epoch}
             out = []
             low = current.partition_epoch + 1 if current is not None else None
             restated = bool(skipped or (low is not None and epoch > low))
+            part = pending[epoch]
             if restated:
                 out.append(self._gap(self._partial(key, skipped, f"before epoch {epoch}", low, epoch - 1),
                                      self._unknown_from(key), self._record - 1))
+            elif current is None and epoch > 0:
+                # the partition existed before its first state the lines give whole: unknown since the logs begin
+                out.append(self._gap(self._partial(key, {}, f"before epoch {epoch}", 0, epoch - 1), 1,
+                                     self._record - 1))
+            if part.replicas_at >= 0:
+                self.kraft.stated_at[key] = part.replicas_at
             for e in [e for e in pending if e <= epoch]:
                 del pending[e]
             # after a gap the state is a restatement (bootstrap, as a snapshot's), not one transition: the
@@ -280,7 +329,8 @@ class BrokerLogNormalizer:
             return out + self._change(key, tid, replace_pe(after, epoch), restated=restated)
         return []
 
-    def _whole(self, key, part: _Part, current: PartitionState | None) -> PartitionState | None:
+    def _whole(self, key, part: _Part, current: PartitionState | None,
+               between: list[dict] | None = None) -> PartitionState | None:
         if part.conflicts:
             return None  # which line is right is not for the logs to say: a gap, never a pick
         if part.isr_unordered and "isr" not in part.fields:
@@ -297,6 +347,10 @@ class BrokerLogNormalizer:
                         del f[name]
         if not all(n in f for n in _REQUIRED):
             return None
+        if not self.zookeeper_mode:
+            # a difference from an epoch not known says nothing of what it keeps: nothing is carried into it
+            carry = part.from_epoch is None or (current is not None and current.partition_epoch == part.from_epoch)
+            f = self.kraft.complete(key, f, current if carry else None, between or [], self.elr)
         if self.zookeeper_mode:
             assignment = self.assignments.get(key)
             if "replicas" not in f and assignment is None:
@@ -450,6 +504,7 @@ class BrokerLogNormalizer:
         self._index += 1
         if isinstance(payload, PartitionChange):
             self.known_at[(payload.topic, payload.partition)] = self._record
+            self.open.discard((payload.topic, payload.partition))
         epoch = self.epoch
         event = ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, line.time_ms,
                                 self.clock(), self.leaders_by_epoch.get(epoch, -1), epoch, payload,

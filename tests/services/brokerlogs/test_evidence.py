@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from schemas.events import LeaderRecoveryState as R
 from services.brokerlogs.evidence import (
-    Assigned, BrokerRegistered, ControllerElected, ElrEnabled, LiveBrokers, Seen, TopicConfigs, TopicCreated,
-    TopicDeleted, Unnumbered, ZooKeeperController, evidence, node_of,
+    Assigned, AssignmentReplayed, BrokerRegistered, ByTopicId, ConfigStated, ControllerElected, ElrEnabled,
+    KRaftController, LiveBrokers, ReassignmentsAltered, Seen, TopicConfigs, TopicCreated, TopicDeleted, Unnumbered,
+    ZooKeeperController, evidence, node_of,
 )
 
 ZK = ZooKeeperController()
+KR = KRaftController()
 
 
 def test_zookeeper_controller_lines():
@@ -64,11 +66,11 @@ def test_broker_lines_of_both_modes():
         "offset 0 with partition epoch 5, high watermark 0, ISR [2,1], adding replicas [] and removing replicas [] . "
         "Previous leader Some(2) and previous leader epoch was 3.") == [
         Seen("zkscn-b", 0, 5, topic_id="YiUW7CejRZ6G3FLpKTbC9A", leader=1, leader_epoch=4, isr=(2, 1), adding=(),
-             removing=())]
+             removing=(), prompt=True)]
     assert evidence(
         "[Broker id=1] Follower zkscn-a-1 starts at leader epoch 2 from offset 0 with partition epoch 3 and high "
         "watermark 0. Current leader is 2. Previous leader Some(2) and previous leader epoch was 2.") == [
-        Seen("zkscn-a", 1, 3, leader=2, leader_epoch=2)]
+        Seen("zkscn-a", 1, 3, leader=2, leader_epoch=2, prompt=True)]
     # Kafka 4.2+: the whole PartitionRegistration
     assert evidence(
         "[Broker id=1] Skipped the become-leader state change for ck-plain-0 with topic id Some(RNtMhD9NQi2xOjaNSWzCLA),"
@@ -78,7 +80,8 @@ def test_broker_lines_of_both_modes():
         "isNew=false since it is already the leader with leader epoch 0. Current high watermark 0, ISR [1,3], adding "
         "replicas [2] and removing replicas [1].") == [
         Seen("ck-plain", 0, 1, topic_id="RNtMhD9NQi2xOjaNSWzCLA", leader=1, leader_epoch=0, isr=(1, 3),
-             replicas=(2, 3, 1), adding=(2,), removing=(1,), elr=(), last_known_elr=(), recovery=R.RECOVERED)]
+             replicas=(2, 3, 1), adding=(2,), removing=(1,), elr=(), last_known_elr=(), recovery=R.RECOVERED,
+             prompt=True)]
     # Kafka 3.x: LeaderAndIsrPartitionState (no ELR; leaderRecoveryState as a byte)
     assert evidence(
         "[Broker id=2] Skipped the become-follower state change for t-0 with topic id Some(AAAAAAAAAAAAAAAAAAAAAA) and "
@@ -86,31 +89,31 @@ def test_broker_lines_of_both_modes():
         "leaderEpoch=3, isr=[1, 2], partitionEpoch=9, replicas=[1, 2, 3], addingReplicas=[], removingReplicas=[], "
         "isNew=false, leaderRecoveryState=1) since it is already a follower with leader epoch 3.") == [
         Seen("t", 0, 9, topic_id="AAAAAAAAAAAAAAAAAAAAAA", leader=1, leader_epoch=3, isr=(1, 2), replicas=(1, 2, 3),
-             adding=(), removing=(), recovery=R.RECOVERING)]
+             adding=(), removing=(), recovery=R.RECOVERING, prompt=True)]
 
 
 def test_kraft_controller_lines():
-    assert evidence("[QuorumController id=3] In the new epoch 7, the leader is 2.") == [ControllerElected(2, 7)]
+    assert evidence("[QuorumController id=3] In the new epoch 7, the leader is 2.") == [KR, ControllerElected(2, 7)]
     assert evidence("[QuorumController id=1] Replayed a FeatureLevelRecord setting feature "
-                    "eligible.leader.replicas.version to 1") == [ElrEnabled()]
+                    "eligible.leader.replicas.version to 1") == [KR, ElrEnabled()]
     assert evidence("[QuorumController id=1] Replayed a FeatureLevelRecord setting feature "
-                    "eligible.leader.replicas.version to 0") == []
+                    "eligible.leader.replicas.version to 0") == [KR]
     assert evidence("[QuorumController id=1] Replayed TopicRecord for topic ck-plain with topic ID "
-                    "RNtMhD9NQi2xOjaNSWzCLA.") == [TopicCreated("ck-plain", "RNtMhD9NQi2xOjaNSWzCLA")]
+                    "RNtMhD9NQi2xOjaNSWzCLA.") == [KR, TopicCreated("ck-plain", "RNtMhD9NQi2xOjaNSWzCLA")]
     assert evidence("[QuorumController id=3] Replayed RemoveTopicRecord for topic capc9d1e6-a with ID "
-                    "mmuWVDgRTX-u9ynwAVK4wA.") == [TopicDeleted("capc9d1e6-a", "mmuWVDgRTX-u9ynwAVK4wA")]
+                    "mmuWVDgRTX-u9ynwAVK4wA.") == [KR, TopicDeleted("capc9d1e6-a", "mmuWVDgRTX-u9ynwAVK4wA")]
     assert evidence(
         "[QuorumController id=1] Replayed PartitionRecord for new partition ck-plain-0 with topic ID "
         "RNtMhD9NQi2xOjaNSWzCLA and PartitionRegistration(replicas=[1, 3], directories=[8IIbnEG22bTinr8QYQM3bw, "
         "mkQME6wwNbS_uE12_vuihQ], isr=[1, 3], removingReplicas=[], addingReplicas=[], elr=[], lastKnownElr=[], "
         "leader=1, leaderRecoveryState=RECOVERED, leaderEpoch=0, partitionEpoch=0).") == [
-        Seen("ck-plain", 0, 0, topic_id="RNtMhD9NQi2xOjaNSWzCLA", leader=1, leader_epoch=0, isr=(1, 3),
+        KR, Seen("ck-plain", 0, 0, topic_id="RNtMhD9NQi2xOjaNSWzCLA", leader=1, leader_epoch=0, isr=(1, 3),
              replicas=(1, 3), adding=(), removing=(), elr=(), last_known_elr=(), recovery=R.RECOVERED)]
     assert evidence(
         "[QuorumController id=2] UNCLEAN partition change for ck-dirty-0 with topic ID iIjFXxKqSRCcMVaGaje8XQ: "
         "isr: [1] -> [3], leader: 1 -> 3, leaderRecoveryState: RECOVERED -> RECOVERING, leaderEpoch: 0 -> 1, "
         "partitionEpoch: 1 -> 2") == [
-        Seen("ck-dirty", 0, 2, topic_id="iIjFXxKqSRCcMVaGaje8XQ", leader=3, leader_epoch=1, isr=(3,),
+        KR, Seen("ck-dirty", 0, 2, topic_id="iIjFXxKqSRCcMVaGaje8XQ", leader=3, leader_epoch=1, isr=(3,),
              recovery=R.RECOVERING, from_epoch=1)]
     # replicas [2, 3, 1] with adding [2]; isr null and leader -2 in the record: unchanged (the suffix's isr holds)
     assert evidence(
@@ -119,7 +122,7 @@ def test_kraft_controller_lines():
         "addingReplicas=[2], leaderRecoveryState=-1, directories=[lQFgC6GyaaW_SLF7dlLLLQ, mkQME6wwNbS_uE12_vuihQ, "
         "8IIbnEG22bTinr8QYQM3bw], eligibleLeaderReplicas=null, lastKnownElr=null) for topic ck-plain. (isr: [1, 3] "
         "-> [1, 3], replicaSet: [1, 3] -> [2, 3, 1], partitionEpoch: 1, leaderEpoch: 0)") == [
-        Seen("ck-plain", 0, 1, topic_id="RNtMhD9NQi2xOjaNSWzCLA", leader_epoch=0, isr=(1, 3), replicas=(2, 3, 1),
+        KR, AssignmentReplayed(), Seen("ck-plain", 0, 1, topic_id="RNtMhD9NQi2xOjaNSWzCLA", leader_epoch=0, isr=(1, 3), replicas=(2, 3, 1),
              adding=(2,), removing=(1,), from_epoch=0)]
 
 
@@ -154,22 +157,27 @@ def test_a_leaders_isr_updates_in_server_log_in_every_form_since_2_8():
     kafka.cluster.Partition, INFO, server.log): the ISR, the partition epoch, and the broker that leads (its
     prefix); leader epoch and assignment are the epoch before's. Its three forms, read from each release's
     Partition class: 2.8-3.0 bracket the version, 3.1-3.4 do not, 3.5+ put "(under-min-isr)" or "" between."""
-    want = Seen("zkscn-a", 0, 4, leader=3, isr=(3, 2, 1), recovery=R.RECOVERED, from_epoch=3, leader_update=True)
+    want = Seen("zkscn-a", 0, 4, leader=3, isr=(3, 2, 1), recovery=R.RECOVERED, from_epoch=3, leader_update=True,
+                prompt=True)
     for line in ("[Partition zkscn-a-0 broker=3] ISR updated to 3,2,1 and version updated to [4]",  # 2.8.2, 3.0.2
                  "[Partition zkscn-a-0 broker=3] ISR updated to 3,2,1 and version updated to 4",  # 3.1.2 - 3.4.1
                  "[Partition zkscn-a-0 broker=3] ISR updated to 3,2,1  and version updated to 4"):  # 3.5.2 - 3.9.2
         assert evidence(line) == [want], line
     # as a real 2.8.2 broker wrote it (CTRLAUDIT_KAFKA_3=2.8.2, the scenario of test_real_zookeeper.py)
     assert evidence("[Partition zkscn-a-1 broker=2] ISR updated to 2,1,3 and version updated to [5]") == [
-        Seen("zkscn-a", 1, 5, leader=2, isr=(2, 1, 3), recovery=R.RECOVERED, from_epoch=4, leader_update=True)]
+        Seen("zkscn-a", 1, 5, leader=2, isr=(2, 1, 3), recovery=R.RECOVERED, from_epoch=4, leader_update=True,
+             prompt=True)]
     # as a real 3.3.2 broker wrote it
     assert evidence("[Partition zkscn-b-0 broker=1] ISR updated to 1,3 and version updated to 11") == [
-        Seen("zkscn-b", 0, 11, leader=1, isr=(1, 3), recovery=R.RECOVERED, from_epoch=10, leader_update=True)]
+        Seen("zkscn-b", 0, 11, leader=1, isr=(1, 3), recovery=R.RECOVERED, from_epoch=10, leader_update=True,
+             prompt=True)]
     # as a real 3.9.2 broker wrote it (the scenario of tests/services/zookeeper/test_real_zookeeper.py)
     assert evidence("[Partition zkscn-a-1 broker=1] ISR updated to 3,1,2  and version updated to 5") == [
-        Seen("zkscn-a", 1, 5, leader=1, isr=(3, 1, 2), recovery=R.RECOVERED, from_epoch=4, leader_update=True)]
+        Seen("zkscn-a", 1, 5, leader=1, isr=(3, 1, 2), recovery=R.RECOVERED, from_epoch=4, leader_update=True,
+             prompt=True)]
     assert evidence("[Partition my-topic-v2-11 broker=2] ISR updated to 2 (under-min-isr) and version updated to 9") \
-        == [Seen("my-topic-v2", 11, 9, leader=2, isr=(2,), recovery=R.RECOVERED, from_epoch=8, leader_update=True)]
+        == [Seen("my-topic-v2", 11, 9, leader=2, isr=(2,), recovery=R.RECOVERED, from_epoch=8, leader_update=True,
+                 prompt=True)]
     assert node_of("[Partition zkscn-a-0 broker=3] ISR updated to 3 and version updated to 4") == 3
     # a proposal, not a committed state: says nothing
     assert evidence("[Partition zkscn-a-0 broker=3] Shrinking ISR from 3,2,1 to 3,2. Leader: (highWatermark: 5, "
