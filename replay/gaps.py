@@ -106,12 +106,15 @@ def _partitions(reason: str) -> tuple[tuple[str, int], ...]:
 def stretches(con: duckdb.DuckDBPyConnection, cluster_id: str, *, up_to_seq: int | None = None) -> list[CaptureStretch]:
     """Every stretch of `cluster_id` whose gap event is at or before `up_to_seq` (None: all), in seq order."""
     cond, args = ("AND seq <= ?", [up_to_seq]) if up_to_seq is not None else ("", [])
-    # `before`: the last event read (of the gap's source kind) at a position before the gap's first missing one;
-    # earlier than the gap's neighbour for a gap found late
+    # `before`: the last event read (of the gap's source kind) at a position before the gap's first missing one,
+    # or a gap found where it begins (open, at its own position) at that very position; earlier than the gap's
+    # neighbour for a gap found late
     gap_rows = con.execute(f"""SELECT seq, gap_from, gap_to, source_kind, reason, source_offset,
                                       (SELECT max(e.seq) FROM events e WHERE e.cluster_id = g.cluster_id
-                                         AND e.seq < g.seq AND e.kind <> 'CaptureGap' AND e.source_kind = g.source_kind
-                                         AND e.source_offset >= 0 AND e.source_offset < g.gap_from) AS before
+                                         AND e.seq < g.seq AND e.source_kind = g.source_kind AND e.source_offset >= 0
+                                         AND ((e.kind <> 'CaptureGap' AND e.source_offset < g.gap_from)
+                                              OR (e.kind = 'CaptureGap' AND e.source_offset = g.gap_from
+                                                  AND e.gap_from = e.source_offset AND e.gap_to = -1))) AS before
                                FROM events g WHERE cluster_id = ? AND kind = 'CaptureGap' {cond} ORDER BY seq""",
                            [cluster_id, *args]).fetchall()
     if not gap_rows:

@@ -183,7 +183,21 @@ class ReassignmentsAltered:
 
 @dataclass(frozen=True, slots=True)
 class AssignmentReplayed:
-    """A ``Replayed partition assignment change`` line: one of the records counted against ``ReassignmentsAltered``."""
+    """A ``Replayed partition assignment change`` line: one of the records counted against ``ReassignmentsAltered``,
+    a change of the partition's assignment. Kafka 3.9 prints it without the partition epoch (no `` (isr: ..,
+    partitionEpoch: N, ..)``): the change is at an epoch after the state then known, which no line numbers."""
+    topic: str
+    partition: int
+    numbered: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaCreated:
+    """A broker made a partition's replica anew (``Creating new partition t-0 with topic id X.``, or ``Expected
+    partition t-0 with topic id X to exist, but it was missing. Creating...``; KRaft, 3.x and 4.x): starting up, or
+    a new replica. Its next line of that partition states the partition as it is then, not a change it lived."""
+    topic: str
+    partition: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +212,7 @@ class ConfigStated:
 
 Evidence = Seen | Unnumbered | Assigned | ControllerElected | TopicCreated | TopicDeleted | LiveBrokers | ElrEnabled | \
     ZooKeeperController | TopicConfigs | BrokerRegistered | BrokersAdded | ByTopicId | KRaftController | \
-    ReassignmentsAltered | AssignmentReplayed | ConfigStated
+    ReassignmentsAltered | AssignmentReplayed | ConfigStated | ReplicaCreated
 
 _PREFIX = re.compile(r"^\[(Controller id=(\d+)(?: epoch=(\d+))?|Broker id=(\d+)|QuorumController id=(\d+)|"
                      r"Topic Deletion Manager (\d+)|Partition (\S+)-(\d+) broker=(\d+))\] ")
@@ -530,8 +544,13 @@ def _kraft_assignment(m, prefix) -> list[Evidence]:
     leader = int(f.get("leader", "-2"))
     if leader != -2:
         kw["leader"] = leader
-    return [AssignmentReplayed(), Seen(m.group(2), partition, epoch, topic_id=f.get("topicId"), from_epoch=epoch - 1,
-                                       **kw)]
+    return [AssignmentReplayed(m.group(2), partition),
+            Seen(m.group(2), partition, epoch, topic_id=f.get("topicId"), from_epoch=epoch - 1, **kw)]
+
+
+def _kraft_assignment_unnumbered(m, prefix) -> list[Evidence]:
+    f = _fields(m.group(1))
+    return [AssignmentReplayed(m.group(2), int(f["partitionId"]), numbered=False)] if "partitionId" in f else []
 
 
 def _reassignments(m, prefix) -> list[Evidence]:
@@ -542,6 +561,10 @@ def _config(m, prefix) -> list[Evidence]:
     return [ConfigStated(m.group(1), m.group(2), m.group(3), None if m.group(4) == "null" else m.group(4))]
 
 
+def _replica_created(m, prefix) -> list[Evidence]:
+    return [ReplicaCreated(m.group(1), int(m.group(2)))] if _broker_id(prefix) is not None else []
+
+
 def _leader(m, prefix) -> list[Evidence]:
     broker = _broker_id(prefix)
     if broker is None:
@@ -550,18 +573,24 @@ def _leader(m, prefix) -> list[Evidence]:
     # Partition.makeLeader prints `isr.toSet`: Scala keeps the order of a set of up to four, not of a larger one
     return [Seen(m.group(1), int(m.group(2)), int(m.group(6)), topic_id=m.group(3) or m.group(4), leader=broker,
                  leader_epoch=int(m.group(5)), isr=isr, adding=_ints(m.group(8)), removing=_ints(m.group(9)),
-                 isr_as_set=len(isr) > 4, prompt=_lived(m))]
+                 isr_as_set=len(isr) > 4, prompt=_lived(m, int(m.group(5))))]
 
 
-def _lived(m: re.Match) -> bool:
-    """A "Leader/Follower ... starts at" line of a partition its broker held before (``Previous leader Some(2)``),
-    not one it just created (``Previous leader None``: a new replica, or the broker starting)."""
-    return m.string.find("Previous leader Some(", m.end()) >= 0
+_PREVIOUS_LEADER = re.compile(r"Previous leader Some\(-?\d+\) and previous leader epoch was (-?\d+)\.")
+
+
+def _lived(m: re.Match, leader_epoch: int) -> bool:
+    """A "Leader/Follower ... starts at" line of a partition its broker held at an older leader epoch (``Previous
+    leader Some(2) and previous leader epoch was 3``), not one it just created (``Previous leader None``: a new
+    replica, or the broker starting). A 3.x follower prints the new leader and epoch there: held before unless the
+    broker just said it created the replica (``ReplicaCreated``, which the normalizer keeps)."""
+    prev = _PREVIOUS_LEADER.search(m.string, m.end())
+    return prev is not None and 0 <= int(prev.group(1)) <= leader_epoch
 
 
 def _follower(m, prefix) -> list[Evidence]:
     return [Seen(m.group(1), int(m.group(2)), int(m.group(4)), leader=int(m.group(5)), leader_epoch=int(m.group(3)),
-                 prompt=_lived(m))]
+                 prompt=_lived(m, int(m.group(3))))]
 
 
 def _skipped(m, prefix) -> list[Evidence]:
@@ -597,10 +626,15 @@ _PATTERNS: list[tuple[re.Pattern, Callable]] = [(re.compile(p), reader) for p, r
      _kraft_partition),
     (r"Replayed partition assignment change PartitionChangeRecord\((.*?)\) for topic (\S+?)\. \((.*)\)$",
      _kraft_assignment),
+    (r"Replayed partition assignment change PartitionChangeRecord\((.*?)\) for topic (\S+)$",
+     _kraft_assignment_unnumbered),
     (rf"UNCLEAN partition change for {_TP} with topic ID ([\w-]+): (.*)$", _kraft_unclean),
     (r"^Successfully altered (\d+) out of \d+ partition reassignment\(s\)\.$", _reassignments),
     (r"^Replayed ConfigRecord for ConfigResource\(type=(\w+), name='([^']*)'\) which set configuration (\S+) to "
      r"(.*)$", _config),
+    (rf"^Creating new partition {_TP} with topic id [\w-]+\.$", _replica_created),
+    (rf"^Expected partition {_TP} with topic id [\w-]+ to exist, but it was missing\. Creating\.\.\.$",
+     _replica_created),
     (rf"Leader {_TP} with topic id {_TOPIC_ID} starts at leader epoch (\d+) from offset -?\d+ with partition epoch "
      rf"(\d+), high watermark -?\d+, ISR \[([\d,]*)\], adding replicas \[([\d,]*)\] and removing replicas "
      rf"\[([\d,]*)\]", _leader),

@@ -45,6 +45,8 @@ class KRaftRules:
     unsure_at: int = -1  # the log record of the last reassignment whose records are not all stated
     # partition -> the log record of the line that stated the replicas its last state emitted holds
     stated_at: dict[tuple[str, int], int] = field(default_factory=dict)
+    # partition -> the lowest epoch its assignment may be of, after an assignment change no line numbered (3.9)
+    changed_after: dict[tuple[str, int], int] = field(default_factory=dict)
     min_isr: dict[str, set[int]] = field(default_factory=dict)  # topic -> every override it had
     cluster_min_isr: set[int] = field(default_factory=set)  # every cluster default
     _altering: _Altering | None = None
@@ -61,6 +63,12 @@ class KRaftRules:
         for ev in said:
             if isinstance(ev, ReassignmentsAltered) and ev.altered > 0:
                 self._altering = _Altering(file, ev.altered, record)
+
+    def unnumbered_change(self, key: tuple[str, int], current: PartitionState | None) -> None:
+        """An assignment change of `key` at an epoch no line numbers: after the state known now (a line of it read
+        later, a standby's or a replaying controller's, only makes this wait for more)."""
+        self.changed_after[key] = max(self.changed_after.get(key, -1),
+                                      current.partition_epoch + 1 if current is not None else 0)
 
     def finish(self) -> None:
         """The lines after accepted reassignments ended: any not stated may have changed replicas unlogged."""
@@ -92,7 +100,8 @@ class KRaftRules:
         of one, and with ELR on an empty ELR and last known ELR where the ISR has at least min.insync.replicas."""
         out = dict(f)
         if (any(n not in out for n in ASSIGNMENT) and current is not None and self.controller_seen
-                and self.stated_at.get(key, -1) > self.unsure_at and not any(n in b for b in between for n in ASSIGNMENT)):
+                and self.stated_at.get(key, -1) > self.unsure_at and not any(n in b for b in between for n in ASSIGNMENT)
+                and current.partition_epoch >= self.changed_after.get(key, -1)):
             carried = {"replicas": current.replicas, "adding": current.adding_replicas,
                        "removing": current.removing_replicas}
             out = {**carried, **out}

@@ -37,8 +37,8 @@ from schemas.events import (
 from schemas.times import iso
 from services.brokerlogs.evidence import (
     Assigned, AssignmentReplayed, BrokerRegistered, BrokersAdded, ByTopicId, ConfigStated, ControllerElected,
-    ElrEnabled, KRaftController, LiveBrokers, ReassignmentsAltered, Seen, TopicConfigs, TopicCreated, TopicDeleted,
-    Unnumbered, UnreadableLine, ZooKeeperController, evidence, node_of,
+    ElrEnabled, KRaftController, LiveBrokers, ReassignmentsAltered, ReplicaCreated, Seen, TopicConfigs, TopicCreated,
+    TopicDeleted, Unnumbered, UnreadableLine, ZooKeeperController, evidence, node_of,
 )
 from services.brokerlogs.lines import LogLine
 from services.normalize.brokerlog_kraft import KRaftRules
@@ -85,7 +85,12 @@ class BrokerLogNormalizer:
         # partition -> the log record of its last state emitted: a gap found later about it starts after that
         # record (the writes the logs do not state came between), not where the import noticed it
         self.known_at: dict[tuple[str, int], int] = {}
-        self.open: set[tuple[str, int]] = set()  # partitions with a later epoch stated in part, a gap said (_open)
+        # partitions with a later epoch stated in part, a gap said (_open): where it starts (the log record)
+        self.open: dict[tuple[str, int], int] = {}
+        self.fresh: set[tuple[int, tuple[str, int]]] = set()  # (broker, partition): a replica it just made anew
+        self.applied_at: dict[int, int] = {}  # broker -> the log record of its last line applying metadata live
+        # partition -> (file, time) of the last line of a KRaft controller that stated an epoch of it
+        self.stated_by_controller: dict[tuple[str, int], tuple[str, int]] = {}
         self.records = 0  # lines read: an event's position is the line's place in the merged logs
         self._record = 0  # the place of the line being read
         self.listed: set[tuple[int, int]] = set()  # (broker, epoch) a controller's cache listed
@@ -96,6 +101,7 @@ class BrokerLogNormalizer:
         self.kraft = KRaftRules()  # what a KRaft controller's lines let a state stated in part be completed with
         self.elr = False  # the cluster may have eligible leader replicas
         self._line: LogLine | None = None
+        self._kraft_line = False  # the line read is a KRaft controller's
         self._index = 0
 
     # --- input ---------------------------------------------------------------------------------
@@ -143,6 +149,7 @@ class BrokerLogNormalizer:
             self.gaps.append(f"{line.file}:{line.line}: not read: {exc}")
             return out
         self.kraft.line(line.file, said, record)
+        self._kraft_line = any(isinstance(e, KRaftController) for e in said)
         for ev in said:
             if isinstance(ev, Seen):
                 out += self._seen(ev)
@@ -170,8 +177,12 @@ class BrokerLogNormalizer:
                 self.kraft.controller_seen = True
             elif isinstance(ev, ConfigStated):
                 self.kraft.config(ev)
-            elif isinstance(ev, (ReassignmentsAltered, AssignmentReplayed)):
+            elif isinstance(ev, AssignmentReplayed):  # counted by self.kraft.line; numbered: a Seen follows
+                out += self._unnumbered_assignment(ev)
+            elif isinstance(ev, ReassignmentsAltered):
                 pass  # counted by self.kraft.line
+            elif isinstance(ev, ReplicaCreated):
+                self.fresh.add((node_of(line.message), (ev.topic, ev.partition)))
             elif isinstance(ev, TopicConfigs):
                 self.kraft.topic_configs(ev)
                 out += self._topic_configs(ev)
@@ -226,8 +237,14 @@ class BrokerLogNormalizer:
             return []
         out = self._topic(s.topic, tid) if s.topic not in self.topic_ids else []
         key = (s.topic, s.partition)
+        # a broker's first line of a replica it just made states the partition as it finds it, not a change it lived
+        prompt = s.prompt and (node_of(self._line.message), key) not in self.fresh
+        self.fresh.discard((node_of(self._line.message), key))
+        if self._kraft_line:
+            self.stated_by_controller[key] = (self._line.file, self._line.time_ms)
         current = self._state(*key)
         if current is not None and s.partition_epoch <= current.partition_epoch:
+            self._applied(s, prompt)
             return out  # an epoch already emitted: stated again by another line
         part = self.parts.setdefault(key, {}).setdefault(s.partition_epoch, _Part())
         part.lines.append(self._where())
@@ -263,23 +280,47 @@ class BrokerLogNormalizer:
         # a ZooKeeper-mode controller states each write whole when it makes it, before any broker learns of it: a
         # broker's part before it is only clocks apart. A KRaft controller states few at INFO: brokers' parts lead
         if self.parts.get(key) and key not in self.open and not self.zookeeper_mode:
-            out.append(self._open(key, s))
+            out.append(self._open(key, s.partition_epoch, prompt))
+        self._applied(s, prompt)
         return out
 
-    def _open(self, key: tuple[str, int], s: Seen) -> ControllerEvent:
+    def _applied(self, s: Seen, prompt: bool) -> None:
+        """A broker's state-change line of a change it lived: it applied the metadata log up to there (an ISR update
+        answers the broker's own request instead)."""
+        if prompt and not s.leader_update:
+            self.applied_at[node_of(self._line.message)] = self._record
+
+    def _unnumbered_assignment(self, a: AssignmentReplayed) -> list[ControllerEvent]:
+        """Kafka 3.9's ``Replayed partition assignment change`` (no partition epoch) of the active controller, which
+        replays each record as it writes it: the partition's assignment changed now, at an epoch after the state
+        known, which no line numbers (a standby's or a restarted controller's line of it comes later, if at all)."""
+        key = (a.topic, a.partition)
+        if a.numbered or a.topic not in self.topic_ids or node_of(self._line.message) not in (self.controller_node, -1):
+            return []
+        if self.stated_by_controller.get(key) == (self._line.file, self._line.time_ms):
+            return []  # the same record, numbered by the line before it (its UNCLEAN partition change)
+        current = self._state(*key)
+        self.kraft.unnumbered_change(key, current)
+        if key in self.open or self.zookeeper_mode:
+            return []
+        self.open[key] = self._record
+        low = current.partition_epoch + 1 if current is not None else 0
+        return [self._gap(partition_reason(key[0], key[1], f"{low} and after not known yet: its assignment changed "
+                                           f"({self._where()})"), self._record, -1)]
+
+    def _open(self, key: tuple[str, int], epoch: int, prompt: bool) -> ControllerEvent:
         """A later epoch of `key` is stated in part and not whole: its state is not known from here (a line that
         states the next epoch as its node applies it: the change is this line's) or from just after its last state
         emitted (any other: a restarted node, a replaying controller, may state a change long after it was made;
         and an epoch after the next says the next one was made before it), until its next state emitted. Said now,
         so that an answer by time between is not the old state given as fact."""
-        self.open.add(key)
         current = self._state(*key)
         low = current.partition_epoch + 1 if current is not None else 0
         high = max(self.parts[key])
         span = f"{low}..{high}" if low < high else str(high)
         reason = partition_reason(key[0], key[1], f"{span} not known yet: stated in part ({self._where()})")
-        here = s.prompt and s.partition_epoch == low
-        return self._gap(reason, self._record if here else self._unknown_from(key), -1)
+        self.open[key] = self._record if prompt and epoch == low else self._unknown_from(key)
+        return self._gap(reason, self.open[key], -1)
 
     def _unnumbered(self, u: Unnumbered) -> list[ControllerEvent]:
         """A state with no partition epoch (before Kafka 3.1). The same leader epoch as the state emitted: the
@@ -313,9 +354,9 @@ class BrokerLogNormalizer:
             low = current.partition_epoch + 1 if current is not None else None
             restated = bool(skipped or (low is not None and epoch > low))
             part = pending[epoch]
-            if restated:
+            if restated:  # unknown since the gap said when a line first stated part of it, if one did
                 out.append(self._gap(self._partial(key, skipped, f"before epoch {epoch}", low, epoch - 1),
-                                     self._unknown_from(key), self._record - 1))
+                                     self.open.get(key, self._unknown_from(key)), self._record - 1))
             elif current is None and epoch > 0:
                 # the partition existed before its first state the lines give whole: unknown since the logs begin
                 out.append(self._gap(self._partial(key, {}, f"before epoch {epoch}", 0, epoch - 1), 1,
@@ -406,8 +447,14 @@ class BrokerLogNormalizer:
         return text + (f"; stated in part: {said}" if said else "")
 
     def _unknown_from(self, key: tuple[str, int]) -> int:
-        """The first log record at which `key`'s state is not known: the one after its last state emitted."""
-        return self.known_at[key] + 1 if key in self.known_at else self._record
+        """The first log record at which `key`'s state is not known: the one after its last state emitted. In KRaft
+        mode every broker applies every metadata record and states each change of a partition it holds as it applies
+        it: after the last line its leader wrote so (of any partition), if later."""
+        start = self.known_at[key] + 1 if key in self.known_at else self._record
+        current = self._state(*key)
+        if current is not None and current.leader >= 0 and not self.zookeeper_mode:
+            start = max(start, self.applied_at.get(current.leader, -1) + 1)
+        return min(start, self._record)
 
     # --- topics, controllers, brokers --------------------------------------------------------------
 
@@ -504,7 +551,7 @@ class BrokerLogNormalizer:
         self._index += 1
         if isinstance(payload, PartitionChange):
             self.known_at[(payload.topic, payload.partition)] = self._record
-            self.open.discard((payload.topic, payload.partition))
+            self.open.pop((payload.topic, payload.partition), None)
         epoch = self.epoch
         event = ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, line.time_ms,
                                 self.clock(), self.leaders_by_epoch.get(epoch, -1), epoch, payload,

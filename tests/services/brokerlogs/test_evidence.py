@@ -122,7 +122,7 @@ def test_kraft_controller_lines():
         "addingReplicas=[2], leaderRecoveryState=-1, directories=[lQFgC6GyaaW_SLF7dlLLLQ, mkQME6wwNbS_uE12_vuihQ, "
         "8IIbnEG22bTinr8QYQM3bw], eligibleLeaderReplicas=null, lastKnownElr=null) for topic ck-plain. (isr: [1, 3] "
         "-> [1, 3], replicaSet: [1, 3] -> [2, 3, 1], partitionEpoch: 1, leaderEpoch: 0)") == [
-        KR, AssignmentReplayed(), Seen("ck-plain", 0, 1, topic_id="RNtMhD9NQi2xOjaNSWzCLA", leader_epoch=0, isr=(1, 3), replicas=(2, 3, 1),
+        KR, AssignmentReplayed("ck-plain", 0), Seen("ck-plain", 0, 1, topic_id="RNtMhD9NQi2xOjaNSWzCLA", leader_epoch=0, isr=(1, 3), replicas=(2, 3, 1),
              adding=(2,), removing=(1,), from_epoch=0)]
 
 
