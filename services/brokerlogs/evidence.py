@@ -14,7 +14,12 @@ controller.log, whose ``kafka.controller`` logger Kafka's shipped config keeps a
   ``Deletion of topic t successfully completed``; ``Updated broker epochs cache: HashMap(1 -> 65, ...)``
 KRaft controller (``[QuorumController id=N]``): ``In the new epoch E, the leader is N``, ``Replayed TopicRecord``,
 ``Replayed RemoveTopicRecord``, ``Replayed PartitionRecord for new partition ... PartitionRegistration(...)``,
-``UNCLEAN partition change for t-p ...: isr: [1] -> [3], leader: 1 -> 3, ..., partitionEpoch: 1 -> 2``.
+``UNCLEAN partition change for t-p ...: isr: [1] -> [3], leader: 1 -> 3, ..., partitionEpoch: 1 -> 2``, ``Replayed
+partition assignment change PartitionChangeRecord(...) for topic t. (..., partitionEpoch: N, ...)`` (3.9: without the
+part in parentheses, so without the epoch), ``Successfully altered k out of m partition reassignment(s).``,
+``Replayed ConfigRecord for ConfigResource(type=TOPIC, name='t') which set configuration k to v``; and, without a
+prefix (PartitionChangeBuilder, 4.x), ``Setting new leader for topicId X, partition P ... Previous partition:
+PartitionRegistration(...)``, the whole state an unclean election starts from.
 A partition's leader (``[Partition t-p broker=N]``, logger ``kafka.cluster.Partition``, server.log, INFO): every ISR
 change it made through AlterIsr/AlterPartition, once the controller committed it (2.7+; from 3.3 the ZooKeeper-mode
 controller no longer logs these, and a KRaft controller logs them at DEBUG only): ``ISR updated to 3,2,1 and
@@ -25,7 +30,9 @@ Lines without a prefix (server.log): a replica's ``Created log for partition t-0
 addresses: ..., czxid (broker epoch): E`` (KafkaZkClient).
 Brokers (``[Broker id=N]``, both modes): ``Leader t-p ... starts at leader epoch`` (leader, ISR), ``Follower t-p
 starts at leader epoch`` (leader only), and ``Skipped the become-leader/follower state change ... partition state
-LeaderAndIsrPartitionState(...)`` (3.x) or ``partition registration PartitionRegistration(...)`` (4.2+): whole.
+LeaderAndIsrPartitionState(...)`` (3.x) or ``partition registration PartitionRegistration(...)`` (4.2+): whole; in
+KRaft mode ``Creating new partition t-p with topic id X.`` (a replica made anew: its next line is not a change it
+lived).
 """
 from __future__ import annotations
 
