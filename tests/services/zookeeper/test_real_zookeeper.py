@@ -463,9 +463,8 @@ def test_broker_logs_at_every_mark_equal_describe_or_say_they_do_not_know(scenar
     import subprocess
     import sys
 
-    from replay.formats import describe_partition
-    from replay.queries import state_as_of, zookeeper_mode
     from replay.store import Store
+    from tests.services.broker_log_marks import compare_marks
 
     _, _, _, facts = scenario
     res = subprocess.run([sys.executable, "-m", "ctrlaudit", "import", "logs", *map(str, facts["broker_logs"]),
@@ -475,39 +474,13 @@ def test_broker_logs_at_every_mark_equal_describe_or_say_they_do_not_know(scenar
     release = resolve_version("3.9")
     try:
         store.load([tmp_path / "a"])
-        marks = [m for m in facts["marks"] if m.described.partitions]
-        assert len(marks) >= 10
-        compared, equal, flagged, silent, lines = 0, 0, 0, [], 0
-        for m in marks:
-            point = store.point(time=m.time_ms)
-            rows = {(r.topic, r.partition): r for r in state_as_of(store, point).partitions}
-            zk = zookeeper_mode(store, point)
-            for key in sorted(set(rows) | set(m.described.partitions)):
-                compared += 1
-                d, r = m.described.partitions.get(key), rows.get(key)
-                got = None if r is None else (r.state.leader, r.state.replicas, r.state.isr, r.state.adding_replicas,
-                                              r.state.removing_replicas, r.topic_id)
-                want = None if d is None else (d.leader, d.replicas, d.isr, d.adding, d.removing,
-                                               m.described.topic_ids[key[0]])
-                if point.uncertain_about(*key):
-                    flagged += 1
-                elif got == want:
-                    equal += 1
-                    if version_tuple(release) >= (3, 7):  # the tool prints Elr/LastKnownElr from 3.7 on
-                        kafka_line = next(line for line in m.described.text.splitlines()
-                                          if line.startswith(f"\tTopic: {key[0]}\tPartition: {key[1]}\t"))
-                        assert describe_partition(r, zk) == kafka_line.rstrip(" "), (m.name, key)
-                        lines += 1
-                else:
-                    silent.append(f"{m.name} @ {m.time_ms}: {key}: replayed {got} != described {want}")
-        share = flagged / compared
-        print(f"\nimport logs, Kafka {release} ZooKeeper mode, all three logs: {len(marks)} marks, {compared} partition "
-              f"states compared, {equal} equal ({lines} describe lines equal), {flagged} flagged uncertain "
-              f"({share:.1%}), {len(silent)} silent mismatches")
-        assert not silent, "\n".join(silent)
+        result = compare_marks(store, facts["marks"], release)
+        assert result.marks >= 10
+        print("\n" + result.summary(f"Kafka {release} ZooKeeper mode"))
+        assert not result.silent, "\n".join(result.silent)
         # the goal: at most 5 % not known. 3.0's controller states no partition epoch when it removes a replica
         # from an ISR (its brokers do not state each epoch whole either, as 2.8's do): 61 % in the run that wrote
         # this, every one of them flagged
-        assert share <= 0.05 or (3, 0) <= version_tuple(release) < (3, 1), share
+        assert result.share <= 0.05 or (3, 0) <= version_tuple(release) < (3, 1), result.share
     finally:
         store.close()
