@@ -25,7 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from schemas.events import PartitionState
-from services.brokerlogs.evidence import AssignmentReplayed, ConfigStated, Evidence, ReassignmentsAltered, TopicConfigs
+from services.brokerlogs.evidence import (
+    AssignmentReplayed, ConfigStated, Evidence, ReassignmentsAltered, Seen, TopicConfigs,
+)
+from services.brokerlogs.lines import LogLine
 
 MIN_ISR = "min.insync.replicas"
 ASSIGNMENT = ("replicas", "adding", "removing")
@@ -49,7 +52,32 @@ class KRaftRules:
     changed_after: dict[tuple[str, int], int] = field(default_factory=dict)
     min_isr: dict[str, set[int]] = field(default_factory=dict)  # topic -> every override it had
     cluster_min_isr: set[int] = field(default_factory=set)  # every cluster default
+    # when a line was written, relative to the change it states (see ``seen``)
+    fresh: set[tuple[int, tuple[str, int]]] = field(default_factory=set)  # (broker, partition): a replica made anew
+    applied_at: dict[int, int] = field(default_factory=dict)  # broker -> log record of its last line applying metadata
+    # partition -> (file, time) of the last line of a KRaft controller that stated an epoch of it
+    stated_by_controller: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
     _altering: _Altering | None = None
+
+    def seen(self, node: int, key: tuple[str, int], s: Seen, line: LogLine, controller_line: bool) -> bool:
+        """Whether line `line` of `node` states `s` as the node lived the change (``Seen.prompt``): not a broker's
+        first line of a replica it just made, which states the partition as it finds it."""
+        prompt = s.prompt and (node, key) not in self.fresh
+        self.fresh.discard((node, key))
+        if controller_line:
+            self.stated_by_controller[key] = (line.file, line.time_ms)
+        return prompt
+
+    def applied(self, node: int, s: Seen, prompt: bool, record: int) -> None:
+        """A broker's state-change line of a change it lived: it applied the metadata log up to there (an ISR update
+        answers the broker's own request instead). Every broker applies every record and states each change of a
+        partition it holds as it applies it: until its next such line, no change of its partitions is older."""
+        if prompt and not s.leader_update:
+            self.applied_at[node] = record
+
+    def numbered_just_before(self, key: tuple[str, int], line: LogLine) -> bool:
+        """A controller's line in the same file and millisecond stated an epoch of `key`: the same record."""
+        return self.stated_by_controller.get(key) == (line.file, line.time_ms)
 
     def line(self, file: str, said: list[Evidence], record: int) -> None:
         """Account one line: after a ``ReassignmentsAltered`` the same file's next lines are its records."""

@@ -87,10 +87,6 @@ class BrokerLogNormalizer:
         self.known_at: dict[tuple[str, int], int] = {}
         # partitions with a later epoch stated in part, a gap said (_open): where it starts (the log record)
         self.open: dict[tuple[str, int], int] = {}
-        self.fresh: set[tuple[int, tuple[str, int]]] = set()  # (broker, partition): a replica it just made anew
-        self.applied_at: dict[int, int] = {}  # broker -> the log record of its last line applying metadata live
-        # partition -> (file, time) of the last line of a KRaft controller that stated an epoch of it
-        self.stated_by_controller: dict[tuple[str, int], tuple[str, int]] = {}
         self.records = 0  # lines read: an event's position is the line's place in the merged logs
         self._record = 0  # the place of the line being read
         self.listed: set[tuple[int, int]] = set()  # (broker, epoch) a controller's cache listed
@@ -182,7 +178,7 @@ class BrokerLogNormalizer:
             elif isinstance(ev, ReassignmentsAltered):
                 pass  # counted by self.kraft.line
             elif isinstance(ev, ReplicaCreated):
-                self.fresh.add((node_of(line.message), (ev.topic, ev.partition)))
+                self.kraft.fresh.add((node_of(line.message), (ev.topic, ev.partition)))
             elif isinstance(ev, TopicConfigs):
                 self.kraft.topic_configs(ev)
                 out += self._topic_configs(ev)
@@ -237,14 +233,11 @@ class BrokerLogNormalizer:
             return []
         out = self._topic(s.topic, tid) if s.topic not in self.topic_ids else []
         key = (s.topic, s.partition)
-        # a broker's first line of a replica it just made states the partition as it finds it, not a change it lived
-        prompt = s.prompt and (node_of(self._line.message), key) not in self.fresh
-        self.fresh.discard((node_of(self._line.message), key))
-        if self._kraft_line:
-            self.stated_by_controller[key] = (self._line.file, self._line.time_ms)
+        node = node_of(self._line.message)
+        prompt = self.kraft.seen(node, key, s, self._line, self._kraft_line)
         current = self._state(*key)
         if current is not None and s.partition_epoch <= current.partition_epoch:
-            self._applied(s, prompt)
+            self.kraft.applied(node, s, prompt, self._record)
             return out  # an epoch already emitted: stated again by another line
         part = self.parts.setdefault(key, {}).setdefault(s.partition_epoch, _Part())
         part.lines.append(self._where())
@@ -281,14 +274,8 @@ class BrokerLogNormalizer:
         # broker's part before it is only clocks apart. A KRaft controller states few at INFO: brokers' parts lead
         if self.parts.get(key) and key not in self.open and not self.zookeeper_mode:
             out.append(self._open(key, s.partition_epoch, prompt))
-        self._applied(s, prompt)
+        self.kraft.applied(node, s, prompt, self._record)
         return out
-
-    def _applied(self, s: Seen, prompt: bool) -> None:
-        """A broker's state-change line of a change it lived: it applied the metadata log up to there (an ISR update
-        answers the broker's own request instead)."""
-        if prompt and not s.leader_update:
-            self.applied_at[node_of(self._line.message)] = self._record
 
     def _unnumbered_assignment(self, a: AssignmentReplayed) -> list[ControllerEvent]:
         """Kafka 3.9's ``Replayed partition assignment change`` (no partition epoch) of the active controller, which
@@ -297,7 +284,7 @@ class BrokerLogNormalizer:
         key = (a.topic, a.partition)
         if a.numbered or a.topic not in self.topic_ids or node_of(self._line.message) not in (self.controller_node, -1):
             return []
-        if self.stated_by_controller.get(key) == (self._line.file, self._line.time_ms):
+        if self.kraft.numbered_just_before(key, self._line):
             return []  # the same record, numbered by the line before it (its UNCLEAN partition change)
         current = self._state(*key)
         self.kraft.unnumbered_change(key, current)
@@ -453,7 +440,7 @@ class BrokerLogNormalizer:
         start = self.known_at[key] + 1 if key in self.known_at else self._record
         current = self._state(*key)
         if current is not None and current.leader >= 0 and not self.zookeeper_mode:
-            start = max(start, self.applied_at.get(current.leader, -1) + 1)
+            start = max(start, self.kraft.applied_at.get(current.leader, -1) + 1)
         return min(start, self._record)
 
     # --- topics, controllers, brokers --------------------------------------------------------------
