@@ -124,8 +124,9 @@ class KRaftRules:
     def complete(self, key: tuple[str, int], f: dict, current: PartitionState | None, between: list[dict],
                  elr: bool) -> dict:
         """`f` (the fields the lines give of one epoch, leader, leader epoch and ISR among them) with what these rules
-        add: the assignment of `current` (the state before it) unless a line of an epoch `between` them states part
-        of one, and with ELR on an empty ELR and last known ELR where the ISR has at least min.insync.replicas."""
+        add: the assignment of `current` (the state before it) unless a line of an epoch `between` them (in epoch
+        order) states part of one; the leader recovery state the last of those states, if any; and with ELR on an
+        empty ELR and last known ELR where the ISR has at least min.insync.replicas."""
         out = dict(f)
         if (any(n not in out for n in ASSIGNMENT) and current is not None and self.controller_seen
                 and self.stated_at.get(key, -1) > self.unsure_at and not any(n in b for b in between for n in ASSIGNMENT)
@@ -133,6 +134,8 @@ class KRaftRules:
             carried = {"replicas": current.replicas, "adding": current.adding_replicas,
                        "removing": current.removing_replicas}
             out = {**carried, **out}
+        if "recovery" not in out:  # an unclean election (RECOVERING) and its end (RECOVERED) are logged at INFO
+            out.update({"recovery": b["recovery"] for b in between if "recovery" in b})
         if elr and ("elr" not in out or "last_known_elr" not in out):
             bound = self.min_isr_bound(key[0])
             if bound is not None and len(out["isr"]) >= bound:

@@ -332,7 +332,7 @@ class BrokerLogNormalizer:
         pending = self.parts.get(key, {})
         current = self._state(*key)
         for epoch in sorted(pending, reverse=True):
-            between = [p.fields for e, p in pending.items() if e < epoch]
+            between = [p.fields for e, p in sorted(pending.items()) if e < epoch]
             after = self._whole(key, pending[epoch], current, between)
             if after is None:
                 continue

@@ -95,8 +95,10 @@ def assignment(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def leader_and_isr(d: dict[str, Any]) -> dict[str, Any]:
-    """/brokers/topics/<t>/partitions/<p>/state: the numbers the controller reads, those present."""
-    out: dict[str, Any] = {k: int32(d, k, -1) for k in ("leader", "leader_epoch", "controller_epoch") if k in d}
+    """/brokers/topics/<t>/partitions/<p>/state: the numbers the controller reads, those present (the leader recovery
+    state too: 1, RECOVERING, after an unclean election from 3.2 on)."""
+    out: dict[str, Any] = {k: int32(d, k, -1) for k in ("leader", "leader_epoch", "controller_epoch",
+                                                          "leader_recovery_state") if k in d}
     if "isr" in d:
         out["isr"] = int32s(d["isr"], "isr")
     return out
