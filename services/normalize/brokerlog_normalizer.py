@@ -18,9 +18,15 @@ replica, each in part, in whatever order their clocks put them. What this builds
   ``/brokers/topics/<t>`` (creation, reassignment steps), so once its lines are among the logs the assignment
   is the last one they stated (as the ZooKeeper normalizer joins the topic znode with the state znode). A KRaft
   controller does not log every record that changes replicas (one with no adding/removing lists goes
-  unlogged at INFO), so there the assignment must be stated at the epoch itself, or by a difference from the
-  epoch before. The same holds for ELR and last known ELR once the cluster has eligible leader replicas
-  (``eligible.leader.replicas.version`` >= 1, or an ELR stated non-empty); ZooKeeper mode has none.
+  unlogged at INFO), so there the assignment must be stated at the epoch itself, by a difference from the
+  epoch before, or follow from the controller's rules while its lines are among the logs (``brokerlog_kraft``:
+  the state before's, unless a reassignment went unlogged). The same holds for ELR and last known ELR once the
+  cluster has eligible leader replicas (``eligible.leader.replicas.version`` >= 1, or an ELR stated non-empty;
+  empty where the ISR has at least min.insync.replicas); ZooKeeper mode has none.
+- **In KRaft mode a later epoch stated in part is a gap at once**, from the line that states it (a broker that lived
+  the change) or from its leader's last line applying metadata (any other), until it is stated whole: an answer
+  by time in between is not the old state given as fact. A ZooKeeper-mode controller states each write whole
+  before any broker learns of it, so there a broker's part first is only clocks apart and waits.
 """
 from __future__ import annotations
 
