@@ -129,13 +129,15 @@ class KRaftRules:
         empty ELR and last known ELR where the ISR has at least min.insync.replicas."""
         out = dict(f)
         if (any(n not in out for n in ASSIGNMENT) and current is not None and self.controller_seen
-                and self.stated_at.get(key, -1) > self.unsure_at and not any(n in b for b in between for n in ASSIGNMENT)
+                and self.stated_at.get(key, -1) > self.unsure_at
+                and not any(n in b for b in between for n in ASSIGNMENT)
                 and current.partition_epoch >= self.changed_after.get(key, -1)):
             carried = {"replicas": current.replicas, "adding": current.adding_replicas,
                        "removing": current.removing_replicas}
             out = {**carried, **out}
-        if "recovery" not in out:  # an unclean election (RECOVERING) and its end (RECOVERED) are logged at INFO
-            out.update({"recovery": b["recovery"] for b in between if "recovery" in b})
+        stated = [b["recovery"] for b in between if "recovery" in b]
+        if "recovery" not in out and stated:  # an unclean election (RECOVERING) and its end (RECOVERED): both at INFO
+            out["recovery"] = stated[-1]
         if elr and ("elr" not in out or "last_known_elr" not in out):
             bound = self.min_isr_bound(key[0])
             if bound is not None and len(out["isr"]) >= bound:

@@ -122,7 +122,8 @@ def test_kraft_controller_lines():
         "addingReplicas=[2], leaderRecoveryState=-1, directories=[lQFgC6GyaaW_SLF7dlLLLQ, mkQME6wwNbS_uE12_vuihQ, "
         "8IIbnEG22bTinr8QYQM3bw], eligibleLeaderReplicas=null, lastKnownElr=null) for topic ck-plain. (isr: [1, 3] "
         "-> [1, 3], replicaSet: [1, 3] -> [2, 3, 1], partitionEpoch: 1, leaderEpoch: 0)") == [
-        KR, AssignmentReplayed("ck-plain", 0), Seen("ck-plain", 0, 1, topic_id="RNtMhD9NQi2xOjaNSWzCLA", leader_epoch=0, isr=(1, 3), replicas=(2, 3, 1),
+        KR, AssignmentReplayed("ck-plain", 0),
+        Seen("ck-plain", 0, 1, topic_id="RNtMhD9NQi2xOjaNSWzCLA", leader_epoch=0, isr=(1, 3), replicas=(2, 3, 1),
              adding=(2,), removing=(1,), from_epoch=0)]
 
 
@@ -211,9 +212,10 @@ def test_kraft_lines_that_complete_a_leader_change_4_3_1():
     # PartitionChangeBuilder (no logIdent): the whole state an unclean election starts from, by topic id
     said = evidence(
         "Setting new leader for topicId IhzTmFiQQGSU4q43C-AQag, partition 0 to 3 using an unclean election. Previous "
-        "partition: PartitionRegistration(replicas=[2, 3], directories=[XqfWhv8NBUYvifeuqqufZA, OhWVS3YuDIp13mbtCjZSbg], "
-        "isr=[], removingReplicas=[], addingReplicas=[], elr=[2], lastKnownElr=[2], leader=-1, leaderRecoveryState="
-        "RECOVERED, leaderEpoch=1, partitionEpoch=2), change record: PartitionChangeRecord(partitionId=0, topicId="
+        "partition: PartitionRegistration(replicas=[2, 3], directories=[XqfWhv8NBUYvifeuqqufZA, "
+        "OhWVS3YuDIp13mbtCjZSbg], isr=[], removingReplicas=[], addingReplicas=[], elr=[2], lastKnownElr=[2], "
+        "leader=-1, leaderRecoveryState=RECOVERED, leaderEpoch=1, partitionEpoch=2), change record: "
+        "PartitionChangeRecord(partitionId=0, topicId="
         "IhzTmFiQQGSU4q43C-AQag, isr=null, leader=-2, replicas=null, removingReplicas=null, addingReplicas=null, "
         "leaderRecoveryState=-1, directories=null, eligibleLeaderReplicas=null, lastKnownElr=null)")
     assert said == [ByTopicId("IhzTmFiQQGSU4q43C-AQag", Seen(
@@ -222,7 +224,8 @@ def test_kraft_lines_that_complete_a_leader_change_4_3_1():
     assert evidence("[QuorumController id=1] Successfully altered 2 out of 2 partition reassignment(s).") == [
         KR, ReassignmentsAltered(2)]
     assert evidence("[QuorumController id=1] Replayed ConfigRecord for ConfigResource(type=BROKER, name='') which set "
-                    "configuration min.insync.replicas to 1") == [KR, ConfigStated("BROKER", "", "min.insync.replicas", "1")]
+                    "configuration min.insync.replicas to 1") == [
+        KR, ConfigStated("BROKER", "", "min.insync.replicas", "1")]
     assert evidence("[QuorumController id=1] Replayed ConfigRecord for ConfigResource(type=BROKER, name='1') which set "
                     "configuration follower.replication.throttled.rate to [hidden]") == [
         KR, ConfigStated("BROKER", "1", "follower.replication.throttled.rate", "[hidden]")]
@@ -246,9 +249,9 @@ def test_kraft_lines_that_complete_a_leader_change_4_3_1():
         "watermark 0. Current leader is 3. Previous leader None and previous leader epoch was -1.") == [
         Seen("h-alpha", 0, 0, leader=3, leader_epoch=0)]
     # Partition.makeLeader prints the ISR of a Scala Set: in its own order only up to four members
-    five = ("[Broker id=1] Leader t-0 with topic id Some(HYtHGfsxRlqPkOrBuQIjMQ) starts at leader epoch 1 from offset 0 "
-            "with partition epoch 2, high watermark 0, ISR [{isr}], adding replicas [] and removing replicas [] . "
-            "Previous leader Some(2) and previous leader epoch was 0.")
+    five = ("[Broker id=1] Leader t-0 with topic id Some(HYtHGfsxRlqPkOrBuQIjMQ) starts at leader epoch 1 from "
+            "offset 0 with partition epoch 2, high watermark 0, ISR [{isr}], adding replicas [] and removing "
+            "replicas [] . Previous leader Some(2) and previous leader epoch was 0.")
     assert [s.isr_as_set for s in evidence(five.format(isr="1,3"))] == [False]
     assert [s.isr_as_set for s in evidence(five.format(isr="5,1,2,3,4"))] == [True]
 
@@ -258,14 +261,14 @@ def test_kraft_lines_3_9_2():
     partition epoch; a follower's line that names the new leader and epoch as the previous ones."""
     assert evidence(
         "[QuorumController id=1] Replayed partition assignment change PartitionChangeRecord(partitionId=0, topicId="
-        "nVS9HM2xS-SZbQSQHyfsAA, isr=null, leader=-2, replicas=[1, 2, 3], removingReplicas=null, addingReplicas=[2, 3], "
-        "leaderRecoveryState=-1, directories=[L7vHWa8tTEDtvl6VtkPPog, cCTdMxp3ljqEsrxywMj5Rw, xj5E1LnHPlNeLD10P8dfXA], "
-        "eligibleLeaderReplicas=null, lastKnownElr=null) for topic h-grow") == [
+        "nVS9HM2xS-SZbQSQHyfsAA, isr=null, leader=-2, replicas=[1, 2, 3], removingReplicas=null, addingReplicas="
+        "[2, 3], leaderRecoveryState=-1, directories=[L7vHWa8tTEDtvl6VtkPPog, cCTdMxp3ljqEsrxywMj5Rw, "
+        "xj5E1LnHPlNeLD10P8dfXA], eligibleLeaderReplicas=null, lastKnownElr=null) for topic h-grow") == [
         KR, AssignmentReplayed("h-grow", 0, numbered=False)]
     assert evidence("[QuorumController id=3] Successfully altered 2 out of 2 partition reassignment(s).") == [
         KR, ReassignmentsAltered(2)]
-    assert evidence("[QuorumController id=1] Replayed ConfigRecord for ConfigResource(type=TOPIC, name='h-alpha') which "
-                    "set configuration min.insync.replicas to 2") == [
+    assert evidence("[QuorumController id=1] Replayed ConfigRecord for ConfigResource(type=TOPIC, name='h-alpha') "
+                    "which set configuration min.insync.replicas to 2") == [
         KR, ConfigStated("TOPIC", "h-alpha", "min.insync.replicas", "2")]
     assert evidence("[Broker id=1] Creating new partition h-alpha-1 with topic id CAs2jhGVQ-qiDKiALf53Vg.") == [
         ReplicaCreated("h-alpha", 1)]

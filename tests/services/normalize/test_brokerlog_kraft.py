@@ -40,8 +40,8 @@ def _skipped(pe, le, leader, isr, replicas, broker):
 
 
 def _follower(pe, le, leader, broker, prev):
-    return (f"[Broker id={broker}] Follower t-0 starts at leader epoch {le} from offset 0 with partition epoch {pe} and "
-            f"high watermark 0. Current leader is {leader}. Previous leader {prev}.")
+    return (f"[Broker id={broker}] Follower t-0 starts at leader epoch {le} from offset 0 with partition epoch {pe} "
+            f"and high watermark 0. Current leader is {leader}. Previous leader {prev}.")
 
 
 def _feed(lines: list[str | tuple[int, str]]) -> list:
@@ -110,9 +110,10 @@ def test_with_elr_on_an_isr_at_min_insync_replicas_has_no_elr():
 
 def test_an_offline_epoch_is_whole_from_the_state_an_unclean_election_starts_from():
     previous = ("Setting new leader for topicId {tid}, partition 0 to 3 using an unclean election. Previous partition: "
-                "PartitionRegistration(replicas=[2, 3], directories=[], isr=[], removingReplicas=[], addingReplicas=[], "
-                "elr=[2], lastKnownElr=[2], leader=-1, leaderRecoveryState=RECOVERED, leaderEpoch=1, partitionEpoch=2), "
-                "change record: PartitionChangeRecord(partitionId=0, topicId={tid}, isr=null, leader=-2)")
+                "PartitionRegistration(replicas=[2, 3], directories=[], isr=[], removingReplicas=[], "
+                "addingReplicas=[], elr=[2], lastKnownElr=[2], leader=-1, leaderRecoveryState=RECOVERED, "
+                "leaderEpoch=1, partitionEpoch=2), change record: PartitionChangeRecord(partitionId=0, topicId={tid}, "
+                "isr=null, leader=-2)")
     base = [ELECTED, ELR_ON, TOPIC, _record(1, 2, "[2]", "[2, 3]")]
     events = _feed(base + [_follower(2, 1, -1, 3, "Some(2) and previous leader epoch was 0"),
                            previous.format(tid=TID)])
