@@ -384,7 +384,11 @@ def _kraft_assignment(m, prefix) -> list[Evidence]:
 
 def _kraft_assignment_unnumbered(m, prefix) -> list[Evidence]:
     f = _fields(m.group(1))
-    return [AssignmentReplayed(m.group(2), int(f["partitionId"]), numbered=False)] if "partitionId" in f else []
+    if "partitionId" not in f:
+        return []
+    new = [_ints(f[k]) if f.get(k, "null") != "null" else None for k in ("replicas", "addingReplicas",
+                                                                         "removingReplicas")]
+    return [AssignmentReplayed(m.group(2), int(f["partitionId"]), False, *new)]
 
 
 def _reassignments(m, prefix) -> list[Evidence]:

@@ -155,10 +155,14 @@ class ReassignmentsAltered:
 class AssignmentReplayed:
     """A ``Replayed partition assignment change`` line: one of the records counted against ``ReassignmentsAltered``,
     a change of the partition's assignment. Kafka 3.9 prints it without the partition epoch (no `` (isr: ..,
-    partitionEpoch: N, ..)``): the change is at an epoch after the state then known, which no line numbers."""
+    partitionEpoch: N, ..)``): the change is at an epoch after the state then known, which no line numbers; then
+    the record's new replicas, adding and removing replicas (``None``: null in the record, unchanged)."""
     topic: str
     partition: int
     numbered: bool = True
+    replicas: Ints | None = None
+    adding: Ints | None = None
+    removing: Ints | None = None
 
 
 @dataclass(frozen=True, slots=True)

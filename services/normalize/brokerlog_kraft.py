@@ -48,8 +48,10 @@ class KRaftRules:
     unsure_at: int = -1  # the log record of the last reassignment whose records are not all stated
     # partition -> the log record of the line that stated the replicas its last state emitted holds
     stated_at: dict[tuple[str, int], int] = field(default_factory=dict)
-    # partition -> the lowest epoch its assignment may be of, after an assignment change no line numbered (3.9)
+    # partition -> the lowest epoch its assignment may be of, after an assignment change no line numbered (3.9),
+    # and those changes (replicas, adding, removing: None where the record leaves it) since it was last settled
     changed_after: dict[tuple[str, int], int] = field(default_factory=dict)
+    unnumbered: dict[tuple[str, int], list[tuple]] = field(default_factory=dict)
     min_isr: dict[str, set[int]] = field(default_factory=dict)  # topic -> every override it had
     cluster_min_isr: set[int] = field(default_factory=set)  # every cluster default
     # when a line was written, relative to the change it states (see ``seen``)
@@ -92,11 +94,28 @@ class KRaftRules:
             if isinstance(ev, ReassignmentsAltered) and ev.altered > 0:
                 self._altering = _Altering(file, ev.altered, record)
 
-    def unnumbered_change(self, key: tuple[str, int], current: PartitionState | None) -> None:
+    def unnumbered_change(self, key: tuple[str, int], current: PartitionState | None, a: AssignmentReplayed) -> None:
         """An assignment change of `key` at an epoch no line numbers: after the state known now (a line of it read
         later, a standby's or a replaying controller's, only makes this wait for more)."""
+        settled = current is not None and current.partition_epoch >= self.changed_after.get(key, 0)
+        if settled or key not in self.unnumbered:
+            self.unnumbered[key] = []
+        self.unnumbered[key].append((a.replicas, a.adding, a.removing))
         self.changed_after[key] = max(self.changed_after.get(key, -1),
                                       current.partition_epoch + 1 if current is not None else 0)
+
+    def _after_unnumbered(self, key: tuple[str, int], out: dict, current: PartitionState) -> tuple | None:
+        """The replicas of an epoch whose lines state adding and removing replicas other than the state before's and
+        equal to the one assignment change since, which no line numbered: that change's (only a logged record
+        changes them, so the epoch is at or after it)."""
+        changes = self.unnumbered.get(key, [])
+        if len(changes) != 1 or any(v is None for v in changes[0]) or "adding" not in out or "removing" not in out:
+            return None
+        replicas, adding, removing = changes[0]
+        stated = (tuple(out["adding"]), tuple(out["removing"]))
+        if stated == (adding, removing) and stated != (current.adding_replicas, current.removing_replicas):
+            return replicas
+        return None
 
     def finish(self) -> None:
         """The lines after accepted reassignments ended: any not stated may have changed replicas unlogged."""
@@ -135,6 +154,12 @@ class KRaftRules:
             carried = {"replicas": current.replicas, "adding": current.adding_replicas,
                        "removing": current.removing_replicas}
             out = {**carried, **out}
+        elif ("replicas" not in out and current is not None and self.controller_seen
+              and current.partition_epoch < self.changed_after.get(key, -1)
+              and not any("replicas" in b for b in between)):
+            replicas = self._after_unnumbered(key, out, current)
+            if replicas is not None:
+                out["replicas"] = replicas
         stated = [b["recovery"] for b in between if "recovery" in b]
         if "recovery" not in out and stated:  # an unclean election (RECOVERING) and its end (RECOVERED): both at INFO
             out["recovery"] = stated[-1]

@@ -293,7 +293,7 @@ class BrokerLogNormalizer:
         if self.kraft.numbered_just_before(key, self._line):
             return []  # the same record, numbered by the line before it (its UNCLEAN partition change)
         current = self._state(*key)
-        self.kraft.unnumbered_change(key, current)
+        self.kraft.unnumbered_change(key, current, a)
         if key in self.open or self.zookeeper_mode:
             return []
         self.open[key] = self._record

@@ -264,7 +264,7 @@ def test_kraft_lines_3_9_2():
         "nVS9HM2xS-SZbQSQHyfsAA, isr=null, leader=-2, replicas=[1, 2, 3], removingReplicas=null, addingReplicas="
         "[2, 3], leaderRecoveryState=-1, directories=[L7vHWa8tTEDtvl6VtkPPog, cCTdMxp3ljqEsrxywMj5Rw, "
         "xj5E1LnHPlNeLD10P8dfXA], eligibleLeaderReplicas=null, lastKnownElr=null) for topic h-grow") == [
-        KR, AssignmentReplayed("h-grow", 0, numbered=False)]
+        KR, AssignmentReplayed("h-grow", 0, numbered=False, replicas=(1, 2, 3), adding=(2, 3))]
     assert evidence("[QuorumController id=3] Successfully altered 2 out of 2 partition reassignment(s).") == [
         KR, ReassignmentsAltered(2)]
     assert evidence("[QuorumController id=1] Replayed ConfigRecord for ConfigResource(type=TOPIC, name='h-alpha') "

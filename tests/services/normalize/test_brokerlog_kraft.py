@@ -184,3 +184,24 @@ def test_an_assignment_change_without_its_epoch_3_9():
     events = _feed(base + [altered, change.format(n=1), _skipped(1, 0, 1, "[1]", "[2, 1]", 1),
                            change.format(n=2), _leader(2, 1, "1", 1)])
     assert [s[0] for s in _states(events)] == [0, 1, 2]
+
+
+def test_a_leader_line_after_the_one_unnumbered_assignment_change_has_its_replicas_3_9():
+    """A cancelled reassignment on 3.9 (the scenario's h-slow): the controller's line states the record's replicas,
+    adding and removing but not its epoch; the leader's next line states adding and removing as that record left
+    them, not as the state before had them: its epoch is at or after the record, so its replicas are the record's."""
+    start = ("[QuorumController id=1] Replayed partition assignment change PartitionChangeRecord(partitionId=0, "
+             f"topicId={TID}, isr=null, leader=-2, replicas=[2, 1], removingReplicas=[1], addingReplicas=[2], "
+             "leaderRecoveryState=-1, directories=null, eligibleLeaderReplicas=null, lastKnownElr=null) for topic t")
+    cancel = ("[QuorumController id=1] Replayed partition assignment change PartitionChangeRecord(partitionId=0, "
+              f"topicId={TID}, isr=null, leader=1, replicas=[1], removingReplicas=[], addingReplicas=[], "
+              "leaderRecoveryState=-1, directories=null, eligibleLeaderReplicas=null, lastKnownElr=null) for topic t")
+    altered = QC + "Successfully altered 1 out of 1 partition reassignment(s)."
+    reassigning = _skipped(1, 0, 1, "[1]", "[2, 1]", 1).replace("removingReplicas=[]", "removingReplicas=[1]") \
+        .replace("addingReplicas=[]", "addingReplicas=[2]")
+    base = [ELECTED, TOPIC, _record(0, 1, "[1]", "[1]"), altered, start, reassigning]
+    events = _feed(base + [altered, cancel, _leader(2, 1, "1", 1)])
+    assert _states(events)[-1][:4] == (2, 1, (1,), (1,))
+    # two such changes since the state before: which one the line is after is not known
+    events = _feed(base + [altered, cancel, altered, cancel, _leader(2, 1, "1", 1)])
+    assert [s[0] for s in _states(events)] == [0, 1]
