@@ -19,6 +19,7 @@ class MarksCompared:
     lines: int  # of the equal ones, describe lines compared (the release prints Elr/LastKnownElr)
     flagged: int
     silent: tuple[str, ...]
+    flagged_at: tuple[str, ...] = ()  # "mark: t-p" of each one flagged
 
     @property
     def share(self) -> float:
@@ -28,7 +29,8 @@ class MarksCompared:
     def summary(self, what: str) -> str:
         return (f"import logs, {what}, all three logs: {self.marks} marks, {self.compared} partition states compared, "
                 f"{self.equal} equal ({self.lines} describe lines equal), {self.flagged} flagged uncertain "
-                f"({self.share:.1%}), {len(self.silent)} silent mismatches")
+                f"({self.share:.1%}), {len(self.silent)} silent mismatches"
+                + (f"\nflagged: {', '.join(self.flagged_at)}" if self.flagged_at else ""))
 
 
 def compare_marks(store: Any, marks: Iterable[Any], release: str) -> MarksCompared:
@@ -39,6 +41,7 @@ def compare_marks(store: Any, marks: Iterable[Any], release: str) -> MarksCompar
     marks = [m for m in marks if m.described.partitions]
     compared = equal = flagged = lines = 0
     silent: list[str] = []
+    flagged_at: list[str] = []
     for m in marks:
         assert m.time_ms > 0, f"mark {m.name} has no time"
         point = store.point(time=m.time_ms)
@@ -53,6 +56,7 @@ def compare_marks(store: Any, marks: Iterable[Any], release: str) -> MarksCompar
                                            m.described.topic_ids[key[0]])
             if point.uncertain_about(*key):
                 flagged += 1
+                flagged_at.append(f"{m.name}: {key[0]}-{key[1]}")
             elif got != want:
                 silent.append(f"{m.name} @ {m.time_ms}: {key}: replayed {got} != described {want}")
             elif version_tuple(release) >= (3, 7):  # the tool prints Elr/LastKnownElr from 3.7 on
@@ -66,4 +70,4 @@ def compare_marks(store: Any, marks: Iterable[Any], release: str) -> MarksCompar
                     silent.append(f"{m.name} @ {m.time_ms}: {key}: line {ours!r} != described {kafka_line!r}")
             else:
                 equal += 1
-    return MarksCompared(len(marks), compared, equal, lines, flagged, tuple(silent))
+    return MarksCompared(len(marks), compared, equal, lines, flagged, tuple(silent), tuple(flagged_at))
