@@ -14,6 +14,7 @@ from typing import Any
 
 from checks.catalog import BY_NAME, Invariant
 from checks.findings import Counts, Findings
+from replay.gaps import CaptureStretch
 from schemas import times
 from schemas.verified import Gap
 
@@ -86,10 +87,15 @@ def build(
     fetch: Callable[[Iterable[tuple[str, int]]], dict[tuple[str, int], dict[str, Any]]],
     gaps: Sequence[Gap] = (),
     chains: Sequence[dict[str, Any]] = (),
+    stretches: Sequence[tuple[str, CaptureStretch]] = (),
+    first_changes: Callable[[Iterable[tuple[str, str, int, int]]], dict[tuple[str, str, int, int], int]] | None = None,
 ) -> Report:
     """Condense the findings into a Report; `fetch` gives the evidence events by (cluster, seq).
-    A finding of an invariant that judges history, whose evidence spans a gap, is "no data"."""
-    found.judge(allow, gaps, [n for n in BY_NAME if BY_NAME[n].history])
+    A finding of an invariant that judges history, whose evidence spans a gap in the chain, is "no data"; so
+    is any finding whose evidence rests on one of `stretches` (cluster id, a stretch nobody read)."""
+    found.judge(allow, gaps, [n for n in BY_NAME if BY_NAME[n].history], _resting_on(found, stretches, fetch, first_changes))
+    chains = [dict(c, not_read=[s.describe() for cluster, s in stretches if cluster == c.get("cluster_id")])
+              if any(cluster == c.get("cluster_id") for cluster, _ in stretches) else c for c in chains]
     counts, worst = found.counts(), found.worst(WORST)
     keys: set[tuple[str, int]] = set()
     for picked in worst.values():
@@ -115,6 +121,35 @@ def build(
         ))
     return Report(engine_name, inputs, sum(kind_counts.values()), clusters, list(allow), results,
                   chains=list(chains))
+
+
+def _resting_on(found: Findings, stretches: Sequence[tuple[str, CaptureStretch]],
+                fetch: Callable[[Iterable[tuple[str, int]]], dict[tuple[str, int], dict[str, Any]]],
+                first_changes: Callable[[Iterable[tuple[str, str, int, int]]], dict[tuple[str, str, int, int], int]]
+                | None) -> list[tuple[str, int, int | None]]:
+    """The violations whose evidence rests on a stretch nobody read that holds the finding's partition (a
+    stretch of one partition's state holds no other's): a finding inside it, one that compares an event
+    before it with one after it (related_seq), and one about its partition's first change after it, whose
+    state before is the one last known before the stretch (every source's `before` is its normalizer's)."""
+    if not stretches:
+        return []
+    found_in = found.overlapping([(c, s.from_seq, -1) for c, s in stretches])
+    about = fetch({(c, seq) for c, seq, _ in found_in})
+    held = [(cluster, seq, related, about.get((cluster, seq)) or {}, s) for cluster, seq, related in found_in
+            for c, s in stretches if c == cluster and max(seq, related if related is not None else seq) > s.from_seq]
+    held = [h for h in held if not h[4].partitions or (h[3].get("topic"), h[3].get("partition")) in h[4].partitions]
+    # a whole stretch ends at the next event read, of any partition: each partition's first change after it
+    wanted = {(h[0], h[3]["topic"], h[3]["partition"], h[4].gap_seq) for h in held
+              if not h[4].partitions and h[3].get("kind") == "PartitionChange" and h[4].to_seq >= 0}
+    first = first_changes(wanted) if first_changes is not None and wanted else {}
+    out: dict[tuple[str, int, int | None], None] = {}
+    for cluster, seq, related, event, s in held:
+        lo = min(seq, seq if related is None else related)
+        ends = s.to_seq if s.partitions or s.to_seq < 0 else first.get(
+            (cluster, str(event.get("topic")), int(event.get("partition") or 0), s.gap_seq), s.to_seq)
+        if s.to_seq < 0 or lo < s.to_seq or seq <= ends:
+            out[(cluster, seq, related)] = None
+    return list(out)
 
 
 def _example(v: dict[str, Any], evidence: dict[tuple[str, int], dict[str, Any]]) -> dict[str, Any]:

@@ -68,8 +68,11 @@ def check(
             eng.limit_memory(memory_limit)
         found = eng.findings(names)
         try:
-            report = build(eng.name, resolved.describe(), eng.kind_counts(), eng.clusters(), names, found,
-                           list(allow), eng.events_at, gaps=eng.gaps, chains=eng.chains)
+            kinds = eng.kind_counts()
+            report = build(eng.name, resolved.describe(), kinds, eng.clusters(), names, found,
+                           list(allow), eng.events_at, gaps=eng.gaps, chains=eng.chains,
+                           stretches=eng.capture_stretches() if kinds.get("CaptureGap") else (),
+                           first_changes=eng.first_changes)
             eng.confirm_sources()  # every read is done: were the bytes read the bytes verified?
             if csv_path:
                 try:

@@ -26,12 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from checks.catalog import BY_NAME, EVIDENCE_COLUMNS, last_readers, shared_for, shared_sql, shared_table, sql_for, wrapped
-from checks.duckdb_engine import DuckDBEngine
+from checks.duckdb_engine import FIRST_CHANGES, DuckDBEngine
 from checks.findings import Findings
 from checks.inputs import BadInput, Inputs, chains_of
 from checks.spark_handoff import FILE_ROWS, Handoff, handoff_parent
 from checks.spark_ctes import materialize_plan, split, view_sql
 from checks.spark_shards import check_shards, executors_unready, shard_count
+from replay import gaps
+from replay.gaps import CaptureStretch
 from schemas import flat, loader
 from schemas.verified import VerifiedRead, verify
 
@@ -527,6 +529,56 @@ class SparkEngine:
             return found.rows()
         finally:
             found.close()
+
+    def capture_stretches(self) -> list[tuple[str, CaptureStretch]]:
+        """Every cluster's stretches nobody read, as replay.gaps derives them, from the few rows they rest on:
+        the CaptureGap events and, per gap, its neighbours read before and after, the last event read before
+        its first missing source position and its partition's next change (one pass over the events, the gaps
+        broadcast), handed to replay.gaps in a DuckDB table of their own."""
+        cols = ", ".join(gaps.STRETCH_COLUMNS)
+        found = self.spark.sql(f"SELECT {cols} FROM events WHERE kind = 'CaptureGap'").collect()
+        if not found:
+            return []
+        held = [(r["cluster_id"], r["seq"], r["gap_from"] if r["gap_from"] is not None else -1, r["source_kind"],
+                 *(gaps.partitions_of(r["reason"] or "") or ((None, None),))[0]) for r in found]
+        self.spark.createDataFrame(held, "cluster_id STRING, seq BIGINT, gap_from BIGINT, source_kind STRING, "
+                                         "topic STRING, `partition` INT").createOrReplaceTempView("ctrlaudit_gaps")
+        try:
+            near = self.spark.sql("""
+                SELECT /*+ BROADCAST(g) */ g.cluster_id,
+                       max(CASE WHEN e.seq < g.seq THEN e.seq END) AS before_gap,
+                       min(CASE WHEN e.seq > g.seq THEN e.seq END) AS after_gap,
+                       max(CASE WHEN e.seq < g.seq AND e.source_kind = g.source_kind AND e.source_offset >= 0
+                                 AND e.source_offset < g.gap_from THEN e.seq END) AS before_source,
+                       min(CASE WHEN e.seq > g.seq AND e.kind = 'PartitionChange' AND e.topic = g.topic
+                                 AND e.`partition` = g.`partition` THEN e.seq END) AS next_change
+                FROM events e JOIN ctrlaudit_gaps g ON e.cluster_id = g.cluster_id
+                WHERE e.kind <> 'CaptureGap' GROUP BY g.cluster_id, g.seq""").collect()
+            keys = sorted({(r[0], seq) for r in near for seq in r[1:] if seq is not None})
+            rows = [tuple(r) for r in found]
+            if keys:
+                self.spark.createDataFrame(keys, "k_cluster STRING, k_seq BIGINT").createOrReplaceTempView(
+                    "ctrlaudit_near")
+                rows += [tuple(r) for r in self.spark.sql(
+                    f"SELECT /*+ BROADCAST(k) */ {', '.join('e.' + c for c in gaps.STRETCH_COLUMNS)} FROM events e "
+                    "JOIN ctrlaudit_near k ON e.cluster_id = k.k_cluster AND e.seq = k.k_seq").collect()]
+                self.spark.catalog.dropTempView("ctrlaudit_near")
+        finally:
+            self.spark.catalog.dropTempView("ctrlaudit_gaps")
+        return gaps.stretches_of_rows(rows)
+
+    def first_changes(self, keys: Iterable[tuple[str, str, int, int]]) -> dict[tuple[str, str, int, int], int]:
+        """As DuckDBEngine.first_changes (the same query, the wanted keys broadcast)."""
+        keys = sorted(set(keys))
+        if not keys:
+            return {}
+        self.spark.createDataFrame(keys, "k_cluster STRING, k_topic STRING, k_partition INT, k_after BIGINT"
+                                   ).createOrReplaceTempView("wanted_changes")
+        try:
+            rows = self.spark.sql(FIRST_CHANGES.replace("SELECT", "SELECT /*+ BROADCAST(w) */", 1)).collect()
+        finally:
+            self.spark.catalog.dropTempView("wanted_changes")
+        return {(r[0], r[1], r[2], r[3]): r[4] for r in rows}
 
     def events_at(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], dict[str, Any]]:
         keys = sorted(set(keys))

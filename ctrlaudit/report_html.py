@@ -20,6 +20,7 @@ import hashlib
 import html
 import json
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from replay import changes, formats
@@ -199,11 +200,41 @@ def _vlines(times: list[int], color: str, dash: str) -> list[dict[str, Any]]:
              "line": {"color": color, "dash": dash, "width": 1}} for t in times]
 
 
-def _figure(fig_id: str, title: str, fig, caption: str, counts: dict[str, Any]) -> str:
+def not_read(inc: Incident) -> list[dict[str, Any]]:
+    """The stretches nobody read that the window holds (of its topic's partitions, or of every partition),
+    clipped to the window: from, to (epoch ms), the partitions they hold and why."""
+    lo, hi = inc.a.event_time_ms, inc.b.event_time_ms
+    out = []
+    for s in dict.fromkeys((*inc.a.uncertain, *inc.b.uncertain)):
+        if inc.topic is not None and s.partitions and all(t != inc.topic for t, _ in s.partitions):
+            continue
+        start = max(lo, s.from_time_ms if s.from_time_ms >= 0 else lo)
+        end = min(hi, s.to_time_ms if s.to_time_ms >= 0 else hi)
+        out.append({"from": start, "to": max(start, end), "partitions": s.names(), "reason": s.describe()})
+    return out
+
+
+def _shade(fig, stretches: list[dict[str, Any]]) -> None:
+    """Shade the stretches nobody read on a plot's time axis, beneath its data; outlined, so that a stretch
+    between two events of the same millisecond still shows."""
+    if stretches:
+        fig.update_layout(shapes=[*fig.layout.shapes, *(
+            {"type": "rect", "xref": "x", "yref": "paper", "x0": _ms(s["from"]), "x1": _ms(s["to"]), "y0": 0, "y1": 1,
+             "fillcolor": "#888", "opacity": 0.25, "layer": "below", "line": {"color": "#555", "width": 1}}
+            for s in stretches)])
+
+
+def _figure(fig_id: str, title: str, fig, caption: str, counts: dict[str, Any],
+            shaded: Sequence[dict[str, Any]] = ()) -> str:
     """The figure element: its counts as data-* attributes, the plot's div, its figure as a JSON data
     block (drawn by _DRAW), its caption."""
     from plotly.io.json import to_json_plotly
 
+    _shade(fig, list(shaded))
+    if shaded:
+        counts = counts | {"unknown_stretches": len(shaded)}
+        caption += (f" Shaded: {len(shaded)} stretch(es) nobody read, where the state shown may be incomplete ("
+                    + "; ".join(s["partitions"] for s in shaded) + ").")
     attrs = " ".join(f'data-{_attr_name(k)}="{html.escape(str(v))}"' for k, v in counts.items())
     fig.update_layout(title=title, height=fig.layout.height or 360, margin={"l": 60, "r": 20, "t": 50, "b": 40},
                       template="plotly_white", legend={"orientation": "h"})
@@ -234,6 +265,7 @@ def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
     from plotly.offline import get_plotlyjs
 
     checks = judged.checks if judged is not None else None
+    unknown = not_read(inc)
     x = _axis(inc.health.times)
     h = inc.health
     parts = []
@@ -258,13 +290,13 @@ def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
     parts.append(_figure("health", "Partition health (maximum per time bucket)", fig,
                          "Peaks: " + ", ".join(f"{n.replace('_', ' ')} {peaks['peak_' + n]}" for n in HEALTH)
                          + ". At the end: " + ", ".join(f"{n.replace('_', ' ')} {h.at_end[n]}" for n in HEALTH)
-                         + f". Invariant violations marked: {len(bad)}.", peaks | {"violations": len(bad)}))
+                         + f". Invariant violations marked: {len(bad)}.", peaks | {"violations": len(bad)}, shaded=unknown))
 
     fig = go.Figure([go.Scatter(x=x, y=v, name=_plot_text(f"broker {k}"), mode="lines", line_shape="hv")
                      for k, v in inc.leaders.values.items()])
     parts.append(_figure("leaders", "Leaders per broker", fig,
                          "Leaders at the end: " + ", ".join(f"broker {k}: {n}" for k, n in inc.leaders.at_end.items()),
-                         {"brokers": len(inc.leaders.values), "leaders_at_end": sum(inc.leaders.at_end.values())}))
+                         {"brokers": len(inc.leaders.values), "leaders_at_end": sum(inc.leaders.at_end.values())}, shaded=unknown))
 
     colors = {"unfenced": "#2a9d8f", "fenced": "#e76f51", "controlled shutdown": "#e9c46a"}
     fig = go.Figure()
@@ -279,7 +311,7 @@ def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
     parts.append(_figure("brokers", "Broker registration and fencing (dashed: controller changes)", fig,
                          f"{len({s['broker'] for s in inc.brokers})} brokers, {fenced} fenced stretches, "
                          f"{len(inc.controllers)} controller changes.",
-                         {"fenced_stretches": fenced, "controller_changes": len(inc.controllers)}))
+                         {"fenced_stretches": fenced, "controller_changes": len(inc.controllers)}, shaded=unknown))
 
     hm = inc.isr_heatmap
     fig = go.Figure(go.Heatmap(z=hm["z"], x=_axis(hm["times"]), y=[_plot_text(r) for r in hm["rows"]],
@@ -289,7 +321,7 @@ def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
     fig.update_yaxes(type="category", dtick=1)
     parts.append(_figure("isr", "ISR size of the most affected partitions (smallest per bucket)", fig,
                          f"{len(hm['rows'])} partitions of {inc.affected_count} affected.",
-                         {"rows": len(hm["rows"]), "affected": inc.affected_count}))
+                         {"rows": len(hm["rows"]), "affected": inc.affected_count}, shaded=unknown))
 
     outcome_colors = {"completed": "#2a9d8f", "cancelled": "#e76f51", "in flight": "#264653", "ended": "#999"}
     fig = go.Figure()
@@ -303,7 +335,7 @@ def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
     parts.append(_figure("reassignments", "Reassignments, start to completion or cancellation", fig,
                          f"{inc.reassignment_count} reassignments"
                          + (f" (the {len(inc.reassignments)} longest drawn)" if inc.reassignment_count > len(inc.reassignments) else "")
-                         + ".", {"reassignments": inc.reassignment_count}))
+                         + ".", {"reassignments": inc.reassignment_count}, shaded=unknown))
 
     ex = _axis(inc.elections["times"])
     fig = go.Figure([go.Bar(x=ex, y=v, name=_plot_text(k)) for k, v in inc.elections["counts"].items()])
@@ -311,9 +343,9 @@ def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
     totals = inc.elections["totals"]
     parts.append(_figure("elections", "Leader elections by type", fig,
                          ", ".join(f"{k}: {n}" for k, n in totals.items()) or "No elections.",
-                         {"elections": sum(totals.values())} | {f"election_{k}": n for k, n in totals.items()}))
+                         {"elections": sum(totals.values())} | {f"election_{k}": n for k, n in totals.items()}, shaded=unknown))
 
-    return _page(inc, judged, parts, bad, lost, _drill_down(store, inc), get_plotlyjs())
+    return _page(inc, judged, parts, bad, lost, _drill_down(store, inc), get_plotlyjs(), unknown)
 
 
 def _drill_down(store: Store, inc: Incident) -> str:
@@ -334,7 +366,7 @@ def _drill_down(store: Store, inc: Incident) -> str:
 
 
 def _page(inc: Incident, judged: Verdict | None, parts: list[str], bad: list[dict[str, Any]],
-          lost: list[dict[str, Any]], drill: str, plotlyjs: str) -> str:
+          lost: list[dict[str, Any]], drill: str, plotlyjs: str, unknown: list[dict[str, Any]]) -> str:
     checks = judged.checks if judged is not None else None
     notes = judged.notes if judged is not None else ()
     labels = "".join(f'<p class="verdict-note" role="note">{html.escape(n)}: {html.escape(detail)}</p>'
@@ -358,7 +390,9 @@ def _page(inc: Incident, judged: Verdict | None, parts: list[str], bad: list[dic
     title = f"ctrlaudit incident report: {_ms(inc.a.event_time_ms)} to {_ms(inc.b.event_time_ms)}"
     words = "".join(f"<li>{html.escape(s)}</li>" for s in summary(inc, checks, notes))
     window = {"cluster": inc.a.cluster_id, "from_seq": inc.a.seq, "to_seq": inc.b.seq,
-              "verdict": None if judged is None else {"bound": judged.bound, "notes": [n for n, _ in notes]}}
+              "verdict": None if judged is None else {"bound": judged.bound, "notes": [n for n, _ in notes]},
+              "not_read": [{"from": _ms(u["from"]), "to": _ms(u["to"]), "partitions": u["partitions"],
+                            "reason": u["reason"]} for u in unknown]}
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{html.escape(content_security_policy(plotlyjs, _DRAW))}">'
             f"<title>{html.escape(title)}</title>"

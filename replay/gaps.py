@@ -97,7 +97,7 @@ def partition_reason(topic: str, partition: int, text: str) -> str:
     return f"{topic}-{partition}: partition epochs {text}"
 
 
-def _partitions(reason: str) -> tuple[tuple[str, int], ...]:
+def partitions_of(reason: str) -> tuple[tuple[str, int], ...]:
     """The partitions a gap is about, from its reason; () for a gap of a whole stretch of its source."""
     m = _PARTITION_REASON.match(reason) or _STATE_ZNODE_REASON.match(reason)
     return ((m.group(1), int(m.group(2))),) if m else ()
@@ -126,7 +126,7 @@ def stretches(con: duckdb.DuckDBPyConnection, cluster_id: str, *, up_to_seq: int
         while hi in gap_seqs:
             hi += 1
         bounds[seq] = (lo, hi)
-    partitions = {r[0]: _partitions(r[4] or "") for r in gap_rows}
+    partitions = {r[0]: partitions_of(r[4] or "") for r in gap_rows}
     ends = _next_partition_events(con, cluster_id, [(seq, p) for seq, ps in partitions.items() for p in ps])
     wanted = sorted({s for b in bounds.values() for s in b if s >= 0} | {r[5] for r in gap_rows if r[5] is not None}
                     | set(ends.values()))
@@ -148,6 +148,32 @@ def stretches(con: duckdb.DuckDBPyConnection, cluster_id: str, *, up_to_seq: int
             gap_from if gap_from is not None else -1, gap_to if gap_to is not None else -1,
             _KIND_POSITIONS.get(source_kind, "source positions"), reason or "", partitions[seq]))
     return out
+
+
+# the columns `stretches` reads of the events table: a table of only these, holding the gap events and the
+# events near them that `stretches` looks for, gives the same stretches (`stretches_of_rows`)
+STRETCH_COLUMNS = ("cluster_id", "seq", "kind", "source_kind", "source_offset", "event_time_ms", "topic",
+                   "partition", "gap_from", "gap_to", "reason")
+
+
+def stretches_of_rows(rows: list[tuple[object, ...]]) -> list[tuple[str, CaptureStretch]]:
+    """(cluster id, stretch) of every cluster, from rows of STRETCH_COLUMNS: the gap events and, per gap, the
+    events read just before and after it, the last read before its first missing source position and its
+    partition's next change (what an engine that holds the events elsewhere, Spark, gives)."""
+    types = {"seq": "BIGINT", "source_offset": "BIGINT", "event_time_ms": "BIGINT", "partition": "INTEGER",
+             "gap_from": "BIGINT", "gap_to": "BIGINT"}
+    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
+                                             "autoload_known_extensions": False})
+    try:
+        con.execute("CREATE TABLE events (" + ", ".join(f'"{c}" {types.get(c, "VARCHAR")}' for c in STRETCH_COLUMNS)
+                    + ")")
+        if rows:
+            con.executemany(f"INSERT INTO events VALUES ({', '.join('?' * len(STRETCH_COLUMNS))})",
+                            [list(r) for r in dict.fromkeys(rows)])
+        clusters = [r[0] for r in con.execute("SELECT DISTINCT cluster_id FROM events ORDER BY 1").fetchall()]
+        return [(c, s) for c in clusters for s in stretches(con, c)]
+    finally:
+        con.close()
 
 
 def _next_partition_events(con: duckdb.DuckDBPyConnection, cluster_id: str,
