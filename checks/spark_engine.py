@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from checks.catalog import BY_NAME, EVIDENCE_COLUMNS, last_readers, shared_for, shared_sql, shared_table, sql_for, wrapped
+from checks import hadoop
 from checks.duckdb_engine import FIRST_CHANGES, DuckDBEngine
 from checks.findings import Findings
 from checks.inputs import BadInput, Inputs, chains_of
@@ -378,6 +379,24 @@ class SparkEngine:
         return engine
 
     @classmethod
+    def from_uris(cls, spark: Any, uris: Sequence[str], allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
+        """The archives on a Hadoop filesystem under `uris` (checks.hadoop): verified on the driver first, then
+        read by the executors, file by file, those that verified; `confirm_sources` checks after the job that
+        the files read are the files verified."""
+        verified = hadoop.verified_uris(spark, uris, allow_gaps=allow_gaps, progress=progress)
+        try:
+            engine = cls._read_files(spark, verified.accepted,
+                                     dedupe=any(c.duplicates for c in verified.read.chains.values()))
+        except BadInput:
+            verified.confirm_unchanged()  # a file that changed since explains an unreadable one best
+            raise
+        engine.gaps, engine.chains = chains_of(verified.read)
+        # only the files the executors read: a manifest, or a file left out under --allow-gaps, was read by
+        # the driver alone, from its verified copy
+        engine.guard = verified.confirm_unchanged
+        return engine
+
+    @classmethod
     def from_inputs(cls, spark: Any, inputs: Inputs, allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
         if inputs.store is not None:
             # A replay store: DuckDB reads it (and checks its layout)
@@ -387,9 +406,7 @@ class SparkEngine:
             finally:
                 duck.close()
         if inputs.uris:
-            from checks.hadoop import engine_from_uris
-
-            return engine_from_uris(spark, inputs.uris, allow_gaps=allow_gaps, progress=progress)
+            return cls.from_uris(spark, inputs.uris, allow_gaps=allow_gaps, progress=progress)
         return cls.from_archives(spark, inputs.sources(), allow_gaps=allow_gaps, progress=progress)
 
     def confirm_sources(self) -> None:

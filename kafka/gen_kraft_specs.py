@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from services.cluster.jars import DEFAULT_PINS, cache_root, ensure_jars  # noqa: E402
+from devtools.cluster.jars import DEFAULT_PINS, cache_root, ensure_jars  # noqa: E402
 
 # Releases newer than the pinned 4.x whose record schemas the decoder knows before a cluster of them is
 # tested: only their two schema jars are fetched (4.4.0's kafka-shell, which the tests need, is not on

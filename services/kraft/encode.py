@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from .messages import _FIXED, UNKNOWN_TAGS, Field
+from .fields import _FIXED, UNKNOWN_TAGS, Field
 from .wire import uuid_bytes, write_uvarint
 
 

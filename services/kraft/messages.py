@@ -16,15 +16,14 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .encode import encode
+from .fields import _FIXED, UNKNOWN_TAGS, Field
+from .render import render
 from .specs import SCHEMAS
 from .wire import (ZERO_UUID, VarintError, _uuid_cache, read_uvarint, uuid_str)
 
-UNKNOWN_TAGS = "_unknownTaggedFields"
 Decoder = Callable[[Any, int, int], tuple[dict, int]]
 
-_FIXED = {"bool": ("?", 1), "int8": ("b", 1), "int16": ("h", 2), "uint16": ("H", 2),
-          "int32": ("i", 4), "uint32": ("I", 4), "int64": ("q", 8), "float64": ("d", 8),
-          "uuid": ("16s", 16)}
 _ARRAY_FMT = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": "q",
               "uint32": "I", "float64": "d"}
 
@@ -65,22 +64,6 @@ def snake_upper(name: str) -> str:
 def version_range(spec: str) -> range:
     lo, _, hi = spec.partition("-")
     return range(int(lo), int(hi or lo) + 1)
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str
-    key: str
-    type: str
-    elem: str | None  # element type for arrays
-    tag: int | None
-    nullable: bool
-    default: Any
-    children: tuple["Field", ...] | None
-
-    @property
-    def is_array(self) -> bool:
-        return self.elem is not None
 
 
 def _default(f: dict, typ: str, nullable: bool) -> Any:
@@ -389,13 +372,11 @@ class MessageVersion:
     decode: Decoder
 
     def render(self, data: dict) -> dict:
-        from .render import render  # the JSON form: for DumpLogSegments comparisons and --show-records
-
+        """The JSON form: for DumpLogSegments comparisons and --show-records."""
         return render(self.fields, data)
 
     def encode(self, data: dict) -> bytes:
-        from .encode import encode  # the bytes back: tests and the synthetic logs of bench/ only
-
+        """The bytes back: tests and the synthetic logs of bench/ only."""
         return encode(self.fields, data)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from .messages import Field
+from .fields import Field
 
 
 def render(fields: tuple[Field, ...], data: dict) -> dict:

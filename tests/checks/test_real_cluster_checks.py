@@ -30,8 +30,8 @@ import pytest
 
 from checks.catalog import NAMES
 from checks.live import LiveChecker
-from services.cluster import observe
-from services.cluster.testing import copy_node_metadata, heal
+from devtools.cluster import observe
+from devtools.cluster.testing import copy_node_metadata, heal
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 

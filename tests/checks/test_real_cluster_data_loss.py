@@ -22,9 +22,9 @@ import pytest
 
 from checks.catalog import NAMES
 from checks.live import DATA_LOSS_ALLOWANCE, LiveChecker
-from services.cluster import observe
-from services.cluster.testing import copy_node_metadata, heal
-from services.cluster.testing import wait_until as _wait
+from devtools.cluster import observe
+from devtools.cluster.testing import copy_node_metadata, heal
+from devtools.cluster.testing import wait_until as _wait
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 

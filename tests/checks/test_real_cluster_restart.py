@@ -15,8 +15,8 @@ import pytest
 
 from checks.catalog import NAMES
 from checks.live import REREGISTRATION_ALLOWANCE, LiveChecker
-from services.cluster import observe
-from services.cluster.testing import copy_node_metadata, heal
+from devtools.cluster import observe
+from devtools.cluster.testing import copy_node_metadata, heal
 from tests.checks.test_real_cluster_checks import _is_known_limit
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]

@@ -30,8 +30,8 @@ from schemas.events import (
     ControllerChange, ElectionType, LeaderRecoveryState, PartitionChange, PartitionChangeKind as K, TopicChange,
     TopicChangeKind,
 )
-from services.cluster import observe
-from services.cluster.testing import copy_live_directory, copy_node_metadata, heal
+from devtools.cluster import observe
+from devtools.cluster.testing import copy_live_directory, copy_node_metadata, heal
 from services.kraft import metadata_files, snapshot_id
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from schemas.codec import encode
-from services.cluster.testing import heal
-from services.cluster.testing import wait_until
+from devtools.cluster.testing import heal
+from devtools.cluster.testing import wait_until
 from services.simulator import SimConfig, simulate
 
 pytestmark = [pytest.mark.kafka]

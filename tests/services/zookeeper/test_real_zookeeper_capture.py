@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from schemas.events import TopicChangeKind
-from services.cluster import ZkKafkaCluster, find_free_base_port, observe
-from services.cluster.testing import java_available
+from devtools.cluster import ZkKafkaCluster, find_free_base_port, observe
+from devtools.cluster.testing import java_available
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow,
               pytest.mark.skipif(not java_available(), reason="needs java and mvn")]

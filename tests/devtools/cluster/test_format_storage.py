@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from services.cluster.testing import java_available
+from devtools.cluster.testing import java_available
 
 pytestmark = [pytest.mark.kafka, pytest.mark.skipif(not java_available(), reason="needs java")]
 
 
 @pytest.mark.parametrize("cluster_id", ["-AbCdEfGhIjKlMnOpQrStUw", "AbCdEfGhIjKlMnOpQrStUw"])
 def test_a_cluster_id_beginning_with_a_dash_is_formatted(tmp_path, cluster_id):
-    from services.cluster.tools import KafkaTools
+    from devtools.cluster.tools import KafkaTools
 
     props = tmp_path / "controller.properties"
     props.write_text("process.roles=controller\nnode.id=3000\ncontroller.quorum.voters=3000@127.0.0.1:19999\n"

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from services.cluster import PINNED, main_class, resolve_version
-from services.cluster.config import (ClusterSettings, NodeLayout, log4j1_properties,
+from devtools.cluster import PINNED, main_class, resolve_version
+from devtools.cluster.config import (ClusterSettings, NodeLayout, log4j1_properties,
                                      log4j2_properties, ports_for, server_properties)
-from services.cluster.dumplog import parse
-from services.cluster.manager import find_free_base_port, port_free, random_cluster_id
+from devtools.cluster.dumplog import parse
+from devtools.cluster.manager import find_free_base_port, port_free, random_cluster_id
 
 
 def _props(text: str) -> dict[str, str]:
@@ -68,7 +68,7 @@ def test_version_aliases():
     assert resolve_version("4.x") == PINNED["4"] and resolve_version("3.9") == "3.9.2"
     assert resolve_version("4.1.1") == "4.1.1"
     # CTRLAUDIT_KAFKA_4 moves "4.x" to another release (read at import), not the generated tables' pins
-    code = "from services.cluster.jars import DEFAULT_PINS, resolve_version; print(resolve_version('4.x'), DEFAULT_PINS['4'])"
+    code = "from devtools.cluster.jars import DEFAULT_PINS, resolve_version; print(resolve_version('4.x'), DEFAULT_PINS['4'])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "CTRLAUDIT_KAFKA_4": "4.4.0"}, cwd=Path(__file__).resolve().parents[3])
     assert out.stdout.split() == ["4.4.0", "4.3.1"]
@@ -111,7 +111,7 @@ def test_parse_dumplogsegments_output():
 def test_migration_steps_write_the_kip866_configs(tmp_path):
     """What ops.html's migration steps require of each file: the controller in migration mode and finalized, the
     ZooKeeper-mode broker with the flag and the quorum, the same broker in KRaft mode without ZooKeeper."""
-    from services.cluster.config import (ClusterSettings, NodeLayout, kraft_broker_properties,
+    from devtools.cluster.config import (ClusterSettings, NodeLayout, kraft_broker_properties,
                                          migrating_zk_broker_properties, migration_controller_properties)
 
     def parse(text):

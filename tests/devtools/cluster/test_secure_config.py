@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from services.cluster.config import (
+from devtools.cluster.config import (
     ClusterSettings, NodeLayout, SecureListeners, ports_for, scram_format_args, server_properties,
 )
 

@@ -143,7 +143,7 @@ class ZkKafkaCluster(KafkaCluster):
         migration.attach(self)  # a cluster migrated (in part) earlier: its KRaft controller, its brokers' mode
 
     def migrate_to_kraft(self, until: str = "finalize", *, timeout: float = 180) -> list[str]:
-        """The KIP-866 migration's steps not done yet, up to ``until`` (services/cluster/migration.py)."""
+        """The KIP-866 migration's steps not done yet, up to ``until`` (devtools/cluster/migration.py)."""
         return migration.Migration(self, timeout=timeout).run(until)
 
     @property

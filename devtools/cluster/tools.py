@@ -123,7 +123,7 @@ class KafkaTools:
 
     @property
     def has_shell(self) -> bool:
-        """Whether this release's metadata shell is there (services.cluster.jars resolves a release whose
+        """Whether this release's metadata shell is there (devtools.cluster.jars resolves a release whose
         kafka-shell jar Maven Central lacks without it)."""
         return any(self.lib.glob("kafka-shell-*.jar"))
 

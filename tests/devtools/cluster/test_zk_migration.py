@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from services.cluster import ClusterError, ZkKafkaCluster, find_free_base_port, observe
-from services.cluster.migration import CONTROLLER_ID, STEPS, Migration, steps_done
-from services.cluster.testing import java_available
+from devtools.cluster import ClusterError, ZkKafkaCluster, find_free_base_port, observe
+from devtools.cluster.migration import CONTROLLER_ID, STEPS, Migration, steps_done
+from devtools.cluster.testing import java_available
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow,
               pytest.mark.skipif(not java_available(), reason="needs java and mvn")]

@@ -14,7 +14,7 @@ capture watches ZooKeeper (`ctrlaudit capture --zookeeper`), marks are ZooKeeper
 import decodes a copy of ZooKeeper's transaction log (`ctrlaudit import zk`).
 
 `run_scenario` takes a running cluster so that the test suite can drive the same loop
-(tests/ctrlaudit/test_demo_kafka.py).
+(tests/devtools/test_demo_kafka.py).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctrlaudit.demo import CLI, OUT, step
+from devtools.demo import CLI, OUT, step
 
 TOPIC = "orders"
 SENTINEL = "demo-end"  # created last: once its creation is archived, everything before it is too
@@ -133,7 +133,7 @@ def _described_partitions(described, topic: str) -> dict[int, tuple]:
 def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctrlaudit") -> Captured:
     """Capture a live incident on the running cluster `c` into `out`/archive. `topic` is the topic the
     incident happens to; `prefix` names the capture topics (<prefix>.raw, .events, ...) and the sentinel."""
-    from services.cluster import observe
+    from devtools.cluster import observe
 
     zk = getattr(c, "mode", "kraft") == "zk"
     mark = observe.zk_stable_mark if zk else observe.stable_mark
@@ -236,11 +236,11 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
     events = max(events, len(_archived(archive)))
     say(f"capture stopped: {events} events archived")
     if zk:
-        from services.cluster.testing import copy_live_directory
+        from devtools.cluster.testing import copy_live_directory
         copy = copy_live_directory(c.zookeeper.data_dir, out / "zookeeper-copy")
         say(f"copied ZooKeeper's data directory to {copy} (for the offline import)")
     else:
-        from services.cluster.testing import copy_node_metadata
+        from devtools.cluster.testing import copy_node_metadata
         copy = copy_node_metadata(c, source, out / "metadata-copy")
         say(f"copied node {source}'s metadata log to {copy} (for the offline import)")
     return Captured(archive, mark_a.offset, mark_end.offset, events, moved, topic, mark_a.described, copy,
@@ -276,9 +276,9 @@ def forensics(cap: Captured, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from services.cluster import ClusterError
-    from services.cluster.testing import running_cluster
-    from services.cluster.zkmode import ZkKafkaCluster
+    from devtools.cluster import ClusterError
+    from devtools.cluster.testing import running_cluster
+    from devtools.cluster.zkmode import ZkKafkaCluster
 
     zk = "--zookeeper" in (sys.argv[1:] if argv is None else argv)
     shutil.rmtree(OUT, ignore_errors=True)

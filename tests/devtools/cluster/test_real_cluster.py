@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from services.cluster.testing import heal, java_available
+from devtools.cluster.testing import heal, java_available
 from services.kraft import LogReader, MetadataRecord
 
 pytestmark = [pytest.mark.kafka,

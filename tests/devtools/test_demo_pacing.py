@@ -1,9 +1,9 @@
 """The demo's pacing: before each next step it waits until the archive shows what kafka-topics --describe
-showed (ctrlaudit.demo_kafka._capture_shows), so a lagging ZooKeeper watch cannot skip the version at a mark."""
+showed (devtools.demo_kafka._capture_shows), so a lagging ZooKeeper watch cannot skip the version at a mark."""
 from __future__ import annotations
 
-from ctrlaudit.demo_kafka import _capture_shows
-from services.cluster.observe import Described, DescribedPartition
+from devtools.demo_kafka import _capture_shows
+from devtools.cluster.observe import Described, DescribedPartition
 from tests.archive_files import write_archive_file
 from tests.replay.fixtures import CLUSTER, DELTA1
 

@@ -1,7 +1,7 @@
 """`make demo`'s live loop on the real cluster (4.x): capture, scenario, archive, forensics.
 
 The demo is the first thing a newcomer runs, so the suite drives the same code
-(ctrlaudit.demo_kafka.run_scenario and forensics) against the session's cluster, with its own topic
+(devtools.demo_kafka.run_scenario and forensics) against the session's cluster, with its own topic
 names, and checks what the demo claims: the archive verifies, the state at mark A is what
 kafka-topics --describe printed then, and the partition whose leader was killed shows the move.
 """
@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from services.cluster.testing import heal
+from devtools.cluster.testing import heal
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow,
               pytest.mark.parametrize("kafka_cluster", ["4.x"], indirect=True)]
@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow,
 
 @pytest.fixture(scope="module")
 def demo(kafka_cluster, tmp_path_factory):
-    from ctrlaudit.demo_kafka import run_scenario
+    from devtools.demo_kafka import run_scenario
     from replay.store import Store
 
     c = heal(kafka_cluster)
@@ -70,7 +70,7 @@ def test_killed_leaders_partition_moved_and_the_controller_changed(demo):
 
 
 def test_forensics_steps_all_succeed(demo, capsys, monkeypatch):
-    from ctrlaudit.demo_kafka import forensics
+    from devtools.demo_kafka import forensics
     cap, _, _, out, _ = demo
     monkeypatch.chdir(out)
     forensics(cap, out)  # raises SystemExit when a step fails
@@ -109,7 +109,7 @@ def test_reassignment_json_as_of_mark_a_puts_the_cluster_back(demo, kafka_cluste
 
     from replay.formats import reassignment_json
     from replay.queries import state_as_of
-    from services.cluster.observe import describe, running_bootstrap
+    from devtools.cluster.observe import describe, running_bootstrap
 
     cap, store, _, out, _ = demo
     c = heal(kafka_cluster)

@@ -1,6 +1,6 @@
 """A real HDFS on this machine for the tests: Hadoop's MiniDFSCluster (a NameNode and a DataNode, the
 real server code over real RPC on loopback) in its own JVM, from the jars kafka/hdfs-pom.xml resolves
-(services.cluster.jars.ensure_hdfs_jars), run by services/cluster/MiniHdfs.java as a single source file.
+(devtools.cluster.jars.ensure_hdfs_jars), run by devtools/cluster/MiniHdfs.java as a single source file.
 
     with MiniHdfs.running(workdir) as hdfs:
         hdfs.put(local_dir, "/archive")          # -> hdfs://localhost:PORT/archive
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from services.cluster.jars import ensure_hdfs_jars
+from devtools.cluster.jars import ensure_hdfs_jars
 
 SOURCE = Path(__file__).with_name("MiniHdfs.java")
 

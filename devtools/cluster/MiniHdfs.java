@@ -1,7 +1,7 @@
 // A real HDFS for the tests: Hadoop's own MiniDFSCluster (one NameNode, one DataNode, each the real
 // server code, over real RPC on loopback ports) in this JVM. Run as a single source file, no build:
 //
-//   java -cp '.kafka-cache/hadoop-3.5.0/lib/*' services/cluster/MiniHdfs.java BASE_DIR
+//   java -cp '.kafka-cache/hadoop-3.5.0/lib/*' devtools/cluster/MiniHdfs.java BASE_DIR
 //
 // It prints "ready hdfs://localhost:PORT" on one line once the DataNode has registered, then serves
 // until its standard input closes: the Python side holds the pipe, so a test process that dies,

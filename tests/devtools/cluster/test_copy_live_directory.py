@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from services.cluster.testing import copy_live_directory
+from devtools.cluster.testing import copy_live_directory
 
 
 def _log_dir(tmp_path):

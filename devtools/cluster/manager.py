@@ -56,7 +56,7 @@ def find_free_base_port(nodes: int = 3, start: int = 20000, stop: int = 60000,
                         step: int = 1000) -> int:
     """A base port whose derived ports are all free right now: the nodes' and a ZooKeeper-mode cluster's
     ZooKeeper (base + 1), whose connections of an earlier cluster may still linger in TIME_WAIT, and its KRaft
-    controller of a migration (base + 6, services/cluster/migration.py)."""
+    controller of a migration (base + 6, devtools/cluster/migration.py)."""
     for base in range(start, stop, step):
         # PLAINTEXT, CONTROLLER and the two secured listeners' ports (config.ports_for, NodeLayout)
         ports = [config.ports_for(base, i)[0] + k for i in range(1, nodes + 1) for k in range(4)] + [base + 1, base + 6]

@@ -65,7 +65,7 @@ class SecureListeners:
     when the storage is formatted (kafka-storage format --add-scram); the PLAIN users live in the
     listener's JAAS config. No authorizer: any authenticated user may do anything."""
 
-    keystore: Path  # PKCS12, the brokers' key and certificate (services/cluster/tls.py)
+    keystore: Path  # PKCS12, the brokers' key and certificate (devtools/cluster/tls.py)
     truststore: Path  # PKCS12, the CA that signs client certificates
     password: str  # of both stores
     scram_users: dict[str, str] = field(default_factory=dict)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 POM = REPO_ROOT / "kafka" / "pom.xml"
-# Hadoop's in-process HDFS for the tests (services.cluster.hdfs), at pyspark's own Hadoop version
+# Hadoop's in-process HDFS for the tests (devtools.cluster.hdfs), at pyspark's own Hadoop version
 HDFS_POM = REPO_ROOT / "kafka" / "hdfs-pom.xml"
 HADOOP_VERSION = "3.5.0"
 

@@ -1,4 +1,4 @@
-"""python -m services.cluster [--mode zk] up|down|status|kill N|restart N|controller|migrate|tool NAME ARGS...
+"""python -m devtools.cluster [--mode zk] up|down|status|kill N|restart N|controller|migrate|tool NAME ARGS...
 
 State lives in --dir (default .kafka-dev/<version>); ``up`` leaves the JVMs running and
 ``down`` kills exactly the JVMs recorded there."""
@@ -35,7 +35,7 @@ def _secure(directory: Path):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m services.cluster", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m devtools.cluster", description=__doc__)
     ap.add_argument("--mode", choices=("kraft", "zk"), default="kraft",
                     help="zk: ZooKeeper-mode brokers and one ZooKeeper (Kafka 3.9; --version defaults to 3.9)")
     ap.add_argument("--version", default=None, help="4.x (4.3.1 pinned, the default in KRaft mode), 3.9 (the default with --mode zk), or x.y.z")

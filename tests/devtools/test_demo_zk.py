@@ -1,6 +1,6 @@
 """`make demo-zk`: the demo's incident and forensics on ZooKeeper and 3 ZooKeeper-mode Kafka 3.9 brokers.
 
-The same code as `make demo` (ctrlaudit.demo_kafka.run_scenario and forensics): capture watches ZooKeeper,
+The same code as `make demo` (devtools.demo_kafka.run_scenario and forensics): capture watches ZooKeeper,
 marks are zxids, and the offline import decodes a copy of ZooKeeper's transaction log. Checked: the archive
 verifies, the state at marks A and B is what kafka-topics --describe printed then, the killed leader's
 partition moved and the controller changed (a new controller epoch), every forensics step succeeds with
@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from services.cluster.testing import java_available
+from devtools.cluster.testing import java_available
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow,
               pytest.mark.skipif(not java_available(), reason="needs java")]
@@ -20,10 +20,10 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow,
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    from ctrlaudit.demo_kafka import run_scenario
+    from devtools.demo_kafka import run_scenario
     from replay.store import Store
-    from services.cluster.testing import running_cluster
-    from services.cluster.zkmode import ZkKafkaCluster
+    from devtools.cluster.testing import running_cluster
+    from devtools.cluster.zkmode import ZkKafkaCluster
 
     out = tmp_path_factory.mktemp("demo-zk")
     said: list[str] = []
@@ -79,7 +79,7 @@ def test_killed_leaders_partition_moved_and_the_controller_changed(demo):
 
 
 def test_forensics_steps_all_succeed_and_the_check_is_clean(demo, capsys, monkeypatch):
-    from ctrlaudit.demo_kafka import forensics
+    from devtools.demo_kafka import forensics
 
     cap, _, _, out, _ = demo
     monkeypatch.chdir(out)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from services.cluster import ZkKafkaCluster, find_free_base_port
-from services.cluster.testing import java_available
+from devtools.cluster import ZkKafkaCluster, find_free_base_port
+from devtools.cluster.testing import java_available
 
 pytestmark = [pytest.mark.kafka,
               pytest.mark.skipif(not java_available(), reason="needs java and mvn")]
@@ -50,7 +50,7 @@ def zk_cluster(tmp_path_factory):
 
 
 def test_zk_mode_refuses_kafka_4(tmp_path):
-    from services.cluster import ClusterError
+    from devtools.cluster import ClusterError
     with pytest.raises(ClusterError, match="before 4.0"):
         ZkKafkaCluster(tmp_path, "4.x")
 

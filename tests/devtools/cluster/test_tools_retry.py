@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from services.cluster import tools as tools_mod
+from devtools.cluster import tools as tools_mod
 
 
 class _Tools(tools_mod.KafkaTools):
@@ -51,7 +51,7 @@ def test_a_tool_that_changes_the_cluster_is_never_repeated(monkeypatch):
 
 
 def test_a_release_resolved_without_its_shell_says_so(tmp_path):
-    """services.cluster.jars resolves a release whose kafka-shell jar Maven Central lacks (4.4.0) without it:
+    """devtools.cluster.jars resolves a release whose kafka-shell jar Maven Central lacks (4.4.0) without it:
     the shell is then refused by name, never run from another release's jars."""
     class _Lib(tools_mod.KafkaTools):
         def __init__(self, lib):

@@ -1,7 +1,7 @@
 """cut_partial_tails: a copied segment ending inside a batch is cut back to its last whole batch."""
 from __future__ import annotations
 
-from services.cluster.testing import cut_partial_tails
+from devtools.cluster.testing import cut_partial_tails
 from tests.services.kraft.helpers import data_batch, pcr
 
 
