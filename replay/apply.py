@@ -16,30 +16,13 @@ from dataclasses import replace
 from immutables import Map
 
 from schemas.events import (
-    BrokerChange,
-    BrokerChangeKind,
-    CaptureGap,
-    ConfigChange,
-    ConfigResourceType,
-    ControllerChange,
-    ControllerEvent,
-    FeatureLevelChange,
-    OffsetSample,
-    PartitionChange,
-    TopicChange,
-    TopicChangeKind,
-    UnknownRecord,
+    BrokerChange, BrokerChangeKind, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange, ControllerEvent,
+    FeatureLevelChange, OffsetSample, PartitionChange, TopicChange, TopicChangeKind, UnknownRecord,
 )
 from replay import rules
 from replay.errors import ReplayError
 from replay.image import (
-    EMPTY,
-    CaptureGapSeen,
-    ClusterImage,
-    ControllerImage,
-    Provenance,
-    TopicImage,
-    TopicsImage,
+    EMPTY, CaptureGapSeen, ClusterImage, ControllerImage, Provenance, TopicImage, TopicsImage,
 )
 
 OnError = Callable[[ReplayError, ControllerEvent], None]

@@ -13,33 +13,15 @@ from typing import Any
 from immutables import Map
 
 from schemas.events import (
-    BrokerChange,
-    BrokerChangeKind,
-    BrokerState,
-    CaptureGap,
-    ConfigChange,
-    ConfigResourceType,
-    ControllerChange,
-    ControllerEvent,
-    FeatureLevelChange,
-    OffsetSample,
-    PartitionChange,
-    PartitionState,
-    TopicChange,
-    TopicChangeKind,
-    UnknownRecord,
+    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
+    ControllerEvent, FeatureLevelChange, OffsetSample, PartitionChange, PartitionState, TopicChange,
+    TopicChangeKind, UnknownRecord,
 )
 from replay import rules
 from replay.apply import OnError, provenance_of, raise_error
 from replay.errors import ReplayError
 from replay.image import (
-    EMPTY,
-    CaptureGapSeen,
-    ClusterImage,
-    ConfigKey,
-    ControllerImage,
-    TopicImage,
-    TopicsImage,
+    EMPTY, CaptureGapSeen, ClusterImage, ConfigKey, ControllerImage, TopicImage, TopicsImage,
 )
 
 _MISSING: Any = object()

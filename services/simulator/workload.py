@@ -22,37 +22,15 @@ from typing import Any
 
 from replay.image import ClusterImage
 from schemas.events import (
-    BrokerChange,
-    BrokerChangeKind,
-    ConfigChange,
-    ConfigResourceType,
-    ControllerChange,
-    ControllerEvent,
-    ElectionType,
-    FeatureLevelChange,
-    LeaderRecoveryState,
-    OffsetSample,
-    PartitionChange,
-    PartitionChangeKind,
-    PartitionState,
-    ReplicaOffset,
-    TopicChange,
-    TopicChangeKind,
+    BrokerChange, BrokerChangeKind, ConfigChange, ConfigResourceType, ControllerChange, ControllerEvent,
+    ElectionType, FeatureLevelChange, LeaderRecoveryState, OffsetSample, PartitionChange, PartitionChangeKind,
+    PartitionState, ReplicaOffset, TopicChange, TopicChangeKind,
 )
 from schemas.fastbuild import fast_constructor
 from services.normalize.classify import change_kinds
 from services.simulator import partition_rules as rules
 from services.simulator.model import (
-    MIN_ISR,
-    UNCLEAN,
-    Broker,
-    IndexedSet,
-    Partition,
-    Reassignment,
-    Topic,
-    catch_up,
-    on_leader_change,
-    produce,
+    MIN_ISR, UNCLEAN, Broker, IndexedSet, Partition, Reassignment, Topic, catch_up, on_leader_change, produce,
 )
 from services.simulator.config import SimConfig
 from services.simulator.journal import Journal

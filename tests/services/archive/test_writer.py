@@ -13,26 +13,9 @@ from schemas.chain import Chain, record_hash
 from schemas.codec import READ_OPTIONS, to_avro
 from schemas.container import iter_records, read_events
 from schemas.events import (
-    BrokerChange,
-    BrokerChangeKind,
-    BrokerState,
-    CaptureGap,
-    ConfigChange,
-    ConfigResourceType,
-    ControllerChange,
-    ControllerEvent,
-    ElectionType,
-    FeatureLevelChange,
-    LeaderRecoveryState,
-    OffsetSample,
-    PartitionChange,
-    PartitionChangeKind,
-    PartitionState,
-    ReplicaOffset,
-    SourceKind,
-    SourcePosition,
-    TopicChange,
-    TopicChangeKind,
+    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
+    ControllerEvent, ElectionType, FeatureLevelChange, LeaderRecoveryState, OffsetSample, PartitionChange,
+    PartitionChangeKind, PartitionState, ReplicaOffset, SourceKind, SourcePosition, TopicChange, TopicChangeKind,
     UnknownRecord,
 )
 from schemas.verified import ArchiveProblem, verify as verified_read
