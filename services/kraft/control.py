@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import struct
 
-from .batch import Batch, records_region
-from .errors import CorruptBatchError, RecordDecodeError
+from .batch import Batch, iter_raw_records
+from .errors import RecordDecodeError
 from .messages import CATALOGUE, DecodeFailure, MessageVersion
 from .records import Record, dumps
-from .wire import VarintError, read_varint, read_varlong
+from .wire import VarintError
 
 # type id -> (name DumpLogSegments prints, schema name)
 CONTROL_TYPES: dict[int, tuple[str, str | None]] = {
@@ -92,34 +92,5 @@ def decode_control(b: Batch, key: bytes | None, value: bytes | None, offset: int
 
 
 def decode_control_batch(buf, b: Batch) -> list[Record]:
-    rbuf, pos, end = records_region(buf, b)
-    out: list[Record] = []
-    try:
-        for _ in range(b.count):
-            length, pos = read_varint(rbuf, pos)
-            rec_end = pos + length
-            pos += 1
-            tsd, pos = read_varlong(rbuf, pos)
-            offd, pos = read_varint(rbuf, pos)
-            klen, pos = read_varint(rbuf, pos)
-            key = None if klen < 0 else bytes(rbuf[pos:pos + klen])
-            pos += max(klen, 0)
-            vlen, pos = read_varint(rbuf, pos)
-            value = None if vlen < 0 else bytes(rbuf[pos:pos + vlen])
-            pos += max(vlen, 0)
-            nh, pos = read_varint(rbuf, pos)
-            for _h in range(nh):
-                hk, pos = read_varint(rbuf, pos)
-                pos += hk
-                hv, pos = read_varint(rbuf, pos)
-                pos += max(hv, 0)
-            if pos != rec_end or rec_end > end:
-                raise ValueError(f"record declared {length} bytes")
-            out.append(decode_control(b, key, value, b.base_offset + offd, b.base_timestamp + tsd))
-    except (ValueError, IndexError, VarintError) as e:
-        raise CorruptBatchError(f"bad control record framing: {e}", file=b.file,
-                                position=b.position, batch_offset=b.base_offset) from None
-    if pos != end:
-        raise CorruptBatchError(f"{end - pos} byte(s) after the last of {b.count} records",
-                                file=b.file, position=b.position, batch_offset=b.base_offset)
-    return out
+    """The control records of a batch; their framing read and bounded as every batch's (iter_raw_records)."""
+    return [decode_control(b, r.key, r.value, r.offset, r.timestamp) for r in iter_raw_records(buf, b)]
