@@ -1,7 +1,7 @@
 """The embedded engine: runs the catalog's SQL over a DuckDB `events` table (flat.py layout).
 
 The table comes from a replay store (opened read-only, its layout checked), from archive files
-(decoded with schemas.container, flattened with schemas.flat), or from a pyarrow Table.
+(decoded with schemas.archive.container, flattened with schemas.archive.flat), or from a pyarrow Table.
 """
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ import pyarrow as pa
 
 from checks import plan
 from checks.catalog import EVIDENCE_COLUMNS, VIOLATION_COLUMNS, shared_table
-from schemas.flat import STORE_LAYOUT_VERSION
+from schemas.archive.flat import STORE_LAYOUT_VERSION
 from checks.findings import Findings, sort_key  # noqa: F401 - sort_key re-exported
 from checks.inputs import (BadInput, Inputs, chain_summary, chains_of, read_archives,
                            check_layout)
 from replay import gaps
 from replay.gaps import CaptureStretch
-from schemas.verified import Gap
+from schemas.archive.verified import Gap
 
 DIALECT = "duckdb"
 # per wanted (cluster, topic, partition, after seq): the partition's first change after that seq (both engines)

@@ -9,7 +9,7 @@ driver), so one set of queries judges them.
 
 `judge` applies the two verdicts that are not the SQL's: `--allow NAME` turns a violation into an
 allowed finding, and a violation is "no data" where its evidence rests on what the history does not know: for
-an invariant that judges history, evidence that spans a gap in the verified chain (schemas.verified.no_data_gap
+an invariant that judges history, evidence that spans a gap in the verified chain (schemas.archive.verified.no_data_gap
 says the same in Python); for any invariant, evidence inside or across a stretch nobody read (a CaptureGap's
 stretch, replay.gaps, holding that finding's partition or every partition: `overlapping` then `judge`'s
 `unknown`).
@@ -25,7 +25,7 @@ import duckdb
 import pyarrow as pa
 
 from checks.catalog import VIOLATION_COLUMNS
-from schemas.verified import Gap
+from schemas.archive.verified import Gap
 
 TABLE = "check_findings"
 _TYPES = {"seq": pa.int64(), "related_seq": pa.int64(), "magnitude": pa.int64()}

@@ -1,5 +1,5 @@
 """Archives on HDFS, S3 or any filesystem Hadoop reaches (`hdfs://`, `s3a://`, `file://`, …), for the
-Spark engine: verified by the one verified read (schemas.verified) before the executors read them.
+Spark engine: verified by the one verified read (schemas.archive.verified) before the executors read them.
 
 The verified read works on local files, so the driver first copies every archive file and manifest under
 the URIs through Hadoop's FileSystem API (the Spark session's own JVM and Hadoop configuration: whatever
@@ -26,8 +26,8 @@ from typing import Any
 from checks.inputs import BadInput
 from schemas import names
 from schemas.errors import ContractError
-from schemas.manifest import MANIFEST_SUFFIX, read_manifest
-from schemas.verified import ArchiveProblem, VerifiedRead, verify
+from schemas.archive.manifest import MANIFEST_SUFFIX, read_manifest
+from schemas.archive.verified import ArchiveProblem, VerifiedRead, verify
 
 
 @dataclass(frozen=True)

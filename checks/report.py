@@ -16,7 +16,7 @@ from checks.catalog import BY_NAME, Invariant
 from checks.findings import Counts, Findings
 from replay.gaps import CaptureStretch
 from schemas import times
-from schemas.verified import Gap
+from schemas.archive.verified import Gap
 
 WORST = 5  # examples per invariant (Jepsen keeps 8-32; the JSON keeps the same few)
 

@@ -7,7 +7,7 @@ The archive is read with Spark's Avro data source. pyspark 4.3's own spark-sql j
 addressed by class name and nothing is downloaded; older pysparks get
 `org.apache.spark:spark-avro_2.13:<version>` through spark.jars.packages (Maven Central).
 spark-avro turns the payload union into a struct member0..member8 (union order, see
-schemas/avro/controller_event.v1.avsc); FLAT_SELECT maps it onto schemas.flat's columns.
+schemas/avro/controller_event.v1.avsc); FLAT_SELECT maps it onto schemas.archive.flat's columns.
 """
 from __future__ import annotations
 
@@ -35,8 +35,9 @@ from checks.spark_ctes import materialize_plan, split, view_sql
 from checks.spark_shards import check_shards, executors_unready, shard_count
 from replay import gaps
 from replay.gaps import CaptureStretch
-from schemas import flat, loader
-from schemas.verified import VerifiedRead, verify
+from schemas import loader
+from schemas.archive import flat
+from schemas.archive.verified import VerifiedRead, verify
 
 DIALECT = "spark"
 AVRO_CLASS = "org.apache.spark.sql.avro.AvroFileFormat"
@@ -293,7 +294,7 @@ class SparkEngine:
 
     @classmethod
     def from_archives(cls, spark: Any, archives: Sequence[Path], allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
-        """The archive, verified first on the driver through schemas.verified (the one read path). Spark
+        """The archive, verified first on the driver through schemas.archive.verified (the one read path). Spark
         then gets the verified rows as Parquet written by the driver (checks.spark_handoff) when its
         executors share the driver's disk, else reads only the files that verified, each event once."""
         started = time.perf_counter()

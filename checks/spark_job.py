@@ -45,7 +45,7 @@ def _run(args: argparse.Namespace) -> int:
 
     # A URI (hdfs://, s3a://, file://, …) is listed, copied and verified on the driver through Hadoop's
     # filesystem API (checks.hadoop); a local path is verified in place. Either way the driver verifies
-    # every file's manifest and chain (schemas.verified) before Spark reads a byte.
+    # every file's manifest and chain (schemas.archive.verified) before Spark reads a byte.
     # A missing local input is found before a JVM is started (about 10 s and a screen of Spark's log).
     missing = [p for p in args.inputs if not is_uri(p) and not Path(p).exists()]
     if missing:

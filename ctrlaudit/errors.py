@@ -29,7 +29,7 @@ import typer
 
 from schemas.errors import ContractError
 from replay.errors import ChainFork
-from schemas.verified import ArchiveProblem
+from schemas.archive.verified import ArchiveProblem
 
 P = ParamSpec("P")
 R = TypeVar("R")

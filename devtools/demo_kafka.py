@@ -98,7 +98,7 @@ def _stop(proc: subprocess.Popen, sig: int = signal.SIGINT, timeout: float = 30)
 
 
 def _archived(archive: Path) -> list:
-    from services.archive import clusters, iter_events
+    from schemas.archive import clusters, iter_events
     return [e for cl in clusters(archive) for e in iter_events(archive / cl)] if archive.exists() else []
 
 

@@ -22,7 +22,7 @@ from ctrlaudit.commands.options import CLUSTER, STORE
 from ctrlaudit.commands.output import (FORCE, JSON_OUT, Output, copy_to_stdout, into_place, is_stdout,
                                        refuse_outputs, store_files)
 from ctrlaudit.errors import user_errors
-from schemas.verified import Gap
+from schemas.archive.verified import Gap
 
 
 class ExportFormat(str, Enum):
@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
                                                                                 "per line)"),
         json_path: Path = JSON_OUT, force: bool = FORCE,
     ) -> None:
-        """Write the events table (one row per event, the flat layout of schemas/flat.py, in seq order).
+        """Write the events table (one row per event, the flat layout of schemas/archive/flat.py, in seq order).
 
         Seqs that are not verified data (a store loaded with --allow-gaps) are named: in Parquet in the file's
         key-value metadata (ctrlaudit.gaps, JSON); in CSV and JSON beside the file, in <out>.gaps.csv or

@@ -38,7 +38,7 @@ def kraft(
 ) -> None:
     """Decode a KRaft metadata log (segments and snapshots) into ControllerEvents; with --zookeeper-data, after the
     ZooKeeper-mode history of a migrated cluster."""
-    from services.archive.writer import continuation
+    from schemas.archive.writer import continuation
     from ctrlaudit.progress import bar
     from services.normalize.offline import ImportReport, cluster_id_of, import_events, plan
     from services.normalize.redaction import patterns
@@ -78,7 +78,7 @@ def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_
               on_error: OnError, json_path: Path) -> None:
     """`import kraft --zookeeper-data`: one archive, one chain across the cutover (services/normalize/
     migration_offline.py)."""
-    from services.archive.writer import continuation
+    from schemas.archive.writer import continuation
     from services.normalize.migration_offline import import_migrated_events, migration_cluster_id
     from services.normalize.offline import ImportReport
 
@@ -122,7 +122,7 @@ def zk(
     json_path: Path = JSON_OUT, force: bool = FORCE,
 ) -> None:
     """Decode ZooKeeper transaction logs of a ZooKeeper-mode Kafka cluster into ControllerEvents."""
-    from services.archive.writer import continuation
+    from schemas.archive.writer import continuation
     from ctrlaudit.progress import bar
     from services.normalize.offline import ImportReport
     from services.normalize.redaction import patterns
@@ -166,7 +166,7 @@ def logs(
     """Read Kafka's own state-change.log, controller.log and server.log of every broker (ZooKeeper mode and KRaft),
     merged in time order, into ControllerEvents: each partition state the lines state whole, with its file and line;
     what they state only in part, or not at all, is a capture gap."""
-    from services.archive.writer import continuation
+    from schemas.archive.writer import continuation
     from services.normalize.logs_offline import cluster_id_of_logs, import_log_events, log_layout, zone
     from services.normalize.offline import ImportReport
     from services.normalize.redaction import patterns
@@ -212,7 +212,7 @@ def _summary(cluster: str, out: Path, report, files, last) -> dict:
 def _append(out: Path, cluster: str, events, last):
     """Write an import's events into the archive directory: after the intact archive already there
     (only what continues its chain), or into an empty one. Returns (files written, the writer)."""
-    from services.archive.writer import ArchiveWriter, after
+    from schemas.archive.writer import ArchiveWriter, after
 
     if last is not None:
         events = after(events, last, out / cluster)

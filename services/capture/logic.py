@@ -29,7 +29,7 @@ from schemas import codec as event_codec
 from schemas import loader
 from schemas.errors import CodecError
 from schemas.events import ControllerEvent, OffsetSample, SourceKind
-from schemas import fastencode
+from schemas.archive import fastencode
 from services.capture.serializers import RawRecord, chain_encode, decode_raw
 from services.kraft import KRaftError, read_batch
 from services.kraft.control import decode_control_batch
@@ -140,9 +140,9 @@ _set_seq, _set_prev_hash, _set_hash = (getattr(ControllerEvent, f).__set__ for f
 
 
 class EncodingChain:
-    """schemas.chain.Chain that also returns each event's events-topic value (one write per event: the
+    """schemas.archive.chain.Chain that also returns each event's events-topic value (one write per event: the
     hash covers the body with hash = "", the value is that body with the hash in place). The body is
-    written by schemas.fastencode (schema v1 by hand, ~10x fastavro) while the current schema
+    written by schemas.archive.fastencode (schema v1 by hand, ~10x fastavro) while the current schema
     is v1, else by fastavro (codec.chain_encode); both give schemas.codec's bytes."""
 
     def __init__(self, cluster_id: str, next_seq: int = 0, head_hash: str = "") -> None:

@@ -167,7 +167,7 @@ codecs.register("ctrlaudit-event-record", EventRecordCodec())
 # schemas.loader parses its schemas without fastavro's write hint, so every fastavro call given
 # `SchemaVersion.parsed` parses the whole schema again (~75% of an event's encode or decode). The
 # capture worker encodes/decodes every event, so it keeps its own hinted copies (same schemas, same
-# bytes; tests/services/capture/test_logic.py compares with schemas.codec and schemas.chain).
+# bytes; tests/services/capture/test_logic.py compares with schemas.codec and schemas.archive.chain).
 
 @cache
 def _hinted(fingerprint: bytes) -> Any:
@@ -196,7 +196,7 @@ def _avro_string(s: str) -> bytes:
 
 
 def chain_encode(record: dict[str, Any], prev_hash: str) -> tuple[str, bytes]:
-    """For an Avro record whose seq and prev_hash are set: its chain hash (schemas.chain.record_hash)
+    """For an Avro record whose seq and prev_hash are set: its chain hash (schemas.archive.chain.record_hash)
     and its single-object encoding with that hash (schemas.codec.encode), from one write of the body."""
     from schemas import loader
     schema = loader.current()

@@ -68,7 +68,7 @@ class Settings:
     archive_group: str = field(default_factory=lambda: _env("ARCHIVE_GROUP", "ctrlaudit-archiver"))
     archive_flush_seconds: float = field(default_factory=lambda: _float("ARCHIVE_FLUSH_SECONDS", "60"))
     # how long the archiver waits without partitions, while nobody commits the topic's events, before it
-    # rejoins its group with a new consumer (services/archive/stall.py)
+    # rejoins its group with a new consumer (services/capture/stall.py)
     archive_rejoin_seconds: float = field(default_factory=lambda: _float("ARCHIVE_REJOIN_SECONDS", "60"))
     data_dir: str = field(default_factory=lambda: _env("DATA_DIR", "ctrlaudit-data"))
     replication_factor: int = field(default_factory=lambda: _int("REPLICATION_FACTOR", "3"))

@@ -8,7 +8,7 @@ a batch holds anything the C code does not read (unknown apiKey, version or tag,
 a bound or varint that is off, invalid UTF-8), it returns None and the batch goes the Python way,
 which stays the reference and raises, or keeps UnknownRecords, with its usual messages.
 
-``CTRLAUDIT_NATIVE=0`` in the environment turns the native path off (as for schemas.fastflat).
+``CTRLAUDIT_NATIVE=0`` in the environment turns the native path off (as for schemas.archive.fastflat).
 """
 
 from __future__ import annotations

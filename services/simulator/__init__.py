@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from schemas.events import ControllerEvent
-from services.archive.writer import ArchiveWriter
+from schemas.archive.writer import ArchiveWriter
 from services.simulator.breaches import Injector
 from services.simulator.config import BREACHES, BreachRecord, SimConfig, SimResult
 from services.simulator.placement import (

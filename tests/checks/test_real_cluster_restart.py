@@ -31,7 +31,7 @@ def _in_sync(d: observe.Described) -> bool:
 
 @pytest.fixture(scope="module")
 def restarted(kafka_cluster, tmp_path_factory):
-    from services.archive.writer import ArchiveWriter
+    from schemas.archive.writer import ArchiveWriter
     from services.normalize.offline import cluster_id_of, import_events
 
     c = heal(kafka_cluster)
@@ -67,7 +67,7 @@ def test_restart_after_kill_9_of_every_node(restarted, spark):
     from checks.inputs import resolve
     from checks.run import run_check
     from checks.spark_engine import SparkEngine
-    from schemas.container import read_events
+    from schemas.archive.container import read_events
 
     c, archive = restarted
     duck = DuckDBEngine.from_inputs(resolve([archive]))

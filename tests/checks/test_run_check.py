@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from checks.catalog import NAMES
-from schemas.flat import STORE_LAYOUT_VERSION
+from schemas.archive.flat import STORE_LAYOUT_VERSION
 from checks.run import run_check
 from tests.checks.cases import CLEAN, VIOLATING
 
@@ -87,7 +87,7 @@ def _bad(capsys, inputs, code=2, **kw):
 
 def test_bad_inputs_exit_2_with_one_line(capsys, tmp_path, clean_file):
     empty = tmp_path / "empty.avro"
-    from schemas.container import write_events
+    from schemas.archive.container import write_events
     write_events(empty, [])
     # an archive file without its manifest cannot be verified: refused like a broken archive (exit 1)
     assert "no manifest" in _bad(capsys, [empty], code=1)
@@ -129,7 +129,7 @@ def test_store_of_another_layout_version(capsys, tmp_path, clean_file):
 def test_store_layout_version_is_the_one_replay_writes():
     from replay import store
 
-    assert store.LAYOUT_VERSION is STORE_LAYOUT_VERSION  # one constant (schemas.flat), not two kept equal
+    assert store.LAYOUT_VERSION is STORE_LAYOUT_VERSION  # one constant (schemas.archive.flat), not two kept equal
 
 
 def test_a_replay_store_is_checked_like_its_archive(tmp_path, bad_file):

@@ -1,5 +1,5 @@
 """Spark: one session, all handmade histories in one run (one cluster id each); the Spark flat view
-equals schemas.flat's table, and Spark reports exactly what DuckDB reports."""
+equals schemas.archive.flat's table, and Spark reports exactly what DuckDB reports."""
 from __future__ import annotations
 
 import pytest
@@ -8,7 +8,7 @@ from checks.catalog import NAMES
 from checks.duckdb_engine import DuckDBEngine
 from checks.inputs import resolve
 from checks.run import run_check
-from schemas import flat
+from schemas.archive import flat
 from tests.checks.cases import CLEAN, VIOLATING
 
 pytestmark = pytest.mark.spark

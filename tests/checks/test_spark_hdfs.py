@@ -130,7 +130,7 @@ def test_a_missing_manifest_on_hdfs_is_one_line_naming_the_file(spark, hdfs, arc
 
 def test_a_file_replaced_after_verification_fails_the_check(spark, hdfs, archive, tmp_path):
     from checks.spark_engine import SparkEngine
-    from schemas.verified import ArchiveProblem
+    from schemas.archive.verified import ArchiveProblem
 
     uri = hdfs.put(archive, "/replaced/archive")
     engine = SparkEngine.from_uris(spark, [uri])

@@ -34,7 +34,7 @@ def demo(kafka_cluster, tmp_path_factory):
 
 
 def test_archive_verifies_and_holds_every_captured_event(demo):
-    from schemas.verified import verify
+    from schemas.archive.verified import verify
     cap, _, report, _, _ = demo
     events = sum(c.events for c in verify([cap.archive]).chains.values())  # raises unless intact
     assert events == cap.events == report.events_added > 0
@@ -53,7 +53,7 @@ def test_state_at_mark_a_equals_describe_then(demo):
 def test_killed_leaders_partition_moved_and_the_controller_changed(demo):
     from replay.queries import state_as_of
     from schemas.events import ControllerChange, PartitionChange
-    from services.archive import clusters, iter_events
+    from schemas.archive import clusters, iter_events
     cap, store, _, _, _ = demo
     before = cap.described_a.partitions[(cap.topic, cap.moved)].leader
     timeline_leaders = []
@@ -85,7 +85,7 @@ def test_offline_import_holds_the_archived_kraft_changes(demo):
     """The live archive and the offline decode of the same node's log agree on every KRaft change the
     live capture saw (the copy was taken after capture stopped, so it may hold a few more records)."""
     from services.normalize.offline import import_events
-    from services.archive import clusters, iter_events
+    from schemas.archive import clusters, iter_events
     cap, _, _, _, _ = demo
     live = [(e.source.offset, e.source.index, e.kind, e.payload)
             for cl in clusters(cap.archive) for e in iter_events(cap.archive / cl)

@@ -44,7 +44,7 @@ def _state(store, offset, topic):
 
 
 def test_archive_verifies_and_marks_are_zxids(demo):
-    from schemas.verified import verify
+    from schemas.archive.verified import verify
 
     cap, _, report, _, said = demo
     assert cap.zookeeper
@@ -65,7 +65,7 @@ def test_state_at_marks_a_and_b_equals_describe_then(demo):
 
 def test_killed_leaders_partition_moved_and_the_controller_changed(demo):
     from schemas.events import ControllerChange, PartitionChange
-    from services.archive import clusters, iter_events
+    from schemas.archive import clusters, iter_events
 
     cap, store, _, _, _ = demo
     events = [e for cl in clusters(cap.archive) for e in iter_events(cap.archive / cl)]

@@ -210,7 +210,7 @@ def _wait_snapshot_after(c, node: int, offset: int, timeout: float = 60) -> None
 @pytest.fixture(scope="module")
 def history(kafka_cluster, tmp_path_factory):
     from replay.store import Store
-    from services.archive.writer import ArchiveWriter
+    from schemas.archive.writer import ArchiveWriter
     from services.normalize.offline import ImportReport, cluster_id_of, import_events
 
     c = heal(kafka_cluster)

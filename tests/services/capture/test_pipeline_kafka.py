@@ -113,7 +113,7 @@ def _produce(bootstrap: str, topic: str, key: bytes, values: list[bytes]) -> Non
 
 
 def _archive_events(root: Path):
-    from services.archive import clusters, iter_events
+    from schemas.archive import clusters, iter_events
     out = []
     for cl in clusters(root):
         out += list(iter_events(root / cl))

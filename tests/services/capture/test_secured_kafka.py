@@ -112,7 +112,7 @@ def _run(args: list[str], env: dict, timeout: float = 120) -> subprocess.Complet
 
 
 def _archived(root: Path) -> list:
-    from services.archive import clusters, iter_events
+    from schemas.archive import clusters, iter_events
     return [e for cl in clusters(root) for e in iter_events(root / cl)]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from replay import fold
 from replay.image import ClusterImage
-from schemas.chain import Chain
+from schemas.archive.chain import Chain
 from schemas.events import ConfigChange, ConfigResourceType, ControllerEvent
 from services.kraft import LogReader
 from services.normalize.kraft_normalizer import KRaftNormalizer

@@ -14,7 +14,7 @@ import pytest
 from replay.delta import fold
 from replay.errors import ReplayError
 from replay.image import ClusterImage, ControllerImage
-from schemas.chain import Chain
+from schemas.archive.chain import Chain
 from schemas.events import (
     ConfigResourceType,
     ControllerEvent,

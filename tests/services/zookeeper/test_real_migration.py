@@ -120,7 +120,7 @@ def migrated(tmp_path_factory):
 
 
 def _events(archive):
-    from services.archive import clusters, iter_events
+    from schemas.archive import clusters, iter_events
     found = clusters(archive)
     assert len(found) == 1, found  # one cluster id
     return list(iter_events(archive / found[0]))

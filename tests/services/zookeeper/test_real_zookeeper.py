@@ -327,7 +327,7 @@ def test_live_watch_state_at_every_mark_equals_describe(scenario, tmp_path):
     from replay.queries import state_as_of
     from replay.store import Store
     from schemas.events import CaptureGap, ControllerChange
-    from services.archive import ArchiveWriter
+    from schemas.archive import ArchiveWriter
     from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
     from services.zookeeper.snapshot import Snapshot
 

@@ -61,7 +61,7 @@ def _stop(proc: subprocess.Popen, sig=signal.SIGINT) -> None:
 
 
 def _archived(archive: Path) -> list:
-    from services.archive import clusters, iter_events
+    from schemas.archive import clusters, iter_events
 
     return [e for cl in clusters(archive) for e in iter_events(archive / cl)] if archive.exists() else []
 
@@ -137,7 +137,7 @@ def captured(tmp_path_factory):
 
 def test_the_archive_verifies_and_holds_every_event_once(captured):
     from schemas.events import OffsetSample
-    from schemas.verified import verify
+    from schemas.archive.verified import verify
 
     archive, _, _, _ = captured
     chains = verify([archive]).chains  # raises unless intact

@@ -2,7 +2,7 @@
 
 The replay store (DuckDB) and both check engines (DuckDB, Spark) work on this one layout, so an
 invariant's SQL is written once. Columns of payload kinds an event does not have are NULL.
-`FLAT_COLUMNS` is the contract; `flatten` turns an Avro record (as schemas.container reads it)
+`FLAT_COLUMNS` is the contract; `flatten` turns an Avro record (as schemas.archive.container reads it)
 into a row, `to_arrow` turns rows into a pyarrow Table with exactly these types.
 """
 from __future__ import annotations

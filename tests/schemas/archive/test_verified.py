@@ -1,4 +1,4 @@
-"""schemas.verified, the one read path: every way an archive can differ from what its manifests and
+"""schemas.archive.verified, the one read path: every way an archive can differ from what its manifests and
 its hash chain say is named (file, kind, seq), or, with allow_gaps, recorded as a gap; the native
 and the Python path agree."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from schemas import fastflat, verified
-from schemas.verified import ArchiveProblem, NotAnArchive
+from schemas.archive import fastflat, verified
+from schemas.archive.verified import ArchiveProblem, NotAnArchive
 from services.simulator import SimConfig, simulate_to_archive
 
 CL = "sim-41"

@@ -1,6 +1,6 @@
 """Name the event that breaks a file's hash chain: missing, altered, reordered or inserted.
 
-The verified read (schemas.verified) finds *that* a file's chain breaks, and where; this walk, run only on a
+The verified read (schemas.archive.verified) finds *that* a file's chain breaks, and where; this walk, run only on a
 file already found broken, says *what* happened there, the way a forger's edit would look:
 
 * altered:   the event's hash is not sha256(prev_hash || its body)
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from schemas.chain import record_hash
-from schemas.container import iter_records
+from schemas.archive.chain import record_hash
+from schemas.archive.container import iter_records
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ then costs ~50 µs per write of this schema (a union of nine records, six int ar
 state), which made the encode ~1/3 of the worker's CPU per event. This writer goes from the frozen
 dataclasses to bytes directly and reuses the bytes of values that repeat in a burst (replica lists,
 topic names, the cluster id). It writes exactly what fastavro writes for schema v1
-(tests/schemas/test_fastencode.py compares byte for byte, every payload type); it is used only
+(tests/schemas/archive/test_fastencode.py compares byte for byte, every payload type); it is used only
 while this build's current schema has v1's Parsing Canonical Form (`AVAILABLE`), else the capture
 codec falls back to fastavro.
 
@@ -266,6 +266,6 @@ HASH_FIELD_PREFIX = long_(64)  # a sha256 hex digest is always 64 ASCII bytes
 
 def chain_body(head: bytes, tail: bytes, prev_hash: str) -> tuple[str, bytes]:
     """(hash, the Avro body with the hash in place) of an event split as `parts` splits it: the hash is
-    schemas.chain.record_hash's, sha256(prev_hash + the body with hash = ""), from the same bytes."""
+    schemas.archive.chain.record_hash's, sha256(prev_hash + the body with hash = ""), from the same bytes."""
     digest = hashlib.sha256(b"".join((prev_hash.encode(), head, EMPTY_HASH_FIELD, tail))).hexdigest()
     return digest, b"".join((head, HASH_FIELD_PREFIX, digest.encode(), tail))

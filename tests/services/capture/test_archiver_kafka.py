@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def _archived(root: Path) -> list:
-    from services.archive import clusters, iter_events
+    from schemas.archive import clusters, iter_events
     return [e for cl in clusters(root) for e in iter_events(root / cl)] if root.exists() else []
 
 

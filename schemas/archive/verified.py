@@ -13,8 +13,8 @@ A problem stops the read with one ArchiveProblem naming the file and the seq. Wi
 missing seqs are missing) and reading goes on; every consumer then says so in its answers.
 `ClusterChain.verified_to` is the last seq up to which the chain is verified unbroken from seq 0.
 
-The native decoder (schemas.fastflat, with OpenSSL) checks hashes and links while it decodes; the
-Python path (schemas.container + schemas.chain.record_hash) is the reference and the fallback.
+The native decoder (schemas.archive.fastflat, with OpenSSL) checks hashes and links while it decodes; the
+Python path (schemas.archive.container + schemas.archive.chain.record_hash) is the reference and the fallback.
 """
 from __future__ import annotations
 
@@ -30,12 +30,13 @@ import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas import chainbreak, fastflat, flat, loader, names
+from schemas import loader, names
+from schemas.archive import chainbreak, fastflat, flat
 from schemas.codec import READ_OPTIONS
-from schemas.chain import record_hash
-from schemas.container import iter_records, open_container
+from schemas.archive.chain import record_hash
+from schemas.archive.container import iter_records, open_container
 from schemas.errors import ChainBreak, CodecError, ContractError
-from schemas.manifest import MANIFEST_SUFFIX, FileManifest, ManifestError, read_manifest
+from schemas.archive.manifest import MANIFEST_SUFFIX, FileManifest, ManifestError, read_manifest
 
 # Files decoded ahead of the one being handed on, besides one per worker (memory: each is at most
 # one archive file's rows, ~2.2x its bytes).

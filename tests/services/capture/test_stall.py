@@ -1,7 +1,7 @@
-"""services/archive/stall.py: when an archiver without partitions rejoins its group, and when not."""
+"""services/capture/stall.py: when an archiver without partitions rejoins its group, and when not."""
 from __future__ import annotations
 
-from services.archive.stall import Stall, lagging
+from services.capture.stall import Stall, lagging
 
 
 class _Probe:

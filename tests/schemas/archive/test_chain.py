@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from schemas import SourceKind, SourcePosition, codec
-from schemas.chain import Chain, event_id, record_hash
+from schemas.archive.chain import Chain, event_id, record_hash
 from tests.schemas.samples import CLUSTER, chained_history, sample_event
 
 

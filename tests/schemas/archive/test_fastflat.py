@@ -1,4 +1,4 @@
-"""The native flat decoder (schemas.fastflat) against the Python path (container.iter_records +
+"""The native flat decoder (schemas.archive.fastflat) against the Python path (container.iter_records +
 flat.flatten + flat.to_arrow), which is the reference: same schema, same rows, or a CodecError."""
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.archive_files import reseal, seal
-from schemas.chain import record_hash
-from schemas import codec, container, fastflat, flat, loader
+from schemas.archive.chain import record_hash
+from schemas import codec, loader
+from schemas.archive import container, fastflat, flat
 from schemas.errors import CodecError
 from tests.schemas.samples import PAYLOADS, chained_history, sample_event
 
@@ -393,7 +394,7 @@ def test_another_writer_schema_is_refused(tmp_path: Path) -> None:
         for side in ("before", "after"):
             if r["payload"][0].endswith("PartitionChange") and p.get(side):
                 p[side]["directories"] = ["d1"]
-    # a v2 writer hashes each event's v2 body (schemas.chain): re-chain them as it would
+    # a v2 writer hashes each event's v2 body (schemas.archive.chain): re-chain them as it would
     parsed_v2, prev = fastavro.parse_schema(v2), ""
     for r in records:
         r["prev_hash"] = prev
@@ -426,7 +427,7 @@ def test_other_codec_is_refused(tmp_path: Path, avro_codec: str) -> None:
     with pytest.raises(fastflat.Unsupported):
         fastflat.decode_file(path)
     from checks.inputs import archives_to_arrow
-    from schemas.verified import ArchiveProblem
+    from schemas.archive.verified import ArchiveProblem
 
     with pytest.raises(ArchiveProblem, match=f"bz.avro: unreadable: .*blocks compressed with '{avro_codec}': "
                                              "an archive holds only null or deflate blocks"):

@@ -1,4 +1,4 @@
-"""Fuzzing the one verified read of archives (schemas.verified) and the manifest parser: container files
+"""Fuzzing the one verified read of archives (schemas.archive.verified) and the manifest parser: container files
 (null and deflate codecs) damaged and read with the native decoder and the pure-Python one
 (CTRLAUDIT_NATIVE=0), manifests damaged as bytes and as JSON (a value of another type, an extreme number,
 a key more or less), and random bytes. Only the project's contract errors may escape (tests/fuzzing.py,
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schemas import fastflat
-from schemas.manifest import MANIFEST_SUFFIX, read_manifest
-from schemas.verified import verify
+from schemas.archive import fastflat
+from schemas.archive.manifest import MANIFEST_SUFFIX, read_manifest
+from schemas.archive.verified import verify
 from services.simulator import SimConfig, Simulation
 from tests.archive_files import write_archive_file
 from tests.fuzzing import EXTREMES, fuzz_settings, hostile, only_contract_errors

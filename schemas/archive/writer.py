@@ -23,16 +23,17 @@ import shutil
 import tempfile
 import time
 import zlib
+from typing import Any
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from schemas import loader, names
 from schemas.errors import ContractError
 from schemas.events import ControllerEvent
-from schemas.fastencode import long_ as enc_long
-from services.archive.encoder import chain_body, make_encoder
-from schemas.manifest import FileManifest, SourceMark, fsync_dir, write_manifest
-from services.archive.reader import list_files
+from schemas.archive.fastencode import long_ as enc_long
+from schemas.archive.encoder import chain_body, make_encoder
+from schemas.archive.manifest import FileManifest, SourceMark, fsync_dir, write_manifest
+from schemas.archive.listing import list_files
 
 HOUR_MS = 3_600_000
 
@@ -90,7 +91,7 @@ def continuation(root: str | Path, cluster_id: str) -> FileManifest | None:
     """Where an import into `root` may continue: None for a fresh cluster directory; else the
     verified archive's last manifest, whose last event the new events must contain (the caller
     appends only what follows it: `after`). A directory that does not verify is refused."""
-    from schemas.verified import ArchiveProblem, NotAnArchive, verify
+    from schemas.archive.verified import ArchiveProblem, NotAnArchive, verify
 
     cluster_dir = names.child(root, cluster_id)
     if Path(root).exists() and not Path(root).is_dir():
@@ -200,7 +201,7 @@ class ArchiveWriter:
         self._closed = False
 
     @classmethod
-    def resume(cls, root: str | Path, cluster_id: str, **kwargs) -> ArchiveWriter:
+    def resume(cls, root: str | Path, cluster_id: str, **kwargs: Any) -> ArchiveWriter:
         """Continue the chain after the last finished file of `cluster_id` under `root`."""
         done = list_files(names.child(root, cluster_id))
         if not done:
@@ -264,7 +265,7 @@ class ArchiveWriter:
     def __enter__(self) -> ArchiveWriter:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         if exc_type is None:
             self.close()
         elif self._file is not None:  # leave no half-written file behind as if it were done

@@ -1,4 +1,4 @@
-"""schemas.fastencode writes exactly the bytes fastavro writes for schema v1 (schemas.codec), for
+"""schemas.archive.fastencode writes exactly the bytes fastavro writes for schema v1 (schemas.codec), for
 every payload type and the edge values of each field (None unions, negative and 64-bit ints, empty and
 long arrays, non-ASCII strings), and its caches never hand out another value's bytes."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from schemas.events import (
     PartitionChangeKind, PartitionState, ReplicaOffset, SourceKind, SourcePosition, TopicChange, TopicChangeKind,
     UnknownRecord,
 )
-from schemas import fastencode
+from schemas.archive import fastencode
 
 INT = st.one_of(st.integers(-2**31, 2**31 - 1), st.integers(-10000, 10000))
 LONG = st.one_of(st.integers(-2**63, 2**63 - 1), st.integers(-10000, 10000))

@@ -6,7 +6,9 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from schemas import CodecError, container
+from schemas import CodecError
+
+from schemas.archive import container
 from tests.schemas.samples import chained_history
 
 

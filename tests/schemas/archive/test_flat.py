@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import duckdb
 
-from schemas import codec, flat
+from schemas import codec
+
+from schemas.archive import flat
 from tests.schemas.samples import chained_history
 
 

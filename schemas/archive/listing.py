@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from schemas.container import iter_records, read_events
+from schemas.archive.container import read_events
+from schemas.archive.manifest import MANIFEST_SUFFIX, FileManifest, read_manifest
+from schemas.archive.verified import verify
 from schemas.events import ControllerEvent
-from schemas.manifest import MANIFEST_SUFFIX, FileManifest, read_manifest
 
 
 def list_files(directory: str | Path) -> list[tuple[Path, FileManifest]]:
@@ -32,11 +32,9 @@ def clusters(root: str | Path) -> list[str]:
 
 
 def iter_events(directory: str | Path) -> Iterator[ControllerEvent]:
+    """Every event of one cluster's directory as model objects, in chain order, once the directory verifies
+    whole (schemas.archive.verified; ArchiveProblem otherwise): the archive's one read, for those who want
+    the events themselves rather than its flat rows."""
+    verify([directory])
     for path, _ in list_files(directory):
         yield from read_events(path)
-
-
-def iter_archive_records(directory: str | Path) -> Iterator[dict[str, Any]]:
-    """The Avro records (fast path: no model objects)."""
-    for path, _ in list_files(directory):
-        yield from iter_records(path)

@@ -24,12 +24,12 @@ from schemas.events import ControllerEvent
 
 RECORD_NAME = "ctrlaudit.ControllerEvent"
 # What one block may inflate to. The writer ends a block after the event that passes 256 KiB
-# (services/archive/writer.py), and an event is at most a few MiB (the largest, an UnknownRecord of an
+# (schemas/archive/writer.py), and an event is at most a few MiB (the largest, an UnknownRecord of an
 # older release, held a KRaft record, at most 8 MiB); so a block Kafka's history made never comes near
 # 64 MiB, while a block that inflates past it is a bomb (deflate reaches 1032:1). One place for the
 # limit: the native decoder (schemas/_native/flatdecode.c) is handed this value.
 MAX_BLOCK_BYTES = 64 << 20
-CODECS = ("null", "deflate")  # the codecs services/archive/writer.py writes: the only ones read
+CODECS = ("null", "deflate")  # the codecs schemas/archive/writer.py writes: the only ones read
 _CHUNK = 1 << 20
 
 

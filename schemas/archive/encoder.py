@@ -3,11 +3,11 @@
 An Avro record's binary encoding is the concatenation of its fields' encodings, so the body of an
 event is `head + string(hash) + payload`, where `head` holds every field before `hash` and
 `payload` every field after it. The chain hash is sha256(prev_hash + head + string("") + payload)
-(= `schemas.chain.record_hash`), and the stored body is head + string(hash) + payload: one encoding
+(= `schemas.archive.chain.record_hash`), and the stored body is head + string(hash) + payload: one encoding
 serves both.
 
 Two encoders produce the halves:
-- `FastV1Encoder`: schemas.fastencode, schema v1 by hand (the capture worker's encoder too);
+- `FastV1Encoder`: schemas.archive.fastencode, schema v1 by hand (the capture worker's encoder too);
 - `FastavroSplitEncoder`, generic: fastavro on two sub-record schemas cut from the current schema.
 `make_encoder()` picks the fast one only when the current schema is exactly v1's (by fingerprint).
 """
@@ -18,13 +18,14 @@ from typing import Any
 
 import fastavro
 
-from schemas import fastencode, loader
+from schemas import loader
+from schemas.archive import fastencode
 from schemas.codec import to_avro
 from schemas.events import ControllerEvent
 
 
 class FastV1Encoder:
-    """Schema v1 by hand: schemas.fastencode, the one hand-written v1 encoder (the capture worker's too)."""
+    """Schema v1 by hand: schemas.archive.fastencode, the one hand-written v1 encoder (the capture worker's too)."""
 
     def split(self, e: ControllerEvent, seq: int, prev_hash: str) -> tuple[bytes, bytes]:
         return fastencode.parts(e, seq, prev_hash)
@@ -70,6 +71,6 @@ def make_encoder(fast: bool | None = None) -> FastV1Encoder | FastavroSplitEncod
 
 
 def chain_body(encoder: Any, e: ControllerEvent, seq: int, prev_hash: str) -> tuple[str, bytes]:
-    """(hash, stored Avro body) of `e` at `seq` after `prev_hash`: the chain rule of schemas.chain."""
+    """(hash, stored Avro body) of `e` at `seq` after `prev_hash`: the chain rule of schemas.archive.chain."""
     head, tail = encoder.split(e, seq, prev_hash)
     return fastencode.chain_body(head, tail, prev_hash)

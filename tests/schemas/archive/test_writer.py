@@ -1,4 +1,4 @@
-"""ArchiveWriter: files readable by schemas.container and fastavro alike, chain = schemas.chain."""
+"""ArchiveWriter: files readable by schemas.archive.container and fastavro alike, chain = schemas.archive.chain."""
 from __future__ import annotations
 
 import hashlib
@@ -9,19 +9,19 @@ import fastavro
 import pytest
 
 from schemas import loader
-from schemas.chain import Chain, record_hash
+from schemas.archive.chain import Chain, record_hash
 from schemas.codec import READ_OPTIONS, to_avro
-from schemas.container import iter_records, read_events
+from schemas.archive.container import iter_records, read_events
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
     ControllerEvent, ElectionType, FeatureLevelChange, LeaderRecoveryState, OffsetSample, PartitionChange,
     PartitionChangeKind, PartitionState, ReplicaOffset, SourceKind, SourcePosition, TopicChange, TopicChangeKind,
     UnknownRecord,
 )
-from schemas.verified import ArchiveProblem, verify as verified_read
-from services.archive import ArchiveWriter, iter_events, list_files, read_manifest
-from services.archive.encoder import FastavroSplitEncoder, FastV1Encoder, chain_body
-from schemas.manifest import manifest_path
+from schemas.archive.verified import ArchiveProblem, verify as verified_read
+from schemas.archive import ArchiveWriter, iter_events, list_files, read_manifest
+from schemas.archive.encoder import FastavroSplitEncoder, FastV1Encoder, chain_body
+from schemas.archive.manifest import manifest_path
 from services.simulator import SimConfig, simulate
 
 HOUR = 3_600_000

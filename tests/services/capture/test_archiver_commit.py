@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from services.archive.archiver import commit
+from services.capture.archiver import commit
 
 
 class _Consumer:

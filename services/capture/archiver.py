@@ -8,7 +8,7 @@ the consumer re-reads from the last committed offset and skips every event whose
 already holds, so the archive never holds a duplicate and misses nothing; an event that does not
 continue the chain (a seq gap, a foreign prev_hash) stops the archiver with an error instead of
 being written. A consumer left without partitions while nobody archives the topic is replaced
-(services/archive/stall.py).
+(services/capture/stall.py).
 
 Run: ``python -m services.capture archiver`` or ``ctrlaudit archive``.
 """
@@ -23,8 +23,8 @@ from pathlib import Path
 
 from schemas import codec as event_codec, names
 from schemas.errors import ContractError
-from services.archive import ArchiveWriter
-from services.archive.stall import Stall, group_progress
+from schemas.archive import ArchiveWriter
+from services.capture.stall import Stall, group_progress
 from services.capture.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Native fast path: an archive file straight into the flat `events` table (schemas.flat).
+"""Native fast path: an archive file straight into the flat `events` table (schemas.archive.flat).
 
 `decode_file(path)` gives exactly `flat.to_arrow(flat.flatten(r) for r in container.iter_records(path))`
 (same schema, same rows) about two orders of magnitude faster, using the C decoder in
@@ -8,7 +8,7 @@ Form (and this build's reader schema is still v1) and its codec is `null` or `de
 it raises `Unsupported` and the caller takes the Python path, which stays the reference.
 
 A corrupt or truncated file raises CodecError naming the file and the record index, like
-schemas.container.iter_records. `CTRLAUDIT_NATIVE=0` in the environment turns the fast path off.
+schemas.archive.container.iter_records. `CTRLAUDIT_NATIVE=0` in the environment turns the fast path off.
 """
 from __future__ import annotations
 
@@ -23,8 +23,9 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 
-from schemas import flat, loader
-from schemas.container import MAX_BLOCK_BYTES
+from schemas import loader
+from schemas.archive import flat
+from schemas.archive.container import MAX_BLOCK_BYTES
 from schemas.errors import ChainBreak, CodecError
 
 try:
