@@ -68,9 +68,3 @@ def make_encoder(fast: bool | None = None) -> FastV1Encoder | FastavroSplitEncod
     if fast is None:
         fast = is_v1_schema()
     return FastV1Encoder() if fast else FastavroSplitEncoder()
-
-
-def chain_body(encoder: Any, e: ControllerEvent, seq: int, prev_hash: str) -> tuple[str, bytes]:
-    """(hash, stored Avro body) of `e` at `seq` after `prev_hash`: the chain rule of schemas.archive.chain."""
-    head, tail = encoder.split(e, seq, prev_hash)
-    return fastencode.chain_body(head, tail, prev_hash)

@@ -31,7 +31,8 @@ from schemas import loader, names
 from schemas.errors import ContractError
 from schemas.events import ControllerEvent
 from schemas.archive.fastencode import long_ as enc_long
-from schemas.archive.encoder import chain_body, make_encoder
+from schemas.archive.chain import Chain
+from schemas.archive.encoder import make_encoder
 from schemas.archive.manifest import FileManifest, SourceMark, fsync_dir, write_manifest
 from schemas.archive.listing import list_files
 
@@ -184,21 +185,29 @@ class ArchiveWriter:
         self.dir.mkdir(parents=True, exist_ok=True)
         for stale in self.dir.glob("*.part"):  # an unfinished file of a crashed writer
             stale.unlink()
-        self.next_seq = next_seq
-        self.head_hash = head_hash
+        self._chain = Chain(cluster_id, next_seq, head_hash, make_encoder(fast_encoder))
         self.max_events_per_file = max_events_per_file
         self.codec = codec
         self.block_limit = block_bytes
         self.on_file_done = on_file_done
         self.fsync = fsync
         self.files: list[FileManifest] = []
-        self._encoder = make_encoder(fast_encoder)
         schema = loader.current()
         self._schema = schema
         self._schema_json = json.dumps(schema.json, separators=(",", ":")).encode()
         self._file: _OpenFile | None = None
         self._hour = -1
         self._closed = False
+
+    @property
+    def next_seq(self) -> int:
+        """The seq the next event gets."""
+        return self._chain.next_seq
+
+    @property
+    def head_hash(self) -> str:
+        """The hash of the last event chained ("" before the first)."""
+        return self._chain.head_hash
 
     @classmethod
     def resume(cls, root: str | Path, cluster_id: str, **kwargs: Any) -> ArchiveWriter:
@@ -220,14 +229,9 @@ class ArchiveWriter:
             raise ValueError("ArchiveWriter is closed")
         if event.cluster_id != self.cluster_id:
             raise ValueError(f"event of cluster {event.cluster_id!r} given to the writer of {self.cluster_id!r}")
-        seq, prev = self.next_seq, self.head_hash
-        digest, body = chain_body(self._encoder, event, seq, prev)
-        if event.hash:
-            if event.seq != seq or event.prev_hash != prev or event.hash != digest:
-                raise ValueError(
-                    f"chained event {event.event_id} does not continue the chain: seq {event.seq} (expected {seq}), "
-                    f"prev_hash {event.prev_hash[:12]} (expected {prev[:12]}), hash {event.hash[:12]} (computed {digest[:12]})"
-                )
+        seq, prev = self._chain.next_seq, self._chain.head_hash
+        linked, body = self._chain.append_with_body(event)
+        digest = linked.hash
         hour = event.event_time_ms // HOUR_MS
         f = self._file
         if f is None or hour != self._hour or f.count >= self.max_events_per_file:
@@ -243,8 +247,6 @@ class ArchiveWriter:
         f.last_hash = digest
         if f.block_bytes >= self.block_limit:
             self._flush_block(f)
-        self.next_seq = seq + 1
-        self.head_hash = digest
         return digest
 
     def extend(self, events: Iterable[ControllerEvent]) -> int:

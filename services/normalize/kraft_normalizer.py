@@ -19,7 +19,7 @@ from pathlib import PurePath
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from schemas.archive.chain import offset_event_id
+from schemas.event_ids import offset_event_id
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
     ControllerEvent, FeatureLevelChange, LeaderRecoveryState, PartitionChange, PartitionState, Payload, SourceKind,

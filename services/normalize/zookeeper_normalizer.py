@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import PurePath
 
-from schemas.archive.chain import event_id
+from schemas.event_ids import event_id
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
     ControllerEvent, LeaderRecoveryState, PartitionChange, PartitionState, Payload, SourceKind, SourcePosition,

@@ -29,7 +29,7 @@ from collections import deque
 from hashlib import sha256
 
 from replay.delta import ImageBuilder
-from schemas.archive.chain import event_id
+from schemas.event_ids import event_id
 from schemas.events import (
     BrokerChange, BrokerChangeKind, ControllerEvent, FeatureLevelChange, Payload, SourceKind, SourcePosition,
 )
@@ -90,7 +90,7 @@ class Journal:
             payload = zk_payload
             eid = event_id(self.cluster_id, src)
         else:
-            # = schemas.archive.chain.event_id(cluster_id, src) for a simulator position (tested), without the
+            # = schemas.event_ids.event_id(cluster_id, src) for a simulator position (tested), without the
             # generic formatting.
             eid = sha256(f"{self._id_prefix}{src.offset}|{src.index}|None|None|None".encode()).hexdigest()[:32]
         e = ControllerEvent(eid, self.cluster_id, self.seq, src, self.time_ms, captured, cid, cepoch, payload,

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from schemas import SourceKind, SourcePosition, codec
-from schemas.archive.chain import Chain, event_id, record_hash
+from schemas.archive.chain import Chain, record_hash
+from schemas.event_ids import event_id
 from tests.schemas.samples import CLUSTER, chained_history, sample_event
 
 

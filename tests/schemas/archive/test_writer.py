@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 import json
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from schemas.events import (
 )
 from schemas.archive.verified import ArchiveProblem, verify as verified_read
 from schemas.archive import ArchiveWriter, iter_events, list_files, read_manifest
-from schemas.archive.encoder import FastavroSplitEncoder, FastV1Encoder, chain_body
+from schemas.archive.encoder import FastavroSplitEncoder, FastV1Encoder
 from schemas.archive.manifest import manifest_path
 from services.simulator import SimConfig, simulate
 
@@ -82,16 +83,34 @@ def test_fast_encoder_matches_fastavro(events):
         assert fast.split(e, 12345, "ab" * 32) == ref.split(e, 12345, "ab" * 32)
 
 
-def test_body_is_the_avro_encoding_and_hash_is_record_hash():
-    enc = FastV1Encoder()
+@pytest.mark.parametrize("encoder", [FastV1Encoder, FastavroSplitEncoder])
+def test_body_is_the_avro_encoding_and_hash_is_record_hash(encoder):
+    """The chain's body and hash, with either encoder, are fastavro's encoding of the record and the hash
+    the verified read computes (record_hash): an independent implementation of the chain rule."""
+    chain = Chain("c1", encoder=encoder())
     prev = ""
     for i, e in enumerate(all_payloads()):
-        digest, body = chain_body(enc, e, i, prev)
-        rec = to_avro(e)
-        rec.update(seq=i, prev_hash=prev, hash=digest)
+        linked, body = chain.append_with_body(e)
+        rec = to_avro(linked)
+        assert (linked.seq, linked.prev_hash) == (i, prev)
         assert body == fastavro_body(rec)
-        assert digest == record_hash(rec)
-        prev = digest
+        assert linked.hash == record_hash(rec)
+        prev = linked.hash
+
+
+def test_a_chained_event_that_does_not_continue_the_chain_is_refused_and_the_chain_kept():
+    chain = Chain("c1")
+    first = chain.append(all_payloads()[0])
+    other = Chain("c1", next_seq=1, head_hash=first.hash).append(all_payloads()[1])
+    with pytest.raises(ValueError, match="does not continue the chain"):
+        Chain("c1").append(other)  # seq 1 after first, given to an empty chain
+    again = Chain("c1", next_seq=1, head_hash=first.hash)
+    assert again.append(other) is other and (again.next_seq, again.head_hash) == (2, other.hash)
+    tampered = replace(other, hash="0" * 64)
+    fresh = Chain("c1", next_seq=1, head_hash=first.hash)
+    with pytest.raises(ValueError, match="computed"):
+        fresh.append(tampered)
+    assert (fresh.next_seq, fresh.head_hash) == (1, first.hash)
 
 
 def fastavro_body(rec) -> bytes:

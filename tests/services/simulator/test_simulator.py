@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schemas.archive.chain import event_id
+from schemas.event_ids import event_id
 from schemas.codec import encode
 from schemas.events import (
     BrokerChange,
