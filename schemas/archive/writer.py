@@ -35,6 +35,7 @@ from schemas.archive.chain import Chain
 from schemas.archive.encoder import make_encoder
 from schemas.archive.manifest import FileManifest, SourceMark, fsync_dir, write_manifest
 from schemas.archive.listing import list_files
+from schemas.archive.verified import ArchiveProblem, NotAnArchive, verify
 
 HOUR_MS = 3_600_000
 
@@ -92,8 +93,6 @@ def continuation(root: str | Path, cluster_id: str) -> FileManifest | None:
     """Where an import into `root` may continue: None for a fresh cluster directory; else the
     verified archive's last manifest, whose last event the new events must contain (the caller
     appends only what follows it: `after`). A directory that does not verify is refused."""
-    from schemas.archive.verified import ArchiveProblem, NotAnArchive, verify
-
     cluster_dir = names.child(root, cluster_id)
     if Path(root).exists() and not Path(root).is_dir():
         raise ArchiveExists(f"{root}: not a directory")
