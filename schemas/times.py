@@ -114,27 +114,28 @@ def _date_output(text: str, value: object) -> int:
     """Epoch millis of `date`'s English output, its words in any of its locales' orders: a weekday, a month
     name, a day, a clock time (with AM/PM or not), a year and a zone (UTC/GMT or +hhmm; none = UTC, as for
     ISO-8601). Each at most once; anything else is not a time."""
-    found: dict[str, object] = {}
+    found: dict[str, int] = {}  # weekday, month, day, year, zone (minutes east), pm (0/1)
+    clock: re.Match[str] | None = None
 
-    def once(kind: str, got: object) -> None:
+    def once(kind: str, got: int) -> None:
         if kind in found:
             raise TimeError(_not_a_time(value))
         found[kind] = got
 
     for word in text.replace(",", " ").split():
         low = word.lower()
-        if low[:3] in _DAYS and low in (_DAYS[_DAYS.index(low[:3])], *_FULL_DAYS):
+        if low[:3] in _DAYS and low in (low[:3], _FULL_DAYS[_DAYS.index(low[:3])]):
             once("weekday", _DAYS.index(low[:3]))
-        elif low[:3] in _MONTHS and len(low) >= 3 and any(m.startswith(low) for m in _FULL_MONTHS):
+        elif low[:3] in _MONTHS and _FULL_MONTHS[_MONTHS[low[:3]] - 1].startswith(low):
             once("month", _MONTHS[low[:3]])
         elif low in ("am", "pm"):
-            once("half", low)
+            once("pm", int(low == "pm"))
         elif low in _UTC:
             once("zone", 0)
         elif m := _OFFSET.fullmatch(word):
             once("zone", (-1 if m[1] == "-" else 1) * (int(m[2]) * 60 + int(m[3])))
-        elif m := _CLOCK.fullmatch(word):
-            once("clock", m)
+        elif (m := _CLOCK.fullmatch(word)) and clock is None:
+            clock = m
         elif word.isdigit() and len(word) == 4:
             once("year", int(word))
         elif word.isdigit() and len(word) <= 2:
@@ -144,21 +145,21 @@ def _date_output(text: str, value: object) -> int:
                             "or ISO-8601 with an offset (+01:00)")
         else:
             raise TimeError(_not_a_time(value))
-    if not {"month", "day", "clock", "year"} <= found.keys():
+    if clock is None or not {"month", "day", "year"} <= found.keys():
         raise TimeError(_not_a_time(value))
-    clock = found["clock"]
     hour, minute, second = int(clock[1]), int(clock[2]), int(clock[3])
-    if "half" in found:
+    if "pm" in found:
         if not 1 <= hour <= 12:
             raise TimeError(_not_a_time(value))
-        hour = hour % 12 + (12 if found["half"] == "pm" else 0)
+        hour = hour % 12 + 12 * found["pm"]
     micro = int((clock[4] or "0").ljust(6, "0")[:6])
     try:
         dt = datetime(found["year"], found["month"], found["day"], hour, minute, second, micro, tzinfo=timezone.utc)
     except ValueError as exc:
         raise TimeError(f"not a time: {value!r} ({exc})") from None
     if "weekday" in found and dt.weekday() != found["weekday"]:
-        raise TimeError(f"time {value!r}: {dt.date()} is a {dt.strftime('%A')}, not a {_FULL_DAYS[found['weekday']].title()}")
+        raise TimeError(f"time {value!r}: {dt.date()} is a {dt.strftime('%A')}, not a "
+                        f"{_FULL_DAYS[found['weekday']].title()}")
     return round(dt.timestamp() * 1000) - found.get("zone", 0) * 60_000
 
 
