@@ -16,8 +16,8 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def report(
         store: Path = STORE, cluster: str = CLUSTER,
-        from_time: str = typer.Option(None, "--from", help="Window start: ISO-8601 or epoch millis (default: the "
-                                                           "first event)."),
+        from_time: str = typer.Option(None, "--from", help="Window start: ISO-8601 or epoch millis; the events at "
+                                                           "it are in the window (default: the first event)."),
         to_time: str = typer.Option(None, "--to", help="Window end: ISO-8601 or epoch millis (default: the newest "
                                                        "event)."),
         topic: str = typer.Option(None, "--topic", help="Only this topic's partitions (its exact name)."),
