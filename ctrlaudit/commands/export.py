@@ -21,7 +21,7 @@ import typer
 from ctrlaudit.commands.options import CLUSTER, STORE
 from ctrlaudit.commands.output import (FORCE, JSON_OUT, Output, copy_to_stdout, into_place, is_stdout,
                                        refuse_outputs, store_files)
-from ctrlaudit.errors import user_errors
+from ctrlaudit.errors import reader_may_leave, user_errors
 from schemas.archive.verified import Gap
 
 
@@ -83,7 +83,8 @@ def register(app: typer.Typer) -> None:
                 if gaps and sidecar is not None and fmt is not ExportFormat.parquet:
                     _write_gaps(sidecar, gaps, fmt)
                 if part is None:
-                    copy_to_stdout(tmp)
+                    with reader_may_leave():  # its reader gone, --json FILE is still written
+                        copy_to_stdout(tmp)
         said = Output(json_path, stdout_taken=to_stdout)
         said.say(f"wrote {'standard output' if to_stdout else out}: {n:,} events of cluster {cluster_id} "
                  f"({fmt.value})" + (f", seq {first}..{last}" if n else ""))

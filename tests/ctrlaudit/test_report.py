@@ -197,7 +197,7 @@ def test_report_shows_committed_data_lost_in_unclean_elections(tmp_path):
     r = run("report", "--store", str(store), "--check-json", str(checks), "--out", str(out))
     assert r.exit_code == 0, r.output
     page = out.read_text()
-    assert "Unclean elections lost committed records, as the offset samples show: 1 election(s), 30 records" in page
+    assert "Unclean elections lost committed records, as the offset samples show: 1 election, 30 records" in page
     table = re.search(r'<table id="data-loss">(.*?)</table>', page, re.S)
     assert table is not None and "<td>u-0</td><td>30</td>" in table.group(1), table
     assert "u-0: 30 committed records lost" in page  # the marker's hover text on the health plot
