@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import sys
 
-import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from checks.catalog import BY_NAME, Invariant
@@ -218,35 +216,6 @@ def _diff(before: dict[str, Any] | None, after: dict[str, Any] | None) -> str:
 
 # --- output ---------------------------------------------------------------------------------------
 
-def write_json(report: Report, path: str | Path) -> None:
-    """To the file (written beside it and renamed into place), or to standard output for '-'. Whether the
-    file may be written is the command's to decide first (ctrlaudit.commands.output.refuse_outputs)."""
-    from ctrlaudit.commands.output import write_text
-
-    write_text(path, json.dumps(report.to_json(), indent=2, sort_keys=False, default=str) + "\n")
-
-
-def write_csv(found: Findings, path: str | Path) -> None:
-    """One row per judged finding (violated or allowed) with the columns every engine returns, written by
-    DuckDB from the findings table; '-' = standard output. A clean history gives the header alone.
-
-    The file is written beside its path and renamed into place: a failed write leaves no half report. A
-    link, a FIFO or a device is refused by the command before it runs (ctrlaudit.commands.output)."""
-    import os
-    import tempfile
-
-    from ctrlaudit.commands.output import copy_to_stdout, into_place, is_stdout
-
-    if not is_stdout(path):
-        with into_place(path) as part:
-            found.write_csv(str(part))
-        return
-    with tempfile.TemporaryDirectory(prefix="ctrlaudit-csv-") as tmp:
-        written = os.path.join(tmp, "findings.csv")
-        found.write_csv(written)
-        copy_to_stdout(written)  # sys.stdout may not be file descriptor 1 (DuckDB writes to paths only)
-
-
 def junit_xml(report: Report) -> ET.ElementTree:
     """One <testcase> per invariant: <failure> on violations, <skipped> when the data is missing;
     allowed breaches are listed in <system-out> of a passing case."""
@@ -276,20 +245,6 @@ def junit_xml(report: Report) -> ET.ElementTree:
                 "\n".join(_example_line(x) for x in r.allowed_examples)
     ET.indent(suites)
     return ET.ElementTree(suites)
-
-
-def write_junit(report: Report, path: str | Path) -> None:
-    """To the file, or to standard output for '-'."""
-    if str(path) == "-":
-        sys.stdout.flush()
-        junit_xml(report).write(sys.stdout.buffer, encoding="utf-8", xml_declaration=True)
-        sys.stdout.buffer.write(b"\n")
-        sys.stdout.flush()
-    else:
-        from ctrlaudit.commands.output import into_place
-
-        with into_place(path) as part:
-            junit_xml(report).write(part, encoding="utf-8", xml_declaration=True)
 
 
 def _example_line(x: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ Exit codes:
      at its end, also when the reader left with lines still in the buffer.
 
 `describe` is the one mapping; `user_errors` (every typer command) and `main_errors` (the argparse
-entry points: `python -m checks.spark_job`) both use it, so a new kind of error is added once.
+entry points: `python -m ctrlaudit.spark_job`) both use it, so a new kind of error is added once.
 """
 from __future__ import annotations
 
@@ -203,7 +203,7 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
 
 
 def main_errors(fn: Callable[[], int]) -> int:
-    """`user_errors` for an entry point that is not a typer command (`python -m checks.spark_job`, which
+    """`user_errors` for an entry point that is not a typer command (`python -m ctrlaudit.spark_job`, which
     spark-submit runs): run `fn`, return its exit code, or print the one error line and return the code
     `describe` gives."""
     let_rich_raise_broken_pipe()

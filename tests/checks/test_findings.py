@@ -12,7 +12,8 @@ import pytest
 
 from checks.catalog import BY_NAME, NAMES, VIOLATION_COLUMNS
 from checks.findings import BATCH, Findings, sort_key
-from checks.report import WORST, build, write_csv
+from checks.report import WORST, build
+from ctrlaudit.check_run import write_csv
 from schemas.errors import ContractError
 from schemas.archive.verified import Gap, no_data_gap
 

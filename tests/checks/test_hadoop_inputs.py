@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from checks.inputs import BadInput, is_uri, resolve
-from checks.run import run_check
+from ctrlaudit.check_run import run_check
 from ctrlaudit.cli import app
 from ctrlaudit.progress import archive_bytes
 from tests.checks.cases import CLEAN

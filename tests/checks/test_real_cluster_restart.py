@@ -65,7 +65,7 @@ def _rows(engine):
 def test_restart_after_kill_9_of_every_node(restarted, spark):
     from checks.duckdb_engine import DuckDBEngine
     from checks.inputs import resolve
-    from checks.run import run_check
+    from ctrlaudit.check_run import run_check
     from checks.spark_engine import SparkEngine
     from schemas.archive.container import read_events
 

@@ -7,7 +7,7 @@ import pytest
 from checks.catalog import NAMES
 from checks.duckdb_engine import DuckDBEngine
 from checks.inputs import resolve
-from checks.run import run_check
+from ctrlaudit.check_run import run_check
 from schemas.archive import flat
 from tests.checks.cases import CLEAN, VIOLATING
 
@@ -124,7 +124,7 @@ def test_spark_submit_job(archive_dir, tmp_path):
     submit = Path(sys.executable).parent / "spark-submit"  # the venv's launcher (pyspark/bin lacks +x)
     if not submit.exists():
         submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    job = Path(__file__).resolve().parents[2] / "checks" / "spark_job.py"
+    job = Path(__file__).resolve().parents[2] / "ctrlaudit" / "spark_job.py"
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable}
     xml = tmp_path / "r.xml"

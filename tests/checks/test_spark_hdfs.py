@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.run import run_check
+from ctrlaudit.check_run import run_check
 from services.simulator import SimConfig, simulate_to_archive
 
 pytestmark = pytest.mark.spark

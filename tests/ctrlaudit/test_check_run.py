@@ -1,4 +1,4 @@
-"""run_check: exit codes, bad input as one line, JSON and JUnit output (DuckDB engine)."""
+"""ctrlaudit.check_run.run_check: exit codes, bad input as one line, JSON and JUnit output (DuckDB engine)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ from rich.console import Console
 
 from checks.catalog import NAMES
 from schemas.archive.flat import STORE_LAYOUT_VERSION
-from checks.run import run_check
+from ctrlaudit.check_run import run_check
 from tests.checks.cases import CLEAN, VIOLATING
 
 

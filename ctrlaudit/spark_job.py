@@ -1,4 +1,4 @@
-"""The Spark batch job: `spark-submit checks/spark_job.py --master local[2] ARCHIVE... [--json F] [--junit F]
+"""The Spark batch job: `spark-submit ctrlaudit/spark_job.py --master local[2] ARCHIVE... [--json F] [--junit F]
 [--allow NAME ...] [--invariant NAME ...]`. Exit code as run_check: 0 clean, 1 violations, 2 bad input.
 
 ARCHIVE: a local path, or a Hadoop URI (hdfs://, s3a://, file://, …: checks/hadoop.py).
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from checks.inputs import BadInput, is_uri
-    from checks.run import run_check
+    from ctrlaudit.check_run import run_check
     from checks.spark_engine import build_session
 
     # A URI (hdfs://, s3a://, file://, …) is listed, copied and verified on the driver through Hadoop's
