@@ -25,8 +25,8 @@ from .wire import Buf, _uuid_cache, uuid_str
 
 # The C table of a message (or struct): per field its key, kind, element kind, nullable, tag (-1: none),
 # default, whether a missing one is a fresh [], and the struct's own table.
-FieldTable = tuple[str, int, int, int, int, FieldDefault, int, "MessageTable | None"]
-MessageTable = tuple[FieldTable, ...]
+_FieldTable = tuple[str, int, int, int, int, FieldDefault, int, "_MessageTable | None"]
+_MessageTable = tuple[_FieldTable, ...]
 
 try:
     from . import _kraftdecode as _native  # type: ignore[attr-defined]  # C extension, no stubs
@@ -41,7 +41,7 @@ def _kinds() -> dict[str, int]:
             "uuid": n.K_UUID, "string": n.K_STRING, "bytes": n.K_BYTES}
 
 
-def _spec(fields: tuple[Field, ...], kinds: dict[str, int]) -> MessageTable:
+def _spec(fields: tuple[Field, ...], kinds: dict[str, int]) -> _MessageTable:
     """The C table of a message (or struct): one tuple per field, in declaration order (the
     order of the dict the Python decoder builds)."""
     out = []

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
-from typing import TypeGuard
 from collections import deque
+from typing import TypeGuard
 
 from hashlib import sha256
 
