@@ -105,7 +105,9 @@ def render(merged: dict[str, dict], versions: list[str]) -> str:
         "Each field: name, type, versions, and where set nullableVersions, taggedVersions, tag,",
         'default and nested fields, with Kafka\'s meanings."""',
         "",
-        "SCHEMAS: dict[str, dict] = {",
+        "from .fields import Schema",
+        "",
+        "SCHEMAS: dict[str, Schema] = {",
     ]
     order = sorted(merged, key=lambda n: (merged[n]["kind"] != "metadata",
                                           merged[n]["apiKey"] if merged[n]["apiKey"] is not None else 0, n))

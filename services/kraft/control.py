@@ -8,12 +8,14 @@ schema version 0 (the *_CURRENT_VERSION constants of ControlRecordUtils), so do 
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from .batch import Batch, iter_raw_records
 from .errors import RecordDecodeError
+from .fields import Message
 from .messages import CATALOGUE, DecodeFailure, MessageVersion
 from .records import Record, dumps
-from .wire import VarintError
+from .wire import Buf, VarintError
 
 # type id -> (name DumpLogSegments prints, schema name)
 CONTROL_TYPES: dict[int, tuple[str, str | None]] = {
@@ -36,7 +38,7 @@ class ControlRecord(Record):
     __slots__ = ("control_type", "key_version", "mv", "data", "value")
 
     def __init__(self, offset: int, timestamp: int, batch: Batch, control_type: int,
-                 key_version: int, mv: MessageVersion | None, data: dict | None, value: bytes):
+                 key_version: int, mv: MessageVersion | None, data: Message | None, value: bytes) -> None:
         self.offset = offset
         self.timestamp = timestamp
         self.batch = batch
@@ -55,7 +57,7 @@ class ControlRecord(Record):
     def enum_name(self) -> str:
         return ENUM_NAMES.get(self.control_type, "UNKNOWN")
 
-    def to_dict(self) -> dict | None:
+    def to_dict(self) -> dict[str, Any] | None:
         return None if self.mv is None or self.data is None else self.mv.render(self.data)
 
     def to_json(self) -> str | None:
@@ -91,6 +93,6 @@ def decode_control(b: Batch, key: bytes | None, value: bytes | None, offset: int
     return ControlRecord(offset, timestamp, b, ctype, key_version, mv, data, value)
 
 
-def decode_control_batch(buf, b: Batch) -> list[Record]:
+def decode_control_batch(buf: Buf, b: Batch) -> list[Record]:
     """The control records of a batch; their framing read and bounded as every batch's (iter_raw_records)."""
     return [decode_control(b, r.key, r.value, r.offset, r.timestamp) for r in iter_raw_records(buf, b)]

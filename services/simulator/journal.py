@@ -25,13 +25,15 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 from collections import deque
+from typing import TypeGuard
 
 from hashlib import sha256
 
 from replay.delta import ImageBuilder
 from schemas.event_ids import event_id
 from schemas.events import (
-    BrokerChange, BrokerChangeKind, ControllerEvent, FeatureLevelChange, Payload, SourceKind, SourcePosition,
+    BrokerChange, BrokerChangeKind, BrokerState, ControllerEvent, FeatureLevelChange, Payload, SourceKind,
+    SourcePosition,
 )
 
 _SIM = SourceKind.SIMULATOR
@@ -107,7 +109,8 @@ def _as_zookeeper(payload: Payload) -> Payload | None:
         return None
     if not isinstance(payload, BrokerChange):
         return payload
-    live = lambda s: s is not None and not s.fenced  # noqa: E731  (ZooKeeper: registered = live)
+    def live(s: BrokerState | None) -> TypeGuard[BrokerState]:  # ZooKeeper: registered = live
+        return s is not None and not s.fenced
     before = replace(payload.before, in_controlled_shutdown=False) if live(payload.before) else None
     after = replace(payload.after, in_controlled_shutdown=False) if live(payload.after) else None
     if (before is None) == (after is None):

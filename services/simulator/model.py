@@ -117,7 +117,7 @@ class Partition:
     def state(self) -> PartitionState:
         """The image's state of this partition (only read while it exists: None once deleted)."""
         t = self.topic
-        return t.delta.partition(t.topic_id, self.id)  # type: ignore[return-value]
+        return t.delta.partition(t.topic_id, self.id)  # type: ignore[return-value]  # only read while it exists
 
     @property
     def online(self) -> bool:
