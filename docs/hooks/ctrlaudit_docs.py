@@ -49,21 +49,19 @@ _DATA = {"M": "metadata events", "C": "configs and metadata.version", "B": "offs
 def invariant_catalog() -> str:
     from checks.catalog import CATALOG
 
-    out = ["| invariant | anchor | TLA+ | statement | data needed | allowances | live | Spark shards |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = ["| invariant | anchor | TLA+ | data | live | Spark |", "|---|---|---|---|---|---|"]
     for inv in CATALOG:
-        data = " + ".join(_DATA[d] for d in inv.data.split("+"))
-        needs = ", ".join(f"`{k}`" for k in inv.needs)
         out.append("| " + " | ".join((
             f"[`{inv.name}`](#{inv.name})",
             inv.anchor or "—",
             _cell(inv.tla) or "—",
-            _cell(inv.statement),
-            f"{data} ({inv.data}): {needs}",
-            "<br>".join(_cell(a) for a in inv.allowances) or "—",
+            inv.data,
             "yes" if inv.live else "no",
-            "yes" if inv.sharded else "no (Spark SQL)",
+            "by shards" if inv.sharded else "Spark SQL",
         )) + " |")
+    out += ["", "Data: " + ", ".join(f"{k} = {v}" for k, v in _DATA.items()) + ". Live: also judged one event at a "
+            "time by the watch agent. Spark: checked by shards of partitions, each an embedded DuckDB, or as Spark "
+            "SQL over all events."]
     out.append("")
     for inv in CATALOG:
         out += [f"### `{inv.name}` {{ #{inv.name} }}", "",
