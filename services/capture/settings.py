@@ -155,7 +155,7 @@ GC_THRESHOLDS = (7000, 10, 10)
 def ensure_topics(s: Settings, timeout: float = 60) -> list[str]:
     """Create the capture topics (with their configs) if missing; returns those created. Run before the
     worker starts: Faust subscribes only to topics that exist when it starts. confluent-kafka's admin
-    client, so that kafka-python is left with only the requests no other client exposes (README)."""
+    client, so that kafka-python is left with only the requests no other client exposes (docs/how-to/live-capture.md)."""
     import time
 
     from confluent_kafka import KafkaError, KafkaException

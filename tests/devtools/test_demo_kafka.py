@@ -132,7 +132,7 @@ def test_reassignment_json_as_of_mark_a_puts_the_cluster_back(demo, kafka_cluste
 
 
 def test_readme_walkthrough_answers_who_led_and_why(demo, tmp_path, monkeypatch):
-    """The README's walkthrough, line by line through the CLI, on this incident's copied metadata log:
+    """The tutorial's walkthrough of a real incident (docs/tutorial.md), line by line through the CLI, on this incident's copied metadata log:
     the topic, partition, times and copy path of the run put in for orders, 7, 03:00/03:14/03:30 and
     copy/. `state` at 03:14 (mark B: the killed broker out of every ISR) names the leader kafka-topics
     --describe printed then; `explain` names the killed broker as the previous leader, fenced."""
@@ -146,8 +146,8 @@ def test_readme_walkthrough_answers_who_led_and_why(demo, tmp_path, monkeypatch)
     from schemas.times import iso
 
     cap, store, _, _, _ = demo
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = re.search(r"### Walkthrough: who led orders-7.*?```sh\n(.*?)```", readme, re.S).group(1)
+    tutorial = (Path(__file__).resolve().parents[2] / "docs" / "tutorial.md").read_text()
+    block = re.search(r"## On a real incident: who led orders-7.*?```sh\n(.*?)```", tutorial, re.S).group(1)
     at = lambda offset: iso(store.point(offset=offset).event_time_ms)  # noqa: E731
     put = {"copy/__cluster_metadata-0": str(cap.metadata_copy), "2026-11-20T03:00:00Z": at(cap.mark_a),
            "2026-11-20T03:14:00Z": at(cap.mark_b), "2026-11-20T03:30:00Z": at(cap.mark_end)}
