@@ -30,8 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from replay.delta import ImageBuilder  # noqa: E402
-from replay.image import EMPTY  # noqa: E402
+from schemas.state.delta import ImageBuilder  # noqa: E402
+from schemas.state.image import EMPTY  # noqa: E402
 from replay.queries import state_arrow, state_as_of  # noqa: E402
 from replay.store import Store  # noqa: E402
 from schemas.archive import fastflat, verified  # noqa: E402

@@ -35,6 +35,7 @@ from checks.spark_ctes import materialize_plan, split, view_sql
 from checks.spark_shards import check_shards, executors_unready, shard_count
 from replay import gaps
 from replay.gaps import CaptureStretch
+from schemas.gap_reasons import partitions_of
 from schemas import loader
 from schemas.archive import flat
 from schemas.archive.verified import VerifiedRead, verify
@@ -558,7 +559,7 @@ class SparkEngine:
         if not found:
             return []
         held = [(r["cluster_id"], r["seq"], r["gap_from"] if r["gap_from"] is not None else -1, r["source_kind"],
-                 *(gaps.partitions_of(r["reason"] or "") or ((None, None),))[0]) for r in found]
+                 *(partitions_of(r["reason"] or "") or ((None, None),))[0]) for r in found]
         self.spark.createDataFrame(held, "cluster_id STRING, seq BIGINT, gap_from BIGINT, source_kind STRING, "
                                          "topic STRING, `partition` INT").createOrReplaceTempView("ctrlaudit_gaps")
         try:

@@ -111,7 +111,7 @@ def _sentinel_archived(archive: Path, sentinel: str) -> int:
 
 def _archived_partitions(archive: Path, topic: str) -> dict[int, tuple]:
     """The archive's last (leader, replicas, ISR as a set) of each partition of `topic`, by the replay's fold."""
-    from replay.delta import ImageBuilder
+    from schemas.state.delta import ImageBuilder
     image = ImageBuilder().replay_all(_archived(archive)).apply()
     t = image.topics.get_by_name(topic)
     return {} if t is None else {p: (s.leader, tuple(s.replicas), frozenset(s.isr)) for p, s in t.partitions.items()}

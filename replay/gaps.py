@@ -13,17 +13,17 @@ CaptureGap (KRaft, ZooKeeper, broker logs, live capture, ``--on-error skip``) is
 per source. A gap found late (an import of broker logs notices that a partition's epochs were skipped only when it
 reads a later epoch) names the first source position not known (``from_offset``), before the gap event's own: its
 stretch starts after the last event read before that position, not at the gap event. A gap about some partitions
-only says so in its reason (``partition_reason``; a live ZooKeeper watch's skipped versions of one partition's state
+only says so in its reason (schemas.gap_reasons; a live ZooKeeper watch's skipped versions of one partition's state
 znode): its stretch holds that partition's state only, and ends at its next event.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import duckdb
 
 from schemas import times
+from schemas.gap_reasons import partitions_of
 
 _KIND_POSITIONS = {"ZOOKEEPER": "zxids", "KRAFT_LOG": "offsets", "KRAFT_SNAPSHOT": "offsets",
                    "BROKER_LOG": "log records"}
@@ -84,23 +84,6 @@ class CaptureStretch:
                 else None, "until_seq": self.to_seq if self.to_seq >= 0 else None,
                 "until_time": times.show(self.to_time_ms) if self.to_time_ms >= 0 else None,
                 "gap_seq": self.gap_seq, "reason": self.reason}
-
-
-_PARTITION_REASON = re.compile(r"^(\S+)-(\d+): partition epochs ")
-# a live ZooKeeper watch's skipped versions of one partition's state znode (services/zookeeper/watch.py)
-_STATE_ZNODE_REASON = re.compile(r"^/brokers/topics/([^/\s]+)/partitions/(\d+)/state: versions ")
-
-
-def partition_reason(topic: str, partition: int, text: str) -> str:
-    """The reason of a gap about one partition's epochs only (``t-p: partition epochs ...``): the one form
-    `stretches` reads the partition from, written by the normalizers that find such gaps."""
-    return f"{topic}-{partition}: partition epochs {text}"
-
-
-def partitions_of(reason: str) -> tuple[tuple[str, int], ...]:
-    """The partitions a gap is about, from its reason; () for a gap of a whole stretch of its source."""
-    m = _PARTITION_REASON.match(reason) or _STATE_ZNODE_REASON.match(reason)
-    return ((m.group(1), int(m.group(2))),) if m else ()
 
 
 def stretches(con: duckdb.DuckDBPyConnection, cluster_id: str, *, up_to_seq: int | None = None) -> list[CaptureStretch]:

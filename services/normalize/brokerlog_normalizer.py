@@ -41,9 +41,9 @@ from services.brokerlogs.evidence import (
 )
 from services.brokerlogs.lines import LogLine
 from services.normalize.classify import change_kinds, election_type
-from replay.delta import ImageBuilder
-from replay.gaps import partition_reason
-from replay.image import ClusterImage
+from schemas.state.delta import ImageBuilder
+from schemas.gap_reasons import partition_reason
+from schemas.state.image import ClusterImage
 
 _REQUIRED = ("leader", "leader_epoch", "isr")
 # how long lines wait for a controller's cache line after it added brokers (it follows within milliseconds)

@@ -29,8 +29,8 @@ from schemas.events import (
     TopicChange, TopicChangeKind, UnknownRecord,
 )
 from services.normalize.classify import change_kinds, election_type
-from replay.delta import ImageBuilder
-from replay.image import ClusterImage
+from schemas.state.delta import ImageBuilder
+from schemas.state.image import ClusterImage
 from services.normalize.redaction import SecretDigests, redact, withheld
 from services.zookeeper import Txn, znodes
 from services.zookeeper.snapshot import Snapshot

@@ -11,7 +11,7 @@ znode going, an unfence its registration; a fenced registration and a controlled
 znode change). Every check then runs with its ZooKeeper exemptions. The znode split of a partition's
 state (assignment and LeaderAndIsr written apart) is not modelled: handmade cases cover it.
 
-The journal holds the controller's view, `delta` (a `replay.delta.ImageBuilder`): every event is applied
+The journal holds the controller's view, `delta` (a `schemas.state.delta.ImageBuilder`): every event is applied
 to it as it is emitted, in the shape emitted (a ZooKeeper-mode broker change as a ZooKeeper cluster shows
 it; what it does not show is not applied). `put`, not `replay`: the simulator's events are not chained
 yet, and its breaches are meant to break the rules `replay` checks; the image follows what the simulated
@@ -29,7 +29,7 @@ from typing import TypeGuard
 
 from hashlib import sha256
 
-from replay.delta import ImageBuilder
+from schemas.state.delta import ImageBuilder
 from schemas.event_ids import event_id
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, ControllerEvent, FeatureLevelChange, Payload, SourceKind,

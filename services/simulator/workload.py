@@ -20,7 +20,7 @@ import random
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from replay.image import ClusterImage
+from schemas.state.image import ClusterImage
 from schemas.events import (
     BrokerChange, BrokerChangeKind, ConfigChange, ConfigResourceType, ControllerChange, ControllerEvent,
     ElectionType, FeatureLevelChange, LeaderRecoveryState, OffsetSample, PartitionChange, PartitionChangeKind,

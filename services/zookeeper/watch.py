@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from schemas.errors import ContractError
+from schemas.gap_reasons import skipped_versions_reason
 from services.zookeeper.records import Op, Txn
 from services.zookeeper.snapshot import Snapshot, Znode
 
@@ -365,8 +366,9 @@ class ZooKeeperWatch:
             gaps.append(Gap(stat.czxid, stat.mzxid - 1, f"{path}: created at zxid {stat.czxid:#x} and changed before "
                             f"it was read (version {stat.version})", stat.mtime, stat.mzxid))
         elif seen is not None and stat.version > seen.version + 1:  # (not created)
-            gaps.append(Gap(seen.mzxid + 1, stat.mzxid - 1, f"{path}: versions {seen.version + 1}.."
-                            f"{stat.version - 1} changed before they were read", stat.mtime, stat.mzxid))
+            gaps.append(Gap(seen.mzxid + 1, stat.mzxid - 1, skipped_versions_reason(path, seen.version + 1,
+                                                                                     stat.version - 1),
+                            stat.mtime, stat.mzxid))
         self._seen[path] = _Seen(stat.version, stat.mzxid, stat.czxid)
         order = SINGLE.index(path) if path in SINGLE else 2
         kind = "create" if created and stat.mzxid == stat.czxid else "setData"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from checks.run import check
-from replay.gaps import partition_reason
+from schemas.gap_reasons import partition_reason
 from schemas.events import CaptureGap
 from tests.checks.histories import K, baseline
 

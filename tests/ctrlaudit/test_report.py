@@ -206,7 +206,7 @@ def test_report_shows_committed_data_lost_in_unclean_elections(tmp_path):
 def _gapped_store(tmp_path: Path) -> tuple[Path, list[tuple[int, int]]]:
     """A history with a stretch of every partition nobody read and one of partition t-0's state only; its
     store and the stretches' (from, to) event times."""
-    from replay.gaps import partition_reason
+    from schemas.gap_reasons import partition_reason
     from schemas.events import CaptureGap
     from tests.checks.histories import K, baseline
 

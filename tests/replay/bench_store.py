@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from schemas.archive.container import read_events
-from replay.delta import fold
+from schemas.state.delta import fold
 from replay.queries import state_as_of
 from replay.store import Store
 

@@ -2,7 +2,8 @@
 live ZooKeeper watch's skipped versions of one state znode hold that partition; any other gap holds every one."""
 from __future__ import annotations
 
-from replay.gaps import CaptureStretch, partitions_of, partition_reason
+from replay.gaps import CaptureStretch
+from schemas.gap_reasons import partition_reason, partitions_of
 
 
 def test_the_partitions_a_gap_holds():

@@ -9,9 +9,9 @@ from schemas.events import (
     FeatureLevelChange, PartitionChange, PartitionChangeKind as K, PartitionState as PS, TopicChange,
     TopicChangeKind as TK,
 )
-from replay.apply import apply, replay
-from replay.errors import ReplayError
-from replay.image import EMPTY
+from schemas.state.apply import apply, replay
+from schemas.state.errors import ReplayError
+from schemas.state.image import EMPTY
 from tests.replay.fixtures import (
     A0_CREATED, AUDIT, B1, B3, B3_FENCED, CLUSTER, DELTA1, IMAGE1, O0_CREATED, O0_MOVED, O0_SHRUNK, ORDERS, ev,
 )

@@ -2,7 +2,7 @@
 
 Kafka's MetadataDelta pattern: `replay(event)` records changes in plain dicts layered over the
 base image's persistent maps, `apply()` returns a new immutable image sharing everything that did
-not change. It refuses exactly what `replay.apply.apply` refuses (same `replay.rules`); tests prove
+not change. It refuses exactly what `schemas.state.apply.apply` refuses (same `schemas.state.rules`); tests prove
 the fold through a builder equals the fold of `apply`, in any batching.
 """
 from __future__ import annotations
@@ -17,10 +17,10 @@ from schemas.events import (
     ControllerEvent, FeatureLevelChange, OffsetSample, PartitionChange, PartitionState, TopicChange,
     TopicChangeKind, UnknownRecord,
 )
-from replay import rules
-from replay.apply import OnError, provenance_of, raise_error
-from replay.errors import ReplayError
-from replay.image import (
+from schemas.state import rules
+from schemas.state.apply import OnError, provenance_of, raise_error
+from schemas.state.errors import ReplayError
+from schemas.state.image import (
     EMPTY, CaptureGapSeen, ClusterImage, ConfigKey, ControllerImage, TopicImage, TopicsImage,
 )
 
@@ -354,5 +354,5 @@ def _overlay(base: Map[Any, Any], changes: dict[Any, Any]) -> Map[Any, Any]:
 
 
 def fold(events: Iterable[ControllerEvent], start: ClusterImage = EMPTY, on_error: OnError = raise_error) -> ClusterImage:
-    """The image after `events`, through one builder: equal to `replay.apply.replay`, faster."""
+    """The image after `events`, through one builder: equal to `schemas.state.apply.replay`, faster."""
     return ImageBuilder(start, on_error).replay_all(events).apply()

@@ -1,8 +1,8 @@
 """The pure `apply(image, event) -> image` and the fold `replay(events)`.
 
 One handler per payload type, dispatched by `match`; an unknown payload type is an error, never
-skipped (Kafka's MetadataDelta.replay does the same). Checks live in `replay.rules`, shared with
-the fast `replay.delta.ImageBuilder`.
+skipped (Kafka's MetadataDelta.replay does the same). Checks live in `schemas.state.rules`, shared with
+the fast `schemas.state.delta.ImageBuilder`.
 
 Errors go to `on_error(exc, event)`: the default raises. A handler that returns lets the event be
 applied leniently, the way a bootstrap event is: its stated after-state is taken as the truth (so
@@ -19,9 +19,9 @@ from schemas.events import (
     BrokerChange, BrokerChangeKind, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange, ControllerEvent,
     FeatureLevelChange, OffsetSample, PartitionChange, TopicChange, TopicChangeKind, UnknownRecord,
 )
-from replay import rules
-from replay.errors import ReplayError
-from replay.image import (
+from schemas.state import rules
+from schemas.state.errors import ReplayError
+from schemas.state.image import (
     EMPTY, CaptureGapSeen, ClusterImage, ControllerImage, Provenance, TopicImage, TopicsImage,
 )
 

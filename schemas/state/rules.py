@@ -16,7 +16,7 @@ from schemas.events import (
     TopicChange,
     TopicChangeKind,
 )
-from replay.errors import ReplayError
+from schemas.state.errors import ReplayError
 
 _PARTITION_FIELDS = (
     "leader", "leader_epoch", "partition_epoch", "isr", "replicas", "adding_replicas",

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from schemas.events import PartitionChange, PartitionChangeKind as K
-from replay.apply import replay
-from replay.delta import ImageBuilder, fold
-from replay.errors import ReplayError
-from replay.image import EMPTY
+from schemas.state.apply import replay
+from schemas.state.delta import ImageBuilder, fold
+from schemas.state.errors import ReplayError
+from schemas.state.image import EMPTY
 from tests.replay.fixtures import DELTA1, IMAGE1, O0_MOVED, O0_SHRUNK, ORDERS, ev
 from tests.replay.histories import generate
 
