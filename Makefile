@@ -18,17 +18,17 @@ test: $(STAMP)
 # A real 3-node Kafka cluster when Java and Maven are there; the simulator otherwise.
 demo: $(STAMP)
 	@if command -v java >/dev/null && command -v mvn >/dev/null; then \
-		$(BIN)/python -m ctrlaudit.demo_kafka; \
+		$(BIN)/python -m devtools.demo_kafka; \
 	else \
-		echo "no java/mvn: running the simulated demo (make demo-sim)"; $(BIN)/python -m ctrlaudit.demo; \
+		echo "no java/mvn: running the simulated demo (make demo-sim)"; $(BIN)/python -m devtools.demo; \
 	fi
 
 # The same incident and forensics on ZooKeeper and 3 ZooKeeper-mode Kafka 3.9 brokers (needs java and mvn).
 demo-zk: $(STAMP)
-	$(BIN)/python -m ctrlaudit.demo_kafka --zookeeper
+	$(BIN)/python -m devtools.demo_kafka --zookeeper
 
 demo-sim: $(STAMP)
-	$(BIN)/python -m ctrlaudit.demo
+	$(BIN)/python -m devtools.demo
 
 bench: $(STAMP)
 	$(BIN)/python bench/replay.py

@@ -8,10 +8,10 @@ schemas._fastbuild (schemas/_native/fastbuild.c, C11) builds the store's as-of o
 without it schemas.fastbuild builds them the Python way.
 
 schemas._flatdecode (schemas/_native/flatdecode.c, C11 + zlib) is optional: without a C compiler,
-the Python headers or zlib the install still succeeds and schemas.fastflat.available() is False.
+the Python headers or zlib the install still succeeds and schemas.archive.fastflat.available() is False.
 With OpenSSL's headers and libcrypto it also verifies the hash chain as it decodes (SHA-256 from
 libcrypto, which uses the CPU's SHA instructions); without them it decodes only, and
-schemas.verified checks the chain the Python way.
+schemas.archive.verified checks the chain the Python way.
 """
 import ctypes.util
 import os

@@ -248,7 +248,7 @@ def backlog_run(a) -> None:
     complete and committed) through the raw topic, normalize and the events topic, like any backlog."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from services.cluster.testing import running_cluster
+    from devtools.cluster.testing import running_cluster
     from services.normalize.offline import cluster_id_of
     src = Path(a.backlog_dir).resolve()
     work = Path(tempfile.mkdtemp(prefix="bench-capture-"))
@@ -353,7 +353,7 @@ def main() -> None:
         return backlog_run(a)
     if a.offline:
         return offline(a)
-    from services.cluster.testing import running_cluster
+    from devtools.cluster.testing import running_cluster
     work = Path(tempfile.mkdtemp(prefix="bench-capture-"))
     prefix = "bench" + uuid.uuid4().hex[:4]
     overrides = {"auto.leader.rebalance.enable": "false"}

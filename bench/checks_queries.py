@@ -110,7 +110,7 @@ def load(root: Path, events: int, threads: int, in_memory: bool) -> DuckDBEngine
 
 def load_cases(threads: int) -> DuckDBEngine:
     """Every handmade history of tests/checks/cases.py in one table (one cluster id each): rows to compare."""
-    from schemas import flat
+    from schemas.archive import flat
     from schemas.codec import to_avro
     from tests.checks.cases import CLEAN, VIOLATING
 

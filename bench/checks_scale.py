@@ -47,7 +47,8 @@ import duckdb  # noqa: E402
 from checks.catalog import NAMES, last_readers, wrapped_sql  # noqa: E402
 from checks.duckdb_engine import DuckDBEngine  # noqa: E402
 from checks.findings import TABLE, Findings  # noqa: E402
-from checks.report import build, write_csv  # noqa: E402
+from checks.report import build  # noqa: E402
+from ctrlaudit.check_run import write_csv  # noqa: E402
 
 
 def _make_table(keep: Path, name: str, fill) -> Path:

@@ -80,7 +80,7 @@ def dumplog(files: list[Path], tools) -> None:
 
 
 def measure(directory: Path, rounds: int, workers: int, version: str) -> dict:
-    from services.cluster.tools import KafkaTools
+    from devtools.cluster.tools import KafkaTools
     files = [p for p in metadata_files(directory) if segment_base_offset(p) is not None]
     size = sum(p.stat().st_size for p in files)
     tools = KafkaTools(version, workdir=directory.parent)
@@ -114,7 +114,7 @@ def measure(directory: Path, rounds: int, workers: int, version: str) -> dict:
 def measure_zk(directory: Path, rounds: int) -> dict:
     """services.zookeeper.TxnLogReader over every log.* against TxnLogToolkit -d (one JVM per file: the
     tool reads one file), transactions per second of wall time."""
-    from services.cluster.tools import KafkaTools
+    from devtools.cluster.tools import KafkaTools
     from services.zookeeper import TxnLogReader, txn_logs
     files = txn_logs(directory)
     size = sum(p.stat().st_size for p in files)

@@ -5,7 +5,7 @@ segments for bench/decode.py.
                                              [--topics 7] [--partitions 2000] [--version 4.x]
     .venv/bin/python bench/decode.py --dir /work/bench-data/kraft-1m --rounds 2
 
-What it does (Kafka 4.x dev cluster from services/cluster, ports from find_free_base_port, data in
+What it does (Kafka 4.x dev cluster from devtools/cluster, ports from find_free_base_port, data in
 OUT.cluster/, metadata segments of 16 MiB, no metadata retention, no auto leader rebalancing):
 
 1. creates ``--topics`` topics ``w-<t>`` of ``--partitions`` partitions, RF 3 (one
@@ -50,7 +50,7 @@ sys.path.insert(0, str(REPO))
 
 from services.kraft import LogReader, metadata_files  # noqa: E402
 from services.kraft.files import segment_base_offset  # noqa: E402
-from services.cluster.testing import cut_partial_tails  # noqa: E402
+from devtools.cluster.testing import cut_partial_tails  # noqa: E402
 
 CHUNK = 5000
 SEGMENT_BYTES = 16 * 2**20
@@ -190,7 +190,7 @@ class Workload:
 
 def _ready(c, node: int, attempts: int = 3) -> None:
     """Wait until ``node`` has started; start it again if it gave up while the box was busy."""
-    from services.cluster.manager import ClusterError
+    from devtools.cluster.manager import ClusterError
     for attempt in range(attempts):
         try:
             c.wait_ready([node], timeout=900)
@@ -218,7 +218,7 @@ def _rot(xs: list[int], k: int) -> list[int]:
 # --- main ----------------------------------------------------------------------------------------
 
 def run(out: Path, records: int, topics: int, partitions: int, version: str, keep_cluster: bool) -> dict:
-    from services.cluster.manager import KafkaCluster, find_free_base_port
+    from devtools.cluster.manager import KafkaCluster, find_free_base_port
     work = out.parent / (out.name + ".cluster")
     work.mkdir(parents=True, exist_ok=True)
     state_f = work / "state.json"

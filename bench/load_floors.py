@@ -11,7 +11,7 @@ issue allows, and for Parquet beside the archive:
   thread, and two halves on two threads);
 - the rows written as Arrow IPC files from Arrow in memory (uncompressed and lz4, two halves on two
   threads): a store whose events are files DuckDB scans memory-mapped, written at the speed of the disk;
-- decoding the archive without verifying (2 threads), and reading it verified (schemas.verified).
+- decoding the archive without verifying (2 threads), and reading it verified (schemas.archive.verified).
 
 With --ipc-check, the price of such a store: the 14 invariants' findings (checks.duckdb_engine) over the
 memory-mapped IPC files, registered as the `events` view, against the same rows as a DuckDB table, in one
@@ -148,7 +148,7 @@ def main() -> None:
     try:
         columns = {r[0]: r[1] for r in duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{parquet}')").fetchall()}
         timed = {"decode the archive, no verification (2 threads)": decode_s,
-                 "read the archive verified (schemas.verified)": verify_s}
+                 "read the archive verified (schemas.archive.verified)": verify_s}
         for name, select in layouts(columns).items():
             timed[f"DuckDB table, {name}"] = min(table_seconds(parquet, root / "floors.duckdb", select)
                                                  for _ in range(2))

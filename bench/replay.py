@@ -30,12 +30,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from replay.delta import ImageBuilder  # noqa: E402
-from replay.image import EMPTY  # noqa: E402
+from schemas.state.delta import ImageBuilder  # noqa: E402
+from schemas.state.image import EMPTY  # noqa: E402
 from replay.queries import state_arrow, state_as_of  # noqa: E402
 from replay.store import Store  # noqa: E402
-from schemas import fastflat, verified  # noqa: E402
-from schemas.container import read_events  # noqa: E402
+from schemas.archive import fastflat, verified  # noqa: E402
+from schemas.archive.container import read_events  # noqa: E402
 from services.simulator import SimConfig, simulate_to_archive  # noqa: E402
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
@@ -122,7 +122,7 @@ def fold_rate(archive: Path, limit: int) -> tuple[int, float, float]:
 
 def verify_rates(archive: Path, workers: int) -> tuple[float, float]:
     """Seconds to decode every file without verification (2 threads, as the verified read uses),
-    and to read it verified (schemas.verified: sha256 of each file, every event's hash and link)."""
+    and to read it verified (schemas.archive.verified: sha256 of each file, every event's hash and link)."""
     from concurrent.futures import ThreadPoolExecutor
 
     files = sorted(archive.rglob("*.avro"))

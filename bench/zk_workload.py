@@ -1,5 +1,5 @@
 """A real ZooKeeper transaction log for bench/decode.py --zk-dir: a 3-broker ZooKeeper-mode Kafka 3.9.2
-cluster (services.cluster.ZkKafkaCluster) driven until ZooKeeper has logged about --txns transactions.
+cluster (devtools.cluster.ZkKafkaCluster) driven until ZooKeeper has logged about --txns transactions.
 
     python bench/zk_workload.py --out DIR [--txns 20000]
 
@@ -20,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from services.cluster import ZkKafkaCluster, find_free_base_port  # noqa: E402
+from devtools.cluster import ZkKafkaCluster, find_free_base_port  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,7 @@ VIOLATION_COLUMNS = ("invariant",) + RESULT_COLUMNS
 @dataclass(frozen=True)
 class Invariant:
     name: str
-    anchor: str  # I1..I13, the catalog numbers of checks/README.md, or "" for ctrlaudit's own
+    anchor: str  # I1..I14, the catalog numbers of docs/reference/invariants.md, or "" for ctrlaudit's own
     tla: str
     statement: str
     needs: tuple[str, ...]  # payload kinds that must be present

@@ -1,7 +1,7 @@
 """The embedded engine: runs the catalog's SQL over a DuckDB `events` table (flat.py layout).
 
 The table comes from a replay store (opened read-only, its layout checked), from archive files
-(decoded with schemas.container, flattened with schemas.flat), or from a pyarrow Table.
+(decoded with schemas.archive.container, flattened with schemas.archive.flat), or from a pyarrow Table.
 """
 from __future__ import annotations
 
@@ -16,13 +16,20 @@ import pyarrow as pa
 
 from checks import plan
 from checks.catalog import EVIDENCE_COLUMNS, VIOLATION_COLUMNS, shared_table
-from schemas.flat import STORE_LAYOUT_VERSION
+from schemas.archive.flat import STORE_LAYOUT_VERSION
 from checks.findings import Findings, sort_key  # noqa: F401 - sort_key re-exported
 from checks.inputs import (BadInput, Inputs, chain_summary, chains_of, read_archives,
                            check_layout)
-from schemas.verified import Gap
+from replay import gaps
+from replay.gaps import CaptureStretch
+from schemas.archive.verified import Gap
 
 DIALECT = "duckdb"
+# per wanted (cluster, topic, partition, after seq): the partition's first change after that seq (both engines)
+FIRST_CHANGES = """SELECT w.k_cluster, w.k_topic, w.k_partition, w.k_after, min(e.seq) FROM events e
+                   JOIN wanted_changes w ON e.cluster_id = w.k_cluster AND e.kind = 'PartitionChange'
+                    AND e.topic = w.k_topic AND e.`partition` = w.k_partition AND e.seq > w.k_after
+                   GROUP BY w.k_cluster, w.k_topic, w.k_partition, w.k_after"""
 _ONE_CLUSTER = "ctrlaudit_one_cluster"  # the attached database of DuckDBEngine.one_cluster
 
 
@@ -253,6 +260,25 @@ class DuckDBEngine:
         finally:
             self.con.unregister("wanted_keys")
         return {(r[0], r[1]): dict(zip(EVIDENCE_COLUMNS, r)) for r in res}
+
+    def capture_stretches(self) -> list[tuple[str, CaptureStretch]]:
+        """Every cluster's stretches nobody read (replay.gaps, from the CaptureGap events)."""
+        return [(c, s) for c in self.clusters() for s in gaps.stretches(self.con, c)]
+
+    def first_changes(self, keys: Iterable[tuple[str, str, int, int]]) -> dict[tuple[str, str, int, int], int]:
+        """(cluster id, topic, partition, after seq) -> the seq of that partition's first change after it."""
+        keys = sorted(set(keys))
+        if not keys:
+            return {}
+        self.con.register("wanted_changes", pa.table({
+            "k_cluster": [k[0] for k in keys], "k_topic": [k[1] for k in keys],
+            "k_partition": pa.array([k[2] for k in keys], pa.int32()),
+            "k_after": pa.array([k[3] for k in keys], pa.int64())}))
+        try:
+            rows = self.con.execute(FIRST_CHANGES).fetchall()
+        finally:
+            self.con.unregister("wanted_changes")
+        return {(c, t, p, a): s for c, t, p, a, s in rows}
 
     def confirm_sources(self) -> None:
         """Nothing to confirm: DuckDB holds the verified rows themselves (SparkEngine.confirm_sources)."""

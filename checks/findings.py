@@ -8,8 +8,11 @@ connection; Spark's come into an in-memory DuckDB, as Parquet its executors wrot
 driver), so one set of queries judges them.
 
 `judge` applies the two verdicts that are not the SQL's: `--allow NAME` turns a violation into an
-allowed finding, and a violation of an invariant that judges history whose evidence spans a gap in
-the verified chain is "no data" (schemas.verified.no_data_gap says the same in Python).
+allowed finding, and a violation is "no data" where its evidence rests on what the history does not know: for
+an invariant that judges history, evidence that spans a gap in the verified chain (schemas.archive.verified.no_data_gap
+says the same in Python); for any invariant, evidence inside or across a stretch nobody read (a CaptureGap's
+stretch, replay.gaps, holding that finding's partition or every partition: `overlapping` then `judge`'s
+`unknown`).
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ import duckdb
 import pyarrow as pa
 
 from checks.catalog import VIOLATION_COLUMNS
-from schemas.verified import Gap
+from schemas.archive.verified import Gap
 
 TABLE = "check_findings"
 _TYPES = {"seq": pa.int64(), "related_seq": pa.int64(), "magnitude": pa.int64()}
@@ -116,17 +119,46 @@ class Findings:
         return sorted(self.con.execute(f"SELECT * FROM {TABLE}").fetchall(), key=sort_key)
 
     # --- judging ----------------------------------------------------------------------------------
-    def judge(self, allow: Sequence[str], gaps: Sequence[Gap], history: Sequence[str]) -> None:
-        """The view `judged`: every finding with `in_gap` and its status/allowance after --allow."""
+    def overlapping(self, windows: Sequence[tuple[str, int, int]]) -> list[tuple[str, int, int | None]]:
+        """The violations (cluster_id, seq, related_seq) whose evidence, from related_seq to seq, reaches into
+        one of `windows` (cluster_id, after seq, before seq; -1: to the end): events after the first and before
+        the second are not known whole. The caller tells which of them rest on it (`judge`'s `unknown`)."""
+        if not windows:
+            return []
+        self.con.register("findings_windows", pa.table({
+            "cluster_id": pa.array([w[0] for w in windows], pa.string()),
+            "after_seq": pa.array([w[1] for w in windows], pa.int64()),
+            "before_seq": pa.array([w[2] for w in windows], pa.int64())}))
+        try:
+            return [(c, s, r) for c, s, r in self.con.execute(
+                f"SELECT DISTINCT f.cluster_id, f.seq, f.related_seq FROM {TABLE} f JOIN findings_windows w "
+                "ON w.cluster_id = f.cluster_id AND greatest(f.seq, coalesce(f.related_seq, f.seq)) > w.after_seq "
+                "AND (w.before_seq < 0 OR least(f.seq, coalesce(f.related_seq, f.seq)) < w.before_seq) "
+                "WHERE f.status = 'violated' ORDER BY 1, 2").fetchall()]
+        finally:
+            self.con.unregister("findings_windows")
+
+    def judge(self, allow: Sequence[str], gaps: Sequence[Gap], history: Sequence[str],
+              unknown: Sequence[tuple[str, int, int | None]] = ()) -> None:
+        """The view `judged`: every finding with `in_gap` and its status/allowance after --allow. `unknown`:
+        the violations (cluster_id, seq, related_seq) whose evidence rests on a stretch nobody read."""
         self.con.register("findings_gaps", pa.table({
             "cluster_id": pa.array([g.cluster_id for g in gaps], pa.string()),
             "from_seq": pa.array([g.from_seq for g in gaps], pa.int64()),
             "to_seq": pa.array([g.to_seq for g in gaps], pa.int64())}))
+        self.con.register("findings_unknown", pa.table({
+            "cluster_id": pa.array([u[0] for u in unknown], pa.string()),
+            "seq": pa.array([u[1] for u in unknown], pa.int64()),
+            "related_seq": pa.array([u[2] for u in unknown], pa.int64())}))
         allowed = f"f.status = 'violated' AND list_contains({_list(allow)}, f.invariant)"
-        in_gap = ("FALSE" if not gaps else
-                  f"(f.status = 'violated' AND list_contains({_list(history)}, f.invariant) AND EXISTS ("
-                  "SELECT 1 FROM findings_gaps g WHERE g.cluster_id = f.cluster_id AND g.from_seq <= f.seq "
-                  "AND (f.related_seq IS NULL OR g.to_seq >= f.related_seq)))")
+        in_chain_gap = ("FALSE" if not gaps else
+                        f"(list_contains({_list(history)}, f.invariant) AND EXISTS ("
+                        "SELECT 1 FROM findings_gaps g WHERE g.cluster_id = f.cluster_id AND g.from_seq <= f.seq "
+                        "AND (f.related_seq IS NULL OR g.to_seq >= f.related_seq)))")
+        not_read = ("FALSE" if not unknown else
+                    "EXISTS (SELECT 1 FROM findings_unknown u WHERE u.cluster_id = f.cluster_id AND u.seq = f.seq "
+                    "AND u.related_seq IS NOT DISTINCT FROM f.related_seq)")
+        in_gap = f"(f.status = 'violated' AND ({in_chain_gap} OR {not_read}))"
         self.con.execute(
             f"CREATE OR REPLACE TEMP VIEW judged AS SELECT f.*, {in_gap} AS in_gap, "
             f"CASE WHEN {allowed} THEN 'allowed' ELSE f.status END AS j_status, "
@@ -192,6 +224,7 @@ class Findings:
             if self._judged:
                 self.con.execute("DROP VIEW IF EXISTS judged")
                 self.con.unregister("findings_gaps")
+                self.con.unregister("findings_unknown")
             self.con.execute(f"DROP TABLE IF EXISTS {TABLE}")
         finally:
             if self._owned:

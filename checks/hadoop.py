@@ -1,5 +1,5 @@
 """Archives on HDFS, S3 or any filesystem Hadoop reaches (`hdfs://`, `s3a://`, `file://`, …), for the
-Spark engine: verified by the one verified read (schemas.verified) before the executors read them.
+Spark engine: verified by the one verified read (schemas.archive.verified) before the executors read them.
 
 The verified read works on local files, so the driver first copies every archive file and manifest under
 the URIs through Hadoop's FileSystem API (the Spark session's own JVM and Hadoop configuration: whatever
@@ -17,21 +17,17 @@ naming its URI: the report would rest on bytes nobody verified.
 """
 from __future__ import annotations
 
-import functools
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from checks.inputs import BadInput, chains_of
+from checks.inputs import BadInput
 from schemas import names
 from schemas.errors import ContractError
-from schemas.manifest import MANIFEST_SUFFIX, read_manifest
-from schemas.verified import ArchiveProblem, verify
-
-if TYPE_CHECKING:
-    from checks.spark_engine import SparkEngine
+from schemas.archive.manifest import MANIFEST_SUFFIX, read_manifest
+from schemas.archive.verified import ArchiveProblem, VerifiedRead, verify
 
 
 @dataclass(frozen=True)
@@ -179,12 +175,24 @@ class Staged:
                                      "read it: the report would rest on unverified bytes; run the check again")
 
 
-def engine_from_uris(spark: Any, uris: Sequence[str], allow_gaps: bool = False,
-                     progress: Callable[[int], None] | None = None) -> SparkEngine:
-    """A SparkEngine over the archives under `uris`, verified on the driver first (see the module doc);
-    its guard (`confirm_sources`) is the after-job check that the files read are the files verified."""
-    from checks.spark_engine import SparkEngine
+@dataclass(frozen=True)
+class VerifiedUris:
+    """Archives on a Hadoop filesystem, verified on the driver from staged copies: the read's verdicts, the
+    URIs of the files that verified (the executors read those), and the check that they still hold the bytes
+    verified (`confirm_unchanged`, after the job)."""
 
+    read: VerifiedRead
+    accepted: list[str]
+    staged: Staged
+
+    def confirm_unchanged(self) -> None:
+        self.staged.confirm_unchanged(self.accepted)
+
+
+def verified_uris(spark: Any, uris: Sequence[str], allow_gaps: bool = False,
+                  progress: Callable[[int], None] | None = None) -> VerifiedUris:
+    """The archives under `uris`, verified on the driver first (see the module doc); SparkEngine.from_uris
+    reads what verified."""
     with tempfile.TemporaryDirectory(prefix="ctrlaudit-staged-") as tmp:
         staged = Staged(spark, Path(tmp))
         for uri in uris:
@@ -197,13 +205,4 @@ def engine_from_uris(spark: Any, uris: Sequence[str], allow_gaps: bool = False,
             raise BadInput(f"{', '.join(uris)}: archive holds no verified events")
         accepted = [staged.uri_of(p) for p in read.accepted]
     # the staged copies are gone: from here on the executors read the URIs
-    try:
-        engine = SparkEngine._read_files(spark, accepted, dedupe=any(c.duplicates for c in read.chains.values()))
-    except BadInput:
-        staged.confirm_unchanged(accepted)  # a file that changed since explains an unreadable one best
-        raise
-    engine.gaps, engine.chains = chains_of(read)
-    # only the files the executors read: a manifest, or a file left out under --allow-gaps, was read by
-    # the driver alone, from its verified copy
-    engine.guard = functools.partial(staged.confirm_unchanged, accepted)
-    return engine
+    return VerifiedUris(read, accepted, staged)

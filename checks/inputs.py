@@ -11,9 +11,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from schemas import flat
+from schemas.archive import flat
 from schemas.errors import ContractError
-from schemas.verified import Gap, VerifiedRead, read_all
+from schemas.archive.verified import Gap, VerifiedRead, read_all
 
 AVRO_MAGIC = b"Obj\x01"
 DUCKDB_MAGIC = b"DUCK"  # at byte offset 8 of a DuckDB database file
@@ -109,7 +109,7 @@ def archives_to_arrow(archives: Sequence[Path], allow_gaps: bool = False) -> pa.
 
 def read_archives(archives: Sequence[Path], allow_gaps: bool = False,
                   progress: Callable[[int], None] | None = None) -> tuple[pa.Table, VerifiedRead]:
-    """The flat events table of the archives, read through schemas.verified (ArchiveProblem on a
+    """The flat events table of the archives, read through schemas.archive.verified (ArchiveProblem on a
     file that does not verify, unless allow_gaps), and the read (its chains and gaps)."""
     table, read = read_all(archives, allow_gaps=allow_gaps, progress=progress)
     if table.num_rows == 0:

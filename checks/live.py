@@ -42,7 +42,7 @@ from checks.invariants._state import (
 from checks.invariants.fenced_broker_not_in_isr import REREGISTRATION_ALLOWANCE
 from checks.invariants.high_watermark_monotonic import DATA_LOSS_ALLOWANCE
 from checks.invariants.unclean_election_allowed import LAST_KNOWN_ALLOWANCE, UNCLEAN_KEY
-from schemas import flat
+from schemas.archive import flat
 
 __all__ = [
     "LIVE_INVARIANTS", "JUDGE_ORDER", "MODULES", "Alert", "LiveChecker", "as_row",
@@ -86,7 +86,7 @@ _ON_TOPIC_CHANGE: tuple[StateHook, ...] = _hooks("on_topic_change")
 
 
 def as_row(event: Any) -> dict[str, Any]:
-    """A flat row (schemas.flat columns) of a ControllerEvent, an Avro record dict or a flat row dict."""
+    """A flat row (schemas.archive.flat columns) of a ControllerEvent, an Avro record dict or a flat row dict."""
     if isinstance(event, Mapping):
         if "payload" in event:
             return dict(zip(flat.COLUMN_NAMES, flat.flatten(cast(dict[str, Any], event))))

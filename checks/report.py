@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import sys
 
-import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from checks.catalog import BY_NAME, Invariant
 from checks.findings import Counts, Findings
+from replay.gaps import CaptureStretch
 from schemas import times
-from schemas.verified import Gap
+from schemas.archive.verified import Gap
 
 WORST = 5  # examples per invariant (Jepsen keeps 8-32; the JSON keeps the same few)
 
@@ -86,10 +85,15 @@ def build(
     fetch: Callable[[Iterable[tuple[str, int]]], dict[tuple[str, int], dict[str, Any]]],
     gaps: Sequence[Gap] = (),
     chains: Sequence[dict[str, Any]] = (),
+    stretches: Sequence[tuple[str, CaptureStretch]] = (),
+    first_changes: Callable[[Iterable[tuple[str, str, int, int]]], dict[tuple[str, str, int, int], int]] | None = None,
 ) -> Report:
     """Condense the findings into a Report; `fetch` gives the evidence events by (cluster, seq).
-    A finding of an invariant that judges history, whose evidence spans a gap, is "no data"."""
-    found.judge(allow, gaps, [n for n in BY_NAME if BY_NAME[n].history])
+    A finding of an invariant that judges history, whose evidence spans a gap in the chain, is "no data"; so
+    is any finding whose evidence rests on one of `stretches` (cluster id, a stretch nobody read)."""
+    found.judge(allow, gaps, [n for n in BY_NAME if BY_NAME[n].history], _resting_on(found, stretches, fetch, first_changes))
+    chains = [dict(c, not_read=[s.describe() for cluster, s in stretches if cluster == c.get("cluster_id")])
+              if any(cluster == c.get("cluster_id") for cluster, _ in stretches) else c for c in chains]
     counts, worst = found.counts(), found.worst(WORST)
     keys: set[tuple[str, int]] = set()
     for picked in worst.values():
@@ -115,6 +119,35 @@ def build(
         ))
     return Report(engine_name, inputs, sum(kind_counts.values()), clusters, list(allow), results,
                   chains=list(chains))
+
+
+def _resting_on(found: Findings, stretches: Sequence[tuple[str, CaptureStretch]],
+                fetch: Callable[[Iterable[tuple[str, int]]], dict[tuple[str, int], dict[str, Any]]],
+                first_changes: Callable[[Iterable[tuple[str, str, int, int]]], dict[tuple[str, str, int, int], int]]
+                | None) -> list[tuple[str, int, int | None]]:
+    """The violations whose evidence rests on a stretch nobody read that holds the finding's partition (a
+    stretch of one partition's state holds no other's): a finding inside it, one that compares an event
+    before it with one after it (related_seq), and one about its partition's first change after it, whose
+    state before is the one last known before the stretch (every source's `before` is its normalizer's)."""
+    if not stretches:
+        return []
+    found_in = found.overlapping([(c, s.from_seq, -1) for c, s in stretches])
+    about = fetch({(c, seq) for c, seq, _ in found_in})
+    held = [(cluster, seq, related, about.get((cluster, seq)) or {}, s) for cluster, seq, related in found_in
+            for c, s in stretches if c == cluster and max(seq, related if related is not None else seq) > s.from_seq]
+    held = [h for h in held if not h[4].partitions or (h[3].get("topic"), h[3].get("partition")) in h[4].partitions]
+    # a whole stretch ends at the next event read, of any partition: each partition's first change after it
+    wanted = {(h[0], h[3]["topic"], h[3]["partition"], h[4].gap_seq) for h in held
+              if not h[4].partitions and h[3].get("kind") == "PartitionChange" and h[4].to_seq >= 0}
+    first = first_changes(wanted) if first_changes is not None and wanted else {}
+    out: dict[tuple[str, int, int | None], None] = {}
+    for cluster, seq, related, event, s in held:
+        lo = min(seq, seq if related is None else related)
+        ends = s.to_seq if s.partitions or s.to_seq < 0 else first.get(
+            (cluster, str(event.get("topic")), int(event.get("partition") or 0), s.gap_seq), s.to_seq)
+        if s.to_seq < 0 or lo < s.to_seq or seq <= ends:
+            out[(cluster, seq, related)] = None
+    return list(out)
 
 
 def _example(v: dict[str, Any], evidence: dict[tuple[str, int], dict[str, Any]]) -> dict[str, Any]:
@@ -183,35 +216,6 @@ def _diff(before: dict[str, Any] | None, after: dict[str, Any] | None) -> str:
 
 # --- output ---------------------------------------------------------------------------------------
 
-def write_json(report: Report, path: str | Path) -> None:
-    """To the file (written beside it and renamed into place), or to standard output for '-'. Whether the
-    file may be written is the command's to decide first (ctrlaudit.commands.output.refuse_outputs)."""
-    from ctrlaudit.commands.output import write_text
-
-    write_text(path, json.dumps(report.to_json(), indent=2, sort_keys=False, default=str) + "\n")
-
-
-def write_csv(found: Findings, path: str | Path) -> None:
-    """One row per judged finding (violated or allowed) with the columns every engine returns, written by
-    DuckDB from the findings table; '-' = standard output. A clean history gives the header alone.
-
-    The file is written beside its path and renamed into place: a failed write leaves no half report. A
-    link, a FIFO or a device is refused by the command before it runs (ctrlaudit.commands.output)."""
-    import os
-    import tempfile
-
-    from ctrlaudit.commands.output import copy_to_stdout, into_place, is_stdout
-
-    if not is_stdout(path):
-        with into_place(path) as part:
-            found.write_csv(str(part))
-        return
-    with tempfile.TemporaryDirectory(prefix="ctrlaudit-csv-") as tmp:
-        written = os.path.join(tmp, "findings.csv")
-        found.write_csv(written)
-        copy_to_stdout(written)  # sys.stdout may not be file descriptor 1 (DuckDB writes to paths only)
-
-
 def junit_xml(report: Report) -> ET.ElementTree:
     """One <testcase> per invariant: <failure> on violations, <skipped> when the data is missing;
     allowed breaches are listed in <system-out> of a passing case."""
@@ -241,20 +245,6 @@ def junit_xml(report: Report) -> ET.ElementTree:
                 "\n".join(_example_line(x) for x in r.allowed_examples)
     ET.indent(suites)
     return ET.ElementTree(suites)
-
-
-def write_junit(report: Report, path: str | Path) -> None:
-    """To the file, or to standard output for '-'."""
-    if str(path) == "-":
-        sys.stdout.flush()
-        junit_xml(report).write(sys.stdout.buffer, encoding="utf-8", xml_declaration=True)
-        sys.stdout.buffer.write(b"\n")
-        sys.stdout.flush()
-    else:
-        from ctrlaudit.commands.output import into_place
-
-        with into_place(path) as part:
-            junit_xml(report).write(part, encoding="utf-8", xml_declaration=True)
 
 
 def _example_line(x: dict[str, Any]) -> str:

@@ -7,7 +7,7 @@ call spark-class with the same main classes.
     python -m checks.spark_cluster status
     python -m checks.spark_cluster down
 
-    spark-submit --master spark://127.0.0.1:PORT checks/spark_job.py ARCHIVE --junit report.xml
+    spark-submit --master spark://127.0.0.1:PORT ctrlaudit/spark_job.py ARCHIVE --junit report.xml
 
 `up` leaves the processes running and writes their pids and ports to DIR/cluster.json; `down` stops
 them. Everything listens on 127.0.0.1 only. Tests use `SparkCluster.start()` as a fixture.

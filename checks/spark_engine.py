@@ -7,7 +7,7 @@ The archive is read with Spark's Avro data source. pyspark 4.3's own spark-sql j
 addressed by class name and nothing is downloaded; older pysparks get
 `org.apache.spark:spark-avro_2.13:<version>` through spark.jars.packages (Maven Central).
 spark-avro turns the payload union into a struct member0..member8 (union order, see
-schemas/avro/controller_event.v1.avsc); FLAT_SELECT maps it onto schemas.flat's columns.
+schemas/avro/controller_event.v1.avsc); FLAT_SELECT maps it onto schemas.archive.flat's columns.
 """
 from __future__ import annotations
 
@@ -26,14 +26,19 @@ from pathlib import Path
 from typing import Any
 
 from checks.catalog import BY_NAME, EVIDENCE_COLUMNS, last_readers, shared_for, shared_sql, shared_table, sql_for, wrapped
-from checks.duckdb_engine import DuckDBEngine
+from checks import hadoop
+from checks.duckdb_engine import FIRST_CHANGES, DuckDBEngine
 from checks.findings import Findings
 from checks.inputs import BadInput, Inputs, chains_of
 from checks.spark_handoff import FILE_ROWS, Handoff, handoff_parent
 from checks.spark_ctes import materialize_plan, split, view_sql
 from checks.spark_shards import check_shards, executors_unready, shard_count
-from schemas import flat, loader
-from schemas.verified import VerifiedRead, verify
+from replay import gaps
+from replay.gaps import CaptureStretch
+from schemas.gap_reasons import partitions_of
+from schemas import loader
+from schemas.archive import flat
+from schemas.archive.verified import VerifiedRead, verify
 
 DIALECT = "spark"
 AVRO_CLASS = "org.apache.spark.sql.avro.AvroFileFormat"
@@ -290,7 +295,7 @@ class SparkEngine:
 
     @classmethod
     def from_archives(cls, spark: Any, archives: Sequence[Path], allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
-        """The archive, verified first on the driver through schemas.verified (the one read path). Spark
+        """The archive, verified first on the driver through schemas.archive.verified (the one read path). Spark
         then gets the verified rows as Parquet written by the driver (checks.spark_handoff) when its
         executors share the driver's disk, else reads only the files that verified, each event once."""
         started = time.perf_counter()
@@ -376,6 +381,24 @@ class SparkEngine:
         return engine
 
     @classmethod
+    def from_uris(cls, spark: Any, uris: Sequence[str], allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
+        """The archives on a Hadoop filesystem under `uris` (checks.hadoop): verified on the driver first, then
+        read by the executors, file by file, those that verified; `confirm_sources` checks after the job that
+        the files read are the files verified."""
+        verified = hadoop.verified_uris(spark, uris, allow_gaps=allow_gaps, progress=progress)
+        try:
+            engine = cls._read_files(spark, verified.accepted,
+                                     dedupe=any(c.duplicates for c in verified.read.chains.values()))
+        except BadInput:
+            verified.confirm_unchanged()  # a file that changed since explains an unreadable one best
+            raise
+        engine.gaps, engine.chains = chains_of(verified.read)
+        # only the files the executors read: a manifest, or a file left out under --allow-gaps, was read by
+        # the driver alone, from its verified copy
+        engine.guard = verified.confirm_unchanged
+        return engine
+
+    @classmethod
     def from_inputs(cls, spark: Any, inputs: Inputs, allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
         if inputs.store is not None:
             # A replay store: DuckDB reads it (and checks its layout)
@@ -385,9 +408,7 @@ class SparkEngine:
             finally:
                 duck.close()
         if inputs.uris:
-            from checks.hadoop import engine_from_uris
-
-            return engine_from_uris(spark, inputs.uris, allow_gaps=allow_gaps, progress=progress)
+            return cls.from_uris(spark, inputs.uris, allow_gaps=allow_gaps, progress=progress)
         return cls.from_archives(spark, inputs.sources(), allow_gaps=allow_gaps, progress=progress)
 
     def confirm_sources(self) -> None:
@@ -527,6 +548,56 @@ class SparkEngine:
             return found.rows()
         finally:
             found.close()
+
+    def capture_stretches(self) -> list[tuple[str, CaptureStretch]]:
+        """Every cluster's stretches nobody read, as replay.gaps derives them, from the few rows they rest on:
+        the CaptureGap events and, per gap, its neighbours read before and after, the last event read before
+        its first missing source position and its partition's next change (one pass over the events, the gaps
+        broadcast), handed to replay.gaps in a DuckDB table of their own."""
+        cols = ", ".join(gaps.STRETCH_COLUMNS)
+        found = self.spark.sql(f"SELECT {cols} FROM events WHERE kind = 'CaptureGap'").collect()
+        if not found:
+            return []
+        held = [(r["cluster_id"], r["seq"], r["gap_from"] if r["gap_from"] is not None else -1, r["source_kind"],
+                 *(partitions_of(r["reason"] or "") or ((None, None),))[0]) for r in found]
+        self.spark.createDataFrame(held, "cluster_id STRING, seq BIGINT, gap_from BIGINT, source_kind STRING, "
+                                         "topic STRING, `partition` INT").createOrReplaceTempView("ctrlaudit_gaps")
+        try:
+            near = self.spark.sql("""
+                SELECT /*+ BROADCAST(g) */ g.cluster_id,
+                       max(CASE WHEN e.seq < g.seq THEN e.seq END) AS before_gap,
+                       min(CASE WHEN e.seq > g.seq THEN e.seq END) AS after_gap,
+                       max(CASE WHEN e.seq < g.seq AND e.source_kind = g.source_kind AND e.source_offset >= 0
+                                 AND e.source_offset < g.gap_from THEN e.seq END) AS before_source,
+                       min(CASE WHEN e.seq > g.seq AND e.kind = 'PartitionChange' AND e.topic = g.topic
+                                 AND e.`partition` = g.`partition` THEN e.seq END) AS next_change
+                FROM events e JOIN ctrlaudit_gaps g ON e.cluster_id = g.cluster_id
+                WHERE e.kind <> 'CaptureGap' GROUP BY g.cluster_id, g.seq""").collect()
+            keys = sorted({(r[0], seq) for r in near for seq in r[1:] if seq is not None})
+            rows = [tuple(r) for r in found]
+            if keys:
+                self.spark.createDataFrame(keys, "k_cluster STRING, k_seq BIGINT").createOrReplaceTempView(
+                    "ctrlaudit_near")
+                rows += [tuple(r) for r in self.spark.sql(
+                    f"SELECT /*+ BROADCAST(k) */ {', '.join('e.' + c for c in gaps.STRETCH_COLUMNS)} FROM events e "
+                    "JOIN ctrlaudit_near k ON e.cluster_id = k.k_cluster AND e.seq = k.k_seq").collect()]
+                self.spark.catalog.dropTempView("ctrlaudit_near")
+        finally:
+            self.spark.catalog.dropTempView("ctrlaudit_gaps")
+        return gaps.stretches_of_rows(rows)
+
+    def first_changes(self, keys: Iterable[tuple[str, str, int, int]]) -> dict[tuple[str, str, int, int], int]:
+        """As DuckDBEngine.first_changes (the same query, the wanted keys broadcast)."""
+        keys = sorted(set(keys))
+        if not keys:
+            return {}
+        self.spark.createDataFrame(keys, "k_cluster STRING, k_topic STRING, k_partition INT, k_after BIGINT"
+                                   ).createOrReplaceTempView("wanted_changes")
+        try:
+            rows = self.spark.sql(FIRST_CHANGES.replace("SELECT", "SELECT /*+ BROADCAST(w) */", 1)).collect()
+        finally:
+            self.spark.catalog.dropTempView("wanted_changes")
+        return {(r[0], r[1], r[2], r[3]): r[4] for r in rows}
 
     def events_at(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], dict[str, Any]]:
         keys = sorted(set(keys))

@@ -1,6 +1,6 @@
 """The verified events handed to Spark as Parquet written by the driver.
 
-The driver reads every archive file through schemas.verified before Spark may read a byte of it (the one
+The driver reads every archive file through schemas.archive.verified before Spark may read a byte of it (the one
 read path: manifests, chain, duplicates, gaps). That read already yields the flat events table, file by
 file. When the executors can read the driver's disk (a local master, or a standalone cluster on this host)
 those tables are written as Parquet into a directory of the driver's, and Spark reads them: the rows

@@ -96,7 +96,7 @@ def check_shards(spark: Any, files: Sequence[Path], names: Sequence[str], shards
     import checks.plan
     import checks.spark_shards
     from checks.findings import _DDL
-    from schemas import flat
+    from schemas.archive import flat
 
     for module in (checks.plan, checks.spark_shards):  # executors need not import this repository
         cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
@@ -118,7 +118,7 @@ def merge_partials(name: str, partials: Sequence[str], out: Path) -> str:
     import duckdb
 
     from checks.catalog import merge_select, with_merged, wrapped
-    from schemas import flat
+    from schemas.archive import flat
 
     con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     try:

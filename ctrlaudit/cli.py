@@ -49,6 +49,10 @@ def root(
 for group in (simulate, imports, store, query, check, capture, report, export):
     group.register(app)
 
+# The click command typer builds from `app`: what `ctrlaudit` runs, and what the documentation's CLI reference
+# (mkdocs-click, docs/reference/cli.md) reads every command, argument and flag from.
+cli = typer.main.get_command(app)
+
 
 def main() -> None:
     """Run the app; click's usage errors (a bad option value, a missing option, an unknown command) are one

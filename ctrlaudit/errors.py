@@ -10,18 +10,22 @@ Exit codes:
      exception propagates with its traceback instead.
 130  Ctrl-C (SIGINT): one line "interrupted". A load is one transaction, so the store keeps its
      old content.
-141  the reader of standard output went away (`ctrlaudit state | head`): no line, as for cat.
+141  the reader of standard output went away (`ctrlaudit state | head`): no line, as for cat. A command
+     whose reader leaves still writes its files (--json FILE, --junit, --out) first: a line for standard
+     output that finds no reader is dropped (`reader_may_leave`), the command carries on, and exits 141
+     at its end, also when the reader left with lines still in the buffer.
 
 `describe` is the one mapping; `user_errors` (every typer command) and `main_errors` (the argparse
-entry points: `python -m checks.spark_job`) both use it, so a new kind of error is added once.
+entry points: `python -m ctrlaudit.spark_job`) both use it, so a new kind of error is added once.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import ParamSpec, TypeVar
 
 import duckdb
@@ -29,7 +33,7 @@ import typer
 
 from schemas.errors import ContractError
 from replay.errors import ChainFork
-from schemas.verified import ArchiveProblem
+from schemas.archive.verified import ArchiveProblem
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -118,14 +122,43 @@ def internal(exc: BaseException) -> str:
     return f"internal error: {type(exc).__name__}: {_first_line(exc)} (set CTRLAUDIT_DEBUG=1 for the traceback)"
 
 
+class _Reader:
+    """Whether the reader of standard output went away during the command that runs."""
+
+    gone = False
+
+
 def reader_went_away() -> int:
-    """What a command does when the reader of standard output went away (after writing its files): no
-    line, exit 141. Standard output is pointed at /dev/null, as Python's own flush at exit would fail
-    again."""
+    """What a command does when the reader of standard output went away: no line, exit 141. Standard
+    output is pointed at /dev/null, as Python's own flush at exit would fail again."""
+    _Reader.gone = True
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     return EXIT_BROKEN_PIPE
+
+
+@contextlib.contextmanager
+def reader_may_leave() -> Iterator[None]:
+    """Around a write to standard output that files are still to follow (a command's lines before its
+    --json FILE): when the reader went away, the write is dropped and the command carries on, to exit
+    141 once its files are written (`exit_code`)."""
+    try:
+        yield
+    except BrokenPipeError:
+        reader_went_away()
+
+
+def exit_code(code: int) -> int:
+    """A finished command's exit code: 141 instead of 0 or 1 when the reader of standard output went away
+    during it, or left with lines still in the buffer (flushed here, not at Python's exit)."""
+    if code not in (EXIT_OK, EXIT_FOUND):
+        return code  # an error, said in its own line
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        reader_went_away()
+    return EXIT_BROKEN_PIPE if _Reader.gone else code
 
 
 def _raise_broken_pipe(console: object) -> None:
@@ -146,9 +179,12 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        _Reader.gone = False
         try:
-            return fn(*args, **kwargs)
-        except (typer.Exit, typer.Abort, SystemExit):
+            result = fn(*args, **kwargs)
+        except typer.Exit as done:
+            raise typer.Exit(exit_code(done.exit_code)) from None
+        except (typer.Abort, SystemExit):
             raise
         except BrokenPipeError:  # `ctrlaudit state | head`: the reader left; stop quietly, as cat does
             raise typer.Exit(reader_went_away()) from None
@@ -159,17 +195,21 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
             if debugging() or not isinstance(exc, Exception):
                 raise  # CTRLAUDIT_DEBUG=1: the traceback; GeneratorExit and the like are not ours
             raise fail(internal(exc), EXIT_INTERNAL) from None
+        if exit_code(EXIT_OK) != EXIT_OK:
+            raise typer.Exit(EXIT_BROKEN_PIPE)
+        return result
 
     return wrapper
 
 
 def main_errors(fn: Callable[[], int]) -> int:
-    """`user_errors` for an entry point that is not a typer command (`python -m checks.spark_job`, which
+    """`user_errors` for an entry point that is not a typer command (`python -m ctrlaudit.spark_job`, which
     spark-submit runs): run `fn`, return its exit code, or print the one error line and return the code
     `describe` gives."""
     let_rich_raise_broken_pipe()
+    _Reader.gone = False
     try:
-        return fn()
+        return exit_code(fn())
     except SystemExit:
         raise
     except BrokenPipeError:

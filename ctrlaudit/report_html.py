@@ -20,6 +20,7 @@ import hashlib
 import html
 import json
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from replay import changes, formats
@@ -100,17 +101,37 @@ def _axis(times: tuple[int, ...]) -> list[str]:
     return [_ms(t) for t in times]
 
 
+def _count(n: int, word: str, plural: str | None = None) -> str:
+    """`n` and the word, singular for one: "1 reassignment", "2 reassignments"."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else "twice" if n == 2 else f"{n:,} times"
+
+
+def _controller_change(c: dict[str, Any]) -> str:
+    return f"{c['leader']} (epoch {c['epoch']}, seq {c['seq']}) at {_ms(c['time'])}"
+
+
+def _some(items: Sequence[dict[str, Any]], shown: int = 5) -> str:
+    listed = ", ".join(_controller_change(c) for c in items[:shown])
+    return listed + (f" and {len(items) - shown} more" if len(items) > shown else "")
+
+
 def summary(inc: Incident, checks: dict[str, Any] | None, notes: tuple[tuple[str, str], ...] = ()) -> list[str]:
     """The summary in words, one sentence per line. `notes`: what the check's verdict is not (see
     ctrlaudit.verdict): said with it."""
     a, b, h = inc.a, inc.b, inc.health
     scope = f"topic {inc.topic}" if inc.topic else "all topics"
-    lines = [f"Between {_ms(a.event_time_ms)} (seq {a.seq}) and {_ms(b.event_time_ms)} (seq {b.seq}), {scope}: "
-             f"{inc.events:,} events ({', '.join(f'{n:,} {k}' for k, n in inc.kinds.items()) or 'none'})."]
+    lines = [f"From {_ms(a.event_time_ms)} to {_ms(b.event_time_ms)}, {scope}: the window holds seq "
+             f"{inc.first_seq}..{b.seq}, {_count(inc.events, 'event')}"
+             + (f" ({', '.join(f'{n:,} {k}' for k, n in inc.kinds.items())})." if inc.kinds else ".")]
     if inc.affected_count:
         worst = inc.affected[0]
         lines.append(
-            f"{inc.affected_count:,} partitions were offline, under-replicated or under min ISR at some time; "
+            f"{_count(inc.affected_count, 'partition')} {'was' if inc.affected_count == 1 else 'were'} offline, "
+            "under-replicated or under min ISR at some time; "
             f"peaks: {max(h.values['offline']):,} offline, {max(h.values['under_replicated']):,} under-replicated, "
             f"{max(h.values['under_min_isr']):,} under min ISR. The worst, {worst['topic']}-{worst['partition']}, "
             f"was offline for {_duration(worst['offline_ms'])} and under min ISR for "
@@ -120,18 +141,23 @@ def summary(inc: Incident, checks: dict[str, Any] | None, notes: tuple[tuple[str
     lines.append(f"At the end: {h.at_end['offline']:,} offline, {h.at_end['under_replicated']:,} under-replicated, "
                  f"{h.at_end['under_min_isr']:,} under min ISR, {h.at_end['at_min_isr']:,} at min ISR.")
     if inc.controllers:
-        moves = ", ".join(f"{c['leader']} (epoch {c['epoch']}) at {_ms(c['time'])}" for c in inc.controllers[:5])
-        more = f" and {len(inc.controllers) - 5} more" if len(inc.controllers) > 5 else ""
-        lines.append(f"The active controller changed {len(inc.controllers)} times: to {moves}{more}.")
+        lines.append(f"The active controller changed {_times(len(inc.controllers))}: to {_some(inc.controllers)}.")
     else:
-        lines.append("The active controller did not change.")
+        lines.append("The active controller did not change in the window.")
+    if inc.controllers_outside:
+        n = len(inc.controllers_outside)
+        lines.append(f"{_count(n, 'controller change')} among the window's events {'is' if n == 1 else 'are'} dated "
+                     f"outside it (another node's clock, or a snapshot's time), not drawn: to "
+                     f"{_some(inc.controllers_outside)}.")
     if inc.elections["totals"]:
-        lines.append("Leader elections: " + ", ".join(f"{n:,} {k.lower()}" for k, n in inc.elections["totals"].items())
-                     + ".")
+        lines.append("Leader elections: " + ", ".join(f"{n:,} {k}" for k, n in inc.elections["totals"].items()) + ".")
     if inc.reassignment_count:
-        outcomes = {o: sum(1 for r in inc.reassignments if r["outcome"] == o) for o in ("completed", "cancelled", "in flight")}
-        lines.append(f"{inc.reassignment_count:,} reassignments ran in the window (of the {len(inc.reassignments)} "
-                     f"longest: " + ", ".join(f"{n} {o}" for o, n in outcomes.items()) + ").")
+        outcomes = [f"{n:,} {o}" for o in ("completed", "cancelled", "ended", "in flight")
+                    if (n := sum(1 for r in inc.reassignments if r["outcome"] == o))]
+        shown = len(inc.reassignments)
+        lines.append(f"{_count(inc.reassignment_count, 'reassignment')} in the window"
+                     + (f": {', '.join(outcomes)}." if shown == inc.reassignment_count
+                        else f"; the {shown:,} longest: {', '.join(outcomes)}."))
     if checks is None:
         lines.append("Invariants: not checked (give --check-json from `ctrlaudit check --json` or --run-checks).")
     else:
@@ -142,8 +168,8 @@ def summary(inc: Incident, checks: dict[str, Any] | None, notes: tuple[tuple[str
     if checks is not None:
         n, total = data_loss_totals(checks)
         if n:
-            lines.append(f"Unclean elections lost committed records, as the offset samples show: {n:,} election(s), "
-                         f"{total:,} records in all (whole checked history; the worst in the window are listed "
+            lines.append(f"Unclean elections lost committed records, as the offset samples show: {_count(n, 'election')}, "
+                         f"{_count(total, 'record')} in all (whole checked history; the worst in the window are listed "
                          f"under Invariants).")
     said = b.describe()
     lines.append(said[:1].upper() + said[1:] + ".")  # not str.capitalize: it lowercases times and names
@@ -199,11 +225,57 @@ def _vlines(times: list[int], color: str, dash: str) -> list[dict[str, Any]]:
              "line": {"color": color, "dash": dash, "width": 1}} for t in times]
 
 
-def _figure(fig_id: str, title: str, fig, caption: str, counts: dict[str, Any]) -> str:
+def not_read(inc: Incident) -> list[dict[str, Any]]:
+    """The stretches nobody read that the window holds (of its topic's partitions, or of every partition),
+    clipped to the window: from, to (epoch ms), the partitions they hold and why."""
+    lo, hi = inc.a.event_time_ms, inc.b.event_time_ms
+    out = []
+    for s in dict.fromkeys((*inc.a.uncertain, *inc.b.uncertain)):
+        if inc.topic is not None and s.partitions and all(t != inc.topic for t, _ in s.partitions):
+            continue
+        start = max(lo, s.from_time_ms if s.from_time_ms >= 0 else lo)
+        end = min(hi, s.to_time_ms if s.to_time_ms >= 0 else hi)
+        out.append({"from": start, "to": max(start, end), "partitions": s.names(), "reason": s.describe()})
+    return out
+
+
+def _shade(fig, stretches: list[dict[str, Any]]) -> None:
+    """Shade the stretches nobody read on a plot's time axis, beneath its data; outlined, so that a stretch
+    between two events of the same millisecond still shows."""
+    if stretches:
+        fig.update_layout(shapes=[*fig.layout.shapes, *(
+            {"type": "rect", "xref": "x", "yref": "paper", "x0": _ms(s["from"]), "x1": _ms(s["to"]), "y0": 0, "y1": 1,
+             "fillcolor": "#888", "opacity": 0.25, "layer": "below", "line": {"color": "#555", "width": 1}}
+            for s in stretches)])
+
+
+def _span(inc: Incident) -> tuple[str, str]:
+    """The window's time range, the x axis of every plot (a window of one millisecond: one second)."""
+    lo, hi = inc.a.event_time_ms, inc.b.event_time_ms
+    return _ms(lo), _ms(max(hi, lo + 1000) if hi <= lo else hi)
+
+
+def _has_points(trace: Any) -> bool:
+    values = getattr(trace, "z", None) if trace.type == "heatmap" else trace.x
+    return bool(values is not None and len(values))
+
+
+def _figure(fig_id: str, title: str, fig, caption: str, counts: dict[str, Any],
+            shaded: Sequence[dict[str, Any]] = (), *, span: tuple[str, str]) -> str:
     """The figure element: its counts as data-* attributes, the plot's div, its figure as a JSON data
-    block (drawn by _DRAW), its caption."""
+    block (drawn by _DRAW), its caption. Its time axis is the window's (`span`), also with nothing on it,
+    which then says so (plotly's own range of an empty date axis is the year 2000)."""
     from plotly.io.json import to_json_plotly
 
+    fig.update_xaxes(type="date", range=list(span))
+    if not any(_has_points(t) for t in fig.data):
+        fig.add_annotation(text="nothing to plot in this window", xref="paper", yref="paper", x=0.5, y=0.5,
+                           showarrow=False, font={"size": 16, "color": "#666"})
+    _shade(fig, list(shaded))
+    if shaded:
+        counts = counts | {"unknown_stretches": len(shaded)}
+        caption += (f" Shaded: {_count(len(shaded), 'stretch', 'stretches')} nobody read, where the state shown may be incomplete ("
+                    + "; ".join(s["partitions"] for s in shaded) + ").")
     attrs = " ".join(f'data-{_attr_name(k)}="{html.escape(str(v))}"' for k, v in counts.items())
     fig.update_layout(title=title, height=fig.layout.height or 360, margin={"l": 60, "r": 20, "t": 50, "b": 40},
                       template="plotly_white", legend={"orientation": "h"})
@@ -234,6 +306,8 @@ def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
     from plotly.offline import get_plotlyjs
 
     checks = judged.checks if judged is not None else None
+    unknown = not_read(inc)
+    span = _span(inc)
     x = _axis(inc.health.times)
     h = inc.health
     parts = []
@@ -258,13 +332,13 @@ def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
     parts.append(_figure("health", "Partition health (maximum per time bucket)", fig,
                          "Peaks: " + ", ".join(f"{n.replace('_', ' ')} {peaks['peak_' + n]}" for n in HEALTH)
                          + ". At the end: " + ", ".join(f"{n.replace('_', ' ')} {h.at_end[n]}" for n in HEALTH)
-                         + f". Invariant violations marked: {len(bad)}.", peaks | {"violations": len(bad)}))
+                         + f". Invariant violations marked: {len(bad)}.", peaks | {"violations": len(bad)}, shaded=unknown, span=span))
 
     fig = go.Figure([go.Scatter(x=x, y=v, name=_plot_text(f"broker {k}"), mode="lines", line_shape="hv")
                      for k, v in inc.leaders.values.items()])
     parts.append(_figure("leaders", "Leaders per broker", fig,
                          "Leaders at the end: " + ", ".join(f"broker {k}: {n}" for k, n in inc.leaders.at_end.items()),
-                         {"brokers": len(inc.leaders.values), "leaders_at_end": sum(inc.leaders.at_end.values())}))
+                         {"brokers": len(inc.leaders.values), "leaders_at_end": sum(inc.leaders.at_end.values())}, shaded=unknown, span=span))
 
     colors = {"unfenced": "#2a9d8f", "fenced": "#e76f51", "controlled shutdown": "#e9c46a"}
     fig = go.Figure()
@@ -277,9 +351,10 @@ def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
     fig.update_xaxes(type="date")
     fenced = sum(1 for s in inc.brokers if s["state"] == "fenced")
     parts.append(_figure("brokers", "Broker registration and fencing (dashed: controller changes)", fig,
-                         f"{len({s['broker'] for s in inc.brokers})} brokers, {fenced} fenced stretches, "
-                         f"{len(inc.controllers)} controller changes.",
-                         {"fenced_stretches": fenced, "controller_changes": len(inc.controllers)}))
+                         f"{_count(len({s['broker'] for s in inc.brokers}), 'broker')}, "
+                         f"{_count(fenced, 'fenced stretch', 'fenced stretches')}, "
+                         f"{_count(len(inc.controllers), 'controller change')}.",
+                         {"fenced_stretches": fenced, "controller_changes": len(inc.controllers)}, shaded=unknown, span=span))
 
     hm = inc.isr_heatmap
     fig = go.Figure(go.Heatmap(z=hm["z"], x=_axis(hm["times"]), y=[_plot_text(r) for r in hm["rows"]],
@@ -288,8 +363,8 @@ def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
     fig.update_layout(height=max(300, 24 * len(hm["rows"]) + 120))
     fig.update_yaxes(type="category", dtick=1)
     parts.append(_figure("isr", "ISR size of the most affected partitions (smallest per bucket)", fig,
-                         f"{len(hm['rows'])} partitions of {inc.affected_count} affected.",
-                         {"rows": len(hm["rows"]), "affected": inc.affected_count}))
+                         _heatmap_caption(len(hm["rows"]), inc.affected_count),
+                         {"rows": len(hm["rows"]), "affected": inc.affected_count}, shaded=unknown, span=span))
 
     outcome_colors = {"completed": "#2a9d8f", "cancelled": "#e76f51", "in flight": "#264653", "ended": "#999"}
     fig = go.Figure()
@@ -301,9 +376,9 @@ def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
     fig.update_yaxes(type="category", dtick=1)
     fig.update_layout(height=max(300, 18 * len(inc.reassignments) + 140))
     parts.append(_figure("reassignments", "Reassignments, start to completion or cancellation", fig,
-                         f"{inc.reassignment_count} reassignments"
+                         _count(inc.reassignment_count, "reassignment")
                          + (f" (the {len(inc.reassignments)} longest drawn)" if inc.reassignment_count > len(inc.reassignments) else "")
-                         + ".", {"reassignments": inc.reassignment_count}))
+                         + ".", {"reassignments": inc.reassignment_count}, shaded=unknown, span=span))
 
     ex = _axis(inc.elections["times"])
     fig = go.Figure([go.Bar(x=ex, y=v, name=_plot_text(k)) for k, v in inc.elections["counts"].items()])
@@ -311,9 +386,9 @@ def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
     totals = inc.elections["totals"]
     parts.append(_figure("elections", "Leader elections by type", fig,
                          ", ".join(f"{k}: {n}" for k, n in totals.items()) or "No elections.",
-                         {"elections": sum(totals.values())} | {f"election_{k}": n for k, n in totals.items()}))
+                         {"elections": sum(totals.values())} | {f"election_{k}": n for k, n in totals.items()}, shaded=unknown, span=span))
 
-    return _page(inc, judged, parts, bad, lost, _drill_down(store, inc), get_plotlyjs())
+    return _page(inc, judged, parts, bad, lost, _drill_down(store, inc), get_plotlyjs(), unknown)
 
 
 def _drill_down(store: Store, inc: Incident) -> str:
@@ -322,19 +397,44 @@ def _drill_down(store: Store, inc: Incident) -> str:
         t, p = x["topic"], x["partition"]
         tl = changes.timeline(store, inc.b, t, p, since_seq=inc.a.seq + 1)
         shown = type(tl)(tl.point, tl.topic, tl.partition, tl.changes[-DRILL_DOWN_CHANGES:])
-        moves = [c for c in tl.changes if "LEADER" in c.changes][-EXPLAINED_MOVES:]
+        every = [c for c in tl.changes if "LEADER" in c.changes]
+        moves = every[-EXPLAINED_MOVES:]
         explained = "".join(f"<pre>{html.escape(formats.explain_text(changes.explain(store, seq=c.seq, cluster_id=inc.a.cluster_id)))}</pre>"
                             for c in moves)
         out.append(f'<details class="partition" data-partition="{html.escape(t)}-{p}"><summary>{html.escape(t)}-{p}: '
                    f"offline {_duration(x['offline_ms'])}, under min ISR {_duration(x['under_min_isr_ms'])}, "
-                   f"under-replicated {_duration(x['under_replicated_ms'])}, {len(tl.changes)} changes</summary>"
+                   f"under-replicated {_duration(x['under_replicated_ms'])}, {_count(len(tl.changes), 'change')}</summary>"
                    f"<pre>{html.escape(formats.timeline_text(shown))}</pre>"
-                   f"<h4>Leader changes explained ({len(moves)} newest)</h4>{explained}</details>")
-    return "".join(out) or "<p>No affected partitions.</p>"
+                   f"{_moves_heading(len(moves), len(every))}{explained}</details>")
+    return "".join(out) or "<p>No partition was affected.</p>"
+
+
+def _moves_heading(shown: int, total: int) -> str:
+    if total == 0:
+        return "<h4>No leader change in the window.</h4>"
+    if shown == total:
+        return "<h4>The leader change, explained</h4>" if total == 1 else f"<h4>The {total} leader changes, explained</h4>"
+    return f"<h4>The {shown} newest of {total} leader changes, explained</h4>"
+
+
+def _heatmap_caption(rows: int, affected: int) -> str:
+    if affected == 0:
+        return "No partition was affected."
+    if rows == affected:
+        return "The one affected partition." if affected == 1 else f"All {affected:,} affected partitions."
+    return f"The {rows:,} most affected of {affected:,} affected partitions."
+
+
+def _affected_heading(affected: int) -> str:
+    if affected == 0:
+        return "Affected partitions: none"
+    if affected <= DRILL_DOWN:
+        return "The affected partition" if affected == 1 else f"The {affected} affected partitions"
+    return f"Affected partitions: the {DRILL_DOWN} worst of {affected:,}"
 
 
 def _page(inc: Incident, judged: Verdict | None, parts: list[str], bad: list[dict[str, Any]],
-          lost: list[dict[str, Any]], drill: str, plotlyjs: str) -> str:
+          lost: list[dict[str, Any]], drill: str, plotlyjs: str, unknown: list[dict[str, Any]]) -> str:
     checks = judged.checks if judged is not None else None
     notes = judged.notes if judged is not None else ()
     labels = "".join(f'<p class="verdict-note" role="note">{html.escape(n)}: {html.escape(detail)}</p>'
@@ -358,7 +458,9 @@ def _page(inc: Incident, judged: Verdict | None, parts: list[str], bad: list[dic
     title = f"ctrlaudit incident report: {_ms(inc.a.event_time_ms)} to {_ms(inc.b.event_time_ms)}"
     words = "".join(f"<li>{html.escape(s)}</li>" for s in summary(inc, checks, notes))
     window = {"cluster": inc.a.cluster_id, "from_seq": inc.a.seq, "to_seq": inc.b.seq,
-              "verdict": None if judged is None else {"bound": judged.bound, "notes": [n for n, _ in notes]}}
+              "verdict": None if judged is None else {"bound": judged.bound, "notes": [n for n, _ in notes]},
+              "not_read": [{"from": _ms(u["from"]), "to": _ms(u["to"]), "partitions": u["partitions"],
+                            "reason": u["reason"]} for u in unknown]}
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{html.escape(content_security_policy(plotlyjs, _DRAW))}">'
             f"<title>{html.escape(title)}</title>"
@@ -366,5 +468,5 @@ def _page(inc: Incident, judged: Verdict | None, parts: list[str], bad: list[dic
             f'<h1>{html.escape(title)}</h1><p>cluster <span id="cluster">{html.escape(inc.a.cluster_id)}</span></p>'
             f'{labels}<script type="application/json" id="report-window">{_json_in_script(json.dumps(window))}</script>'
             f'<h2>Summary</h2><ul id="summary">{words}</ul><h2>Over time</h2>{"".join(parts)}{verdicts}'
-            f'<h2>Affected partitions (the {min(DRILL_DOWN, inc.affected_count)} worst)</h2>'
+            f'<h2>{_affected_heading(inc.affected_count)}</h2>'
             f'<div id="drill-down">{drill}</div><script>{_DRAW}</script></body></html>')

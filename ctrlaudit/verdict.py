@@ -274,7 +274,7 @@ def bind(checks: dict[str, Any], where: str, store: str, cluster: str, window: t
     if first > a or seq < b:
         notes.append((f"the check covers only seq {first}..{seq} of this window's seq {a}..{b}",
                       "its verdict says nothing about the rest of the window"))
-    gaps = [f"{g['from_seq']}..{g['to_seq']}" for g in c["gaps"] if g["from_seq"] <= b and g["to_seq"] > a]
+    gaps = [f"{g['from_seq']}..{g['to_seq']}" for g in c["gaps"] if g["from_seq"] <= b and g["to_seq"] >= a]
     if gaps:
         notes.append((f"the check had no verified data for seq {_names(gaps)} of this window",
                       "what rests on those stretches it reported as no data, not as holding"))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from services.cluster.jars import DEFAULT_PINS, cache_root, ensure_jars  # noqa: E402
+from devtools.cluster.jars import DEFAULT_PINS, cache_root, ensure_jars  # noqa: E402
 
 # Releases newer than the pinned 4.x whose record schemas the decoder knows before a cluster of them is
 # tested: only their two schema jars are fetched (4.4.0's kafka-shell, which the tests need, is not on
@@ -105,7 +105,9 @@ def render(merged: dict[str, dict], versions: list[str]) -> str:
         "Each field: name, type, versions, and where set nullableVersions, taggedVersions, tag,",
         'default and nested fields, with Kafka\'s meanings."""',
         "",
-        "SCHEMAS: dict[str, dict] = {",
+        "from .fields import Schema",
+        "",
+        "SCHEMAS: dict[str, Schema] = {",
     ]
     order = sorted(merged, key=lambda n: (merged[n]["kind"] != "metadata",
                                           merged[n]["apiKey"] if merged[n]["apiKey"] is not None else 0, n))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from services.cluster.jars import DEFAULT_PINS, JarResolutionError, cache_root, ensure_jars  # noqa: E402
+from devtools.cluster.jars import DEFAULT_PINS, JarResolutionError, cache_root, ensure_jars  # noqa: E402
 
 JAVA_SOURCE = ROOT / "kafka" / "PasswordConfigs.java"
 TARGET = ROOT / "services" / "normalize" / "password_configs.py"

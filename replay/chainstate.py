@@ -1,7 +1,7 @@
 """What the store knows about each cluster's chain: up to which seq it is verified, and the
 stretches that are not (chain_gaps), so that every answer can say so.
 
-schemas.verified checks every event's hash and the links between the files of one load; the
+schemas.archive.verified checks every event's hash and the links between the files of one load; the
 store adds what only it can see, across loads: after each load it walks the seqs of the clusters
 the load touched (one ordered pass over seq, prev_hash and hash) and finds the holes and the
 links that do not hold (a file that filled a hole but does not join the event after it). A load
@@ -14,7 +14,7 @@ from typing import Any
 
 import duckdb
 
-from schemas.verified import ArchiveProblem, Gap, VerifiedRead
+from schemas.archive.verified import ArchiveProblem, Gap, VerifiedRead
 
 DDL = """
 CREATE TABLE IF NOT EXISTS chain_status (cluster_id VARCHAR PRIMARY KEY, verified_to BIGINT, last_seq BIGINT,

@@ -62,20 +62,35 @@ def replication_factor(state: PartitionState) -> int:
     return len(state.replicas) - len(state.adding_replicas)
 
 
-def describe_partition(row: PartitionRow, zookeeper_mode: bool = False) -> str:
-    """One partition line as Kafka 3.7+'s TopicCommand prints it: a ZooKeeper-mode broker answers Metadata
-    without ELR fields, and the tool prints ``N/A`` for those."""
+# the first release whose kafka-topics --describe prints Elr and LastKnownElr (KIP-966): the default layout
+ELR_TOOLS = (3, 7)
+
+
+def tool_release(text: str) -> tuple[int, ...]:
+    """A Kafka release as `--kafka-version` takes it (3.5, 3.5.2, 2.8.0): its numbers; ValueError otherwise."""
+    parts = text.strip().split(".")
+    if not 2 <= len(parts) <= 3 or not all(p.isdigit() and len(p) <= 4 for p in parts):
+        raise ValueError(f"{text!r} is not a Kafka release (e.g. 3.5 or 3.9.2)")
+    return tuple(int(p) for p in parts)
+
+
+def describe_partition(row: PartitionRow, zookeeper_mode: bool = False, tool: tuple[int, ...] = ELR_TOOLS) -> str:
+    """One partition line as the TopicCommand of release `tool` prints it: from 3.7 on with Elr and
+    LastKnownElr, which a ZooKeeper-mode broker does not answer (the tool then prints ``N/A``); before 3.7
+    without them."""
     s = row.state
     line = (f"\tTopic: {row.topic}\tPartition: {row.partition}\tLeader: {s.leader if s.leader >= 0 else 'none'}"
             f"\tReplicas: {_ids(s.replicas)}\tIsr: {_ids(s.isr)}")
     if s.adding_replicas or s.removing_replicas:  # listPartitionReassignments has an entry only then
         line += f"\tAdding Replicas: {_ids(s.adding_replicas)}\tRemoving Replicas: {_ids(s.removing_replicas)}"
+    if tool < ELR_TOOLS:
+        return line
     if zookeeper_mode:
         return line + "\tElr: N/A\tLastKnownElr: N/A"
     return line + f"\tElr: {_ids(s.elr)}\tLastKnownElr: {_ids(s.last_known_elr)}"
 
 
-def describe(result: StateResult, topics_with_overrides: bool = False) -> str:
+def describe(result: StateResult, topics_with_overrides: bool = False, tool: tuple[int, ...] = ELR_TOOLS) -> str:
     """`kafka-topics --describe` output for the partitions in `result`, topics in name order.
     `topics_with_overrides`: as `--topics-with-overrides`, the header lines of the topics whose
     configs differ from the defaults, and no partition lines."""
@@ -96,7 +111,7 @@ def describe(result: StateResult, topics_with_overrides: bool = False) -> str:
                  f"\tReplicationFactor: {replication_factor(rows[0].state)}")
         lines.append(head + "\tConfigs: " + ",".join(f"{k}={v}" for k, v in configs.items()))
         if not topics_with_overrides:
-            lines.extend(describe_partition(r, result.zookeeper_mode) for r in rows)
+            lines.extend(describe_partition(r, result.zookeeper_mode, tool) for r in rows)
     return "\n".join(lines) + ("\n" if lines else "")
 
 

@@ -13,17 +13,17 @@ CaptureGap (KRaft, ZooKeeper, broker logs, live capture, ``--on-error skip``) is
 per source. A gap found late (an import of broker logs notices that a partition's epochs were skipped only when it
 reads a later epoch) names the first source position not known (``from_offset``), before the gap event's own: its
 stretch starts after the last event read before that position, not at the gap event. A gap about some partitions
-only says so in its reason (``partition_reason``; a live ZooKeeper watch's skipped versions of one partition's state
+only says so in its reason (schemas.gap_reasons; a live ZooKeeper watch's skipped versions of one partition's state
 znode): its stretch holds that partition's state only, and ends at its next event.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import duckdb
 
 from schemas import times
+from schemas.gap_reasons import partitions_of
 
 _KIND_POSITIONS = {"ZOOKEEPER": "zxids", "KRAFT_LOG": "offsets", "KRAFT_SNAPSHOT": "offsets",
                    "BROKER_LOG": "log records"}
@@ -86,23 +86,6 @@ class CaptureStretch:
                 "gap_seq": self.gap_seq, "reason": self.reason}
 
 
-_PARTITION_REASON = re.compile(r"^(\S+)-(\d+): partition epochs ")
-# a live ZooKeeper watch's skipped versions of one partition's state znode (services/zookeeper/watch.py)
-_STATE_ZNODE_REASON = re.compile(r"^/brokers/topics/([^/\s]+)/partitions/(\d+)/state: versions ")
-
-
-def partition_reason(topic: str, partition: int, text: str) -> str:
-    """The reason of a gap about one partition's epochs only (``t-p: partition epochs ...``): the one form
-    `stretches` reads the partition from, written by the normalizers that find such gaps."""
-    return f"{topic}-{partition}: partition epochs {text}"
-
-
-def _partitions(reason: str) -> tuple[tuple[str, int], ...]:
-    """The partitions a gap is about, from its reason; () for a gap of a whole stretch of its source."""
-    m = _PARTITION_REASON.match(reason) or _STATE_ZNODE_REASON.match(reason)
-    return ((m.group(1), int(m.group(2))),) if m else ()
-
-
 def stretches(con: duckdb.DuckDBPyConnection, cluster_id: str, *, up_to_seq: int | None = None) -> list[CaptureStretch]:
     """Every stretch of `cluster_id` whose gap event is at or before `up_to_seq` (None: all), in seq order."""
     cond, args = ("AND seq <= ?", [up_to_seq]) if up_to_seq is not None else ("", [])
@@ -129,7 +112,7 @@ def stretches(con: duckdb.DuckDBPyConnection, cluster_id: str, *, up_to_seq: int
         while hi in gap_seqs:
             hi += 1
         bounds[seq] = (lo, hi)
-    partitions = {r[0]: _partitions(r[4] or "") for r in gap_rows}
+    partitions = {r[0]: partitions_of(r[4] or "") for r in gap_rows}
     own = {r[0]: r[5] for r in gap_rows}  # each gap event's own source position
     ends = _next_partition_events(con, cluster_id, [(seq, p) for seq, ps in partitions.items() for p in ps])
     wanted = sorted({s for b in bounds.values() for s in b if s >= 0} | {r[6] for r in gap_rows if r[6] is not None}
@@ -156,6 +139,32 @@ def stretches(con: duckdb.DuckDBPyConnection, cluster_id: str, *, up_to_seq: int
             gap_from if gap_from is not None else -1, gap_to if gap_to is not None else -1,
             _KIND_POSITIONS.get(source_kind, "source positions"), reason or "", partitions[seq]))
     return out
+
+
+# the columns `stretches` reads of the events table: a table of only these, holding the gap events and the
+# events near them that `stretches` looks for, gives the same stretches (`stretches_of_rows`)
+STRETCH_COLUMNS = ("cluster_id", "seq", "kind", "source_kind", "source_offset", "event_time_ms", "topic",
+                   "partition", "gap_from", "gap_to", "reason")
+
+
+def stretches_of_rows(rows: list[tuple[object, ...]]) -> list[tuple[str, CaptureStretch]]:
+    """(cluster id, stretch) of every cluster, from rows of STRETCH_COLUMNS: the gap events and, per gap, the
+    events read just before and after it, the last read before its first missing source position and its
+    partition's next change (what an engine that holds the events elsewhere, Spark, gives)."""
+    types = {"seq": "BIGINT", "source_offset": "BIGINT", "event_time_ms": "BIGINT", "partition": "INTEGER",
+             "gap_from": "BIGINT", "gap_to": "BIGINT"}
+    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
+                                             "autoload_known_extensions": False})
+    try:
+        con.execute("CREATE TABLE events (" + ", ".join(f'"{c}" {types.get(c, "VARCHAR")}' for c in STRETCH_COLUMNS)
+                    + ")")
+        if rows:
+            con.executemany(f"INSERT INTO events VALUES ({', '.join('?' * len(STRETCH_COLUMNS))})",
+                            [list(r) for r in dict.fromkeys(rows)])
+        clusters = [r[0] for r in con.execute("SELECT DISTINCT cluster_id FROM events ORDER BY 1").fetchall()]
+        return [(c, s) for c in clusters for s in stretches(con, c)]
+    finally:
+        con.close()
 
 
 def _next_partition_events(con: duckdb.DuckDBPyConnection, cluster_id: str,

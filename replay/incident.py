@@ -5,14 +5,18 @@ Python: a flag (offline, under-replicated, ...) becomes +1 where an interval sta
 ends, a running sum over seq gives the count after every change, and the counts are bucketed on the
 time axis keeping each bucket's maximum, so a short outage is not averaged away. The browser test
 compares these counts with the health queries of replay/queries.py at the window's end.
+
+The window: the state as of point `a` (`opening`: the state just before the window's first event, dated at
+its start), then every event after `a` up to and including `b`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from replay.queries import KAFKA_DEFAULTS, MIN_ISR, min_isr
 from replay.store import Point, Store
+from schemas.times import parse_time
 from schemas.events import ConfigResourceType
 
 BUCKETS = 300  # points on the time axis: enough for a screen, few enough for a small file
@@ -43,11 +47,42 @@ class Incident:
     affected_count: int
     isr_heatmap: dict[str, Any]
     brokers: tuple[dict[str, Any], ...]  # (broker, state, start, end) segments
-    controllers: tuple[dict[str, Any], ...]
+    controllers: tuple[dict[str, Any], ...]  # the controller changes dated inside the window
     reassignments: tuple[dict[str, Any], ...]
     reassignment_count: int
     elections: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    # controller changes among the window's events dated outside its time range (another node's clock, a
+    # snapshot's time): not drawn inside it
+    controllers_outside: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def first_seq(self) -> int:
+        """The window's first event: it holds seq first_seq..b.seq."""
+        return self.a.seq + 1
+
+
+def opening(store: Store, b: Point, from_time: str | None) -> Point:
+    """The state the window starts from, dated at its start: as of the last event before --from (the events at
+    --from itself are the window's), or before the first event when there is none or no --from (a point one
+    seq before it, with no state). A window's events are then every one after this point up to `b`, each
+    dated at or after --from."""
+    start = parse_time(from_time) if from_time is not None else None
+    con = store.con
+    if start is not None:
+        before = _one(con.execute("SELECT max(seq) FROM events WHERE cluster_id = ? AND event_time_ms < ?",
+                                  [b.cluster_id, start]).fetchone())
+        if before is not None:
+            return replace(store.point(seq=before, cluster_id=b.cluster_id), event_time_ms=start)
+    first = _one(con.execute("SELECT min(seq) FROM events WHERE cluster_id = ?", [b.cluster_id]).fetchone())
+    point = store.point(seq=first, cluster_id=b.cluster_id)
+    return replace(point, seq=first - 1, event_id="", source_offset=-1,
+                   event_time_ms=point.event_time_ms if start is None else start)
+
+
+def _one(row: tuple[Any, ...] | None) -> Any:
+    """The one value of an aggregate's row."""
+    return None if row is None else row[0]
 
 
 def _min_isr_by_topic(store: Store, a: Point, b: Point) -> dict[str, int]:
@@ -77,7 +112,7 @@ def build(store: Store, a: Point, b: Point, topic: str | None = None) -> Inciden
     # Intervals overlapping the window, clipped to it, with the health flags of kafka-topics --describe.
     con.execute(f"""CREATE OR REPLACE TEMP TABLE report_iv AS
         SELECT p.topic, p."partition", greatest(p.from_seq, $a) AS s0,
-               CASE WHEN p.from_seq < $a THEN $ta ELSE p.from_time_ms END AS t0,
+               CASE WHEN p.from_seq <= $a THEN $ta ELSE p.from_time_ms END AS t0,
                CASE WHEN p.to_seq <= $b THEN p.to_seq END AS s1,
                CASE WHEN p.to_seq <= $b THEN p.to_time_ms ELSE $tb END AS t1,
                p.leader, len(p.isr) AS isr_size,
@@ -88,7 +123,7 @@ def build(store: Store, a: Point, b: Point, topic: str | None = None) -> Inciden
         WHERE p.cluster_id = $c AND p.from_seq <= $b AND (p.to_seq IS NULL OR p.to_seq > $a)
               AND p.leader IS NOT NULL{topic_cond}""", {k: v for k, v in params.items() if k != "t" or topic})
     width = max(1, -(-(b.event_time_ms - a.event_time_ms + 1) // BUCKETS))
-    times = tuple(a.event_time_ms + i * width for i in range(BUCKETS))
+    axis = tuple(a.event_time_ms + i * width for i in range(BUCKETS))
     bp = {"ta": a.event_time_ms, "w": width}
 
     # The counts change only where an event changes a flag: the state as of `a` from the intervals,
@@ -116,7 +151,7 @@ def build(store: Store, a: Point, b: Point, topic: str | None = None) -> Inciden
         SELECT least(greatest((t - $ta) // $w, 0), {BUCKETS - 1}) AS bucket,
                {', '.join(f'max({f}), arg_max({f}, seq)' for f in HEALTH)}
         FROM run GROUP BY bucket ORDER BY bucket""", window | bp).fetchall()
-    health = _fill(times, rows, HEALTH)
+    health = _fill(axis, rows, HEALTH)
 
     window.pop("d")
     lrows = con.execute(f"""
@@ -137,8 +172,8 @@ def build(store: Store, a: Point, b: Point, topic: str | None = None) -> Inciden
     by_leader: dict[int, list[tuple[Any, ...]]] = {}
     for leader, bucket, mx, last in lrows:
         by_leader.setdefault(leader, []).append((bucket, mx, last))
-    leader_series = {str(k): _fill(times, v, ("n",)) for k, v in sorted(by_leader.items())}
-    leaders = Series(times, {k: s.values["n"] for k, s in leader_series.items()},
+    leader_series = {str(k): _fill(axis, v, ("n",)) for k, v in sorted(by_leader.items())}
+    leaders = Series(axis, {k: s.values["n"] for k, s in leader_series.items()},
                      {k: s.at_end["n"] for k, s in leader_series.items()})
 
     affected_rows = con.execute("""
@@ -154,20 +189,21 @@ def build(store: Store, a: Point, b: Point, topic: str | None = None) -> Inciden
                       "min_isr_size": s} for t, p, o, u, m, s in affected_rows)
 
     top = [(x["topic"], x["partition"]) for x in affected[:TOP_PARTITIONS]]
-    heat = _isr_heatmap(store, top, bp, times)
+    heat = _isr_heatmap(store, top, bp, axis)
 
     brokers = tuple({"broker": r[0], "state": r[1], "start": r[2], "end": r[3]} for r in con.execute("""
         SELECT broker_id, CASE WHEN in_controlled_shutdown THEN 'controlled shutdown'
                                WHEN fenced THEN 'fenced' ELSE 'unfenced' END,
-               CASE WHEN from_seq < $a THEN $ta ELSE from_time_ms END,
+               CASE WHEN from_seq <= $a THEN $ta ELSE from_time_ms END,
                coalesce((SELECT min(event_time_ms) FROM events e WHERE e.cluster_id = $c AND e.seq = i.to_seq
                          AND i.to_seq <= $b), $tb)
         FROM broker_intervals i WHERE cluster_id = $c AND from_seq <= $b AND (to_seq IS NULL OR to_seq > $a)
         ORDER BY broker_id, from_seq""", {k: params[k] for k in ("c", "a", "b", "ta", "tb")}).fetchall())
-    controllers = tuple({"time": r[0], "leader": r[1], "epoch": r[2], "seq": r[3]} for r in con.execute("""
+    changes = [{"time": r[0], "leader": r[1], "epoch": r[2], "seq": r[3]} for r in con.execute("""
         SELECT from_time_ms, leader_id, epoch, from_seq FROM controller_intervals
         WHERE cluster_id = $c AND from_seq > $a AND from_seq <= $b ORDER BY from_seq""",
-        {k: params[k] for k in ("c", "a", "b")}).fetchall())
+        {k: params[k] for k in ("c", "a", "b")}).fetchall()]
+    dated_inside = [c for c in changes if a.event_time_ms <= c["time"] <= b.event_time_ms]
 
     reassignments, n_reassign = _reassignments(store, window | {"tb": params["tb"]})
     ev_params = {k: params[k] for k in ("c", "a", "b")} | ({"t": topic} if topic else {})
@@ -183,8 +219,9 @@ def build(store: Store, a: Point, b: Point, topic: str | None = None) -> Inciden
     for election, bucket, n in erows:
         elections.setdefault(election, [0] * BUCKETS)[bucket] = n
     return Incident(a, b, topic, sum(kinds.values()), kinds, health, leaders, affected, len(affected), heat, brokers,
-                    controllers, reassignments, n_reassign,
-                    {"times": times, "counts": elections, "totals": {k: sum(v) for k, v in elections.items()}})
+                    tuple(dated_inside), reassignments, n_reassign,
+                    {"times": axis, "counts": elections, "totals": {k: sum(v) for k, v in elections.items()}},
+                    controllers_outside=tuple(c for c in changes if c not in dated_inside))
 
 
 _TOPIC_DELETES = """SELECT seq FROM events WHERE cluster_id = $c AND kind = 'TopicChange'
@@ -251,8 +288,10 @@ def _reassignments(store: Store, window: dict[str, Any]) -> tuple[tuple[dict[str
     """Stretches in which a partition had adding/removing replicas, from start (or the window's start)
     to the first state without them: completed (replicas = the target), cancelled (replicas = the
     original) or still in flight at the window's end. Starts and ends are the events that switch
-    between the two, paired by an ASOF join (no window over every interval). The longest
-    MAX_REASSIGNMENT_BARS are drawn; all are counted."""
+    between the two, paired by an ASOF join (no window over every interval). A reassignment with no
+    replica to add (one that only removes or reorders replicas) Kafka completes in one record, never in
+    flight: a change of the replicas between two states with none being added or removed, completed at
+    once. The longest MAX_REASSIGNMENT_BARS are drawn; all are counted."""
     ev_topic = " AND e.topic = $t" if "t" in window else ""
     was, now = _moving("e.b_", "e.has_before"), _moving("e.a_", "e.has_after")
     keep = "lambda x: NOT list_contains(coalesce({0}, []), x)"
@@ -274,13 +313,19 @@ def _reassignments(store: Store, window: dict[str, Any]) -> tuple[tuple[dict[str
                    x.replicas AS after, x.seq IS NULL AS open
             FROM starts s ASOF LEFT JOIN ends x
               ON x.topic = s.topic AND x."partition" = s."partition" AND x.seq >= s.seq
+        ), bars AS (
+            SELECT topic, "partition", start, "end",
+                   CASE WHEN open THEN 'in flight'
+                        WHEN list_sort(after) = list_sort(target) THEN 'completed'
+                        WHEN list_sort(after) = list_sort(original) THEN 'cancelled' ELSE 'ended' END AS outcome
+            FROM islands
+            UNION ALL
+            SELECT topic, "partition", event_time_ms, event_time_ms, 'completed' FROM events e
+            WHERE cluster_id = $c AND kind = 'PartitionChange' AND seq > $a AND seq <= $b{ev_topic}
+              AND has_before AND has_after AND NOT {was} AND NOT {now} AND b_replicas <> a_replicas
         )
-        SELECT topic, "partition", start, "end",
-               CASE WHEN open THEN 'in flight'
-                    WHEN list_sort(after) = list_sort(target) THEN 'completed'
-                    WHEN list_sort(after) = list_sort(original) THEN 'cancelled' ELSE 'ended' END,
-               count(*) OVER () AS n
-        FROM islands ORDER BY "end" - start DESC, topic, "partition" LIMIT {MAX_REASSIGNMENT_BARS}""",
+        SELECT *, count(*) OVER () AS n
+        FROM bars ORDER BY "end" - start DESC, topic, "partition" LIMIT {MAX_REASSIGNMENT_BARS}""",
         {k: window[k] for k in ("c", "a", "b", "t") if k in window} | {"tb": window["tb"]}).fetchall()
     bars = tuple({"partition": f"{t}-{p}", "start": s, "end": e, "outcome": o} for t, p, s, e, o, _ in rows)
     return bars, rows[0][5] if rows else 0

@@ -17,7 +17,7 @@ from immutables import Map
 from schemas.events import BrokerState, ConfigResourceType, LeaderRecoveryState, PartitionState
 from replay.errors import StoreError
 from schemas.fastbuild import int_tuples, objects
-from replay.image import (
+from schemas.state.image import (
     CaptureGapSeen, ClusterImage, ControllerImage, Provenance, TopicImage, TopicsImage,
 )
 from replay.store import Point, Store

@@ -1,4 +1,4 @@
-"""The DuckDB store: the flat `events` table (schemas.flat layout, shared with the checks) plus
+"""The DuckDB store: the flat `events` table (schemas.archive.flat layout, shared with the checks) plus
 state intervals, in one file in the working directory.
 
 `Store.load(paths)` is idempotent (events are unique by cluster and seq; a re-loaded file adds
@@ -18,14 +18,14 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.flat import FLAT_COLUMNS, STORE_LAYOUT_VERSION
-from schemas.verified import Gap, VerifiedRead
+from schemas.archive.flat import FLAT_COLUMNS, STORE_LAYOUT_VERSION
+from schemas.archive.verified import Gap, VerifiedRead
 from replay import chainstate, gaps, intervals, opening
 from replay.gaps import CaptureStretch
 from schemas import times
 from replay.errors import ChainFork, LayoutVersionError, StoreError
 
-LAYOUT_VERSION = STORE_LAYOUT_VERSION  # schemas.flat: the one place, shared with the check engines
+LAYOUT_VERSION = STORE_LAYOUT_VERSION  # schemas.archive.flat: the one place, shared with the check engines
 # Archive bytes per insert batch (Arrow rows take ~2.2x the Avro bytes; two batches are alive at a
 # time, the one being stored and the next being decoded).
 BATCH_BYTES = 128 * 1024 * 1024
@@ -259,7 +259,7 @@ class Store:
         `decode_seconds` is the time spent waiting for the decoder (decoding overlaps inserting).
         `memory_limit` caps DuckDB during the load (it spills to disk beyond it); None = as set.
 
-        Files are read through schemas.verified (manifests, hashes, links, forks); a problem loads
+        Files are read through schemas.archive.verified (manifests, hashes, links, forks); a problem loads
         nothing (ArchiveProblem), unless `allow_gaps`: then the stretch is recorded in chain_gaps
         and every answer touching it says so. `progress(bytes)` is called per file read."""
         report = LoadReport()

@@ -3,28 +3,10 @@
 Everything else in the project depends on this package; it depends on nothing of ours.
 """
 from schemas.events import (
-    BrokerChange,
-    BrokerChangeKind,
-    BrokerState,
-    CaptureGap,
-    ConfigChange,
-    ConfigResourceType,
-    ControllerChange,
-    ControllerEvent,
-    ElectionType,
-    FeatureLevelChange,
-    LeaderRecoveryState,
-    OffsetSample,
-    PartitionChange,
-    PartitionChangeKind,
-    PartitionState,
-    Payload,
-    ReplicaOffset,
-    SourceKind,
-    SourcePosition,
-    TopicChange,
-    TopicChangeKind,
-    UnknownRecord,
+    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
+    ControllerEvent, ElectionType, FeatureLevelChange, LeaderRecoveryState, OffsetSample, PartitionChange,
+    PartitionChangeKind, PartitionState, Payload, ReplicaOffset, SourceKind, SourcePosition, TopicChange,
+    TopicChangeKind, UnknownRecord,
 )
 from schemas.errors import CodecError, ContractError
 

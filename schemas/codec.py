@@ -16,26 +16,9 @@ from fastavro.read import SchemaResolutionError
 from schemas import loader
 from schemas.errors import CodecError
 from schemas.events import (
-    BrokerChange,
-    BrokerChangeKind,
-    BrokerState,
-    CaptureGap,
-    ConfigChange,
-    ConfigResourceType,
-    ControllerChange,
-    ControllerEvent,
-    ElectionType,
-    FeatureLevelChange,
-    LeaderRecoveryState,
-    OffsetSample,
-    PartitionChange,
-    PartitionChangeKind,
-    PartitionState,
-    ReplicaOffset,
-    SourceKind,
-    SourcePosition,
-    TopicChange,
-    TopicChangeKind,
+    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
+    ControllerEvent, ElectionType, FeatureLevelChange, LeaderRecoveryState, OffsetSample, PartitionChange,
+    PartitionChangeKind, PartitionState, ReplicaOffset, SourceKind, SourcePosition, TopicChange, TopicChangeKind,
     UnknownRecord,
 )
 

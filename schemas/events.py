@@ -243,7 +243,7 @@ PAYLOAD_TYPES: tuple[type, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class ControllerEvent:
-    """The envelope. `seq`, `prev_hash` and `hash` are assigned by `schemas.chain.Chain`."""
+    """The envelope. `seq`, `prev_hash` and `hash` are assigned by `schemas.archive.chain.Chain`."""
 
     event_id: str
     cluster_id: str

@@ -55,7 +55,7 @@ def released() -> tuple[SchemaVersion, ...]:
 
 
 # sha256 of the Parsing Canonical Form of controller_event.v1.avsc: the schema the hand-written encoder
-# (schemas/fastencode.py) and the C decoder (schemas/fastflat.py) are written for. A new release (v2)
+# (schemas/archive/fastencode.py) and the C decoder (schemas/archive/fastflat.py) are written for. A new release (v2)
 # changes current() and turns both fast paths off until they learn it.
 V1_CANONICAL_SHA256 = "393522a65eef32f1c35db1eb3b4e9374c488267fcf041fdb640d711766256ee4"
 

@@ -10,11 +10,11 @@ from typing import Any
 from schemas import loader
 from dataclasses import replace
 
-from schemas.chain import record_hash
+from schemas.archive.chain import record_hash
 from schemas.codec import to_avro
-from schemas.container import iter_records, write_events
+from schemas.archive.container import iter_records, write_events
 from schemas.events import ControllerEvent
-from schemas.manifest import MANIFEST_SUFFIX, FileManifest, SourceMark, read_manifest, write_manifest
+from schemas.archive.manifest import MANIFEST_SUFFIX, FileManifest, SourceMark, read_manifest, write_manifest
 
 
 def seal(path: str | Path) -> Path:
@@ -48,7 +48,7 @@ def reseal(path: str | Path) -> Path:
 
 
 def write_archive_file(target: str | Path, events: Iterable[ControllerEvent], **kwargs: Any) -> int:
-    """schemas.container.write_events, then the file's manifest. Events whose hashes are
+    """schemas.archive.container.write_events, then the file's manifest. Events whose hashes are
     placeholders (hand-written histories) are chained first, keeping their seqs and the first
     one's prev_hash, so that the file verifies."""
     events = list(events)

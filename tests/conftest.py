@@ -6,7 +6,7 @@ parameter, so the 4.x cluster is started, used by every module and torn down bef
 starts: at most one cluster runs at a time, and each version is started once.
 
 Rules for modules that use it: each module picks its own topic names (a prefix), and leaves every
-node running when it is done; ``heal`` (services.cluster.testing) restarts or resumes whatever an
+node running when it is done; ``heal`` (devtools.cluster.testing) restarts or resumes whatever an
 earlier module left stopped or paused. Settings every user can live with: small metadata segments
 (rolls) and frequent snapshots (``.checkpoint`` files), no automatic leader rebalancing (elections
 happen only when a test asks for one).
@@ -41,7 +41,7 @@ def _alive(pid: int) -> bool:
 @pytest.fixture(scope="session", params=KAFKA_VERSIONS)
 def kafka_cluster(request, tmp_path_factory):
     """The session's running cluster of one Kafka version (see the module doc)."""
-    from services.cluster.testing import java_available, running_cluster
+    from devtools.cluster.testing import java_available, running_cluster
 
     if not java_available():
         pytest.skip("needs java and mvn")

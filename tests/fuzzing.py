@@ -59,7 +59,7 @@ def only_contract_errors(read: Callable[[], Any]) -> Any:
 def archived(events: Iterable[Any], root: Path) -> None:
     """Write an import's events as `ctrlaudit import` does (chained, encoded, in hourly files): the
     values a reader let through must also fit the archive's schema."""
-    from services.archive.writer import ArchiveWriter
+    from schemas.archive.writer import ArchiveWriter
 
     it = iter(events)
     first = next(it, None)

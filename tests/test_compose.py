@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from services.capture.settings import Settings
-from services.cluster.jars import DEFAULT_PINS
+from devtools.cluster.jars import DEFAULT_PINS
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker-compose.yml"

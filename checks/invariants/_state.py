@@ -15,7 +15,7 @@ A predicate module defines, for the event kinds it looks at, hooks the dispatche
     on_config_change(c, r)                                         ConfigChange
     on_topic_change(c, r)                                          TopicChange
 
-`r` is the event's flat row (schemas.flat columns), `part` the partition's `Partition` (by topic name
+`r` is the event's flat row (schemas.archive.flat columns), `part` the partition's `Partition` (by topic name
 and partition), `transition` a PartitionChange with before and after that is not a bootstrap,
 `unclean` such a transition that elects uncleanly (`is_unclean`), `state` the broker's state after the
 change (`broker_state`), `cutover` the event is a ZooKeeper -> KRaft migration's cutover. Alerts are

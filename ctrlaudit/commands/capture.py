@@ -116,7 +116,7 @@ def register(app: typer.Typer) -> None:
         """Consume the events topic into hourly Avro files with manifests (fsync, then commit)."""
         import logging
 
-        from services.archive.archiver import run
+        from services.capture.archiver import run
         from services.capture.settings import Settings
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -143,7 +143,7 @@ def register(app: typer.Typer) -> None:
         from dataclasses import asdict
 
         from ctrlaudit.progress import bar
-        from schemas.verified import ArchiveProblem, VerifiedRead
+        from schemas.archive.verified import ArchiveProblem, VerifiedRead
 
         refuse_outputs({"--json": json_path}, force=force, inputs=[archive])
         try:

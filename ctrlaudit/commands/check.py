@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
         time_format: TimeFormat = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """Check every invariant of the catalog. Exit 0 clean, 1 violations, 2 bad input."""
-        from checks.run import run_check
+        from ctrlaudit.check_run import run_check
 
         use_time_format(time_format)
         refuse_outputs({"--json": json_path, "--junit": junit_path, "--csv": csv_path}, force=force,

@@ -21,8 +21,8 @@ import typer
 from ctrlaudit.commands.options import CLUSTER, STORE
 from ctrlaudit.commands.output import (FORCE, JSON_OUT, Output, copy_to_stdout, into_place, is_stdout,
                                        refuse_outputs, store_files)
-from ctrlaudit.errors import user_errors
-from schemas.verified import Gap
+from ctrlaudit.errors import reader_may_leave, user_errors
+from schemas.archive.verified import Gap
 
 
 class ExportFormat(str, Enum):
@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
                                                                                 "per line)"),
         json_path: Path = JSON_OUT, force: bool = FORCE,
     ) -> None:
-        """Write the events table (one row per event, the flat layout of schemas/flat.py, in seq order).
+        """Write the events table (one row per event, the flat layout of schemas/archive/flat.py, in seq order).
 
         Seqs that are not verified data (a store loaded with --allow-gaps) are named: in Parquet in the file's
         key-value metadata (ctrlaudit.gaps, JSON); in CSV and JSON beside the file, in <out>.gaps.csv or
@@ -83,7 +83,8 @@ def register(app: typer.Typer) -> None:
                 if gaps and sidecar is not None and fmt is not ExportFormat.parquet:
                     _write_gaps(sidecar, gaps, fmt)
                 if part is None:
-                    copy_to_stdout(tmp)
+                    with reader_may_leave():  # its reader gone, --json FILE is still written
+                        copy_to_stdout(tmp)
         said = Output(json_path, stdout_taken=to_stdout)
         said.say(f"wrote {'standard output' if to_stdout else out}: {n:,} events of cluster {cluster_id} "
                  f"({fmt.value})" + (f", seq {first}..{last}" if n else ""))

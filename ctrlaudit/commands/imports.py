@@ -38,9 +38,9 @@ def kraft(
 ) -> None:
     """Decode a KRaft metadata log (segments and snapshots) into ControllerEvents; with --zookeeper-data, after the
     ZooKeeper-mode history of a migrated cluster."""
-    from services.archive.writer import continuation
+    from schemas.archive.writer import continuation
     from ctrlaudit.progress import bar
-    from services.normalize.offline import ImportReport, cluster_id_of, import_events, plan
+    from services.normalize.offline import ImportReport, cluster_id_of, import_events, meta_places, plan
     from services.normalize.redaction import patterns
 
     patterns()  # a bad CTRLAUDIT_REDACT_PATTERNS is one line before anything is read or written
@@ -49,7 +49,10 @@ def kraft(
     if zookeeper_data:
         return _migrated(paths, zookeeper_data, out, cluster_id, node_id, on_error, json_path)
     report = ImportReport()
-    cluster = given_cluster_id(cluster_id) or cluster_id_of(paths) or "unknown-cluster"
+    said = Output(json_path)
+    cluster = _cluster(cluster_id, lambda: cluster_id_of(paths), said,
+                       "no meta.properties with a cluster.id in " + ", ".join(map(str, meta_places(paths)))
+                       + " (Kafka keeps it in the log directory, beside __cluster_metadata-0: copy it too)")
     # Never over an existing archive: an import into a non-empty directory only appends what comes
     # after the chain already there (the same cluster's history), or is refused.
     last = continuation(out, cluster)
@@ -58,11 +61,8 @@ def kraft(
         events = import_events(paths, cluster, on_error=on_error.value, node_id=node_id, report=report,
                                progress=progress)
         files, writer = _append(out, cluster, events, last)
-    said = Output(json_path)
-    said.say(f"cluster {cluster}: {report.records:,} records from {len(report.files)} file(s) -> "
-             f"{report.events:,} events in {len(files)} archive file(s) under {out}"
-             + (f" (continuing its chain after seq {last.last_seq}: {writer.next_seq - last.last_seq - 1:,} new)"
-                if last is not None else ""))
+    said.say(_written(cluster, f"{report.records:,} records from {len(report.files)} file(s)", report.events, files,
+                      out, last, writer))
     for gap in report.gaps:
         said.say(f"capture gap: {gap}")
     if report.partial_tail:
@@ -78,22 +78,22 @@ def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_
               on_error: OnError, json_path: Path) -> None:
     """`import kraft --zookeeper-data`: one archive, one chain across the cutover (services/normalize/
     migration_offline.py)."""
-    from services.archive.writer import continuation
+    from schemas.archive.writer import continuation
     from services.normalize.migration_offline import import_migrated_events, migration_cluster_id
     from services.normalize.offline import ImportReport
 
     zk_report, report = ImportReport(), ImportReport()
-    cluster = given_cluster_id(cluster_id) or migration_cluster_id([Path(p) for p in paths], [Path(p) for p in zookeeper_data]) \
-        or "unknown-cluster"
+    said = Output(json_path)
+    cluster = _cluster(cluster_id, lambda: migration_cluster_id([Path(p) for p in paths],
+                                                                [Path(p) for p in zookeeper_data]), said,
+                       "neither a meta.properties beside the metadata log nor ZooKeeper's /cluster/id states it")
     last = continuation(out, cluster)
     cut: dict = {}
     events = import_migrated_events(paths, zookeeper_data, cluster, on_error.value, node_id, zk_report, report, cut)
     files, writer = _append(out, cluster, events, last)
-    said = Output(json_path)
-    said.say(f"cluster {cluster}: {zk_report.records:,} ZooKeeper transactions from {len(zk_report.files)} log(s) "
-             f"up to the KRaft controller's claim, then {report.records:,} metadata records from "
-             f"{len(report.files)} file(s) -> {zk_report.events + report.events:,} events in {len(files)} archive "
-             f"file(s) under {out}")
+    said.say(_written(cluster, f"{zk_report.records:,} ZooKeeper transactions from {len(zk_report.files)} log(s) up "
+                               f"to the KRaft controller's claim, then {report.records:,} metadata records from "
+                               f"{len(report.files)} file(s)", zk_report.events + report.events, files, out, last, writer))
     n = cut["compared"]
     said.say(f"migration checked: its transaction (ending at offset {cut['offset']}) restates ZooKeeper's state at the "
              f"claim (zxid {cut['claim_zxid']:#x}): {n['topics']} topic(s), {n['partitions']} partition(s), "
@@ -122,7 +122,7 @@ def zk(
     json_path: Path = JSON_OUT, force: bool = FORCE,
 ) -> None:
     """Decode ZooKeeper transaction logs of a ZooKeeper-mode Kafka cluster into ControllerEvents."""
-    from services.archive.writer import continuation
+    from schemas.archive.writer import continuation
     from ctrlaudit.progress import bar
     from services.normalize.offline import ImportReport
     from services.normalize.redaction import patterns
@@ -132,15 +132,15 @@ def zk(
     refuse_outputs({"--json": json_path}, force=force, inputs=paths, directories={"--out": out})
     report = ImportReport()
     files = plan_zk([Path(p) for p in paths])
-    cluster = given_cluster_id(cluster_id) or cluster_id_of_zk([Path(p) for p in paths]) or "unknown-cluster"
+    said = Output(json_path)
+    cluster = _cluster(cluster_id, lambda: cluster_id_of_zk([Path(p) for p in paths]), said,
+                       "no /cluster/id znode in ZooKeeper's snapshots or first transaction log given")
     last = continuation(out, cluster)
     with bar("importing", sum(f.stat().st_size for f in files)) as progress:
         events = import_zk_events(paths, cluster, on_error=on_error.value, report=report, progress=progress)
         written, writer = _append(out, cluster, events, last)
-    said = Output(json_path)
-    said.say(f"cluster {cluster}: {report.records:,} transactions from {len(report.files)} log(s) -> "
-             f"{report.events:,} events in {len(written)} archive file(s) under {out}"
-             + (f" (continuing its chain after seq {last.last_seq})" if last is not None else ""))
+    said.say(_written(cluster, f"{report.records:,} transactions from {len(report.files)} log(s)", report.events,
+                      written, out, last, writer))
     for gap in report.gaps:
         said.say(f"capture gap: {gap}")
     if report.partial_tail:
@@ -166,7 +166,7 @@ def logs(
     """Read Kafka's own state-change.log, controller.log and server.log of every broker (ZooKeeper mode and KRaft),
     merged in time order, into ControllerEvents: each partition state the lines state whole, with its file and line;
     what they state only in part, or not at all, is a capture gap."""
-    from services.archive.writer import continuation
+    from schemas.archive.writer import continuation
     from services.normalize.logs_offline import cluster_id_of_logs, import_log_events, log_layout, zone
     from services.normalize.offline import ImportReport
     from services.normalize.redaction import patterns
@@ -176,14 +176,14 @@ def logs(
     refuse_outputs({"--json": json_path}, force=force, inputs=paths, directories={"--out": out})
     lay = log_layout(log_pattern)
     report = ImportReport()
-    cluster = given_cluster_id(cluster_id) or cluster_id_of_logs([Path(p) for p in paths], lay) or "unknown-cluster"
+    said = Output(json_path)
+    cluster = _cluster(cluster_id, lambda: cluster_id_of_logs([Path(p) for p in paths], lay), said,
+                       "no controller.log or server.log given states it")
     last = continuation(out, cluster)
     events = import_log_events(paths, cluster, tz=timezone, report=report, lay=lay)
     written, writer = _append(out, cluster, events, last)
-    said = Output(json_path)
-    said.say(f"cluster {cluster}: {report.records:,} log lines from {len(report.files)} file(s) -> "
-             f"{report.events:,} events in {len(written)} archive file(s) under {out}"
-             + (f" (continuing its chain after seq {last.last_seq})" if last is not None else ""))
+    said.say(_written(cluster, f"{report.records:,} log lines from {len(report.files)} file(s)", report.events,
+                      written, out, last, writer))
     said.say(f"log times read as {timezone} time (log4j writes the brokers' local time without a zone; "
              "--log-timezone to say another)")
     shown = report.gaps[:20]
@@ -196,6 +196,32 @@ def logs(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(imports, name="import")
+
+
+UNKNOWN_CLUSTER = "unknown-cluster"
+
+
+def _written(cluster: str, read: str, events: int, files, out: Path, last, writer) -> str:
+    """An import's line: what it read and what it wrote; over an archive that already holds all of it,
+    that it is up to date."""
+    if last is None:
+        return f"cluster {cluster}: {read} -> {events:,} events in {len(files)} archive file(s) under {out}"
+    new = writer.next_seq - last.last_seq - 1
+    if new == 0:
+        return (f"cluster {cluster}: {out} already up to date: nothing new after seq {last.last_seq} ({read} read, "
+                f"{events:,} events, all archived)")
+    return (f"cluster {cluster}: {read} -> {events:,} events, {new:,} new after seq {last.last_seq}, appended in "
+            f"{len(files)} archive file(s) under {out}")
+
+
+def _cluster(given: str | None, found, said: Output, why: str) -> str:
+    """The archive's cluster id: --cluster-id, else the one the input states (`found()`), else unknown-cluster,
+    said in one WARNING line (`why`: where it was looked for)."""
+    cluster = given_cluster_id(given) or found()
+    if cluster is None:
+        said.say(f"WARNING cluster id unknown: {why}; the archive names it {UNKNOWN_CLUSTER} "
+                 "(--cluster-id names the cluster)")
+    return cluster or UNKNOWN_CLUSTER
 
 
 def _summary(cluster: str, out: Path, report, files, last) -> dict:
@@ -212,7 +238,7 @@ def _summary(cluster: str, out: Path, report, files, last) -> dict:
 def _append(out: Path, cluster: str, events, last):
     """Write an import's events into the archive directory: after the intact archive already there
     (only what continues its chain), or into an empty one. Returns (files written, the writer)."""
-    from services.archive.writer import ArchiveWriter, after
+    from schemas.archive.writer import ArchiveWriter, after
 
     if last is not None:
         events = after(events, last, out / cluster)

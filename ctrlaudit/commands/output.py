@@ -12,6 +12,8 @@ reads: by resolved path and by inode, so a hard link counts), never a symbolic l
 a directory (ctrlaudit writes regular files; `-` and a shell redirection reach anything else), and never
 two outputs of one command to one file. A file is written beside its path and renamed into place
 (`into_place`), so a reader never sees half of it and a failed command leaves the old file as it was.
+A reader of standard output that goes away (`| head`) costs no file: the command writes them all, then
+exits 141 (ctrlaudit.errors).
 """
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import typer
+
+from ctrlaudit.errors import reader_may_leave
 
 
 class TimeFormat(str, Enum):
@@ -66,7 +70,11 @@ class Output:
         self.stdout_taken = stdout_taken or self.json_to_stdout
 
     def say(self, text: str = "", end: str = "\n") -> None:
-        print(text, end=end, file=sys.stderr if self.stdout_taken else sys.stdout)
+        if self.stdout_taken:
+            print(text, end=end, file=sys.stderr)
+            return
+        with reader_may_leave():  # a reader gone costs no file still to be written
+            print(text, end=end)
 
     def json(self, body: Any) -> bool:
         """Write the JSON document if --json was given (`body` may be a callable making it): to standard
@@ -84,8 +92,9 @@ class Output:
 def write_text(path: str | Path, text: str) -> None:
     """Text to standard output ('-') or into the file (`into_place`)."""
     if is_stdout(path):
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        with reader_may_leave():
+            sys.stdout.write(text)
+            sys.stdout.flush()
         return
     with into_place(path) as tmp:
         tmp.write_text(text, encoding="utf-8")

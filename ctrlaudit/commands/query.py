@@ -108,11 +108,19 @@ def register(app: typer.Typer) -> None:
             False, "--reassignment-json",
             help="Print the replica assignment as of the point as kafka-reassign-partitions --execute takes it "
                  "(a reassignment in flight then: its original replicas), to put a cluster back to that layout."),
+        kafka_version: str = typer.Option(
+            None, "--kafka-version",
+            help="The release whose kafka-topics --describe layout to print (e.g. 3.5): before 3.7 it prints no "
+                 "Elr / LastKnownElr fields. Default: 3.7+'s layout."),
         json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """The controller's view as of a point (default: the newest event), as kafka-topics --describe."""
         from replay import formats, queries, topics
 
+        try:
+            tool = formats.tool_release(kafka_version) if kafka_version is not None else formats.ELR_TOOLS
+        except ValueError as exc:
+            raise UsageError(f"--kafka-version: {exc}") from None
         use_time_format(time_format)
         refuse_outputs({"--json": json_path}, force=force, inputs=store_files(store))
         if partition is not None and topic is None:
@@ -148,9 +156,9 @@ def register(app: typer.Typer) -> None:
             return
 
         def describe() -> str:
-            body = ("".join(formats.describe_partition(r, zookeeper_mode) + "\n" for r in result.partitions)
+            body = ("".join(formats.describe_partition(r, zookeeper_mode, tool) + "\n" for r in result.partitions)
                     if isinstance(result, queries.HealthResult)
-                    else formats.describe(result, topics_with_overrides=with_overrides))
+                    else formats.describe(result, topics_with_overrides=with_overrides, tool=tool))
             return formats.as_of_line(result.point) + "\n" + body
 
         _emit(result, fmt, json_path, describe, lambda: formats.state_table(result))

@@ -16,8 +16,8 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def report(
         store: Path = STORE, cluster: str = CLUSTER,
-        from_time: str = typer.Option(None, "--from", help="Window start: ISO-8601 or epoch millis (default: the "
-                                                           "first event)."),
+        from_time: str = typer.Option(None, "--from", help="Window start: ISO-8601 or epoch millis; the events at "
+                                                           "it are in the window (default: the first event)."),
         to_time: str = typer.Option(None, "--to", help="Window end: ISO-8601 or epoch millis (default: the newest "
                                                        "event)."),
         topic: str = typer.Option(None, "--topic", help="Only this topic's partitions (its exact name)."),
@@ -36,6 +36,7 @@ def register(app: typer.Typer) -> None:
         from ctrlaudit import verdict
         from ctrlaudit.report_html import render
         from replay import gaps, incident, topics
+        from schemas import times
 
         if check_json is not None and run_checks:
             raise UsageError("give --check-json or --run-checks, not both")
@@ -52,17 +53,18 @@ def register(app: typer.Typer) -> None:
             checks_from = "the check run"
             checks = verdict.shape(json.loads(json.dumps(check([str(store)]).to_json(), default=str)), checks_from)
         with _open(store) as s:
-            a = s.point(time=from_time, cluster_id=cluster) if from_time is not None else s.point(seq=0, cluster_id=cluster)
             b = s.point(time=to_time, cluster_id=cluster)
+            a = incident.opening(s, b, from_time)  # the window: every event after a, up to and including b
             b = b.depending_on(gaps.between(s.con, b.cluster_id, a.seq, b.seq))  # counts miss what was not read
             if b.seq <= a.seq:
-                raise UsageError(f"--to ({b.describe()}) is not after --from ({a.describe()})")
+                raise UsageError(f"no event from --from {from_time} to --to: the last at or before --to is at seq "
+                                 f"{b.seq} ({times.show(b.event_time_ms)})")
             unknown = topics.unknown_topic(s, b, topic) if topic is not None else None
             if unknown:
                 raise UsageError(unknown)
             judged = None
             if checks is not None:
-                judged = verdict.bind(checks, checks_from, str(store), a.cluster_id, (a.seq, b.seq),
+                judged = verdict.bind(checks, checks_from, str(store), a.cluster_id, (a.seq + 1, b.seq),
                                       lambda seq: _hash_at(s, a.cluster_id, seq), s.point(cluster_id=a.cluster_id).seq)
             page = render(s, incident.build(s, a, b, topic), judged)
         write_text(out, page)

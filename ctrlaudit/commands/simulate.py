@@ -63,7 +63,7 @@ def register(app: typer.Typer) -> None:
                                zookeeper=zookeeper)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        from services.archive.writer import written_aside
+        from schemas.archive.writer import written_aside
 
         console = Console(stderr=True)
         with written_aside(out, config.cluster) as aside, console.status(f"simulating {events:,} events"):

@@ -1,12 +1,12 @@
 /*
  * schemas._flatdecode: Avro object container files of ctrlaudit.ControllerEvent v1 -> the flat
- * `events` columns of schemas/flat.py, without building Python objects per record.
+ * `events` columns of schemas/archive/flat.py, without building Python objects per record.
  *
  * The decoder is hand-specialised to controller_event.v1.avsc (the Python wrapper,
- * schemas/fastflat.py, only calls it for files whose writer schema has exactly v1's canonical
+ * schemas/archive/fastflat.py, only calls it for files whose writer schema has exactly v1's canonical
  * form) and fills, per column, Arrow buffers (validity bitmap, values / offsets, child values)
  * that the wrapper assembles with pyarrow.Array.from_buffers. The column list and the mapping of
- * record fields to columns mirror schemas.flat.flatten, which stays the reference.
+ * record fields to columns mirror schemas.archive.flat.flatten, which stays the reference.
  *
  * Safety: every read is bounds-checked; varints are at most 10 bytes; negative lengths/counts,
  * counts larger than the bytes left, enum and union indexes out of range, ints outside int32,
@@ -835,7 +835,7 @@ typedef struct {
     batch_t *cur;
     uint8_t *scratch; /* inflated block */
     size_t scratch_cap;
-    int64_t max_block; /* what a block may inflate to (schemas.container.MAX_BLOCK_BYTES) */
+    int64_t max_block; /* what a block may inflate to (schemas.archive.container.MAX_BLOCK_BYTES) */
     z_stream zs;
     int zs_init;
     int64_t index;     /* records decoded so far */
@@ -979,11 +979,11 @@ static int64_t estimate_rows(const uint8_t *data, int64_t len, int64_t offset, i
     return total;
 }
 
-/* The chain rule of schemas/chain.py, on the record's own bytes: hash = sha256(prev_hash || the
+/* The chain rule of schemas/archive/chain.py, on the record's own bytes: hash = sha256(prev_hash || the
    record's Avro body with the hash field written as the empty string). The body is the record as
    stored (v1 files only reach this decoder), so it is hashed in three pieces around the hash field,
    whose empty-string encoding is the single byte 0. Messages start with the kind of break
-   (schemas.verified turns them into findings). */
+   (schemas.archive.verified turns them into findings). */
 static void check_chain(dec_t *d, const rd_t *r, const uint8_t *rec_start)
 {
 #ifdef CTRLAUDIT_CHAIN

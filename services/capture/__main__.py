@@ -8,7 +8,7 @@ def main() -> None:
         from services.capture.sampler import main as run
         run(sys.argv[2:])
     elif cmd == "archiver":
-        from services.archive.archiver import main as run
+        from services.capture.archiver import main as run
         run(sys.argv[2:])
     elif cmd == "health":  # the containers' healthcheck: Kafka answers, with this worker's settings
         from schemas.errors import ContractError

@@ -1,6 +1,6 @@
 """The capture worker: one faust.App, its topics and tables, declared once.
 
-Quick start (a local dev cluster, see README "Capture"):
+Quick start (a local dev cluster, see docs/how-to/live-capture.md):
 
     CTRLAUDIT_BOOTSTRAP_SERVERS=127.0.0.1:9092 \\
     CTRLAUDIT_METADATA_DIR=/var/lib/kafka/__cluster_metadata-0 CTRLAUDIT_CLUSTER_ID=... \\

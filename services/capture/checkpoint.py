@@ -32,8 +32,8 @@ from operator import attrgetter
 
 from immutables import Map
 
-from replay.delta import ImageBuilder
-from replay.image import CaptureGapSeen, ClusterImage, ControllerImage, Provenance, TopicImage, TopicsImage
+from schemas.state.delta import ImageBuilder
+from schemas.state.image import CaptureGapSeen, ClusterImage, ControllerImage, Provenance, TopicImage, TopicsImage
 from schemas.events import BrokerState, ConfigResourceType, LeaderRecoveryState, PartitionState
 from services.normalize.kraft_normalizer import KRaftNormalizer
 

@@ -29,8 +29,8 @@ from schemas import codec as event_codec
 from schemas import loader
 from schemas.errors import CodecError
 from schemas.events import ControllerEvent, OffsetSample, SourceKind
-from schemas import fastencode
-from services.capture.serializers import RawRecord, chain_encode, decode_raw
+from schemas.archive.chain import Chain
+from services.capture.serializers import RawRecord, decode_raw
 from services.kraft import KRaftError, read_batch
 from services.kraft.control import decode_control_batch
 from services.kraft.records import decode_data_batch
@@ -134,51 +134,18 @@ def batch_records(raw: RawRecord) -> list:
     return recs
 
 
-# link an owned frozen event in place (EncodingChain.append): the slots' own setters, what
-# object.__setattr__ ends up calling, without its lookup
-_set_seq, _set_prev_hash, _set_hash = (getattr(ControllerEvent, f).__set__ for f in ("seq", "prev_hash", "hash"))
-
-
 class EncodingChain:
-    """schemas.chain.Chain that also returns each event's events-topic value (one write per event: the
-    hash covers the body with hash = "", the value is that body with the hash in place). The body is
-    written by schemas.fastencode (schema v1 by hand, ~10x fastavro) while the current schema
-    is v1, else by fastavro (codec.chain_encode); both give schemas.codec's bytes."""
+    """The chain (schemas.archive.chain.Chain) that also gives each event's events-topic value: its stored body
+    after the single-object header, from the one write of the body."""
 
     def __init__(self, cluster_id: str, next_seq: int = 0, head_hash: str = "") -> None:
-        self.cluster_id = cluster_id
-        self.next_seq = next_seq
-        self.head_hash = head_hash
+        self.chain = Chain(cluster_id, next_seq, head_hash)
         self._header = event_codec.MAGIC + loader.current().fingerprint
 
     def append(self, event: ControllerEvent, owned: bool = False) -> tuple[ControllerEvent, bytes]:
-        """The linked event and its value. owned=True: `event` was made for this call and nothing else
-        holds it (CaptureState's fresh, unchained events), so it is linked in place instead of copied —
-        building a 13-field frozen dataclass costs ~6 us, a tenth of an event's whole budget at 20k/s;
-        nothing has hashed or shared it yet, which is what frozen protects."""
-        if event.cluster_id != self.cluster_id:
-            raise ValueError(f"event of cluster {event.cluster_id!r} appended to chain of {self.cluster_id!r}")
-        seq, prev = self.next_seq, self.head_hash
-        if fastencode.AVAILABLE:
-            digest, body = fastencode.chain_body(*fastencode.parts(event, seq, prev), prev)
-            value = self._header + body
-        else:
-            record = event_codec.to_avro(event)
-            record["seq"], record["prev_hash"] = seq, prev
-            digest, value = chain_encode(record, prev)
-        if owned:
-            linked = event
-            _set_seq(linked, seq)
-            _set_prev_hash(linked, prev)
-            _set_hash(linked, digest)
-        else:
-            e = event  # spelled out: dataclasses.replace costs ~10 us per call (it introspects the fields)
-            linked = ControllerEvent(e.event_id, e.cluster_id, seq, e.source, e.event_time_ms, e.capture_time_ms,
-                                     e.controller_id, e.controller_epoch, e.payload, e.metadata_version,
-                                     e.bootstrap, prev, digest)
-        self.next_seq += 1
-        self.head_hash = digest
-        return linked, value
+        """The linked event and its value (owned: see Chain.append_with_body)."""
+        linked, body = self.chain.append_with_body(event, owned)
+        return linked, self._header + body
 
 
 class CaptureState:

@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from schemas import codec as event_codec
-from schemas.chain import event_id
+from schemas.event_ids import event_id
 from schemas.events import ControllerEvent, OffsetSample, ReplicaOffset, SourceKind, SourcePosition
 from services.capture.serializers import RawRecord, encode_raw
 from services.capture.security import ClientSecurity, kafka_python_kwargs

@@ -16,7 +16,6 @@ in schemas/.
 """
 from __future__ import annotations
 
-import hashlib
 import io
 from dataclasses import dataclass
 from functools import cache
@@ -165,52 +164,15 @@ codecs.register("ctrlaudit-event-record", EventRecordCodec())
 
 # --- the hot path: parse once, encode each event once ---------------------------------------------
 # schemas.loader parses its schemas without fastavro's write hint, so every fastavro call given
-# `SchemaVersion.parsed` parses the whole schema again (~75% of an event's encode or decode). The
-# capture worker encodes/decodes every event, so it keeps its own hinted copies (same schemas, same
-# bytes; tests/services/capture/test_logic.py compares with schemas.codec and schemas.chain).
+# `SchemaVersion.parsed` parses the whole schema again (~75% of an event's decode). The capture worker
+# decodes every event, so it keeps its own hinted copies (same schemas, same records;
+# tests/services/capture/test_logic.py compares with schemas.codec). Events are encoded by the chain
+# (schemas.archive.chain.Chain).
 
 @cache
 def _hinted(fingerprint: bytes) -> Any:
     from schemas import loader
     return fastavro.parse_schema(loader.by_fingerprint()[fingerprint].json)
-
-
-@cache
-def _hash_split(fingerprint: bytes) -> Any:
-    """The hinted schema of the fields before `hash` (so that the byte offset of `hash` is known)."""
-    from schemas import loader
-    s = loader.by_fingerprint()[fingerprint].json
-    names = [f["name"] for f in s["fields"]]
-    head = {**s, "name": s["name"] + "HashPrefix", "fields": s["fields"][:names.index("hash")]}
-    return fastavro.parse_schema(head)
-
-
-def _avro_string(s: str) -> bytes:
-    b = s.encode()
-    n, out = len(b) << 1, bytearray()  # zigzag of a non-negative length
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out) + b
-
-
-def chain_encode(record: dict[str, Any], prev_hash: str) -> tuple[str, bytes]:
-    """For an Avro record whose seq and prev_hash are set: its chain hash (schemas.chain.record_hash)
-    and its single-object encoding with that hash (schemas.codec.encode), from one write of the body."""
-    from schemas import loader
-    schema = loader.current()
-    fp = schema.fingerprint
-    rec = {**record, "hash": ""}
-    body = io.BytesIO()
-    fastavro.schemaless_writer(body, _hinted(fp), rec)
-    head = io.BytesIO()
-    fastavro.schemaless_writer(head, _hash_split(fp), rec)
-    b, cut = body.getvalue(), head.tell()
-    if b[cut] != 0:  # "" encodes as one zero byte at the end of the prefix
-        raise AssertionError("hash field is not where the prefix schema ends")
-    digest = hashlib.sha256(prev_hash.encode() + b).hexdigest()
-    return digest, MAGIC + fp + b[:cut] + _avro_string(digest) + b[cut + 1:]
 
 
 def decode_event_record(data: bytes) -> dict[str, Any]:

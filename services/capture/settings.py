@@ -68,7 +68,7 @@ class Settings:
     archive_group: str = field(default_factory=lambda: _env("ARCHIVE_GROUP", "ctrlaudit-archiver"))
     archive_flush_seconds: float = field(default_factory=lambda: _float("ARCHIVE_FLUSH_SECONDS", "60"))
     # how long the archiver waits without partitions, while nobody commits the topic's events, before it
-    # rejoins its group with a new consumer (services/archive/stall.py)
+    # rejoins its group with a new consumer (services/capture/stall.py)
     archive_rejoin_seconds: float = field(default_factory=lambda: _float("ARCHIVE_REJOIN_SECONDS", "60"))
     data_dir: str = field(default_factory=lambda: _env("DATA_DIR", "ctrlaudit-data"))
     replication_factor: int = field(default_factory=lambda: _int("REPLICATION_FACTOR", "3"))
@@ -155,7 +155,7 @@ GC_THRESHOLDS = (7000, 10, 10)
 def ensure_topics(s: Settings, timeout: float = 60) -> list[str]:
     """Create the capture topics (with their configs) if missing; returns those created. Run before the
     worker starts: Faust subscribes only to topics that exist when it starts. confluent-kafka's admin
-    client, so that kafka-python is left with only the requests no other client exposes (README)."""
+    client, so that kafka-python is left with only the requests no other client exposes (docs/how-to/live-capture.md)."""
     import time
 
     from confluent_kafka import KafkaError, KafkaException

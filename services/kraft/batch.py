@@ -7,13 +7,14 @@ batches the way KRaft's BatchBuilder does, for tests and synthetic files.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from . import compression
 from .crc import crc32c
 from .errors import (CompressionError, CorruptBatchError, NotAKafkaLogError, TruncatedLogError,
                      UnsupportedFormatError)
-from .wire import VarintError, read_varint, read_varlong, write_varint
+from .wire import Buf, VarintError, read_varint, read_varlong, write_varint
 
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 # baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
@@ -37,7 +38,23 @@ class Batch:
                  "crc", "attributes", "last_offset_delta", "base_timestamp", "max_timestamp",
                  "producer_id", "producer_epoch", "base_sequence", "count")
 
-    def __init__(self, file, position, fields):
+    file: str | None
+    position: int
+    base_offset: int
+    batch_length: int
+    leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    count: int
+
+    def __init__(self, file: str | None, position: int, fields: tuple[int, ...]) -> None:
         self.file = file
         self.position = position
         (self.base_offset, self.batch_length, self.leader_epoch, self.magic, self.crc,
@@ -91,7 +108,7 @@ class Batch:
                 f"control={self.is_control}, codec={self.compression_name})")
 
 
-def read_batch(buf, pos: int, file: str | None = None, *, verify_crc: bool = True,
+def read_batch(buf: Buf, pos: int, file: str | None = None, *, verify_crc: bool = True,
                limit: int | None = None) -> Batch:
     """Parse and check the batch at ``pos``. ``limit`` is where the readable bytes end.
 
@@ -132,7 +149,7 @@ def read_batch(buf, pos: int, file: str | None = None, *, verify_crc: bool = Tru
     return b
 
 
-def records_region(buf, b: Batch) -> tuple[object, int, int]:
+def records_region(buf: Buf, b: Batch) -> tuple[Buf, int, int]:
     """(buffer, start, end) holding the batch's records, decompressing if needed."""
     start = b.position + HEADER_SIZE
     end = b.position + b.size
@@ -162,7 +179,7 @@ class RawRecord:
     headers: tuple[tuple[str, bytes | None], ...]
 
 
-def iter_raw_records(buf, b: Batch):
+def iter_raw_records(buf: Buf, b: Batch) -> Iterator[RawRecord]:
     """All records of a batch, generic (any key/value/headers). Checks the declared sizes."""
     rbuf, pos, end = records_region(buf, b)
     base_ts = b.base_timestamp
@@ -207,7 +224,8 @@ def iter_raw_records(buf, b: Batch):
 
 
 def encode_record(offset_delta: int, key: bytes | None, value: bytes | None,
-                  timestamp_delta: int = 0, headers=()) -> bytes:
+                  timestamp_delta: int = 0,
+                  headers: Sequence[tuple[str, bytes | None]] = ()) -> bytes:
     body = bytearray(b"\x00")
     body += write_varint(timestamp_delta) + write_varint(offset_delta)
     body += write_varint(-1) if key is None else write_varint(len(key)) + key

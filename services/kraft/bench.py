@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import cast
 
 from .batch import build_batch
+from .fields import Message
 from .messages import CATALOGUE
 from .wire import uuid_str, write_uvarint
 
 
-def _value(name: str, version: int, data: dict) -> bytes:
+def _value(name: str, version: int, data: Message) -> bytes:
     mv = CATALOGUE[(name, version)]
-    return write_uvarint(1) + write_uvarint(mv.api_key) + write_uvarint(version) + mv.encode(data)
+    api_key = cast(int, mv.api_key)  # the log's records are all metadata records
+    return write_uvarint(1) + write_uvarint(api_key) + write_uvarint(version) + mv.encode(data)
 
 
 def synthetic_log(path: Path, n_records: int, seed: int = 1) -> int:

@@ -21,6 +21,11 @@ import gzip
 import importlib
 import struct
 import zlib
+from types import ModuleType
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 # snappy-java's SnappyOutputStream (what Kafka uses) frames raw snappy blocks like this
@@ -44,7 +49,7 @@ class MissingCodec(RuntimeError):
     pass
 
 
-def _optional(name: str):
+def _optional(name: str) -> ModuleType | None:
     try:
         return importlib.import_module(name)
     except ImportError:
@@ -57,9 +62,9 @@ _lz4_frame = _optional("lz4.frame")
 _zstandard = _optional("zstandard")
 
 
-def _cramjam():
+def _cramjam() -> ModuleType | None:
     try:
-        import cramjam  # type: ignore[import-not-found]
+        import cramjam
         return cramjam
     except ImportError:
         return None
@@ -86,7 +91,7 @@ def _snappy_raw(data: bytes) -> bytes:
     """A raw snappy block, whose declared length the caller has checked (the decoder then writes exactly
     that many bytes, or fails)."""
     if _snappy is not None:
-        return _snappy.decompress(data)
+        return cast(bytes, _snappy.decompress(data))  # python-snappy: no type information
     cj = _cramjam()
     if cj is None:
         raise MissingCodec(_PACKAGES[2])
@@ -95,8 +100,8 @@ def _snappy_raw(data: bytes) -> bytes:
 
 def _snappy_raw_compress(data: bytes) -> bytes:
     try:
-        import snappy  # type: ignore[import-not-found]
-        return snappy.compress(data)
+        import snappy
+        return cast(bytes, snappy.compress(data))  # python-snappy: no type information
     except ImportError:
         cj = _cramjam()
         if cj is None:
@@ -151,8 +156,8 @@ def lz4_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
 
 def lz4_compress(data: bytes) -> bytes:
     try:
-        import lz4.frame  # type: ignore[import-not-found]
-        return lz4.frame.compress(data)
+        import lz4.frame
+        return cast(bytes, lz4.frame.compress(data))  # lz4: no type information
     except ImportError:
         cj = _cramjam()
         if cj is None:
@@ -177,7 +182,7 @@ def zstd_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
         # one frame that declares its size (zstd's one-shot compressor writes it): decoded into a buffer of
         # that size, which the decoder cannot overrun (it fails instead)
         try:
-            return dctx.decompress(data, allow_extra_data=False)
+            return cast(bytes, dctx.decompress(data, allow_extra_data=False))  # _optional gives a ModuleType: untyped
         except zstandard.ZstdError:
             pass  # more frames, or a size that lies: the incremental read decides
     out = bytearray()
@@ -191,7 +196,7 @@ def zstd_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
 
 def zstd_compress(data: bytes) -> bytes:
     try:
-        import zstandard  # type: ignore[import-not-found]
+        import zstandard
         return zstandard.ZstdCompressor().compress(data)
     except ImportError:
         cj = _cramjam()
@@ -237,7 +242,7 @@ def _cramjam_bounded(codec: int, name: str, data: bytes, limit: int) -> bytes:
     return bytes(buf[:n])
 
 
-def decompress(codec: int, data, limit: int = MAX_RECORDS_BYTES) -> bytes:
+def decompress(codec: int, data: Buffer, limit: int = MAX_RECORDS_BYTES) -> bytes:
     data = bytes(data)
     if codec == 1:
         return gzip_decompress(data, limit)

@@ -8,12 +8,14 @@ schema version 0 (the *_CURRENT_VERSION constants of ControlRecordUtils), so do 
 from __future__ import annotations
 
 import struct
+from typing import Any
 
-from .batch import Batch, records_region
-from .errors import CorruptBatchError, RecordDecodeError
+from .batch import Batch, iter_raw_records
+from .errors import RecordDecodeError
+from .fields import Message
 from .messages import CATALOGUE, DecodeFailure, MessageVersion
 from .records import Record, dumps
-from .wire import VarintError, read_varint, read_varlong
+from .wire import Buf, VarintError
 
 # type id -> (name DumpLogSegments prints, schema name)
 CONTROL_TYPES: dict[int, tuple[str, str | None]] = {
@@ -36,7 +38,7 @@ class ControlRecord(Record):
     __slots__ = ("control_type", "key_version", "mv", "data", "value")
 
     def __init__(self, offset: int, timestamp: int, batch: Batch, control_type: int,
-                 key_version: int, mv: MessageVersion | None, data: dict | None, value: bytes):
+                 key_version: int, mv: MessageVersion | None, data: Message | None, value: bytes) -> None:
         self.offset = offset
         self.timestamp = timestamp
         self.batch = batch
@@ -55,7 +57,7 @@ class ControlRecord(Record):
     def enum_name(self) -> str:
         return ENUM_NAMES.get(self.control_type, "UNKNOWN")
 
-    def to_dict(self) -> dict | None:
+    def to_dict(self) -> dict[str, Any] | None:
         return None if self.mv is None or self.data is None else self.mv.render(self.data)
 
     def to_json(self) -> str | None:
@@ -91,35 +93,6 @@ def decode_control(b: Batch, key: bytes | None, value: bytes | None, offset: int
     return ControlRecord(offset, timestamp, b, ctype, key_version, mv, data, value)
 
 
-def decode_control_batch(buf, b: Batch) -> list[Record]:
-    rbuf, pos, end = records_region(buf, b)
-    out: list[Record] = []
-    try:
-        for _ in range(b.count):
-            length, pos = read_varint(rbuf, pos)
-            rec_end = pos + length
-            pos += 1
-            tsd, pos = read_varlong(rbuf, pos)
-            offd, pos = read_varint(rbuf, pos)
-            klen, pos = read_varint(rbuf, pos)
-            key = None if klen < 0 else bytes(rbuf[pos:pos + klen])
-            pos += max(klen, 0)
-            vlen, pos = read_varint(rbuf, pos)
-            value = None if vlen < 0 else bytes(rbuf[pos:pos + vlen])
-            pos += max(vlen, 0)
-            nh, pos = read_varint(rbuf, pos)
-            for _h in range(nh):
-                hk, pos = read_varint(rbuf, pos)
-                pos += hk
-                hv, pos = read_varint(rbuf, pos)
-                pos += max(hv, 0)
-            if pos != rec_end or rec_end > end:
-                raise ValueError(f"record declared {length} bytes")
-            out.append(decode_control(b, key, value, b.base_offset + offd, b.base_timestamp + tsd))
-    except (ValueError, IndexError, VarintError) as e:
-        raise CorruptBatchError(f"bad control record framing: {e}", file=b.file,
-                                position=b.position, batch_offset=b.base_offset) from None
-    if pos != end:
-        raise CorruptBatchError(f"{end - pos} byte(s) after the last of {b.count} records",
-                                file=b.file, position=b.position, batch_offset=b.base_offset)
-    return out
+def decode_control_batch(buf: Buf, b: Batch) -> list[Record]:
+    """The control records of a batch; their framing read and bounded as every batch's (iter_raw_records)."""
+    return [decode_control(b, r.key, r.value, r.offset, r.timestamp) for r in iter_raw_records(buf, b)]

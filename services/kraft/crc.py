@@ -5,7 +5,10 @@ a table-driven pure-Python fallback that is correct but slow (~10 MB/s)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 
 def _table() -> list[int]:
@@ -22,7 +25,7 @@ def _table() -> list[int]:
 _TABLE = _table()
 
 
-def crc32c_pure(data, crc: int = 0) -> int:
+def crc32c_pure(data: Buffer, crc: int = 0) -> int:
     c = crc ^ 0xFFFFFFFF
     t = _TABLE
     for b in bytes(data):
@@ -30,14 +33,14 @@ def crc32c_pure(data, crc: int = 0) -> int:
     return c ^ 0xFFFFFFFF
 
 
-def _pick() -> tuple[Callable[[bytes], int], str]:
+def _pick() -> tuple[Callable[[Buffer], int], str]:
     try:
-        import crc32c as _c  # type: ignore[import-not-found]
+        import crc32c as _c
         return _c.crc32c, "crc32c"
     except ImportError:
         pass
     try:
-        import google_crc32c as _g  # type: ignore[import-not-found]
+        import google_crc32c as _g
         return (lambda d: _g.value(bytes(d))), "google_crc32c"
     except ImportError:
         pass

@@ -3,9 +3,9 @@ decoders of messages.py. Used by the tests and by the synthetic logs of bench/, 
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, cast
 
-from .messages import _FIXED, UNKNOWN_TAGS, Field
+from .fields import _FIXED, UNKNOWN_TAGS, Field, Message
 from .wire import uuid_bytes, write_uvarint
 
 
@@ -35,7 +35,7 @@ def _enc_field(f: Field, v: Any, out: bytearray) -> None:
             if f.children is not None:
                 out += encode(f.children, x)
             else:
-                _enc_scalar(f.elem, x, False, out)
+                _enc_scalar(cast(str, f.elem), x, False, out)  # an array: elem is set
     elif f.children is not None:
         if f.nullable:
             if v is None:
@@ -47,7 +47,7 @@ def _enc_field(f: Field, v: Any, out: bytearray) -> None:
         _enc_scalar(f.type, v, f.nullable, out)
 
 
-def encode(fields: tuple[Field, ...], data: dict) -> bytes:
+def encode(fields: tuple[Field, ...], data: Message) -> bytes:
     """Flexible-versions encoding of ``data`` (the inverse of a compiled decoder)."""
     out = bytearray()
     tags: list[tuple[int, bytes]] = []
@@ -56,9 +56,9 @@ def encode(fields: tuple[Field, ...], data: dict) -> bytes:
         if f.tag is None:
             _enc_field(f, v, out)
         elif v != f.default:
-            b = bytearray()
-            _enc_field(f, v, b)
-            tags.append((f.tag, bytes(b)))
+            tagged = bytearray()
+            _enc_field(f, v, tagged)
+            tags.append((f.tag, bytes(tagged)))
     tags += [(t, bytes(b)) for t, b in data.get(UNKNOWN_TAGS, ())]
     tags.sort(key=lambda tb: tb[0])
     out += write_uvarint(len(tags))

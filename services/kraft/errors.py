@@ -3,6 +3,8 @@ where that is known, and renders as one line, so a CLI can print ``str(err)`` an
 
 from __future__ import annotations
 
+from typing import TypedDict, Unpack
+
 from schemas.errors import ContractError
 
 
@@ -11,7 +13,7 @@ class KRaftError(ContractError):
     project's ContractError, so every entry point says it in one line)."""
 
     def __init__(self, message: str, *, file: str | None = None, position: int | None = None,
-                 batch_offset: int | None = None, record_offset: int | None = None):
+                 batch_offset: int | None = None, record_offset: int | None = None) -> None:
         self.reason = message
         self.file = file
         self.position = position
@@ -32,6 +34,15 @@ class KRaftError(ContractError):
         return (", ".join(where) + ": " if where else "") + self.reason
 
 
+class _Where(TypedDict, total=False):
+    """KRaftError's keyword arguments: where in the input the error is."""
+
+    file: str | None
+    position: int | None
+    batch_offset: int | None
+    record_offset: int | None
+
+
 class NotAKafkaLogError(KRaftError):
     """The file does not start with a v2 record batch (wrong file, or not a Kafka log at all)."""
 
@@ -44,7 +55,7 @@ class TruncatedLogError(KRaftError):
     """The file ends inside a batch. On a live active segment this is only "wait for more";
     ``files.SegmentReader(..., live=True)`` reports it as ``partial_tail`` instead of raising."""
 
-    def __init__(self, message: str, *, missing: int | None = None, **kw):
+    def __init__(self, message: str, *, missing: int | None = None, **kw: Unpack[_Where]) -> None:
         self.missing = missing
         super().__init__(message, **kw)
 

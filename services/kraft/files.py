@@ -16,7 +16,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, TypedDict, Unpack, cast
 
 from .batch import HEADER_SIZE, LOG_OVERHEAD, MAX_BATCH_BYTES, Batch, read_batch
 from .control import decode_control_batch
@@ -24,6 +24,7 @@ from .errors import (CompressionError, CorruptBatchError, KRaftError, NotAKafkaL
                      RecordDecodeError, TruncatedLogError, UnsupportedFormatError)
 from . import native
 from .records import Record, decode_data_batch
+from .wire import Buf
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +76,10 @@ def bootstrap_snapshot(first_segment: int | None, snapshots: Iterable[Path],
     retention deletes what it covers), so that the stretch before it is the only gap. None when no whole
     snapshot reaches it (yet). The offline import and the live tail both bootstrap by this rule; the ones not
     whole that would have been chosen go into `passed_over` (path -> why)."""
-    reaching = sorted((snapshot_id(p).end_offset, p) for p in snapshots
+    # the casts: only paths that snapshot_id names pass the filter's first test
+    reaching = sorted((cast(SnapshotId, snapshot_id(p)).end_offset, p) for p in snapshots
                       if snapshot_id(p) is not None
-                      and (first_segment is None or snapshot_id(p).end_offset >= first_segment))
+                      and (first_segment is None or cast(SnapshotId, snapshot_id(p)).end_offset >= first_segment))
     for _, p in reaching:
         problem = snapshot_problem(p)
         if problem is None:
@@ -144,7 +146,7 @@ class LogReader:
 
     def __init__(self, path: Path | str, *, on_error: str = "raise", live: bool = False,
                  start_position: int = 0, verify_crc: bool = True, data: bytes | None = None,
-                 native_decode: bool | None = None):
+                 native_decode: bool | None = None) -> None:
         """``native_decode``: data batches through services.kraft.native (None: when it is built
         and not turned off by CTRLAUDIT_NATIVE=0; False: the Python path, the reference)."""
         if on_error not in ("raise", "skip"):
@@ -171,7 +173,7 @@ class LogReader:
     def snapshot(self) -> SnapshotId | None:
         return snapshot_id(self.path)
 
-    def _read(self):
+    def _read(self) -> bytes | mmap.mmap:
         """The file's bytes, indexed by file position. Resuming mid-file maps the file instead
         of copying it, so positions stay absolute at no cost."""
         if self._data is not None:
@@ -230,7 +232,7 @@ class LogReader:
         return list(self)
 
     # ---- error handling -----------------------------------------------------------------------
-    def _first_check(self, buf, pos: int, base: int, err: KRaftError) -> None:
+    def _first_check(self, buf: Buf, pos: int, base: int, err: KRaftError) -> None:
         """A file whose very first batch header is nonsense is not a Kafka log at all."""
         if pos != base or self.batch_count or isinstance(err, UnsupportedFormatError):
             return
@@ -244,7 +246,7 @@ class LogReader:
         self.skipped.append(r)
         log.warning("%s", r)
 
-    def _resume_after(self, buf, pos: int, err: KRaftError) -> int:
+    def _resume_after(self, buf: Buf, pos: int, err: KRaftError) -> int:
         """Where to continue after a bad batch: its declared end if that lands on a good batch
         header (or the end of the file), else the next offset where a valid batch starts."""
         n = len(buf)
@@ -259,7 +261,7 @@ class LogReader:
                 return p
         return n
 
-    def _valid_at(self, buf, p: int) -> bool:
+    def _valid_at(self, buf: Buf, p: int) -> bool:
         try:
             read_batch(buf, p, self.file, verify_crc=True)
             return True
@@ -267,7 +269,18 @@ class LogReader:
             return False
 
 
-def read_records(path: Path | str, **kw) -> list[Record]:
+class ReaderOptions(TypedDict, total=False):
+    """LogReader's keyword arguments."""
+
+    on_error: str
+    live: bool
+    start_position: int
+    verify_crc: bool
+    data: bytes | None
+    native_decode: bool | None
+
+
+def read_records(path: Path | str, **kw: Unpack[ReaderOptions]) -> list[Record]:
     return LogReader(path, **kw).read_all()
 
 

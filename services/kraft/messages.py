@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn, cast
 
+from .encode import encode
+from .fields import _FIXED, UNKNOWN_TAGS, Field, FieldDefault, FieldSpec, Message
+from .render import render
 from .specs import SCHEMAS
-from .wire import (ZERO_UUID, VarintError, _uuid_cache, read_uvarint, uuid_str)
+from .wire import (ZERO_UUID, Buf, VarintError, _uuid_cache, read_uvarint, uuid_str)
 
-UNKNOWN_TAGS = "_unknownTaggedFields"
-Decoder = Callable[[Any, int, int], tuple[dict, int]]
+# f(buf, pos, end) -> (the message, the position after it)
+Decoder = Callable[[Buf, int, int], tuple[Message, int]]
 
-_FIXED = {"bool": ("?", 1), "int8": ("b", 1), "int16": ("h", 2), "uint16": ("H", 2),
-          "int32": ("i", 4), "uint32": ("I", 4), "int64": ("q", 8), "float64": ("d", 8),
-          "uuid": ("16s", 16)}
 _ARRAY_FMT = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": "q",
               "uint32": "I", "float64": "d"}
 
@@ -67,23 +67,7 @@ def version_range(spec: str) -> range:
     return range(int(lo), int(hi or lo) + 1)
 
 
-@dataclass(frozen=True)
-class Field:
-    name: str
-    key: str
-    type: str
-    elem: str | None  # element type for arrays
-    tag: int | None
-    nullable: bool
-    default: Any
-    children: tuple["Field", ...] | None
-
-    @property
-    def is_array(self) -> bool:
-        return self.elem is not None
-
-
-def _default(f: dict, typ: str, nullable: bool) -> Any:
+def _default(f: FieldSpec, typ: str, nullable: bool) -> FieldDefault:
     d = f.get("default")
     if d == "null":
         return None
@@ -104,7 +88,7 @@ def _default(f: dict, typ: str, nullable: bool) -> Any:
     return None  # struct
 
 
-def fields_for(specs: list[dict], version: int) -> tuple[Field, ...]:
+def fields_for(specs: list[FieldSpec], version: int) -> tuple[Field, ...]:
     """The fields present in ``version``, resolved (nullability, tag, default) for it."""
     out = []
     for f in specs:
@@ -121,7 +105,7 @@ def fields_for(specs: list[dict], version: int) -> tuple[Field, ...]:
     return tuple(out)
 
 
-def all_tags(specs: list[dict]) -> set[int]:
+def all_tags(specs: list[FieldSpec]) -> set[int]:
     return {f["tag"] for f in specs if "tag" in f}
 
 
@@ -137,7 +121,7 @@ class _Gen:
         }
         self.n = 0
         self.funcs: list[str] = []
-        self.caches: list[dict] = []
+        self.caches: list[dict[bytes, tuple[Message, tuple[str, ...]]]] = []
         self.ns["_TCMAX"] = TAIL_CACHE_MAX
 
     def name(self, prefix: str) -> str:
@@ -332,7 +316,7 @@ class _Gen:
             f"if tend > end: raise _Fail('{label}: tagged field ' + str(tag) + ' runs past the end')",
         ]
         kw = "if"
-        for f, loc in sorted(tagged, key=lambda fl: fl[0].tag):
+        for f, loc in sorted(tagged, key=lambda fl: cast(int, fl[0].tag)):  # tagged: tag is set
             loop.append(f"{kw} tag == {f.tag}:")
             loop += ["    " + l for l in self._read(f, loc, label)]
             kw = "elif"
@@ -357,7 +341,7 @@ class _Gen:
         return self.ns
 
 
-def _fail(msg: str):
+def _fail(msg: str) -> NoReturn:
     raise DecodeFailure(msg)
 
 
@@ -388,18 +372,16 @@ class MessageVersion:
     fields: tuple[Field, ...]
     decode: Decoder
 
-    def render(self, data: dict) -> dict:
-        from .render import render  # the JSON form: for DumpLogSegments comparisons and --show-records
-
+    def render(self, data: Message) -> dict[str, Any]:
+        """The JSON form: for DumpLogSegments comparisons and --show-records."""
         return render(self.fields, data)
 
-    def encode(self, data: dict) -> bytes:
-        from .encode import encode  # the bytes back: tests and the synthetic logs of bench/ only
-
+    def encode(self, data: Message) -> bytes:
+        """The bytes back: tests and the synthetic logs of bench/ only."""
         return encode(self.fields, data)
 
 
-TAIL_CACHES: list[dict] = []
+TAIL_CACHES: list[dict[bytes, tuple[Message, tuple[str, ...]]]] = []
 
 
 def clear_tail_caches() -> None:

@@ -8,18 +8,25 @@ a batch holds anything the C code does not read (unknown apiKey, version or tag,
 a bound or varint that is off, invalid UTF-8), it returns None and the batch goes the Python way,
 which stays the reference and raises, or keeps UnknownRecords, with its usual messages.
 
-``CTRLAUDIT_NATIVE=0`` in the environment turns the native path off (as for schemas.fastflat).
+``CTRLAUDIT_NATIVE=0`` in the environment turns the native path off (as for schemas.archive.fastflat).
 """
 
 from __future__ import annotations
 
 import os
+from typing import cast
 
 from . import records
 from .batch import Batch, records_region
+from .fields import FieldDefault
 from .messages import CATALOGUE, Field
 from .records import MetadataRecord, Record
-from .wire import _uuid_cache, uuid_str
+from .wire import Buf, _uuid_cache, uuid_str
+
+# The C table of a message (or struct): per field its key, kind, element kind, nullable, tag (-1: none),
+# default, whether a missing one is a fresh [], and the struct's own table.
+_FieldTable = tuple[str, int, int, int, int, FieldDefault, int, "_MessageTable | None"]
+_MessageTable = tuple[_FieldTable, ...]
 
 try:
     from . import _kraftdecode as _native  # type: ignore[attr-defined]  # C extension, no stubs
@@ -34,14 +41,14 @@ def _kinds() -> dict[str, int]:
             "uuid": n.K_UUID, "string": n.K_STRING, "bytes": n.K_BYTES}
 
 
-def _spec(fields: tuple[Field, ...], kinds: dict[str, int]) -> tuple:
+def _spec(fields: tuple[Field, ...], kinds: dict[str, int]) -> _MessageTable:
     """The C table of a message (or struct): one tuple per field, in declaration order (the
     order of the dict the Python decoder builds)."""
     out = []
     for f in fields:
         sub = _spec(f.children, kinds) if f.children is not None else None
         if f.is_array:
-            kind, elem = _native.K_ARRAY, (_native.K_STRUCT if sub is not None else kinds[f.elem])
+            kind, elem = _native.K_ARRAY, (_native.K_STRUCT if sub is not None else kinds[cast(str, f.elem)])
         else:
             kind, elem = (_native.K_STRUCT if sub is not None else kinds[f.type]), 0
         # a tagged field missing from the wire: its default, a fresh [] for non-null arrays
@@ -80,10 +87,10 @@ def available() -> bool:
     return _READY
 
 
-def decode_data_batch(buf, b: Batch, *, on_error: str = "raise") -> list[Record]:
+def decode_data_batch(buf: Buf, b: Batch, *, on_error: str = "raise") -> list[Record]:
     """records.decode_data_batch, natively where the C code reads the whole batch."""
     rbuf, pos, end = records_region(buf, b)
-    recs = _native.decode_records(rbuf, pos, end, b.count, b.base_offset, b.base_timestamp, b)
+    recs: list[Record] | None = _native.decode_records(rbuf, pos, end, b.count, b.base_offset, b.base_timestamp, b)
     if recs is None:  # something only the reference path reads, or reports: let it
         return records.decode_data_batch(buf, b, on_error=on_error)
     return recs

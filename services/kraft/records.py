@@ -11,11 +11,13 @@ import json
 import logging
 import mmap
 import struct
+from typing import Any
 
 from .batch import Batch, records_region
 from .errors import CorruptBatchError, RecordDecodeError
+from .fields import Message
 from .messages import CATALOGUE, DecodeFailure, MessageVersion
-from .wire import VarintError, read_uvarint, read_varint, read_varlong
+from .wire import Buf, VarintError, read_uvarint, read_varint, read_varlong
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +31,7 @@ _DECODE_ERRORS = (DecodeFailure, IndexError, struct.error, VarintError, UnicodeD
                   ValueError)
 
 
-def dumps(obj) -> str:
+def dumps(obj: object) -> str:
     """Compact JSON as Jackson writes it (no spaces, non-ASCII kept)."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
@@ -38,6 +40,10 @@ class Record:
     """Common position of every record: which file, batch and offset, and the batch's epoch."""
 
     __slots__ = ("offset", "timestamp", "batch")
+
+    offset: int
+    timestamp: int
+    batch: Batch
 
     @property
     def file(self) -> str | None:
@@ -71,7 +77,7 @@ class MetadataRecord(Record):
 
     __slots__ = ("mv", "data")
 
-    def __init__(self, offset: int, timestamp: int, batch: Batch, mv: MessageVersion, data: dict):
+    def __init__(self, offset: int, timestamp: int, batch: Batch, mv: MessageVersion, data: Message) -> None:
         self.offset = offset
         self.timestamp = timestamp
         self.batch = batch
@@ -80,7 +86,7 @@ class MetadataRecord(Record):
 
     @property
     def api_key(self) -> int:
-        return self.mv.api_key  # type: ignore[return-value]
+        return self.mv.api_key  # type: ignore[return-value]  # a metadata record's message version has one
 
     @property
     def version(self) -> int:
@@ -96,7 +102,7 @@ class MetadataRecord(Record):
         """MetadataRecordType name, e.g. ``PARTITION_CHANGE_RECORD``."""
         return self.mv.type_name
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """What DumpLogSegments --cluster-metadata-decoder prints as ``payload``."""
         return {"type": self.mv.type_name, "version": self.mv.version,
                 "data": self.mv.render(self.data)}
@@ -116,7 +122,7 @@ class UnknownRecord(Record):
     __slots__ = ("api_key", "version", "value", "error")
 
     def __init__(self, offset: int, timestamp: int, batch: Batch, api_key: int | None,
-                 version: int | None, value: bytes, error: str):
+                 version: int | None, value: bytes, error: str) -> None:
         self.offset = offset
         self.timestamp = timestamp
         self.batch = batch
@@ -134,10 +140,11 @@ class UnknownRecord(Record):
                 f"version={self.version}, {len(self.value)} bytes: {self.error})")
 
 
-_warned: set[tuple] = set()
+_warned: set[tuple[int | None, int | None, str]] = set()
 
 
-def _unknown(offset, ts, b, value, api_key, version, why) -> UnknownRecord:
+def _unknown(offset: int, ts: int, b: Batch, value: Buf, api_key: int | None, version: int | None,
+             why: str) -> UnknownRecord:
     key = (api_key, version, why.split(":")[0])
     if key not in _warned:
         _warned.add(key)
@@ -145,7 +152,7 @@ def _unknown(offset, ts, b, value, api_key, version, why) -> UnknownRecord:
     return UnknownRecord(offset, ts, b, api_key, version, bytes(value), why)
 
 
-def decode_value(buf, start: int, end: int) -> tuple[MessageVersion | None, int, int, dict | None]:
+def decode_value(buf: Buf, start: int, end: int) -> tuple[MessageVersion | None, int, int, Message | None]:
     """Decode one framed metadata value. Returns (mv or None if unknown, apiKey, version, data)."""
     frame, pos = read_uvarint(buf, start)
     if frame != FRAME_VERSION:
@@ -175,10 +182,11 @@ _ZZ = [(u >> 1) ^ -(u & 1) for u in range(1 << 14)]
 # one slice and one lookup instead of three indexings and checks.
 _FRAMES: dict[bytes, MessageVersion] = {bytes([FRAME_VERSION, mv.api_key, mv.version]): mv
                                         for mv in _DISPATCH.values()
-                                        if mv.api_key < 0x80 and mv.version < 0x80}
+                                        if mv.api_key is not None  # always, in _DISPATCH
+                                        and mv.api_key < 0x80 and mv.version < 0x80}
 
 
-def decode_data_batch(buf, b: Batch, *, on_error: str = "raise") -> list[Record]:
+def decode_data_batch(buf: Buf, b: Batch, *, on_error: str = "raise") -> list[Record]:
     """Decode every record of a (non-control) batch. This loop is the decoder's hot path: one-
     and two-byte varints are read inline (offset deltas of batches over 63 records take two
     bytes), and the frame of a typical value costs three indexings."""
@@ -263,7 +271,7 @@ def decode_data_batch(buf, b: Batch, *, on_error: str = "raise") -> list[Record]
     return out
 
 
-def _skip_headers(buf, pos: int, end: int) -> int:
+def _skip_headers(buf: Buf, pos: int, end: int) -> int:
     n, pos = read_varint(buf, pos)
     if n < 0 or n > end - pos:  # each header takes at least two bytes: a count beyond the record is damage
         raise VarintError(f"{n} headers in {end - pos} bytes")
@@ -277,7 +285,7 @@ def _skip_headers(buf, pos: int, end: int) -> int:
     return pos
 
 
-def _slow_value(buf, vstart, vend, b, offset, ts, on_error) -> Record:
+def _slow_value(buf: Buf, vstart: int, vend: int, b: Batch, offset: int, ts: int, on_error: str) -> Record:
     """Multi-byte frame varints, unknown apiKey/version, or trailing bytes."""
     try:
         mv, api_key, version, data = decode_value(buf, vstart, vend)
@@ -288,10 +296,11 @@ def _slow_value(buf, vstart, vend, b, offset, ts, on_error) -> Record:
         why = (f"unknown version {version} of {known} (apiKey {api_key})" if known
                else f"unknown metadata apiKey {api_key} (version {version})")
         return _unknown(offset, ts, b, buf[vstart:vend], api_key, version, why)
-    return MetadataRecord(offset, ts, b, mv, data)  # type: ignore[arg-type]
+    return MetadataRecord(offset, ts, b, mv, data)  # type: ignore[arg-type]  # data is set whenever mv is
 
 
-def _bad_value(buf, vstart, vend, b, offset, ts, e, on_error) -> Record:
+def _bad_value(buf: Buf, vstart: int, vend: int, b: Batch, offset: int, ts: int, e: Exception,
+               on_error: str) -> Record:
     msg = f"cannot decode metadata record: {e}"
     if on_error == "raise":
         raise RecordDecodeError(msg, file=b.file, position=b.position, batch_offset=b.base_offset,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from .messages import Field
+from .fields import Field, Message
 
 
-def render(fields: tuple[Field, ...], data: dict) -> dict:
+def render(fields: tuple[Field, ...], data: Message) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in fields:
         v = data.get(f.key, f.default)

@@ -5,7 +5,9 @@ versions 3.9.2, 4.3.1, 4.4.0 (the union; newer versions only add). Do not edit b
 Each field: name, type, versions, and where set nullableVersions, taggedVersions, tag,
 default and nested fields, with Kafka's meanings."""
 
-SCHEMAS: dict[str, dict] = {
+from .fields import Schema
+
+SCHEMAS: dict[str, Schema] = {
     'RegisterBrokerRecord': {
         'kind': 'metadata', 'apiKey': 0, 'validVersions': '0-4',
         'fields': [

@@ -5,7 +5,9 @@ and released together at End; at Abort they are discarded (Kafka publishes an em
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
 from .errors import TransactionError
 from .records import MetadataRecord, Record
@@ -52,7 +54,7 @@ class TransactionBuffer:
             if self.begin is not None:
                 raise self._error(rec, "BeginTransactionRecord inside the transaction begun at "
                                        f"offset {self.begin.offset}")
-            self.begin = rec  # type: ignore[assignment]
+            self.begin = cast(MetadataRecord, rec)  # key is set for metadata records only
             self.pending = [rec]
             return []
         if key == END or key == ABORT:
@@ -64,14 +66,14 @@ class TransactionBuffer:
             if key == END:
                 batch.append(rec)
                 return batch
-            self.aborted.append(AbortedTransaction(begin, batch[1:], rec))  # type: ignore[arg-type]
+            self.aborted.append(AbortedTransaction(begin, batch[1:], cast(MetadataRecord, rec)))
             return []
         if self.begin is not None:
             self.pending.append(rec)
             return []
         return [rec]
 
-    def feed_all(self, records) -> list[Record]:
+    def feed_all(self, records: Iterable[Record]) -> list[Record]:
         out: list[Record] = []
         for r in records:
             out += self.feed(r)

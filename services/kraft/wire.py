@@ -4,7 +4,12 @@ Kafka's UUID text form, and the matching encoders used by tests and synthetic fi
 from __future__ import annotations
 
 import base64
+import mmap
 import struct
+
+# What the readers index into: a whole file (bytes, or mmap when resuming mid-file), a decompressed
+# batch, or what a caller hands in (bytearray, memoryview). Indexing gives an int in every case.
+Buf = bytes | bytearray | memoryview | mmap.mmap
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
@@ -13,7 +18,7 @@ class VarintError(ValueError):
     pass
 
 
-def read_uvarint(buf, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+def read_uvarint(buf: Buf, pos: int, max_bytes: int = 5) -> tuple[int, int]:
     """Unsigned LEB128 at ``pos``; returns (value, next_pos). An int32 takes at most 5 bytes."""
     b = buf[pos]
     if b < 0x80:
@@ -33,7 +38,7 @@ def read_uvarint(buf, pos: int, max_bytes: int = 5) -> tuple[int, int]:
         shift += 7
 
 
-def read_varint(buf, pos: int) -> tuple[int, int]:
+def read_varint(buf: Buf, pos: int) -> tuple[int, int]:
     """Zigzag-signed int32 varint (record layer lengths and deltas)."""
     b = buf[pos]
     if b < 0x80:
@@ -42,7 +47,7 @@ def read_varint(buf, pos: int) -> tuple[int, int]:
     return (u >> 1) ^ -(u & 1), pos
 
 
-def read_varlong(buf, pos: int) -> tuple[int, int]:
+def read_varlong(buf: Buf, pos: int) -> tuple[int, int]:
     b = buf[pos]
     if b < 0x80:
         return (b >> 1) ^ -(b & 1), pos + 1

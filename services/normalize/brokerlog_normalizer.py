@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from schemas.chain import event_id
+from schemas.event_ids import event_id
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
     ControllerEvent, LeaderRecoveryState, PartitionChange, PartitionState, Payload, SourceKind, SourcePosition,
@@ -49,9 +49,9 @@ from services.brokerlogs.evidence import (
 from services.brokerlogs.lines import LogLine
 from services.normalize.brokerlog_kraft import KRaftRules
 from services.normalize.classify import change_kinds, election_type
-from replay.delta import ImageBuilder
-from replay.gaps import partition_reason
-from replay.image import ClusterImage
+from schemas.state.delta import ImageBuilder
+from schemas.gap_reasons import partition_reason
+from schemas.state.image import ClusterImage
 
 _REQUIRED = ("leader", "leader_epoch", "isr")
 # how long lines wait for a controller's cache line after it added brokers (it follows within milliseconds)

@@ -5,7 +5,7 @@ active controller) and applies each committed record with Kafka's own merge rule
 (PartitionRegistration.merge, ClusterDelta, TopicsDelta): a PartitionChangeRecord is a delta
 (Leader -2 and null lists mean unchanged; every record bumps the partition epoch; any Leader other
 than -2 bumps the leader epoch), so only a reader that keeps the image can say what the state was.
-The image is replay's (`replay.delta.ImageBuilder` over `replay.image.ClusterImage`): every event made
+The image is replay's (`schemas.state.delta.ImageBuilder` over `schemas.state.image.ClusterImage`): every event made
 is applied to it at once, so the state each "before" is read from is the fold of the events before.
 
 Records must arrive in log order and already committed (see services.kraft.TransactionBuffer;
@@ -19,7 +19,7 @@ from pathlib import PurePath
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from schemas.chain import offset_event_id
+from schemas.event_ids import offset_event_id
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
     ControllerEvent, FeatureLevelChange, LeaderRecoveryState, PartitionChange, PartitionState, Payload, SourceKind,
@@ -29,8 +29,8 @@ from services.kraft import ControlRecord, MetadataRecord, TransactionBuffer
 from services.kraft import UnknownRecord as RawUnknown
 from schemas.fastbuild import fast_constructor
 from services.normalize.classify import change_kinds, election_type
-from replay.delta import ImageBuilder
-from replay.image import ClusterImage
+from schemas.state.delta import ImageBuilder
+from schemas.state.image import ClusterImage
 from services.normalize.redaction import SecretDigests, redact, withheld
 
 RESOURCE_TYPES = {2: ConfigResourceType.TOPIC, 4: ConfigResourceType.BROKER, 8: ConfigResourceType.BROKER_LOGGER,

@@ -28,7 +28,7 @@ from pathlib import Path
 from schemas.events import (
     BrokerChange, BrokerChangeKind, ConfigResourceType, ControllerChange, ControllerEvent, FeatureLevelChange, PartitionState,
 )
-from replay.image import ClusterImage
+from schemas.state.image import ClusterImage
 from services.kraft import MetadataRecord
 from services.kraft.transactions import ABORT, BEGIN, END
 from services.normalize.kraft_normalizer import KRaftNormalizer

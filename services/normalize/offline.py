@@ -8,6 +8,7 @@ transitions), records the deleted stretch as a CaptureGap, and replays the segme
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -38,17 +39,42 @@ class ImportReport:
     passed_over: dict[str, str] = field(default_factory=dict)  # snapshots not used, not being whole: file -> why
 
 
-def cluster_id_of(paths: Sequence[Path]) -> str | None:
-    """cluster.id from the meta.properties of the log dir holding `__cluster_metadata-0` (a copied file:
-    a value that is not a Kafka cluster id is refused, naming the file)."""
+METADATA_DIR = "__cluster_metadata-0"
+META = "meta.properties"
+META_BYTES = 1 << 16  # a meta.properties is a few lines; a copied file is read no further
+
+
+def meta_places(paths: Sequence[Path]) -> list[Path]:
+    """Where the meta.properties of each given path may be: Kafka keeps it in the log directory, beside
+    `__cluster_metadata-0`; so for a metadata directory its parent (and in it, where a copy may have put it),
+    for a segment or snapshot file the directory holding it and that one's parent, for a log directory
+    itself. Absolute, so that `.` (run from inside the copy) has a parent too."""
+    places: list[Path] = []
     for p in paths:
-        d = p if p.is_dir() else p.parent
-        for candidate in (d / "meta.properties", d.parent / "meta.properties"):
-            if candidate.is_file():
-                m = re.search(r"^cluster\.id=(.*)$", candidate.read_text(errors="replace"), re.M)
-                if m:
-                    return names.cluster_id(m.group(1).strip(), "cluster.id", str(candidate))
+        d = Path(os.path.abspath(p))
+        d = d if d.is_dir() else d.parent
+        places += [d / META, d.parent / META]
+    return list(dict.fromkeys(places))
+
+
+def cluster_id_of(paths: Sequence[Path]) -> str | None:
+    """cluster.id from the first meta.properties of `meta_places` that states one (a copied file: a value that
+    is not a Kafka cluster id is refused, naming the file); None when none does."""
+    for candidate in meta_places(paths):
+        if candidate.is_file():
+            with open(candidate, "rb") as f:
+                text = f.read(META_BYTES).decode(errors="replace")
+            m = re.search(r"^cluster\.id=(.*)$", text, re.M)
+            if m:
+                return names.cluster_id(m.group(1).strip(), "cluster.id", str(candidate))
     return None
+
+
+def metadata_dir(path: Path) -> Path:
+    """The metadata directory a given directory stands for: itself, or, for a log directory that holds one,
+    its `__cluster_metadata-0`."""
+    inner = path / METADATA_DIR
+    return inner if path.name != METADATA_DIR and inner.is_dir() else path
 
 
 def plan(paths: Sequence[Path], passed_over: dict[str, str] | None = None) -> list[Path]:
@@ -57,7 +83,7 @@ def plan(paths: Sequence[Path], passed_over: dict[str, str] | None = None) -> li
     files: list[Path] = []
     for p in paths:
         if p.is_dir():
-            files.extend(metadata_files(p))
+            files.extend(metadata_files(metadata_dir(p)))
         elif p.exists():
             files.append(p)
         else:

@@ -22,15 +22,15 @@ import time
 from collections.abc import Callable
 from pathlib import PurePath
 
-from schemas.chain import event_id
+from schemas.event_ids import event_id
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
     ControllerEvent, LeaderRecoveryState, PartitionChange, PartitionState, Payload, SourceKind, SourcePosition,
     TopicChange, TopicChangeKind, UnknownRecord,
 )
 from services.normalize.classify import change_kinds, election_type
-from replay.delta import ImageBuilder
-from replay.image import ClusterImage
+from schemas.state.delta import ImageBuilder
+from schemas.state.image import ClusterImage
 from services.normalize.redaction import SecretDigests, redact, withheld
 from services.zookeeper import Txn, znodes
 from services.zookeeper.snapshot import Snapshot

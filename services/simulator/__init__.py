@@ -12,11 +12,13 @@ deleted topic: replay's builder remembers a topic as gone, ~150 of them per 200k
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TypedDict, Unpack
 
+from schemas.archive.manifest import FileManifest
 from schemas.events import ControllerEvent
-from services.archive.writer import ArchiveWriter
+from schemas.archive.writer import ArchiveWriter
 from services.simulator.breaches import Injector
 from services.simulator.config import BREACHES, BreachRecord, SimConfig, SimResult
 from services.simulator.placement import (
@@ -31,6 +33,19 @@ __all__ = [
     "assign_replicas_to_brokers_rack_aware", "rack_alternated_broker_list", "simulate", "simulate_to_archive",
     "write_archive",
 ]
+
+
+class WriterOptions(TypedDict, total=False):
+    """ArchiveWriter's keyword options."""
+
+    next_seq: int
+    head_hash: str
+    max_events_per_file: int
+    codec: str
+    block_bytes: int
+    on_file_done: Callable[[FileManifest], None] | None
+    fsync: bool
+    fast_encoder: bool | None
 
 
 class Simulation:
@@ -68,7 +83,7 @@ def simulate(config: SimConfig, inject: Sequence[tuple[str, int]] = ()) -> Itera
     return Simulation(config, inject).events()
 
 
-def write_archive(out_dir: str | Path, run: Simulation, **writer_options) -> SimResult:
+def write_archive(out_dir: str | Path, run: Simulation, **writer_options: Unpack[WriterOptions]) -> SimResult:
     """Run `run` to the end, writing its events under out_dir/<cluster_id>/."""
     started = time.perf_counter()
     result = SimResult(run.config)
@@ -85,6 +100,6 @@ def write_archive(out_dir: str | Path, run: Simulation, **writer_options) -> Sim
 
 
 def simulate_to_archive(out_dir: str | Path, config: SimConfig, inject: Sequence[tuple[str, int]] = (),
-                        **writer_options) -> SimResult:
+                        **writer_options: Unpack[WriterOptions]) -> SimResult:
     """The CLI's one-liner: simulate `config` with `inject` breaches and archive it."""
     return write_archive(out_dir, Simulation(config, inject), **writer_options)

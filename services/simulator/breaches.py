@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import cast
 
 from schemas.events import (
     BrokerChangeKind,
@@ -16,8 +17,10 @@ from schemas.events import (
     ControllerEvent,
     ElectionType,
     LeaderRecoveryState,
+    OffsetSample,
     PartitionChange,
     PartitionChangeKind,
+    PartitionState,
     TopicChange,
     TopicChangeKind,
 )
@@ -78,7 +81,7 @@ def _partition(sim: Simulator, ok: Callable[[Partition], bool]) -> Partition | N
 def _turn(sim: Simulator, name: str, variants: int) -> int:
     """Which of an invariant's breach variants this injection plants: they take turns, so a history
     with k breaches of one invariant holds each variant about k / variants times."""
-    counts = sim.__dict__.setdefault("_breach_turns", {})
+    counts: dict[str, int] = sim.__dict__.setdefault("_breach_turns", {})
     n = counts.get(name, 0)
     return n % variants
 
@@ -93,7 +96,8 @@ def _healthy(p: Partition) -> bool:
     return s.leader >= 0 and s.leader_recovery_state == LeaderRecoveryState.RECOVERED
 
 
-def _emit_raw(sim: Simulator, p: Partition, after, election=ElectionType.NONE, extra=(), reason=None) -> ControllerEvent:
+def _emit_raw(sim: Simulator, p: Partition, after: PartitionState, election: ElectionType = ElectionType.NONE,
+              extra: tuple[PartitionChangeKind, ...] = (), reason: str | None = None) -> ControllerEvent:
     """Emit a change exactly as given (no completion follow-up)."""
     return sim.apply(p, after, election, extra=extra, reason=reason, follow_up=False)
 
@@ -261,9 +265,9 @@ def fenced_broker_not_in_isr(sim: Simulator) -> BreachRecord | None:
         # Fence one more broker (legal set-up events); the breach follows on a later step.
         host = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
         if host is not None and sim.down_brokers() < sim.max_down + 1:
-            b = sim.brokers[next(r for r in host.state.isr if r != host.state.leader)]
-            sim.fence(b, f"broker {b.id} session timed out")
-            sim.later(50 + sim.rng.randrange(200), sim.resume, b)
+            broker = sim.brokers[next(r for r in host.state.isr if r != host.state.leader)]
+            sim.fence(broker, f"broker {broker.id} session timed out")
+            sim.later(50 + sim.rng.randrange(200), sim.resume, broker)
         return None
     s = p.state
     b = candidates(p)[0]
@@ -343,8 +347,8 @@ def valid_high_watermark(sim: Simulator) -> BreachRecord | None:
     return _record("valid_high_watermark", e, f"HW {bad_hw} above min ISR LEO {low}")
 
 
-def _last_sample(sim: Simulator):
-    return sim.j.out[-1].payload
+def _last_sample(sim: Simulator) -> OffsetSample:
+    return cast(OffsetSample, sim.j.out[-1].payload)  # the callers sampled last
 
 
 def high_watermark_monotonic(sim: Simulator) -> BreachRecord | None:
@@ -495,7 +499,8 @@ def state_continuity(sim: Simulator) -> BreachRecord | None:
     if e is None:
         return None
     _took_turn(sim, "state_continuity")
-    return _record("state_continuity", e, f"before {e.payload.before.diff(s)} vs the previous after: a lost event")
+    before = cast(PartitionState, cast(PartitionChange, e.payload).before)  # expand's change: the partition exists
+    return _record("state_continuity", e, f"before {before.diff(s)} vs the previous after: a lost event")
 
 
 def _partition_without_topic(sim: Simulator) -> BreachRecord | None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from schemas.manifest import FileManifest
+from schemas.archive.manifest import FileManifest
 
 # The invariant names of DESIGN §6 as the checks catalog spells them; inject=[(name, index)].
 BREACHES = (

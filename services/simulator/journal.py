@@ -11,7 +11,7 @@ znode going, an unfence its registration; a fenced registration and a controlled
 znode change). Every check then runs with its ZooKeeper exemptions. The znode split of a partition's
 state (assignment and LeaderAndIsr written apart) is not modelled: handmade cases cover it.
 
-The journal holds the controller's view, `delta` (a `replay.delta.ImageBuilder`): every event is applied
+The journal holds the controller's view, `delta` (a `schemas.state.delta.ImageBuilder`): every event is applied
 to it as it is emitted, in the shape emitted (a ZooKeeper-mode broker change as a ZooKeeper cluster shows
 it; what it does not show is not applied). `put`, not `replay`: the simulator's events are not chained
 yet, and its breaches are meant to break the rules `replay` checks; the image follows what the simulated
@@ -25,13 +25,15 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 from collections import deque
+from typing import TypeGuard
 
 from hashlib import sha256
 
-from replay.delta import ImageBuilder
-from schemas.chain import event_id
+from schemas.state.delta import ImageBuilder
+from schemas.event_ids import event_id
 from schemas.events import (
-    BrokerChange, BrokerChangeKind, ControllerEvent, FeatureLevelChange, Payload, SourceKind, SourcePosition,
+    BrokerChange, BrokerChangeKind, BrokerState, ControllerEvent, FeatureLevelChange, Payload, SourceKind,
+    SourcePosition,
 )
 
 _SIM = SourceKind.SIMULATOR
@@ -90,7 +92,7 @@ class Journal:
             payload = zk_payload
             eid = event_id(self.cluster_id, src)
         else:
-            # = schemas.chain.event_id(cluster_id, src) for a simulator position (tested), without the
+            # = schemas.event_ids.event_id(cluster_id, src) for a simulator position (tested), without the
             # generic formatting.
             eid = sha256(f"{self._id_prefix}{src.offset}|{src.index}|None|None|None".encode()).hexdigest()[:32]
         e = ControllerEvent(eid, self.cluster_id, self.seq, src, self.time_ms, captured, cid, cepoch, payload,
@@ -107,7 +109,8 @@ def _as_zookeeper(payload: Payload) -> Payload | None:
         return None
     if not isinstance(payload, BrokerChange):
         return payload
-    live = lambda s: s is not None and not s.fenced  # noqa: E731  (ZooKeeper: registered = live)
+    def live(s: BrokerState | None) -> TypeGuard[BrokerState]:  # ZooKeeper: registered = live
+        return s is not None and not s.fenced
     before = replace(payload.before, in_controlled_shutdown=False) if live(payload.before) else None
     after = replace(payload.after, in_controlled_shutdown=False) if live(payload.after) else None
     if (before is None) == (after is None):

@@ -1,8 +1,8 @@
 """The simulator's cluster: the controller's view is replay's image, the workload's truth sits beside it.
 
-The controller's view is one `replay.delta.ImageBuilder`, the journal's (journal.py): every event the
+The controller's view is one `schemas.state.delta.ImageBuilder`, the journal's (journal.py): every event the
 simulator emits is applied to it as it is made, and partition states and topic configs are read from it
-(`Partition.state`, `Topic.config`), so the simulator decides from exactly what `replay.delta.fold` makes
+(`Partition.state`, `Topic.config`), so the simulator decides from exactly what `schemas.state.delta.fold` makes
 of the history it emitted (tests/services/simulator/test_one_image.py). A change is made by emitting it:
 nothing here stores a partition state or a config value.
 
@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from replay.delta import ImageBuilder
+from schemas.state.delta import ImageBuilder
 from schemas.events import BrokerState, ConfigResourceType, PartitionState
 
 T = TypeVar("T")
@@ -117,7 +117,7 @@ class Partition:
     def state(self) -> PartitionState:
         """The image's state of this partition (only read while it exists: None once deleted)."""
         t = self.topic
-        return t.delta.partition(t.topic_id, self.id)  # type: ignore[return-value]
+        return t.delta.partition(t.topic_id, self.id)  # type: ignore[return-value]  # only read while it exists
 
     @property
     def online(self) -> bool:

@@ -123,6 +123,7 @@ def place(
         by_rack = {b: racks[b] for b in ordered}
         n = len(ordered)
         return assign_replicas_to_brokers_rack_aware(
+            # every broker has a rack here (the test above): by_rack's values are all str
             by_rack, n_partitions, replication_factor, rng.randrange(n), rng.randrange(n)  # type: ignore[arg-type]
         )
     n = len(ordered)

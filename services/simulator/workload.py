@@ -18,41 +18,19 @@ import base64
 import heapq
 import random
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
-from replay.image import ClusterImage
+from schemas.state.image import ClusterImage
 from schemas.events import (
-    BrokerChange,
-    BrokerChangeKind,
-    ConfigChange,
-    ConfigResourceType,
-    ControllerChange,
-    ControllerEvent,
-    ElectionType,
-    FeatureLevelChange,
-    LeaderRecoveryState,
-    OffsetSample,
-    PartitionChange,
-    PartitionChangeKind,
-    PartitionState,
-    ReplicaOffset,
-    TopicChange,
-    TopicChangeKind,
+    BrokerChange, BrokerChangeKind, ConfigChange, ConfigResourceType, ControllerChange, ControllerEvent,
+    ElectionType, FeatureLevelChange, LeaderRecoveryState, OffsetSample, PartitionChange, PartitionChangeKind,
+    PartitionState, ReplicaOffset, TopicChange, TopicChangeKind,
 )
 from schemas.fastbuild import fast_constructor
 from services.normalize.classify import change_kinds
 from services.simulator import partition_rules as rules
 from services.simulator.model import (
-    MIN_ISR,
-    UNCLEAN,
-    Broker,
-    IndexedSet,
-    Partition,
-    Reassignment,
-    Topic,
-    catch_up,
-    on_leader_change,
-    produce,
+    MIN_ISR, UNCLEAN, Broker, IndexedSet, Partition, Reassignment, Topic, catch_up, on_leader_change, produce,
 )
 from services.simulator.config import SimConfig
 from services.simulator.journal import Journal
@@ -69,7 +47,8 @@ _new_offset = fast_constructor(ReplicaOffset)
 _HW_THEN_LEO = OffsetSample.__dataclass_fields__["sample_order"].default  # the field's default, as __init__ sets it
 
 
-def _kinds(before, after, decided: tuple[PartitionChangeKind, ...]) -> tuple[PartitionChangeKind, ...]:
+def _kinds(before: PartitionState | None, after: PartitionState | None,
+           decided: tuple[PartitionChangeKind, ...]) -> tuple[PartitionChangeKind, ...]:
     """The one classifier's kinds (services.normalize.classify, what an import infers from the states); a
     reassignment step the simulator decided overrides the inferred one (the same in a normal run; an
     injected breach claims a step its states do not show, as a faulty controller would)."""
@@ -83,6 +62,13 @@ CONTROLLER_BASE_ID = 3000
 
 def kafka_uuid(rng: random.Random) -> str:
     return base64.urlsafe_b64encode(rng.getrandbits(128).to_bytes(16, "big")).decode().rstrip("=")
+
+
+class BreachInjector(Protocol):
+    """What the simulator asks of services.simulator.breaches.Injector (which imports this module)."""
+
+    def due(self, seq: int) -> bool: ...
+    def run(self, sim: Simulator) -> None: ...
 
 
 class Simulator:
@@ -102,11 +88,11 @@ class Simulator:
         self.voters = tuple(CONTROLLER_BASE_ID + i for i in range(config.controllers))
         self.controller_history: dict[int, int] = {}  # epoch -> controller id
         self.step = 0
-        self._schedule: list[tuple[int, int, Callable[..., Any], tuple]] = []
+        self._schedule: list[tuple[int, int, Callable[..., Any], tuple[object, ...]]] = []
         self._tiebreak = 0
         self._topic_counter = 0
         self.max_down = config.max_down_brokers if config.max_down_brokers is not None else max(1, config.brokers // 4)
-        self.injector: Any = None  # services.simulator.breaches.Injector, set by the API
+        self.injector: BreachInjector | None = None  # services.simulator.breaches.Injector, set by the API
         per_broker = config.topics * config.partitions * config.replication_factor / config.brokers
         # Burst operations touch ~per_broker partitions: keep them to a modest share of events.
         self.w_fence = max(0.002, 4.0 / max(per_broker, 1.0))
@@ -356,9 +342,9 @@ class Simulator:
             up = r in isr or (b is not None and b.registered and not b.fenced)
             reps.append(_new_offset(r, leo.get(r, 0) if up else -1, t))
         t = self.j.time_ms
-        reps = tuple(reps)
+        offsets = tuple(reps)
         return self.j.sample(_new_sample(p.topic.name, p.id, s.leader, s.leader_epoch,
-                                         p.hw if hw is None else hw, t, reps, _HW_THEN_LEO))
+                                         p.hw if hw is None else hw, t, offsets, _HW_THEN_LEO))
 
     # -- ISR and elections --------------------------------------------------------------------
     def op_isr_shrink(self) -> None:

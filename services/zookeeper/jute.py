@@ -4,6 +4,7 @@ count (-1 = null) and the elements. Only reading; positions are relative to the 
 
 from __future__ import annotations
 
+import builtins
 import struct
 
 _INT = struct.Struct(">i")
@@ -32,13 +33,15 @@ class JuteReader:
         self.pos = p + n
         return p
 
+    # Below, int and bool in the class body name these methods: the types are builtins.int and builtins.bool.
+
     def int(self) -> int:
-        return _INT.unpack_from(self.buf, self._need(4))[0]
+        return _INT.unpack_from(self.buf, self._need(4))[0]  # type: ignore[no-any-return]  # ">i" unpacks an int
 
-    def long(self) -> int:
-        return _LONG.unpack_from(self.buf, self._need(8))[0]
+    def long(self) -> builtins.int:
+        return _LONG.unpack_from(self.buf, self._need(8))[0]  # type: ignore[no-any-return]  # ">q" unpacks an int
 
-    def bool(self) -> bool:
+    def bool(self) -> builtins.bool:
         return self.buf[self._need(1)] != 0
 
     def buffer(self) -> bytes | None:
@@ -57,7 +60,7 @@ class JuteReader:
         except UnicodeDecodeError as e:
             raise JuteError(f"string is not UTF-8 ({e.reason})") from None
 
-    def count(self) -> int:
+    def count(self) -> builtins.int:
         """A vector's element count; null (-1) reads as empty."""
         n = self.int()
         if n < -1 or n > self.remaining():  # every element is at least one byte

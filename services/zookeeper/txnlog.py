@@ -64,7 +64,8 @@ def snapshot_zxid(path: Path | str) -> int | None:
 def txn_logs(directory: Path | str) -> list[Path]:
     """The ``log.*`` files of a ``version-2`` directory, in zxid order."""
     d = Path(directory)
-    return sorted((p for p in d.iterdir() if log_start_zxid(p) is not None), key=log_start_zxid)
+    return sorted((p for p in d.iterdir() if log_start_zxid(p) is not None),
+                  key=log_start_zxid)  # type: ignore[arg-type]  # not None for every path the filter keeps
 
 
 class TxnLogReader:

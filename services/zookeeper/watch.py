@@ -35,8 +35,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal, Protocol
 
 from schemas.errors import ContractError
+from schemas.gap_reasons import skipped_versions_reason
 from services.zookeeper.records import Op, Txn
 from services.zookeeper.snapshot import Snapshot, Znode
 
@@ -68,6 +70,49 @@ class Gap:
 Item = Snapshot | Txn | Gap
 
 
+class ZnodeStat(Protocol):
+    """A znode's stat as the watch reads it (kazoo's ZnodeStat)."""
+
+    @property
+    def czxid(self) -> int: ...
+    @property
+    def mzxid(self) -> int: ...
+    @property
+    def mtime(self) -> int: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def ephemeralOwner(self) -> int: ...  # ZooKeeper's (and kazoo's) name
+    @property
+    def pzxid(self) -> int: ...
+    @property
+    def cversion(self) -> int: ...
+
+
+Watcher = Callable[[object], None]  # a one-shot watch: called with kazoo's WatchedEvent
+
+
+class CallbackHandler(Protocol):
+    def dispatch_callback(self, callback: object) -> object: ...
+
+
+class ZooKeeperClient(Protocol):
+    """What the watch uses of kazoo's KazooClient."""
+
+    @property
+    def client_id(self) -> tuple[int, bytes] | None: ...
+    @property
+    def handler(self) -> CallbackHandler: ...
+    def start(self, timeout: float = ...) -> None: ...
+    def stop(self) -> None: ...
+    def close(self) -> None: ...
+    def add_listener(self, listener: Callable[[object], None]) -> None: ...
+    def get(self, path: str, watch: Watcher | None = ...) -> tuple[bytes | None, ZnodeStat]: ...
+    def exists(self, path: str, watch: Watcher | None = ...) -> ZnodeStat | None: ...
+    def get_children(self, path: str, watch: Watcher | None = ...,
+                     include_data: Literal[True] = ...) -> tuple[list[str], ZnodeStat]: ...  # as the watch calls it
+
+
 @dataclass
 class _Seen:
     version: int
@@ -78,7 +123,8 @@ class _Seen:
 class ZooKeeperWatch:
     """Poll for what changed; not thread-safe (kazoo's threads only add to `_pending`)."""
 
-    def __init__(self, hosts: str, client=None, timeout: float = 15.0, clock: Callable[[], int] | None = None):
+    def __init__(self, hosts: str, client: ZooKeeperClient | None = None, timeout: float = 15.0,
+                 clock: Callable[[], int] | None = None) -> None:
         if client is None:
             from kazoo.client import KazooClient
 
@@ -141,20 +187,20 @@ class ZooKeeperWatch:
         self.client.stop()
         self.client.close()
 
-    def _on_state(self, state) -> None:
+    def _on_state(self, state: object) -> None:
         if str(state) == "LOST":  # the session expired: its watches are gone
             self._resync = "the ZooKeeper session expired (its watches with it)"
 
     # --- watches -----------------------------------------------------------------------------------
 
-    def _data_watch(self, path: str):
-        def fired(event) -> None:
+    def _data_watch(self, path: str) -> Watcher:
+        def fired(event: object) -> None:
             with self._lock:
                 self._pending.add(("data", path))
         return fired
 
-    def _children_watch(self, path: str):
-        def fired(event) -> None:
+    def _children_watch(self, path: str) -> Watcher:
+        def fired(event: object) -> None:
             with self._lock:
                 self._pending.add(("children", path))
         return fired
@@ -176,7 +222,7 @@ class ZooKeeperWatch:
     # instant (it reacts to the same topic as the watch) was never watched below it: its partitions silently
     # missing; the likely cause of the demo-zk test timing out in CI of 336b0dd.
 
-    def _get(self, path: str):
+    def _get(self, path: str) -> tuple[bytes | None, ZnodeStat] | None:
         """(data, stat) with a data watch set; None when the znode does not exist (an exists watch set)."""
         from kazoo.exceptions import NoNodeError
 
@@ -202,9 +248,9 @@ class ZooKeeperWatch:
             self._parents[path] = (stat.pzxid, stat.cversion)
             return set(names), stat.pzxid
 
-    def _tree(self) -> tuple[list[tuple[str, bytes, object]], int]:
+    def _tree(self) -> tuple[list[tuple[str, bytes | None, ZnodeStat]], int]:
         """Every watched znode (path, data, stat), watches set, and the highest zxid the reads showed."""
-        out: list[tuple[str, bytes, object]] = []
+        out: list[tuple[str, bytes | None, ZnodeStat]] = []
         top = 0
 
         def node(path: str) -> None:
@@ -301,7 +347,7 @@ class ZooKeeperWatch:
         log.info("zookeeper watch: snapshot at zxid %#x (%s): %d znodes", top, why, len(nodes))
         return out
 
-    def _read_data(self, path: str, ops: list, gaps: list) -> None:
+    def _read_data(self, path: str, ops: list[tuple[int, int, Op]], gaps: list[Gap]) -> None:
         got = self._get(path)
         seen = self._seen.get(path)
         if got is None:  # deleted (its parent's child watch gives the zxid) or not created yet
@@ -319,15 +365,16 @@ class ZooKeeperWatch:
         if created and stat.mzxid > stat.czxid:
             gaps.append(Gap(stat.czxid, stat.mzxid - 1, f"{path}: created at zxid {stat.czxid:#x} and changed before "
                             f"it was read (version {stat.version})", stat.mtime, stat.mzxid))
-        elif not created and stat.version > seen.version + 1:
-            gaps.append(Gap(seen.mzxid + 1, stat.mzxid - 1, f"{path}: versions {seen.version + 1}.."
-                            f"{stat.version - 1} changed before they were read", stat.mtime, stat.mzxid))
+        elif seen is not None and stat.version > seen.version + 1:  # (not created)
+            gaps.append(Gap(seen.mzxid + 1, stat.mzxid - 1, skipped_versions_reason(path, seen.version + 1,
+                                                                                     stat.version - 1),
+                            stat.mtime, stat.mzxid))
         self._seen[path] = _Seen(stat.version, stat.mzxid, stat.czxid)
         order = SINGLE.index(path) if path in SINGLE else 2
         kind = "create" if created and stat.mzxid == stat.czxid else "setData"
         ops.append((stat.mzxid, order, Op(kind, path, data, stat.version, stat.ephemeralOwner != 0)))
 
-    def _recreated(self, path: str, stat, ops: list, gaps: list) -> None:
+    def _recreated(self, path: str, stat: ZnodeStat, ops: list[tuple[int, int, Op]], gaps: list[Gap]) -> None:
         """`path` was deleted and created again (at stat.czxid) since it was read: a topic deleted and made
         again, a broker registered again, between two reads; its parent's children read the same. What was
         seen of it and below it (created before it was again) is deleted just before the new one is
@@ -337,7 +384,8 @@ class ZooKeeperWatch:
         gaps.append(Gap(max(s.mzxid for s in old) + 1, stat.czxid - 1, f"{path}: deleted and created again at zxid "
                         f"{stat.czxid:#x} before it was read: when it was deleted is not known", stat.mtime, stat.czxid))
 
-    def _forget(self, path: str, zxid: int, ops: list, created_before: int | None = None) -> list[_Seen]:
+    def _forget(self, path: str, zxid: int, ops: list[tuple[int, int, Op]],
+                created_before: int | None = None) -> list[_Seen]:
         """Deletes at `zxid` what was seen of `path` and below it (only what was created before
         `created_before`, when given), deepest first (partition states before their topic), and forgets the
         children read below it (read again as new); what was seen, for the caller."""
@@ -350,7 +398,7 @@ class ZooKeeperWatch:
             self._parents.pop(sub, None)
         return seen
 
-    def _read_children(self, path: str, ops: list, gaps: list) -> None:
+    def _read_children(self, path: str, ops: list[tuple[int, int, Op]], gaps: list[Gap]) -> None:
         before = self._children.get(path, set())
         last = self._parents.get(path)
         names, pzxid = self._kids(path)
@@ -362,10 +410,10 @@ class ZooKeeperWatch:
             # deletion only the parent's pzxid, which is its zxid only when it is the one change since the
             # last read; more changes than the names show came and went unseen (a topic made and deleted)
             changes = self._parents[path][1] - last[1]
-            gone, new = len(before - names), len(names - before)
-            if changes > gone + new or (gone and changes > 1):
+            n_gone, n_new = len(before - names), len(names - before)
+            if changes > n_gone + n_new or (n_gone and changes > 1):
                 gaps.append(Gap(last[0] + 1, pzxid - 1, f"{path}: {changes} children created or deleted since "
-                                f"zxid {last[0]:#x}, {gone} gone and {new} new as read: when is not known",
+                                f"zxid {last[0]:#x}, {n_gone} gone and {n_new} new as read: when is not known",
                                 self.clock(), pzxid))
         for gone in sorted(before - names):  # at the zxid of the parent's last change
             self._forget(f"{path}/{gone}", pzxid, ops)
@@ -399,6 +447,7 @@ def to_raw(item: Item) -> tuple[str, int, int, int, int, bytes, str | None]:
     import base64
     import json
 
+    b64: Callable[[bytes | None], str | None]
     b64 = lambda d: None if d is None else base64.b64encode(d).decode()  # noqa: E731
     if isinstance(item, Gap):
         return "GAP", item.at_zxid, item.from_zxid, item.to_zxid, item.time_ms, b"", item.reason
@@ -416,6 +465,7 @@ def from_raw(kind: str, position: int, first: int, last: int, time_ms: int, data
     import base64
     import json
 
+    unb64: Callable[[str | None], bytes | None]
     unb64 = lambda s: None if s is None else base64.b64decode(s)  # noqa: E731
     if kind == "GAP":
         return Gap(first, last, reason or "not read", time_ms, position)

@@ -97,10 +97,14 @@ def assignment(d: dict[str, Any]) -> dict[str, Any]:
 def leader_and_isr(d: dict[str, Any]) -> dict[str, Any]:
     """/brokers/topics/<t>/partitions/<p>/state: the numbers the controller reads, those present (the leader recovery
     state too: 1, RECOVERING, after an unclean election from 3.2 on)."""
-    out: dict[str, Any] = {k: int32(d, k, -1) for k in ("leader", "leader_epoch", "controller_epoch",
-                                                          "leader_recovery_state") if k in d}
+    out: dict[str, Any] = {k: int32(d, k, -1) for k in ("leader", "leader_epoch", "controller_epoch") if k in d}
     if "isr" in d:
         out["isr"] = int32s(d["isr"], "isr")
+    if "leader_recovery_state" in d:  # KIP-704 (3.2+): 1 after an unclean election, until the leader recovered
+        state = _int32(d["leader_recovery_state"], "leader_recovery_state")
+        if state not in (0, 1):  # LeaderRecoveryState.of refuses any other value: Kafka reads no such znode
+            raise ZnodeError(f"leader_recovery_state {state} is neither 0 (RECOVERED) nor 1 (RECOVERING)")
+        out["leader_recovery_state"] = state
     return out
 
 

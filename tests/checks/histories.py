@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from schemas.chain import Chain, event_id
+from schemas.archive.chain import Chain
+
+from schemas.event_ids import event_id
 from tests.archive_files import write_archive_file as write_events
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,

@@ -5,7 +5,7 @@ import pytest
 
 from checks.catalog import NAMES
 from checks.duckdb_engine import DuckDBEngine, sort_key
-from schemas import flat
+from schemas.archive import flat
 from schemas.codec import to_avro
 from tests.checks.cases import CLEAN, VIOLATING
 

@@ -12,9 +12,10 @@ import pytest
 
 from checks.catalog import BY_NAME, NAMES, VIOLATION_COLUMNS
 from checks.findings import BATCH, Findings, sort_key
-from checks.report import WORST, build, write_csv
+from checks.report import WORST, build
+from ctrlaudit.check_run import write_csv
 from schemas.errors import ContractError
-from schemas.verified import Gap, no_data_gap
+from schemas.archive.verified import Gap, no_data_gap
 
 HISTORY = [n for n in NAMES if BY_NAME[n].history]
 ONE_EVENT = [n for n in NAMES if not BY_NAME[n].history]

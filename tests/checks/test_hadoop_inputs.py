@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from checks.inputs import BadInput, is_uri, resolve
-from checks.run import run_check
+from ctrlaudit.check_run import run_check
 from ctrlaudit.cli import app
 from ctrlaudit.progress import archive_bytes
 from tests.checks.cases import CLEAN
@@ -65,7 +65,7 @@ def test_the_test_hdfs_speaks_pysparks_hadoop_version():
     """kafka/hdfs-pom.xml's MiniDFSCluster is pinned to the Hadoop client pyspark ships: a pyspark
     upgrade that moves it must move the pin too."""
     pyspark = pytest.importorskip("pyspark")
-    from services.cluster.jars import HADOOP_VERSION
+    from devtools.cluster.jars import HADOOP_VERSION
 
     jars = sorted((Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar"))
     assert [j.name for j in jars] == [f"hadoop-client-api-{HADOOP_VERSION}.jar"]

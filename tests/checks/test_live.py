@@ -19,9 +19,9 @@ from checks.duckdb_engine import DuckDBEngine
 from checks.inputs import resolve
 from checks.invariants._state import HOOKS
 from checks.live import JUDGE_ORDER, LIVE_INVARIANTS, MODULES, Alert, LiveChecker, as_row
-from schemas import flat
+from schemas.archive import flat
 from schemas.codec import to_avro
-from schemas.container import iter_records, read_events
+from schemas.archive.container import iter_records, read_events
 from tests.checks.cases import CLEAN, VIOLATING
 
 sim = pytest.importorskip("services.simulator")

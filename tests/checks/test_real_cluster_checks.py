@@ -30,8 +30,8 @@ import pytest
 
 from checks.catalog import NAMES
 from checks.live import LiveChecker
-from services.cluster import observe
-from services.cluster.testing import copy_node_metadata, heal
+from devtools.cluster import observe
+from devtools.cluster.testing import copy_node_metadata, heal
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -89,7 +89,7 @@ def run_scenario(c, work: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def checked(kafka_cluster, tmp_path_factory):
-    from services.archive.writer import ArchiveWriter
+    from schemas.archive.writer import ArchiveWriter
     from services.normalize.offline import ImportReport, cluster_id_of, import_events
 
     c = heal(kafka_cluster)
@@ -164,7 +164,7 @@ def test_zero_violations_and_the_unclean_election_is_allowed(checked, capsys):
 def test_live_alerts_equal_the_batch_report(checked):
     from checks.duckdb_engine import DuckDBEngine
     from checks.inputs import resolve
-    from schemas.container import read_events
+    from schemas.archive.container import read_events
 
     _, archive, _ = checked
     files = resolve([archive]).archives
@@ -190,7 +190,7 @@ def test_controller_bugs_planted_into_the_real_history_are_caught(checked, tmp_p
 
     from checks.duckdb_engine import DuckDBEngine
     from checks.inputs import resolve
-    from schemas.container import read_events
+    from schemas.archive.container import read_events
     from schemas.events import BrokerChange, PartitionChange
     from tests.archive_files import write_archive_file
 

@@ -22,9 +22,9 @@ import pytest
 
 from checks.catalog import NAMES
 from checks.live import DATA_LOSS_ALLOWANCE, LiveChecker
-from services.cluster import observe
-from services.cluster.testing import copy_node_metadata, heal
-from services.cluster.testing import wait_until as _wait
+from devtools.cluster import observe
+from devtools.cluster.testing import copy_node_metadata, heal
+from devtools.cluster.testing import wait_until as _wait
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 
@@ -65,7 +65,7 @@ def _alter(bootstrap: str, kind: str, name: str, configs: dict[str, str | None])
 
 @pytest.fixture(scope="module")
 def lost(kafka_cluster, tmp_path_factory):
-    from services.archive.writer import ArchiveWriter
+    from schemas.archive.writer import ArchiveWriter
     from services.capture.sampler import OffsetSampler
     from services.normalize.offline import cluster_id_of, import_events
 
@@ -167,7 +167,7 @@ def test_unclean_election_loss_is_measured_and_allowed(lost):
 def test_duckdb_spark_and_live_agree(lost, spark):
     from checks.spark_engine import SparkEngine
     from checks.inputs import resolve
-    from schemas.container import read_events
+    from schemas.archive.container import read_events
 
     archive, _ = lost
     rows, _ = _duck_rows(archive)

@@ -15,8 +15,8 @@ import pytest
 
 from checks.catalog import NAMES
 from checks.live import REREGISTRATION_ALLOWANCE, LiveChecker
-from services.cluster import observe
-from services.cluster.testing import copy_node_metadata, heal
+from devtools.cluster import observe
+from devtools.cluster.testing import copy_node_metadata, heal
 from tests.checks.test_real_cluster_checks import _is_known_limit
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
@@ -31,7 +31,7 @@ def _in_sync(d: observe.Described) -> bool:
 
 @pytest.fixture(scope="module")
 def restarted(kafka_cluster, tmp_path_factory):
-    from services.archive.writer import ArchiveWriter
+    from schemas.archive.writer import ArchiveWriter
     from services.normalize.offline import cluster_id_of, import_events
 
     c = heal(kafka_cluster)
@@ -65,9 +65,9 @@ def _rows(engine):
 def test_restart_after_kill_9_of_every_node(restarted, spark):
     from checks.duckdb_engine import DuckDBEngine
     from checks.inputs import resolve
-    from checks.run import run_check
+    from ctrlaudit.check_run import run_check
     from checks.spark_engine import SparkEngine
-    from schemas.container import read_events
+    from schemas.archive.container import read_events
 
     c, archive = restarted
     duck = DuckDBEngine.from_inputs(resolve([archive]))

@@ -1,5 +1,5 @@
 """Spark: one session, all handmade histories in one run (one cluster id each); the Spark flat view
-equals schemas.flat's table, and Spark reports exactly what DuckDB reports."""
+equals schemas.archive.flat's table, and Spark reports exactly what DuckDB reports."""
 from __future__ import annotations
 
 import pytest
@@ -7,8 +7,8 @@ import pytest
 from checks.catalog import NAMES
 from checks.duckdb_engine import DuckDBEngine
 from checks.inputs import resolve
-from checks.run import run_check
-from schemas import flat
+from ctrlaudit.check_run import run_check
+from schemas.archive import flat
 from tests.checks.cases import CLEAN, VIOLATING
 
 pytestmark = pytest.mark.spark
@@ -124,7 +124,7 @@ def test_spark_submit_job(archive_dir, tmp_path):
     submit = Path(sys.executable).parent / "spark-submit"  # the venv's launcher (pyspark/bin lacks +x)
     if not submit.exists():
         submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    job = Path(__file__).resolve().parents[2] / "checks" / "spark_job.py"
+    job = Path(__file__).resolve().parents[2] / "ctrlaudit" / "spark_job.py"
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable}
     xml = tmp_path / "r.xml"

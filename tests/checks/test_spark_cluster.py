@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.run import run_check
+from ctrlaudit.check_run import run_check
 from checks.spark_cluster import SparkCluster, alive_workers, spark_submit, ui_json
 from tests.checks.cases import CLEAN, VIOLATING
 
@@ -46,7 +46,7 @@ def test_job_on_a_standalone_cluster_equals_duckdb(cluster, histories, tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
     env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     done = subprocess.run(
-        [str(spark_submit()), "--master", cluster.master_url, str(REPO / "checks" / "spark_job.py"),
+        [str(spark_submit()), "--master", cluster.master_url, str(REPO / "ctrlaudit" / "spark_job.py"),
          str(histories), "--json", str(tmp_path / "spark.json")],
         env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 1, done.stderr[-2000:]  # the histories hold violations

@@ -8,7 +8,7 @@ import pytest
 from checks import spark_handoff
 from checks.inputs import BadInput
 from checks.spark_handoff import ENV, Handoff, handoff_parent
-from schemas import flat
+from schemas.archive import flat
 
 
 @pytest.mark.parametrize("master, here", [

@@ -1,5 +1,5 @@
 """An archive on a real HDFS (Hadoop's MiniDFSCluster: a NameNode and a DataNode in their own JVM,
-services.cluster.hdfs): `ctrlaudit check hdfs://… --engine spark` lists, copies and verifies it on the
+devtools.cluster.hdfs): `ctrlaudit check hdfs://… --engine spark` lists, copies and verifies it on the
 driver through Hadoop's FileSystem API (checks.hadoop) and reports what DuckDB reports on the local
 copy; a flipped byte and a missing manifest on HDFS are the verified read's one line, naming the
 file's URI; a file replaced on HDFS after it was verified fails the check."""
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.run import run_check
+from ctrlaudit.check_run import run_check
 from services.simulator import SimConfig, simulate_to_archive
 
 pytestmark = pytest.mark.spark
@@ -27,8 +27,8 @@ THIRD = "sim-3/events-20250101T00-000000008000.avro"
 
 @pytest.fixture(scope="module")
 def hdfs(tmp_path_factory):
-    from services.cluster.hdfs import MiniHdfs
-    from services.cluster.testing import java_available
+    from devtools.cluster.hdfs import MiniHdfs
+    from devtools.cluster.testing import java_available
 
     if not java_available():
         pytest.skip("needs java and mvn")
@@ -129,11 +129,11 @@ def test_a_missing_manifest_on_hdfs_is_one_line_naming_the_file(spark, hdfs, arc
 
 
 def test_a_file_replaced_after_verification_fails_the_check(spark, hdfs, archive, tmp_path):
-    from checks.hadoop import engine_from_uris
-    from schemas.verified import ArchiveProblem
+    from checks.spark_engine import SparkEngine
+    from schemas.archive.verified import ArchiveProblem
 
     uri = hdfs.put(archive, "/replaced/archive")
-    engine = engine_from_uris(spark, [uri])
+    engine = SparkEngine.from_uris(spark, [uri])
     try:
         engine.confirm_sources()  # nothing changed: passes
         # the same bytes written again: a new file (new modification time), unverified for all we know

@@ -280,7 +280,7 @@ def test_a_gap_filled_by_a_later_load_is_verified_again(pristine, tmp_path):
 
 
 def _archive_of(events, root: Path) -> Path:
-    from services.archive.writer import ArchiveWriter
+    from schemas.archive.writer import ArchiveWriter
 
     with ArchiveWriter(root, events[0].cluster_id, fsync=False) as w:
         w.extend(events)

@@ -194,9 +194,9 @@ ROWS = [
     R("check-spark-master-unreachable", ["check", "{archive}", "--engine", "spark", "--master", "spark://127.0.0.1:1"],
       2, "cannot reach the Spark master at 127.0.0.1:1 within 2 s", FAST_KAFKA),
     R("spark-job-master-bogus", ["{archive}", "--master", "bogus"], 2, "ctrlaudit: error: --master 'bogus'",
-      module="checks.spark_job"),
+      module="ctrlaudit.spark_job"),
     R("spark-job-missing-input", ["{root}/nope", "--master", "local[1]"], 2,
-      "ctrlaudit: error: {root}/nope: no such file or directory", module="checks.spark_job"),
+      "ctrlaudit: error: {root}/nope: no such file or directory", module="ctrlaudit.spark_job"),
     # an archive on HDFS is read by the Spark engine (tests/checks/test_spark_hdfs.py), not by DuckDB
     R("check-hdfs-archive-with-duckdb", ["check", "hdfs:///archive"], 2,
       "ctrlaudit: error: hdfs:///archive: an archive on a Hadoop filesystem is checked with --engine spark"),

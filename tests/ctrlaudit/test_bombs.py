@@ -26,7 +26,7 @@ from services.kraft import compression
 from services.kraft.batch import ATTR_COMPRESSION, encode_record
 from services.kraft.crc import crc32c
 from services.simulator import SimConfig, simulate_to_archive
-from schemas.container import MAX_BLOCK_BYTES, read_events, write_events
+from schemas.archive.container import MAX_BLOCK_BYTES, read_events, write_events
 from tests.archive_files import reseal, seal
 from tests.ctrlaudit.test_bad_inputs import digest
 from tests.ctrlaudit.test_import import metadata_dir

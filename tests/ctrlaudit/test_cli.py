@@ -45,6 +45,18 @@ def test_state_json_is_as_of_the_requested_time(history: dict[str, Path]) -> Non
     assert doc["as_of"]["seq"] >= point.seq
 
 
+def test_time_as_date_prints_it(history: dict[str, Path]) -> None:
+    """`--time "$(date -u)"`: date's own layout is a time; a zone that names no one offset is one line, exit 2."""
+    store = str(history["store"])
+    iso = run("state", "--store", store, "--time", "2025-01-01T00:01:00Z", "--format", "json")
+    dated = run("state", "--store", store, "--time", "Wed Jan  1 00:01:00 UTC 2025", "--format", "json")
+    assert dated.exit_code == 0, dated.output
+    assert json.loads(dated.output)["as_of"] == json.loads(iso.output)["as_of"]
+    refused = run("state", "--store", store, "--time", "Wed Jan  1 01:01:00 CET 2025")
+    assert refused.exit_code == 2 and refused.output.count("\n") == 1
+    assert refused.output.startswith("ctrlaudit: error: time 'Wed Jan  1 01:01:00 CET 2025': the zone CET")
+
+
 def test_diff_timeline_explain(history: dict[str, Path]) -> None:
     store = str(history["store"])
     diff = run("diff", "--store", store, "--from-offset", "100", "--to-offset", "900")

@@ -73,13 +73,15 @@ def test_import_into_its_own_archive_appends_only_what_is_new(tmp_path: Path) ->
     before = _digest(out)
     again = run("import", "kraft", str(d), "--out", str(out))  # the same copy again: nothing new
     assert again.exit_code == 0, again.output
-    assert "continuing its chain after seq 6: 0 new" in again.output
+    assert again.output.startswith(f"cluster q1w2e3r4t5y6u7i8o9p0aA: {out} already up to date: nothing new after "
+                                   "seq 6 (7 records from 1 file(s) read, 7 events, all archived)\n"), again.output
+    assert "0 archive file(s)" not in again.output
     assert _digest(out) == before
     # a newer copy of the same log: only the change after the archived head is appended
     metadata_dir(tmp_path, later=((3, [3]),))
     newer = run("import", "kraft", str(d), "--out", str(out))
     assert newer.exit_code == 0, newer.output
-    assert "continuing its chain after seq 6: 1 new" in newer.output
+    assert "-> 8 events, 1 new after seq 6, appended in 1 archive file(s)" in newer.output
     assert all(_digest(out)[k] == v for k, v in before.items())  # nothing written before is touched
     assert run("verify", str(out)).exit_code == 0
 
@@ -113,3 +115,61 @@ def test_import_json_on_standard_output(tmp_path: Path) -> None:
     assert "7 records from 1 file(s)" in done.stderr
     again = json.loads(run("import", "kraft", str(d), "--out", str(tmp_path / "archive"), "--json", "-").stdout)
     assert again["continued_after_seq"] == 6 and again["archive_files"] == []
+
+
+def test_import_of_zookeeper_logs_again_says_it_is_up_to_date(tmp_path: Path) -> None:
+    import json
+
+    log = Path(__file__).resolve().parents[1] / "services" / "zookeeper" / "data" / "log.1"
+    out = tmp_path / "archive"
+    assert run("import", "zk", str(log), "--out", str(out)).exit_code == 0
+    again = run("import", "zk", str(log), "--out", str(out))
+    assert again.exit_code == 0, again.output
+    assert f"{out} already up to date: nothing new after seq 6 (72 transactions from 1 log(s) read, 7 events, " \
+           "all archived)" in again.output and "0 archive file(s)" not in again.output
+    doc = json.loads(run("import", "zk", str(log), "--out", str(out), "--json", "-").stdout)
+    assert (doc["records"], doc["events"], doc["archive_files"], doc["continued_after_seq"]) == (72, 7, [], 6)
+
+
+# --- the cluster id: meta.properties sits in the log directory, beside __cluster_metadata-0 ------------------
+
+def _warnings(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("WARNING")]
+
+
+def test_a_copy_without_meta_properties_warns_that_the_cluster_id_is_unknown(tmp_path: Path) -> None:
+    d = metadata_dir(tmp_path)
+    (d.parent / "meta.properties").unlink()  # `cp -r .../__cluster_metadata-0 copy/` alone
+    done = run("import", "kraft", str(d), "--out", str(tmp_path / "archive"))
+    assert done.exit_code == 0, done.output
+    warned = _warnings(done.output)
+    assert len(warned) == 1, done.output
+    assert warned[0].startswith("WARNING cluster id unknown: no meta.properties with a cluster.id in ")
+    assert str(d.parent / "meta.properties") in warned[0] and "--cluster-id names the cluster" in warned[0]
+    assert "cluster unknown-cluster: 7 records" in done.output and (tmp_path / "archive" / "unknown-cluster").is_dir()
+    named = run("import", "kraft", str(d), "--out", str(tmp_path / "named"), "--cluster-id", "q1w2e3r4t5y6u7i8o9p0aA")
+    assert named.exit_code == 0 and not _warnings(named.output)
+    assert "cluster q1w2e3r4t5y6u7i8o9p0aA: 7 records" in named.output
+
+
+def test_the_copy_named_from_inside_it_finds_meta_properties_beside_it(tmp_path: Path, monkeypatch) -> None:
+    d = metadata_dir(tmp_path)
+    monkeypatch.chdir(d)
+    done = run("import", "kraft", ".", "--out", str(tmp_path / "archive"))
+    assert done.exit_code == 0, done.output
+    assert "cluster q1w2e3r4t5y6u7i8o9p0aA: 7 records" in done.output and not _warnings(done.output)
+
+
+def test_a_log_directory_is_read_with_its_meta_properties(tmp_path: Path) -> None:
+    d = metadata_dir(tmp_path)
+    (d.parent / "server.properties.bak").write_text("not read")
+    done = run("import", "kraft", str(d.parent), "--out", str(tmp_path / "archive"))
+    assert done.exit_code == 0, done.output
+    assert "cluster q1w2e3r4t5y6u7i8o9p0aA: 7 records from 1 file(s) -> 7 events" in done.output
+
+
+def test_meta_properties_is_read_no_further_than_its_first_64_kib(tmp_path: Path) -> None:
+    d = metadata_dir(tmp_path)
+    (d.parent / "meta.properties").write_text("#" * (1 << 16) + "\ncluster.id=q1w2e3r4t5y6u7i8o9p0aA\n")
+    done = run("import", "kraft", str(d), "--out", str(tmp_path / "archive"))
+    assert done.exit_code == 0 and len(_warnings(done.output)) == 1 and "cluster unknown-cluster" in done.output

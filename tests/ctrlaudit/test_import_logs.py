@@ -68,6 +68,11 @@ def test_import_logs_load_state_explain(tmp_path: Path) -> None:
     assert "\tTopic: orders\tPartition: 0\tLeader: 2\tReplicas: 1,2\tIsr: 2\t" in state.output, state.output
     # the logs are a ZooKeeper-mode controller's (its registered-brokers cache): describe's N/A
     assert state.output.rstrip("\n").endswith("\tElr: N/A\tLastKnownElr: N/A"), state.output
+    # as an older release's kafka-topics prints it: no ELR fields; a release that is not one: usage error
+    older = run("state", "--store", store, "--time", "2026-11-20T03:13:30Z", "--kafka-version", "3.5.2")
+    assert older.output.rstrip("\n").endswith("\tReplicas: 1,2\tIsr: 2"), older.output
+    bad = run("state", "--store", store, "--kafka-version", "3.x")
+    assert bad.exit_code == 2 and "--kafka-version: '3.x' is not a Kafka release" in bad.output, bad.output
     state = run("state", "--store", store)
     assert "\tTopic: orders\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1\t" in state.output, state.output
     explain = run("explain", "--store", store, "--topic", "orders", "--partition", "0", "--last-leader-change")

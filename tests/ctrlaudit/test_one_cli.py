@@ -181,7 +181,7 @@ def test_partition_keeps_the_topics_partition_count(history: dict[str, Path]) ->
 def handmade(tmp_path_factory: pytest.TempPathFactory) -> str:
     """DELTA1 to seq 16 (broker 3 fenced at seq 9 while audit-0's leader is 3: unavailable, not offline;
     orders with min.insync.replicas=2 and orders-0 at 2 in-sync), plus an internal topic."""
-    from services.archive.writer import ArchiveWriter
+    from schemas.archive.writer import ArchiveWriter
 
     offsets = "Q29uc3VtZXJPZmZzZXRzMA"
     extra = [ev(17, TopicChange(TK.CREATED, "__consumer_offsets", offsets)),

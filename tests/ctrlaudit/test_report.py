@@ -197,7 +197,67 @@ def test_report_shows_committed_data_lost_in_unclean_elections(tmp_path):
     r = run("report", "--store", str(store), "--check-json", str(checks), "--out", str(out))
     assert r.exit_code == 0, r.output
     page = out.read_text()
-    assert "Unclean elections lost committed records, as the offset samples show: 1 election(s), 30 records" in page
+    assert "Unclean elections lost committed records, as the offset samples show: 1 election, 30 records" in page
     table = re.search(r'<table id="data-loss">(.*?)</table>', page, re.S)
     assert table is not None and "<td>u-0</td><td>30</td>" in table.group(1), table
     assert "u-0: 30 committed records lost" in page  # the marker's hover text on the health plot
+
+
+def _gapped_store(tmp_path: Path) -> tuple[Path, list[tuple[int, int]]]:
+    """A history with a stretch of every partition nobody read and one of partition t-0's state only; its
+    store and the stretches' (from, to) event times."""
+    from schemas.gap_reasons import partition_reason
+    from schemas.events import CaptureGap
+    from tests.checks.histories import K, baseline
+
+    h = baseline("gapped")
+    h.topic("u")
+    h.create("u", 0, (1, 2, 3))
+    h.gap()
+    cur = h.parts[("t", 1)]
+    h.change("t", 1, (K.ISR,), isr=cur.isr)
+    h._emit(CaptureGap(-1, -1, partition_reason("t", 0, "3..4 before epoch 5 are stated whole in no log given")))
+    h.change("t", 1, (K.ISR,), isr=cur.isr)
+    h.change("t", 0, (K.ISR,), isr=h.parts[("t", 0)].isr)
+    h.change("t", 1, (K.ISR,), isr=cur.isr)
+    archive, store = tmp_path / "archive", tmp_path / "s.duckdb"
+    h.write(archive)
+    assert run("load", str(archive), "--store", str(store), "--workers", "1").exit_code == 0
+    with Store(store, read_only=True) as s:
+        from replay.gaps import stretches
+
+        spans = [(x.from_time_ms, x.to_time_ms) for x in stretches(s.con, "gapped")]
+    assert len(spans) == 2
+    return store, spans
+
+
+def test_report_shades_the_stretches_nobody_read(tmp_path):
+    """Every plot shades each stretch nobody read (drawn by plotly in the browser, at the stretch's times),
+    names it in its caption and in the page's window data; a report of another topic leaves out a stretch of
+    one partition's state that is not its topic's."""
+    import json
+
+    from schemas import times
+
+    store, spans = _gapped_store(tmp_path)
+    out = tmp_path / "incident.html"
+    assert run("report", "--store", str(store), "--out", str(out)).exit_code == 0
+    page = out.read_text()
+    window = json.loads(re.search(r'<script type="application/json" id="report-window">(.*?)</script>', page).group(1))
+    assert [(w["partitions"]) for w in window["not_read"]] == ["every partition", "t-0"]
+    assert page.count('data-unknown-stretches="2"') == len(PLOTS)
+    with chromium_page() as page_:
+        page_.goto(out.as_uri())
+        page_.wait_for_function(DRAWN, timeout=30_000)
+        shapes = page_.evaluate("""Object.fromEntries([...document.querySelectorAll('figure.plot')].map(f => {
+            const gd = f.querySelector('.js-plotly-plot');
+            return [f.id, {rects: (gd.layout.shapes || []).filter(s => s.type === 'rect').map(s => [s.x0, s.x1]),
+                           drawn: f.querySelectorAll('.shapelayer path').length}]; }))""")
+    want = [[times.iso(a), times.iso(b)] for a, b in spans]
+    for plot in PLOTS:
+        assert shapes[plot]["rects"] == want and shapes[plot]["drawn"] >= 2, (plot, shapes[plot], want)
+
+    other = tmp_path / "other.html"
+    assert run("report", "--store", str(store), "--topic", "u", "--out", str(other)).exit_code == 0
+    window = json.loads(re.search(r'id="report-window">(.*?)</script>', other.read_text()).group(1))
+    assert [w["partitions"] for w in window["not_read"]] == ["every partition"]

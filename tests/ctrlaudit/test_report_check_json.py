@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from checks.report import write_json
+from ctrlaudit.check_run import write_json
 from checks.run import check
 from replay.store import Store
 from services.simulator import SimConfig, simulate_to_archive

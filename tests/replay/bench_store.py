@@ -12,8 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from schemas.container import read_events
-from replay.delta import fold
+from schemas.archive.container import read_events
+from schemas.state.delta import fold
 from replay.queries import state_as_of
 from replay.store import Store
 

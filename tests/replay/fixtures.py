@@ -12,7 +12,7 @@ from schemas.events import (
     OffsetSample, PartitionChange, PartitionChangeKind as K, PartitionState as PS, ReplicaOffset,
     SourceKind, SourcePosition, TopicChange, TopicChangeKind as TK, UnknownRecord,
 )
-from replay.image import (
+from schemas.state.image import (
     CaptureGapSeen, ClusterImage, ControllerImage, Provenance, TopicImage, TopicsImage,
 )
 

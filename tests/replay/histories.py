@@ -9,7 +9,9 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from schemas.chain import Chain, event_id
+from schemas.archive.chain import Chain
+
+from schemas.event_ids import event_id
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType,
     ControllerChange, ControllerEvent, ElectionType, FeatureLevelChange, LeaderRecoveryState,

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from schemas.chain import Chain
+from schemas.archive.chain import Chain
 from tests.archive_files import write_archive_file as write_events
 from tests.replay.histories import CLUSTER, HistoryGen
 

@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rich.console import Console
 
 from schemas.events import PartitionState as PS
 from replay.changes import explain, timeline
 from replay.formats import (
-    describe, diff_text, explain_text, state_table, timeline_table, timeline_text, to_json,
+    describe, diff_text, explain_text, state_table, timeline_table, timeline_text, to_json, tool_release,
 )
 from replay.queries import PartitionRow, StateResult, diff, offline, state_as_of
 from replay.store import Point
@@ -52,6 +54,18 @@ def test_describe_in_zookeeper_mode_says_n_a_for_elr_as_kafka_3_7_and_later():
     assert describe(zk).split("\n")[1] == "\tTopic: t\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\tElr: N/A\t" \
                                          "LastKnownElr: N/A"
     assert describe(result(rows)).split("\n")[1].endswith("\tIsr: 1,2\tElr: \tLastKnownElr: ")
+
+
+def test_describe_as_a_release_before_3_7_prints_no_elr_fields():
+    rows = [row("t", 0, PS((1, 2), (1, 2), 1, 0, 0, elr=(2,)))]
+    zk = StateResult(POINT, tuple(rows), {"t": {}}, {"t": {}}, {}, zookeeper_mode=True)
+    for mode in (result(rows), zk):
+        assert describe(mode, tool=tool_release("3.6.2")).split("\n")[1] == \
+            "\tTopic: t\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2"
+        assert "\tElr: " in describe(mode, tool=tool_release("3.7")).split("\n")[1]
+    for bad in ("3", "3.x", "3.9.2.1", "", "3..9", "-3.9"):
+        with pytest.raises(ValueError):
+            tool_release(bad)
 
 
 def test_describe_reassignment_columns_and_replication_factor():

@@ -2,18 +2,19 @@
 live ZooKeeper watch's skipped versions of one state znode hold that partition; any other gap holds every one."""
 from __future__ import annotations
 
-from replay.gaps import CaptureStretch, _partitions, partition_reason
+from replay.gaps import CaptureStretch
+from schemas.gap_reasons import partition_reason, partitions_of
 
 
 def test_the_partitions_a_gap_holds():
-    assert _partitions(partition_reason("orders-v2", 11, "1..2 before epoch 3 are stated whole in no log given")) == \
+    assert partitions_of(partition_reason("orders-v2", 11, "1..2 before epoch 3 are stated whole in no log given")) == \
         (("orders-v2", 11),)
-    assert _partitions("/brokers/topics/zkscn-a/partitions/1/state: versions 6..7 changed before they were read") == \
+    assert partitions_of("/brokers/topics/zkscn-a/partitions/1/state: versions 6..7 changed before they were read") == \
         (("zkscn-a", 1),)
     for whole in ("history before 2026-11-29T01:46:15.892Z (the oldest line of the logs given) is not in them",
                   "/brokers/topics/zkscn-a: versions 2..3 changed before they were read",
                   "segment 00000000000000000042.log: batch at byte 120 is corrupt"):
-        assert _partitions(whole) == (), whole
+        assert partitions_of(whole) == (), whole
 
 
 def test_a_stretch_about_one_partition_holds_it_only():

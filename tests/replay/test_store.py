@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from immutables import Map
 
 from tests.archive_files import write_archive_file as write_events
-from schemas.flat import FLAT_COLUMNS
-from replay.delta import fold
+from schemas.archive.flat import FLAT_COLUMNS
+from schemas.state.delta import fold
 from replay.errors import LayoutVersionError, StoreError
 from replay.queries import image_at
 from schemas.errors import ContractError

@@ -11,7 +11,7 @@ from tests.archive_files import write_archive_file as write_events
 from schemas.events import TopicChange
 from replay import store as store_module
 from replay.errors import StoreError
-from schemas.verified import ArchiveProblem
+from schemas.archive.verified import ArchiveProblem
 from replay.store import Store
 from tests.replay.histories import generate
 

@@ -6,7 +6,8 @@ from schemas import (
     ControllerChange, ControllerEvent, ElectionType, FeatureLevelChange, OffsetSample, PartitionChange, PartitionChangeKind, PartitionState, ReplicaOffset, SourceKind,
     SourcePosition, TopicChange, TopicChangeKind, UnknownRecord,
 )
-from schemas.chain import Chain, event_id
+from schemas.archive.chain import Chain
+from schemas.event_ids import event_id
 
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
 TOPIC_ID = "vHJ9Vt4bQe2WfT3nD1xN0A"

@@ -108,7 +108,8 @@ def test_objects_refuses_columns_that_do_not_fit_the_class() -> None:
 def test_the_c_builder_is_built_where_the_native_decoders_are() -> None:
     """`pip install -e .` builds all three extensions alike: where the archive decoder is built (CI, this
     venv), the as-of builder must be too, or state_as_of would silently take the slower path."""
-    from schemas import fastbuild, fastflat
+    from schemas import fastbuild
+    from schemas.archive import fastflat
 
     if not fastflat.available():
         pytest.skip("no native extension built here")

@@ -108,7 +108,7 @@ def test_broker_logs_cluster_id_is_checked(tmp_path):
 
 
 def test_the_archiver_never_writes_an_events_cluster_id_as_a_path(tmp_path):
-    from services.archive.archiver import Archive
+    from services.capture.archiver import Archive
 
     root = tmp_path / "archive"
     archive = Archive(root, fsync=False)
@@ -121,7 +121,7 @@ def test_the_archiver_never_writes_an_events_cluster_id_as_a_path(tmp_path):
 def test_the_writer_never_writes_through_a_link_planted_in_the_archive(tmp_path):
     """An import continuing a copied archive: a `.part` or manifest `.tmp` there that is a link to a file
     elsewhere is removed, never written through."""
-    from services.archive.writer import ArchiveWriter, file_name
+    from schemas.archive.writer import ArchiveWriter, file_name
 
     victim = tmp_path / "victim.txt"
     victim.write_text("mine\n")

@@ -30,8 +30,8 @@ from schemas.events import (
     ControllerChange, ElectionType, LeaderRecoveryState, PartitionChange, PartitionChangeKind as K, TopicChange,
     TopicChangeKind,
 )
-from services.cluster import observe
-from services.cluster.testing import copy_live_directory, copy_node_metadata, heal
+from devtools.cluster import observe
+from devtools.cluster.testing import copy_live_directory, copy_node_metadata, heal
 from services.kraft import metadata_files, snapshot_id
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -210,7 +210,7 @@ def _wait_snapshot_after(c, node: int, offset: int, timeout: float = 60) -> None
 @pytest.fixture(scope="module")
 def history(kafka_cluster, tmp_path_factory):
     from replay.store import Store
-    from services.archive.writer import ArchiveWriter
+    from schemas.archive.writer import ArchiveWriter
     from services.normalize.offline import ImportReport, cluster_id_of, import_events
 
     c = heal(kafka_cluster)
@@ -461,7 +461,7 @@ def test_broker_logs_at_every_mark_equal_describe_or_say_they_do_not_know(histor
     import sys
 
     from replay.store import Store
-    from services.cluster import resolve_version
+    from devtools.cluster import resolve_version
     from tests.services.broker_log_marks import compare_marks
 
     logs = [copy_live_directory(n.logs_dir, tmp_path / "logs" / f"node{i}")

@@ -1,5 +1,5 @@
 """What each Kafka log line says, on lines copied from real clusters' logs (Kafka 3.9.2 in ZooKeeper mode, 4.3.1
-and 3.9.2 in KRaft mode, written by the dev clusters of services.cluster): golden lines, so a change of a pattern
+and 3.9.2 in KRaft mode, written by the dev clusters of devtools.cluster): golden lines, so a change of a pattern
 that loses a field fails here."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The capture hot path's shortcuts give exactly what the plain code gives: on a burst-shaped log (bench/capture.py's
 synthetic input: creates, then a mass election whose `before` states are the creates' `after` objects) every value
-equals fastavro's encoding of its event (schemas.codec), every id equals schemas.chain.event_id, the hash chain
-equals schemas.chain.Chain's, every progress header equals its json.dumps; fastencode's per-partition state cache
+equals fastavro's encoding of its event (schemas.codec), every id equals schemas.event_ids.event_id, the hash chain
+equals schemas.archive.chain.Chain's, every progress header equals its json.dumps; fastencode's per-partition state cache
 never hands out the bytes of another (equal-but-different or changed) state; the table varints equal the loop's."""
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from schemas import codec as event_codec
-from schemas.chain import Chain, event_id, offset_event_id
+from schemas.archive.chain import Chain
+from schemas.event_ids import event_id, offset_event_id
 from schemas.events import (
     ControllerEvent, ElectionType, PartitionChange, PartitionChangeKind, PartitionState, SourceKind, SourcePosition,
 )
-from schemas import fastencode
+from schemas.archive import fastencode
 from services.capture import logic
 from services.kraft import read_batch
 from services.kraft.records import decode_data_batch

@@ -184,10 +184,10 @@ def test_tail_after_deleted_segments_emits_gap_and_snapshot(tmp_path):
     assert events[1].bootstrap
 
 
-# --- the encoding chain: the same hashes and bytes as schemas.chain + schemas.codec ---------------
+# --- the encoding chain: the same hashes and bytes as schemas.archive.chain + schemas.codec ---------------
 
 def test_encoding_chain_equals_schemas_chain_and_codec():
-    from schemas.chain import Chain
+    from schemas.archive.chain import Chain
     from services.capture.serializers import decode_event, decode_event_record
     from services.simulator import SimConfig, Simulation
     events = [replace(e, seq=0, prev_hash="", hash="") for e in Simulation(SimConfig(seed=5, events=3000)).events()]

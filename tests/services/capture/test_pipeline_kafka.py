@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from services.cluster import observe
-from services.cluster.testing import copy_node_metadata, heal
-from services.cluster.testing import wait_until as _wait
+from devtools.cluster import observe
+from devtools.cluster.testing import copy_node_metadata, heal
+from devtools.cluster.testing import wait_until as _wait
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow,
               pytest.mark.parametrize("kafka_cluster", ["4.x", "3.9"], indirect=True)]
@@ -113,7 +113,7 @@ def _produce(bootstrap: str, topic: str, key: bytes, values: list[bytes]) -> Non
 
 
 def _archive_events(root: Path):
-    from services.archive import clusters, iter_events
+    from schemas.archive import clusters, iter_events
     out = []
     for cl in clusters(root):
         out += list(iter_events(root / cl))

@@ -12,7 +12,7 @@ import pytest
 from schemas.events import BrokerChange, BrokerChangeKind, CaptureGap, TopicChange
 from services.capture.logic import CaptureState
 from services.capture.sources import KRaftTail, QuorumWatermark
-from services.cluster.testing import copy_node_metadata, heal
+from devtools.cluster.testing import copy_node_metadata, heal
 from services.normalize.offline import import_events
 
 pytestmark = [pytest.mark.kafka]

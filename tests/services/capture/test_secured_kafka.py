@@ -42,9 +42,9 @@ def _jaas(module: str, user: str, pw: str) -> str:
 
 @pytest.fixture(scope="module", params=["4.x", "3.9"])
 def secured(tmp_path_factory, request):
-    from services.cluster.config import SecureListeners
-    from services.cluster.testing import java_available, running_cluster
-    from services.cluster.tls import make_tls
+    from devtools.cluster.config import SecureListeners
+    from devtools.cluster.testing import java_available, running_cluster
+    from devtools.cluster.tls import make_tls
 
     if not java_available():
         pytest.skip("needs java and mvn")
@@ -112,7 +112,7 @@ def _run(args: list[str], env: dict, timeout: float = 120) -> subprocess.Complet
 
 
 def _archived(root: Path) -> list:
-    from services.archive import clusters, iter_events
+    from schemas.archive import clusters, iter_events
     return [e for cl in clusters(root) for e in iter_events(root / cl)]
 
 

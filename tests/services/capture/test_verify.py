@@ -9,13 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from ctrlaudit.cli import app
-from schemas.chain import record_hash
+from schemas.archive.chain import record_hash
 from schemas.events import ControllerEvent, SourceKind, SourcePosition, TopicChange, TopicChangeKind
-from services.archive import ArchiveWriter, list_files
-from schemas.verified import ArchiveProblem, verify as verified_read
-from services.archive.archiver import Archive, TopicDoesNotContinue
+from schemas.archive import ArchiveWriter, list_files
+from schemas.archive.verified import ArchiveProblem, verify as verified_read
+from services.capture.archiver import Archive, TopicDoesNotContinue
 from schemas import codec as event_codec
-from schemas.chain import Chain
+from schemas.archive.chain import Chain
 
 CL = "tamper"
 

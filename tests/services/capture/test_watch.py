@@ -13,8 +13,8 @@ import pytest
 from checks.catalog import NAMES
 from checks.duckdb_engine import DuckDBEngine
 from schemas import codec as event_codec
-from schemas import flat
-from schemas.chain import Chain
+from schemas.archive import flat
+from schemas.archive.chain import Chain
 from services.capture import agents
 from services.capture.serializers import EventRecordCodec
 from tests.checks.test_live import assert_agree, batch_keys

@@ -1,5 +1,12 @@
-from services.kraft import ControlRecord, LogReader
+import signal
+import struct
+
+import pytest
+
+from services.kraft import ControlRecord, CorruptBatchError, LogReader
 from services.kraft.batch import build_batch
+from services.kraft.crc import crc32c
+from services.kraft.wire import write_varint
 
 from .helpers import control_key, control_value
 
@@ -45,3 +52,29 @@ def test_unknown_control_type_is_kept(tmp_path):
     f.write_bytes(build_batch([(control_key(42), b"\x01\x02")], control=True))
     (rec,) = LogReader(f)
     assert rec.type == "Unknown" and rec.data is None and rec.value == b"\x01\x02"
+
+
+
+def test_a_control_record_whose_headers_loop_is_refused_at_once(tmp_path):
+    """A header key of length -2 steps back onto the byte before it, a value length of -1: the next header
+    starts where this one did. With 2^31 - 1 headers declared, a reader that trusts the count reads the same
+    two bytes for minutes. Control records are framed as every record is: the count is
+    bounded by the bytes the record has, and the batch refused naming it."""
+    key = control_key(2)
+    body = (b"\x00" + write_varint(0) + write_varint(0) + write_varint(len(key)) + key + write_varint(-1)
+            + write_varint(2**31 - 1) + write_varint(0) + write_varint(1) + b"\x01" + write_varint(-2))
+    # build_batch's batch header (61 bytes: CRC over what follows it) around this one record
+    after_crc = build_batch([(key, None)], control=True)[21:61] + write_varint(len(body)) + body
+    f = tmp_path / "x.log"
+    f.write_bytes(struct.pack(">qiibI", 0, 9 + len(after_crc), 0, 2, crc32c(after_crc)) + after_crc)
+    def too_long(*_):
+        raise TimeoutError("the reader is still reading the record's headers after 20 s")
+
+    previous = signal.signal(signal.SIGALRM, too_long)
+    signal.alarm(20)
+    try:
+        with pytest.raises(CorruptBatchError, match="headers in"):
+            list(LogReader(f))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from services.cluster.dumplog import compare, parse
-from services.cluster.testing import heal, java_available, snapshot_metadata
-from services.cluster.tools import version_tuple
+from devtools.cluster.dumplog import compare, parse
+from devtools.cluster.testing import heal, java_available, snapshot_metadata
+from devtools.cluster.tools import version_tuple
 from services.kraft import ControlRecord, LogReader, MetadataRecord, UnknownRecord
 
 pytestmark = [pytest.mark.kafka,

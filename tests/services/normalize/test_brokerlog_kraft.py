@@ -140,7 +140,7 @@ def test_the_stretch_of_a_gap_found_where_it_begins_starts_there(tmp_path: Path)
     """Answers by time: before the line that stated part of epoch 1 the state is known; from it on, until the epoch
     is whole (the unclean election's previous state), not."""
     from replay.store import Store
-    from services.archive.writer import ArchiveWriter
+    from schemas.archive.writer import ArchiveWriter
 
     previous = ("Setting new leader for topicId " + TID + ", partition 0 to 2 using an unclean election. Previous "
                 "partition: PartitionRegistration(replicas=[1, 2], directories=[], isr=[], removingReplicas=[], "

@@ -166,7 +166,7 @@ def test_a_migrated_history_is_asked_by_time_or_seq_not_offset(tmp_path):
     from replay.errors import StoreError
     from replay.queries import state_as_of
     from replay.store import Store
-    from services.archive import ArchiveWriter
+    from schemas.archive import ArchiveWriter
 
     zk, zk_events = _zookeeper()
     log, _, _ = _metadata_log(tmp_path)

@@ -1,6 +1,6 @@
 """One model of controller state (issue 15): a normalizer's image is replay's image, applied event by event.
 
-Every normalizer keeps its image as a `replay.delta.ImageBuilder` and applies each event it makes to it at
+Every normalizer keeps its image as a `schemas.state.delta.ImageBuilder` and applies each event it makes to it at
 once, so what it holds after a history is what `replay.fold` makes of the events it emitted — the same
 topics, partitions, brokers, configs, features and controller. And what only the shared model got right
 now holds for capture too: a deleted topic's configs go with it (Kafka's ConfigurationsDelta on
@@ -12,9 +12,9 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from replay import fold
-from replay.image import ClusterImage
-from schemas.chain import Chain
+from schemas.state.delta import fold
+from schemas.state.image import ClusterImage
+from schemas.archive.chain import Chain
 from schemas.events import ConfigChange, ConfigResourceType, ControllerEvent
 from services.kraft import LogReader
 from services.normalize.kraft_normalizer import KRaftNormalizer

@@ -1,7 +1,7 @@
 """One model of controller state (issue 15): the simulator decides from replay's image, applied event by event.
 
-The journal applies every event it emits to one `replay.delta.ImageBuilder`, and the simulator reads
-partition states and topic configs from it; so what it holds after a run is what `replay.delta.fold` makes
+The journal applies every event it emits to one `schemas.state.delta.ImageBuilder`, and the simulator reads
+partition states and topic configs from it; so what it holds after a run is what `schemas.state.delta.fold` makes
 of the chained events it emitted, breaches included (those the fold refuses, it still applies). What stays
 simulator state is the workload's truth, and the tests here show where that differs from the image.
 """
@@ -11,10 +11,10 @@ from dataclasses import replace
 
 import pytest
 
-from replay.delta import fold
-from replay.errors import ReplayError
-from replay.image import ClusterImage, ControllerImage
-from schemas.chain import Chain
+from schemas.state.delta import fold
+from schemas.state.errors import ReplayError
+from schemas.state.image import ClusterImage, ControllerImage
+from schemas.archive.chain import Chain
 from schemas.events import (
     ConfigResourceType,
     ControllerEvent,

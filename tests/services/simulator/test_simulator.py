@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schemas.chain import event_id
+from schemas.event_ids import event_id
 from schemas.codec import encode
 from schemas.events import (
     BrokerChange,
@@ -20,8 +20,8 @@ from schemas.events import (
     PartitionChange,
     SourceKind,
 )
-from schemas.verified import verify as verified_read
-from services.archive import iter_events
+from schemas.archive.verified import verify as verified_read
+from schemas.archive import iter_events
 from services.simulator import BREACHES, SimConfig, Simulator, simulate, simulate_to_archive
 from services.simulator.__init__ import Simulation
 from tests.services.simulator.invariants import Checker

@@ -12,7 +12,7 @@ import pytest
 
 from schemas.events import (BrokerChange, BrokerChangeKind, CaptureGap, ControllerChange, PartitionChange,
                             PartitionChangeKind as K, TopicChange, TopicChangeKind)
-from services.archive.reader import iter_events
+from schemas.archive.listing import iter_events
 from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
 from services.zookeeper import Op, Txn, read_txn_log
 from tests.ctrlaudit.conftest import run
@@ -196,8 +196,8 @@ def test_controller_epoch_stamps_who_wrote_what():
     assert stamps == [(3, 1), (5, 2), (6, 1), (7, 2)]
 
     from checks.duckdb_engine import DuckDBEngine
-    from schemas import flat
-    from schemas.chain import Chain
+    from schemas.archive import flat
+    from schemas.archive.chain import Chain
     from schemas.codec import to_avro
 
     chain = Chain("c")

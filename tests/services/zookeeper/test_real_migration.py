@@ -17,10 +17,10 @@ from dataclasses import replace
 import pytest
 
 from schemas.events import PartitionChange
-from services.cluster import ZkKafkaCluster, find_free_base_port, observe, resolve_version
-from services.cluster.tools import version_tuple
-from services.cluster.migration import CONTROLLER_ID, Migration
-from services.cluster.testing import copy_node_metadata, java_available, wait_until
+from devtools.cluster import ZkKafkaCluster, find_free_base_port, observe, resolve_version
+from devtools.cluster.tools import version_tuple
+from devtools.cluster.migration import CONTROLLER_ID, Migration
+from devtools.cluster.testing import copy_node_metadata, java_available, wait_until
 from tests.services.zookeeper.marks import mark_problems
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow,
@@ -120,7 +120,7 @@ def migrated(tmp_path_factory):
 
 
 def _events(archive):
-    from services.archive import clusters, iter_events
+    from schemas.archive import clusters, iter_events
     found = clusters(archive)
     assert len(found) == 1, found  # one cluster id
     return list(iter_events(archive / found[0]))

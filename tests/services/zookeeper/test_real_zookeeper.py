@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-from services.cluster import ZkKafkaCluster, find_free_base_port, observe, resolve_version
-from services.cluster.jars import DEFAULT_PINS
-from services.cluster.testing import copy_live_directory, java_available
-from services.cluster.tools import KafkaTools, version_tuple
-from services.cluster.txnlogtool import compare, parse
+from devtools.cluster import ZkKafkaCluster, find_free_base_port, observe, resolve_version
+from devtools.cluster.jars import DEFAULT_PINS
+from devtools.cluster.testing import copy_live_directory, java_available
+from devtools.cluster.tools import KafkaTools, version_tuple
+from devtools.cluster.txnlogtool import compare, parse
 from services.zookeeper import TxnLogReader, txn_logs
 from services.zookeeper.watch import ZooKeeperWatch
 from tests.services.zookeeper.marks import mark_problems
@@ -327,7 +327,7 @@ def test_live_watch_state_at_every_mark_equals_describe(scenario, tmp_path):
     from replay.queries import state_as_of
     from replay.store import Store
     from schemas.events import CaptureGap, ControllerChange
-    from services.archive import ArchiveWriter
+    from schemas.archive import ArchiveWriter
     from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
     from services.zookeeper.snapshot import Snapshot
 

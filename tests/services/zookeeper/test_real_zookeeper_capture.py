@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from schemas.events import TopicChangeKind
-from services.cluster import ZkKafkaCluster, find_free_base_port, observe
-from services.cluster.testing import java_available
+from devtools.cluster import ZkKafkaCluster, find_free_base_port, observe
+from devtools.cluster.testing import java_available
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow,
               pytest.mark.skipif(not java_available(), reason="needs java and mvn")]
@@ -61,7 +61,7 @@ def _stop(proc: subprocess.Popen, sig=signal.SIGINT) -> None:
 
 
 def _archived(archive: Path) -> list:
-    from services.archive import clusters, iter_events
+    from schemas.archive import clusters, iter_events
 
     return [e for cl in clusters(archive) for e in iter_events(archive / cl)] if archive.exists() else []
 
@@ -137,7 +137,7 @@ def captured(tmp_path_factory):
 
 def test_the_archive_verifies_and_holds_every_event_once(captured):
     from schemas.events import OffsetSample
-    from schemas.verified import verify
+    from schemas.archive.verified import verify
 
     archive, _, _, _ = captured
     chains = verify([archive]).chains  # raises unless intact

@@ -16,8 +16,8 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from services.cluster import ZkKafkaCluster, find_free_base_port
-from services.cluster.testing import java_available
+from devtools.cluster import ZkKafkaCluster, find_free_base_port
+from devtools.cluster.testing import java_available
 from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
 from services.zookeeper.watch import Gap, ZooKeeperWatch
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from services.cluster.txnlogtool import compare, parse
+from devtools.cluster.txnlogtool import compare, parse
 from services.zookeeper import (CorruptTxnError, NotAZooKeeperFileError, TxnLogReader, log_start_zxid,
                                 read_txn_log, txn_logs)
 

@@ -1,0 +1,191 @@
+"""The archiver on the shared real KRaft cluster: started before the capture worker has created the events
+topic (as `ctrlaudit capture` and the demos start them), it waits for the topic, subscribes once it exists and
+archives its events.
+
+Why it waits instead of subscribing at once: subscribed to a topic that did not exist yet, librdkafka joined
+the group with nothing to assign and did not always rejoin when the topic appeared. Seen twice in CI, never
+reproduced on demand: the ZooKeeper demo (2026-11-26: the first events waited for the 5-minute metadata
+refresh) and the Kafka 3.9 pipeline test (2026-11-27: the archiver joined its group 1 s before the topic was
+created and archived nothing in the next 4.5 minutes, while the watch worker read 183 events from it).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from schemas.codec import encode
+from devtools.cluster.testing import heal
+from devtools.cluster.testing import wait_until
+from services.simulator import SimConfig, simulate
+
+pytestmark = [pytest.mark.kafka]
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _archived(root: Path) -> list:
+    from schemas.archive import clusters, iter_events
+    return [e for cl in clusters(root) for e in iter_events(root / cl)] if root.exists() else []
+
+
+def test_an_archiver_started_before_the_events_topic_exists_archives_it_within_seconds(kafka_cluster, tmp_path):
+    c = heal(kafka_cluster)
+    prefix = "arc" + uuid.uuid4().hex[:6]
+    topic, archive = f"{prefix}.events", tmp_path / "archive"
+    events = list(simulate(SimConfig(seed=3, events=200, cluster_id=f"{prefix}-cluster")))
+    archiver = _start_archiver(c, tmp_path, prefix)
+    try:
+        time.sleep(10)  # started, the topic does not exist yet
+        assert archiver.poll() is None, (tmp_path / "archiver.log").read_text()
+        assert f"waiting for the events topic {topic} to be created" in (tmp_path / "archiver.log").read_text()
+        c.create_topic(topic, 1, 3)
+        created = time.monotonic()
+        _produce(c, topic, events)
+        try:
+            got = wait_until(lambda: len(_archived(archive)) == len(events) and _archived(archive), 60,
+                             "the archiver to archive the new topic's events")
+        except AssertionError as exc:  # what the archiver saw (a CI run of 2026-11-26 12:10 timed out here)
+            raise AssertionError(f"{exc}; {len(_archived(archive))} of {len(events)} archived; archiver log:\n"
+                                 + (tmp_path / "archiver.log").read_text()[-4000:]) from None
+        assert time.monotonic() - created < 60
+        assert [(e.seq, e.event_id, e.payload) for e in got] == [(e.seq, e.event_id, e.payload) for e in events]
+    finally:
+        _stop(archiver)
+
+
+class _Member:
+    """A consumer of the archiver's group that holds the topic's one partition (its client.id sorts before
+    the archiver's, so Kafka's range assignment gives it the partition) and either commits what it reads
+    (another archiver serving the group) or never does (a member that archives nothing)."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, commits: bool) -> None:
+        import threading
+
+        from confluent_kafka import Consumer
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "a-member",
+                           "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        self.c.subscribe([topic])
+        self.commits, self.read, self.committed, self.assigned = commits, 0, 0, False
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            msgs = [m for m in self.c.consume(100, timeout=0.2) if not m.error()]
+            self.assigned = bool(self.c.assignment())
+            self.read += len(msgs)
+            if self.commits and self.read > self.committed:  # retried until answered (a coordinator loading)
+                try:
+                    self.c.commit(asynchronous=False)
+                    self.committed = self.read
+                except Exception:  # a rebalance or a coordinator loading: tried again at the next poll
+                    pass
+        self.c.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(30)
+
+
+def _start_archiver(c, tmp_path: Path, prefix: str, rejoin_seconds: str | None = None):
+    """`python -m services.capture archiver` on topic `prefix`.events, archiving under tmp_path/archive."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CTRLAUDIT_BOOTSTRAP_SERVERS=c.bootstrap_servers,
+               CTRLAUDIT_EVENTS_TOPIC=f"{prefix}.events", CTRLAUDIT_ARCHIVE_DIR=str(tmp_path / "archive"),
+               CTRLAUDIT_ARCHIVE_GROUP=f"{prefix}-archiver", CTRLAUDIT_ARCHIVE_FLUSH_SECONDS="1")
+    if rejoin_seconds is not None:
+        env["CTRLAUDIT_ARCHIVE_REJOIN_SECONDS"] = rejoin_seconds
+    return subprocess.Popen([sys.executable, "-m", "services.capture", "archiver"], env=env, cwd=ROOT,
+                            stdout=open(tmp_path / "archiver.log", "wb"), stderr=subprocess.STDOUT)
+
+
+def _stop(archiver) -> None:
+    archiver.send_signal(signal.SIGTERM)
+    try:
+        archiver.wait(30)
+    except subprocess.TimeoutExpired:
+        archiver.kill()
+
+
+def _produce(c, topic: str, events, producer=None):
+    """The events on the topic, flushed; the producer, for more."""
+    from confluent_kafka import Producer
+
+    p = producer or Producer({"bootstrap.servers": c.bootstrap_servers, "enable.idempotence": True})
+    for e in events:
+        p.produce(topic, key=e.cluster_id.encode(), value=encode(e))
+    assert p.flush(30) == 0
+    return p
+
+
+def _group_topic(kafka_cluster, tag: str, seed: int, n: int):
+    """A new one-partition events topic, its archiver group's name, and `n` simulated events for it."""
+    c = heal(kafka_cluster)
+    prefix = tag + uuid.uuid4().hex[:6]
+    c.create_topic(f"{prefix}.events", 1, 3)
+    events = list(simulate(SimConfig(seed=seed, events=n, cluster_id=f"{prefix}-cluster")))
+    return c, prefix, f"{prefix}.events", f"{prefix}-archiver", events
+
+
+REJOIN = "rejoining the group with a new consumer"
+
+
+def test_an_archiver_left_without_partitions_while_nobody_archives_rejoins_and_archives(kafka_cluster, tmp_path):
+    c, prefix, topic, group, events = _group_topic(kafka_cluster, "arj", 5, 200)
+    _produce(c, topic, events)
+    member = _Member(c.bootstrap_servers, group, topic, commits=False)
+    log = tmp_path / "archiver.log"
+    archiver = None
+    try:
+        wait_until(lambda: member.assigned and member.read == len(events), 60, "the member to hold the partition")
+        archiver = _start_archiver(c, tmp_path, prefix, rejoin_seconds="2")
+        wait_until(lambda: REJOIN in log.read_text(), 60, "the archiver to rejoin")
+        assert _archived(tmp_path / "archive") == []  # the member still holds the partition
+        member.close()  # leaves the group: the archiver's consumer gets the partition
+        got = wait_until(lambda: len(_archived(tmp_path / "archive")) == len(events) and _archived(tmp_path / "archive"),
+                         90, "the archiver to archive the topic once the member left")
+        assert [(e.seq, e.event_id, e.payload) for e in got] == [(e.seq, e.event_id, e.payload) for e in events]
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; archiver log:\n{log.read_text()[-4000:] if log.exists() else ''}") from None
+    finally:
+        member.close()
+        if archiver is not None:
+            _stop(archiver)
+    assert archiver.returncode == 0, log.read_text()[-4000:]
+
+
+def test_a_standby_archiver_whose_group_is_served_never_rejoins(kafka_cluster, tmp_path):
+    c, prefix, topic, group, events = _group_topic(kafka_cluster, "ars", 6, 240)
+    member = _Member(c.bootstrap_servers, group, topic, commits=True)
+    log = tmp_path / "archiver.log"
+    archiver = None
+    try:
+        p = _produce(c, topic, events[:20])
+        # the member serves the group: it holds the partition and its commits are answered
+        wait_until(lambda: member.assigned and member.committed == 20, 60, "the member to commit")
+        archiver = _start_archiver(c, tmp_path, prefix, rejoin_seconds="3")
+        # events arrive for 11 s (several rejoin waits) and the member commits them; then 9 s with none
+        for i, e in enumerate(events[20:]):
+            p.produce(topic, key=e.cluster_id.encode(), value=encode(e))
+            if i % 20 == 19:
+                p.flush(10)
+                time.sleep(1)
+        assert p.flush(30) == 0
+        wait_until(lambda: member.committed == len(events), 60, "the member to commit every event")
+        time.sleep(9)
+        assert archiver.poll() is None
+        assert REJOIN not in log.read_text()
+        assert _archived(tmp_path / "archive") == []
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; archiver log:\n{log.read_text()[-4000:] if log.exists() else ''}") from None
+    finally:
+        member.close()
+        if archiver is not None:
+            _stop(archiver)

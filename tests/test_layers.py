@@ -1,0 +1,107 @@
+"""The packages' arrows: the import-linter contracts of pyproject.toml (the CLI over the checks over the sources
+over replay over the event contract; no product package imports dev tooling), no import circle between
+modules, and a wheel of product packages only."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import grimp
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PRODUCT = ("schemas", "replay", "services", "checks", "ctrlaudit")
+# C extensions (setup.py): grimp sees `from pkg import _ext` as an import of the package itself
+EXTENSIONS = ("_flatdecode", "_fastbuild", "_kraftdecode")
+
+
+def test_the_layer_contracts_are_kept():
+    done = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command as c; c()", "--no-cache"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "0 broken" in done.stdout, done.stdout[-2000:]
+
+
+def _circles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """The strongly connected sets of more than one module (Tarjan's algorithm, iteratively)."""
+    def imported(m: str) -> list[str]:
+        out = []
+        for n in sorted(graph.find_modules_directly_imported_by(m)):
+            if n not in graph.modules:
+                continue
+            if n == m.rsplit(".", 1)[0] and all(any(e in d["line_contents"] for e in EXTENSIONS)
+                                                for d in graph.get_import_details(importer=m, imported=n)):
+                continue
+            out.append(n)
+        return out
+
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found = []
+    for root in sorted(graph.modules):
+        if root in index:
+            continue
+        work = [(root, iter(imported(root)))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(imported(w))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
+    return found
+
+
+def test_no_import_circle():
+    graph = grimp.build_graph(*PRODUCT, "devtools", cache_dir=None)
+    assert _circles(graph) == []
+
+
+def test_the_circle_finder_finds_a_circle(tmp_path, monkeypatch):
+    for name, body in (("a", "from circ import b\n"), ("b", "from circ import c\n"), ("c", "import circ.a\n")):
+        (tmp_path / "circ").mkdir(exist_ok=True)
+        (tmp_path / "circ" / f"{name}.py").write_text(body)
+    (tmp_path / "circ" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _circles(grimp.build_graph("circ", cache_dir=None)) == [["circ.a", "circ.b", "circ.c"]]
+
+
+def test_the_wheel_holds_the_product_only():
+    from setuptools import find_packages
+
+    found = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    packages = find_packages(str(ROOT), include=found["include"])
+    assert {p.split(".")[0] for p in packages} == set(PRODUCT), sorted(packages)
+    assert not [p for p in packages if p.split(".")[0] in ("devtools", "tests", "bench")]
+
+
+@pytest.mark.parametrize("package", PRODUCT)
+def test_no_product_package_imports_dev_tooling(package):
+    graph = grimp.build_graph(*PRODUCT, "devtools", cache_dir=None)
+    chains = graph.find_shortest_chains(importer=package, imported="devtools", as_packages=True)
+    assert not chains, sorted(chains)
