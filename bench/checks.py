@@ -40,8 +40,8 @@ from checks.catalog import NAMES  # noqa: E402
 from checks.duckdb_engine import DuckDBEngine  # noqa: E402
 from checks.inputs import archives_to_arrow, resolve  # noqa: E402
 from checks.live import LiveChecker  # noqa: E402
+from bench.results import append, machine  # noqa: E402
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
 
 
 def _bench_replay():
@@ -308,7 +308,7 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = os.getloadavg()
-    text = (f"\n### checks — {when}\n\nMachine: {BR.machine()}; load average at the end {load[0]:.1f}. "
+    text = (f"\n### checks — {when}\n\nMachine: {machine()}; load average at the end {load[0]:.1f}. "
             f"Command: `.venv/bin/python bench/checks.py {' '.join(sys.argv[1:])}`. DuckDB threads "
             f"{args.threads}, Spark {'(skipped)' if spark is None else (f'standalone cluster, {args.spark_cluster} workers x 1 core' if cluster else args.master)}. "
             "Histories: bench/replay.py's (1000 topics × 100 partitions, 12 brokers, 3 racks). "
@@ -316,10 +316,7 @@ def main() -> None:
             "×k = time relative to the smallest size.\n\n" + render(results, args, spark_rows))
     print(text)
     if not args.no_results:
-        if not RESULTS.exists():
-            RESULTS.write_text("# Benchmark results\n\nMeasured on the project's machines; each section says how.\n")
-        with RESULTS.open("a") as fo:
-            fo.write(text)
+        append(text)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results import append, cpu_model  # noqa: E402
 from services.kraft import LogReader, metadata_files, native  # noqa: E402
 from services.kraft.files import segment_base_offset  # noqa: E402
 from services.kraft.messages import clear_tail_caches  # noqa: E402
@@ -161,18 +162,7 @@ def table(res: dict) -> str:
 
 
 def append_results(text: str, args: argparse.Namespace) -> Path:
-    path = REPO / "bench" / "RESULTS.md"
-    if not path.exists():
-        path.write_text("# Benchmark results\n\nMeasured on the project's machines; each section names the "
-                        "command that produced it.\n")
-    cpu = "unknown cpu"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
     if args.zk_dir:
         head = (f"\n## decode (ZooKeeper transaction log)\n\n{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}, "
                 f"{platform.node()}, {os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
@@ -180,9 +170,7 @@ def append_results(text: str, args: argparse.Namespace) -> Path:
                 f"{args.zk_dir} --rounds {args.rounds}`. Wall time, the same log files, alternating runs; "
                 f"TxnLogToolkit -d once per file (it reads one), output to /dev/null, JVM starts included; "
                 f"ours decodes every transaction fully (header, record, multi's sub-records, checksum).\n\n")
-        with open(path, "a") as f:
-            f.write(head + text + "\n")
-        return path
+        return append(head + text + "\n")
     head = (f"\n## decode\n\n{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}, {platform.node()}, "
             f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, Kafka {args.version}; "
             f"`python bench/decode.py --dir {args.dir} --rounds {args.rounds} --workers {args.workers}"
@@ -191,9 +179,7 @@ def append_results(text: str, args: argparse.Namespace) -> Path:
             f"--cluster-metadata-decoder, output to /dev/null, JVM start included. "
             f"Native path: {'on' if native.available() else 'off (not built or CTRLAUDIT_NATIVE=0)'}."
             f"\n\n")
-    with open(path, "a") as f:
-        f.write(head + text + "\n")
-    return path
+    return append(head + text + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import platform
 import random
 import resource
 import shutil
@@ -37,22 +36,7 @@ from replay.store import Store  # noqa: E402
 from schemas.archive import fastflat, verified  # noqa: E402
 from schemas.archive.container import read_events  # noqa: E402
 from services.simulator import SimConfig, simulate_to_archive  # noqa: E402
-
-RESULTS = Path(__file__).with_name("RESULTS.md")
-
-
-def machine() -> str:
-    cpu = "unknown cpu"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, Python {platform.python_version()}"
-
+from bench.results import append, machine  # noqa: E402
 
 def peak_mb() -> tuple[float, float]:
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -267,10 +251,7 @@ def main() -> None:
     text = (f"\n### replay — {when}\n\nMachine: {machine()}. Command: `.venv/bin/python bench/replay.py "
             f"{' '.join(sys.argv[1:])}`.\n\n" + "\n".join(table) + "\n")
     print(text)
-    if not RESULTS.exists():
-        RESULTS.write_text("# Benchmark results\n\nMeasured on the project's machines; each section says how.\n")
-    with RESULTS.open("a") as fo:
-        fo.write(text)
+    append(text)
 
 
 if __name__ == "__main__":

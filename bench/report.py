@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.replay import RESULTS, machine  # noqa: E402
+from bench.results import RESULTS, machine  # noqa: E402
 
 
 def run(store: Path, out: Path, extra: list[str]) -> dict[str, str]:
