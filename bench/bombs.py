@@ -15,10 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from schemas.archive.container import read_events, write_events  # noqa: E402
-from services.simulator import SimConfig, simulate_to_archive  # noqa: E402
-from tests.archive_files import reseal, seal  # noqa: E402
-from tests.ctrlaudit.test_bombs import GIB, _long, deflate_raw, gzip_bomb, measured, raw_batch  # noqa: E402
+from tests.ctrlaudit.test_bombs import GIB, bomb_archives, gzip_bomb, measured, raw_batch  # noqa: E402
 from tests.ctrlaudit.test_import import metadata_dir  # noqa: E402
 from tests.ctrlaudit.test_import_logs import brokers  # noqa: E402
 
@@ -40,24 +37,7 @@ def main() -> None:
             bad = measured("import", "kraft", str(bad_dir), "--out", str(t / f"ba{native}"), env=env)
             row(f"KRaft batch, gzip, import kraft ({'native' if native == '1' else 'Python'} decoder)", good, bad)
 
-        simulate_to_archive(t / "sim", SimConfig(seed=7, events=3000, topics=2, partitions=3), fsync=False)
-        (src,) = sorted((t / "sim").rglob("*.avro"))
-        events = list(read_events(src))
-        dirs = {}
-        for name in ("good", "bomb"):
-            target = t / name / src.parent.name / src.name
-            target.parent.mkdir(parents=True)
-            write_events(target, events, codec="deflate")
-            seal(target)
-            dirs[name] = t / name
-        bombed = dirs["bomb"] / src.parent.name / src.name
-        data = bombed.read_bytes()
-        sync = data[-16:]
-        header_end = data.index(sync) + 16
-        first_end = data.index(sync, header_end) + 16
-        block = deflate_raw(GIB)
-        bombed.write_bytes(data[:header_end] + _long(1) + _long(len(block)) + block + sync + data[first_end:])
-        reseal(bombed)
+        dirs = bomb_archives(t / "archives")
         for command in ("verify", "load"):
             good_store = ("--store", str(t / "g.duckdb")) if command == "load" else ()
             bad_store = ("--store", str(t / "b.duckdb")) if command == "load" else ()

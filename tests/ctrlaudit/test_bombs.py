@@ -162,11 +162,9 @@ def test_a_batch_of_the_most_records_the_limit_lets_through(tmp_path: Path, kraf
 
 # --- the archive ----------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def archives(tmp_path_factory) -> dict[str, Path]:
+def bomb_archives(root: Path) -> dict[str, Path]:
     """A good deflate archive, and the same with its first block's bytes replaced by a deflate bomb (1 GiB
-    of zeros) and its manifest made to match (a hostile copy alters both)."""
-    root = tmp_path_factory.mktemp("archives")
+    of zeros) and its manifest made to match (a hostile copy alters both); "bomb-block" the bomb's bytes."""
     simulate_to_archive(root / "sim", SimConfig(seed=7, events=3000, topics=2, partitions=3), fsync=False)
     (src,) = sorted((root / "sim").rglob("*.avro"))
     events = list(read_events(src))
@@ -188,6 +186,11 @@ def archives(tmp_path_factory) -> dict[str, Path]:
     out["bomb-block"] = root / "bomb-block"
     out["bomb-block"].write_bytes(bomb)
     return out
+
+
+@pytest.fixture(scope="module")
+def archives(tmp_path_factory) -> dict[str, Path]:
+    return bomb_archives(tmp_path_factory.mktemp("archives"))
 
 
 def _long(n: int) -> bytes:
