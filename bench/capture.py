@@ -249,7 +249,7 @@ def backlog_run(a) -> None:
     from confluent_kafka import Consumer, TopicPartition
 
     from devtools.cluster.testing import running_cluster
-    from services.normalize.offline import cluster_id_of
+    from services.kraft.offline import cluster_id_of
     src = Path(a.backlog_dir).resolve()
     work = Path(tempfile.mkdtemp(prefix="bench-capture-"))
     prefix = "bench" + uuid.uuid4().hex[:4]

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from services.kraft import LogReader  # noqa: E402
 from services.kraft.bench import synthetic_log  # noqa: E402
-from services.normalize.kraft_normalizer import KRaftNormalizer  # noqa: E402
+from services.kraft.normalizer import KRaftNormalizer  # noqa: E402
 
 
 def main() -> None:

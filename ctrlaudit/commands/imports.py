@@ -40,7 +40,8 @@ def kraft(
     ZooKeeper-mode history of a migrated cluster."""
     from schemas.archive.writer import continuation
     from ctrlaudit.progress import bar
-    from services.normalize.offline import ImportReport, cluster_id_of, import_events, meta_places, plan
+    from services.normalize.imports import ImportReport
+    from services.kraft.offline import cluster_id_of, import_events, meta_places, plan
     from services.normalize.redaction import patterns
 
     patterns()  # a bad CTRLAUDIT_REDACT_PATTERNS is one line before anything is read or written
@@ -80,7 +81,7 @@ def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_
     migration_offline.py)."""
     from schemas.archive.writer import continuation
     from services.normalize.migration_offline import import_migrated_events, migration_cluster_id
-    from services.normalize.offline import ImportReport
+    from services.normalize.imports import ImportReport
 
     zk_report, report = ImportReport(), ImportReport()
     said = Output(json_path)
@@ -124,9 +125,9 @@ def zk(
     """Decode ZooKeeper transaction logs of a ZooKeeper-mode Kafka cluster into ControllerEvents."""
     from schemas.archive.writer import continuation
     from ctrlaudit.progress import bar
-    from services.normalize.offline import ImportReport
+    from services.normalize.imports import ImportReport
     from services.normalize.redaction import patterns
-    from services.normalize.zk_offline import cluster_id_of_zk, import_zk_events, plan_zk
+    from services.zookeeper.offline import cluster_id_of_zk, import_zk_events, plan_zk
 
     patterns()
     refuse_outputs({"--json": json_path}, force=force, inputs=paths, directories={"--out": out})
@@ -167,8 +168,8 @@ def logs(
     merged in time order, into ControllerEvents: each partition state the lines state whole, with its file and line;
     what they state only in part, or not at all, is a capture gap."""
     from schemas.archive.writer import continuation
-    from services.normalize.logs_offline import cluster_id_of_logs, import_log_events, log_layout, zone
-    from services.normalize.offline import ImportReport
+    from services.brokerlogs.offline import cluster_id_of_logs, import_log_events, log_layout, zone
+    from services.normalize.imports import ImportReport
     from services.normalize.redaction import patterns
 
     patterns()

@@ -350,7 +350,7 @@ async def kraft_source() -> None:
     await declare_topics()
     if not settings.metadata_dir or "normalize" not in ROLES:
         return
-    from services.normalize.offline import cluster_id_of
+    from services.kraft.offline import cluster_id_of
     from pathlib import Path
     directory = Path(settings.metadata_dir)
     cluster = settings.cluster_id or cluster_id_of([directory]) or "unknown-cluster"

@@ -35,7 +35,7 @@ from immutables import Map
 from schemas.state.delta import ImageBuilder
 from schemas.state.image import CaptureGapSeen, ClusterImage, ControllerImage, Provenance, TopicImage, TopicsImage
 from schemas.events import BrokerState, ConfigResourceType, LeaderRecoveryState, PartitionState
-from services.normalize.kraft_normalizer import KRaftNormalizer
+from services.kraft.normalizer import KRaftNormalizer
 
 MAGIC, NL = b"CAIMG1\n", b"\n"
 # v2: the image is replay's ClusterImage (configs as the archive holds them, secrets as digests); a v1

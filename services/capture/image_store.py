@@ -26,7 +26,7 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 
 from services.capture import checkpoint
-from services.normalize.kraft_normalizer import KRaftNormalizer
+from services.kraft.normalizer import KRaftNormalizer
 
 log = logging.getLogger(__name__)
 

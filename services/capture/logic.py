@@ -34,8 +34,8 @@ from services.capture.serializers import RawRecord, decode_raw
 from services.kraft import KRaftError, read_batch
 from services.kraft.control import decode_control_batch
 from services.kraft.records import decode_data_batch
-from services.normalize.kraft_normalizer import KRaftNormalizer
-from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
+from services.kraft.normalizer import KRaftNormalizer
+from services.zookeeper.normalizer import ZooKeeperNormalizer
 from services.zookeeper import watch as zkwatch
 
 PROGRESS_HEADER = "ctrlaudit-progress"

@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> None:
             names.cluster_id(cluster, "CTRLAUDIT_CLUSTER_ID")
         if not cluster and s.metadata_dir:
             from pathlib import Path
-            from services.normalize.offline import cluster_id_of
+            from services.kraft.offline import cluster_id_of
             cluster = cluster_id_of([Path(s.metadata_dir)])  # checked there, naming the meta.properties
         # within CTRLAUDIT_CONNECT_TIMEOUT, not kafka-python's 30 s bootstrap and its traceback
         require_reachable(s.bootstrap_servers, s.security)

@@ -1,5 +1,4 @@
-"""Raw source records -> ControllerEvents with state before and after (the logic of the
-`normalize` agent, as plain functions and classes usable offline)."""
-from services.normalize.kraft_normalizer import KRaftNormalizer, merge
-
-__all__ = ["KRaftNormalizer", "merge"]
+"""What the sources' normalizers share: the change classifier (classify), redaction of secrets (redaction,
+password_configs), the offline imports' error and report (imports), and the import of a ZooKeeper-to-KRaft
+migration, which spans two sources (migration_offline). Each source's own normalizer and offline import live
+with its decoder: services.kraft, services.zookeeper, services.brokerlogs."""

@@ -31,10 +31,11 @@ from schemas.events import (
 from schemas.state.image import ClusterImage
 from services.kraft import MetadataRecord
 from services.kraft.transactions import ABORT, BEGIN, END
-from services.normalize.kraft_normalizer import KRaftNormalizer
-from services.normalize.offline import BadImport, ImportReport, cluster_id_of, import_events
-from services.normalize.zk_offline import cluster_id_of_zk, import_zk_events
-from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
+from services.kraft.normalizer import KRaftNormalizer
+from services.normalize.imports import BadImport, ImportReport
+from services.kraft.offline import cluster_id_of, import_events
+from services.zookeeper.offline import cluster_id_of_zk, import_zk_events
+from services.zookeeper.normalizer import ZooKeeperNormalizer
 from services.zookeeper import Txn, znodes
 
 MIGRATION_TXN = "ZK Migration"  # QuorumController.MigrationRecordConsumer.beginMigration's name

@@ -1,6 +1,6 @@
 """Live capture from ZooKeeper: watches on a ZooKeeper-mode Kafka cluster's controller znodes (kazoo), turned
 into the transactions and snapshots ZooKeeper's own files hold, so that the one ZooKeeper normalizer
-(services.normalize.zookeeper_normalizer) makes the same ControllerEvents from both.
+(services.zookeeper.normalizer) makes the same ControllerEvents from both.
 
 What it watches: ``/controller``, ``/controller_epoch``, ``/brokers/ids/*``, ``/brokers/topics/*`` (the
 assignment with adding and removing replicas), every ``/brokers/topics/*/partitions/*/state`` (LeaderAndIsr,

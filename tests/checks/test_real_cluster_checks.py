@@ -8,7 +8,7 @@ brokers x, y (neither the active controller); y is paused until it is fenced and
 resumed while x is killed, so the controller elects y from outside the ISR by itself (the topic config
 allows it; RECOVERING, then RECOVERED); x comes back. Around it: an ordinary topic, a replica move by
 reassignment, and a killed active controller (a new controller epoch, fencing and ISR shrink/expand).
-One node's metadata directory is then imported offline (services.normalize.offline.import_events),
+One node's metadata directory is then imported offline (services.kraft.offline.import_events),
 archived (ArchiveWriter) and checked with DuckDB.
 
 The metadata log holds no offset samples, so the two HW invariants report "no data" here.
@@ -90,7 +90,8 @@ def run_scenario(c, work: Path) -> dict:
 @pytest.fixture(scope="module")
 def checked(kafka_cluster, tmp_path_factory):
     from schemas.archive.writer import ArchiveWriter
-    from services.normalize.offline import ImportReport, cluster_id_of, import_events
+    from services.normalize.imports import ImportReport
+    from services.kraft.offline import cluster_id_of, import_events
 
     c = heal(kafka_cluster)
     work = tmp_path_factory.mktemp(f"checks-{c.label}")

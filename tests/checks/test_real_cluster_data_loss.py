@@ -67,7 +67,7 @@ def _alter(bootstrap: str, kind: str, name: str, configs: dict[str, str | None])
 def lost(kafka_cluster, tmp_path_factory):
     from schemas.archive.writer import ArchiveWriter
     from services.capture.sampler import OffsetSampler
-    from services.normalize.offline import cluster_id_of, import_events
+    from services.kraft.offline import cluster_id_of, import_events
 
     c = heal(kafka_cluster)
     work = tmp_path_factory.mktemp(f"loss-{c.label}")

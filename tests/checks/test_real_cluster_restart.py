@@ -32,7 +32,7 @@ def _in_sync(d: observe.Described) -> bool:
 @pytest.fixture(scope="module")
 def restarted(kafka_cluster, tmp_path_factory):
     from schemas.archive.writer import ArchiveWriter
-    from services.normalize.offline import cluster_id_of, import_events
+    from services.kraft.offline import cluster_id_of, import_events
 
     c = heal(kafka_cluster)
     work = tmp_path_factory.mktemp(f"restart-{c.label}")

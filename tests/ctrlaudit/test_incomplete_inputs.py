@@ -14,7 +14,7 @@ from tests.ctrlaudit.test_bad_inputs import ctrlaudit, digest
 from tests.services.kraft.helpers import metadata_value
 from tests.ctrlaudit.test_exit_codes import one_line
 from tests.services.normalize.logs import T1, LogBuilder, change
-from tests.services.normalize.test_offline import snapshot
+from tests.services.kraft.test_offline import snapshot
 
 
 one_line_refusal = one_line

@@ -84,7 +84,7 @@ def test_forensics_steps_all_succeed(demo, capsys, monkeypatch):
 def test_offline_import_holds_the_archived_kraft_changes(demo):
     """The live archive and the offline decode of the same node's log agree on every KRaft change the
     live capture saw (the copy was taken after capture stopped, so it may hold a few more records)."""
-    from services.normalize.offline import import_events
+    from services.kraft.offline import import_events
     from schemas.archive import clusters, iter_events
     cap, _, _, _, _ = demo
     live = [(e.source.offset, e.source.index, e.kind, e.payload)

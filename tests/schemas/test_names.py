@@ -61,7 +61,7 @@ def test_below_refuses_a_listing_that_leaves_its_root(tmp_path, relative):
 
 
 def test_meta_properties_cluster_id_is_checked(tmp_path):
-    from services.normalize.offline import cluster_id_of
+    from services.kraft.offline import cluster_id_of
 
     d = tmp_path / "__cluster_metadata-0"
     d.mkdir()
@@ -74,7 +74,7 @@ def test_meta_properties_cluster_id_is_checked(tmp_path):
 
 
 def test_zookeepers_cluster_id_znode_is_checked(monkeypatch):
-    from services.normalize import zk_offline
+    from services.zookeeper import offline as zk_offline
     from services.zookeeper import Op, Txn
 
     def log_with(data: bytes):
@@ -95,7 +95,7 @@ def test_zookeepers_cluster_id_znode_is_checked(monkeypatch):
 
 
 def test_broker_logs_cluster_id_is_checked(tmp_path):
-    from services.normalize.logs_offline import cluster_id_of_logs
+    from services.brokerlogs.offline import cluster_id_of_logs
 
     log = tmp_path / "controller.log"
     # the line's pattern takes [\w-]: \w is unicode, so a non-ASCII letter, or a very long id, reaches the list

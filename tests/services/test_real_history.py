@@ -10,7 +10,7 @@ controller epoch), and a topic deleted and re-created under the same name (new t
 
 At marks along the way it records `kafka-topics --describe` with the committed metadata offset
 (HW - 1) while describe is stable. Then one node's metadata directory is copied, imported offline
-(services.normalize.offline.import_events -> ArchiveWriter), loaded into a Store, and:
+(services.kraft.offline.import_events -> ArchiveWriter), loaded into a Store, and:
   (a) the replayed state as of each mark's offset == describe at that mark, partition by partition;
   (b) the image as of the newest snapshot == the metadata shell's view of that .checkpoint
       (topics and ids, every PartitionRegistration field we model, broker registrations);
@@ -211,7 +211,8 @@ def _wait_snapshot_after(c, node: int, offset: int, timeout: float = 60) -> None
 def history(kafka_cluster, tmp_path_factory):
     from replay.store import Store
     from schemas.archive.writer import ArchiveWriter
-    from services.normalize.offline import ImportReport, cluster_id_of, import_events
+    from services.normalize.imports import ImportReport
+    from services.kraft.offline import cluster_id_of, import_events
 
     c = heal(kafka_cluster)
     work = tmp_path_factory.mktemp(f"history-{c.label}")
@@ -424,8 +425,8 @@ def test_broker_log_import_agrees_with_the_metadata_log(history, kafka_cluster, 
     only when the lines state it whole, with what the controller's rules add: a leader change keeps the replicas no
     logged reassignment changed, an ISR at min.insync.replicas has no ELR; never a guess); how much of this
     module's history the lines state whole is printed."""
-    from services.normalize.logs_offline import import_log_events
-    from services.normalize.offline import ImportReport
+    from services.brokerlogs.offline import import_log_events
+    from services.normalize.imports import ImportReport
 
     h = history
     logs = [copy_live_directory(n.logs_dir, tmp_path / "logs" / f"node{i}")

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from services.brokerlogs.evidence import evidence
-from services.normalize.logs_offline import import_log_events
+from services.brokerlogs.offline import import_log_events
 from tests.fuzzing import damaged, fuzz_settings, only_contract_errors
 
 
@@ -90,7 +90,7 @@ def test_fuzz_a_damaged_log_file(data, gz):
 # --- what the fuzzers found, kept as plain tests ----------------------------------------------------------
 
 def test_a_line_with_a_time_no_clock_writes_is_counted_not_read(tmp_path):
-    from services.normalize.offline import ImportReport
+    from services.normalize.imports import ImportReport
 
     log = LOG.replace(b"[2026-11-24 10:00:00,000]", b"[2026-31-24 10:00:00,000]", 1)
     (tmp_path / "state-change.log").write_bytes(log)
@@ -100,7 +100,7 @@ def test_a_line_with_a_time_no_clock_writes_is_counted_not_read(tmp_path):
 
 
 def test_a_line_with_a_number_beyond_kafkas_types_is_named_not_read(tmp_path):
-    from services.normalize.offline import ImportReport
+    from services.normalize.imports import ImportReport
 
     line = "[Controller id=3] Updated leader epoch for partition t-0 to 2, zkVersion=" + "9"
     for digits in (12, 5000):  # beyond int32, beyond what Python converts

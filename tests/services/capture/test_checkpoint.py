@@ -13,7 +13,7 @@ from schemas.events import BrokerState, ConfigResourceType, LeaderRecoveryState,
 from services.capture import logic
 from services.capture.checkpoint import MAGIC, CheckpointError, digest, dump, join, load, quiet, split
 from services.kraft import LogReader
-from services.normalize.kraft_normalizer import KRaftNormalizer
+from services.kraft.normalizer import KRaftNormalizer
 from tests.services.normalize.logs import T1, T2, LogBuilder, broker, change, partition
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -23,7 +23,7 @@ from schemas.archive import fastencode
 from services.capture import logic
 from services.kraft import read_batch
 from services.kraft.records import decode_data_batch
-from services.normalize.kraft_normalizer import KRaftNormalizer
+from services.kraft.normalizer import KRaftNormalizer
 
 ROOT = Path(__file__).resolve().parents[3]
 

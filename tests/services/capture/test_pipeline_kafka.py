@@ -220,7 +220,7 @@ def run(kafka_cluster, tmp_path_factory):
     # the cluster is quiet now: copy the source's log and wait for the archive to reach its end
     time.sleep(3)
     copy = copy_node_metadata(c, source, work / "copy")
-    from services.normalize.offline import import_events
+    from services.kraft.offline import import_events
     offline = list(import_events([copy]))
     last = max(e.source.offset for e in offline)
 

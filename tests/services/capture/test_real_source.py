@@ -13,7 +13,7 @@ from schemas.events import BrokerChange, BrokerChangeKind, CaptureGap, TopicChan
 from services.capture.logic import CaptureState
 from services.capture.sources import KRaftTail, QuorumWatermark
 from devtools.cluster.testing import copy_node_metadata, heal
-from services.normalize.offline import import_events
+from services.kraft.offline import import_events
 
 pytestmark = [pytest.mark.kafka]
 

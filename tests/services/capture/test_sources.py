@@ -11,10 +11,10 @@ from schemas.events import CaptureGap, PartitionChange
 from services.capture.serializers import RawRecord
 from services.capture.logic import CaptureState
 from services.capture.sources import KRaftTail
-from services.normalize.offline import import_events
+from services.kraft.offline import import_events
 from tests.services.kraft.helpers import metadata_value
 from tests.services.normalize.logs import T1, LogBuilder, change
-from tests.services.normalize.test_offline import history, snapshot
+from tests.services.kraft.test_offline import history, snapshot
 
 
 def seg(d: Path, base: int) -> Path:

@@ -19,7 +19,7 @@ from services.kraft import LogReader, compression, native
 from services.kraft.batch import build_batch
 from services.kraft.crc import crc32c
 from services.kraft.wire import write_varint
-from services.normalize.offline import import_events
+from services.kraft.offline import import_events
 from tests.fuzzing import archived, damaged, fuzz_settings, hostile, only_contract_errors
 
 from .helpers import all_versions, control_key, control_value, data_batch, metadata_value, pcr, random_data

@@ -139,7 +139,7 @@ def test_reassignment_and_fencing_visible_in_decoded_log(exercised):
 def test_a_controller_unregistration_is_decoded_from_kafka_44(exercised):
     """`kafka-cluster unregister-controller` (Kafka 4.4+; CTRLAUDIT_KAFKA_4=4.4.0 runs it): the record is known
     (test_every_record_matches_dumplogsegments compares its bytes), and it is not controller state."""
-    from services.normalize.kraft_normalizer import NOT_CONTROLLER_STATE
+    from services.kraft.normalizer import NOT_CONTROLLER_STATE
 
     cluster, _, copies, _ = exercised
     if version_tuple(cluster.version) < (4, 4):

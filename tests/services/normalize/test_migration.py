@@ -10,8 +10,9 @@ import pytest
 
 from schemas.events import BrokerChange, BrokerChangeKind, ControllerChange, PartitionChange, TopicChange
 from services.normalize.migration_offline import MigratedKRaftNormalizer, MigrationMismatch, claim_epoch
-from services.normalize.offline import BadImport, import_events
-from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
+from services.normalize.imports import BadImport
+from services.kraft.offline import import_events
+from services.zookeeper.normalizer import ZooKeeperNormalizer
 from services.zookeeper import Op, Txn
 from tests.services.normalize.logs import T1, LogBuilder, broker, change, partition
 
@@ -146,7 +147,7 @@ def _cli_inputs(tmp_path, cluster_id: str):
 
 
 def test_cli_two_clusters_and_a_log_without_the_claim_are_one_line_each(tmp_path):
-    from services.normalize.zk_offline import cluster_id_of_zk
+    from services.zookeeper.offline import cluster_id_of_zk
     from tests.ctrlaudit.conftest import run
 
     meta, zk = _cli_inputs(tmp_path, "someOtherClusterIdAAAA")

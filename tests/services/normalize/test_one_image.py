@@ -17,8 +17,8 @@ from schemas.state.image import ClusterImage
 from schemas.archive.chain import Chain
 from schemas.events import ConfigChange, ConfigResourceType, ControllerEvent
 from services.kraft import LogReader
-from services.normalize.kraft_normalizer import KRaftNormalizer
-from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
+from services.kraft.normalizer import KRaftNormalizer
+from services.zookeeper.normalizer import ZooKeeperNormalizer
 from tests.services.capture.test_checkpoint import rich_log
 from tests.services.normalize.logs import T1, LogBuilder, broker, partition
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.normalize.zk_offline import import_zk_events
+from services.zookeeper.offline import import_zk_events
 from services.zookeeper import TxnLogReader
 from services.zookeeper.snapshot import read_snapshot
 from services.zookeeper.txnlog import ENTRY, EOR, HEADER, LOG_MAGIC, SNAP_MAGIC

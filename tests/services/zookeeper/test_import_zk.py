@@ -13,7 +13,7 @@ import pytest
 from schemas.events import (BrokerChange, BrokerChangeKind, CaptureGap, ControllerChange, PartitionChange,
                             PartitionChangeKind as K, TopicChange, TopicChangeKind)
 from schemas.archive.listing import iter_events
-from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
+from services.zookeeper.normalizer import ZooKeeperNormalizer
 from services.zookeeper import Op, Txn, read_txn_log
 from tests.ctrlaudit.conftest import run
 

@@ -195,9 +195,9 @@ def test_a_migration_that_does_not_restate_zookeeper_is_one_error(migrated):
     """The ZooKeeper part's image changed before the migration transaction is compared: the import stops with the
     partition, the offset of the migration's record and both states."""
     from services.normalize.migration_offline import MigratedKRaftNormalizer, MigrationMismatch, claim_epoch
-    from services.normalize.offline import import_events
-    from services.normalize.zk_offline import import_zk_events
-    from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
+    from services.kraft.offline import import_events
+    from services.zookeeper.offline import import_zk_events
+    from services.zookeeper.normalizer import ZooKeeperNormalizer
 
     zk = ZooKeeperNormalizer("c")
     claims = []

@@ -218,7 +218,7 @@ def test_dynamic_broker_configs_are_events_from_the_log_and_from_the_live_watch(
     """The cluster default's and a broker's dynamic unclean.leader.election.enable (the checks' "cluster:" and
     "broker:" scopes) as BROKER ConfigChanges, the default under KRaft's resource name ""."""
     from schemas.events import ConfigChange, ConfigResourceType
-    from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
+    from services.zookeeper.normalizer import ZooKeeperNormalizer
 
     _, files, _, facts = scenario
     from_log = ZooKeeperNormalizer("zk-log")
@@ -328,7 +328,7 @@ def test_live_watch_state_at_every_mark_equals_describe(scenario, tmp_path):
     from replay.store import Store
     from schemas.events import CaptureGap, ControllerChange
     from schemas.archive import ArchiveWriter
-    from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
+    from services.zookeeper.normalizer import ZooKeeperNormalizer
     from services.zookeeper.snapshot import Snapshot
 
     _, _, _, facts = scenario
@@ -371,9 +371,9 @@ def test_broker_log_import_equals_the_transaction_log(scenario, tmp_path):
     import sys
 
     from schemas.events import BrokerChange, CaptureGap, ControllerChange, PartitionChange
-    from services.normalize.logs_offline import import_log_events
-    from services.normalize.offline import ImportReport
-    from services.normalize.zk_offline import import_zk_events
+    from services.brokerlogs.offline import import_log_events
+    from services.normalize.imports import ImportReport
+    from services.zookeeper.offline import import_zk_events
 
     copy, _, _, facts = scenario
     logs = facts["broker_logs"]

@@ -18,7 +18,7 @@ from kazoo.exceptions import NoNodeError
 
 from devtools.cluster import ZkKafkaCluster, find_free_base_port
 from devtools.cluster.testing import java_available
-from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
+from services.zookeeper.normalizer import ZooKeeperNormalizer
 from services.zookeeper.watch import Gap, ZooKeeperWatch
 
 pytestmark = [pytest.mark.kafka, pytest.mark.skipif(not java_available(), reason="needs java and mvn")]

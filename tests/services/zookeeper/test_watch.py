@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from kazoo.exceptions import NoNodeError
 
-from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
+from services.zookeeper.normalizer import ZooKeeperNormalizer
 from services.zookeeper.records import Txn
 from services.zookeeper.snapshot import Snapshot
 from services.zookeeper.watch import Gap, ZooKeeperWatch

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from schemas.events import LeaderRecoveryState, PartitionChange
-from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
+from services.zookeeper.normalizer import ZooKeeperNormalizer
 from services.zookeeper import Op, Txn, znodes
 
 TOPIC_ID = "2DFyH9nsQ722Pzh8c0PzYw"

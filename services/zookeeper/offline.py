@@ -15,8 +15,8 @@ from pathlib import Path
 
 from schemas import names
 from schemas.events import ControllerEvent
-from services.normalize.offline import BadImport, ImportReport
-from services.normalize.zookeeper_normalizer import ZooKeeperNormalizer
+from services.normalize.imports import BadImport, ImportReport
+from services.zookeeper.normalizer import ZooKeeperNormalizer
 from services.zookeeper import Txn, TxnLogReader, ZooKeeperFileError, log_start_zxid, snapshot_zxid, txn_logs, znodes
 from services.zookeeper.snapshot import read_snapshot
 

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from services.kraft.batch import build_batch
-from services.normalize.offline import BadImport, ImportReport, import_events, plan
+from services.normalize.imports import BadImport, ImportReport
+from services.kraft.offline import import_events, plan
 from tests.services.kraft.helpers import control_key, control_value
 from tests.services.normalize.logs import T1, LogBuilder, broker, change, partition
 
@@ -71,7 +72,7 @@ def test_bootstrap_from_snapshot_when_old_segments_are_gone(tmp_path: Path) -> N
 
 def test_snapshot_after_history_deletes_what_it_does_not_mention(tmp_path: Path) -> None:
     from services.kraft import LogReader
-    from services.normalize import KRaftNormalizer
+    from services.kraft.normalizer import KRaftNormalizer
     from tests.services.kraft.helpers import metadata_value
 
     log = history(LogBuilder()).write(tmp_path / "00000000000000000000.log")

@@ -13,8 +13,8 @@ from schemas import names
 from schemas.events import ControllerEvent
 from services.brokerlogs.layout import KAFKA, BadLayout, Layout, layout
 from services.brokerlogs.lines import BadLogs, check_text, log_files, merged, read_log, text_lines
-from services.normalize.brokerlog_normalizer import BrokerLogNormalizer
-from services.normalize.offline import BadImport, ImportReport
+from services.brokerlogs.normalizer import BrokerLogNormalizer
+from services.normalize.imports import BadImport, ImportReport
 
 
 def zone(name: str) -> ZoneInfo:

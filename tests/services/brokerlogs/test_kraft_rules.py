@@ -7,7 +7,7 @@ from pathlib import Path
 
 from schemas.events import CaptureGap, PartitionChange
 from services.brokerlogs.lines import LogLine
-from services.normalize.brokerlog_normalizer import BrokerLogNormalizer
+from services.brokerlogs.normalizer import BrokerLogNormalizer
 
 TID = "HYtHGfsxRlqPkOrBuQIjMQ"
 QC = "[QuorumController id=1] "

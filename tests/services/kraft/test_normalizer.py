@@ -9,7 +9,7 @@ from schemas.events import (
     BrokerChangeKind, ElectionType, LeaderRecoveryState, PartitionChangeKind as K, TopicChangeKind,
 )
 from services.kraft import LogReader
-from services.normalize import KRaftNormalizer
+from services.kraft.normalizer import KRaftNormalizer
 from services.kraft.batch import build_batch
 from services.kraft.messages import CATALOGUE
 from tests.services.normalize.logs import INC, T1, LogBuilder, broker, change, partition

@@ -47,7 +47,7 @@ from services.brokerlogs.evidence import (
     TopicDeleted, Unnumbered, UnreadableLine, ZooKeeperController, evidence, node_of,
 )
 from services.brokerlogs.lines import LogLine
-from services.normalize.brokerlog_kraft import KRaftRules
+from services.brokerlogs.kraft_rules import KRaftRules
 from services.normalize.classify import change_kinds, election_type
 from schemas.state.delta import ImageBuilder
 from schemas.gap_reasons import partition_reason

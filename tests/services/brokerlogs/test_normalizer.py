@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from schemas.events import CaptureGap, ControllerChange, PartitionChange, TopicChange, TopicChangeKind
 from services.brokerlogs.lines import LogLine
-from services.normalize.brokerlog_normalizer import BrokerLogNormalizer
+from services.brokerlogs.normalizer import BrokerLogNormalizer
 
 TID = "RNtMhD9NQi2xOjaNSWzCLA"
 

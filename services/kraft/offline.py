@@ -11,32 +11,16 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from schemas import names
-from schemas.errors import ContractError
 from schemas.events import ControllerEvent
 from services.kraft import KRaftError, LogReader, metadata_files, snapshot_id
 from services.kraft.files import bootstrap_snapshot, segment_base_offset, snapshot_problem
-from services.normalize.kraft_normalizer import KRaftNormalizer
+from services.kraft.normalizer import KRaftNormalizer
+from services.normalize.imports import BadImport, ImportReport
 
 log = logging.getLogger(__name__)
-
-
-class BadImport(ContractError):
-    """The given files do not form a history that can be imported."""
-
-
-@dataclass
-class ImportReport:
-    files: list[str] = field(default_factory=list)
-    records: int = 0
-    events: int = 0
-    gaps: list[str] = field(default_factory=list)
-    partial_tail: str | None = None
-    aborted_transactions: int = 0
-    passed_over: dict[str, str] = field(default_factory=dict)  # snapshots not used, not being whole: file -> why
 
 
 METADATA_DIR = "__cluster_metadata-0"
