@@ -19,7 +19,7 @@ brokers on 3 racks), so one --keep directory serves both benchmarks; an archive 
 when it holds a COMPLETE marker. A directory that another process is still writing (no marker, files
 changed in the last 2 minutes) is waited for, never deleted.
 
-Targets (issue 5): DuckDB check <= 30 s at 10M events on 2 cores; Spark's cost grows linearly.
+Targets: DuckDB check <= 30 s at 10M events on 2 cores; Spark's cost grows linearly.
 """
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def bench(n: int, root: Path, args, spark) -> dict:
 def _timed_findings(engine, res: dict, key: str) -> list:
     """The engine's findings (what `ctrlaudit check` computes before its report), timed as `<key>_check`; then
     every row in Python, sorted, for the engines' comparison, timed apart as `<key>_rows_s` (1.35M rows at 10M
-    events: not the check's cost, and until session 28 inside it)."""
+    events: not the check's cost, and until 2026-11-28 inside it)."""
     t = time.perf_counter()
     found = engine.findings(NAMES)
     res[f"{key}_check"] = time.perf_counter() - t
@@ -233,7 +233,8 @@ def render(results: list[dict], args, spark_rows: list[dict] = ()) -> str:
     sorts = [f"{r['events']:,}: DuckDB {r['duck_rows_s']:.1f} s"
              + (f", Spark {r['spark_rows_s']:.1f} s" if "spark_rows_s" in r else "") for r in results]
     text += ("\nA check is the engine's findings, what `ctrlaudit check` computes before its report; the rows in "
-             "Python, sorted for the engines' comparison, are not in it (since session 28): " + "; ".join(sorts) + ".\n")
+             "Python, sorted for the engines' comparison, are not in it (since 2026-11-28): "
+             + "; ".join(sorts) + ".\n")
     parts = [f"{r['events']:,}: " + ", ".join(f"{k} {v:.1f} s" for k, v in r["spark_parts"].items())
              for r in results if r.get("spark_parts")]
     if parts:

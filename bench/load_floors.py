@@ -1,4 +1,4 @@
-"""What a load cannot beat on this machine (not a test): the floors of issue 14's load target, ≥ 1M events/s.
+"""What a load cannot beat on this machine (not a test): the floors of the load target, ≥ 1M events/s.
 
 The load (bench/replay.py) decodes and verifies the archive, then writes the rows into the store. This
 measures the writing alone, from rows already decoded, for the store's layout and for narrower ones the

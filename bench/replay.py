@@ -8,8 +8,8 @@ Prints a table and appends it, with the machine and the date, to bench/RESULTS.m
     .venv/bin/python bench/replay.py --events 1000000      # one size
     .venv/bin/python bench/replay.py --events 1000000 --keep /tmp/bench   # keep archives, reuse them next time
 
-Targets (issue 2): load >= 1M events/s; as-of <= 1 s at 10M; fold >= 500k events/s; peak <= 4 GB.
-Issue 14: as-of with objects <= 200 ms at 10M; the load beside its floor, DuckDB making a table of the
+Targets: load >= 1M events/s; as-of <= 1 s at 10M; fold >= 500k events/s; peak <= 4 GB.
+Also: as-of with objects <= 200 ms at 10M; the load beside its floor, DuckDB making a table of the
 same rows from Parquet (no verification, no intervals, no chain state).
 """
 from __future__ import annotations
@@ -157,7 +157,7 @@ def table_seconds(parquet: Path, db: Path, select: str = "*") -> float:
 
 
 def parquet_floor(archive: Path, root: Path, workers: int) -> float:
-    """The load's anchor (issue 14): seconds for DuckDB to make a table of the same rows from a Parquet
+    """The load's anchor: seconds for DuckDB to make a table of the same rows from a Parquet
     file (table_seconds), with no verification, no intervals and no chain state. Writing the Parquet file
     is not timed."""
     parquet = root / "floor.parquet"

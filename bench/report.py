@@ -2,7 +2,7 @@
 
 Runs the CLI in a child process per store (wall time, the child's peak RSS, the HTML's size) and
 appends a table, with the machine, the date, the load average and the command, to bench/RESULTS.md.
-The issue's bound: a 10M-event, 100k-partition history in under 30 s and under 10 MB.
+Target: a 10M-event, 100k-partition history in under 30 s and under 10 MB.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Would fusing invariants into one pass help Spark? (not a test; issue 14, Spark ≥ 100k events/s on local[2])
+"""Would fusing invariants into one pass help Spark? (not a test; the target: Spark ≥ 100k events/s on local[2])
 
 Five row-local rules, written as the catalog writes them (leader_in_isr's three, partition_epoch_monotonic's,
 leader_epoch_monotonic's first two), run as three queries as the engine does, then as one query that scans the

@@ -1,5 +1,5 @@
 """Spark, one invariant at a time (not a test): where the Spark check's time goes, and what the way the
-events are held changes. For issue 14's Spark target (≥ 100k events/s on local[2]).
+events are held changes. For the Spark target (≥ 100k events/s on local[2]).
 
 The events of a replay store are written once to Parquet (not timed); Spark then holds them one of three
 ways, runs the shared relations and each invariant `--repeat` times through the engine's own path
@@ -9,10 +9,10 @@ ways, runs the shared relations and each invariant `--repeat` times through the 
 - ``partitioned``: cached after a repartition by (cluster_id, topic, partition) and a sort by seq
   within partitions, so that windows over a partition's history could skip their exchange and sort;
 - ``keyed``: cached after a repartition by (cluster_id, seq) and a sort by it, the key of every join that
-  fetches rows by key, so that only the other side would be shuffled (slower: bench/RESULTS.md, session 23);
+  fetches rows by key, so that only the other side would be shuffled (slower: bench/RESULTS.md, 2026-11-27);
 - ``bucketed``: written by Spark as a table bucketed by (cluster_id, seq) (a shuffle of every event, timed
   as the holding), so that a join fetching events by key shuffles only its keys (not kept: with the
-  handoff writing the buckets itself the command's check was no faster, bench/RESULTS.md, session 24);
+  handoff writing the buckets itself the command's check was no faster, bench/RESULTS.md, 2026-11-27);
 - ``parquet``: not cached, every query reads the Parquet file (vectorized reader).
 
     .venv/bin/python bench/spark_invariants.py STORE [--hold cache|partitioned|keyed|bucketed|parquet] [--repeat 3]

@@ -41,7 +41,7 @@ FILE_ROWS = 1 << 19
 # cluster's events, often) is spread over every shard, not held by one task. A power of two (a bit mask).
 BUCKETS = 64
 # zstd: half the bytes of uncompressed (121 against 237 bytes per event at 10M), for about 1 s more per 1M events
-# written and 0.1 s more per 1M read (bench/RESULTS.md, session 28)
+# written and 0.1 s more per 1M read (bench/RESULTS.md, 2026-11-28)
 COMPRESSION = "zstd"
 BUCKET_COLUMN = "shard_bucket"
 SHARD_KINDS = ("PartitionChange", "OffsetSample")

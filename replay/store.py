@@ -31,7 +31,7 @@ LAYOUT_VERSION = STORE_LAYOUT_VERSION  # schemas.archive.flat: the one place, sh
 BATCH_BYTES = 128 * 1024 * 1024
 DEFAULT_PATH = "ctrlaudit.duckdb"
 # DuckDB's default is 80% of RAM; a load's window functions over a large history would take it.
-# With this cap they spill to <store>.tmp instead, so load memory stays bounded (issue 2: <= 4 GB
+# With this cap they spill to <store>.tmp instead, so load memory stays bounded (the target: <= 4 GB
 # at 10M events including the decoded batches).
 LOAD_MEMORY_LIMIT = "2GB"
 

@@ -13,7 +13,7 @@
 --            and replicas shrink only by adding replicas the new target drops, never by an original
 --            replica while the adding replicas are not all in the ISR (that is completing early).
 -- A change labelled REASSIGNMENT_CANCEL/COMPLETE is judged as such; unlabelled ones by their shape.
--- ZooKeeper mode (seed 000, KafkaController.onPartitionReassignment): before the assignment znode
+-- ZooKeeper mode (KafkaController.onPartitionReassignment): before the assignment znode
 -- becomes RAR, the controller has bumped the leader epoch in the state znode (B3: a new leader from
 -- RAR, or the sitting one re-sent with epoch + 1), so a completion whose leader epoch is not above
 -- the one at the reassignment's start skipped that step (`zk_completed_without_leader_epoch_bump`).

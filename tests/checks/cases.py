@@ -336,7 +336,7 @@ CLEAN: dict[str, Callable[[str], History]] = {
 }
 
 
-# --- issue 17: blind spots ---------------------------------------------------------------------------
+# --- blind spots the catalog once had ----------------------------------------------------------------
 # At the end of baseline: t-0 replicas (2,3,4), isr (2,4), leader 2; t-1 replicas (2,3,4), isr (3,),
 # leader 3; brokers 1, 2, 3, 4 registered and unfenced.
 
@@ -438,7 +438,7 @@ def elr_from_outside_isr(c: str) -> History:
 
 
 def elr_outsider_elected(c: str) -> History:
-    """The issue's case: a broker put in the ELR without coming from the ISR, then elected leader
+    """The case once missed: a broker put in the ELR without coming from the ISR, then elected leader
     from the ELR (which unclean_election_allowed counts as clean)."""
     h = baseline(c, mv=23)
     h.change("t", 0, (K.ISR, K.ELR), isr=(4,), elr=(3,), leader=4)
@@ -479,7 +479,7 @@ VIOLATING.update({
 })
 
 
-# legal look-alikes of the issue-17 rules
+# legal look-alikes of the blind-spot rules
 
 def clean_lists_reordered(c: str) -> History:
     """The same members in another order, and a broker in adding that is (rightly) in replicas too."""
@@ -630,7 +630,7 @@ CLEAN.update({
 })
 
 
-# --- 17.6: partitions keyed by topic id, a live topic for every change ---------------------------------
+# --- partitions keyed by topic id, a live topic for every change -------------------------------------
 
 def _topic_u_deleted(h: History) -> str:
     """Topic u created with partition u-0 and deleted (partitions first, as KRaft does); its old id."""
@@ -703,7 +703,7 @@ CLEAN.update({
 })
 
 
-# --- issue 16.1: a re-registration while still in ISRs, by metadata.version ------------------------------
+# --- a re-registration while still in ISRs, by metadata.version --------------------------------------
 # Kafka < 4.0-IV1 (e.g. 3.9 at metadata.version 21) writes a returning broker's RegisterBrokerRecord
 # (fenced) while the broker is still in ISRs: a known anomaly, allowed. From 4.0-IV1 (23) the controller
 # removes it from the ISRs and ELRs first (KAFKA-15586), so the same history is a violation.
@@ -766,7 +766,7 @@ CLEAN.update({
 })
 
 
-# --- issue 16.2: KIP-966 ELR rules that need min.insync.replicas, and elections from the ELR --------------
+# --- KIP-966 ELR rules that need min.insync.replicas, and elections from the ELR ---------------------
 
 def _min_isr(h: History, value: str, topic: str | None = None) -> None:
     if topic is None:
@@ -864,7 +864,7 @@ CLEAN.update({
 })
 
 
-# --- issue 16.3: committed data at elections (high_watermark_monotonic) ----------------------------------
+# --- committed data at elections (high_watermark_monotonic) ------------------------------------------
 
 def _elr_then_leaderless(h: History, hw: int, leos: dict[int, int]) -> None:
     """t-0: 4 leaves the ISR for the ELR, a sample (hw, leos), then the ISR empties into the ELR."""
@@ -942,12 +942,12 @@ CLEAN.update({
 })
 
 
-# --- ZooKeeper mode (issue 12.6): the same catalog with the ZooKeeper-era controller's order --------
+# --- ZooKeeper mode: the same catalog with the ZooKeeper-era controller's order ----------------------
 
 def zk_baseline(c: str) -> History:
     """A ZooKeeper-mode history as `ctrlaudit import zk` writes it (no metadata.version, brokers
     only registered or gone): a broker dies and its znode goes before the controller moves its
-    leaderships; it comes back; a reassignment in the controller's steps (seed 000): the assignment
+    leaderships; it comes back; a reassignment in the controller's steps: the assignment
     znode grows to OAR + RAR (the state znode, and its version, untouched), the state znode gets the
     leader-epoch bumps and the ISR changes, then the assignment znode becomes RAR on its own."""
     h = History(c, mv=None)
@@ -1014,7 +1014,7 @@ VIOLATING.update({
 CLEAN.update({"zk_baseline": zk_baseline})
 
 
-# --- leader_election_order (I14, seed 002): a clean election takes the first live ISR member in replica order ---
+# --- leader_election_order (I14): a clean election takes the first live ISR member in replica order ---
 
 def _order_base(c: str, zk: bool = False) -> History:
     """Topic o, partition 0 on replicas (1, 2, 3), broker 1 leading; KRaft unless `zk`."""
@@ -1111,7 +1111,7 @@ CLEAN.update({
 })
 
 
-# --- ZooKeeper mode: the controller's reassignment steps (seed 000) and epoch fencing (seed 003) ---------------
+# --- ZooKeeper mode: the controller's reassignment steps and epoch fencing ---------------------------
 
 def zk_reassignment_completed_without_bump(c: str) -> History:
     """The assignment znode becomes RAR although no state write bumped the leader epoch since the start."""
@@ -1154,7 +1154,7 @@ def clean_zk_reassignment_with_bumps(c: str) -> History:
     return h
 
 
-# --- a ZooKeeper -> KRaft migration (KIP-866, issue 12 part 5): two controller-epoch counters --------------
+# --- a ZooKeeper -> KRaft migration (KIP-866): two controller-epoch counters -------------------------
 
 def _migrated(c: str) -> History:
     """zk_baseline, the KRaft controller 3000's claim of /controller in ZooKeeper (ZooKeeper epoch 2), then the

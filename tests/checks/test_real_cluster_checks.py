@@ -1,4 +1,4 @@
-"""Issue 5's proof on real clusters (KRaft 4.x and 3.9, the shared cluster of tests/conftest.py):
+"""The catalog's proof on real clusters (KRaft 4.x and 3.9, the shared cluster of tests/conftest.py):
 the whole catalog reports zero violations on a real history that includes an unclean election on a
 topic that allows it — reported as *allowed*, not as a failure — and the live checker raises exactly
 the batch report's alerts on that history.
@@ -183,7 +183,7 @@ def test_live_alerts_equal_the_batch_report(checked):
 
 
 def test_controller_bugs_planted_into_the_real_history_are_caught(checked, tmp_path):
-    """Issue 17's blind spots, planted into this real history and re-chained (so the archive verifies):
+    """The catalog's former blind spots, planted into this real history and re-chained (so the archive verifies):
     a duplicate in an ISR, a broker in controlled shutdown elected leader, an ELR member that did not
     come from the ISR (or an ELR at a metadata.version without one), a partition under a topic id that
     was never created. Each is reported at the planted event, under its rule."""

@@ -1,4 +1,4 @@
-"""Issue 16.3 on real clusters: committed records lost by an unclean election, as the offset sampler sees it.
+"""On real clusters: committed records lost by an unclean election, as the offset sampler sees it.
 
 Scenario (topic ``dl-loss``, replicas x, y, neither the active controller; min.insync.replicas=1 and
 unclean.leader.election.enable=true): records are written while both are in sync, then y's fetches

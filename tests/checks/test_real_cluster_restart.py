@@ -1,4 +1,4 @@
-"""Issue 16.1 on real clusters: the whole cluster killed with -9 and restarted.
+"""On real clusters: the whole cluster killed with -9 and restarted.
 
 Kafka 3.9 (metadata.version 21) writes each returning broker's registration (fenced) while the broker
 is still in ISRs: `fenced_broker_not_in_isr` reports it as the named known anomaly (allowed, citing

@@ -1,4 +1,4 @@
-"""One CLI (issue 13.4): one time format, JSON on standard output for every command, topics named as
+"""One CLI: one time format, JSON on standard output for every command, topics named as
 kafka-topics names them (regexes, the closest names when nothing matches), kafka-topics' describe
 filters, headers that count the whole topic, tables that fit the terminal, help text for every flag."""
 from __future__ import annotations

@@ -184,7 +184,7 @@ def test_csv_exports_hold_the_same_rows_as_json(incident_history):
 
 
 def test_report_shows_committed_data_lost_in_unclean_elections(tmp_path):
-    """Issue 16.3: an unclean election whose new leader was behind the sampled HW is allowed, and the
+    """Committed data at elections: an unclean election whose new leader was behind the sampled HW is allowed, and the
     report shows how many committed records it lost: in the summary, in a table and on the time axis."""
     from tests.checks.cases import unclean_election_with_measured_loss
 

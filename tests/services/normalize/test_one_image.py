@@ -1,4 +1,4 @@
-"""One model of controller state (issue 15): a normalizer's image is replay's image, applied event by event.
+"""One model of controller state: a normalizer's image is replay's image, applied event by event.
 
 Every normalizer keeps its image as a `schemas.state.delta.ImageBuilder` and applies each event it makes to it at
 once, so what it holds after a history is what `replay.fold` makes of the events it emitted — the same

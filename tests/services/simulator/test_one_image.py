@@ -1,4 +1,4 @@
-"""One model of controller state (issue 15): the simulator decides from replay's image, applied event by event.
+"""One model of controller state: the simulator decides from replay's image, applied event by event.
 
 The journal applies every event it emits to one `schemas.state.delta.ImageBuilder`, and the simulator reads
 partition states and topic configs from it; so what it holds after a run is what `schemas.state.delta.fold` makes

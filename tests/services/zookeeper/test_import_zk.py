@@ -175,7 +175,7 @@ def test_controller_epoch_stamps_who_wrote_what():
     """A state znode carries the controller epoch that wrote it; a change of the assignment znode alone is the
     sitting controller's. After a failover the new controller's assignment write is at the new epoch (no false
     fencing alarm); a state written with an epoch older than the one already seen keeps its old stamp, which
-    is what controller_epoch_monotonic reports (seed 003: a deposed controller's write)."""
+    is what controller_epoch_monotonic reports (a deposed controller's write)."""
     n = ZooKeeperNormalizer("c", clock=lambda: 0)
     S = "/brokers/topics/t/partitions/0/state"
     feed = [

@@ -1,4 +1,4 @@
-"""Issue 12 part 5: a real Kafka 3.9.2 cluster migrated from ZooKeeper to KRaft (KIP-866) during a scenario, followed
+"""A real Kafka 3.9.2 cluster migrated from ZooKeeper to KRaft (KIP-866) during a scenario, followed
 end to end as one history. Before the migration: topics created, a broker kill -9 and restart (leader change), a
 reassignment; the migration's steps (KRaft controller, brokers rolled in migration mode: metadata copied, dual-write;
 a topic created and a broker kill -9/restart while the brokers are still ZooKeeper-mode; brokers rolled into KRaft;

@@ -321,7 +321,7 @@ def test_check_on_the_zookeeper_history_finds_no_violation(scenario, tmp_path):
 
 
 def test_live_watch_state_at_every_mark_equals_describe(scenario, tmp_path):
-    """Issue 12 part 2: a live watch (kazoo) through the whole scenario, normalized by the same normalizer as
+    """A live watch (kazoo) through the whole scenario, normalized by the same normalizer as
     the transaction log, replayed: the state as of every mark's zxid equals kafka-topics --describe then.
     Versions a watch could not see are gaps, named; the import of ZooKeeper's own log has none."""
     from replay.queries import state_as_of
@@ -362,7 +362,7 @@ def test_live_watch_state_at_every_mark_equals_describe(scenario, tmp_path):
 
 
 def test_broker_log_import_equals_the_transaction_log(scenario, tmp_path):
-    """Issue 12 part 4: every broker's state-change.log and controller.log of the whole scenario (Kafka's shipped
+    """Every broker's state-change.log and controller.log of the whole scenario (Kafka's shipped
     log levels), imported with `ctrlaudit import logs`: each partition state it emits equals the one ZooKeeper's
     transaction log holds at the same topic id, partition and partition epoch, in the same order, and none of
     the transaction log's is missing; the controllers and broker epochs match; every event names its file and
