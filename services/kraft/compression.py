@@ -25,7 +25,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
-    from typing_extensions import Buffer
+    from .wire import Buf as Buffer  # what the readers hand over: bytes, bytearray, memoryview, mmap
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 # snappy-java's SnappyOutputStream (what Kafka uses) frames raw snappy blocks like this

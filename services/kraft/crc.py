@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from typing_extensions import Buffer
+    from .wire import Buf as Buffer  # what the readers hand over: bytes, bytearray, memoryview, mmap
 
 
 def _table() -> list[int]:
