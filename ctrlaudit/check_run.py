@@ -21,7 +21,7 @@ from ctrlaudit.commands.output import copy_to_stdout, into_place, is_stdout, wri
 from ctrlaudit.errors import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_OK, PREFIX, describe, one_line
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # extra: spark
 
 
 def run_check(

@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
         if zookeeper is not None:  # one line now, not a worker restarted until it gives up
             from schemas import names
             from services.capture.connect import connect_timeout
-            from services.zookeeper.watch import ZooKeeperWatch
+            from services.zookeeper.watch import ZooKeeperWatch  # extra: capture
 
             probe = ZooKeeperWatch(zookeeper, timeout=connect_timeout())
             probe.require_kafka()
@@ -122,7 +122,7 @@ def register(app: typer.Typer) -> None:
         """Consume the events topic into hourly Avro files with manifests (fsync, then commit)."""
         import logging
 
-        from services.capture.archiver import run
+        from services.capture.archiver import run  # extra: capture
         from services.capture.settings import Settings
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -180,7 +180,7 @@ def _check_access(env_or_settings: dict[str, str] | Settings) -> None:
     """Read the --command-config file and try it on the brokers once, before any client starts: a bad file,
     refused credentials or a cluster that does not answer within CTRLAUDIT_CONNECT_TIMEOUT (15 s) is one
     line and exit 2 here, not a worker restarted until it gives up nor a consumer retrying forever."""
-    from services.capture.connect import require_reachable
+    from services.capture.connect import require_reachable  # extra: capture
     from services.capture.settings import Settings
 
     s = env_or_settings

@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
         refuse_outputs({"--json": json_path}, force=force, inputs=[*(paths or []), *store_files(store)])
         with tempfile.TemporaryDirectory(prefix="ctrlaudit-topic-") as tmp:
             if bootstrap_server:
-                from services.capture.archiver import consume_to_archive
+                from services.capture.archiver import consume_to_archive  # extra: capture
                 from services.capture.settings import Settings
                 security = Settings().replace(command_config=str(command_config) if command_config else None).security
                 got = consume_to_archive(bootstrap_server, topic or "ctrlaudit.events", Path(tmp), security=security)
