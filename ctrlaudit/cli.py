@@ -68,11 +68,11 @@ def main() -> None:
 
     let_rich_raise_broken_pipe()  # `ctrlaudit check | head`: 141 after the files are written, as every command
     # typer vendors click from 0.22 (typer._click) and imports it before: the classes through typer's own
-    # (found by name: mypy reads the base class out of __mro__ as a plain `type`)
+    # (cast: out of __mro__ mypy gets a plain `type`; the one named so is click's ClickException)
     click_error = cast("type[ClickException]",
                        next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"))
-    no_args: type[NoArgsIsHelpError] | tuple[()] = getattr(sys.modules[click_error.__module__], "NoArgsIsHelpError",
-                                                           ())  # click >= 8.2
+    no_args: type[NoArgsIsHelpError] | tuple[()] = getattr(  # click >= 8.2
+        sys.modules[click_error.__module__], "NoArgsIsHelpError", ())
     try:
         code = app(standalone_mode=False)
     except no_args as exc:  # `ctrlaudit` alone, `ctrlaudit import`: the help, as in standalone mode

@@ -27,14 +27,15 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def capture(
         metadata_dir: Path | None = typer.Option(None, "--metadata-dir",
-                                          help="A KRaft node's __cluster_metadata-0 directory (tailed)."),
+                                                 help="A KRaft node's __cluster_metadata-0 directory (tailed)."),
         zookeeper: str | None = typer.Option(None, "--zookeeper",
-                                      help="HOST:PORT[/chroot] of a ZooKeeper-mode cluster's ZooKeeper: its "
-                                           "controller znodes are watched instead (Kafka 3.x)."),
+                                             help="HOST:PORT[/chroot] of a ZooKeeper-mode cluster's ZooKeeper: its "
+                                                  "controller znodes are watched instead (Kafka 3.x)."),
         bootstrap_server: str | None = BOOTSTRAP,
         command_config: Path | None = COMMAND_CONFIG,
-        cluster_id: str | None = typer.Option(None, "--cluster-id", help="Default: meta.properties next to the directory, or "
-                                                                 "ZooKeeper's /cluster/id."),
+        cluster_id: str | None = typer.Option(None, "--cluster-id",
+                                              help="Default: meta.properties next to the directory, or ZooKeeper's "
+                                                   "/cluster/id."),
         sample_interval: float = typer.Option(0, "--sample-interval", help="Also run the offset sampler every N s."),
         inline_watch: bool = typer.Option(False, "--inline-watch",
                                           help="Run the watch agent in the capture worker instead of its own."),
@@ -111,11 +112,13 @@ def register(app: typer.Typer) -> None:
     @app.command("archive", short_help="Keep the events topic as hourly Avro files.")
     @user_errors
     def archive(
-        archive_dir: Path | None = typer.Option(None, "--archive-dir", help="Archive root (env CTRLAUDIT_ARCHIVE_DIR)."),
+        archive_dir: Path | None = typer.Option(None, "--archive-dir",
+                                                help="Archive root (env CTRLAUDIT_ARCHIVE_DIR)."),
         bootstrap_server: str | None = BOOTSTRAP,
         command_config: Path | None = COMMAND_CONFIG,
         topic: str | None = EVENTS_TOPIC,
-        flush_seconds: float | None = typer.Option(None, "--flush-seconds", help="Finish files and commit every N s (60)."),
+        flush_seconds: float | None = typer.Option(None, "--flush-seconds",
+                                                   help="Finish files and commit every N s (60)."),
         idle_exit: float | None = typer.Option(None, "--idle-exit", help="Stop after N s without events."),
         json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:

@@ -124,7 +124,8 @@ def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_
 def zk(
     paths: list[Path] = typer.Argument(..., help="ZooKeeper dataDir (or its version-2), or log.<zxid> files."),
     out: Path = typer.Option(..., "--out", help="Archive directory to write."),
-    cluster_id: str | None = typer.Option(None, "--cluster-id", help="Default: the /cluster/id znode in the first log."),
+    cluster_id: str | None = typer.Option(None, "--cluster-id",
+                                          help="Default: the /cluster/id znode in the first log."),
     on_error: OnError = typer.Option(OnError.raise_, "--on-error",
                                      help="raise: stop at a corrupt transaction; skip: record it as a capture gap."),
     json_path: Path | None = JSON_OUT, force: bool = FORCE,
@@ -163,12 +164,13 @@ def logs(
                                                  "server.log files (rotated and .gz ones too)."),
     out: Path = typer.Option(..., "--out", help="Archive directory to write."),
     cluster_id: str | None = typer.Option(None, "--cluster-id",
-                                   help="Default: the id the logs state (a KRaft controller's, or server.log's)."),
+                                          help="Default: the id the logs state (a KRaft controller's, or "
+                                               "server.log's)."),
     timezone: str = typer.Option("UTC", "--log-timezone", "--timezone",
                                  help="The zone of the brokers' clocks: log4j writes local time without one."),
     log_pattern: str | None = typer.Option(None, "--log-pattern",
-                                    help="The brokers' log4j ConversionPattern, when not Kafka's [%d] %p %m (%c)%n "
-                                         "(e.g. '%d{ISO8601} %-5p [%t] %c - %m%n')."),
+                                           help="The brokers' log4j ConversionPattern, when not Kafka's "
+                                                "[%d] %p %m (%c)%n (e.g. '%d{ISO8601} %-5p [%t] %c - %m%n')."),
     json_path: Path | None = JSON_OUT, force: bool = FORCE,
 ) -> None:
     """Read Kafka's own state-change.log, controller.log and server.log of every broker (ZooKeeper mode and KRaft),

@@ -103,7 +103,7 @@ def register(app: typer.Typer) -> None:
     def state(
         store: Path = STORE, cluster: str | None = CLUSTER,
         topic: str | None = typer.Option(None, "--topic", help="A topic, or a regular expression over whole names "
-                                                        "(as kafka-topics: 'orders.*', 'a,b')."),
+                                                               "(as kafka-topics: 'orders.*', 'a,b')."),
         partition: int | None = PARTITION, seq: int | None = SEQ, offset: int | None = OFFSET, time: str | None = TIME,
         under_replicated: bool = _flag("under_replicated"), under_min_isr: bool = _flag("under_min_isr"),
         at_min_isr: bool = _flag("at_min_isr"), unavailable: bool = _flag("unavailable"),
@@ -186,7 +186,8 @@ def register(app: typer.Typer) -> None:
         topic: str | None = typer.Option(None, "--topic", help="Only these topics: a name or a regular expression."),
         from_seq: int | None = typer.Option(None, "--from-seq", help="Start: as of this event (chain position)."),
         from_offset: int | None = typer.Option(None, "--from-offset", help="Start: as of this metadata log offset."),
-        from_time: str | None = typer.Option(None, "--from-time", help="Start: as of this time (ISO-8601 or epoch millis)."),
+        from_time: str | None = typer.Option(None, "--from-time",
+                                             help="Start: as of this time (ISO-8601 or epoch millis)."),
         to_seq: int | None = typer.Option(None, "--to-seq", help="End: as of this event (default: the newest)."),
         to_offset: int | None = typer.Option(None, "--to-offset", help="End: as of this metadata log offset."),
         to_time: str | None = typer.Option(None, "--to-time", help="End: as of this time (default: the newest event)."),
@@ -253,8 +254,8 @@ def register(app: typer.Typer) -> None:
         last_leader_change: bool = typer.Option(False, "--last-leader-change",
                                                 help="With --topic/--partition: the newest leader move (at or "
                                                      "before --time)."),
-        time: str | None = typer.Option(None, "--time", help="With --last-leader-change: the last move at or before this "
-                                                      "time (ISO-8601 or epoch millis)."),
+        time: str | None = typer.Option(None, "--time", help="With --last-leader-change: the last move at or before "
+                                                             "this time (ISO-8601 or epoch millis)."),
         fmt: TextFormat = typer.Option(TextFormat.text, "--format", help=FORMAT_HELP.format("text, json")),
         json_path: Path | None = JSON_OUT, time_format: TimeFormat | None = TIME_FORMAT, force: bool = FORCE,
     ) -> None:

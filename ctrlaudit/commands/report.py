@@ -20,16 +20,16 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def report(
         store: Path = STORE, cluster: str | None = CLUSTER,
-        from_time: str | None = typer.Option(None, "--from", help="Window start: ISO-8601 or epoch millis; the events at "
-                                                           "it are in the window (default: the first event)."),
-        to_time: str | None = typer.Option(None, "--to", help="Window end: ISO-8601 or epoch millis (default: the newest "
-                                                       "event)."),
+        from_time: str | None = typer.Option(None, "--from", help="Window start: ISO-8601 or epoch millis; the events "
+                                                                  "at it are in the window (default: the first event)."),
+        to_time: str | None = typer.Option(None, "--to", help="Window end: ISO-8601 or epoch millis (default: the "
+                                                              "newest event)."),
         topic: str | None = typer.Option(None, "--topic", help="Only this topic's partitions (its exact name)."),
         out: Path = typer.Option(Path("incident.html"), "--out", help="The HTML file to write; '-' = standard "
                                                                       "output."),
         check_json: Path | None = typer.Option(None, "--check-json",
-                                        help="A `ctrlaudit check --json` report: its verdicts and the violations "
-                                             "in the window are shown."),
+                                               help="A `ctrlaudit check --json` report: its verdicts and the "
+                                                    "violations in the window are shown."),
         run_checks: bool = typer.Option(False, "--run-checks",
                                         help="Run the invariant catalog over the store first (minutes at 10M "
                                              "events; --check-json reuses a report)."),

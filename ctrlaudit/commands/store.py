@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
         paths: list[Path] | None = typer.Argument(None, help="Archive files (.avro) or directories of them."),
         store: Path = STORE,
         bootstrap_server: str | None = typer.Option(None, "--bootstrap-server",
-                                             help="Read the events topic instead of files (with --topic)."),
+                                                    help="Read the events topic instead of files (with --topic)."),
         topic: str | None = typer.Option(None, "--topic", help="Events topic (default ctrlaudit.events)."),
         command_config: Path | None = COMMAND_CONFIG,
         workers: int | None = typer.Option(None, "--workers", min=1, help="Decoding threads (default: 2)."),

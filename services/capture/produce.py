@@ -107,7 +107,7 @@ class BatchSender:
         producer = self.producer_of()
         for event, header, value in out:
             item: _Message = {"timestamp": None, "key": event.cluster_id.encode(), "value": value,
-                                    "headers": [(PROGRESS_HEADER, header)]}
+                              "headers": [(PROGRESS_HEADER, header)]}
             if self._open is None:
                 self._open = producer.create_batch()
             if self._open.append(**item) is None:  # full: queue it, start the next one

@@ -162,7 +162,8 @@ def run(settings: Settings, cluster_id: str, rounds: int | None = None) -> int:
     from services.capture import connect
     security = settings.security
     sampler = OffsetSampler(settings.bootstrap_servers, cluster_id, security=security)
-    conf, access = connect.config(settings.bootstrap_servers, security, extra={"acks": "all", "enable.idempotence": True})
+    conf, access = connect.config(settings.bootstrap_servers, security,
+                                  extra={"acks": "all", "enable.idempotence": True})
     producer = Producer(conf)
     stop = {"now": False}
     old = {s: signal.signal(s, lambda *_: stop.update(now=True)) for s in (signal.SIGTERM, signal.SIGINT)}

@@ -183,7 +183,7 @@ class KRaftTail:
             if self.file is None:
                 return out
         while len(out) < max_batches:
-            # each re-locate below found a file, or returned (a shrunk file's: the file is still there)
+            # set: each re-locate below that may find no file returns then (a shrunk file is still there to find)
             assert self.file is not None
             try:
                 with open(self.file, "rb") as fo:
