@@ -36,10 +36,10 @@ from typing import TYPE_CHECKING
 from schemas.errors import ContractError
 
 if TYPE_CHECKING:  # the 'capture' extra's (cryptography, faust): imported at run time where used
-    from faust.types.auth import CredentialsT
     from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
     from cryptography.hazmat.primitives.serialization.pkcs12 import PKCS12KeyAndCertificates
     from cryptography.x509 import Certificate
+    from faust.types.auth import CredentialsT
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = {"PLAIN": "plain.PlainLoginModule", "SCRAM-SHA-256": "scram.ScramLoginModule",
