@@ -7,9 +7,9 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -19,6 +19,9 @@ from checks.report import Report, junit_xml, print_report
 from checks.run import ReaderGone, check
 from ctrlaudit.commands.output import copy_to_stdout, into_place, is_stdout, write_text
 from ctrlaudit.errors import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_OK, PREFIX, describe, one_line
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession  # extra: spark
 
 
 def run_check(
@@ -30,11 +33,11 @@ def run_check(
     *,
     csv_path: str | Path | None = None,
     invariants: Sequence[str] | None = None,
-    console: Any = None,
-    spark: Any = None,
+    console: Console | None = None,
+    spark: SparkSession | None = None,
     master: str = "local[2]",
     allow_gaps: bool = False,
-    progress: Any = None,
+    progress: Callable[[int], None] | None = None,
     memory_limit: str | None = None,
 ) -> int:
     """Check, print a readable report, write JSON/JUnit/CSV if asked; the exit code.

@@ -6,10 +6,15 @@ with CTRLAUDIT_DEBUG=1), 130 Ctrl-C. ctrlaudit/errors.py has the details.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import typer
 
 from ctrlaudit import __version__
 from ctrlaudit.packages import refuse_foreign_packages
+
+if TYPE_CHECKING:  # the click that typer vendors (typer._click, typer >= 0.22), which mypy checks against
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
 refuse_foreign_packages()  # before any command module imports schemas, services, replay or checks
 
@@ -63,8 +68,11 @@ def main() -> None:
 
     let_rich_raise_broken_pipe()  # `ctrlaudit check | head`: 141 after the files are written, as every command
     # typer vendors click from 0.22 (typer._click) and imports it before: the classes through typer's own
-    click_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
-    no_args = getattr(sys.modules[click_error.__module__], "NoArgsIsHelpError", ())  # click >= 8.2
+    # (cast: out of __mro__ mypy gets a plain `type`; the one named so is click's ClickException)
+    click_error = cast("type[ClickException]",
+                       next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"))
+    no_args: type[NoArgsIsHelpError] | tuple[()] = getattr(  # click >= 8.2
+        sys.modules[click_error.__module__], "NoArgsIsHelpError", ())
     try:
         code = app(standalone_mode=False)
     except no_args as exc:  # `ctrlaudit` alone, `ctrlaudit import`: the help, as in standalone mode

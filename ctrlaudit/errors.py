@@ -26,7 +26,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import duckdb
 import typer
@@ -34,6 +34,9 @@ import typer
 from schemas.errors import ContractError
 from replay.errors import ChainFork
 from schemas.archive.verified import ArchiveProblem
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -95,7 +98,7 @@ def describe(exc: BaseException, store: object = None) -> tuple[str, int] | None
     if isinstance(exc, ContractError):
         return str(exc), EXIT_BAD_INPUT
     if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in EXTRAS:
-        module = exc.name.split(".")[0]
+        module = (exc.name or "").split(".")[0]
         return (f"this command needs the '{EXTRAS[module]}' extra ({module} is not installed): "
                 f"pip install 'ctrlaudit[{EXTRAS[module]}]'"), EXIT_BAD_INPUT
     if isinstance(exc, KeyboardInterrupt):
@@ -161,7 +164,7 @@ def exit_code(code: int) -> int:
     return EXIT_BROKEN_PIPE if _Reader.gone else code
 
 
-def _raise_broken_pipe(console: object) -> None:
+def _raise_broken_pipe(self: Console) -> None:  # Console.on_broken_pipe, replaced below
     raise BrokenPipeError(32, "the reader of standard output went away")
 
 
@@ -171,6 +174,7 @@ def let_rich_raise_broken_pipe() -> None:
     files before it stops and user_errors/main_errors exit 141 as for any other write."""
     from rich.console import Console
 
+    # mypy refuses any assignment to a method; replacing this one is what rich documents
     Console.on_broken_pipe = _raise_broken_pipe  # type: ignore[method-assign]
 
 

@@ -3,8 +3,12 @@ only when it is a terminal, so logs and pipes get the result lines alone."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @contextmanager
@@ -24,7 +28,7 @@ def bar(description: str, total: int | None, unit: str = "bytes") -> Iterator[Ca
         yield lambda n: progress.advance(task, n)
 
 
-def archive_bytes(paths) -> int | None:
+def archive_bytes(paths: Sequence[str | Path]) -> int | None:
     """Bytes of the archive files under `paths` (the total of a read's bar); None (a bar without a
     total) when one is a URI: its size is known only once the driver has listed it through Hadoop."""
     from pathlib import Path

@@ -21,16 +21,20 @@ import html
 import json
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from replay import changes, formats
 from schemas import times
 from replay.incident import HEALTH, Incident
 from replay.store import Store
 
-from ctrlaudit.verdict import UNBOUND
+from ctrlaudit.verdict import UNBOUND, CheckReport, Example, ExampleEvent, Invariant, Scalar
 
 if TYPE_CHECKING:
+    # plotly ships no type information: to mypy these are Any (imported at run time by `render` alone)
+    from plotly.basedatatypes import BaseTraceType
+    from plotly.graph_objects import Figure
+
     from ctrlaudit.verdict import Verdict
 
 DRILL_DOWN = 10  # affected partitions with a timeline and explanations
@@ -53,6 +57,29 @@ _DRAW = """for (const block of document.querySelectorAll("script.plot-figure")) 
   const f = JSON.parse(block.textContent);
   Plotly.newPlot(block.dataset.plot, f.data, f.layout, f.config);
 }"""
+
+
+# A stretch nobody read (`not_read`): from, to (epoch ms), the partitions it holds, why
+NotRead = TypedDict("NotRead", {"from": int, "to": int, "partitions": str, "reason": str})
+
+
+class Violation(TypedDict):
+    """A check report's example of a violation in the window (`violations_in_window`)."""
+
+    invariant: str
+    seq: int
+    time: int  # the store's time of the event
+    evidence: str
+
+
+class DataLoss(TypedDict):
+    """A measured loss of committed records in the window (`data_loss_in_window`)."""
+
+    seq: int
+    time: int  # the store's time of the election
+    records: int
+    partition: str
+    actual: Scalar
 
 
 def _json_in_script(text: str) -> str:
@@ -119,7 +146,7 @@ def _some(items: Sequence[dict[str, Any]], shown: int = 5) -> str:
     return listed + (f" and {len(items) - shown} more" if len(items) > shown else "")
 
 
-def summary(inc: Incident, checks: dict[str, Any] | None, notes: tuple[tuple[str, str], ...] = ()) -> list[str]:
+def summary(inc: Incident, checks: CheckReport | None, notes: tuple[tuple[str, str], ...] = ()) -> list[str]:
     """The summary in words, one sentence per line. `notes`: what the check's verdict is not (see
     ctrlaudit.verdict): said with it."""
     a, b, h = inc.a, inc.b, inc.health
@@ -179,7 +206,7 @@ def summary(inc: Incident, checks: dict[str, Any] | None, notes: tuple[tuple[str
 DATA_LOSS_RULE = "unclean_election_data_loss"
 
 
-def data_loss_totals(checks: dict[str, Any]) -> tuple[int, int]:
+def data_loss_totals(checks: CheckReport) -> tuple[int, int]:
     """(unclean elections with measured loss, records lost in all) of a check report."""
     for inv in checks.get("invariants", []):
         if inv["name"] == "high_watermark_monotonic":
@@ -187,17 +214,21 @@ def data_loss_totals(checks: dict[str, Any]) -> tuple[int, int]:
     return 0, 0
 
 
-def _in_window(inc: Incident, x: dict[str, Any]) -> bool:
+def _invariants(checks: CheckReport | None) -> list[Invariant]:
+    return checks.get("invariants", []) if checks else []
+
+
+def _in_window(inc: Incident, x: Example) -> bool:
     """An example of a check report is about an event of this window (of this cluster: a report of
     several clusters has examples of each; one without cluster ids is of an older ctrlaudit)."""
     return x.get("cluster_id") in (None, inc.a.cluster_id) and inc.a.seq < x["seq"] <= inc.b.seq and bool(x.get("event"))
 
 
-def event_times(store: Store, inc: Incident, checks: dict[str, Any] | None) -> dict[int, int]:
+def event_times(store: Store, inc: Incident, checks: CheckReport | None) -> dict[int, int]:
     """seq -> the store's own time of each event a check report's example in the window names: a mark is
     drawn where this history puts its event, whatever time the file gives (an example at a seq the store
     does not hold is not drawn)."""
-    seqs = sorted({x["seq"] for inv in (checks or {}).get("invariants", [])
+    seqs = sorted({x["seq"] for inv in _invariants(checks)
                    for x in inv.get("examples", []) + inv.get("allowed_examples", []) if _in_window(inc, x)})
     if not seqs:
         return {}
@@ -205,31 +236,31 @@ def event_times(store: Store, inc: Incident, checks: dict[str, Any] | None) -> d
                                   [inc.a.cluster_id, seqs]).fetchall())
 
 
-def data_loss_in_window(inc: Incident, checks: dict[str, Any] | None, at: dict[int, int]) -> list[dict[str, Any]]:
+def data_loss_in_window(inc: Incident, checks: CheckReport | None, at: dict[int, int]) -> list[DataLoss]:
     """The check report's measured data losses (its worst few) whose election lies in the window; `at`:
     event_times."""
-    out = []
-    for inv in (checks or {}).get("invariants", []):
+    out: list[DataLoss] = []
+    for inv in _invariants(checks):
         for x in inv.get("allowed_examples", []):
-            ev = x.get("event") or {}
+            ev: ExampleEvent | dict[str, str] = x.get("event") or {}
             if x.get("rule") == DATA_LOSS_RULE and _in_window(inc, x) and x["seq"] in at:
                 out.append({"seq": x["seq"], "time": at[x["seq"]], "records": x.get("magnitude") or 0,
                             "partition": ev.get("partition", ""), "actual": x.get("actual", "")})
     return out
 
 
-def _vlines(times: list[int], color: str, dash: str) -> list[dict[str, Any]]:
+def _vlines(times: list[int], color: str, dash: str) -> list[dict[str, object]]:
     """Vertical lines as one shapes list (fig.add_vline re-validates every shape on each call:
     quadratic, 29 s for 250 lines)."""
     return [{"type": "line", "xref": "x", "yref": "paper", "x0": _ms(t), "x1": _ms(t), "y0": 0, "y1": 1,
              "line": {"color": color, "dash": dash, "width": 1}} for t in times]
 
 
-def not_read(inc: Incident) -> list[dict[str, Any]]:
+def not_read(inc: Incident) -> list[NotRead]:
     """The stretches nobody read that the window holds (of its topic's partitions, or of every partition),
     clipped to the window: from, to (epoch ms), the partitions they hold and why."""
     lo, hi = inc.a.event_time_ms, inc.b.event_time_ms
-    out = []
+    out: list[NotRead] = []
     for s in dict.fromkeys((*inc.a.uncertain, *inc.b.uncertain)):
         if inc.topic is not None and s.partitions and all(t != inc.topic for t, _ in s.partitions):
             continue
@@ -239,7 +270,7 @@ def not_read(inc: Incident) -> list[dict[str, Any]]:
     return out
 
 
-def _shade(fig, stretches: list[dict[str, Any]]) -> None:
+def _shade(fig: Figure, stretches: list[NotRead]) -> None:
     """Shade the stretches nobody read on a plot's time axis, beneath its data; outlined, so that a stretch
     between two events of the same millisecond still shows."""
     if stretches:
@@ -255,13 +286,13 @@ def _span(inc: Incident) -> tuple[str, str]:
     return _ms(lo), _ms(max(hi, lo + 1000) if hi <= lo else hi)
 
 
-def _has_points(trace: Any) -> bool:
+def _has_points(trace: BaseTraceType) -> bool:
     values = getattr(trace, "z", None) if trace.type == "heatmap" else trace.x
     return bool(values is not None and len(values))
 
 
-def _figure(fig_id: str, title: str, fig, caption: str, counts: dict[str, Any],
-            shaded: Sequence[dict[str, Any]] = (), *, span: tuple[str, str]) -> str:
+def _figure(fig_id: str, title: str, fig: Figure, caption: str, counts: dict[str, int],
+            shaded: Sequence[NotRead] = (), *, span: tuple[str, str]) -> str:
     """The figure element: its counts as data-* attributes, the plot's div, its figure as a JSON data
     block (drawn by _DRAW), its caption. Its time axis is the window's (`span`), also with nothing on it,
     which then says so (plotly's own range of an empty date axis is the year 2000)."""
@@ -287,12 +318,12 @@ def _figure(fig_id: str, title: str, fig, caption: str, counts: dict[str, Any],
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 
-def violations_in_window(inc: Incident, checks: dict[str, Any] | None, at: dict[int, int]) -> list[dict[str, Any]]:
+def violations_in_window(inc: Incident, checks: CheckReport | None, at: dict[int, int]) -> list[Violation]:
     """The check report's examples whose event lies in the window; `at`: event_times."""
-    out = []
-    for inv in (checks or {}).get("invariants", []):
+    out: list[Violation] = []
+    for inv in _invariants(checks):
         for x in inv.get("examples", []):
-            ev = x.get("event") or {}
+            ev: ExampleEvent | dict[str, str] = x.get("event") or {}
             if _in_window(inc, x) and x["seq"] in at:
                 out.append({"invariant": inv["name"], "seq": x["seq"], "time": at[x["seq"]],
                             "evidence": f"{inv['name']} at seq {x['seq']}: {x.get('rule')}: expected {x.get('expected')}, "
@@ -433,8 +464,8 @@ def _affected_heading(affected: int) -> str:
     return f"Affected partitions: the {DRILL_DOWN} worst of {affected:,}"
 
 
-def _page(inc: Incident, judged: Verdict | None, parts: list[str], bad: list[dict[str, Any]],
-          lost: list[dict[str, Any]], drill: str, plotlyjs: str, unknown: list[dict[str, Any]]) -> str:
+def _page(inc: Incident, judged: Verdict | None, parts: list[str], bad: list[Violation],
+          lost: list[DataLoss], drill: str, plotlyjs: str, unknown: list[NotRead]) -> str:
     checks = judged.checks if judged is not None else None
     notes = judged.notes if judged is not None else ()
     labels = "".join(f'<p class="verdict-note" role="note">{html.escape(n)}: {html.escape(detail)}</p>'

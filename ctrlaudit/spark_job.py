@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     from checks.inputs import BadInput, is_uri
     from ctrlaudit.check_run import run_check
-    from checks.spark_engine import build_session
+    from checks.spark_engine import build_session  # extra: spark
 
     # A URI (hdfs://, s3a://, file://, …) is listed, copied and verified on the driver through Hadoop's
     # filesystem API (checks.hadoop); a local path is verified in place. Either way the driver verifies

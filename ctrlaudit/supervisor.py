@@ -18,13 +18,14 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType
 
 
 @dataclass
 class Child:
     name: str
-    start: Callable[[], subprocess.Popen]
-    proc: subprocess.Popen | None = None
+    start: Callable[[], subprocess.Popen[bytes]]
+    proc: subprocess.Popen[bytes] | None = None  # None until `run` starts it
     started_at: float = 0.0
     quick_exits: int = 0  # in a row
     restarts: int = 0
@@ -54,6 +55,7 @@ class Supervisor:
                 if now >= c.due:
                     self._start(c)
                 continue
+            assert c.proc is not None  # started by run() before the first step, and only ever replaced
             rc = c.proc.poll()
             if rc is None:
                 continue
@@ -73,7 +75,7 @@ class Supervisor:
     def run(self) -> int:
         """Start every child and keep them running until one gives up (its code), or until Ctrl-C or
         SIGTERM (0): then every child is stopped too, none is left behind."""
-        def terminate(signum, frame):
+        def terminate(signum: int, frame: FrameType | None) -> None:
             raise KeyboardInterrupt
         previous = signal.signal(signal.SIGTERM, terminate)  # what `docker stop` and systemd send
         try:

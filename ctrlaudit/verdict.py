@@ -15,6 +15,7 @@ the chain's hash at its last seq, which commits to every event before it):
 """
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import os
@@ -23,7 +24,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from checks.report import ALLOWED, FAIL, NO_DATA, PASS
 from ctrlaudit.errors import UsageError
@@ -46,11 +47,67 @@ class Malformed(UsageError):
     """A --check-json file that is not a check report: one line naming the file and the field."""
 
 
+# --- what `read` and `shape` keep of a report: the fields the page uses, each of a checked type ---
+
+Scalar = str | int | float | bool | None  # an example's expected/actual value
+
+
+class ExampleEvent(TypedDict):
+    event_time_ms: int | None
+    partition: str
+    change: str
+    event_id: str | None
+
+
+class Example(TypedDict):
+    cluster_id: str | None  # None: a report of an older ctrlaudit, without cluster ids
+    seq: int
+    rule: str | None
+    expected: Scalar
+    actual: Scalar
+    magnitude: int | None
+    event: ExampleEvent | None
+
+
+class Invariant(TypedDict):
+    name: str
+    status: str  # one of STATUSES
+    violations: int
+    allowed: int
+    rules: dict[str, int]  # rule -> findings
+    magnitude_by_rule: dict[str, int]
+    examples: list[Example]
+    allowed_examples: list[Example]
+
+
+class ChainGap(TypedDict):
+    from_seq: int
+    to_seq: int
+    reason: str
+
+
+class ChainSummary(TypedDict):
+    """What a check judged of one cluster (checks/inputs.py `chain_summary`)."""
+
+    cluster_id: str
+    last_seq: int
+    first_seq: NotRequired[int]  # first_seq and head_hash: both or neither (a report that does not bind)
+    head_hash: NotRequired[str]
+    gaps: list[ChainGap]
+
+
+class CheckReport(TypedDict):
+    invariants: list[Invariant]
+    clusters: list[str]
+    inputs: list[str]
+    chains: list[ChainSummary] | None  # None: the report does not say what it judged
+
+
 @dataclass(frozen=True)
 class Verdict:
     """A check report (the fields the page uses, validated) and how it relates to the history shown."""
 
-    checks: dict[str, Any]
+    checks: CheckReport
     bound: bool  # the check judged this history: same cluster, same chain hash at its last seq
     notes: tuple[tuple[str, str], ...] = ()  # (label, detail) shown with the verdict: not bound, part of the window
 
@@ -97,10 +154,11 @@ class _Fields:
             raise self.fail(at, f"{_short(v)} is out of range ({bounds[0]}..{bounds[1]})")
         return v
 
-    def opt_int(self, v: Any, at: str, bounds: tuple[int, int] = INT64) -> int | None:
+    # `int` is the method above from here on in the class body: the type is builtins.int
+    def opt_int(self, v: Any, at: str, bounds: tuple[builtins.int, builtins.int] = INT64) -> builtins.int | None:
         return None if v is None else self.int(v, at, bounds)
 
-    def scalar(self, v: Any, at: str) -> str | int | float | bool | None:
+    def scalar(self, v: Any, at: str) -> Scalar:
         """An example's expected/actual: shown as text."""
         if v is None or isinstance(v, (bool, str)):
             return self.text(v, at) if isinstance(v, str) else v
@@ -110,7 +168,7 @@ class _Fields:
             return v
         raise self.fail(at, f"expected a string or a number, found {_kind(v)}")
 
-    def counts(self, v: Any, at: str) -> dict[str, int]:
+    def counts(self, v: Any, at: str) -> dict[str, builtins.int]:
         return {self.text(k, f"{at} key"): self.int(n, f"{at}.{_short(k)}", COUNT)
                 for k, n in self.obj(v, at).items()}
 
@@ -131,11 +189,11 @@ def _names(values: list[str], most: int = 5) -> str:
     return ", ".join(shown) + (f" and {len(values) - most} more" if len(values) > most else "")
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> float:  # json's parse_constant: what would stand for NaN or Infinity
     raise ValueError(f"{name} is not a JSON number")
 
 
-def read(path: Path) -> dict[str, Any]:
+def read(path: Path) -> CheckReport:
     """The check report in `path`, the fields the page uses, validated; Malformed otherwise."""
     where = str(path)
     try:
@@ -161,23 +219,22 @@ def read(path: Path) -> dict[str, Any]:
     return shape(raw, where)
 
 
-def shape(raw: Any, where: str) -> dict[str, Any]:
+def shape(raw: Any, where: str) -> CheckReport:
     """The fields of a check report (as parsed from JSON) that the page uses, validated; Malformed
     naming `where` and the field otherwise."""
     f = _Fields(where)
     top = f.obj(raw, "the document")
     if "invariants" not in top:
         raise f.fail("invariants", "missing")
-    out: dict[str, Any] = {"invariants": [_invariant(x, f"invariants[{i}]", f)
-                                          for i, x in enumerate(f.items(top["invariants"], "invariants"))]}
-    out["clusters"] = [f.text(c, f"clusters[{i}]") for i, c in enumerate(f.items(top.get("clusters", []), "clusters"))]
-    out["inputs"] = [f.text(c, f"inputs[{i}]") for i, c in enumerate(f.items(top.get("inputs", []), "inputs"))]
-    out["chains"] = None if "chains" not in top else [
+    invariants = [_invariant(x, f"invariants[{i}]", f) for i, x in enumerate(f.items(top["invariants"], "invariants"))]
+    clusters = [f.text(c, f"clusters[{i}]") for i, c in enumerate(f.items(top.get("clusters", []), "clusters"))]
+    inputs = [f.text(c, f"inputs[{i}]") for i, c in enumerate(f.items(top.get("inputs", []), "inputs"))]
+    chains = None if "chains" not in top else [
         _chain(c, f"chains[{i}]", f) for i, c in enumerate(f.items(top["chains"], "chains"))]
-    return out
+    return {"invariants": invariants, "clusters": clusters, "inputs": inputs, "chains": chains}
 
 
-def _invariant(raw: Any, at: str, f: _Fields) -> dict[str, Any]:
+def _invariant(raw: Any, at: str, f: _Fields) -> Invariant:
     inv = f.obj(raw, at)
     for key in ("name", "status", "violations", "allowed"):
         if key not in inv:
@@ -191,17 +248,21 @@ def _invariant(raw: Any, at: str, f: _Fields) -> dict[str, Any]:
         "allowed": f.int(inv["allowed"], f"{at}.allowed", COUNT),
         "rules": f.counts(inv.get("rules", {}), f"{at}.rules"),
         "magnitude_by_rule": f.counts(inv.get("magnitude_by_rule", {}), f"{at}.magnitude_by_rule"),
-        **{key: [_example(x, f"{at}.{key}[{i}]", f) for i, x in enumerate(f.items(inv.get(key, []), f"{at}.{key}"))]
-           for key in ("examples", "allowed_examples")},
+        "examples": _examples(inv, "examples", at, f),
+        "allowed_examples": _examples(inv, "allowed_examples", at, f),
     }
 
 
-def _example(raw: Any, at: str, f: _Fields) -> dict[str, Any]:
+def _examples(inv: dict[str, Any], key: str, at: str, f: _Fields) -> list[Example]:
+    return [_example(x, f"{at}.{key}[{i}]", f) for i, x in enumerate(f.items(inv.get(key, []), f"{at}.{key}"))]
+
+
+def _example(raw: Any, at: str, f: _Fields) -> Example:
     x = f.obj(raw, at)
     if "seq" not in x:
         raise f.fail(f"{at}.seq", "missing")
     ev = x.get("event")
-    event = None
+    event: ExampleEvent | None = None
     if ev is not None:
         ev = f.obj(ev, f"{at}.event")
         event = {"event_time_ms": f.opt_int(ev.get("event_time_ms"), f"{at}.event.event_time_ms", TIME_MS),
@@ -217,22 +278,26 @@ def _example(raw: Any, at: str, f: _Fields) -> dict[str, Any]:
             "event": event}
 
 
-def _chain(raw: Any, at: str, f: _Fields) -> dict[str, Any]:
+def _chain(raw: Any, at: str, f: _Fields) -> ChainSummary:
     c = f.obj(raw, at)
-    out: dict[str, Any] = {"cluster_id": f.text(c.get("cluster_id"), f"{at}.cluster_id"),
-                           "last_seq": f.int(c.get("last_seq"), f"{at}.last_seq", (-1, SEQ[1]))}
+    cluster_id = f.text(c.get("cluster_id"), f"{at}.cluster_id")
+    last_seq = f.int(c.get("last_seq"), f"{at}.last_seq", (-1, SEQ[1]))
     # first_seq and head_hash are what binds the verdict; a report without them is shown as not bound
+    binding: tuple[int, str] | None = None
     if "head_hash" in c or "first_seq" in c:
-        out["first_seq"] = f.int(c.get("first_seq"), f"{at}.first_seq", (0, out["last_seq"]))
+        first_seq = f.int(c.get("first_seq"), f"{at}.first_seq", (0, last_seq))
         head = f.text(c.get("head_hash"), f"{at}.head_hash")
         if not HASH.fullmatch(head):
             raise f.fail(f"{at}.head_hash", f"{_short(head)} is not a sha256 in hex")
-        out["head_hash"] = head
-    out["gaps"] = [_gap(g, f"{at}.gaps[{i}]", f) for i, g in enumerate(f.items(c.get("gaps", []), f"{at}.gaps"))]
-    return out
+        binding = first_seq, head
+    gaps = [_gap(g, f"{at}.gaps[{i}]", f) for i, g in enumerate(f.items(c.get("gaps", []), f"{at}.gaps"))]
+    if binding is None:
+        return {"cluster_id": cluster_id, "last_seq": last_seq, "gaps": gaps}
+    return {"cluster_id": cluster_id, "last_seq": last_seq, "first_seq": binding[0], "head_hash": binding[1],
+            "gaps": gaps}
 
 
-def _gap(raw: Any, at: str, f: _Fields) -> dict[str, Any]:
+def _gap(raw: Any, at: str, f: _Fields) -> ChainGap:
     g = f.obj(raw, at)
     return {"from_seq": f.int(g.get("from_seq"), f"{at}.from_seq", SEQ),
             "to_seq": f.int(g.get("to_seq"), f"{at}.to_seq", SEQ),
@@ -241,7 +306,7 @@ def _gap(raw: Any, at: str, f: _Fields) -> dict[str, Any]:
 
 # --- binding --------------------------------------------------------------------------------------
 
-def bind(checks: dict[str, Any], where: str, store: str, cluster: str, window: tuple[int, int],
+def bind(checks: CheckReport, where: str, store: str, cluster: str, window: tuple[int, int],
          hash_at: Callable[[int], str | None], last_seq: int) -> Verdict:
     """Relate a validated check report to the history shown: cluster `cluster` of `store`, window
     seq window[0]..window[1]; `hash_at(seq)` is the store's chain hash at a seq (None: the store does not

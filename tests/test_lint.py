@@ -1,6 +1,7 @@
 """Lint and types as part of the suite: ruff over the whole tree, mypy --strict over the
-packages that hold the contract and the answers (schemas, replay, checks) and the decoders and the simulator
-that feed them (services.kraft, services.zookeeper, services.simulator; pyproject.toml [tool.mypy])."""
+packages that hold the contract and the answers (schemas, replay, checks), the decoders and the simulator
+that feed them (services.kraft, services.zookeeper, services.simulator), the capture service
+(services.capture) and the CLI (ctrlaudit); pyproject.toml [tool.mypy]."""
 from __future__ import annotations
 
 import subprocess

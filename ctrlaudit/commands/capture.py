@@ -3,13 +3,18 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from ctrlaudit.commands.options import COMMAND_CONFIG, given_cluster_id
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs
 from ctrlaudit.errors import EXIT_FOUND, UsageError, user_errors
+
+if TYPE_CHECKING:
+    from services.capture.settings import Settings
 
 BOOTSTRAP = typer.Option(None, "--bootstrap-server",
                          help="Kafka bootstrap servers (env CTRLAUDIT_BOOTSTRAP_SERVERS); a cluster that does not "
@@ -21,15 +26,16 @@ def register(app: typer.Typer) -> None:
     @app.command("capture", short_help="Capture a live cluster (KRaft log or ZooKeeper).")
     @user_errors
     def capture(
-        metadata_dir: Path = typer.Option(None, "--metadata-dir",
-                                          help="A KRaft node's __cluster_metadata-0 directory (tailed)."),
-        zookeeper: str = typer.Option(None, "--zookeeper",
-                                      help="HOST:PORT[/chroot] of a ZooKeeper-mode cluster's ZooKeeper: its "
-                                           "controller znodes are watched instead (Kafka 3.x)."),
-        bootstrap_server: str = BOOTSTRAP,
-        command_config: Path = COMMAND_CONFIG,
-        cluster_id: str = typer.Option(None, "--cluster-id", help="Default: meta.properties next to the directory, or "
-                                                                 "ZooKeeper's /cluster/id."),
+        metadata_dir: Path | None = typer.Option(None, "--metadata-dir",
+                                                 help="A KRaft node's __cluster_metadata-0 directory (tailed)."),
+        zookeeper: str | None = typer.Option(None, "--zookeeper",
+                                             help="HOST:PORT[/chroot] of a ZooKeeper-mode cluster's ZooKeeper: its "
+                                                  "controller znodes are watched instead (Kafka 3.x)."),
+        bootstrap_server: str | None = BOOTSTRAP,
+        command_config: Path | None = COMMAND_CONFIG,
+        cluster_id: str | None = typer.Option(None, "--cluster-id",
+                                              help="Default: meta.properties next to the directory, or ZooKeeper's "
+                                                   "/cluster/id."),
         sample_interval: float = typer.Option(0, "--sample-interval", help="Also run the offset sampler every N s."),
         inline_watch: bool = typer.Option(False, "--inline-watch",
                                           help="Run the watch agent in the capture worker instead of its own."),
@@ -61,6 +67,7 @@ def register(app: typer.Typer) -> None:
         if metadata_dir is not None:
             env["CTRLAUDIT_METADATA_DIR"] = str(metadata_dir.resolve())
         else:
+            assert zookeeper is not None  # one of the two: refused above otherwise
             env["CTRLAUDIT_ZOOKEEPER"] = zookeeper
             env.pop("CTRLAUDIT_METADATA_DIR", None)
         if bootstrap_server:
@@ -72,7 +79,7 @@ def register(app: typer.Typer) -> None:
         if zookeeper is not None:  # one line now, not a worker restarted until it gives up
             from schemas import names
             from services.capture.connect import connect_timeout
-            from services.zookeeper.watch import ZooKeeperWatch
+            from services.zookeeper.watch import ZooKeeperWatch  # extra: capture
 
             probe = ZooKeeperWatch(zookeeper, timeout=connect_timeout())
             probe.require_kafka()
@@ -88,7 +95,7 @@ def register(app: typer.Typer) -> None:
         # no web server in any worker: two workers cannot both bind its port
         worker = [sys.executable, "-m", "services.capture", "worker", "-l", loglevel, "--without-web"]
 
-        def start(cmd: list[str], roles: str | None = None, nice: int = 0):
+        def start(cmd: list[str], roles: str | None = None, nice: int = 0) -> Callable[[], subprocess.Popen[bytes]]:
             e = dict(env, CTRLAUDIT_ROLES=roles) if roles else env
             return lambda: subprocess.Popen(cmd, env=e, preexec_fn=(lambda: os.nice(nice)) if nice else None)
         if inline_watch:
@@ -105,18 +112,20 @@ def register(app: typer.Typer) -> None:
     @app.command("archive", short_help="Keep the events topic as hourly Avro files.")
     @user_errors
     def archive(
-        archive_dir: Path = typer.Option(None, "--archive-dir", help="Archive root (env CTRLAUDIT_ARCHIVE_DIR)."),
-        bootstrap_server: str = BOOTSTRAP,
-        command_config: Path = COMMAND_CONFIG,
-        topic: str = EVENTS_TOPIC,
-        flush_seconds: float = typer.Option(None, "--flush-seconds", help="Finish files and commit every N s (60)."),
-        idle_exit: float = typer.Option(None, "--idle-exit", help="Stop after N s without events."),
-        json_path: Path = JSON_OUT, force: bool = FORCE,
+        archive_dir: Path | None = typer.Option(None, "--archive-dir",
+                                                help="Archive root (env CTRLAUDIT_ARCHIVE_DIR)."),
+        bootstrap_server: str | None = BOOTSTRAP,
+        command_config: Path | None = COMMAND_CONFIG,
+        topic: str | None = EVENTS_TOPIC,
+        flush_seconds: float | None = typer.Option(None, "--flush-seconds",
+                                                   help="Finish files and commit every N s (60)."),
+        idle_exit: float | None = typer.Option(None, "--idle-exit", help="Stop after N s without events."),
+        json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Consume the events topic into hourly Avro files with manifests (fsync, then commit)."""
         import logging
 
-        from services.capture.archiver import run
+        from services.capture.archiver import run  # extra: capture
         from services.capture.settings import Settings
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -135,7 +144,7 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def verify(
         archive: Path = typer.Argument(..., help="Archive root or one cluster's directory."),
-        json_path: Path = JSON_OUT, force: bool = FORCE,
+        json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Check the hash chain and the manifests; name the first missing/altered/reordered/inserted event.
 
@@ -170,11 +179,11 @@ def register(app: typer.Typer) -> None:
                           "chains": [asdict(c) for c in read.chains.values()]})
 
 
-def _check_access(env_or_settings) -> None:
+def _check_access(env_or_settings: dict[str, str] | Settings) -> None:
     """Read the --command-config file and try it on the brokers once, before any client starts: a bad file,
     refused credentials or a cluster that does not answer within CTRLAUDIT_CONNECT_TIMEOUT (15 s) is one
     line and exit 2 here, not a worker restarted until it gives up nor a consumer retrying forever."""
-    from services.capture.connect import require_reachable
+    from services.capture.connect import require_reachable  # extra: capture
     from services.capture.settings import Settings
 
     s = env_or_settings

@@ -25,20 +25,20 @@ def register(app: typer.Typer) -> None:
                                                      "--engine spark also Hadoop URIs (hdfs://, s3a://, file://)."),
         engine: Engine = typer.Option(Engine.duckdb, "--engine", help="duckdb (embedded) or spark."),
         master: str = typer.Option("local[2]", "--master", help="Spark master, with --engine spark."),
-        json_path: Path = JSON_OUT,
-        junit_path: Path = typer.Option(None, "--junit", help="Write the report as JUnit XML ('-' = standard "
-                                                              "output)."),
-        csv_path: Path = typer.Option(None, "--csv", help="Write every finding (violated and allowed) as CSV, one "
-                                                          "row each; '-' = standard output."),
+        json_path: Path | None = JSON_OUT,
+        junit_path: Path | None = typer.Option(None, "--junit", help="Write the report as JUnit XML ('-' = standard "
+                                                                     "output)."),
+        csv_path: Path | None = typer.Option(None, "--csv", help="Write every finding (violated and allowed) as CSV, "
+                                                                 "one row each; '-' = standard output."),
         allow: list[str] = typer.Option([], "--allow", help="Invariant whose breaches are allowed (repeatable)."),
         invariant: list[str] = typer.Option([], "--invariant", help="Only these invariants (repeatable)."),
         allow_gaps: bool = typer.Option(False, "--allow-gaps",
                                         help="Check around missing or damaged archive files: findings resting on "
                                              "such a stretch are reported as no data, never as violations."),
-        memory_limit: str = typer.Option(None, "--memory-limit",
-                                         help="Cap DuckDB's memory (e.g. 6GB); beyond it the queries spill to "
-                                              "disk. Default: DuckDB's, 80% of the machine's memory."),
-        time_format: TimeFormat = TIME_FORMAT, force: bool = FORCE,
+        memory_limit: str | None = typer.Option(None, "--memory-limit",
+                                                help="Cap DuckDB's memory (e.g. 6GB); beyond it the queries spill to "
+                                                     "disk. Default: DuckDB's, 80% of the machine's memory."),
+        time_format: TimeFormat | None = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """Check every invariant of the catalog. Exit 0 clean, 1 violations, 2 bad input."""
         from ctrlaudit.check_run import run_check

@@ -15,6 +15,7 @@ import json
 import tempfile
 from enum import Enum
 from pathlib import Path
+from typing import cast
 
 import typer
 
@@ -40,11 +41,11 @@ def register(app: typer.Typer) -> None:
     @app.command("export", short_help="Write the events table (Parquet, CSV, JSON).")
     @user_errors
     def export(
-        store: Path = STORE, cluster: str = CLUSTER,
+        store: Path = STORE, cluster: str | None = CLUSTER,
         out: Path = typer.Option(..., "--out", help="The file to write; '-' = standard output."),
         fmt: ExportFormat = typer.Option(ExportFormat.parquet, "--format", help="parquet | csv | json (one event "
                                                                                 "per line)"),
-        json_path: Path = JSON_OUT, force: bool = FORCE,
+        json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Write the events table (one row per event, the flat layout of schemas/archive/flat.py, in seq order).
 
@@ -62,8 +63,9 @@ def register(app: typer.Typer) -> None:
                        inputs=store_files(store))
         with _open(store) as s:
             cluster_id = s.cluster(cluster)
-            n, first, last = s.con.execute("SELECT count(*), min(seq), max(seq) FROM events WHERE cluster_id = $c",
-                                           {"c": cluster_id}).fetchone()
+            # an aggregate without GROUP BY: one row, min and max NULL over no events
+            n, first, last = cast("tuple[int, int | None, int | None]", s.con.execute(
+                "SELECT count(*), min(seq), max(seq) FROM events WHERE cluster_id = $c", {"c": cluster_id}).fetchone())
             status = chainstate.status(s.con, cluster_id)
             # every stretch of the history that is not verified data: between events, and after the last one
             # loaded (the newest file left out); the history the export stands for ends where the later ends

@@ -2,14 +2,22 @@
 (from an incident) -> an archive."""
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ctrlaudit.commands.options import given_cluster_id
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs
 from ctrlaudit.errors import user_errors
+
+if TYPE_CHECKING:
+    from schemas.archive.manifest import FileManifest
+    from schemas.archive.writer import ArchiveWriter
+    from schemas.events import ControllerEvent
+    from services.normalize.offline import ImportReport
 
 imports = typer.Typer(help="Turn controller state from elsewhere into an archive.", no_args_is_help=True,
                       rich_markup_mode=None)
@@ -25,16 +33,16 @@ class OnError(str, Enum):
 def kraft(
     paths: list[Path] = typer.Argument(..., help="__cluster_metadata-0 directories, or segment/.checkpoint files."),
     out: Path = typer.Option(..., "--out", help="Archive directory to write."),
-    cluster_id: str = typer.Option(None, "--cluster-id", help="Default: cluster.id of meta.properties."),
+    cluster_id: str | None = typer.Option(None, "--cluster-id", help="Default: cluster.id of meta.properties."),
     node_id: int = typer.Option(-1, "--node-id", help="The node whose copy this is (recorded in positions)."),
     on_error: OnError = typer.Option(OnError.raise_, "--on-error",
                                      help="raise: stop at a corrupt batch; skip: record it as a capture gap."),
-    zookeeper_data: list[Path] = typer.Option(
+    zookeeper_data: list[Path] | None = typer.Option(
         None, "--zookeeper-data",
         help="A cluster migrated from ZooKeeper (KIP-866): ZooKeeper's dataDir (or log.<zxid> files). One history: "
              "ZooKeeper's transactions up to the KRaft controller's claim, the migration checked against them, then "
              "this metadata log. Repeatable."),
-    json_path: Path = JSON_OUT, force: bool = FORCE,
+    json_path: Path | None = JSON_OUT, force: bool = FORCE,
 ) -> None:
     """Decode a KRaft metadata log (segments and snapshots) into ControllerEvents; with --zookeeper-data, after the
     ZooKeeper-mode history of a migrated cluster."""
@@ -76,7 +84,7 @@ def kraft(
 
 
 def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_id: str | None, node_id: int,
-              on_error: OnError, json_path: Path) -> None:
+              on_error: OnError, json_path: Path | None) -> None:
     """`import kraft --zookeeper-data`: one archive, one chain across the cutover (services/normalize/
     migration_offline.py)."""
     from schemas.archive.writer import continuation
@@ -89,7 +97,7 @@ def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_
                                                                 [Path(p) for p in zookeeper_data]), said,
                        "neither a meta.properties beside the metadata log nor ZooKeeper's /cluster/id states it")
     last = continuation(out, cluster)
-    cut: dict = {}
+    cut: dict[str, Any] = {}  # the cutover, as import_migrated_events finds it (JSON: its keys are read below)
     events = import_migrated_events(paths, zookeeper_data, cluster, on_error.value, node_id, zk_report, report, cut)
     files, writer = _append(out, cluster, events, last)
     said.say(_written(cluster, f"{zk_report.records:,} ZooKeeper transactions from {len(zk_report.files)} log(s) up "
@@ -117,10 +125,11 @@ def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_
 def zk(
     paths: list[Path] = typer.Argument(..., help="ZooKeeper dataDir (or its version-2), or log.<zxid> files."),
     out: Path = typer.Option(..., "--out", help="Archive directory to write."),
-    cluster_id: str = typer.Option(None, "--cluster-id", help="Default: the /cluster/id znode in the first log."),
+    cluster_id: str | None = typer.Option(None, "--cluster-id",
+                                          help="Default: the /cluster/id znode in the first log."),
     on_error: OnError = typer.Option(OnError.raise_, "--on-error",
                                      help="raise: stop at a corrupt transaction; skip: record it as a capture gap."),
-    json_path: Path = JSON_OUT, force: bool = FORCE,
+    json_path: Path | None = JSON_OUT, force: bool = FORCE,
 ) -> None:
     """Decode ZooKeeper transaction logs of a ZooKeeper-mode Kafka cluster into ControllerEvents."""
     from schemas.archive.writer import continuation
@@ -155,14 +164,15 @@ def logs(
     paths: list[Path] = typer.Argument(..., help="Each broker's log directory, or state-change.log / controller.log / "
                                                  "server.log files (rotated and .gz ones too)."),
     out: Path = typer.Option(..., "--out", help="Archive directory to write."),
-    cluster_id: str = typer.Option(None, "--cluster-id",
-                                   help="Default: the id the logs state (a KRaft controller's, or server.log's)."),
+    cluster_id: str | None = typer.Option(None, "--cluster-id",
+                                          help="Default: the id the logs state (a KRaft controller's, or "
+                                               "server.log's)."),
     timezone: str = typer.Option("UTC", "--log-timezone", "--timezone",
                                  help="The zone of the brokers' clocks: log4j writes local time without one."),
-    log_pattern: str = typer.Option(None, "--log-pattern",
-                                    help="The brokers' log4j ConversionPattern, when not Kafka's [%d] %p %m (%c)%n "
-                                         "(e.g. '%d{ISO8601} %-5p [%t] %c - %m%n')."),
-    json_path: Path = JSON_OUT, force: bool = FORCE,
+    log_pattern: str | None = typer.Option(None, "--log-pattern",
+                                           help="The brokers' log4j ConversionPattern, when not Kafka's "
+                                                "[%d] %p %m (%c)%n (e.g. '%d{ISO8601} %-5p [%t] %c - %m%n')."),
+    json_path: Path | None = JSON_OUT, force: bool = FORCE,
 ) -> None:
     """Read Kafka's own state-change.log, controller.log and server.log of every broker (ZooKeeper mode and KRaft),
     merged in time order, into ControllerEvents: each partition state the lines state whole, with its file and line;
@@ -202,7 +212,8 @@ def register(app: typer.Typer) -> None:
 UNKNOWN_CLUSTER = "unknown-cluster"
 
 
-def _written(cluster: str, read: str, events: int, files, out: Path, last, writer) -> str:
+def _written(cluster: str, read: str, events: int, files: list[FileManifest], out: Path, last: FileManifest | None,
+             writer: ArchiveWriter) -> str:
     """An import's line: what it read and what it wrote; over an archive that already holds all of it,
     that it is up to date."""
     if last is None:
@@ -215,7 +226,7 @@ def _written(cluster: str, read: str, events: int, files, out: Path, last, write
             f"{len(files)} archive file(s) under {out}")
 
 
-def _cluster(given: str | None, found, said: Output, why: str) -> str:
+def _cluster(given: str | None, found: Callable[[], str | None], said: Output, why: str) -> str:
     """The archive's cluster id: --cluster-id, else the one the input states (`found()`), else unknown-cluster,
     said in one WARNING line (`why`: where it was looked for)."""
     cluster = given_cluster_id(given) or found()
@@ -225,7 +236,8 @@ def _cluster(given: str | None, found, said: Output, why: str) -> str:
     return cluster or UNKNOWN_CLUSTER
 
 
-def _summary(cluster: str, out: Path, report, files, last) -> dict:
+def _summary(cluster: str, out: Path, report: ImportReport, files: list[FileManifest],
+             last: FileManifest | None) -> dict[str, object]:
     """An import as JSON: what was read, what was written, and what could not be (gaps)."""
     return {"cluster_id": cluster, "out": str(out), "records": report.records,
             "files_read": [str(f) for f in report.files], "events": report.events,
@@ -236,7 +248,8 @@ def _summary(cluster: str, out: Path, report, files, last) -> dict:
             "not_used_as_image": dict(getattr(report, "passed_over", {}))}
 
 
-def _append(out: Path, cluster: str, events, last):
+def _append(out: Path, cluster: str, events: Iterable[ControllerEvent],
+            last: FileManifest | None) -> tuple[list[FileManifest], ArchiveWriter]:
     """Write an import's events into the archive directory: after the intact archive already there
     (only what continues its chain), or into an empty one. Returns (files written, the writer)."""
     from schemas.archive.writer import ArchiveWriter, after

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from typing import overload
 
 import typer
 
@@ -17,6 +18,10 @@ COMMAND_CONFIG = typer.Option(
          "ssl.keystore.* (as Kafka's tools take it; env CTRLAUDIT_COMMAND_CONFIG).")
 
 
+@overload
+def given_cluster_id(value: str, option: str = ...) -> str: ...
+@overload
+def given_cluster_id(value: None, option: str = ...) -> None: ...
 def given_cluster_id(value: str | None, option: str = "--cluster-id") -> str | None:
     """A cluster id given on the command line, checked before it names a directory (schemas/names.py);
     None when not given (an empty one is refused, not taken as absent)."""

@@ -28,11 +28,15 @@ import secrets
 from collections.abc import Iterable, Iterator, Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from ctrlaudit.errors import reader_may_leave
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 
 class TimeFormat(str, Enum):
@@ -76,7 +80,7 @@ class Output:
         with reader_may_leave():  # a reader gone costs no file still to be written
             print(text, end=end)
 
-    def json(self, body: Any) -> bool:
+    def json(self, body: object) -> bool:
         """Write the JSON document if --json was given (`body` may be a callable making it): to standard
         output, or to the file by way of a temporary file beside it, so a reader never sees half a
         document. True when it went to standard output (nothing else may go there then)."""
@@ -140,7 +144,7 @@ _NOT_REGULAR = ((stat.S_ISLNK, "a symbolic link"),
                 (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
 
 
-def _identity(path: Path) -> tuple[Any, ...]:
+def _identity(path: Path) -> tuple[str, int, int] | tuple[str, str]:
     """What makes two paths one file: the inode when it exists (hard links, other spellings), else the
     resolved path."""
     try:
@@ -180,7 +184,7 @@ def refuse_outputs(outputs: Mapping[str, str | Path | None], *, force: bool = Fa
     to_stdout = [option for option, p in given.items() if is_stdout(p)]
     if len(to_stdout) > 1:
         raise UsageError(f"only one of {', '.join(to_stdout)} can go to standard output ('-')")
-    seen: dict[tuple[Any, ...], str] = {}
+    seen: dict[tuple[str, int, int] | tuple[str, str], str] = {}
     for option, path in given.items():
         if is_stdout(path):
             continue
@@ -216,7 +220,7 @@ def _refuse_not_regular(path: Path, where: str) -> bool:
     return True
 
 
-def print_table(table: Any, console: Any = None) -> None:
+def print_table(table: Table, console: Console | None = None) -> None:
     """A rich table on a terminal: at its width, long cells folded onto more lines, never cut with '…'.
     Into a pipe or a file: as wide as the table needs, one line per row."""
     from rich.console import Console
@@ -227,7 +231,7 @@ def print_table(table: Any, console: Any = None) -> None:
     if not console.is_terminal:
         width = Console(file=io.StringIO(), width=100_000).measure(table).maximum
         console = Console(file=console.file, width=max(width, len(str(table.title or "")), 20),
-                          color_system=console.color_system and None)
+                          color_system=None)  # no colours into a pipe or a file
     console.print(table)
 
 

@@ -1,8 +1,10 @@
 """`ctrlaudit state | diff | timeline | explain`: questions to the store about the past."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
@@ -10,6 +12,15 @@ from ctrlaudit.commands.options import CLUSTER, PARTITION, STORE, TOPIC
 from ctrlaudit.commands.output import (FORCE, JSON_OUT, TIME_FORMAT, Output, TimeFormat, print_table, refuse_outputs,
                                        store_files, use_time_format)
 from ctrlaudit.errors import UsageError, user_errors
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from replay.changes import Explanation, TimelineResult
+    from replay.queries import DiffResult, HealthResult, StateResult, Topics
+    from replay.store import Point, Store
+
+    Result = StateResult | HealthResult | DiffResult | TimelineResult | Explanation
 
 
 class StateFormat(str, Enum):
@@ -33,14 +44,16 @@ TIME = typer.Option(None, "--time", help="As of this time: ISO-8601 (UTC when no
 FORMAT_HELP = "Output: {}."
 
 
-def _point(s, cluster: str | None, seq: int | None, offset: int | None, time: str | None, side: str = ""):
+def _point(s: Store, cluster: str | None, seq: int | None, offset: int | None, time: str | None,
+           side: str = "") -> Point:
     given = [n for n, v in (("seq", seq), ("offset", offset), ("time", time)) if v is not None]
     if len(given) > 1:
         raise UsageError(f"give one of --{side}seq, --{side}offset, --{side}time (got {', '.join(given)})")
     return s.point(seq=seq, offset=offset, time=time, cluster_id=cluster)
 
 
-def _emit(result, fmt: Enum, json_path: Path | None, text, table=None) -> None:
+def _emit(result: Result, fmt: Enum, json_path: Path | None, text: Callable[[], str],
+          table: Callable[[], Table] | None = None) -> None:
     """One result out: as --json asks (standard output or a file), then as --format asks; `text()` and
     `table()` make the text and the rich table only when they are asked for."""
     from replay import formats
@@ -49,15 +62,15 @@ def _emit(result, fmt: Enum, json_path: Path | None, text, table=None) -> None:
         return
     if fmt.value == "json":
         print(formats.to_json(result))
-    elif fmt.value == "csv":
-        print(formats.to_csv(result), end="")
+    elif fmt.value == "csv":  # never an explanation: explain refuses --format csv
+        print(formats.to_csv(cast("StateResult | HealthResult | DiffResult | TimelineResult", result)), end="")
     elif fmt.value == "table" and table is not None:
         print_table(table())
     else:
         print(text(), end="")
 
 
-def _open(store: Path):
+def _open(store: Path) -> Store:
     from replay.store import Store
 
     if not store.exists():
@@ -79,7 +92,7 @@ _FILTERS = {
 }
 
 
-def _flag(name: str) -> typer.Option:
+def _flag(name: str) -> Any:  # typer.Option's, which is Any: the default of a bool parameter
     flag, alias, text = _FILTERS[name]
     return typer.Option(False, *([flag, alias] if alias else [flag]), help=text)
 
@@ -88,10 +101,10 @@ def register(app: typer.Typer) -> None:
     @app.command("state", short_help="The controller's view as of a point.")
     @user_errors
     def state(
-        store: Path = STORE, cluster: str = CLUSTER,
-        topic: str = typer.Option(None, "--topic", help="A topic, or a regular expression over whole names "
-                                                        "(as kafka-topics: 'orders.*', 'a,b')."),
-        partition: int = PARTITION, seq: int = SEQ, offset: int = OFFSET, time: str = TIME,
+        store: Path = STORE, cluster: str | None = CLUSTER,
+        topic: str | None = typer.Option(None, "--topic", help="A topic, or a regular expression over whole names "
+                                                               "(as kafka-topics: 'orders.*', 'a,b')."),
+        partition: int | None = PARTITION, seq: int | None = SEQ, offset: int | None = OFFSET, time: str | None = TIME,
         under_replicated: bool = _flag("under_replicated"), under_min_isr: bool = _flag("under_min_isr"),
         at_min_isr: bool = _flag("at_min_isr"), unavailable: bool = _flag("unavailable"),
         offline: bool = _flag("offline"),
@@ -108,11 +121,11 @@ def register(app: typer.Typer) -> None:
             False, "--reassignment-json",
             help="Print the replica assignment as of the point as kafka-reassign-partitions --execute takes it "
                  "(a reassignment in flight then: its original replicas), to put a cluster back to that layout."),
-        kafka_version: str = typer.Option(
+        kafka_version: str | None = typer.Option(
             None, "--kafka-version",
             help="The release whose kafka-topics --describe layout to print (e.g. 3.5): before 3.7 it prints no "
                  "Elr / LastKnownElr fields. Default: 3.7+'s layout."),
-        json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT, force: bool = FORCE,
+        json_path: Path | None = JSON_OUT, time_format: TimeFormat | None = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """The controller's view as of a point (default: the newest event), as kafka-topics --describe."""
         from replay import formats, queries, topics
@@ -134,20 +147,23 @@ def register(app: typer.Typer) -> None:
         with _open(store) as s:
             point = _point(s, cluster, seq, offset, time)
             zookeeper_mode = queries.zookeeper_mode(s, point)
-            names = None
+            names: Topics = None
             if topic is not None or exclude_internal:
-                names = (topics.resolve(s, point, topic, exclude_internal) if topic is not None else
-                         [n for n in topics.names_as_of(s, point) if n not in topics.INTERNAL])
-            if partition is not None and len(names) == 1:
-                names = names[0]
+                listed = (topics.resolve(s, point, topic, exclude_internal) if topic is not None else
+                          [n for n in topics.names_as_of(s, point) if n not in topics.INTERNAL])
+                # (without a topic there is no --partition: refused above)
+                names = listed[0] if partition is not None and len(listed) == 1 else listed
+            result: StateResult | HealthResult
             if picked:
-                result = getattr(queries, picked[0])(s, point, names)
+                health: Callable[[Store, Point, Topics], HealthResult] = getattr(queries, picked[0])
+                result = health(s, point, names)
                 if partition is not None:
                     result = type(result)(result.point, result.kind,
                                           tuple(p for p in result.partitions if p.partition == partition), result.rule)
             else:
                 result = queries.state_as_of(s, point, names, partition)
                 if partition is not None and not result.partitions:
+                    assert topic is not None  # --partition needs --topic: refused above
                     raise UsageError(topics.missing_partition(s, point, names if isinstance(names, str) else topic,
                                                               partition))
         if reassignment_json:  # the plan on standard output, unless --json - takes it
@@ -166,16 +182,17 @@ def register(app: typer.Typer) -> None:
     @app.command("diff", short_help="What changed between two points.")
     @user_errors
     def diff(
-        store: Path = STORE, cluster: str = CLUSTER,
-        topic: str = typer.Option(None, "--topic", help="Only these topics: a name or a regular expression."),
-        from_seq: int = typer.Option(None, "--from-seq", help="Start: as of this event (chain position)."),
-        from_offset: int = typer.Option(None, "--from-offset", help="Start: as of this metadata log offset."),
-        from_time: str = typer.Option(None, "--from-time", help="Start: as of this time (ISO-8601 or epoch millis)."),
-        to_seq: int = typer.Option(None, "--to-seq", help="End: as of this event (default: the newest)."),
-        to_offset: int = typer.Option(None, "--to-offset", help="End: as of this metadata log offset."),
-        to_time: str = typer.Option(None, "--to-time", help="End: as of this time (default: the newest event)."),
+        store: Path = STORE, cluster: str | None = CLUSTER,
+        topic: str | None = typer.Option(None, "--topic", help="Only these topics: a name or a regular expression."),
+        from_seq: int | None = typer.Option(None, "--from-seq", help="Start: as of this event (chain position)."),
+        from_offset: int | None = typer.Option(None, "--from-offset", help="Start: as of this metadata log offset."),
+        from_time: str | None = typer.Option(None, "--from-time",
+                                             help="Start: as of this time (ISO-8601 or epoch millis)."),
+        to_seq: int | None = typer.Option(None, "--to-seq", help="End: as of this event (default: the newest)."),
+        to_offset: int | None = typer.Option(None, "--to-offset", help="End: as of this metadata log offset."),
+        to_time: str | None = typer.Option(None, "--to-time", help="End: as of this time (default: the newest event)."),
         fmt: TextFormat = typer.Option(TextFormat.text, "--format", help=FORMAT_HELP.format("text, json, csv")),
-        json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT, force: bool = FORCE,
+        json_path: Path | None = JSON_OUT, time_format: TimeFormat | None = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """What changed between two points: partitions, brokers, controller."""
         from replay import formats, queries, topics
@@ -203,14 +220,14 @@ def register(app: typer.Typer) -> None:
     @app.command("timeline", short_help="Every change of one partition.")
     @user_errors
     def timeline(
-        store: Path = STORE, cluster: str = CLUSTER,
+        store: Path = STORE, cluster: str | None = CLUSTER,
         topic: str = typer.Option(..., "--topic", help="The partition's topic (its exact name)."),
         partition: int = typer.Option(..., "--partition", help="The partition number."),
-        to_offset: int = typer.Option(None, "--to-offset", help="Up to this metadata log offset."),
-        to_time: str = typer.Option(None, "--to-time", help="Up to this time (ISO-8601 or epoch millis)."),
-        limit: int = typer.Option(None, "--limit", min=1, help="Only the newest N changes."),
+        to_offset: int | None = typer.Option(None, "--to-offset", help="Up to this metadata log offset."),
+        to_time: str | None = typer.Option(None, "--to-time", help="Up to this time (ISO-8601 or epoch millis)."),
+        limit: int | None = typer.Option(None, "--limit", min=1, help="Only the newest N changes."),
         fmt: TextFormat = typer.Option(TextFormat.text, "--format", help=FORMAT_HELP.format("text, json, table, csv")),
-        json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT, force: bool = FORCE,
+        json_path: Path | None = JSON_OUT, time_format: TimeFormat | None = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """Every change of one partition, oldest first, with who decided and why."""
         from replay import changes, formats, topics
@@ -229,18 +246,18 @@ def register(app: typer.Typer) -> None:
     @app.command("explain", short_help="Why one partition change happened.")
     @user_errors
     def explain(
-        store: Path = STORE, cluster: str = CLUSTER,
-        seq: int = typer.Option(None, "--seq", help="The partition change that is this event (chain position)."),
-        event_id: str = typer.Option(None, "--event-id", help="The partition change with this event id."),
-        offset: int = typer.Option(None, "--offset", help="The partition change at this metadata offset."),
-        topic: str = TOPIC, partition: int = PARTITION,
+        store: Path = STORE, cluster: str | None = CLUSTER,
+        seq: int | None = typer.Option(None, "--seq", help="The partition change that is this event (chain position)."),
+        event_id: str | None = typer.Option(None, "--event-id", help="The partition change with this event id."),
+        offset: int | None = typer.Option(None, "--offset", help="The partition change at this metadata offset."),
+        topic: str | None = TOPIC, partition: int | None = PARTITION,
         last_leader_change: bool = typer.Option(False, "--last-leader-change",
                                                 help="With --topic/--partition: the newest leader move (at or "
                                                      "before --time)."),
-        time: str = typer.Option(None, "--time", help="With --last-leader-change: the last move at or before this "
-                                                      "time (ISO-8601 or epoch millis)."),
+        time: str | None = typer.Option(None, "--time", help="With --last-leader-change: the last move at or before "
+                                                             "this time (ISO-8601 or epoch millis)."),
         fmt: TextFormat = typer.Option(TextFormat.text, "--format", help=FORMAT_HELP.format("text, json")),
-        json_path: Path = JSON_OUT, time_format: TimeFormat = TIME_FORMAT, force: bool = FORCE,
+        json_path: Path | None = JSON_OUT, time_format: TimeFormat | None = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """Why one partition change happened: election type, previous ISR, controller and epoch."""
         from replay import changes, formats, topics

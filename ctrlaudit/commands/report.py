@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -10,26 +11,29 @@ from ctrlaudit.commands.options import CLUSTER, STORE
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, is_stdout, refuse_outputs, store_files, write_text
 from ctrlaudit.errors import UsageError, user_errors
 
+if TYPE_CHECKING:
+    from replay.store import Store
+
 
 def register(app: typer.Typer) -> None:
     @app.command("report", short_help="A self-contained HTML incident report.")
     @user_errors
     def report(
-        store: Path = STORE, cluster: str = CLUSTER,
-        from_time: str = typer.Option(None, "--from", help="Window start: ISO-8601 or epoch millis; the events at "
-                                                           "it are in the window (default: the first event)."),
-        to_time: str = typer.Option(None, "--to", help="Window end: ISO-8601 or epoch millis (default: the newest "
-                                                       "event)."),
-        topic: str = typer.Option(None, "--topic", help="Only this topic's partitions (its exact name)."),
+        store: Path = STORE, cluster: str | None = CLUSTER,
+        from_time: str | None = typer.Option(None, "--from", help="Window start: ISO-8601 or epoch millis; the events "
+                                                                  "at it are in the window (default: the first event)."),
+        to_time: str | None = typer.Option(None, "--to", help="Window end: ISO-8601 or epoch millis (default: the "
+                                                              "newest event)."),
+        topic: str | None = typer.Option(None, "--topic", help="Only this topic's partitions (its exact name)."),
         out: Path = typer.Option(Path("incident.html"), "--out", help="The HTML file to write; '-' = standard "
                                                                       "output."),
-        check_json: Path = typer.Option(None, "--check-json",
-                                        help="A `ctrlaudit check --json` report: its verdicts and the violations "
-                                             "in the window are shown."),
+        check_json: Path | None = typer.Option(None, "--check-json",
+                                               help="A `ctrlaudit check --json` report: its verdicts and the "
+                                                    "violations in the window are shown."),
         run_checks: bool = typer.Option(False, "--run-checks",
                                         help="Run the invariant catalog over the store first (minutes at 10M "
                                              "events; --check-json reuses a report)."),
-        json_path: Path = JSON_OUT, force: bool = FORCE,
+        json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """A self-contained HTML incident report: summary, plots over time, drill-down per partition."""
         from ctrlaudit.commands.query import _open
@@ -74,7 +78,7 @@ def register(app: typer.Typer) -> None:
         said.json({"out": str(out), "bytes": size, "cluster_id": a.cluster_id, "from_seq": a.seq, "to_seq": b.seq})
 
 
-def _hash_at(s, cluster_id: str, seq: int) -> str | None:
+def _hash_at(s: Store, cluster_id: str, seq: int) -> str | None:
     """The store's chain hash at a seq of a cluster (None: the store does not hold that seq)."""
     row = s.con.execute("SELECT hash FROM events WHERE cluster_id = ? AND seq = ?", [cluster_id, seq]).fetchone()
     return row[0] if row else None

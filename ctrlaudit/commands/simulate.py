@@ -43,13 +43,13 @@ def register(app: typer.Typer) -> None:
         partitions: int = typer.Option(12, "--partitions", min=1, help="Partitions per topic."),
         replication_factor: int = typer.Option(3, "--replication-factor", min=1, help="Replicas per partition."),
         metadata_version: int = typer.Option(21, "--metadata-version", help="metadata.version feature level."),
-        cluster_id: str = typer.Option(None, "--cluster-id", help="Default: sim-<seed>."),
+        cluster_id: str | None = typer.Option(None, "--cluster-id", help="Default: sim-<seed>."),
         inject: list[str] = typer.Option([], "--inject", help="Breach NAME@EVENT_INDEX (repeatable)."),
-        truth: Path = typer.Option(None, "--truth", help="Write the injected breaches (ground truth) as JSON."),
+        truth: Path | None = typer.Option(None, "--truth", help="Write the injected breaches (ground truth) as JSON."),
         zookeeper: bool = typer.Option(False, "--zookeeper",
                                        help="A ZooKeeper-mode cluster's history: sourced ZOOKEEPER, no "
                                             "metadata.version, brokers registered or gone."),
-        json_path: Path = JSON_OUT, force: bool = FORCE,
+        json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Simulate Kafka's controller (placement, elections, ISR, reassignments, failover, HW/LEO)."""
         from services.simulator import SimConfig, simulate_to_archive

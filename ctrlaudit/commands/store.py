@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -10,22 +12,25 @@ from ctrlaudit.commands.options import COMMAND_CONFIG, STORE
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs, store_files
 from ctrlaudit.errors import UsageError, user_errors
 
+if TYPE_CHECKING:
+    from replay.store import Store
+
 
 def register(app: typer.Typer) -> None:
     @app.command("load", short_help="Load archive files into the DuckDB store.")
     @user_errors
     def load(
-        paths: list[Path] = typer.Argument(None, help="Archive files (.avro) or directories of them."),
+        paths: list[Path] | None = typer.Argument(None, help="Archive files (.avro) or directories of them."),
         store: Path = STORE,
-        bootstrap_server: str = typer.Option(None, "--bootstrap-server",
-                                             help="Read the events topic instead of files (with --topic)."),
-        topic: str = typer.Option(None, "--topic", help="Events topic (default ctrlaudit.events)."),
-        command_config: Path = COMMAND_CONFIG,
-        workers: int = typer.Option(None, "--workers", min=1, help="Decoding threads (default: 2)."),
+        bootstrap_server: str | None = typer.Option(None, "--bootstrap-server",
+                                                    help="Read the events topic instead of files (with --topic)."),
+        topic: str | None = typer.Option(None, "--topic", help="Events topic (default ctrlaudit.events)."),
+        command_config: Path | None = COMMAND_CONFIG,
+        workers: int | None = typer.Option(None, "--workers", min=1, help="Decoding threads (default: 2)."),
         allow_gaps: bool = typer.Option(False, "--allow-gaps",
                                         help="Load around missing or damaged files and record the stretches as "
                                              "gaps (every answer touching them says so) instead of refusing."),
-        json_path: Path = JSON_OUT, force: bool = FORCE,
+        json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Load archive files into the store. Loading the same events twice adds nothing."""
         import tempfile
@@ -39,7 +44,7 @@ def register(app: typer.Typer) -> None:
         refuse_outputs({"--json": json_path}, force=force, inputs=[*(paths or []), *store_files(store)])
         with tempfile.TemporaryDirectory(prefix="ctrlaudit-topic-") as tmp:
             if bootstrap_server:
-                from services.capture.archiver import consume_to_archive
+                from services.capture.archiver import consume_to_archive  # extra: capture
                 from services.capture.settings import Settings
                 security = Settings().replace(command_config=str(command_config) if command_config else None).security
                 got = consume_to_archive(bootstrap_server, topic or "ctrlaudit.events", Path(tmp), security=security)
@@ -47,6 +52,8 @@ def register(app: typer.Typer) -> None:
                     raise UsageError(f"topic {topic or 'ctrlaudit.events'} at {bootstrap_server} holds no events")
                 paths = [*(paths or []), Path(tmp)]
             from ctrlaudit.progress import archive_bytes, bar
+
+            assert paths is not None  # given, or the topic's events just read into tmp
 
             with _removed_if_new_and_failed(Store(store)) as s, bar("loading", archive_bytes(paths)) as progress:
                 report = s.load(paths, workers=workers, allow_gaps=allow_gaps, progress=progress)
@@ -69,7 +76,7 @@ def register(app: typer.Typer) -> None:
 
 
 @contextlib.contextmanager
-def _removed_if_new_and_failed(s):
+def _removed_if_new_and_failed(s: Store) -> Iterator[Store]:
     """Close the store; when this load created it and failed (bad input, Ctrl-C), remove the empty store
     file too, so that a failed load leaves the directory as it was. Safe: the layout was made under this
     process's write lock, and a load is one transaction, so the file holds nothing else."""

@@ -29,8 +29,8 @@ def main() -> None:
             ensure_topics(Settings())
         except (ValueError, ContractError) as exc:  # settings (SettingsError), --command-config, Kafka
             sys.exit(f"ctrlaudit capture: {exc}")
-        from services.capture.app import main as run
-        run()
+        from services.capture.app import main as run_worker
+        run_worker()
 
 
 main()

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
@@ -28,8 +29,20 @@ from services.capture.security import aiokafka_kwargs
 from services.capture.produce import BatchSender, DeliveryFailed
 from services.capture.sources import KRaftTail, QuorumWatermark, run_source
 
+if TYPE_CHECKING:
+    from faust.types import RecordMetadata, StreamT
+
 log = logging.getLogger(__name__)
 REASON_HEADER = "ctrlaudit-reason"
+
+
+class _Record(Protocol):
+    """aiokafka's ConsumerRecord (aiokafka ships no type information), the fields read here."""
+
+    offset: int
+    key: bytes | None
+    value: bytes
+    headers: Sequence[tuple[str, bytes]]
 
 
 # --- reading back what the topics hold (restart) ------------------------------------------------
@@ -40,7 +53,7 @@ def _consumer() -> AIOKafkaConsumer:
                             **aiokafka_kwargs(security))
 
 
-async def last_message(topic: str):
+async def last_message(topic: str) -> _Record | None:
     """The last message of partition 0 of `topic`, or None."""
     c = _consumer()
     await c.start()
@@ -51,7 +64,8 @@ async def last_message(topic: str):
         if end == 0:
             return None
         c.seek(tp, end - 1)
-        return await c.getone()
+        last: _Record = await c.getone()
+        return last
     finally:
         await c.stop()
 
@@ -129,7 +143,7 @@ def read_raw(upto: int, start: int = 0) -> AsyncIterator[bytes]:
     return read_topic(settings.raw_topic, upto, start)
 
 
-async def read_events(upto: int) -> AsyncIterator[dict]:
+async def read_events(upto: int) -> AsyncIterator[dict[str, Any]]:
     """The events topic's Avro records up to `upto` (exclusive); undecodable values are skipped."""
     async for value in read_topic(settings.events_topic, upto):
         try:
@@ -144,8 +158,9 @@ class Pipeline:
     """Per-cluster CaptureStates, rebuilt on the first raw message a worker sees (logic.py explains): from
     the last image checkpoint (image_store.py) when there is one, else from the raw topic's start."""
 
-    def __init__(self, progress_reader=read_progress, raw_reader=read_raw, images: ImageStore | None = None,
-                 checkpoint_seconds: float = 0, flush_events: Callable[[], Awaitable] | None = None) -> None:
+    def __init__(self, progress_reader: Callable[[], Awaitable[tuple[str | None, Progress]]] = read_progress,
+                 raw_reader: Callable[[int, int], AsyncIterator[bytes]] = read_raw, images: ImageStore | None = None,
+                 checkpoint_seconds: float = 0, flush_events: Callable[[], Awaitable[None]] | None = None) -> None:
         self.progress_reader = progress_reader
         self.raw_reader = raw_reader
         self.images = images
@@ -158,9 +173,9 @@ class Pipeline:
         self._checkpoint_at = time.monotonic()
         self._progress: tuple[str | None, Progress] = (None, Progress())
         # one call per raw message with all its events: [(event, progress header, encoded value)]
-        self.sink_events: Callable[[list[tuple[ControllerEvent, bytes, bytes]]], Awaitable] = self._send_events
-        self.sink_dead: Callable[[bytes | None, bytes, str], Awaitable] = self._send_dead
-        self.sink_alert: Callable[[dict], Awaitable] = self._send_alert
+        self.sink_events: Callable[[list[tuple[ControllerEvent, bytes, bytes]]], Awaitable[None]] = self._send_events
+        self.sink_dead: Callable[[bytes | None, bytes, str], Awaitable[object]] = self._send_dead
+        self.sink_alert: Callable[[dict[str, Any]], Awaitable[object]] = self._send_alert
 
     async def prepare(self, first_offset: int) -> None:
         self._progress = await self.progress_reader()
@@ -259,11 +274,11 @@ class Pipeline:
         await events_sender.send(out)
 
     @staticmethod
-    async def _send_dead(key: bytes | None, value: bytes, reason: str):
+    async def _send_dead(key: bytes | None, value: bytes, reason: str) -> Awaitable[RecordMetadata]:
         return await dead_letter_topic.send(key=key, value=value, headers={REASON_HEADER: reason.encode()})
 
     @staticmethod
-    async def _send_alert(alert: dict):
+    async def _send_alert(alert: dict[str, Any]) -> Awaitable[RecordMetadata]:
         # allowed ones (a controlled shutdown's ISR shrink, a KIP-966 recovery) are routine: debug, not info
         (log.debug if alert["allowed"] else log.warning)(
             "alert %s (%s, %s) at seq %s: expected %s, actual %s", alert["invariant"], alert["rule"], alert["status"],
@@ -271,7 +286,10 @@ class Pipeline:
         return await alerts_topic.send(key=alert["cluster_id"].encode(), value=alert)
 
 
-events_sender = BatchSender(lambda: app.producer._ensure_producer(), settings.events_topic)
+# app.producer is typed as Faust's ProducerT; the worker's (a kafka:// broker) is Faust's aiokafka Producer, whose
+# _ensure_producer gives its AIOKafkaProducer
+events_sender = BatchSender(lambda: app.producer._ensure_producer(),  # type: ignore[attr-defined]
+                            settings.events_topic)
 pipeline = Pipeline(images=ImageStore(image_table), checkpoint_seconds=settings.checkpoint_seconds,
                     flush_events=events_sender.flush)
 
@@ -285,7 +303,7 @@ class Watch:
     back from its last committed offset, so events it has observed come again: they are passed over (their
     alerts were sent). An offset past the next one means events this checker never saw: it is rebuilt."""
 
-    def __init__(self, history_reader=read_events) -> None:
+    def __init__(self, history_reader: Callable[[int], AsyncIterator[dict[str, Any]]] = read_events) -> None:
         self.history_reader = history_reader
         self.checker = LiveChecker()
         self.next_offset: int | None = None  # None: not rebuilt yet
@@ -297,7 +315,7 @@ class Watch:
             n += 1
         log.info("watch: re-observed %d events below offset %d", n, offset)
 
-    async def observe(self, offset: int, event) -> list[dict]:
+    async def observe(self, offset: int, event: ControllerEvent | dict[str, Any]) -> list[dict[str, Any]]:
         """Alert dicts (Alert.to_dict) of `event` (a ControllerEvent or its Avro record) at `offset`."""
         if self.next_offset is not None and offset < self.next_offset:
             return []  # observed before a rebalance re-delivered it
@@ -313,7 +331,7 @@ watcher = Watch()
 ROLES = settings.role_set
 
 
-async def normalize(stream):
+async def normalize(stream: StreamT[bytes]) -> None:
     """Raw records -> chained ControllerEvents (or the dead-letter topic)."""
     # No `yield`: an agent that yields is drained by Faust's _slurp, which formats a debug log line and
     # looks for a reply-to per value (~5% of the worker's samples in a catch-up profile).
@@ -321,7 +339,7 @@ async def normalize(stream):
         await pipeline.handle(event.message.offset, event.key, event.value)
 
 
-async def watch(stream):
+async def watch(stream: StreamT[dict[str, Any]]) -> None:
     """Per-event invariants (checks.live.LiveChecker) -> alerts."""
     async for event in stream.events():
         alerts = await watcher.observe(event.message.offset, event.value)
@@ -330,10 +348,11 @@ async def watch(stream):
 
 
 # this worker's agents (settings.roles); a module-level name stays for tests either way
+# (the agent takes the function's name, which mypy holds to the function's type)
 if "normalize" in ROLES:
-    normalize = app.agent(raw_topic)(normalize)
+    normalize = app.agent(raw_topic)(normalize)  # type: ignore[assignment]
 if "watch" in ROLES:
-    watch = app.agent(watch_topic)(watch)
+    watch = app.agent(watch_topic)(watch)  # type: ignore[assignment]
 
 
 # --- sources ---------------------------------------------------------------------------------
@@ -343,7 +362,8 @@ async def declare_topics() -> None:
         await t.maybe_declare()
 
 
-@app.task
+# Faust's App.task is typed as giving a decorator or a task (a Union): applied to a function, it gives the task
+@app.task  # type: ignore[untyped-decorator]
 async def kraft_source() -> None:
     """Tail CTRLAUDIT_METADATA_DIR into the raw topic, resuming after the raw topic's last message (the
     normalize worker's job)."""
@@ -359,13 +379,13 @@ async def kraft_source() -> None:
     gate = QuorumWatermark(settings.bootstrap_servers, security) if settings.commit_gate == "quorum" else None
     log.info("kraft source: %s (cluster %s) from offset %d", directory, cluster, tail.next_offset)
 
-    async def send(r: RawRecord):
+    async def send(r: RawRecord) -> Awaitable[RecordMetadata]:
         return await raw_topic.send(key=r.cluster_id.encode(), value=encode_raw(r))
 
     await run_source(tail, send, gate, settings.poll_interval, lambda: False)
 
 
-@app.task
+@app.task  # type: ignore[untyped-decorator]  # as kraft_source's
 async def zookeeper_source() -> None:
     """Watch a ZooKeeper-mode cluster's controller znodes (CTRLAUDIT_ZOOKEEPER) into the raw topic; after a
     restart, a snapshot of the tree and a gap back to the raw topic's last zxid (services/zookeeper/watch.py)."""
@@ -379,7 +399,9 @@ async def zookeeper_source() -> None:
     watcher = ZooKeeperWatch(settings.zookeeper)
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, watcher.start)
-    cluster = settings.cluster_id or await loop.run_in_executor(None, watcher.cluster_id) or "unknown-cluster"
+    # (mypy types the right of `or` in the context of its left, a str: here it is the id found, or None)
+    cluster = settings.cluster_id or await loop.run_in_executor(
+        None, watcher.cluster_id) or "unknown-cluster"  # type: ignore[arg-type]
     resume = await last_source_record(settings.raw_topic, cluster)
     if resume is not None:
         watcher.resume_after(resume.last_offset)

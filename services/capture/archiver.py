@@ -20,12 +20,18 @@ import signal
 import time
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from schemas import codec as event_codec, names
 from schemas.errors import ContractError
 from schemas.archive import ArchiveWriter
 from services.capture.stall import Stall, group_progress
 from services.capture.settings import Settings
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer
+
+    from services.capture.security import ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +85,7 @@ class Archive:
         return n
 
 
-def commit(consumer, retry_seconds: float = 30.0, pause: float = 0.5) -> bool:
+def commit(consumer: Consumer, retry_seconds: float = 30.0, pause: float = 0.5) -> bool:
     """Commit the consumed offsets (the files are fsynced already). A transient failure -- the group
     coordinator loading or moving after a broker restart -- is retried for `retry_seconds`, then left
     to the next checkpoint: the archive skips events it already holds by seq, so an offset left
@@ -113,7 +119,7 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) 
     from services.capture import connect
 
     archive = Archive(settings.archive_dir, fsync=fsync)
-    conf, access = connect.config(settings.bootstrap_servers, settings.security, **{
+    conf, access = connect.config(settings.bootstrap_servers, settings.security, extra={
         "group.id": settings.archive_group, "enable.auto.commit": False, "auto.offset.reset": "earliest",
         "isolation.level": "read_committed", "fetch.max.bytes": 64 * 1024 * 1024,
         # Partitions added to the topic later are seen at this interval (default 5 minutes).
@@ -126,7 +132,7 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) 
     stall = Stall(max(settings.archive_rejoin_seconds, 2 * settings.archive_flush_seconds))
     stop = {"now": False}
 
-    def _stop(*_):
+    def _stop(*_: object) -> None:
         stop["now"] = True
     old = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGINT)}
     pending = subscribed = waited = False
@@ -168,11 +174,13 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) 
                 stall.reset()
                 continue
             for m in msgs:
-                if m.error():
-                    if m.error().code() != KafkaError._PARTITION_EOF:
-                        log.warning("consume: %s", m.error())
+                err = m.error()
+                if err:
+                    if err.code() != KafkaError._PARTITION_EOF:
+                        log.warning("consume: %s", err)
                     continue
-                archive.add(m.value())
+                # (a record without a value, None, fails in decode like any value that is not an event)
+                archive.add(m.value())  # type: ignore[arg-type]
                 pending = True
                 last_msg = time.monotonic()
             now = time.monotonic()
@@ -192,7 +200,7 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) 
     return archive
 
 
-def topic_exists(consumer, topic: str) -> bool:
+def topic_exists(consumer: Consumer, topic: str) -> bool:
     """Does the cluster list `topic` with partitions? A metadata request that fails or times out is no."""
     try:
         md = consumer.list_topics(topic, timeout=5)
@@ -230,7 +238,7 @@ class TopicNotFound(ContractError):
 
 
 def consume_to_archive(bootstrap_servers: str, topic: str, root: Path, timeout: float = 30,
-                       security=None) -> Archive:
+                       security: ClientSecurity | None = None) -> Archive:
     """Read the whole events topic (as it is now) into an archive under `root` (no group, no commit):
     how `ctrlaudit load --bootstrap-server` reads the topic with the same decoder and chain checks.
     `security`: a ClientSecurity (services/capture/security.py), None for PLAINTEXT."""
@@ -241,7 +249,7 @@ def consume_to_archive(bootstrap_servers: str, topic: str, root: Path, timeout: 
 
     security = security or ClientSecurity()
     connect.require_reachable(bootstrap_servers, security)
-    conf, access = connect.config(bootstrap_servers, security, **{
+    conf, access = connect.config(bootstrap_servers, security, extra={
         "group.id": "ctrlaudit-load", "enable.auto.commit": False, "fetch.max.bytes": 64 * 1024 * 1024})
     c = Consumer(conf)
     archive = Archive(root, fsync=False)
@@ -249,7 +257,7 @@ def consume_to_archive(bootstrap_servers: str, topic: str, root: Path, timeout: 
         md = c.list_topics(topic, timeout=timeout)
         if topic not in md.topics or md.topics[topic].error is not None:
             raise TopicNotFound(f"topic {topic!r} not found at {bootstrap_servers}")
-        ends = {}
+        ends: dict[int, int] = {}  # partition -> its end offset
         for p in md.topics[topic].partitions:
             lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
             if hi > lo:
@@ -261,9 +269,11 @@ def consume_to_archive(bootstrap_servers: str, topic: str, root: Path, timeout: 
             for m in msgs:
                 if m.error():
                     continue
-                archive.add(m.value())
-                if m.offset() + 1 >= ends.get(m.partition(), 0):
-                    ends.pop(m.partition(), None)
+                archive.add(m.value())  # type: ignore[arg-type]  # None: as in run()
+                # a record read (not an error) has its partition and offset
+                offset, partition = cast(int, m.offset()), cast(int, m.partition())
+                if offset + 1 >= ends.get(partition, 0):
+                    ends.pop(partition, None)
         archive.checkpoint()
     finally:
         c.close()

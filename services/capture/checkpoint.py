@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import fields
 from hashlib import sha256
 from operator import attrgetter
+from typing import Any, TypeVar
 
 from immutables import Map
 
@@ -60,7 +62,11 @@ _PS = _KNOWN[PartitionState]
 _TUPLE_COLS = {"replicas", "isr", "adding_replicas", "removing_replicas", "elr", "last_known_elr"}
 _ROW = attrgetter(*_PS)  # one C call per partition instead of ten getattr
 _LRS = {m.value: m for m in LeaderRecoveryState}
-INT, STR, BOOL, OPT_STR = {int}, {str}, {bool}, {str, type(None)}
+# the types `_typed` lets through
+INT: set[type] = {int}
+STR: set[type] = {str}
+BOOL: set[type] = {bool}
+OPT_STR: set[type] = {str, type(None)}
 
 
 class CheckpointError(Exception):
@@ -76,7 +82,10 @@ def digest(blob: bytes) -> str:
     return sha256(blob).hexdigest()
 
 
-def _index(values) -> tuple[list, list[int]]:
+H = TypeVar("H", bound=Hashable)
+
+
+def _index(values: Sequence[H]) -> tuple[list[H], list[int]]:
     """(distinct values in first-seen order, each value's index): dict.fromkeys and map stay in C."""
     distinct = {v: i for i, v in enumerate(dict.fromkeys(values))}
     return list(distinct), list(map(distinct.__getitem__, values))
@@ -122,7 +131,7 @@ def dump(n: KRaftNormalizer) -> bytes:
     return MAGIC + digest(raw).encode() + NL + zlib.compress(raw, 1)
 
 
-def load(data: bytes, clock=None) -> KRaftNormalizer:
+def load(data: bytes, clock: Callable[[], int] | None = None) -> KRaftNormalizer:
     """A new normalizer in the state `data` was dumped from; CheckpointError if data is not intact."""
     if _DRIFT:
         raise CheckpointError(f"checkpoint: codec does not know every field of {', '.join(_DRIFT)}")
@@ -153,7 +162,9 @@ def load(data: bytes, clock=None) -> KRaftNormalizer:
         raise CheckpointError(f"checkpoint: malformed payload ({type(exc).__name__}: {exc})") from None
 
 
-def _typed(xs, types: set, what: str, index: bool = False) -> list:
+def _typed(xs: object, types: set[type], what: str, index: bool = False) -> list[Any]:
+    """`xs`, a list from the JSON payload, when its items are all of `types` (the items' type is what was
+    checked, which the signature cannot say); CheckpointError otherwise."""
     # json gives whatever the payload says: a float leader or a str epoch must not reach the image (bool
     # is an int subclass, so types are compared exactly); a negative index would pick from the end
     if type(xs) is not list or not set(map(type, xs)) <= types or (index and xs and min(xs) < 0):
@@ -161,7 +172,7 @@ def _typed(xs, types: set, what: str, index: bool = False) -> list:
     return xs
 
 
-def _build(d: dict, clock) -> KRaftNormalizer:
+def _build(d: dict[str, Any], clock: Callable[[], int] | None) -> KRaftNormalizer:
     cluster_id, = _typed([d["cluster_id"]], STR, "cluster_id")
     node_id, last_offset, unknown = _typed([d["node_id"], d["last_offset"], d["unknown_records"]], INT,
                                            "node_id/last_offset/unknown_records")
@@ -199,7 +210,7 @@ def _build(d: dict, clock) -> KRaftNormalizer:
                                    tuple(_typed(endpoints, STR, "broker endpoints")))
     tuples = [tuple(_typed(t, INT, "replica list")) for t in _typed(d["tuples"], {list}, "tuples")]
     cols, count = d["states"], None
-    args = []
+    args: list[list[Any]] = []  # one column per field of PartitionState, each of its field's type
     for f in _PS:  # columns in PartitionState's field order, so map() can call the constructor directly
         col = cols[f]
         if f == "leader_recovery_state":
@@ -246,7 +257,7 @@ def join(chunks: list[bytes | None], sha256_hex: str) -> bytes:
     missing = [i for i, c in enumerate(chunks) if c is None]
     if missing:
         raise CheckpointError(f"checkpoint: chunk(s) {missing} of {len(chunks)} missing")
-    blob = b"".join(chunks)  # type: ignore[arg-type]
+    blob = b"".join(chunks)  # type: ignore[arg-type]  # no None left in chunks: refused above
     if digest(blob) != sha256_hex:
         raise CheckpointError(f"checkpoint: {len(chunks)} chunk(s) do not match sha256 {sha256_hex[:12]}... "
                               "(chunk missing, reordered or altered)")

@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from services.capture.security import ClientSecurity, SecurityConfigError, librdkafka_config
+
+if TYPE_CHECKING:
+    from confluent_kafka import KafkaError
 
 log = logging.getLogger(__name__)
 _rdlog = logging.getLogger("librdkafka")
@@ -28,7 +33,7 @@ class AccessDenied(SecurityConfigError):
 class _DebugLogger:
     """librdkafka's log lines, demoted to DEBUG (see the module doc)."""
 
-    def log(self, level, fmt, *args):
+    def log(self, level: int, fmt: str, *args: object) -> None:
         _rdlog.debug(fmt, *args)
 
 
@@ -44,7 +49,7 @@ class AccessWatch:
         self.last = ""  # the last error seen (for the one line of a command that gives up)
         self._warned: dict[str, float] = {}  # text -> when it was last logged as a warning
 
-    def __call__(self, err) -> None:
+    def __call__(self, err: KafkaError) -> None:
         from confluent_kafka import KafkaError
         text = err.str()
         fatal = err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL) or (
@@ -79,10 +84,19 @@ def _short(text: str) -> str:
     return rest if sep and ("://" in head or "/" in head) else text
 
 
-def config(bootstrap: str, sec: ClientSecurity, strict: bool = False, **extra) -> tuple[dict, AccessWatch]:
+# A librdkafka setting's value; a configuration also holds the callbacks error_cb (AccessWatch) and logger.
+# (confluent-kafka's stub of AdminClient takes settings only: its calls below say so.)
+Setting = str | int | float | bool
+ClientConfig = dict[str, Setting | None | AccessWatch | _DebugLogger]
+
+
+def config(bootstrap: str, sec: ClientSecurity, strict: bool = False,
+           extra: Mapping[str, Setting] | None = None) -> tuple[ClientConfig, AccessWatch]:
+    """The configuration of a confluent-kafka client of `bootstrap` with `sec`, and its AccessWatch; `extra`:
+    the client's own settings (group.id, ...)."""
     watch = AccessWatch(bootstrap, sec, strict)
-    conf = {"bootstrap.servers": bootstrap, **librdkafka_config(sec), "error_cb": watch,
-            "logger": _DebugLogger(), **extra}
+    conf: ClientConfig = {"bootstrap.servers": bootstrap, **librdkafka_config(sec), "error_cb": watch,
+                          "logger": _DebugLogger(), **(extra or {})}
     return conf, watch
 
 
@@ -94,8 +108,8 @@ def check_access(bootstrap: str, sec: ClientSecurity, timeout: float = 15.0) -> 
 
     if sec.protocol == "PLAINTEXT":
         return  # nothing that could be refused
-    conf, watch = config(bootstrap, sec, strict=True, **{"socket.timeout.ms": 10_000})
-    admin = AdminClient(conf)
+    conf, watch = config(bootstrap, sec, strict=True, extra={"socket.timeout.ms": 10_000})
+    admin = AdminClient(conf)  # type: ignore[arg-type]  # its stub leaves out the callbacks (error_cb, logger)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -135,8 +149,8 @@ def require_reachable(bootstrap: str, sec: ClientSecurity, timeout: float | None
     from confluent_kafka.admin import AdminClient
 
     timeout = connect_timeout() if timeout is None else timeout
-    conf, watch = config(bootstrap, sec, strict=True, **{"socket.timeout.ms": max(1000, int(timeout * 1000))})
-    admin = AdminClient(conf)
+    conf, watch = config(bootstrap, sec, strict=True, extra={"socket.timeout.ms": max(1000, int(timeout * 1000))})
+    admin = AdminClient(conf)  # type: ignore[arg-type]  # its stub leaves out the callbacks (error_cb, logger)
     deadline = time.monotonic() + timeout
     while True:
         left = deadline - time.monotonic()

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
+from typing import Any
 
 from services.capture import checkpoint
 from services.kraft.normalizer import KRaftNormalizer
@@ -46,12 +47,14 @@ class ImageStore:
         self.chunk_bytes = chunk_bytes
         self.saved = 0
 
-    def head(self) -> dict | None:
+    def head(self) -> dict[str, Any] | None:
+        """The head as JSON: raw_offset, slot, clusters (cluster id -> chunks, sha256, bytes), checked to read as
+        numbers and a mapping; None when there is none or it is unreadable."""
         raw = self.table.get(HEAD)
         if raw is None:
             return None
         try:
-            head = json.loads(raw)
+            head: dict[str, Any] = json.loads(raw)
             int(head["raw_offset"]), int(head["slot"]), dict(head["clusters"])
             return head
         except (ValueError, KeyError, TypeError) as exc:
@@ -78,7 +81,7 @@ class ImageStore:
         self.saved += 1
         return True
 
-    def load(self, clock=None) -> Restored | None:
+    def load(self, clock: Callable[[], int] | None = None) -> Restored | None:
         """The last whole checkpoint, or None (none yet, or torn/altered: then replay from offset 0)."""
         head = self.head()
         if head is None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from schemas import codec as event_codec
@@ -33,7 +33,7 @@ from schemas.archive.chain import Chain
 from services.capture.serializers import RawRecord, decode_raw
 from services.kraft import KRaftError, read_batch
 from services.kraft.control import decode_control_batch
-from services.kraft.records import decode_data_batch
+from services.kraft.records import Record, decode_data_batch
 from services.kraft.normalizer import KRaftNormalizer
 from services.zookeeper.normalizer import ZooKeeperNormalizer
 from services.zookeeper import watch as zkwatch
@@ -120,7 +120,7 @@ def parse_raw(value: bytes) -> RawRecord:
         raise DeadLetter(str(exc)) from None
 
 
-def batch_records(raw: RawRecord) -> list:
+def batch_records(raw: RawRecord) -> list[Record]:
     """Decode the record batch a KRaft source shipped (CRC checked)."""
     try:
         b = read_batch(raw.data, 0, raw.file, verify_crc=True)
@@ -153,7 +153,7 @@ class CaptureState:
     as (event, progress header, encoded value)."""
 
     def __init__(self, cluster_id: str, node_id: int = -1, progress: Progress | None = None,
-                 clock=None) -> None:
+                 clock: Callable[[], int] | None = None) -> None:
         self.cluster_id = cluster_id
         self.normalizer = KRaftNormalizer(cluster_id, node_id, clock=clock)
         self.zookeeper: ZooKeeperNormalizer | None = None  # a ZooKeeper-mode cluster's (capture --zookeeper)

@@ -25,8 +25,8 @@ broker appended it) is harmless: the rebuild reads what the topic holds.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypedDict
 
 from schemas.events import ControllerEvent
 from services.capture.logic import PROGRESS_HEADER
@@ -36,20 +36,48 @@ class DeliveryFailed(Exception):
     """A batch of events was not written to the events topic."""
 
 
+# aiokafka ships no type information: what this module uses of it, as protocols
+
+class EventBatch(Protocol):
+    """aiokafka's BatchBuilder: a record batch being filled."""
+
+    def append(self, *, timestamp: float | None, key: bytes | None, value: bytes | None,
+               headers: Sequence[tuple[str, bytes]] = ...) -> object | None:
+        """The message's metadata, or None when the batch is full (the message is not in it)."""
+
+
+class BatchProducer(Protocol):
+    """aiokafka's AIOKafkaProducer, as far as batches go."""
+
+    def create_batch(self) -> EventBatch: ...
+
+    async def send_batch(self, batch: EventBatch, topic: str, *, partition: int) -> asyncio.Future[object]:
+        """Queue the batch (once the partition's metadata is known); the future is done when it is delivered."""
+
+
+class _Message(TypedDict):
+    """EventBatch.append's arguments for one event."""
+
+    timestamp: None  # the producer's clock
+    key: bytes
+    value: bytes
+    headers: list[tuple[str, bytes]]
+
+
 class BatchSender:
     """`await send(out)` appends CaptureState.process output [(event, progress header, value)] to the open
     batch. `producer_of()` gives an aiokafka AIOKafkaProducer (or anything with create_batch/send_batch);
     it is called per send because Faust creates its producer when the app starts."""
 
-    def __init__(self, producer_of, topic: str, partition: int = 0) -> None:
+    def __init__(self, producer_of: Callable[[], BatchProducer], topic: str, partition: int = 0) -> None:
         self.producer_of = producer_of
         self.topic = topic
         self.partition = partition
-        self.pending: list[asyncio.Future] = []
+        self.pending: list[asyncio.Future[object]] = []
         self.batches = 0
-        self._open = None  # the batch being filled
+        self._open: EventBatch | None = None  # the batch being filled
         self._lock = asyncio.Lock()  # taking + queueing a batch, in order
-        self._flusher: asyncio.Task | None = None
+        self._flusher: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
 
     def check(self) -> None:
@@ -78,8 +106,8 @@ class BatchSender:
             return
         producer = self.producer_of()
         for event, header, value in out:
-            item: dict[str, Any] = {"timestamp": None, "key": event.cluster_id.encode(), "value": value,
-                                    "headers": [(PROGRESS_HEADER, header)]}
+            item: _Message = {"timestamp": None, "key": event.cluster_id.encode(), "value": value,
+                              "headers": [(PROGRESS_HEADER, header)]}
             if self._open is None:
                 self._open = producer.create_batch()
             if self._open.append(**item) is None:  # full: queue it, start the next one
@@ -91,7 +119,7 @@ class BatchSender:
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.ensure_future(self._flush_open(producer))
 
-    async def _submit(self, producer) -> None:
+    async def _submit(self, producer: BatchProducer) -> None:
         async with self._lock:
             if self.pending:  # the batch before must be acknowledged first (the module doc: no holes)
                 await asyncio.wait(self.pending)
@@ -101,7 +129,7 @@ class BatchSender:
                 self.pending.append(await producer.send_batch(batch, self.topic, partition=self.partition))
                 self.batches += 1
 
-    async def _flush_open(self, producer) -> None:
+    async def _flush_open(self, producer: BatchProducer) -> None:
         try:
             while self._open is not None:
                 await self._submit(producer)

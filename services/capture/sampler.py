@@ -23,6 +23,7 @@ import signal
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from schemas import codec as event_codec
 from schemas.event_ids import event_id
@@ -56,6 +57,7 @@ class OffsetSampler:
         from kafka.admin import KafkaAdminClient
         # Fenced brokers are left out of metadata responses: with kafka-python's default age (5 min) a
         # broker fenced at the last refresh stays unknown, and its LEOs -1, long after it is back.
+        # (kafka-python ships no type information: the client and its answers are Any to mypy.)
         self.admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=5000,
                                       client_id="ctrlaudit-sampler", metadata_max_age_ms=METADATA_MAX_AGE_MS,
                                       **kafka_python_kwargs(security or ClientSecurity()))
@@ -76,20 +78,22 @@ class OffsetSampler:
                                          tuple(p["isr_nodes"])))
         return out
 
-    def _list_offsets(self, node: int, tps: list[tuple[str, int]], replica_id: int) -> dict:
+    def _list_offsets(self, node: int, tps: list[tuple[str, int]],
+                      replica_id: int) -> dict[tuple[str, int], tuple[int, int | None, int]]:
+        """(topic, partition) -> (offset, leader epoch, when read) of each partition the node answered for."""
         from kafka.errors import UnknownBrokerIdError
         from kafka.protocol.consumer.offsets import ListOffsetsRequest
         T = ListOffsetsRequest.ListOffsetsTopic
         P = T.ListOffsetsPartition
-        by_topic = defaultdict(list)
+        by_topic: defaultdict[str, list[Any]] = defaultdict(list)  # kafka-python's requests: untyped
         for t, p in tps:
             by_topic[t].append(P(partition_index=p, timestamp=LATEST))
         req = ListOffsetsRequest(replica_id=replica_id, isolation_level=0,
                                  topics=[T(name=t, partitions=ps) for t, ps in by_topic.items()])
 
-        async def send():
+        async def send() -> Any:  # kafka-python's ListOffsetsResponse (untyped)
             return await self.admin._manager.send(req, node_id=node)
-        out = {}
+        out: dict[tuple[str, int], tuple[int, int | None, int]] = {}
         try:
             resp = self.admin._manager.run(send)
         except Exception as exc:
@@ -113,17 +117,17 @@ class OffsetSampler:
                 if attempt == 3:
                     raise
                 log.debug("describe_topics failed (%s); retrying", exc)
-        by_leader = defaultdict(list)
+        by_leader: defaultdict[int, list[tuple[str, int]]] = defaultdict(list)
         for p in parts:
             by_leader[p.leader].append((p.topic, p.partition))
-        hw = {}
+        hw: dict[tuple[str, int], tuple[int, int | None, int]] = {}
         for node, tps in by_leader.items():
             hw.update(self._list_offsets(node, tps, -1))
-        by_replica = defaultdict(list)
+        by_replica: defaultdict[int, list[tuple[str, int]]] = defaultdict(list)
         for p in parts:
             for r in p.replicas:
                 by_replica[r].append((p.topic, p.partition))
-        leo: dict[tuple[int, str, int], tuple[int, int, int]] = {}
+        leo: dict[tuple[int, str, int], tuple[int, int | None, int]] = {}
         for node, tps in by_replica.items():
             for tp, v in self._list_offsets(node, tps, DEBUGGING_REPLICA_ID).items():
                 leo[(node,) + tp] = v
@@ -158,7 +162,8 @@ def run(settings: Settings, cluster_id: str, rounds: int | None = None) -> int:
     from services.capture import connect
     security = settings.security
     sampler = OffsetSampler(settings.bootstrap_servers, cluster_id, security=security)
-    conf, access = connect.config(settings.bootstrap_servers, security, acks="all", **{"enable.idempotence": True})
+    conf, access = connect.config(settings.bootstrap_servers, security,
+                                  extra={"acks": "all", "enable.idempotence": True})
     producer = Producer(conf)
     stop = {"now": False}
     old = {s: signal.signal(s, lambda *_: stop.update(now=True)) for s in (signal.SIGTERM, signal.SIGINT)}
@@ -200,7 +205,8 @@ def main(argv: list[str] | None = None) -> None:
         s = Settings().replace(bootstrap_servers=a.bootstrap_server, sample_interval=a.interval,
                                command_config=a.command_config)
         from schemas import names
-        cluster = names.cluster_id(a.cluster_id, "--cluster-id") if a.cluster_id is not None else s.cluster_id
+        cluster: str | None = (names.cluster_id(a.cluster_id, "--cluster-id") if a.cluster_id is not None
+                               else s.cluster_id)
         if s.cluster_id and cluster == s.cluster_id:
             names.cluster_id(cluster, "CTRLAUDIT_CLUSTER_ID")
         if not cluster and s.metadata_dir:

@@ -28,10 +28,18 @@ import os
 import re
 import ssl
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from schemas.errors import ContractError
+
+if TYPE_CHECKING:  # the 'capture' extra's (cryptography, faust): imported at run time where used
+    from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+    from cryptography.hazmat.primitives.serialization.pkcs12 import PKCS12KeyAndCertificates
+    from cryptography.x509 import Certificate
+    from faust.types.auth import CredentialsT
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = {"PLAIN": "plain.PlainLoginModule", "SCRAM-SHA-256": "scram.ScramLoginModule",
@@ -47,6 +55,10 @@ JKS_MAGIC = b"\xfe\xed\xfe\xed"
 
 class SecurityConfigError(ContractError):
     """The client properties file cannot be used (one line, naming the file and the key)."""
+
+
+# makes the error for a key of the file: (key, why) -> "<file>: <key>: <why>"
+_Err = Callable[[str, str], SecurityConfigError]
 
 
 @dataclass(frozen=True)
@@ -107,7 +119,8 @@ def _unescape(s: str) -> str:
 def parse_properties(text: str) -> dict[str, str]:
     """java.util.Properties.load: comments (# !), continuation lines (a trailing odd backslash), the
     separator is the first unescaped '=', ':' or whitespace, and backslash escapes."""
-    logical, cur = [], None
+    logical: list[str] = []
+    cur: str | None = None
     for line in text.splitlines():
         stripped = line.lstrip(" \t\f")
         if cur is None and (not stripped or stripped[0] in "#!"):
@@ -121,9 +134,10 @@ def parse_properties(text: str) -> dict[str, str]:
         cur = None
     if cur is not None:
         logical.append(cur)
-    props = {}
+    props: dict[str, str] = {}
     for line in logical:
         m = re.match(r"((?:\\.|[^\\=:\s])*)\s*[=:]?\s*(.*)$", line, re.S)
+        assert m is not None  # every part of the pattern may be empty: it matches any line
         props[_unescape(m.group(1))] = _unescape(m.group(2))
     return props
 
@@ -137,7 +151,8 @@ def parse_jaas(value: str) -> tuple[str, dict[str, str]]:
     m = _JAAS.fullmatch(value)
     if not m:
         raise ValueError("expected '<LoginModule> required username=\"...\" password=\"...\";'")
-    module, rest, options, pos = m.group(1), m.group(3), {}, 0
+    options: dict[str, str] = {}
+    module, rest, pos = m.group(1), m.group(3), 0
     while pos < len(rest):
         o = _OPTION.match(rest, pos)
         if not o:
@@ -152,14 +167,14 @@ def parse_jaas(value: str) -> tuple[str, dict[str, str]]:
 
 # --- key and trust stores --------------------------------------------------------------------------
 
-def _store_bytes(err, key: str, location: str) -> bytes:
+def _store_bytes(err: _Err, key: str, location: str) -> bytes:
     try:
         return Path(location).read_bytes()
     except OSError as exc:
         raise err(key, f"cannot read {location}: {exc.strerror}") from None
 
 
-def _pkcs12(err, key: str, location: str, data: bytes, password: str | None):
+def _pkcs12(err: _Err, key: str, location: str, data: bytes, password: str | None) -> PKCS12KeyAndCertificates:
     from cryptography.hazmat.primitives.serialization import pkcs12
     if data[:4] == JKS_MAGIC:
         raise err(key, f"{location} is a JKS store, which is not supported: convert it with `keytool "
@@ -176,17 +191,17 @@ def _pem_certs(pem: str) -> list[str]:
     return re.findall(r"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", pem, re.S)
 
 
-def _cert_pem(certs) -> str:
+def _cert_pem(certs: Iterable[Certificate]) -> str:
     from cryptography.hazmat.primitives.serialization import Encoding
     return "".join(c.public_bytes(Encoding.PEM).decode() for c in certs)
 
 
-def _key_pem(key) -> str:
+def _key_pem(key: PrivateKeyTypes) -> str:
     from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
     return key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()).decode()
 
 
-def _truststore(err, p: dict[str, str]) -> str | None:
+def _truststore(err: _Err, p: dict[str, str]) -> str | None:
     if "ssl.ca.location" in p:
         if "ssl.truststore.location" in p:
             raise err("ssl.ca.location", "give either ssl.ca.location or ssl.truststore.location, not both")
@@ -200,10 +215,10 @@ def _truststore(err, p: dict[str, str]) -> str | None:
     kind = p.get("ssl.truststore.type", "JKS").upper()
     data = _store_bytes(err, "ssl.truststore.location", location)
     if kind == "PEM":
-        certs = _pem_certs(data.decode(errors="replace"))
-        if not certs:
+        pems = _pem_certs(data.decode(errors="replace"))
+        if not pems:
             raise err("ssl.truststore.location", f"{location}: no PEM certificate in it")
-        return "\n".join(certs) + "\n"
+        return "\n".join(pems) + "\n"
     if kind not in ("JKS", "PKCS12"):
         raise err("ssl.truststore.type", f"{kind}: expected PKCS12, PEM or JKS")
     store = _pkcs12(err, "ssl.truststore.location", location, data, p.get("ssl.truststore.password"))
@@ -213,7 +228,7 @@ def _truststore(err, p: dict[str, str]) -> str | None:
     return _cert_pem(certs)
 
 
-def _keystore(err, p: dict[str, str]) -> tuple[str, str] | tuple[None, None]:
+def _keystore(err: _Err, p: dict[str, str]) -> tuple[str, str] | tuple[None, None]:
     location = p.get("ssl.keystore.location")
     if not location:
         for k in ("ssl.keystore.password", "ssl.keystore.type", "ssl.key.password"):
@@ -297,7 +312,7 @@ def from_properties(props: dict[str, str], source: str = "<properties>") -> Clie
                           check_hostname)
 
 
-def load(path: str | os.PathLike | None) -> ClientSecurity:
+def load(path: str | os.PathLike[str] | None) -> ClientSecurity:
     """The security of a `--command-config` file; PLAINTEXT for None or ''."""
     if not path:
         return ClientSecurity()
@@ -319,6 +334,7 @@ def ssl_context(sec: ClientSecurity) -> ssl.SSLContext | None:
     ctx.check_hostname = sec.check_hostname
     ctx.verify_mode = ssl.CERT_REQUIRED
     if sec.cert_pem:
+        assert sec.key_pem is not None  # given with cert_pem (_keystore reads both or neither)
         with tempfile.TemporaryDirectory(prefix="ctrlaudit-tls-") as d:  # mode 0700
             f = Path(d) / "client.pem"
             fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -328,9 +344,13 @@ def ssl_context(sec: ClientSecurity) -> ssl.SSLContext | None:
     return ctx
 
 
-def aiokafka_kwargs(sec: ClientSecurity) -> dict:
+# keyword arguments of aiokafka's and kafka-python's clients
+ClientKwargs = dict[str, str | bool | ssl.SSLContext | None]
+
+
+def aiokafka_kwargs(sec: ClientSecurity) -> ClientKwargs:
     """AIOKafkaConsumer/Producer keyword arguments (kafka-python's names are the same)."""
-    out: dict = {"security_protocol": sec.protocol}
+    out: ClientKwargs = {"security_protocol": sec.protocol}
     if sec.uses_ssl:
         out["ssl_context"] = ssl_context(sec)
     if sec.uses_sasl:
@@ -339,7 +359,7 @@ def aiokafka_kwargs(sec: ClientSecurity) -> dict:
     return out
 
 
-def kafka_python_kwargs(sec: ClientSecurity) -> dict:
+def kafka_python_kwargs(sec: ClientSecurity) -> ClientKwargs:
     """KafkaAdminClient keyword arguments: aiokafka's, plus its own host-name switch (it checks the host
     name itself unless told not to, whatever the context says)."""
     out = aiokafka_kwargs(sec)
@@ -348,7 +368,7 @@ def kafka_python_kwargs(sec: ClientSecurity) -> dict:
     return out
 
 
-def faust_credentials(sec: ClientSecurity):
+def faust_credentials(sec: ClientSecurity) -> CredentialsT | None:
     """faust.App(broker_credentials=...): Faust hands them to aiokafka for its consumer, producer and topic
     creation (faust/transport/drivers/aiokafka.py, credentials_to_aiokafka_auth)."""
     if sec.protocol == "PLAINTEXT":
@@ -360,9 +380,11 @@ def faust_credentials(sec: ClientSecurity):
     return faust.SSLCredentials(ssl_context(sec))
 
 
-def librdkafka_config(sec: ClientSecurity) -> dict:
-    """confluent-kafka (librdkafka) configuration: PEM strings, no files."""
-    out: dict = {"security.protocol": sec.protocol}
+def librdkafka_config(sec: ClientSecurity) -> dict[str, str | None]:
+    """confluent-kafka (librdkafka) configuration: PEM strings, no files. (The values have the types of
+    ClientSecurity's fields; the optional ones are set where they are used: the SASL ones with SASL, the key
+    with its certificate.)"""
+    out: dict[str, str | None] = {"security.protocol": sec.protocol}
     if sec.uses_ssl:
         out["ssl.endpoint.identification.algorithm"] = "https" if sec.check_hostname else "none"
         if sec.ca_pem:

@@ -22,6 +22,7 @@ from functools import cache
 from typing import Any
 
 import fastavro
+from fastavro.types import Schema
 from faust.serializers import codecs
 
 from schemas import codec as event_codec
@@ -112,7 +113,8 @@ def decode_raw(data: bytes) -> RawRecord:
         raise CodecError(f"truncated or corrupt RawRecord body ({type(exc).__name__}: {exc})") from None
     if buf.tell() != len(data):
         raise CodecError(f"{len(data) - buf.tell()} unexpected bytes after the RawRecord body")
-    return RawRecord(**d)
+    # a record schema reads as a dict of its fields; fastavro types what it reads as any schema's value
+    return RawRecord(**d)  # type: ignore[arg-type]
 
 
 class EventCodec(codecs.Codec):
@@ -170,7 +172,7 @@ codecs.register("ctrlaudit-event-record", EventRecordCodec())
 # (schemas.archive.chain.Chain).
 
 @cache
-def _hinted(fingerprint: bytes) -> Any:
+def _hinted(fingerprint: bytes) -> Schema:
     from schemas import loader
     return fastavro.parse_schema(loader.by_fingerprint()[fingerprint].json)
 
@@ -188,7 +190,7 @@ def decode_event_record(data: bytes) -> dict[str, Any]:
             rec = fastavro.schemaless_reader(buf, _hinted(fp), None if fp == cur.fingerprint else _hinted(cur.fingerprint),
                                              **event_codec.READ_OPTIONS)
             if buf.tell() == len(data):
-                return rec
+                return rec  # type: ignore[return-value]  # a record: a dict (as in decode_raw)
         except Exception:
             pass
     return event_codec.decode_record(data)[0]  # the slow path names what is wrong

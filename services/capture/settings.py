@@ -5,9 +5,14 @@ The docker-compose file and the CLI use exactly these variable names (tests/test
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, TypeVar
 
 from schemas.errors import ContractError
+
+if TYPE_CHECKING:
+    from services.capture.security import ClientSecurity
 
 ENV_PREFIX = "CTRLAUDIT_"
 
@@ -20,7 +25,10 @@ def _env(name: str, default: str) -> str:
     return os.environ.get(ENV_PREFIX + name, default)
 
 
-def _number(name: str, default: str, kind: type, what: str):
+N = TypeVar("N", int, float)
+
+
+def _number(name: str, default: str, kind: Callable[[str], N], what: str) -> N:
     raw = _env(name, default)
     try:
         value = kind(raw.strip())
@@ -109,7 +117,7 @@ class Settings:
         return roles
 
     @property
-    def security(self):
+    def security(self) -> ClientSecurity:
         """The ClientSecurity of `command_config` (PLAINTEXT without one); SecurityConfigError when unusable."""
         from services.capture.security import load
         return load(self.command_config)
@@ -120,7 +128,7 @@ class Settings:
         hand it the raw topic, which it has no agent for."""
         return self.app_id if "normalize" in self.role_set else f"{self.app_id}-watch"
 
-    def replace(self, **kw) -> "Settings":
+    def replace(self, **kw: str | float | None) -> Settings:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values.update({k: v for k, v in kw.items() if v is not None})
         return Settings(**values)
@@ -159,14 +167,15 @@ def ensure_topics(s: Settings, timeout: float = 60) -> list[str]:
     import time
 
     from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+    # NewTopic's documented home; the package imports it from confluent_kafka.cimpl without exporting it
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     from services.capture import connect
 
     wanted = {s.raw_topic: RAW_TOPIC_CONFIG, s.events_topic: EVENTS_TOPIC_CONFIG, s.alerts_topic: {},
               s.dead_letter_topic: EVENTS_TOPIC_CONFIG}
-    conf, access = connect.config(s.bootstrap_servers, s.security, **{"client.id": "ctrlaudit-setup"})
-    admin = AdminClient(conf)
+    conf, access = connect.config(s.bootstrap_servers, s.security, extra={"client.id": "ctrlaudit-setup"})
+    admin = AdminClient(conf)  # type: ignore[arg-type]  # its stub leaves out the callbacks (error_cb, logger)
     deadline = time.monotonic() + timeout
     while True:  # a broker may still be starting
         try:

@@ -17,12 +17,16 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Protocol, cast
 
 from services.capture.serializers import RawRecord
 from services.kraft import KRaftError, TruncatedLogError, metadata_files, read_batch, snapshot_id
-from services.kraft.files import bootstrap_snapshot, segment_base_offset
+from services.kraft.files import SnapshotId, bootstrap_snapshot, segment_base_offset
+
+if TYPE_CHECKING:
+    from services.capture.security import ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +37,11 @@ UNREADABLE_GRACE_S = 30.0  # how long an unreadable batch in an unchanged file i
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _snapshot_id(path: Path) -> SnapshotId:
+    """The id in the name of a snapshot file (every path given here is one: listed as one, or read as one)."""
+    return cast(SnapshotId, snapshot_id(path))
 
 
 class KRaftTail:
@@ -81,11 +90,10 @@ class KRaftTail:
                          str(file) if file else None, control, reason)
 
     def _segments(self) -> list[tuple[int, Path]]:
-        return sorted((segment_base_offset(p), p) for p in metadata_files(self.dir)
-                      if segment_base_offset(p) is not None)
+        return sorted((base, p) for p in metadata_files(self.dir) if (base := segment_base_offset(p)) is not None)
 
     def _snapshot(self, path: Path) -> list[RawRecord]:
-        sid = snapshot_id(path)
+        sid = _snapshot_id(path)
         out = [self._raw("SNAPSHOT_BEGIN", file=path, base=sid.end_offset, last=sid.end_offset, epoch=sid.epoch)]
         buf = path.read_bytes()
         pos, last_time = 0, -1
@@ -103,11 +111,12 @@ class KRaftTail:
     def _locate(self) -> list[RawRecord]:
         """Find the file holding next_offset; a GAP and a snapshot when it is gone."""
         out: list[RawRecord] = []
+        snap: Path | None
         if self._snapshot_redo is not None:
             snap, self._snapshot_redo = self._snapshot_redo, None
             if snap.exists():
                 out += self._snapshot(snap)
-                self.next_offset = snapshot_id(snap).end_offset
+                self.next_offset = _snapshot_id(snap).end_offset
         segs = self._segments()
         if not segs:
             return out
@@ -119,7 +128,7 @@ class KRaftTail:
                 log.warning("%s: %s; not used as an image", p, why)
             if snap is None:
                 return out  # no usable snapshot yet: Kafka writes one before deleting; try again
-            end = snapshot_id(snap).end_offset
+            end = _snapshot_id(snap).end_offset
             if end > self.next_offset:
                 out.append(self._raw("GAP", base=self.next_offset, last=end - 1,
                                      reason=f"offsets [{self.next_offset}, {end - 1}] were deleted from {self.dir} "
@@ -130,7 +139,7 @@ class KRaftTail:
         self.file, self.position, self._anchor = (holder[-1] if holder else segs[0][1]), 0, None
         return out
 
-    def _rewritten(self, fo, inode: int) -> bool:
+    def _rewritten(self, fo: IO[bytes], inode: int) -> bool:
         """The last batch we read is no longer where we read it: the file was truncated and written
         again, or replaced, since (our position may now be inside another batch)."""
         if self._anchor is None:
@@ -142,6 +151,7 @@ class KRaftTail:
         return fo.read(ANCHOR) != head
 
     def _rewritten_since(self, inode: int) -> bool:
+        assert self.file is not None  # poll's, which it was reading
         try:
             with open(self.file, "rb") as fo:
                 return self._rewritten(fo, inode) or os.fstat(fo.fileno()).st_ino != inode
@@ -173,6 +183,8 @@ class KRaftTail:
             if self.file is None:
                 return out
         while len(out) < max_batches:
+            # set: each re-locate below that may find no file returns then (a shrunk file is still there to find)
+            assert self.file is not None
             try:
                 with open(self.file, "rb") as fo:
                     st = os.fstat(fo.fileno())
@@ -247,13 +259,20 @@ class KRaftTail:
         return out
 
 
+class _QuorumAdmin(Protocol):
+    """kafka-python's KafkaAdminClient (untyped), the calls made here."""
+
+    def describe_metadata_quorum(self) -> dict[str, Any]: ...  # DescribeQuorum's answer, as JSON
+    def close(self) -> None: ...
+
+
 class QuorumWatermark:
     """The metadata quorum's high watermark via DescribeQuorum (kafka-python admin)."""
 
-    def __init__(self, bootstrap_servers: str, security=None) -> None:
+    def __init__(self, bootstrap_servers: str, security: ClientSecurity | None = None) -> None:
         self.bootstrap = bootstrap_servers
-        self.security = security  # a ClientSecurity (services/capture/security.py); None: PLAINTEXT
-        self._admin = None
+        self.security = security  # None: PLAINTEXT
+        self._admin: _QuorumAdmin | None = None
         self.last = 0
 
     def __call__(self) -> int:
@@ -287,9 +306,10 @@ def source_loop_step(tail: KRaftTail, gate: Callable[[], int] | None) -> list[Ra
     return tail.poll(gate() if gate is not None else None)
 
 
-async def run_source(tail: KRaftTail, send: Callable[[RawRecord], "asyncio.Future"], gate, poll_interval: float,
-                     stopped: Callable[[], bool]) -> None:
-    """Poll the tail and send in order; a send is awaited before the next poll moves the position on."""
+async def run_source(tail: KRaftTail, send: Callable[[RawRecord], Awaitable[Awaitable[object]]],
+                     gate: Callable[[], int] | None, poll_interval: float, stopped: Callable[[], bool]) -> None:
+    """Poll the tail and send in order; a send is awaited before the next poll moves the position on. `send`
+    queues a record and gives what is done when it is delivered (Faust's topic.send)."""
     loop = asyncio.get_running_loop()
     while not stopped():
         batch = await loop.run_in_executor(None, source_loop_step, tail, gate)

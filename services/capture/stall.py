@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer
 
 # partition -> (committed offset, or < 0 when none; low watermark; high watermark)
 Progress = dict[int, tuple[int, int, int]]
@@ -54,7 +58,7 @@ class Stall:
         self._since = self._seen = None
 
 
-def group_progress(consumer, topic: str, timeout: float = 5.0) -> Progress | None:
+def group_progress(consumer: Consumer, topic: str, timeout: float = 5.0) -> Progress | None:
     """The group's committed offsets and the topic's watermarks, asked of the cluster (None: no answer)."""
     from confluent_kafka import TopicPartition
 
