@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from schemas.archive.manifest import FileManifest
     from schemas.archive.writer import ArchiveWriter
     from schemas.events import ControllerEvent
-    from services.normalize.offline import ImportReport
+    from services.normalize.imports import ImportReport
 
 imports = typer.Typer(help="Turn controller state from elsewhere into an archive.", no_args_is_help=True,
                       rich_markup_mode=None)

@@ -117,6 +117,12 @@ class KRaftRules:
             return replicas
         return None
 
+    def reassignments_pending(self) -> bool:
+        """Accepted reassignments whose records the controller's next lines have not all stated yet: a broker's line
+        written in between (its own file, the same moment) may already state an epoch one of them made, whose
+        replicas no line has stated (a shrink completed at once), so none is carried meanwhile."""
+        return self._altering is not None and self._altering.remaining > 0
+
     def finish(self) -> None:
         """The lines after accepted reassignments ended: any not stated may have changed replicas unlogged."""
         if self._altering is not None and self._altering.remaining > 0:
@@ -148,7 +154,7 @@ class KRaftRules:
         empty ELR and last known ELR where the ISR has at least min.insync.replicas."""
         out = dict(f)
         if (any(n not in out for n in ASSIGNMENT) and current is not None and self.controller_seen
-                and self.stated_at.get(key, -1) > self.unsure_at
+                and self.stated_at.get(key, -1) > self.unsure_at and not self.reassignments_pending()
                 and not any(n in b for b in between for n in ASSIGNMENT)
                 and current.partition_epoch >= self.changed_after.get(key, -1)):
             carried = {"replicas": current.replicas, "adding": current.adding_replicas,

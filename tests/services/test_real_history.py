@@ -478,8 +478,9 @@ def test_broker_logs_at_every_mark_equal_describe_or_say_they_do_not_know(histor
         assert result.marks >= 10
         print("\n" + result.summary(f"Kafka {release} KRaft"))
         assert not result.silent, "\n".join(result.silent)
-        # measured 1.7-4.4 % (runs on 4.3.1 and 3.9.2); how many partitions a mark finds offline, or whose
-        # only replica died after its last line, moves with the scenario's timing: the bound leaves room for that
-        assert result.share <= 0.10, result.share
+        # measured 6.1 % (4.3.1) and 8.1 % (3.9.2) with the other modules' topics on the shared cluster (1.7-4.4 %
+        # alone): partitions offline at a mark, an only replica that died after its last line, a shrink no line
+        # states until the partition is stated whole again; the bound leaves room for the scenario's timing
+        assert result.share <= 0.15, result.share
     finally:
         store.close()

@@ -95,6 +95,19 @@ def test_a_reassignment_whose_record_no_line_states_stops_the_carry_until_a_line
                                                       (2, 2, (2, 3), (2, 3), True)]
 
 
+def test_a_broker_line_between_an_accepted_reassignment_and_the_controllers_next_line_is_not_carried():
+    """Real 4.3.1 order: the active controller logs `Successfully altered 1 out of 1` for a shrink that completes in
+    one record no INFO line states; the new leader's line for that epoch comes 38 ms later, before the controller's
+    next line: the count is not yet known short, and the replicas of the state before are not carried."""
+    altered = QC + "Successfully altered 1 out of 1 partition reassignment(s)."
+    base = [ELECTED, TOPIC, _record(0, 1, "[1, 2, 3]", "[1, 2, 3]")]
+    events = _feed(base + [(10_000, altered), (10_038, _leader(1, 1, "1,2", 1, "Some(1) and previous leader epoch was 0")),
+                           (10_900, QC + "Replayed BrokerRegistrationChangeRecord modifying the registration"),
+                           (11_000, _skipped(1, 1, 1, "[1, 2]", "[2, 1]", 1))])
+    assert [s[:4] for s in _states(events)][-1] == (1, 1, (1, 2), (2, 1))
+    assert (1, 1, (1, 2), (1, 2, 3)) not in [s[:4] for s in _states(events)]
+
+
 def test_with_elr_on_an_isr_at_min_insync_replicas_has_no_elr():
     base = [ELECTED, ELR_ON, MIN_ISR.format(kind="BROKER", name="", value=1), TOPIC,
             _record(0, 1, "[1, 2, 3]", "[1, 2, 3]")]
