@@ -1,11 +1,14 @@
 """`make demo`: the whole loop on the embedded default, through the real CLI.
 
 simulate a controller history -> load it into DuckDB -> state as of a point, a diff, one
-partition's timeline, one explained change -> the invariant check. Everything lands in demo-out/.
+partition's timeline, one explained change -> the invariant check. Everything lands in demo-out/sim/, and
+the demo ends with the commands to try next on it.
 """
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -26,6 +29,41 @@ def step(title: str, *args: str, check: bool = True) -> str:
     return done.stdout
 
 
+def fresh_folder(name: str) -> Path:
+    """demo-out/<name>/: each demo writes its own folder, so one demo never deletes another's output; its own
+    previous run is replaced, and the demo says so."""
+    out = OUT / name
+    if out.exists():
+        print(f"replacing {out}/ (this demo's previous run)", flush=True)
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    return out
+
+
+def _shown(path: Path) -> str:
+    """A path as the user would type it from where they ran the demo."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path.resolve())
+
+
+def hand_over(out: Path, store: Path, topic: str, partition: int, offset: int) -> list[str]:
+    """Print, and return, the commands to try next on this demo's output, ready to paste."""
+    where = shlex.quote(_shown(store))
+    commands = [
+        f"export CTRLAUDIT_STORE={where}",
+        f"ctrlaudit timeline --topic {topic} --partition {partition}",
+        f"ctrlaudit explain --topic {topic} --partition {partition} --last-leader-change",
+        f"ctrlaudit state --topic {topic} --offset {offset}",
+        f"ctrlaudit check {where} --junit {shlex.quote(_shown(out / 'check.xml'))} --force",
+    ]
+    venv = "" if os.environ.get("VIRTUAL_ENV") else " (first `. .venv/bin/activate`, or call .venv/bin/ctrlaudit)"
+    print(f"\nEverything is in {_shown(out)}/. Try next{venv}:\n")
+    print("\n".join(f"  {c}" for c in commands))
+    return commands
+
+
 def _first_topic(store: str) -> str:
     """The first topic alive at the end of the history (the simulator creates and deletes topics)."""
     done = subprocess.run([*CLI, "state", "--store", store, "--format", "json"], text=True, capture_output=True,
@@ -34,10 +72,9 @@ def _first_topic(store: str) -> str:
 
 
 def main() -> None:
-    shutil.rmtree(OUT, ignore_errors=True)
-    OUT.mkdir()
-    store = str(OUT / "demo.duckdb")
-    archive = str(OUT / "archive")
+    out = fresh_folder("sim")
+    store = str(out / "demo.duckdb")
+    archive = str(out / "archive")
     step("a deterministic history: 6 brokers on 3 racks, failures, reassignments, a failover",
          "simulate", "--out", archive, "--seed", "7", "--brokers", "6", "--racks", "3",
          "--topics", "4", "--partitions", "6", "--events", "5000")
@@ -57,12 +94,12 @@ def main() -> None:
          "--partition", "0", "--limit", "12")
     step(f"why the leader of {topic}-0 last moved", "explain", "--store", store, "--topic", topic,
          "--partition", "0", "--last-leader-change")
-    step("invariants over the whole history", "check", store, "--json", str(OUT / "check.json"), check=False)
-    report = OUT / "incident.html"
+    step("invariants over the whole history", "check", store, "--json", str(out / "check.json"), check=False)
+    report = out / "incident.html"
     step("the incident report: summary, plots, drill-down per partition (one HTML file, no network needed)",
-         "report", "--store", store, "--check-json", str(OUT / "check.json"), "--out", str(report))
+         "report", "--store", store, "--check-json", str(out / "check.json"), "--out", str(report))
     print(f"\nThe incident report: {report.resolve()}")
-    print(f"\nEverything is in {OUT}/ (archive files, manifests, the DuckDB store).")
+    hand_over(out, Path(store), topic, 0, mid)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ shrink, leader moves), restart it, preferred election, move a replica, kill -9 t
 (a new epoch); before each next step, wait until the archive shows what describe shows -> wait until
 the archive holds the last change -> stop everything -> `verify` the
 archive, load it, and show the state at mark A and at the end, a diff, a timeline, an explanation and
-the invariant check; last, `import kraft` decodes a copy of the node's metadata log offline. Everything lands in demo-out/; the cluster is torn down.
+the invariant check; last, `import kraft` decodes a copy of the node's metadata log offline. Everything
+lands in demo-out/kraft/ (demo-out/zk/ with ``--zookeeper``), the demo ends with commands to try next on it,
+and the cluster is torn down.
 
 `make demo-zk` (``--zookeeper``) runs the same incident and forensics on a ZooKeeper-mode Kafka 3.9 cluster:
 capture watches ZooKeeper (`ctrlaudit capture --zookeeper`), marks are ZooKeeper zxids, and the offline
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -29,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from devtools.demo import CLI, OUT, step
+from devtools.demo import CLI, fresh_folder, hand_over, step
 
 TOPIC = "orders"
 SENTINEL = "demo-end"  # created last: once its creation is archived, everything before it is too
@@ -273,6 +274,7 @@ def forensics(cap: Captured, out: Path) -> None:
     step("the incident report: summary, plots, drill-down per partition (one HTML file, no network needed)",
          "report", "--store", store, "--check-json", str(out / "check.json"), "--out", str(report), "--force")
     print(f"\nThe incident report: {report.resolve()}")
+    hand_over(out, Path(store), cap.topic, cap.moved, cap.mark_a)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -281,8 +283,7 @@ def main(argv: list[str] | None = None) -> None:
     from devtools.cluster.zkmode import ZkKafkaCluster
 
     zk = "--zookeeper" in (sys.argv[1:] if argv is None else argv)
-    shutil.rmtree(OUT, ignore_errors=True)
-    OUT.mkdir()
+    out = fresh_folder("zk" if zk else "kraft")
     if zk:
         print("starting ZooKeeper and 3 ZooKeeper-mode brokers (Kafka 3.9 jars from Maven Central, cached in "
               ".kafka-cache/)...", flush=True)
@@ -290,14 +291,13 @@ def main(argv: list[str] | None = None) -> None:
         print("starting a 3-node KRaft cluster (Kafka 4.x jars from Maven Central, cached in .kafka-cache/)...",
               flush=True)
     try:
-        with (running_cluster(OUT / "cluster", "3.9", cluster_class=ZkKafkaCluster) if zk
-              else running_cluster(OUT / "cluster", "4.x")) as c:
-            cap = run_scenario(c, OUT, say=lambda s: print(s, flush=True))
+        with (running_cluster(out / "cluster", "3.9", cluster_class=ZkKafkaCluster) if zk
+              else running_cluster(out / "cluster", "4.x")) as c:
+            cap = run_scenario(c, out, say=lambda s: print(s, flush=True))
     except ClusterError as exc:
         raise SystemExit(f"demo: {exc}") from None
     print("cluster stopped; everything below reads only the archive\n")
-    forensics(cap, OUT)
-    print(f"\nEverything is in {OUT}/ (the archive, the DuckDB store, capture.log, archive.log).")
+    forensics(cap, out)
 
 
 if __name__ == "__main__":

@@ -125,12 +125,12 @@ def test_the_readme_tour_runs_as_written(tmp_path, monkeypatch):
     run = lambda *args: CliRunner().invoke(app, list(args))  # noqa: E731
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("CTRLAUDIT_STORE", raising=False)
-    (tmp_path / "demo-out").mkdir()
-    store = "demo-out/demo.duckdb"
-    assert run("simulate", "--out", "demo-out/archive", "--seed", "7", "--topics", "3", "--partitions", "4",
+    (tmp_path / "demo-out" / "kraft").mkdir(parents=True)
+    store = "demo-out/kraft/demo.duckdb"
+    assert run("simulate", "--out", "demo-out/kraft/archive", "--seed", "7", "--topics", "3", "--partitions", "4",
                "--events", "3000").exit_code == 0
-    assert run("load", "demo-out/archive", "--store", store, "--workers", "1").exit_code == 0
-    assert run("check", store, "--json", "demo-out/check.json").exit_code in (0, 1)
+    assert run("load", "demo-out/kraft/archive", "--store", store, "--workers", "1").exit_code == 0
+    assert run("check", store, "--json", "demo-out/kraft/check.json").exit_code in (0, 1)
     import json
 
     state = json.loads(run("state", "--store", store, "--format", "json").stdout)
@@ -158,4 +158,4 @@ def test_the_readme_tour_runs_as_written(tmp_path, monkeypatch):
         assert done.returncode in ((0, 1) if args[0] == "check" else (0,)), f"{command}\n{done.stderr[-2000:]}"
         ran.append(args[0])
     assert ran[:1] == ["state"] and {"state", "diff", "timeline", "explain", "check", "report"} <= set(ran)
-    assert (tmp_path / "demo-out" / "orders.html").stat().st_size > 100_000
+    assert (tmp_path / "demo-out" / "kraft" / "orders.html").stat().st_size > 100_000

@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from devtools.cluster.testing import heal
+from tests.devtools.handover import handed_over, run_handed_over
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow,
               pytest.mark.parametrize("kafka_cluster", ["4.x"], indirect=True)]
@@ -79,6 +80,9 @@ def test_forensics_steps_all_succeed(demo, capsys, monkeypatch):
     assert f"Topic: {cap.topic}\tPartition: {cap.moved}\tLeader:" in printed
     assert "election" in printed.lower()
     assert (out / "imported").is_dir()  # the offline import of the copied metadata log ran
+    commands = handed_over(printed)  # ready to paste, paths as seen from where the demo ran
+    assert commands[0] == "export CTRLAUDIT_STORE=demo.duckdb"
+    assert run_handed_over(commands, out) == ["timeline", "explain", "state", "check"]
 
 
 def test_offline_import_holds_the_archived_kraft_changes(demo):

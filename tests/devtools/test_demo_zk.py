@@ -13,6 +13,7 @@ import json
 import pytest
 
 from devtools.cluster.testing import java_available
+from tests.devtools.handover import handed_over, run_handed_over
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow,
               pytest.mark.skipif(not java_available(), reason="needs java")]
@@ -90,6 +91,9 @@ def test_forensics_steps_all_succeed_and_the_check_is_clean(demo, capsys, monkey
     violated = {r["name"]: r["examples"] for r in report["invariants"] if r["violations"]}
     assert violated == {}, violated
     assert (out / "imported").is_dir() and (out / "incident.html").is_file()
+    commands = handed_over(printed)  # ready to paste, paths as seen from where the demo ran
+    assert commands[0] == "export CTRLAUDIT_STORE=demo.duckdb"
+    assert run_handed_over(commands, out) == ["timeline", "explain", "state", "check"]
 
 
 def test_offline_import_of_zookeepers_log_ends_where_the_capture_ended(demo, tmp_path):
