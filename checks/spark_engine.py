@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
@@ -213,13 +214,46 @@ def build_session(master: str | None = "local[2]", app_name: str = "ctrlaudit-ch
         import pyspark
 
         builder = builder.config("spark.jars.packages", f"org.apache.spark:spark-avro_2.13:{pyspark.__version__}")
+    log = jvm_log_path()
     try:
-        spark = builder.getOrCreate()
+        with jvm_stderr_to(log if master is not None else None):
+            spark = builder.getOrCreate()
     except Exception as exc:  # JVM start, master unreachable: Py4J/PySpark errors of any type
         first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-        raise BadInput(f"Spark did not start with master {master}: {first}") from None
+        raise BadInput(f"Spark did not start with master {master}: {first} (the JVM's own log: {log})") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def jvm_log_path() -> Path:
+    """Where the JVM pyspark starts writes its standard error: CTRLAUDIT_SPARK_LOG, else one file per process
+    in the temporary directory."""
+    named = os.environ.get("CTRLAUDIT_SPARK_LOG")
+    return Path(named) if named else Path(tempfile.gettempdir()) / f"ctrlaudit-spark-{os.getpid()}.log"
+
+
+@contextmanager
+def jvm_stderr_to(log: Path | None) -> Iterator[None]:
+    """The JVM pyspark launches inherits this process's standard error, where it prints its start-up lines
+    (the JDK's incubator-module warning, log4j's default profile, Hadoop's native-library WARN) and every WARN
+    after: a check's output is the check's. While the JVM starts, file descriptor 2 points at `log`, so the
+    JVM keeps writing there for its whole life; this process's own standard error is put back at once.
+    None: no JVM is started here (spark-submit's own), nothing to route."""
+    if log is None:
+        yield
+        return
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
 
 
 def avro_format() -> str:

@@ -45,9 +45,11 @@ def archive(tmp_path_factory):
     return out
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, spark_log: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
     env["PYTHONPATH"] = str(REPO)  # this checkout's packages, whatever the venv has installed
+    if spark_log is not None:
+        env["CTRLAUDIT_SPARK_LOG"] = str(spark_log)
     return subprocess.run([sys.executable, "-m", "ctrlaudit", "check", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
 
@@ -58,9 +60,13 @@ def _error_lines(stderr: str) -> list[str]:
 
 def test_check_of_an_archive_on_hdfs_equals_duckdb_on_the_local_copy(hdfs, archive, tmp_path):
     uri = hdfs.put(archive, "/audit/archive")
-    done = _cli(uri, "--engine", "spark", "--master", "local[2]", "--json", str(tmp_path / "spark.json"))
+    done = _cli(uri, "--engine", "spark", "--master", "local[2]", "--json", str(tmp_path / "spark.json"),
+                spark_log=tmp_path / "jvm.log")
     assert done.returncode == 1, done.stderr[-3000:]  # the injected leader_in_isr breach
     assert "Traceback" not in done.stderr
+    # the JVM's start-up lines and WARNs go to its log file, not among the check's lines
+    assert not [line for line in done.stderr.splitlines() if " WARN " in line or "log4j" in line], done.stderr
+    assert "log4j" in (tmp_path / "jvm.log").read_text()
     assert run_check([str(archive)], json_path=tmp_path / "duck.json") == 1
     spark = json.loads((tmp_path / "spark.json").read_text())
     duck = json.loads((tmp_path / "duck.json").read_text())
