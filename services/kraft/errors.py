@@ -53,7 +53,7 @@ class CorruptBatchError(KRaftError):
 
 class TruncatedLogError(KRaftError):
     """The file ends inside a batch. On a live active segment this is only "wait for more";
-    ``files.SegmentReader(..., live=True)`` reports it as ``partial_tail`` instead of raising."""
+    ``files.LogReader(..., live=True)`` reports it as ``partial_tail`` instead of raising."""
 
     def __init__(self, message: str, *, missing: int | None = None, **kw: Unpack[_Where]) -> None:
         self.missing = missing
