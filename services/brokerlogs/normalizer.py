@@ -30,11 +30,9 @@ replica, each in part, in whatever order their clocks put them. What this builds
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from schemas.event_ids import event_id
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
     ControllerEvent, LeaderRecoveryState, PartitionChange, PartitionState, Payload, SourceKind, SourcePosition,
@@ -48,10 +46,9 @@ from services.brokerlogs.evidence import (
 )
 from services.brokerlogs.lines import LogLine
 from services.brokerlogs.kraft_rules import KRaftRules
+from services.normalize.base import Normalizer
 from services.normalize.classify import change_kinds, election_type
-from schemas.state.delta import ImageBuilder
 from schemas.gap_reasons import partition_reason
-from schemas.state.image import ClusterImage
 
 _REQUIRED = ("leader", "leader_epoch", "isr")
 # how long lines wait for a controller's cache line after it added brokers (it follows within milliseconds)
@@ -72,18 +69,12 @@ class _Part:
     replicas_at: int = -1  # the log record of the first line that stated its replicas
 
 
-class BrokerLogNormalizer:
-    """Feed log lines in time order (services.brokerlogs.lines.merged); get ControllerEvents."""
+class BrokerLogNormalizer(Normalizer):
+    """Feed log lines in time order (services.brokerlogs.lines.merged); get ControllerEvents. The controller is the
+    image's: the one the logs last named elected."""
 
     def __init__(self, cluster_id: str, clock: Callable[[], int] | None = None) -> None:
-        self.cluster_id = cluster_id
-        # the image is replay's, applied event by event as in KRaftNormalizer; the controller the logs
-        # last named (epoch, node) is the logs' own evidence
-        self.delta = ImageBuilder()
-        self.epoch, self.controller_node = -1, -1
-        self.leaders_by_epoch: dict[int, int] = {}
-        self.clock = clock or (lambda: int(time.time() * 1000))
-        self.topic_ids: dict[str, str] = {}  # live topic name -> id
+        super().__init__(cluster_id, clock)
         self.deleted_ids: set[str] = set()
         self.assignments: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
         self.parts: dict[tuple[str, int], dict[int, _Part]] = {}
@@ -156,7 +147,7 @@ class BrokerLogNormalizer:
             if isinstance(ev, Seen):
                 out += self._seen(ev)
             elif isinstance(ev, ByTopicId):
-                name = next((n for n, tid in self.topic_ids.items() if tid == ev.topic_id), None)
+                name = self.delta.topic_name(ev.topic_id)
                 if name is not None:  # a topic no line created, or one deleted since: not this history's
                     out += self._seen(replace(ev.seen, topic=name))
             elif isinstance(ev, Unnumbered):
@@ -218,26 +209,21 @@ class BrokerLogNormalizer:
         """The id of a live topic; None for a line about a deleted incarnation (a replay, a late broker)."""
         if stated is not None and stated in self.deleted_ids:
             return None
-        known = self.topic_ids.get(name)
+        known = self.topic_id(name)
         if stated is not None and known is not None and stated != known:
             self.conflicts.append(f"{self._where()}: topic {name} has id {stated} here, {known} before")
             return None
         return known or stated or name  # ZooKeeper topics from before Kafka 2.8 have no id: the name serves
 
-    @property
-    def image(self) -> ClusterImage:
-        """The controller's image after everything fed so far (immutable)."""
-        return self.delta.apply()
-
     def _state(self, name: str, partition: int) -> PartitionState | None:
-        tid = self.topic_ids.get(name)
+        tid = self.topic_id(name)
         return self.delta.partition(tid, partition) if tid is not None else None
 
     def _seen(self, s: Seen) -> list[ControllerEvent]:
         tid = self._topic_id(s.topic, s.topic_id)
         if tid is None:
             return []
-        out = self._topic(s.topic, tid) if s.topic not in self.topic_ids else []
+        out = self._topic(s.topic, tid) if self.topic_id(s.topic) is None else []
         key = (s.topic, s.partition)
         node = node_of(self._line.message)
         prompt = self.kraft.seen(node, key, s, self._line, self._kraft_line)
@@ -287,10 +273,11 @@ class BrokerLogNormalizer:
         """Kafka 3.9's ``Replayed partition assignment change`` (no partition epoch) of the active controller, which
         replays each record as it writes it: the partition's assignment changed now, at an epoch after the state
         known, which no line numbers (a standby's or a restarted controller's line of it comes later, if at all)."""
-        key = (a.topic, a.partition)
-        if a.numbered or a.topic not in self.topic_ids or node_of(self._line.message) not in (self.controller_node, -1):
+        key, line = (a.topic, a.partition), self._reading()
+        if a.numbered or self.topic_id(a.topic) is None or \
+                node_of(line.message) not in (self.delta.controller.leader_id, -1):
             return []
-        if self.kraft.numbered_just_before(key, self._line):
+        if self.kraft.numbered_just_before(key, line):
             return []  # the same record, numbered by the line before it (its UNCLEAN partition change)
         current = self._state(*key)
         self.kraft.unnumbered_change(key, current, a)
@@ -406,7 +393,7 @@ class BrokerLogNormalizer:
         tid = self._topic_id(a.topic, a.topic_id)
         if tid is None:
             return []
-        out = self._topic(a.topic, tid) if a.topic not in self.topic_ids else []
+        out = self._topic(a.topic, tid) if self.topic_id(a.topic) is None else []
         key = (a.topic, a.partition)
         self.assignments[key] = (a.replicas, a.adding, a.removing)
         current = self._state(*key)
@@ -452,15 +439,15 @@ class BrokerLogNormalizer:
     # --- topics, controllers, brokers --------------------------------------------------------------
 
     def _topic(self, name: str, tid: str) -> list[ControllerEvent]:
-        if tid in self.deleted_ids or self.topic_ids.get(name) == tid:
+        known = self.topic_id(name)
+        if tid in self.deleted_ids or known == tid:
             return []
-        if name in self.topic_ids:  # a new incarnation whose deletion no line stated
+        if known is not None:  # a new incarnation whose deletion no line stated
             return []
-        self.topic_ids[name] = tid
         return [self._emit(TopicChange(TopicChangeKind.CREATED, name, tid))]
 
     def _deleted(self, d: TopicDeleted) -> list[ControllerEvent]:
-        tid = self.topic_ids.get(d.name)
+        tid = self.topic_id(d.name)
         if tid is None or (d.topic_id is not None and d.topic_id != tid):
             if d.topic_id is not None:
                 self.deleted_ids.add(d.topic_id)
@@ -472,14 +459,13 @@ class BrokerLogNormalizer:
             del self.assignments[key]
         for key in [k for k in self.parts if k[0] == d.name]:
             del self.parts[key]
-        del self.topic_ids[d.name]
         self.deleted_ids.add(tid)
         return out + [self._emit(TopicChange(TopicChangeKind.DELETED, d.name, tid))]
 
     def _topic_configs(self, c: TopicConfigs) -> list[ControllerEvent]:
         """A broker created a replica's log with all of its topic's overrides: a ConfigChange per key that differs
         from the image's (an override gone since is gone from the list). Topic configs hold no secrets."""
-        if c.topic not in self.topic_ids:
+        if self.topic_id(c.topic) is None:
             return []  # a log of a topic no line created (or a deleted one): not this history's topic
         new = dict(c.configs)
         held = self.delta.configs_of(ConfigResourceType.TOPIC, c.topic)
@@ -487,12 +473,11 @@ class BrokerLogNormalizer:
                 for name in sorted(set(new) | set(held)) if new.get(name) != held.get(name)]
 
     def _controller(self, c: ControllerElected) -> list[ControllerEvent]:
-        if c.epoch <= self.epoch:
+        previous = self.delta.controller
+        if c.epoch <= previous.epoch:
             return []  # the same election stated by another node, or an older one
-        prev = self.controller_node, self.epoch
-        self.controller_node, self.epoch = c.node, c.epoch
-        self.leaders_by_epoch[c.epoch] = c.node
-        return [self._emit(ControllerChange(c.node, c.epoch, prev[0], prev[1]))]
+        self.elected(c.epoch, c.node)
+        return [self._emit(ControllerChange(c.node, c.epoch, previous.leader_id, previous.epoch))]
 
     def _brokers(self, live: LiveBrokers) -> list[ControllerEvent]:
         """ZooKeeper mode: the registered brokers and their epochs (czxids), as the controller's cache holds them.
@@ -526,6 +511,12 @@ class BrokerLogNormalizer:
 
     # --- events -----------------------------------------------------------------------------------
 
+    def _reading(self) -> LogLine:
+        """The line being read (every evidence comes from one)."""
+        line = self._line
+        assert line is not None, "evidence outside a line"
+        return line
+
     def _where(self) -> str:
         return f"{self._line.file}:{self._line.line}" if self._line is not None else "?"
 
@@ -545,12 +536,7 @@ class BrokerLogNormalizer:
         if isinstance(payload, PartitionChange):
             self.known_at[(payload.topic, payload.partition)] = self._record
             self.open.pop((payload.topic, payload.partition), None)
-        epoch = self.epoch
-        event = ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, line.time_ms,
-                                self.clock(), self.leaders_by_epoch.get(epoch, -1), epoch, payload,
-                                bootstrap=bootstrap)
-        self.delta.put(event)  # the image follows every event made, in the order made
-        return event
+        return self.envelope(source, line.time_ms, self.delta.controller.epoch, payload, bootstrap=bootstrap)
 
 
 def replace_pe(state: PartitionState, epoch: int) -> PartitionState:

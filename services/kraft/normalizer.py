@@ -14,24 +14,21 @@ archive writer or the normalize agent chains them.
 """
 from __future__ import annotations
 
-import time
-from pathlib import PurePath
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from schemas.event_ids import offset_event_id
 from schemas.events import (
-    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
+    BrokerChange, BrokerChangeKind, BrokerState, ConfigChange, ConfigResourceType, ControllerChange,
     ControllerEvent, FeatureLevelChange, LeaderRecoveryState, PartitionChange, PartitionState, Payload, SourceKind,
     SourcePosition, TopicChange, TopicChangeKind, UnknownRecord,
 )
 from services.kraft import ControlRecord, MetadataRecord, TransactionBuffer
 from services.kraft import UnknownRecord as RawUnknown
 from schemas.fastbuild import fast_constructor
+from services.normalize.base import Normalizer
 from services.normalize.classify import change_kinds, election_type
-from schemas.state.delta import ImageBuilder
-from schemas.state.image import ClusterImage
-from services.normalize.redaction import SecretDigests, redact, withheld
+from services.normalize.redaction import redact, withheld
 
 RESOURCE_TYPES = {2: ConfigResourceType.TOPIC, 4: ConfigResourceType.BROKER, 8: ConfigResourceType.BROKER_LOGGER,
                   16: ConfigResourceType.CLIENT_METRICS, 32: ConfigResourceType.GROUP}
@@ -46,32 +43,21 @@ TXN_MARKERS = {23, 24, 25}
 
 
 _new_source = fast_constructor(SourcePosition)
-_new_event = fast_constructor(ControllerEvent)
 _new_state = fast_constructor(PartitionState)
 _new_change = fast_constructor(PartitionChange)
 
 
-class KRaftNormalizer:
-    """Feed decoded records in log order; get ControllerEvents."""
+class KRaftNormalizer(Normalizer):
+    """Feed decoded records in log order; get ControllerEvents. The epochs are the KRaft quorum's."""
 
     def __init__(self, cluster_id: str, node_id: int = -1, clock: Callable[[], int] | None = None) -> None:
-        self.cluster_id = cluster_id
+        super().__init__(cluster_id, clock)
         self.node_id = node_id
-        self.delta = ImageBuilder()  # the image, applied event by event (see the module's docstring)
-        self.leaders_by_epoch: dict[int, int] = {}  # the KRaft quorum's leader of each epoch seen
-        self.secrets = SecretDigests()
         self.txn = TransactionBuffer()
-        self.clock = clock or (lambda: int(time.time() * 1000))
         self.last_offset = -1
         self._snapshot: tuple[int, set] | None = None  # (end offset, keys seen) while reading a snapshot
-        self._file_names: dict[str, str] = {}
         self._batch: object = None  # the data batch of the last record made into an event, and its
         self._batch_facts: tuple[str | None, int, int] = (None, -1, -1)  # file name, time and epoch
-
-    @property
-    def image(self) -> ClusterImage:
-        """The controller's image after everything fed so far (immutable)."""
-        return self.delta.apply()
 
     @property
     def epoch(self) -> int:
@@ -100,9 +86,10 @@ class KRaftNormalizer:
         return out
 
     def gap(self, from_offset: int, to_offset: int, reason: str, event_time_ms: int = -1) -> ControllerEvent:
-        """A stretch that was not read (deleted segment, corrupt bytes): recorded, never hidden."""
-        return self._event(SourceKind.KRAFT_LOG, from_offset, 0, None, event_time_ms if event_time_ms >= 0
-                                     else self.clock(), self.epoch, CaptureGap(from_offset, to_offset, reason))
+        """A stretch that was not read (deleted segment, corrupt bytes), said at its first offset."""
+        return self.gap_event(_new_source(_KRAFT_LOG, from_offset, 0, self.node_id, None, None, None), from_offset,
+                              to_offset, reason, event_time_ms, self.epoch, self.delta.feature("metadata.version"),
+                              offset_event_id(self.cluster_id, _KRAFT_LOG, from_offset, 0))
 
     def begin_snapshot(self, end_offset: int) -> None:
         """The records that follow are a snapshot's full image (bootstrap events)."""
@@ -166,7 +153,7 @@ class KRaftNormalizer:
     def _control(self, rec: ControlRecord) -> list[ControllerEvent]:
         if rec.type == "LeaderChange" and rec.data is not None:
             epoch, previous = rec.leader_epoch, self.delta.controller
-            self.leaders_by_epoch[epoch] = rec.data["leaderId"]
+            self.elected(epoch, rec.data["leaderId"])
             cc = ControllerChange(rec.data["leaderId"], epoch, previous.leader_id, previous.epoch,
                                   tuple(v["voterId"] for v in rec.data.get("voters", [])),
                                   tuple(v["voterId"] for v in rec.data.get("grantingVoters", [])))
@@ -194,36 +181,22 @@ class KRaftNormalizer:
             if batch is self._batch:  # records of one batch come together: read the batch once
                 file, event_time_ms, epoch = self._batch_facts
             else:
-                file = self._file_name(batch.file)
+                file = self.file_name(batch.file)
                 event_time_ms, epoch = batch.max_timestamp, batch.leader_epoch
                 self._batch, self._batch_facts = batch, (file, event_time_ms, epoch)
         else:
-            file, event_time_ms, epoch = self._file_name(rec.file), rec.append_time, rec.leader_epoch
+            file, event_time_ms, epoch = self.file_name(rec.file), rec.append_time, rec.leader_epoch
         return self._event(kind, offset, index, file, event_time_ms, epoch, payload, snapshot is not None)
-
-    def _file_name(self, path: str | None) -> str | None:
-        """The file's name without the capture host's path (noise in the event)."""
-        if not path:
-            return None
-        file = self._file_names.get(path)
-        if file is None:
-            file = self._file_names[path] = PurePath(path).name  # a PurePath per event costs ~10 us
-        return file
 
     def _event(self, kind: SourceKind, offset: int, index: int, file: str | None, event_time_ms: int, epoch: int,
                payload: Payload, bootstrap: bool = False) -> ControllerEvent:
         # kind is KRAFT_LOG or KRAFT_SNAPSHOT, no zxid or line: offset_event_id is event_id(cluster, source)
-        cluster_id, delta = self.cluster_id, self.delta
         if type(payload) is FeatureLevelChange and payload.feature == "metadata.version":
             mv: int | None = payload.level  # the event is the first at its own level
         else:
-            mv = delta.feature("metadata.version")
-        event = _new_event(
-            offset_event_id(cluster_id, kind, offset, index), cluster_id, 0,
-            _new_source(kind, offset, index, self.node_id, None, file, None), event_time_ms, self.clock(),
-            self.leaders_by_epoch.get(epoch, -1), epoch, payload, mv, bootstrap, "", "")
-        delta.put(event)  # the image follows every event made, in the order made
-        return event
+            mv = self.delta.feature("metadata.version")
+        return self.envelope(_new_source(kind, offset, index, self.node_id, None, file, None), event_time_ms, epoch,
+                             payload, mv, bootstrap, offset_event_id(self.cluster_id, kind, offset, index))
 
     def _seen(self, key: tuple) -> None:
         if self._snapshot is not None:
