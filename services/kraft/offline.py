@@ -15,10 +15,10 @@ from pathlib import Path
 
 from schemas import names
 from schemas.events import ControllerEvent
-from services.kraft import KRaftError, LogReader, metadata_files, snapshot_id
+from services.kraft import KRaftError, LogReader, Record, SnapshotId, metadata_files, snapshot_id
 from services.kraft.files import bootstrap_snapshot, segment_base_offset, snapshot_problem
 from services.kraft.normalizer import KRaftNormalizer
-from services.normalize.imports import BadImport, ImportReport
+from services.normalize.imports import BadImport, ImportReport, Made, import_loop
 
 log = logging.getLogger(__name__)
 
@@ -108,53 +108,59 @@ def import_events(paths: Sequence[str | Path], cluster_id: str | None = None, on
     report = report if report is not None else ImportReport()
     cluster = cluster_id or cluster_id_of(paths) or "unknown-cluster"
     norm = normalizer if normalizer is not None else KRaftNormalizer(cluster, node_id=node_id)
-    files = plan(paths, report.passed_over)
-    for i, f in enumerate(files):
-        if progress is not None and i:
-            progress(files[i - 1].stat().st_size)
-        report.files.append(str(f))
-        snap = snapshot_id(f)
-        # A copied active segment may end inside a batch that was being written: stop there and
-        # say so (report.partial_tail) rather than failing the whole import.
-        last_segment = f is files[-1] and snap is None
-        # A snapshot is read whole or not used: skipping a bad batch, the image would delete what it held.
-        reader = LogReader(f, on_error="raise" if snap is not None else on_error, live=last_segment)
-        if snap is not None:
-            norm.begin_snapshot(snap.end_offset)
-            if not report.records and snap.end_offset > 0:
-                yield norm.gap(0, snap.end_offset - 1, f"history before offset {snap.end_offset} was deleted by "
-                               f"retention; state bootstrapped from snapshot {f.name}")
-                report.gaps.append(f"[0, {snap.end_offset - 1}] before snapshot {f.name}")
-        last_time = 0
-        try:
+    files = _MetadataFiles(plan(paths, report.passed_over), norm, on_error, report)
+    yield from import_loop(files, norm.feed, report, progress, refuse=files.refuse)
+    report.aborted_transactions = len(norm.txn.aborted)
+    begin = norm.txn.begin
+    if begin is not None:
+        log.warning("the log ends inside a metadata transaction begun at offset %d: its records are not "
+                    "committed and were not imported", begin.offset)
+
+
+class _MetadataFiles:
+    """The steps of reading metadata files in order (services.normalize.imports.import_loop): each file, its
+    records, and the gaps and snapshot deletes the normalizer makes beside them."""
+
+    def __init__(self, files: list[Path], norm: KRaftNormalizer, on_error: str, report: ImportReport) -> None:
+        self.files, self.norm, self.on_error, self.report = files, norm, on_error, report
+        self.snapshot: SnapshotId | None = None  # of the file being read
+
+    def refuse(self, exc: Exception) -> str | None:
+        if not isinstance(exc, KRaftError):
+            return None
+        return f"{exc}; a snapshot that cannot be read whole is not a complete image" if self.snapshot is not None \
+            else str(exc)
+
+    def __iter__(self) -> Iterator[Path | Made | Record]:
+        norm, report = self.norm, self.report
+        for f in self.files:
+            yield f
+            snap = self.snapshot = snapshot_id(f)
+            # A copied active segment may end inside a batch that was being written: stop there and
+            # say so (report.partial_tail) rather than failing the whole import.
+            last_segment = f is self.files[-1] and snap is None
+            # A snapshot is read whole or not used: skipping a bad batch, the image would delete what it held.
+            reader = LogReader(f, on_error="raise" if snap is not None else self.on_error, live=last_segment)
+            if snap is not None:
+                norm.begin_snapshot(snap.end_offset)
+                if not report.records and snap.end_offset > 0:
+                    yield Made([norm.gap(0, snap.end_offset - 1, f"history before offset {snap.end_offset} was deleted "
+                                         f"by retention; state bootstrapped from snapshot {f.name}")],
+                               [f"[0, {snap.end_offset - 1}] before snapshot {f.name}"], counted=False)
+            last_time = 0
             skipped = 0
             for batch, records in reader.batches():
                 if len(reader.skipped) > skipped:
                     skipped = len(reader.skipped)
-                    lo = norm.last_offset + 1
                     reason = str(reader.skipped[-1])
-                    yield norm.gap(lo, batch.base_offset - 1, reason, batch.max_timestamp)
-                    report.gaps.append(reason)
+                    yield Made([norm.gap(norm.last_offset + 1, batch.base_offset - 1, reason, batch.max_timestamp)],
+                               [reason], counted=False)
                 last_time = batch.max_timestamp
-                for rec in records:
-                    report.records += 1
-                    for event in norm.feed(rec):
-                        report.events += 1
-                        yield event
-        except KRaftError as exc:
-            raise BadImport(f"{exc}; a snapshot that cannot be read whole is not a complete image" if snap is not None
-                            else str(exc)) from None
-        if len(reader.skipped) > skipped:  # damage at the very end of the file
-            reason = str(reader.skipped[-1])
-            yield norm.gap(norm.last_offset + 1, -1, reason, last_time)
-            report.gaps.append(reason)
-        if snap is not None:
-            for event in norm.end_snapshot(last_time):
-                report.events += 1
-                yield event
-        if reader.partial_tail is not None:
-            report.partial_tail = f"{f}: the last batch at byte {reader.partial_tail.position} is incomplete"
-    report.aborted_transactions = len(norm.txn.aborted)
-    if norm.txn.in_transaction:
-        log.warning("the log ends inside a metadata transaction begun at offset %d: its records are not "
-                    "committed and were not imported", norm.txn.begin.offset)
+                yield from records
+            if len(reader.skipped) > skipped:  # damage at the very end of the file
+                reason = str(reader.skipped[-1])
+                yield Made([norm.gap(norm.last_offset + 1, -1, reason, last_time)], [reason], counted=False)
+            if snap is not None:
+                yield Made(norm.end_snapshot(last_time))
+            if reader.partial_tail is not None:
+                report.partial_tail = f"{f}: the last batch at byte {reader.partial_tail.position} is incomplete"
