@@ -477,7 +477,8 @@ class BrokerLogNormalizer(Normalizer):
         if c.epoch <= previous.epoch:
             return []  # the same election stated by another node, or an older one
         self.elected(c.epoch, c.node)
-        return [self._emit(ControllerChange(c.node, c.epoch, previous.leader_id, previous.epoch))]
+        # the election's event is of the epoch it begins, as a KRaft controller's LeaderChange
+        return [self._emit(ControllerChange(c.node, c.epoch, previous.leader_id, previous.epoch), epoch=c.epoch)]
 
     def _brokers(self, live: LiveBrokers) -> list[ControllerEvent]:
         """ZooKeeper mode: the registered brokers and their epochs (czxids), as the controller's cache holds them.
@@ -527,7 +528,7 @@ class BrokerLogNormalizer(Normalizer):
         return self._emit(CaptureGap(self._record if from_record is None else from_record,
                                      self._record if to_record is None else to_record, reason))
 
-    def _emit(self, payload: Payload, bootstrap: bool = False) -> ControllerEvent:
+    def _emit(self, payload: Payload, bootstrap: bool = False, epoch: int | None = None) -> ControllerEvent:
         line = self._line
         assert line is not None
         source = SourcePosition(SourceKind.BROKER_LOG, self._record, self._index, node_of(line.message), None,
@@ -536,7 +537,8 @@ class BrokerLogNormalizer(Normalizer):
         if isinstance(payload, PartitionChange):
             self.known_at[(payload.topic, payload.partition)] = self._record
             self.open.pop((payload.topic, payload.partition), None)
-        return self.envelope(source, line.time_ms, self.delta.controller.epoch, payload, bootstrap=bootstrap)
+        return self.envelope(source, line.time_ms, self.delta.controller.epoch if epoch is None else epoch, payload,
+                             bootstrap=bootstrap)
 
 
 def replace_pe(state: PartitionState, epoch: int) -> PartitionState:
