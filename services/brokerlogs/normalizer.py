@@ -39,10 +39,11 @@ from schemas.events import (
     TopicChange, TopicChangeKind,
 )
 from schemas.times import iso
-from services.brokerlogs.evidence import (
+from services.brokerlogs.evidence import UnreadableLine, evidence, node_of
+from services.brokerlogs.said import (
     Assigned, AssignmentReplayed, BrokerRegistered, BrokersAdded, ByTopicId, ConfigStated, ControllerElected,
     ElrEnabled, KRaftController, LiveBrokers, ReassignmentsAltered, ReplicaCreated, Seen, TopicConfigs, TopicCreated,
-    TopicDeleted, Unnumbered, UnreadableLine, ZooKeeperController, evidence, node_of,
+    TopicDeleted, Unnumbered, ZooKeeperController, Fields, int_of, ints_of,
 )
 from services.brokerlogs.lines import LogLine
 from services.brokerlogs.kraft_rules import KRaftRules
@@ -58,7 +59,7 @@ HOLD_MS = 10_000
 @dataclass
 class _Part:
     """What the lines said so far of one partition at one partition epoch."""
-    fields: dict = field(default_factory=dict)
+    fields: Fields = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)  # file:line of each line that said part of it
     from_epoch: int | None = None
     # lines that disagree on this epoch (a controller's line of a record never committed, which a leader
@@ -225,8 +226,9 @@ class BrokerLogNormalizer(Normalizer):
             return []
         out = self._topic(s.topic, tid) if self.topic_id(s.topic) is None else []
         key = (s.topic, s.partition)
-        node = node_of(self._line.message)
-        prompt = self.kraft.seen(node, key, s, self._line, self._kraft_line)
+        line = self._reading()
+        node = node_of(line.message)
+        prompt = self.kraft.seen(node, key, s, line, self._kraft_line)
         current = self._state(*key)
         if current is not None and s.partition_epoch <= current.partition_epoch:
             self.kraft.applied(node, s, prompt, self._record)
@@ -242,7 +244,7 @@ class BrokerLogNormalizer(Normalizer):
                      "recovery", "controller_epoch"):
             value = getattr(s, name)
             if name == "isr" and unordered:
-                if "isr" in part.fields and set(part.fields["isr"]) != set(value):
+                if "isr" in part.fields and set(ints_of(part.fields, "isr")) != set(value):
                     said = f"isr {set(value)} ({self._where()}), {part.fields['isr']} before"
                     part.conflicts.append(said)
                     self.conflicts.append(f"{s.topic}-{s.partition} at partition epoch {s.partition_epoch}: {said}")
@@ -350,13 +352,13 @@ class BrokerLogNormalizer(Normalizer):
             return out + self._change(key, tid, replace_pe(after, epoch), restated=restated)
         return []
 
-    def _whole(self, key, part: _Part, current: PartitionState | None,
-               between: list[dict] | None = None) -> PartitionState | None:
+    def _whole(self, key: tuple[str, int], part: _Part, current: PartitionState | None,
+               between: list[Fields] | None = None) -> PartitionState | None:
         if part.conflicts:
             return None  # which line is right is not for the logs to say: a gap, never a pick
         if part.isr_unordered and "isr" not in part.fields:
             return None  # never the epoch before's ISR for one a leader changed
-        f = dict(part.fields)
+        f: Fields = dict(part.fields)
         if part.from_epoch is not None and current is not None and current.partition_epoch == part.from_epoch:
             f = {"leader": current.leader, "leader_epoch": current.leader_epoch, "isr": current.isr,
                  "replicas": current.replicas, "adding": current.adding_replicas,
@@ -384,10 +386,12 @@ class BrokerLogNormalizer(Normalizer):
             f = {"elr": (), "last_known_elr": (), **f}
         if any(n not in f for n in ("replicas", "adding", "removing", "elr", "last_known_elr")):
             return None
+        recovery = f.get("recovery")
         return PartitionState(
-            tuple(f["replicas"]), tuple(f["isr"]), f["leader"], f["leader_epoch"], -1, tuple(f["adding"]),
-            tuple(f["removing"]), tuple(f["elr"]), tuple(f["last_known_elr"]),
-            f.get("recovery") or (current.leader_recovery_state if current else LeaderRecoveryState.RECOVERED))
+            ints_of(f, "replicas"), ints_of(f, "isr"), int_of(f, "leader"), int_of(f, "leader_epoch"), -1,
+            ints_of(f, "adding"), ints_of(f, "removing"), ints_of(f, "elr"), ints_of(f, "last_known_elr"),
+            recovery if isinstance(recovery, LeaderRecoveryState)
+            else current.leader_recovery_state if current else LeaderRecoveryState.RECOVERED)
 
     def _assigned(self, a: Assigned) -> list[ControllerEvent]:
         tid = self._topic_id(a.topic, a.topic_id)
@@ -415,7 +419,7 @@ class BrokerLogNormalizer(Normalizer):
         return [self._emit(PartitionChange(key[0], tid, key[1], before, after, kinds,
                                            election_type(before, after, kinds)), bootstrap=restated)]
 
-    def _partial(self, key, parts: dict[int, _Part], where: str, low: int | None = None,
+    def _partial(self, key: tuple[str, int], parts: dict[int, _Part], where: str, low: int | None = None,
                  high: int | None = None) -> str:
         said = "; ".join(f"epoch {e}: {', '.join(f'{k}={v}' for k, v in sorted(p.fields.items()))} "
                          f"({', '.join(p.lines[:3])})"

@@ -23,7 +23,8 @@ from schemas.events import (
     ControllerEvent, FeatureLevelChange, LeaderRecoveryState, PartitionChange, PartitionState, Payload, SourceKind,
     SourcePosition, TopicChange, TopicChangeKind, UnknownRecord,
 )
-from services.kraft import ControlRecord, MetadataRecord, TransactionBuffer
+from services.kraft import ControlRecord, MetadataRecord, Record, TransactionBuffer
+from services.kraft.fields import Message
 from services.kraft import UnknownRecord as RawUnknown
 from schemas.fastbuild import fast_constructor
 from services.normalize.base import Normalizer
@@ -40,6 +41,8 @@ _KRAFT_LOG, _KRAFT_SNAPSHOT = SourceKind.KRAFT_LOG, SourceKind.KRAFT_SNAPSHOT  #
 # (29: the controller quorum's membership is the voters of the LeaderChange messages), the NoOp heartbeat).
 NOT_CONTROLLER_STATE = {6, 10, 11, 13, 14, 15, 16, 18, 19, 20, 21, 22, 26, 27, 29}
 TXN_MARKERS = {23, 24, 25}
+# what a snapshot mentioned: ("b", broker), ("t", topic id), ("p", topic id, partition), ("c", type, name, config)
+SeenKey = tuple[str | int, ...]
 
 
 _new_source = fast_constructor(SourcePosition)
@@ -55,7 +58,7 @@ class KRaftNormalizer(Normalizer):
         self.node_id = node_id
         self.txn = TransactionBuffer()
         self.last_offset = -1
-        self._snapshot: tuple[int, set] | None = None  # (end offset, keys seen) while reading a snapshot
+        self._snapshot: tuple[int, set[SeenKey]] | None = None  # (end offset, keys seen) while reading a snapshot
         self._batch: object = None  # the data batch of the last record made into an event, and its
         self._batch_facts: tuple[str | None, int, int] = (None, -1, -1)  # file name, time and epoch
 
@@ -66,14 +69,14 @@ class KRaftNormalizer(Normalizer):
 
     # --- input -----------------------------------------------------------------------------
 
-    def feed(self, record) -> list[ControllerEvent]:
+    def feed(self, record: Record) -> list[ControllerEvent]:
         """One record in log order (metadata, control or unknown); returns the events it commits."""
         out: list[ControllerEvent] = []
         for rec in self.txn.feed(record):
             out.extend(self._apply(rec))
         return out
 
-    def feed_all(self, records: Iterable) -> list[ControllerEvent]:
+    def feed_all(self, records: Iterable[Record]) -> list[ControllerEvent]:
         """feed() of each record, the events in one list (the capture worker's per-batch call)."""
         out: list[ControllerEvent] = []
         extend, txn, apply = out.extend, self.txn, self._apply
@@ -126,7 +129,7 @@ class KRaftNormalizer(Normalizer):
 
     # --- dispatch ----------------------------------------------------------------------------
 
-    def _apply(self, rec) -> list[ControllerEvent]:
+    def _apply(self, rec: Record) -> list[ControllerEvent]:
         if self._snapshot is None:
             if rec.offset <= self.last_offset:
                 return []  # already applied (a re-read after a restart or a snapshot bootstrap)
@@ -162,14 +165,14 @@ class KRaftNormalizer(Normalizer):
             return self._feature(rec, "kraft.version", rec.data["kRaftVersion"])
         return []  # snapshot header/footer and voter sets are framing, not controller decisions
 
-    def event_for(self, rec, payload: Payload, index: int = 0) -> ControllerEvent:
+    def event_for(self, rec: Record, payload: Payload, index: int = 0) -> ControllerEvent:
         """An event at `rec`'s position that no handler makes (a migration's cutover, services/normalize/
         migration_offline.py): `index` orders several at one record."""
         return self._ev(rec, payload, index)
 
     # --- helpers -----------------------------------------------------------------------------
 
-    def _ev(self, rec, payload: Payload, index: int = 0) -> ControllerEvent:
+    def _ev(self, rec: Record, payload: Payload, index: int = 0) -> ControllerEvent:
         snapshot = self._snapshot
         if snapshot is None:
             kind, offset = _KRAFT_LOG, rec.offset
@@ -198,17 +201,17 @@ class KRaftNormalizer(Normalizer):
         return self.envelope(_new_source(kind, offset, index, self.node_id, None, file, None), event_time_ms, epoch,
                              payload, mv, bootstrap, offset_event_id(self.cluster_id, kind, offset, index))
 
-    def _seen(self, key: tuple) -> None:
+    def _seen(self, key: SeenKey) -> None:
         if self._snapshot is not None:
             self._snapshot[1].add(key)
 
-    def _feature(self, rec, name: str, level: int) -> list[ControllerEvent]:
+    def _feature(self, rec: Record, name: str, level: int) -> list[ControllerEvent]:
         previous = self.delta.feature(name)
         if previous == level and self._snapshot is None:
             return []
         return [self._ev(rec, FeatureLevelChange(name, level, previous))]
 
-    def _partition_event(self, rec, tid: str, pid: int, before: PartitionState | None,
+    def _partition_event(self, rec: MetadataRecord, tid: str, pid: int, before: PartitionState | None,
                          after: PartitionState | None, index: int = 0) -> ControllerEvent:
         kinds = change_kinds(before, after)
         shutting_down = False
@@ -222,7 +225,7 @@ class KRaftNormalizer(Normalizer):
 
     # --- handlers, one per record type (Kafka's replay rules) ---------------------------------
 
-    def _register_broker(self, rec, d: dict) -> list[ControllerEvent]:
+    def _register_broker(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         bid = d["brokerId"]
         self._seen(("b", bid))
         before = self.delta.broker(bid)
@@ -233,20 +236,20 @@ class KRaftNormalizer(Normalizer):
         )
         return [self._ev(rec, BrokerChange(bid, BrokerChangeKind.REGISTERED, before, after))]
 
-    def _unregister_broker(self, rec, d: dict) -> list[ControllerEvent]:
+    def _unregister_broker(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         bid = d["brokerId"]
         before = self.delta.broker(bid)
         return [self._ev(rec, BrokerChange(bid, BrokerChangeKind.UNREGISTERED, before, None))]
 
-    def _fence(self, rec, d: dict, fenced: bool) -> list[ControllerEvent]:
+    def _fence(self, rec: MetadataRecord, d: Message, fenced: bool) -> list[ControllerEvent]:
         return self._broker_change(rec, d["id"], fenced=fenced, shutdown=None)
 
-    def _registration_change(self, rec, d: dict) -> list[ControllerEvent]:
+    def _registration_change(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         fenced = {1: True, -1: False}.get(d.get("fenced", 0))
         shutdown = True if d.get("inControlledShutdown", 0) == 1 else None
         return self._broker_change(rec, d["brokerId"], fenced=fenced, shutdown=shutdown)
 
-    def _broker_change(self, rec, bid: int, fenced: bool | None, shutdown: bool | None) -> list[ControllerEvent]:
+    def _broker_change(self, rec: MetadataRecord, bid: int, fenced: bool | None, shutdown: bool | None) -> list[ControllerEvent]:
         before = self.delta.broker(bid)
         if before is None:
             return [self._ev(rec, UnknownRecord(rec.api_key, rec.version, b"",
@@ -262,23 +265,23 @@ class KRaftNormalizer(Normalizer):
             return []  # only fields we do not model changed (log dirs): nothing for the record
         return [self._ev(rec, BrokerChange(bid, kind, before, after))]
 
-    def _topic(self, rec, d: dict) -> list[ControllerEvent]:
+    def _topic(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         tid = d["topicId"]
         self._seen(("t", tid))
         if self._snapshot is not None and self.delta.topic_name(tid) == d["name"]:
             return []  # already known: a snapshot restates it
         return [self._ev(rec, TopicChange(TopicChangeKind.CREATED, d["name"], tid))]
 
-    def _remove_topic(self, rec, d: dict) -> list[ControllerEvent]:
+    def _remove_topic(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         tid = d["topicId"]
-        out = []
+        out: list[ControllerEvent] = []
         for i, pid in enumerate(self.delta.partitions_of(tid)):
             out.append(self._partition_event(rec, tid, pid, self.delta.partition(tid, pid), None, index=i))
         name = self.delta.topic_name(tid) or ""
         out.append(self._ev(rec, TopicChange(TopicChangeKind.DELETED, name, tid), index=len(out)))
         return out
 
-    def _partition_record(self, rec, d: dict) -> list[ControllerEvent]:
+    def _partition_record(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         tid, pid = d["topicId"], d["partitionId"]
         self._seen(("p", tid, pid))
         # PartitionState(replicas, isr, leader, leader_epoch, partition_epoch, adding, removing, elr,
@@ -293,7 +296,7 @@ class KRaftNormalizer(Normalizer):
             return []  # a snapshot restating what we already know
         return [self._partition_event(rec, tid, pid, before, after)]
 
-    def _partition_change(self, rec, d: dict) -> list[ControllerEvent]:
+    def _partition_change(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         tid, pid = d["topicId"], d["partitionId"]
         before = self.delta.partition(tid, pid)
         if before is None:
@@ -301,9 +304,9 @@ class KRaftNormalizer(Normalizer):
                                                 f"PartitionChangeRecord for unknown partition {tid}-{pid}"))]
         return [self._partition_event(rec, tid, pid, before, merge(before, d))]
 
-    def _clear_elr(self, rec, d: dict) -> list[ControllerEvent]:
+    def _clear_elr(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         name = d.get("topicName", "")
-        out = []
+        out: list[ControllerEvent] = []
         image = self.delta
         for tid in image.topic_ids():
             if name and image.topic_name(tid) != name:
@@ -316,7 +319,7 @@ class KRaftNormalizer(Normalizer):
                 out.append(self._partition_event(rec, tid, pid, state, after, index=len(out)))
         return out
 
-    def _config(self, rec, d: dict) -> list[ControllerEvent]:
+    def _config(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         rtype = RESOURCE_TYPES.get(d["resourceType"], ConfigResourceType.UNKNOWN)
         key = (rtype.value, d["resourceName"], d["name"])
         self._seen(("c",) + key)
@@ -328,11 +331,11 @@ class KRaftNormalizer(Normalizer):
             return []  # a snapshot restating what we already know
         return [self._ev(rec, ConfigChange(rtype, d["resourceName"], d["name"], shown, shown_prev, redacted))]
 
-    def _feature_level(self, rec, d: dict) -> list[ControllerEvent]:
+    def _feature_level(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         return self._feature(rec, d["name"], d["featureLevel"])
 
 
-def merge(before: PartitionState, d: dict) -> PartitionState:
+def merge(before: PartitionState, d: Message) -> PartitionState:
     """PartitionRegistration.merge: apply a PartitionChangeRecord's data to the current state."""
     leader = d.get("leader", -2)
     replicas = d.get("replicas")
@@ -354,7 +357,8 @@ def merge(before: PartitionState, d: dict) -> PartitionState:
     )
 
 
-_HANDLERS: dict[int, Callable[[KRaftNormalizer, MetadataRecord, dict], list[ControllerEvent]]] = {
+# keyed as a record's message version is (its api_key, which only a metadata record's always has)
+_HANDLERS: dict[int | None, Callable[[KRaftNormalizer, MetadataRecord, Message], list[ControllerEvent]]] = {
     0: KRaftNormalizer._register_broker,
     1: KRaftNormalizer._unregister_broker,
     2: KRaftNormalizer._topic,

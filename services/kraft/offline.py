@@ -72,8 +72,9 @@ def plan(paths: Sequence[Path], passed_over: dict[str, str] | None = None) -> li
             files.append(p)
         else:
             raise BadImport(f"{p}: no such file or directory")
-    segments = sorted((f for f in files if segment_base_offset(f) is not None), key=segment_base_offset)
-    snapshots = sorted((f for f in files if snapshot_id(f) is not None), key=lambda f: snapshot_id(f).end_offset)
+    segments = sorted((f for f in files if segment_base_offset(f) is not None),
+                      key=lambda f: segment_base_offset(f) or 0)  # (every one has a base offset)
+    snapshots = sorted((f for f in files if snapshot_id(f) is not None), key=_end_offset)
     others = [f for f in files if f not in segments and f not in snapshots]
     if others:
         raise BadImport(f"{others[0]}: not a metadata log segment (NNN.log) or snapshot (NNN-EEE.checkpoint)")
@@ -91,11 +92,18 @@ def plan(paths: Sequence[Path], passed_over: dict[str, str] | None = None) -> li
         if cut:
             bad, why = next(iter(cut.items()))
             raise BadImport(f"{bad}: {why}; it is not a complete image, and no complete snapshot or log segment "
-                            f"covers the history before offset {first if first is not None else snapshot_id(bad).end_offset}")
+                            f"covers the history before offset {first if first is not None else _end_offset(bad)}")
         raise BadImport(f"the segments start at offset {first} and no snapshot covers the history before it")
     if passed_over is not None:
         passed_over.update((str(p), why) for p, why in cut.items())
     return [start] + segments
+
+
+def _end_offset(snapshot: Path) -> int:
+    sid = snapshot_id(snapshot)
+    if sid is None:
+        raise BadImport(f"{snapshot}: not a metadata snapshot (NNN-EEE.checkpoint)")
+    return sid.end_offset
 
 
 def import_events(paths: Sequence[str | Path], cluster_id: str | None = None, on_error: str = "raise",
@@ -104,11 +112,11 @@ def import_events(paths: Sequence[str | Path], cluster_id: str | None = None, on
                   normalizer: KRaftNormalizer | None = None) -> Iterator[ControllerEvent]:
     """Events of the metadata files at `paths`, in log order (unchained); `progress(bytes)` after
     each file. `normalizer`: the caller's (a migration's, which holds back what precedes the cutover)."""
-    paths = [Path(p) for p in paths]
+    given = [Path(p) for p in paths]
     report = report if report is not None else ImportReport()
-    cluster = cluster_id or cluster_id_of(paths) or "unknown-cluster"
+    cluster = cluster_id or cluster_id_of(given) or "unknown-cluster"
     norm = normalizer if normalizer is not None else KRaftNormalizer(cluster, node_id=node_id)
-    files = _MetadataFiles(plan(paths, report.passed_over), norm, on_error, report)
+    files = _MetadataFiles(plan(given, report.passed_over), norm, on_error, report)
     yield from import_loop(files, norm.feed, report, progress, refuse=files.refuse)
     report.aborted_transactions = len(norm.txn.aborted)
     begin = norm.txn.begin

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import PurePath
+from typing import Any
 
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, ConfigChange, ConfigResourceType, ControllerChange,
@@ -65,8 +66,9 @@ class ZooKeeperNormalizer(Normalizer):
         self.controller_node = -1  # /controller's broker id (-1: the znode is gone)
         self.last_zxid = 0
         # what only ZooKeeper has: per topic the assignment znode, per partition its LeaderAndIsr znode
-        self.assignments: dict[str, dict] = {}  # name -> the /brokers/topics/<t> JSON
-        self.leader_and_isr: dict[tuple[str, int], tuple[dict, int]] = {}  # (name, p) -> (state JSON, zkVersion)
+        self.assignments: dict[str, dict[str, Any]] = {}  # name -> the /brokers/topics/<t> JSON (znodes.assignment)
+        # (name, p) -> (the state JSON (znodes.leader_and_isr), zkVersion)
+        self.leader_and_isr: dict[tuple[str, int], tuple[dict[str, Any], int]] = {}
         # ephemeral znode -> the session that owns it: a closeSession of a server before ZooKeeper 3.6 does not
         # list what it removed (Kafka 2.x), so a kill -9'd broker's registration goes by its owner
         self.ephemerals: dict[str, int] = {}
@@ -102,7 +104,7 @@ class ZooKeeperNormalizer(Normalizer):
                     out += self._delete(path)
         return out
 
-    def feed_watched(self, item) -> list[ControllerEvent]:
+    def feed_watched(self, item: Snapshot | Txn | Gap) -> list[ControllerEvent]:
         """One item of a live watch (services.zookeeper.watch): a snapshot, a transaction or a gap."""
         if isinstance(item, Snapshot):
             return self.bootstrap(item)
@@ -266,7 +268,7 @@ class ZooKeeperNormalizer(Normalizer):
         d = znodes.json_object(data)
         before = self.delta.broker(bid)
         # Kafka's ZooKeeper-mode broker epoch is the czxid of its registration znode
-        czxid = self._czxid if self._czxid is not None else self._txn.zxid
+        czxid = self._czxid if self._czxid is not None else self._reading().zxid
         epoch = czxid if created or before is None else before.epoch
         after = BrokerState(bid, epoch, fenced=False, rack=znodes.text(d, "rack"), endpoints=znodes.texts(d, "endpoints"))
         if after == before or (created and not d):
@@ -274,8 +276,8 @@ class ZooKeeperNormalizer(Normalizer):
         kind = BrokerChangeKind.REGISTERED if before is None else BrokerChangeKind.UPDATED
         return [self._emit(BrokerChange(bid, kind, before, after))]
 
-    def _assignment(self, name: str, d: dict, created: bool) -> list[ControllerEvent]:
-        out = []
+    def _assignment(self, name: str, d: dict[str, Any], created: bool) -> list[ControllerEvent]:
+        out: list[ControllerEvent] = []
         known = self.topic_id(name)
         tid = d.get("topic_id") or known or name
         if known is None:
@@ -341,8 +343,14 @@ class ZooKeeperNormalizer(Normalizer):
 
     # --- events ---------------------------------------------------------------------------------
 
-    def _emit(self, payload: Payload) -> ControllerEvent:
+    def _reading(self) -> Txn:
+        """The transaction being read (a snapshot's znode is read as one)."""
         txn = self._txn
+        assert txn is not None, "a znode written outside a transaction"
+        return txn
+
+    def _emit(self, payload: Payload) -> ControllerEvent:
+        txn = self._reading()
         self._index += 1
         return self._event(txn.zxid, txn, txn.time, payload, self._index - 1)
 

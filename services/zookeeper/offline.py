@@ -28,7 +28,7 @@ def snapshots_zk(paths: Sequence[Path]) -> list[Path]:
         d = p / "version-2" if p.is_dir() and (p / "version-2").is_dir() else p
         found += [f for f in d.iterdir() if snapshot_zxid(f) is not None] if d.is_dir() else \
             [d] if snapshot_zxid(d) is not None else []
-    return sorted(set(found), key=snapshot_zxid)
+    return sorted(set(found), key=lambda f: snapshot_zxid(f) or 0)  # (every one has a zxid)
 
 
 def plan_zk(paths: Sequence[Path]) -> list[Path]:
@@ -48,7 +48,7 @@ def plan_zk(paths: Sequence[Path]) -> list[Path]:
             raise BadImport(f"{p}: no such file or directory")
     if not files:
         raise BadImport("no ZooKeeper transaction logs (version-2/log.*) in " + ", ".join(map(str, paths)))
-    return sorted(set(files), key=log_start_zxid)
+    return sorted(set(files), key=lambda f: log_start_zxid(f) or 0)  # (every one has a zxid)
 
 
 def _follows(prev: int, zxid: int) -> bool:
