@@ -31,11 +31,11 @@ replica, each in part, in whatever order their clocks put them. What this builds
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
-    ControllerEvent, LeaderRecoveryState, PartitionChange, PartitionState, Payload, SourceKind, SourcePosition,
+    ControllerEvent, PartitionChange, PartitionState, Payload, SourceKind, SourcePosition,
     TopicChange, TopicChangeKind,
 )
 from schemas.times import iso
@@ -43,31 +43,17 @@ from services.brokerlogs.evidence import UnreadableLine, evidence, node_of
 from services.brokerlogs.said import (
     Assigned, AssignmentReplayed, BrokerRegistered, BrokersAdded, ByTopicId, ConfigStated, ControllerElected,
     ElrEnabled, KRaftController, LiveBrokers, ReassignmentsAltered, ReplicaCreated, Seen, TopicConfigs, TopicCreated,
-    TopicDeleted, Unnumbered, ZooKeeperController, Fields, int_of, ints_of,
+    TopicDeleted, Unnumbered, ZooKeeperController, ints_of,
 )
 from services.brokerlogs.lines import LogLine
 from services.brokerlogs.kraft_rules import KRaftRules
+from services.brokerlogs.parts import Part, at_epoch, partial_reason, whole
 from services.normalize.base import Normalizer
 from services.normalize.classify import change_kinds, election_type
 from schemas.gap_reasons import partition_reason
 
-_REQUIRED = ("leader", "leader_epoch", "isr")
 # how long lines wait for a controller's cache line after it added brokers (it follows within milliseconds)
 HOLD_MS = 10_000
-
-
-@dataclass
-class _Part:
-    """What the lines said so far of one partition at one partition epoch."""
-    fields: Fields = field(default_factory=dict)
-    lines: list[str] = field(default_factory=list)  # file:line of each line that said part of it
-    from_epoch: int | None = None
-    # lines that disagree on this epoch (a controller's line of a record never committed, which a leader
-    # change truncated, against the brokers' lines of the committed one): the epoch is then never emitted
-    conflicts: list[str] = field(default_factory=list)
-    leader_update: bool = False  # a leader's ISR update said part of it: not the ELR, which that write may change
-    isr_unordered: bool = False  # ... and outside ZooKeeper mode the ISR as a set only: whole once a line orders it
-    replicas_at: int = -1  # the log record of the first line that stated its replicas
 
 
 class BrokerLogNormalizer(Normalizer):
@@ -78,7 +64,7 @@ class BrokerLogNormalizer(Normalizer):
         super().__init__(cluster_id, clock)
         self.deleted_ids: set[str] = set()
         self.assignments: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
-        self.parts: dict[tuple[str, int], dict[int, _Part]] = {}
+        self.parts: dict[tuple[str, int], dict[int, Part]] = {}
         self.unnumbered: dict[tuple[str, int], int] = {}  # partition -> the epoch an unnumbered write followed
         # partition -> the log record of its last state emitted: a gap found later about it starts after that
         # record (the writes the logs do not state came between), not where the import noticed it
@@ -200,7 +186,7 @@ class BrokerLogNormalizer(Normalizer):
         for key in sorted(self.parts):
             pending = self.parts.pop(key)
             if pending:
-                out.append(self._gap(self._partial(key, pending, "after the last state the logs give"),
+                out.append(self._gap(partial_reason(key, pending, "after the last state the logs give"),
                                      self._unknown_from(key), -1))
         return out
 
@@ -233,7 +219,7 @@ class BrokerLogNormalizer(Normalizer):
         if current is not None and s.partition_epoch <= current.partition_epoch:
             self.kraft.applied(node, s, prompt, self._record)
             return out  # an epoch already emitted: stated again by another line
-        part = self.parts.setdefault(key, {}).setdefault(s.partition_epoch, _Part())
+        part = self.parts.setdefault(key, {}).setdefault(s.partition_epoch, Part())
         part.lines.append(self._where())
         if s.replicas is not None and part.replicas_at < 0:
             part.replicas_at = self._record
@@ -328,7 +314,8 @@ class BrokerLogNormalizer(Normalizer):
         current = self._state(*key)
         for epoch in sorted(pending, reverse=True):
             between = [p.fields for e, p in sorted(pending.items()) if e < epoch]
-            after = self._whole(key, pending[epoch], current, between)
+            after = whole(key, pending[epoch], current, between, zookeeper_mode=self.zookeeper_mode, elr=self.elr,
+                          assignment=self.assignments.get(key), kraft=self.kraft)
             if after is None:
                 continue
             skipped = {e: p for e, p in pending.items() if e < epoch}
@@ -337,11 +324,11 @@ class BrokerLogNormalizer(Normalizer):
             restated = bool(skipped or (low is not None and epoch > low))
             part = pending[epoch]
             if restated:  # unknown since the gap said when a line first stated part of it, if one did
-                out.append(self._gap(self._partial(key, skipped, f"before epoch {epoch}", low, epoch - 1),
+                out.append(self._gap(partial_reason(key, skipped, f"before epoch {epoch}", low, epoch - 1),
                                      self.open.get(key, self._unknown_from(key)), self._record - 1))
             elif current is None and epoch > 0:
                 # the partition existed before its first state the lines give whole: unknown since the logs begin
-                out.append(self._gap(self._partial(key, {}, f"before epoch {epoch}", 0, epoch - 1), 1,
+                out.append(self._gap(partial_reason(key, {}, f"before epoch {epoch}", 0, epoch - 1), 1,
                                      self._record - 1))
             if part.replicas_at >= 0:
                 self.kraft.stated_at[key] = part.replicas_at
@@ -349,49 +336,8 @@ class BrokerLogNormalizer(Normalizer):
                 del pending[e]
             # after a gap the state is a restatement (bootstrap, as a snapshot's), not one transition: the
             # writes between are not in the logs, so no check may judge the step from the stale state to it
-            return out + self._change(key, tid, replace_pe(after, epoch), restated=restated)
+            return out + self._change(key, tid, at_epoch(after, epoch), restated=restated)
         return []
-
-    def _whole(self, key: tuple[str, int], part: _Part, current: PartitionState | None,
-               between: list[Fields] | None = None) -> PartitionState | None:
-        if part.conflicts:
-            return None  # which line is right is not for the logs to say: a gap, never a pick
-        if part.isr_unordered and "isr" not in part.fields:
-            return None  # never the epoch before's ISR for one a leader changed
-        f: Fields = dict(part.fields)
-        if part.from_epoch is not None and current is not None and current.partition_epoch == part.from_epoch:
-            f = {"leader": current.leader, "leader_epoch": current.leader_epoch, "isr": current.isr,
-                 "replicas": current.replicas, "adding": current.adding_replicas,
-                 "removing": current.removing_replicas, "elr": current.elr, "last_known_elr": current.last_known_elr,
-                 "recovery": current.leader_recovery_state, **f}
-            if part.leader_update and self.elr and not self.zookeeper_mode:
-                for name in ("elr", "last_known_elr"):  # unless a line of this epoch stated them
-                    if name not in part.fields:
-                        del f[name]
-        if not all(n in f for n in _REQUIRED):
-            return None
-        if not self.zookeeper_mode:
-            # a difference from an epoch not known says nothing of what it keeps: nothing is carried into it
-            carry = part.from_epoch is None or (current is not None and current.partition_epoch == part.from_epoch)
-            f = self.kraft.complete(key, f, current if carry else None, between or [], self.elr)
-        if self.zookeeper_mode:
-            assignment = self.assignments.get(key)
-            if "replicas" not in f and assignment is None:
-                return None
-            replicas, adding, removing = assignment if assignment is not None else ((), (), ())
-            f = {"replicas": replicas, "adding": adding, "removing": removing, "elr": (), "last_known_elr": (), **f}
-        elif not self.elr and current is not None:
-            f = {"elr": current.elr, "last_known_elr": current.last_known_elr, **f}
-        elif not self.elr:
-            f = {"elr": (), "last_known_elr": (), **f}
-        if any(n not in f for n in ("replicas", "adding", "removing", "elr", "last_known_elr")):
-            return None
-        recovery = f.get("recovery")
-        return PartitionState(
-            ints_of(f, "replicas"), ints_of(f, "isr"), int_of(f, "leader"), int_of(f, "leader_epoch"), -1,
-            ints_of(f, "adding"), ints_of(f, "removing"), ints_of(f, "elr"), ints_of(f, "last_known_elr"),
-            recovery if isinstance(recovery, LeaderRecoveryState)
-            else current.leader_recovery_state if current else LeaderRecoveryState.RECOVERED)
 
     def _assigned(self, a: Assigned) -> list[ControllerEvent]:
         tid = self._topic_id(a.topic, a.topic_id)
@@ -418,17 +364,6 @@ class BrokerLogNormalizer(Normalizer):
         kinds = change_kinds(before, after)
         return [self._emit(PartitionChange(key[0], tid, key[1], before, after, kinds,
                                            election_type(before, after, kinds)), bootstrap=restated)]
-
-    def _partial(self, key: tuple[str, int], parts: dict[int, _Part], where: str, low: int | None = None,
-                 high: int | None = None) -> str:
-        said = "; ".join(f"epoch {e}: {', '.join(f'{k}={v}' for k, v in sorted(p.fields.items()))} "
-                         f"({', '.join(p.lines[:3])})"
-                         + (f", lines disagree: {'; '.join(p.conflicts[:3])}" if p.conflicts else "")
-                         for e, p in sorted(parts.items()))
-        span = f"{low}..{high}" if low is not None and high is not None and low <= high else \
-            ", ".join(map(str, sorted(parts)))
-        text = partition_reason(key[0], key[1], f"{span} {where} are stated whole in no log given")
-        return text + (f"; stated in part: {said}" if said else "")
 
     def _unknown_from(self, key: tuple[str, int]) -> int:
         """The first log record at which `key`'s state is not known: the one after its last state emitted. In KRaft
@@ -544,7 +479,3 @@ class BrokerLogNormalizer(Normalizer):
         return self.envelope(source, line.time_ms, self.delta.controller.epoch if epoch is None else epoch, payload,
                              bootstrap=bootstrap)
 
-
-def replace_pe(state: PartitionState, epoch: int) -> PartitionState:
-    return PartitionState(state.replicas, state.isr, state.leader, state.leader_epoch, epoch, state.adding_replicas,
-                          state.removing_replicas, state.elr, state.last_known_elr, state.leader_recovery_state)
