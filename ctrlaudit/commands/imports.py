@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from schemas.archive.writer import ArchiveWriter
     from schemas.events import ControllerEvent
     from services.normalize.imports import ImportReport
+    from services.normalize.migration_offline import Cutover
 
 imports = typer.Typer(help="Turn controller state from elsewhere into an archive.", no_args_is_help=True,
                       rich_markup_mode=None)
@@ -97,7 +98,7 @@ def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_
                                                                 [Path(p) for p in zookeeper_data]), said,
                        "neither a meta.properties beside the metadata log nor ZooKeeper's /cluster/id states it")
     last = continuation(out, cluster)
-    cut: dict[str, Any] = {}  # the cutover, as import_migrated_events finds it (JSON: its keys are read below)
+    cut: Cutover = {}  # the cutover, as import_migrated_events finds it
     events = import_migrated_events(paths, zookeeper_data, cluster, on_error.value, node_id, zk_report, report, cut)
     files, writer = _append(out, cluster, events, last)
     said.say(_written(cluster, f"{zk_report.records:,} ZooKeeper transactions from {len(zk_report.files)} log(s) up "

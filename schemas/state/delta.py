@@ -168,6 +168,10 @@ class ImageBuilder:
         """Ids of the topics the image holds, ascending."""
         return _present(self.base.topics.by_id.keys(), self._topics)
 
+    def topic_id(self, name: str) -> str | None:
+        """The id of the live topic of that name."""
+        return self._id_of_name(name)
+
     def topic_name(self, topic_id: str) -> str | None:
         td = self._topics.get(topic_id, _MISSING)
         if td is _MISSING:

@@ -82,7 +82,7 @@ def _fields(body: str) -> dict[str, str]:
     return {k: v for k, v in re.findall(r"(\w+)=(\[[^\]]*\]|'[^']*'|[^,()\s]+)", body)}
 
 
-def _leader_and_isr(topic: str, partition: int, body: str, **kw) -> Seen | None:
+def _leader_and_isr(topic: str, partition: int, body: str, controller_epoch: int | None) -> Seen | None:
     """``LeaderAndIsr(leader=1, leaderEpoch=3, isrWithBrokerEpoch=List(BrokerState(brokerId=1, ...)), ...,
     partitionEpoch=7)`` (3.4+) or ``LeaderAndIsr(leader=1, leaderEpoch=3, isr=List(1, 2), zkVersion=7)``."""
     f = _fields(body)
@@ -98,7 +98,8 @@ def _leader_and_isr(topic: str, partition: int, body: str, **kw) -> Seen | None:
             return None
         isr = _ints(m.group(1))
     return Seen(topic, partition, int(epoch), leader=int(f["leader"]), leader_epoch=int(f["leaderEpoch"]), isr=isr,
-                recovery=_recovery(f.get("leaderRecoveryState")) or LeaderRecoveryState.RECOVERED, **kw)
+                recovery=_recovery(f.get("leaderRecoveryState")) or LeaderRecoveryState.RECOVERED,
+                controller_epoch=controller_epoch)
 
 
 _LICE = re.compile(r"\(Leader:(-?\d+),ISR:([\d,]*),(?:LeaderRecoveryState:(\w+),)?LeaderEpoch:(\d+),"
@@ -109,7 +110,7 @@ _LICE = re.compile(r"\(Leader:(-?\d+),ISR:([\d,]*),(?:LeaderRecoveryState:(\w+),
 _LICE_UNNUMBERED = re.compile(r"\(Leader:(-?\d+),ISR:([\d,]*),LeaderEpoch:(\d+),ControllerEpoch:(\d+)\)")
 
 
-def _lice(topic: str, partition: int, m: re.Match) -> Seen:
+def _lice(topic: str, partition: int, m: re.Match[str]) -> Seen:
     """``(Leader:2,ISR:2,3,LeaderRecoveryState:RECOVERED,LeaderEpoch:1,ZkVersion:1,ControllerEpoch:1)``."""
     return Seen(topic, partition, int(m.group(5)), leader=int(m.group(1)), leader_epoch=int(m.group(4)),
                 isr=_ints(m.group(2)), recovery=_recovery(m.group(3)) or LeaderRecoveryState.RECOVERED,
@@ -148,18 +149,16 @@ def _unclean(topic: str, partition: int, diff: str, topic_id: str) -> Seen | Non
     new = dict(re.findall(r"(\w+): (?:\[[^\]]*\]|\S+?) -> (\[[^\]]*\]|[^,\s]+)", diff))
     if "partitionEpoch" not in new:
         return None
-    kw: dict = {}
-    for key, name in (("isr", "isr"), ("replicas", "replicas"), ("addingReplicas", "adding"),
-                      ("removingReplicas", "removing"), ("elr", "elr"), ("lastKnownElr", "last_known_elr")):
-        if key in new:
-            kw[name] = _ints(new[key])
-    for key, name in (("leader", "leader"), ("leaderEpoch", "leader_epoch")):
-        if key in new:
-            kw[name] = int(new[key])
-    if "leaderRecoveryState" in new:
-        kw["recovery"] = _recovery(new["leaderRecoveryState"])
+    lists = {name: _ints(new[key]) for key, name in (
+        ("isr", "isr"), ("replicas", "replicas"), ("addingReplicas", "adding"), ("removingReplicas", "removing"),
+        ("elr", "elr"), ("lastKnownElr", "last_known_elr")) if key in new}
+    numbers = {name: int(new[key]) for key, name in (("leader", "leader"), ("leaderEpoch", "leader_epoch"))
+               if key in new}
     return Seen(topic, partition, int(new["partitionEpoch"]), topic_id=topic_id,
-                from_epoch=int(changes["partitionEpoch"]), **kw)
+                from_epoch=int(changes["partitionEpoch"]), isr=lists.get("isr"), replicas=lists.get("replicas"),
+                adding=lists.get("adding"), removing=lists.get("removing"), elr=lists.get("elr"),
+                last_known_elr=lists.get("last_known_elr"), leader=numbers.get("leader"),
+                leader_epoch=numbers.get("leader_epoch"), recovery=_recovery(new.get("leaderRecoveryState")))
 
 
 class UnreadableLine(ContractError):
@@ -234,24 +233,24 @@ def _said(message: str) -> list[Evidence]:
     return said
 
 
-def _broker_id(prefix: re.Match) -> int | None:
+def _broker_id(prefix: re.Match[str]) -> int | None:
     return int(prefix.group(4)) if prefix.group(4) is not None else None
 
 
-def _controller_epoch(prefix: re.Match) -> int | None:
+def _controller_epoch(prefix: re.Match[str]) -> int | None:
     return int(prefix.group(3)) if prefix.group(3) is not None else None
 
 
-def _new(m, prefix) -> list[Evidence]:
+def _new(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     return [Assigned(m.group(1), int(m.group(2)), _ints(m.group(3)))]
 
 
-def _online(m, prefix) -> list[Evidence]:
+def _online(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     seen = _leader_and_isr(m.group(1), int(m.group(2)), m.group(3), controller_epoch=_controller_epoch(prefix))
     return [seen] if seen else []
 
 
-def _offline_replica(m, prefix) -> list[Evidence]:
+def _offline_replica(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     lice = _LICE.fullmatch(m.group(3))
     if lice:
         return [_lice(m.group(1), int(m.group(2)), lice)]
@@ -261,20 +260,20 @@ def _offline_replica(m, prefix) -> list[Evidence]:
     return []
 
 
-def _leader_epoch(m, prefix) -> list[Evidence]:
+def _leader_epoch(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     # KafkaController.updateLeaderEpoch writes LeaderAndIsr.newEpoch: leader and ISR as they were
     epoch = int(m.group(4))
     return [Seen(m.group(1), int(m.group(2)), epoch, leader_epoch=int(m.group(3)), from_epoch=epoch - 1)]
 
 
-def _isr_altered(m, prefix) -> list[Evidence]:
+def _isr_altered(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     # Kafka 2.7-3.2 (AlterIsr through the controller): a leader's ISR change, written only if the znode is still
     # at the version the leader read (zkVersion - 1) and never with another leader epoch: leader and epoch kept
     epoch = int(m.group(4))
     return [Seen(m.group(1), int(m.group(2)), epoch, isr=_ints(m.group(3)), from_epoch=epoch - 1)]
 
 
-def _leader_isr(m, prefix) -> list[Evidence]:
+def _leader_isr(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     # Partition.scala, after the controller answered the leader's AlterIsr/AlterPartition: the request named
     # the leader epoch and the partition epoch the leader held (a write of any other is refused), and every
     # committed change moves the partition epoch by one. So: this broker leads at the epoch before's leader
@@ -288,23 +287,23 @@ def _leader_isr(m, prefix) -> list[Evidence]:
                  recovery=LeaderRecoveryState.RECOVERED, from_epoch=epoch - 1, leader_update=True, prompt=True)]
 
 
-def _assigned(m, prefix) -> list[Evidence]:
+def _assigned(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     a = _assignment(m.group(1), int(m.group(2)), m.group(3))
     return [a] if a else []
 
 
-def _reassigning(m, prefix) -> list[Evidence]:
+def _reassigning(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     # the LeaderAndIsr part only: the assignment it is sent with is the controller's target, which reaches
     # /brokers/topics/<t> later (its own "Successfully updated assignment" line)
     lice = _LICE.fullmatch(m.group(1))
     return [_lice(m.group(3), int(m.group(4)), lice)] if lice else []
 
 
-def _zk_elected(m, prefix) -> list[Evidence]:
+def _zk_elected(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     return [ControllerElected(int(m.group(1)), int(m.group(2)))]
 
 
-def _new_topics(m, prefix) -> list[Evidence]:
+def _new_topics(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     out: list[Evidence] = []
     for t in re.finditer(r"TopicIdReplicaAssignment\(([^,()]+),(?:Some\(([\w-]+)\)|None),(?:\w*Map)\((.*?)\)\)\)",
                          m.group(1) + ")"):
@@ -318,46 +317,46 @@ def _new_topics(m, prefix) -> list[Evidence]:
     return out
 
 
-def _zk_topic_deleted(m, prefix) -> list[Evidence]:
+def _zk_topic_deleted(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     return [TopicDeleted(m.group(1))]
 
 
-def _brokers_added(m, prefix) -> list[Evidence]:
+def _brokers_added(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     return [BrokersAdded(_ints(m.group(1)) + _ints(m.group(2)))]
 
 
-def _broker_epochs(m, prefix) -> list[Evidence]:
+def _broker_epochs(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     pairs = re.findall(r"(\d+) -> (-?\d+)", m.group(1))
     return [LiveBrokers(tuple(sorted((int(b), int(e)) for b, e in pairs)))]
 
 
-def _kraft_epoch(m, prefix) -> list[Evidence]:
+def _kraft_epoch(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     return [ControllerElected(int(m.group(2)), int(m.group(1)))]
 
 
-def _elr_enabled(m, prefix) -> list[Evidence]:
+def _elr_enabled(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     return [ElrEnabled()]
 
 
-def _kraft_topic(m, prefix) -> list[Evidence]:
+def _kraft_topic(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     return [TopicCreated(m.group(1), m.group(2))]
 
 
-def _kraft_topic_removed(m, prefix) -> list[Evidence]:
+def _kraft_topic_removed(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     return [TopicDeleted(m.group(1), m.group(2))]
 
 
-def _kraft_partition(m, prefix) -> list[Evidence]:
+def _kraft_partition(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     seen = _registration(m.group(1), int(m.group(2)), m.group(4), m.group(3))
     return [seen] if seen else []
 
 
-def _kraft_unclean(m, prefix) -> list[Evidence]:
+def _kraft_unclean(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     seen = _unclean(m.group(1), int(m.group(2)), m.group(4), m.group(3))
     return [seen] if seen else []
 
 
-def _kraft_assignment(m, prefix) -> list[Evidence]:
+def _kraft_assignment(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     """``PartitionChangeRecord(partitionId=0, topicId=.., isr=null, leader=-2, replicas=[..], removingReplicas=[..],
     addingReplicas=[..], ...) for topic t. (isr: [1, 3] -> [1, 3], replicaSet: [1, 3] -> [2, 3, 1],
     partitionEpoch: 1, leaderEpoch: 0)``: the epochs after the change; leader -2 and null lists: unchanged."""
@@ -367,22 +366,18 @@ def _kraft_assignment(m, prefix) -> list[Evidence]:
         epoch, partition = int(got["partitionEpoch"]), int(f["partitionId"])
     except (KeyError, ValueError):
         return []
-    kw: dict = {"leader_epoch": int(got["leaderEpoch"])} if "leaderEpoch" in got else {}
-    if "isr" in got:
-        kw["isr"] = _ints(got["isr"])
-    if "replicaSet" in got:
-        kw["replicas"] = _ints(got["replicaSet"])
-    for key, name in (("addingReplicas", "adding"), ("removingReplicas", "removing")):
-        if f.get(key, "null") != "null":
-            kw[name] = _ints(f[key])
+    adding, removing = (_ints(f[key]) if f.get(key, "null") != "null" else None
+                        for key in ("addingReplicas", "removingReplicas"))
     leader = int(f.get("leader", "-2"))
-    if leader != -2:
-        kw["leader"] = leader
     return [AssignmentReplayed(m.group(2), partition),
-            Seen(m.group(2), partition, epoch, topic_id=f.get("topicId"), from_epoch=epoch - 1, **kw)]
+            Seen(m.group(2), partition, epoch, topic_id=f.get("topicId"), from_epoch=epoch - 1,
+                 leader_epoch=int(got["leaderEpoch"]) if "leaderEpoch" in got else None,
+                 isr=_ints(got["isr"]) if "isr" in got else None,
+                 replicas=_ints(got["replicaSet"]) if "replicaSet" in got else None, adding=adding, removing=removing,
+                 leader=leader if leader != -2 else None)]
 
 
-def _kraft_assignment_unnumbered(m, prefix) -> list[Evidence]:
+def _kraft_assignment_unnumbered(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     f = _fields(m.group(1))
     if "partitionId" not in f:
         return []
@@ -391,19 +386,19 @@ def _kraft_assignment_unnumbered(m, prefix) -> list[Evidence]:
     return [AssignmentReplayed(m.group(2), int(f["partitionId"]), False, *new)]
 
 
-def _reassignments(m, prefix) -> list[Evidence]:
+def _reassignments(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     return [ReassignmentsAltered(int(m.group(1)))]
 
 
-def _config(m, prefix) -> list[Evidence]:
+def _config(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     return [ConfigStated(m.group(1), m.group(2), m.group(3), None if m.group(4) == "null" else m.group(4))]
 
 
-def _replica_created(m, prefix) -> list[Evidence]:
+def _replica_created(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     return [ReplicaCreated(m.group(1), int(m.group(2)))] if _broker_id(prefix) is not None else []
 
 
-def _leader(m, prefix) -> list[Evidence]:
+def _leader(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     broker = _broker_id(prefix)
     if broker is None:
         return []
@@ -417,7 +412,7 @@ def _leader(m, prefix) -> list[Evidence]:
 _PREVIOUS_LEADER = re.compile(r"Previous leader Some\(-?\d+\) and previous leader epoch was (-?\d+)\.")
 
 
-def _lived(m: re.Match, leader_epoch: int) -> bool:
+def _lived(m: re.Match[str], leader_epoch: int) -> bool:
     """A "Leader/Follower ... starts at" line of a partition its broker held at an older leader epoch (``Previous
     leader Some(2) and previous leader epoch was 3``), not one it just created (``Previous leader None``: a new
     replica, or the broker starting). A 3.x follower prints the new leader and epoch there: held before unless the
@@ -426,12 +421,12 @@ def _lived(m: re.Match, leader_epoch: int) -> bool:
     return prev is not None and 0 <= int(prev.group(1)) <= leader_epoch
 
 
-def _follower(m, prefix) -> list[Evidence]:
+def _follower(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     return [Seen(m.group(1), int(m.group(2)), int(m.group(4)), leader=int(m.group(5)), leader_epoch=int(m.group(3)),
                  prompt=_lived(m, int(m.group(3))))]
 
 
-def _skipped(m, prefix) -> list[Evidence]:
+def _skipped(m: re.Match[str], prefix: re.Match[str]) -> list[Evidence]:
     seen = _registration(m.group(1), int(m.group(2)), m.group(5), m.group(3) or m.group(4))
     # "since it is already the leader/a follower": the broker held the partition; "since the leader is already at a
     # newer partition epoch": an old state
@@ -439,7 +434,9 @@ def _skipped(m, prefix) -> list[Evidence]:
     return [replace(seen, prompt=lived)] if seen else []
 
 
-_PATTERNS: list[tuple[re.Pattern, Callable]] = [(re.compile(p), reader) for p, reader in (
+# a line's message (its prefix cut off) and its prefix -> what it says
+Reader = Callable[[re.Match[str], re.Match[str]], list[Evidence]]
+_PATTERNS: list[tuple[re.Pattern[str], Reader]] = [(re.compile(p), reader) for p, reader in (
     (rf"Changed partition {_TP} state from \w+ to NewPartition with assigned replicas ([\d,]*)$", _new),
     (rf"Changed partition {_TP} from \w+ to OnlinePartition with state LeaderAndIsr\((.*)\)$", _online),
     (rf"Partition {_TP} state changed to (\(.*?\)) after removing replica", _offline_replica),

@@ -25,8 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from schemas.events import PartitionState
-from services.brokerlogs.evidence import (
-    AssignmentReplayed, ConfigStated, Evidence, ReassignmentsAltered, Seen, TopicConfigs,
+from services.brokerlogs.said import (
+    AssignmentChange, AssignmentReplayed, ConfigStated, Evidence, Fields, Ints, ReassignmentsAltered, Seen,
+    TopicConfigs, ints_of,
 )
 from services.brokerlogs.lines import LogLine
 
@@ -51,7 +52,7 @@ class KRaftRules:
     # partition -> the lowest epoch its assignment may be of, after an assignment change no line numbered (3.9),
     # and those changes (replicas, adding, removing: None where the record leaves it) since it was last settled
     changed_after: dict[tuple[str, int], int] = field(default_factory=dict)
-    unnumbered: dict[tuple[str, int], list[tuple]] = field(default_factory=dict)
+    unnumbered: dict[tuple[str, int], list[AssignmentChange]] = field(default_factory=dict)
     min_isr: dict[str, set[int]] = field(default_factory=dict)  # topic -> every override it had
     cluster_min_isr: set[int] = field(default_factory=set)  # every cluster default
     # when a line was written, relative to the change it states (see ``seen``)
@@ -104,7 +105,7 @@ class KRaftRules:
         self.changed_after[key] = max(self.changed_after.get(key, -1),
                                       current.partition_epoch + 1 if current is not None else 0)
 
-    def _after_unnumbered(self, key: tuple[str, int], out: dict, current: PartitionState) -> tuple | None:
+    def _after_unnumbered(self, key: tuple[str, int], out: Fields, current: PartitionState) -> Ints | None:
         """The replicas of an epoch whose lines state adding and removing replicas other than the state before's and
         equal to the one assignment change since, which no line numbered: that change's (only a logged record
         changes them, so the epoch is at or after it)."""
@@ -112,7 +113,7 @@ class KRaftRules:
         if len(changes) != 1 or any(v is None for v in changes[0]) or "adding" not in out or "removing" not in out:
             return None
         replicas, adding, removing = changes[0]
-        stated = (tuple(out["adding"]), tuple(out["removing"]))
+        stated = (ints_of(out, "adding"), ints_of(out, "removing"))
         if stated == (adding, removing) and stated != (current.adding_replicas, current.removing_replicas):
             return replicas
         return None
@@ -146,8 +147,8 @@ class KRaftRules:
         """The live topic of that name is gone, and its overrides with it (the controller deletes them)."""
         self.min_isr.pop(topic, None)
 
-    def complete(self, key: tuple[str, int], f: dict, current: PartitionState | None, between: list[dict],
-                 elr: bool) -> dict:
+    def complete(self, key: tuple[str, int], f: Fields, current: PartitionState | None, between: list[Fields],
+                 elr: bool) -> Fields:
         """`f` (the fields the lines give of one epoch, leader, leader epoch and ISR among them) with what these rules
         add: the assignment of `current` (the state before it) unless a line of an epoch `between` them (in epoch
         order) states part of one; the leader recovery state the last of those states, if any; and with ELR on an
@@ -157,7 +158,7 @@ class KRaftRules:
                 and self.stated_at.get(key, -1) > self.unsure_at and not self.reassignments_pending()
                 and not any(n in b for b in between for n in ASSIGNMENT)
                 and current.partition_epoch >= self.changed_after.get(key, -1)):
-            carried = {"replicas": current.replicas, "adding": current.adding_replicas,
+            carried: Fields = {"replicas": current.replicas, "adding": current.adding_replicas,
                        "removing": current.removing_replicas}
             out = {**carried, **out}
         elif ("replicas" not in out and current is not None and self.controller_seen
@@ -171,7 +172,7 @@ class KRaftRules:
             out["recovery"] = stated[-1]
         if elr and ("elr" not in out or "last_known_elr" not in out):
             bound = self.min_isr_bound(key[0])
-            if bound is not None and len(out["isr"]) >= bound:
+            if bound is not None and len(ints_of(out, "isr")) >= bound:
                 out = {"elr": (), "last_known_elr": (), **out}
         return out
 

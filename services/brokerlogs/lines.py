@@ -13,6 +13,7 @@ import re
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 from zoneinfo import ZoneInfo
 
 from schemas.errors import ContractError
@@ -100,7 +101,7 @@ def _base(f: Path) -> str:
     return next((b for b in LOG_NAMES if name == b or name.startswith(b + ".")), name)
 
 
-def _age(f: Path) -> tuple:
+def _age(f: Path) -> tuple[int, int, str]:
     """Sort key, oldest first: dated suffixes in date order, numbered ones highest first, the live file last."""
     name = f.name[:-3] if f.name.endswith(".gz") else f.name
     suffix = name[len(_base(f)) + 1:]
@@ -186,7 +187,7 @@ def text_lines(f: Path) -> Generator[str, None, None]:
         yield from _lines(fh, f)
 
 
-def _lines(fh, f: Path) -> Iterator[str]:
+def _lines(fh: IO[str], f: Path) -> Iterator[str]:
     n = 0
     while text := fh.readline(MAX_LINE_CHARS + 1):
         n += 1

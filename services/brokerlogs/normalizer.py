@@ -30,63 +30,41 @@ replica, each in part, in whatever order their clocks put them. What this builds
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
-from schemas.event_ids import event_id
 from schemas.events import (
     BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
-    ControllerEvent, LeaderRecoveryState, PartitionChange, PartitionState, Payload, SourceKind, SourcePosition,
+    ControllerEvent, PartitionChange, PartitionState, Payload, SourceKind, SourcePosition,
     TopicChange, TopicChangeKind,
 )
 from schemas.times import iso
-from services.brokerlogs.evidence import (
+from services.brokerlogs.evidence import UnreadableLine, evidence, node_of
+from services.brokerlogs.said import (
     Assigned, AssignmentReplayed, BrokerRegistered, BrokersAdded, ByTopicId, ConfigStated, ControllerElected,
     ElrEnabled, KRaftController, LiveBrokers, ReassignmentsAltered, ReplicaCreated, Seen, TopicConfigs, TopicCreated,
-    TopicDeleted, Unnumbered, UnreadableLine, ZooKeeperController, evidence, node_of,
+    TopicDeleted, Unnumbered, ZooKeeperController, ints_of,
 )
 from services.brokerlogs.lines import LogLine
 from services.brokerlogs.kraft_rules import KRaftRules
+from services.brokerlogs.parts import Part, at_epoch, partial_reason, whole
+from services.normalize.base import Normalizer
 from services.normalize.classify import change_kinds, election_type
-from schemas.state.delta import ImageBuilder
 from schemas.gap_reasons import partition_reason
-from schemas.state.image import ClusterImage
 
-_REQUIRED = ("leader", "leader_epoch", "isr")
 # how long lines wait for a controller's cache line after it added brokers (it follows within milliseconds)
 HOLD_MS = 10_000
 
 
-@dataclass
-class _Part:
-    """What the lines said so far of one partition at one partition epoch."""
-    fields: dict = field(default_factory=dict)
-    lines: list[str] = field(default_factory=list)  # file:line of each line that said part of it
-    from_epoch: int | None = None
-    # lines that disagree on this epoch (a controller's line of a record never committed, which a leader
-    # change truncated, against the brokers' lines of the committed one): the epoch is then never emitted
-    conflicts: list[str] = field(default_factory=list)
-    leader_update: bool = False  # a leader's ISR update said part of it: not the ELR, which that write may change
-    isr_unordered: bool = False  # ... and outside ZooKeeper mode the ISR as a set only: whole once a line orders it
-    replicas_at: int = -1  # the log record of the first line that stated its replicas
-
-
-class BrokerLogNormalizer:
-    """Feed log lines in time order (services.brokerlogs.lines.merged); get ControllerEvents."""
+class BrokerLogNormalizer(Normalizer):
+    """Feed log lines in time order (services.brokerlogs.lines.merged); get ControllerEvents. The controller is the
+    image's: the one the logs last named elected."""
 
     def __init__(self, cluster_id: str, clock: Callable[[], int] | None = None) -> None:
-        self.cluster_id = cluster_id
-        # the image is replay's, applied event by event as in KRaftNormalizer; the controller the logs
-        # last named (epoch, node) is the logs' own evidence
-        self.delta = ImageBuilder()
-        self.epoch, self.controller_node = -1, -1
-        self.leaders_by_epoch: dict[int, int] = {}
-        self.clock = clock or (lambda: int(time.time() * 1000))
-        self.topic_ids: dict[str, str] = {}  # live topic name -> id
+        super().__init__(cluster_id, clock)
         self.deleted_ids: set[str] = set()
         self.assignments: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
-        self.parts: dict[tuple[str, int], dict[int, _Part]] = {}
+        self.parts: dict[tuple[str, int], dict[int, Part]] = {}
         self.unnumbered: dict[tuple[str, int], int] = {}  # partition -> the epoch an unnumbered write followed
         # partition -> the log record of its last state emitted: a gap found later about it starts after that
         # record (the writes the logs do not state came between), not where the import noticed it
@@ -156,7 +134,7 @@ class BrokerLogNormalizer:
             if isinstance(ev, Seen):
                 out += self._seen(ev)
             elif isinstance(ev, ByTopicId):
-                name = next((n for n, tid in self.topic_ids.items() if tid == ev.topic_id), None)
+                name = self.delta.topic_name(ev.topic_id)
                 if name is not None:  # a topic no line created, or one deleted since: not this history's
                     out += self._seen(replace(ev.seen, topic=name))
             elif isinstance(ev, Unnumbered):
@@ -208,7 +186,7 @@ class BrokerLogNormalizer:
         for key in sorted(self.parts):
             pending = self.parts.pop(key)
             if pending:
-                out.append(self._gap(self._partial(key, pending, "after the last state the logs give"),
+                out.append(self._gap(partial_reason(key, pending, "after the last state the logs give"),
                                      self._unknown_from(key), -1))
         return out
 
@@ -218,34 +196,30 @@ class BrokerLogNormalizer:
         """The id of a live topic; None for a line about a deleted incarnation (a replay, a late broker)."""
         if stated is not None and stated in self.deleted_ids:
             return None
-        known = self.topic_ids.get(name)
+        known = self.topic_id(name)
         if stated is not None and known is not None and stated != known:
             self.conflicts.append(f"{self._where()}: topic {name} has id {stated} here, {known} before")
             return None
         return known or stated or name  # ZooKeeper topics from before Kafka 2.8 have no id: the name serves
 
-    @property
-    def image(self) -> ClusterImage:
-        """The controller's image after everything fed so far (immutable)."""
-        return self.delta.apply()
-
     def _state(self, name: str, partition: int) -> PartitionState | None:
-        tid = self.topic_ids.get(name)
+        tid = self.topic_id(name)
         return self.delta.partition(tid, partition) if tid is not None else None
 
     def _seen(self, s: Seen) -> list[ControllerEvent]:
         tid = self._topic_id(s.topic, s.topic_id)
         if tid is None:
             return []
-        out = self._topic(s.topic, tid) if s.topic not in self.topic_ids else []
+        out = self._topic(s.topic, tid) if self.topic_id(s.topic) is None else []
         key = (s.topic, s.partition)
-        node = node_of(self._line.message)
-        prompt = self.kraft.seen(node, key, s, self._line, self._kraft_line)
+        line = self._reading()
+        node = node_of(line.message)
+        prompt = self.kraft.seen(node, key, s, line, self._kraft_line)
         current = self._state(*key)
         if current is not None and s.partition_epoch <= current.partition_epoch:
             self.kraft.applied(node, s, prompt, self._record)
             return out  # an epoch already emitted: stated again by another line
-        part = self.parts.setdefault(key, {}).setdefault(s.partition_epoch, _Part())
+        part = self.parts.setdefault(key, {}).setdefault(s.partition_epoch, Part())
         part.lines.append(self._where())
         if s.replicas is not None and part.replicas_at < 0:
             part.replicas_at = self._record
@@ -256,7 +230,7 @@ class BrokerLogNormalizer:
                      "recovery", "controller_epoch"):
             value = getattr(s, name)
             if name == "isr" and unordered:
-                if "isr" in part.fields and set(part.fields["isr"]) != set(value):
+                if "isr" in part.fields and set(ints_of(part.fields, "isr")) != set(value):
                     said = f"isr {set(value)} ({self._where()}), {part.fields['isr']} before"
                     part.conflicts.append(said)
                     self.conflicts.append(f"{s.topic}-{s.partition} at partition epoch {s.partition_epoch}: {said}")
@@ -287,10 +261,11 @@ class BrokerLogNormalizer:
         """Kafka 3.9's ``Replayed partition assignment change`` (no partition epoch) of the active controller, which
         replays each record as it writes it: the partition's assignment changed now, at an epoch after the state
         known, which no line numbers (a standby's or a restarted controller's line of it comes later, if at all)."""
-        key = (a.topic, a.partition)
-        if a.numbered or a.topic not in self.topic_ids or node_of(self._line.message) not in (self.controller_node, -1):
+        key, line = (a.topic, a.partition), self._reading()
+        if a.numbered or self.topic_id(a.topic) is None or \
+                node_of(line.message) not in (self.delta.controller.leader_id, -1):
             return []
-        if self.kraft.numbered_just_before(key, self._line):
+        if self.kraft.numbered_just_before(key, line):
             return []  # the same record, numbered by the line before it (its UNCLEAN partition change)
         current = self._state(*key)
         self.kraft.unnumbered_change(key, current, a)
@@ -339,7 +314,8 @@ class BrokerLogNormalizer:
         current = self._state(*key)
         for epoch in sorted(pending, reverse=True):
             between = [p.fields for e, p in sorted(pending.items()) if e < epoch]
-            after = self._whole(key, pending[epoch], current, between)
+            after = whole(key, pending[epoch], current, between, zookeeper_mode=self.zookeeper_mode, elr=self.elr,
+                          assignment=self.assignments.get(key), kraft=self.kraft)
             if after is None:
                 continue
             skipped = {e: p for e, p in pending.items() if e < epoch}
@@ -348,11 +324,11 @@ class BrokerLogNormalizer:
             restated = bool(skipped or (low is not None and epoch > low))
             part = pending[epoch]
             if restated:  # unknown since the gap said when a line first stated part of it, if one did
-                out.append(self._gap(self._partial(key, skipped, f"before epoch {epoch}", low, epoch - 1),
+                out.append(self._gap(partial_reason(key, skipped, f"before epoch {epoch}", low, epoch - 1),
                                      self.open.get(key, self._unknown_from(key)), self._record - 1))
             elif current is None and epoch > 0:
                 # the partition existed before its first state the lines give whole: unknown since the logs begin
-                out.append(self._gap(self._partial(key, {}, f"before epoch {epoch}", 0, epoch - 1), 1,
+                out.append(self._gap(partial_reason(key, {}, f"before epoch {epoch}", 0, epoch - 1), 1,
                                      self._record - 1))
             if part.replicas_at >= 0:
                 self.kraft.stated_at[key] = part.replicas_at
@@ -360,53 +336,14 @@ class BrokerLogNormalizer:
                 del pending[e]
             # after a gap the state is a restatement (bootstrap, as a snapshot's), not one transition: the
             # writes between are not in the logs, so no check may judge the step from the stale state to it
-            return out + self._change(key, tid, replace_pe(after, epoch), restated=restated)
+            return out + self._change(key, tid, at_epoch(after, epoch), restated=restated)
         return []
-
-    def _whole(self, key, part: _Part, current: PartitionState | None,
-               between: list[dict] | None = None) -> PartitionState | None:
-        if part.conflicts:
-            return None  # which line is right is not for the logs to say: a gap, never a pick
-        if part.isr_unordered and "isr" not in part.fields:
-            return None  # never the epoch before's ISR for one a leader changed
-        f = dict(part.fields)
-        if part.from_epoch is not None and current is not None and current.partition_epoch == part.from_epoch:
-            f = {"leader": current.leader, "leader_epoch": current.leader_epoch, "isr": current.isr,
-                 "replicas": current.replicas, "adding": current.adding_replicas,
-                 "removing": current.removing_replicas, "elr": current.elr, "last_known_elr": current.last_known_elr,
-                 "recovery": current.leader_recovery_state, **f}
-            if part.leader_update and self.elr and not self.zookeeper_mode:
-                for name in ("elr", "last_known_elr"):  # unless a line of this epoch stated them
-                    if name not in part.fields:
-                        del f[name]
-        if not all(n in f for n in _REQUIRED):
-            return None
-        if not self.zookeeper_mode:
-            # a difference from an epoch not known says nothing of what it keeps: nothing is carried into it
-            carry = part.from_epoch is None or (current is not None and current.partition_epoch == part.from_epoch)
-            f = self.kraft.complete(key, f, current if carry else None, between or [], self.elr)
-        if self.zookeeper_mode:
-            assignment = self.assignments.get(key)
-            if "replicas" not in f and assignment is None:
-                return None
-            replicas, adding, removing = assignment if assignment is not None else ((), (), ())
-            f = {"replicas": replicas, "adding": adding, "removing": removing, "elr": (), "last_known_elr": (), **f}
-        elif not self.elr and current is not None:
-            f = {"elr": current.elr, "last_known_elr": current.last_known_elr, **f}
-        elif not self.elr:
-            f = {"elr": (), "last_known_elr": (), **f}
-        if any(n not in f for n in ("replicas", "adding", "removing", "elr", "last_known_elr")):
-            return None
-        return PartitionState(
-            tuple(f["replicas"]), tuple(f["isr"]), f["leader"], f["leader_epoch"], -1, tuple(f["adding"]),
-            tuple(f["removing"]), tuple(f["elr"]), tuple(f["last_known_elr"]),
-            f.get("recovery") or (current.leader_recovery_state if current else LeaderRecoveryState.RECOVERED))
 
     def _assigned(self, a: Assigned) -> list[ControllerEvent]:
         tid = self._topic_id(a.topic, a.topic_id)
         if tid is None:
             return []
-        out = self._topic(a.topic, tid) if a.topic not in self.topic_ids else []
+        out = self._topic(a.topic, tid) if self.topic_id(a.topic) is None else []
         key = (a.topic, a.partition)
         self.assignments[key] = (a.replicas, a.adding, a.removing)
         current = self._state(*key)
@@ -428,17 +365,6 @@ class BrokerLogNormalizer:
         return [self._emit(PartitionChange(key[0], tid, key[1], before, after, kinds,
                                            election_type(before, after, kinds)), bootstrap=restated)]
 
-    def _partial(self, key, parts: dict[int, _Part], where: str, low: int | None = None,
-                 high: int | None = None) -> str:
-        said = "; ".join(f"epoch {e}: {', '.join(f'{k}={v}' for k, v in sorted(p.fields.items()))} "
-                         f"({', '.join(p.lines[:3])})"
-                         + (f", lines disagree: {'; '.join(p.conflicts[:3])}" if p.conflicts else "")
-                         for e, p in sorted(parts.items()))
-        span = f"{low}..{high}" if low is not None and high is not None and low <= high else \
-            ", ".join(map(str, sorted(parts)))
-        text = partition_reason(key[0], key[1], f"{span} {where} are stated whole in no log given")
-        return text + (f"; stated in part: {said}" if said else "")
-
     def _unknown_from(self, key: tuple[str, int]) -> int:
         """The first log record at which `key`'s state is not known: the one after its last state emitted. In KRaft
         mode every broker applies every metadata record and states each change of a partition it holds as it applies
@@ -452,15 +378,15 @@ class BrokerLogNormalizer:
     # --- topics, controllers, brokers --------------------------------------------------------------
 
     def _topic(self, name: str, tid: str) -> list[ControllerEvent]:
-        if tid in self.deleted_ids or self.topic_ids.get(name) == tid:
+        known = self.topic_id(name)
+        if tid in self.deleted_ids or known == tid:
             return []
-        if name in self.topic_ids:  # a new incarnation whose deletion no line stated
+        if known is not None:  # a new incarnation whose deletion no line stated
             return []
-        self.topic_ids[name] = tid
         return [self._emit(TopicChange(TopicChangeKind.CREATED, name, tid))]
 
     def _deleted(self, d: TopicDeleted) -> list[ControllerEvent]:
-        tid = self.topic_ids.get(d.name)
+        tid = self.topic_id(d.name)
         if tid is None or (d.topic_id is not None and d.topic_id != tid):
             if d.topic_id is not None:
                 self.deleted_ids.add(d.topic_id)
@@ -472,14 +398,13 @@ class BrokerLogNormalizer:
             del self.assignments[key]
         for key in [k for k in self.parts if k[0] == d.name]:
             del self.parts[key]
-        del self.topic_ids[d.name]
         self.deleted_ids.add(tid)
         return out + [self._emit(TopicChange(TopicChangeKind.DELETED, d.name, tid))]
 
     def _topic_configs(self, c: TopicConfigs) -> list[ControllerEvent]:
         """A broker created a replica's log with all of its topic's overrides: a ConfigChange per key that differs
         from the image's (an override gone since is gone from the list). Topic configs hold no secrets."""
-        if c.topic not in self.topic_ids:
+        if self.topic_id(c.topic) is None:
             return []  # a log of a topic no line created (or a deleted one): not this history's topic
         new = dict(c.configs)
         held = self.delta.configs_of(ConfigResourceType.TOPIC, c.topic)
@@ -487,12 +412,12 @@ class BrokerLogNormalizer:
                 for name in sorted(set(new) | set(held)) if new.get(name) != held.get(name)]
 
     def _controller(self, c: ControllerElected) -> list[ControllerEvent]:
-        if c.epoch <= self.epoch:
+        previous = self.delta.controller
+        if c.epoch <= previous.epoch:
             return []  # the same election stated by another node, or an older one
-        prev = self.controller_node, self.epoch
-        self.controller_node, self.epoch = c.node, c.epoch
-        self.leaders_by_epoch[c.epoch] = c.node
-        return [self._emit(ControllerChange(c.node, c.epoch, prev[0], prev[1]))]
+        self.elected(c.epoch, c.node)
+        # the election's event is of the epoch it begins, as a KRaft controller's LeaderChange
+        return [self._emit(ControllerChange(c.node, c.epoch, previous.leader_id, previous.epoch), epoch=c.epoch)]
 
     def _brokers(self, live: LiveBrokers) -> list[ControllerEvent]:
         """ZooKeeper mode: the registered brokers and their epochs (czxids), as the controller's cache holds them.
@@ -526,6 +451,12 @@ class BrokerLogNormalizer:
 
     # --- events -----------------------------------------------------------------------------------
 
+    def _reading(self) -> LogLine:
+        """The line being read (every evidence comes from one)."""
+        line = self._line
+        assert line is not None, "evidence outside a line"
+        return line
+
     def _where(self) -> str:
         return f"{self._line.file}:{self._line.line}" if self._line is not None else "?"
 
@@ -536,7 +467,7 @@ class BrokerLogNormalizer:
         return self._emit(CaptureGap(self._record if from_record is None else from_record,
                                      self._record if to_record is None else to_record, reason))
 
-    def _emit(self, payload: Payload, bootstrap: bool = False) -> ControllerEvent:
+    def _emit(self, payload: Payload, bootstrap: bool = False, epoch: int | None = None) -> ControllerEvent:
         line = self._line
         assert line is not None
         source = SourcePosition(SourceKind.BROKER_LOG, self._record, self._index, node_of(line.message), None,
@@ -545,14 +476,6 @@ class BrokerLogNormalizer:
         if isinstance(payload, PartitionChange):
             self.known_at[(payload.topic, payload.partition)] = self._record
             self.open.pop((payload.topic, payload.partition), None)
-        epoch = self.epoch
-        event = ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, line.time_ms,
-                                self.clock(), self.leaders_by_epoch.get(epoch, -1), epoch, payload,
-                                bootstrap=bootstrap)
-        self.delta.put(event)  # the image follows every event made, in the order made
-        return event
+        return self.envelope(source, line.time_ms, self.delta.controller.epoch if epoch is None else epoch, payload,
+                             bootstrap=bootstrap)
 
-
-def replace_pe(state: PartitionState, epoch: int) -> PartitionState:
-    return PartitionState(state.replicas, state.isr, state.leader, state.leader_epoch, epoch, state.adding_replicas,
-                          state.removing_replicas, state.elr, state.last_known_elr, state.leader_recovery_state)

@@ -12,9 +12,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from schemas import names
 from schemas.events import ControllerEvent
 from services.brokerlogs.layout import KAFKA, BadLayout, Layout, layout
-from services.brokerlogs.lines import BadLogs, check_text, log_files, merged, read_log, text_lines
+from services.brokerlogs.lines import BadLogs, LogLine, check_text, log_files, merged, read_log, text_lines
 from services.brokerlogs.normalizer import BrokerLogNormalizer
-from services.normalize.imports import BadImport, ImportReport
+from services.normalize.imports import BadImport, ImportReport, Made, import_loop
 
 
 def zone(name: str) -> ZoneInfo:
@@ -86,21 +86,21 @@ def import_log_events(paths: Sequence[str | Path], cluster_id: str, tz: str = "U
 
 def _events(logs: list[list[Path]], cluster_id: str, zi: ZoneInfo, report: ImportReport,
             lay: Layout) -> Iterator[ControllerEvent]:
-    report.files += [str(f) for log in logs for f in log]
     norm = BrokerLogNormalizer(cluster_id)
     unparsed: list[str] = []
-    try:
-        for line in merged(read_log(log, zi, unparsed, lay) for log in logs):
-            report.records += 1
-            for event in norm.feed(line):
-                report.events += 1
-                yield event
-    except BadLogs as exc:
-        raise BadImport(str(exc)) from None
-    for event in norm.finish():
-        report.events += 1
-        yield event
-    report.gaps += norm.gaps
-    if unparsed:
-        report.gaps.append(f"{len(unparsed)} line(s) not in the log4j layout (cut short, or another layout), not read "
-                           f"(first: {unparsed[0]})")
+
+    def steps() -> Iterator[Made | LogLine]:
+        """The steps of reading the logs (services.normalize.imports.import_loop): every file, read as one
+        stream of lines merged in time order, then what the end of the lines settles."""
+        yield Made(files=[str(f) for log in logs for f in log])
+        yield from merged(read_log(log, zi, unparsed, lay) for log in logs)
+        yield Made(norm.finish(), norm.gaps)
+        if unparsed:
+            yield Made(gaps=[f"{len(unparsed)} line(s) not in the log4j layout (cut short, or another layout), not "
+                             f"read (first: {unparsed[0]})"])
+
+    return import_loop(steps(), norm.feed, report, refuse=_refuse)
+
+
+def _refuse(exc: Exception) -> str | None:
+    return str(exc) if isinstance(exc, BadLogs) else None

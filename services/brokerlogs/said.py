@@ -7,6 +7,27 @@ from dataclasses import dataclass
 from schemas.events import LeaderRecoveryState
 
 Ints = tuple[int, ...]
+# what lines state of one partition at one partition epoch, by Seen's field names (leader, isr, ...)
+Stated = int | Ints | LeaderRecoveryState
+Fields = dict[str, Stated]
+# an assignment change as a record makes it: replicas, adding, removing (None: the record leaves it)
+AssignmentChange = tuple[Ints | None, Ints | None, Ints | None]
+
+
+def ints_of(fields: Fields, name: str) -> Ints:
+    """The broker ids `fields` holds under `name` (a list field: isr, replicas, adding, ...)."""
+    value = fields[name]
+    if not isinstance(value, tuple):
+        raise TypeError(f"{name} is not a list of broker ids: {value!r}")
+    return value
+
+
+def int_of(fields: Fields, name: str) -> int:
+    """The number `fields` holds under `name` (leader, leader_epoch)."""
+    value = fields[name]
+    if not isinstance(value, int):
+        raise TypeError(f"{name} is not a number: {value!r}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,24 +14,22 @@ archive writer or the normalize agent chains them.
 """
 from __future__ import annotations
 
-import time
-from pathlib import PurePath
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from schemas.event_ids import offset_event_id
 from schemas.events import (
-    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
+    BrokerChange, BrokerChangeKind, BrokerState, ConfigChange, ConfigResourceType, ControllerChange,
     ControllerEvent, FeatureLevelChange, LeaderRecoveryState, PartitionChange, PartitionState, Payload, SourceKind,
     SourcePosition, TopicChange, TopicChangeKind, UnknownRecord,
 )
-from services.kraft import ControlRecord, MetadataRecord, TransactionBuffer
+from services.kraft import ControlRecord, MetadataRecord, Record, TransactionBuffer
+from services.kraft.fields import Message
 from services.kraft import UnknownRecord as RawUnknown
 from schemas.fastbuild import fast_constructor
+from services.normalize.base import Normalizer
 from services.normalize.classify import change_kinds, election_type
-from schemas.state.delta import ImageBuilder
-from schemas.state.image import ClusterImage
-from services.normalize.redaction import SecretDigests, redact, withheld
+from services.normalize.redaction import redact, withheld
 
 RESOURCE_TYPES = {2: ConfigResourceType.TOPIC, 4: ConfigResourceType.BROKER, 8: ConfigResourceType.BROKER_LOGGER,
                   16: ConfigResourceType.CLIENT_METRICS, 32: ConfigResourceType.GROUP}
@@ -43,35 +41,26 @@ _KRAFT_LOG, _KRAFT_SNAPSHOT = SourceKind.KRAFT_LOG, SourceKind.KRAFT_SNAPSHOT  #
 # (29: the controller quorum's membership is the voters of the LeaderChange messages), the NoOp heartbeat).
 NOT_CONTROLLER_STATE = {6, 10, 11, 13, 14, 15, 16, 18, 19, 20, 21, 22, 26, 27, 29}
 TXN_MARKERS = {23, 24, 25}
+# what a snapshot mentioned: ("b", broker), ("t", topic id), ("p", topic id, partition), ("c", type, name, config)
+SeenKey = tuple[str | int, ...]
 
 
 _new_source = fast_constructor(SourcePosition)
-_new_event = fast_constructor(ControllerEvent)
 _new_state = fast_constructor(PartitionState)
 _new_change = fast_constructor(PartitionChange)
 
 
-class KRaftNormalizer:
-    """Feed decoded records in log order; get ControllerEvents."""
+class KRaftNormalizer(Normalizer):
+    """Feed decoded records in log order; get ControllerEvents. The epochs are the KRaft quorum's."""
 
     def __init__(self, cluster_id: str, node_id: int = -1, clock: Callable[[], int] | None = None) -> None:
-        self.cluster_id = cluster_id
+        super().__init__(cluster_id, clock)
         self.node_id = node_id
-        self.delta = ImageBuilder()  # the image, applied event by event (see the module's docstring)
-        self.leaders_by_epoch: dict[int, int] = {}  # the KRaft quorum's leader of each epoch seen
-        self.secrets = SecretDigests()
         self.txn = TransactionBuffer()
-        self.clock = clock or (lambda: int(time.time() * 1000))
         self.last_offset = -1
-        self._snapshot: tuple[int, set] | None = None  # (end offset, keys seen) while reading a snapshot
-        self._file_names: dict[str, str] = {}
+        self._snapshot: tuple[int, set[SeenKey]] | None = None  # (end offset, keys seen) while reading a snapshot
         self._batch: object = None  # the data batch of the last record made into an event, and its
         self._batch_facts: tuple[str | None, int, int] = (None, -1, -1)  # file name, time and epoch
-
-    @property
-    def image(self) -> ClusterImage:
-        """The controller's image after everything fed so far (immutable)."""
-        return self.delta.apply()
 
     @property
     def epoch(self) -> int:
@@ -80,14 +69,14 @@ class KRaftNormalizer:
 
     # --- input -----------------------------------------------------------------------------
 
-    def feed(self, record) -> list[ControllerEvent]:
+    def feed(self, record: Record) -> list[ControllerEvent]:
         """One record in log order (metadata, control or unknown); returns the events it commits."""
         out: list[ControllerEvent] = []
         for rec in self.txn.feed(record):
             out.extend(self._apply(rec))
         return out
 
-    def feed_all(self, records: Iterable) -> list[ControllerEvent]:
+    def feed_all(self, records: Iterable[Record]) -> list[ControllerEvent]:
         """feed() of each record, the events in one list (the capture worker's per-batch call)."""
         out: list[ControllerEvent] = []
         extend, txn, apply = out.extend, self.txn, self._apply
@@ -100,9 +89,10 @@ class KRaftNormalizer:
         return out
 
     def gap(self, from_offset: int, to_offset: int, reason: str, event_time_ms: int = -1) -> ControllerEvent:
-        """A stretch that was not read (deleted segment, corrupt bytes): recorded, never hidden."""
-        return self._event(SourceKind.KRAFT_LOG, from_offset, 0, None, event_time_ms if event_time_ms >= 0
-                                     else self.clock(), self.epoch, CaptureGap(from_offset, to_offset, reason))
+        """A stretch that was not read (deleted segment, corrupt bytes), said at its first offset."""
+        return self.gap_event(_new_source(_KRAFT_LOG, from_offset, 0, self.node_id, None, None, None), from_offset,
+                              to_offset, reason, event_time_ms, self.epoch, self.delta.feature("metadata.version"),
+                              offset_event_id(self.cluster_id, _KRAFT_LOG, from_offset, 0))
 
     def begin_snapshot(self, end_offset: int) -> None:
         """The records that follow are a snapshot's full image (bootstrap events)."""
@@ -139,7 +129,7 @@ class KRaftNormalizer:
 
     # --- dispatch ----------------------------------------------------------------------------
 
-    def _apply(self, rec) -> list[ControllerEvent]:
+    def _apply(self, rec: Record) -> list[ControllerEvent]:
         if self._snapshot is None:
             if rec.offset <= self.last_offset:
                 return []  # already applied (a re-read after a restart or a snapshot bootstrap)
@@ -166,7 +156,7 @@ class KRaftNormalizer:
     def _control(self, rec: ControlRecord) -> list[ControllerEvent]:
         if rec.type == "LeaderChange" and rec.data is not None:
             epoch, previous = rec.leader_epoch, self.delta.controller
-            self.leaders_by_epoch[epoch] = rec.data["leaderId"]
+            self.elected(epoch, rec.data["leaderId"])
             cc = ControllerChange(rec.data["leaderId"], epoch, previous.leader_id, previous.epoch,
                                   tuple(v["voterId"] for v in rec.data.get("voters", [])),
                                   tuple(v["voterId"] for v in rec.data.get("grantingVoters", [])))
@@ -175,14 +165,14 @@ class KRaftNormalizer:
             return self._feature(rec, "kraft.version", rec.data["kRaftVersion"])
         return []  # snapshot header/footer and voter sets are framing, not controller decisions
 
-    def event_for(self, rec, payload: Payload, index: int = 0) -> ControllerEvent:
+    def event_for(self, rec: Record, payload: Payload, index: int = 0) -> ControllerEvent:
         """An event at `rec`'s position that no handler makes (a migration's cutover, services/normalize/
         migration_offline.py): `index` orders several at one record."""
         return self._ev(rec, payload, index)
 
     # --- helpers -----------------------------------------------------------------------------
 
-    def _ev(self, rec, payload: Payload, index: int = 0) -> ControllerEvent:
+    def _ev(self, rec: Record, payload: Payload, index: int = 0) -> ControllerEvent:
         snapshot = self._snapshot
         if snapshot is None:
             kind, offset = _KRAFT_LOG, rec.offset
@@ -194,48 +184,34 @@ class KRaftNormalizer:
             if batch is self._batch:  # records of one batch come together: read the batch once
                 file, event_time_ms, epoch = self._batch_facts
             else:
-                file = self._file_name(batch.file)
+                file = self.file_name(batch.file)
                 event_time_ms, epoch = batch.max_timestamp, batch.leader_epoch
                 self._batch, self._batch_facts = batch, (file, event_time_ms, epoch)
         else:
-            file, event_time_ms, epoch = self._file_name(rec.file), rec.append_time, rec.leader_epoch
+            file, event_time_ms, epoch = self.file_name(rec.file), rec.append_time, rec.leader_epoch
         return self._event(kind, offset, index, file, event_time_ms, epoch, payload, snapshot is not None)
-
-    def _file_name(self, path: str | None) -> str | None:
-        """The file's name without the capture host's path (noise in the event)."""
-        if not path:
-            return None
-        file = self._file_names.get(path)
-        if file is None:
-            file = self._file_names[path] = PurePath(path).name  # a PurePath per event costs ~10 us
-        return file
 
     def _event(self, kind: SourceKind, offset: int, index: int, file: str | None, event_time_ms: int, epoch: int,
                payload: Payload, bootstrap: bool = False) -> ControllerEvent:
         # kind is KRAFT_LOG or KRAFT_SNAPSHOT, no zxid or line: offset_event_id is event_id(cluster, source)
-        cluster_id, delta = self.cluster_id, self.delta
         if type(payload) is FeatureLevelChange and payload.feature == "metadata.version":
             mv: int | None = payload.level  # the event is the first at its own level
         else:
-            mv = delta.feature("metadata.version")
-        event = _new_event(
-            offset_event_id(cluster_id, kind, offset, index), cluster_id, 0,
-            _new_source(kind, offset, index, self.node_id, None, file, None), event_time_ms, self.clock(),
-            self.leaders_by_epoch.get(epoch, -1), epoch, payload, mv, bootstrap, "", "")
-        delta.put(event)  # the image follows every event made, in the order made
-        return event
+            mv = self.delta.feature("metadata.version")
+        return self.envelope(_new_source(kind, offset, index, self.node_id, None, file, None), event_time_ms, epoch,
+                             payload, mv, bootstrap, offset_event_id(self.cluster_id, kind, offset, index))
 
-    def _seen(self, key: tuple) -> None:
+    def _seen(self, key: SeenKey) -> None:
         if self._snapshot is not None:
             self._snapshot[1].add(key)
 
-    def _feature(self, rec, name: str, level: int) -> list[ControllerEvent]:
+    def _feature(self, rec: Record, name: str, level: int) -> list[ControllerEvent]:
         previous = self.delta.feature(name)
         if previous == level and self._snapshot is None:
             return []
         return [self._ev(rec, FeatureLevelChange(name, level, previous))]
 
-    def _partition_event(self, rec, tid: str, pid: int, before: PartitionState | None,
+    def _partition_event(self, rec: MetadataRecord, tid: str, pid: int, before: PartitionState | None,
                          after: PartitionState | None, index: int = 0) -> ControllerEvent:
         kinds = change_kinds(before, after)
         shutting_down = False
@@ -249,7 +225,7 @@ class KRaftNormalizer:
 
     # --- handlers, one per record type (Kafka's replay rules) ---------------------------------
 
-    def _register_broker(self, rec, d: dict) -> list[ControllerEvent]:
+    def _register_broker(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         bid = d["brokerId"]
         self._seen(("b", bid))
         before = self.delta.broker(bid)
@@ -260,20 +236,20 @@ class KRaftNormalizer:
         )
         return [self._ev(rec, BrokerChange(bid, BrokerChangeKind.REGISTERED, before, after))]
 
-    def _unregister_broker(self, rec, d: dict) -> list[ControllerEvent]:
+    def _unregister_broker(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         bid = d["brokerId"]
         before = self.delta.broker(bid)
         return [self._ev(rec, BrokerChange(bid, BrokerChangeKind.UNREGISTERED, before, None))]
 
-    def _fence(self, rec, d: dict, fenced: bool) -> list[ControllerEvent]:
+    def _fence(self, rec: MetadataRecord, d: Message, fenced: bool) -> list[ControllerEvent]:
         return self._broker_change(rec, d["id"], fenced=fenced, shutdown=None)
 
-    def _registration_change(self, rec, d: dict) -> list[ControllerEvent]:
+    def _registration_change(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         fenced = {1: True, -1: False}.get(d.get("fenced", 0))
         shutdown = True if d.get("inControlledShutdown", 0) == 1 else None
         return self._broker_change(rec, d["brokerId"], fenced=fenced, shutdown=shutdown)
 
-    def _broker_change(self, rec, bid: int, fenced: bool | None, shutdown: bool | None) -> list[ControllerEvent]:
+    def _broker_change(self, rec: MetadataRecord, bid: int, fenced: bool | None, shutdown: bool | None) -> list[ControllerEvent]:
         before = self.delta.broker(bid)
         if before is None:
             return [self._ev(rec, UnknownRecord(rec.api_key, rec.version, b"",
@@ -289,23 +265,23 @@ class KRaftNormalizer:
             return []  # only fields we do not model changed (log dirs): nothing for the record
         return [self._ev(rec, BrokerChange(bid, kind, before, after))]
 
-    def _topic(self, rec, d: dict) -> list[ControllerEvent]:
+    def _topic(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         tid = d["topicId"]
         self._seen(("t", tid))
         if self._snapshot is not None and self.delta.topic_name(tid) == d["name"]:
             return []  # already known: a snapshot restates it
         return [self._ev(rec, TopicChange(TopicChangeKind.CREATED, d["name"], tid))]
 
-    def _remove_topic(self, rec, d: dict) -> list[ControllerEvent]:
+    def _remove_topic(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         tid = d["topicId"]
-        out = []
+        out: list[ControllerEvent] = []
         for i, pid in enumerate(self.delta.partitions_of(tid)):
             out.append(self._partition_event(rec, tid, pid, self.delta.partition(tid, pid), None, index=i))
         name = self.delta.topic_name(tid) or ""
         out.append(self._ev(rec, TopicChange(TopicChangeKind.DELETED, name, tid), index=len(out)))
         return out
 
-    def _partition_record(self, rec, d: dict) -> list[ControllerEvent]:
+    def _partition_record(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         tid, pid = d["topicId"], d["partitionId"]
         self._seen(("p", tid, pid))
         # PartitionState(replicas, isr, leader, leader_epoch, partition_epoch, adding, removing, elr,
@@ -320,7 +296,7 @@ class KRaftNormalizer:
             return []  # a snapshot restating what we already know
         return [self._partition_event(rec, tid, pid, before, after)]
 
-    def _partition_change(self, rec, d: dict) -> list[ControllerEvent]:
+    def _partition_change(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         tid, pid = d["topicId"], d["partitionId"]
         before = self.delta.partition(tid, pid)
         if before is None:
@@ -328,9 +304,9 @@ class KRaftNormalizer:
                                                 f"PartitionChangeRecord for unknown partition {tid}-{pid}"))]
         return [self._partition_event(rec, tid, pid, before, merge(before, d))]
 
-    def _clear_elr(self, rec, d: dict) -> list[ControllerEvent]:
+    def _clear_elr(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         name = d.get("topicName", "")
-        out = []
+        out: list[ControllerEvent] = []
         image = self.delta
         for tid in image.topic_ids():
             if name and image.topic_name(tid) != name:
@@ -343,7 +319,7 @@ class KRaftNormalizer:
                 out.append(self._partition_event(rec, tid, pid, state, after, index=len(out)))
         return out
 
-    def _config(self, rec, d: dict) -> list[ControllerEvent]:
+    def _config(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         rtype = RESOURCE_TYPES.get(d["resourceType"], ConfigResourceType.UNKNOWN)
         key = (rtype.value, d["resourceName"], d["name"])
         self._seen(("c",) + key)
@@ -355,11 +331,11 @@ class KRaftNormalizer:
             return []  # a snapshot restating what we already know
         return [self._ev(rec, ConfigChange(rtype, d["resourceName"], d["name"], shown, shown_prev, redacted))]
 
-    def _feature_level(self, rec, d: dict) -> list[ControllerEvent]:
+    def _feature_level(self, rec: MetadataRecord, d: Message) -> list[ControllerEvent]:
         return self._feature(rec, d["name"], d["featureLevel"])
 
 
-def merge(before: PartitionState, d: dict) -> PartitionState:
+def merge(before: PartitionState, d: Message) -> PartitionState:
     """PartitionRegistration.merge: apply a PartitionChangeRecord's data to the current state."""
     leader = d.get("leader", -2)
     replicas = d.get("replicas")
@@ -381,7 +357,8 @@ def merge(before: PartitionState, d: dict) -> PartitionState:
     )
 
 
-_HANDLERS: dict[int, Callable[[KRaftNormalizer, MetadataRecord, dict], list[ControllerEvent]]] = {
+# keyed as a record's message version is (its api_key, which only a metadata record's always has)
+_HANDLERS: dict[int | None, Callable[[KRaftNormalizer, MetadataRecord, Message], list[ControllerEvent]]] = {
     0: KRaftNormalizer._register_broker,
     1: KRaftNormalizer._unregister_broker,
     2: KRaftNormalizer._topic,

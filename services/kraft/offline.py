@@ -15,10 +15,10 @@ from pathlib import Path
 
 from schemas import names
 from schemas.events import ControllerEvent
-from services.kraft import KRaftError, LogReader, metadata_files, snapshot_id
+from services.kraft import KRaftError, LogReader, Record, SnapshotId, metadata_files, snapshot_id
 from services.kraft.files import bootstrap_snapshot, segment_base_offset, snapshot_problem
 from services.kraft.normalizer import KRaftNormalizer
-from services.normalize.imports import BadImport, ImportReport
+from services.normalize.imports import BadImport, ImportReport, Made, import_loop
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +72,9 @@ def plan(paths: Sequence[Path], passed_over: dict[str, str] | None = None) -> li
             files.append(p)
         else:
             raise BadImport(f"{p}: no such file or directory")
-    segments = sorted((f for f in files if segment_base_offset(f) is not None), key=segment_base_offset)
-    snapshots = sorted((f for f in files if snapshot_id(f) is not None), key=lambda f: snapshot_id(f).end_offset)
+    segments = sorted((f for f in files if segment_base_offset(f) is not None),
+                      key=lambda f: segment_base_offset(f) or 0)  # (every one has a base offset)
+    snapshots = sorted((f for f in files if snapshot_id(f) is not None), key=_end_offset)
     others = [f for f in files if f not in segments and f not in snapshots]
     if others:
         raise BadImport(f"{others[0]}: not a metadata log segment (NNN.log) or snapshot (NNN-EEE.checkpoint)")
@@ -91,11 +92,18 @@ def plan(paths: Sequence[Path], passed_over: dict[str, str] | None = None) -> li
         if cut:
             bad, why = next(iter(cut.items()))
             raise BadImport(f"{bad}: {why}; it is not a complete image, and no complete snapshot or log segment "
-                            f"covers the history before offset {first if first is not None else snapshot_id(bad).end_offset}")
+                            f"covers the history before offset {first if first is not None else _end_offset(bad)}")
         raise BadImport(f"the segments start at offset {first} and no snapshot covers the history before it")
     if passed_over is not None:
         passed_over.update((str(p), why) for p, why in cut.items())
     return [start] + segments
+
+
+def _end_offset(snapshot: Path) -> int:
+    sid = snapshot_id(snapshot)
+    if sid is None:
+        raise BadImport(f"{snapshot}: not a metadata snapshot (NNN-EEE.checkpoint)")
+    return sid.end_offset
 
 
 def import_events(paths: Sequence[str | Path], cluster_id: str | None = None, on_error: str = "raise",
@@ -104,57 +112,63 @@ def import_events(paths: Sequence[str | Path], cluster_id: str | None = None, on
                   normalizer: KRaftNormalizer | None = None) -> Iterator[ControllerEvent]:
     """Events of the metadata files at `paths`, in log order (unchained); `progress(bytes)` after
     each file. `normalizer`: the caller's (a migration's, which holds back what precedes the cutover)."""
-    paths = [Path(p) for p in paths]
+    given = [Path(p) for p in paths]
     report = report if report is not None else ImportReport()
-    cluster = cluster_id or cluster_id_of(paths) or "unknown-cluster"
+    cluster = cluster_id or cluster_id_of(given) or "unknown-cluster"
     norm = normalizer if normalizer is not None else KRaftNormalizer(cluster, node_id=node_id)
-    files = plan(paths, report.passed_over)
-    for i, f in enumerate(files):
-        if progress is not None and i:
-            progress(files[i - 1].stat().st_size)
-        report.files.append(str(f))
-        snap = snapshot_id(f)
-        # A copied active segment may end inside a batch that was being written: stop there and
-        # say so (report.partial_tail) rather than failing the whole import.
-        last_segment = f is files[-1] and snap is None
-        # A snapshot is read whole or not used: skipping a bad batch, the image would delete what it held.
-        reader = LogReader(f, on_error="raise" if snap is not None else on_error, live=last_segment)
-        if snap is not None:
-            norm.begin_snapshot(snap.end_offset)
-            if not report.records and snap.end_offset > 0:
-                yield norm.gap(0, snap.end_offset - 1, f"history before offset {snap.end_offset} was deleted by "
-                               f"retention; state bootstrapped from snapshot {f.name}")
-                report.gaps.append(f"[0, {snap.end_offset - 1}] before snapshot {f.name}")
-        last_time = 0
-        try:
+    files = _MetadataFiles(plan(given, report.passed_over), norm, on_error, report)
+    yield from import_loop(files, norm.feed, report, progress, refuse=files.refuse)
+    report.aborted_transactions = len(norm.txn.aborted)
+    begin = norm.txn.begin
+    if begin is not None:
+        log.warning("the log ends inside a metadata transaction begun at offset %d: its records are not "
+                    "committed and were not imported", begin.offset)
+
+
+class _MetadataFiles:
+    """The steps of reading metadata files in order (services.normalize.imports.import_loop): each file, its
+    records, and the gaps and snapshot deletes the normalizer makes beside them."""
+
+    def __init__(self, files: list[Path], norm: KRaftNormalizer, on_error: str, report: ImportReport) -> None:
+        self.files, self.norm, self.on_error, self.report = files, norm, on_error, report
+        self.snapshot: SnapshotId | None = None  # of the file being read
+
+    def refuse(self, exc: Exception) -> str | None:
+        if not isinstance(exc, KRaftError):
+            return None
+        return f"{exc}; a snapshot that cannot be read whole is not a complete image" if self.snapshot is not None \
+            else str(exc)
+
+    def __iter__(self) -> Iterator[Path | Made | Record]:
+        norm, report = self.norm, self.report
+        for f in self.files:
+            yield f
+            snap = self.snapshot = snapshot_id(f)
+            # A copied active segment may end inside a batch that was being written: stop there and
+            # say so (report.partial_tail) rather than failing the whole import.
+            last_segment = f is self.files[-1] and snap is None
+            # A snapshot is read whole or not used: skipping a bad batch, the image would delete what it held.
+            reader = LogReader(f, on_error="raise" if snap is not None else self.on_error, live=last_segment)
+            if snap is not None:
+                norm.begin_snapshot(snap.end_offset)
+                if not report.records and snap.end_offset > 0:
+                    yield Made([norm.gap(0, snap.end_offset - 1, f"history before offset {snap.end_offset} was deleted "
+                                         f"by retention; state bootstrapped from snapshot {f.name}")],
+                               [f"[0, {snap.end_offset - 1}] before snapshot {f.name}"], counted=False)
+            last_time = 0
             skipped = 0
             for batch, records in reader.batches():
                 if len(reader.skipped) > skipped:
                     skipped = len(reader.skipped)
-                    lo = norm.last_offset + 1
                     reason = str(reader.skipped[-1])
-                    yield norm.gap(lo, batch.base_offset - 1, reason, batch.max_timestamp)
-                    report.gaps.append(reason)
+                    yield Made([norm.gap(norm.last_offset + 1, batch.base_offset - 1, reason, batch.max_timestamp)],
+                               [reason], counted=False)
                 last_time = batch.max_timestamp
-                for rec in records:
-                    report.records += 1
-                    for event in norm.feed(rec):
-                        report.events += 1
-                        yield event
-        except KRaftError as exc:
-            raise BadImport(f"{exc}; a snapshot that cannot be read whole is not a complete image" if snap is not None
-                            else str(exc)) from None
-        if len(reader.skipped) > skipped:  # damage at the very end of the file
-            reason = str(reader.skipped[-1])
-            yield norm.gap(norm.last_offset + 1, -1, reason, last_time)
-            report.gaps.append(reason)
-        if snap is not None:
-            for event in norm.end_snapshot(last_time):
-                report.events += 1
-                yield event
-        if reader.partial_tail is not None:
-            report.partial_tail = f"{f}: the last batch at byte {reader.partial_tail.position} is incomplete"
-    report.aborted_transactions = len(norm.txn.aborted)
-    if norm.txn.in_transaction:
-        log.warning("the log ends inside a metadata transaction begun at offset %d: its records are not "
-                    "committed and were not imported", norm.txn.begin.offset)
+                yield from records
+            if len(reader.skipped) > skipped:  # damage at the very end of the file
+                reason = str(reader.skipped[-1])
+                yield Made([norm.gap(norm.last_offset + 1, -1, reason, last_time)], [reason], counted=False)
+            if snap is not None:
+                yield Made(norm.end_snapshot(last_time))
+            if reader.partial_tail is not None:
+                report.partial_tail = f"{f}: the last batch at byte {reader.partial_tail.position} is incomplete"

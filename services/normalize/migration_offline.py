@@ -24,12 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TypedDict
 
 from schemas.events import (
-    BrokerChange, BrokerChangeKind, ConfigResourceType, ControllerChange, ControllerEvent, FeatureLevelChange, PartitionState,
+    BrokerChange, BrokerChangeKind, ConfigResourceType, ControllerChange, ControllerEvent, FeatureLevelChange,
+    PartitionState, Payload,
 )
 from schemas.state.image import ClusterImage
-from services.kraft import MetadataRecord
+from services.kraft import MetadataRecord, Record
 from services.kraft.transactions import ABORT, BEGIN, END
 from services.kraft.normalizer import KRaftNormalizer
 from services.normalize.imports import BadImport, ImportReport
@@ -53,9 +55,21 @@ def claim_epoch(txn: Txn) -> int | None:
                 d = znodes.json_object(op.data)
             except znodes.ZnodeError:  # not JSON (or nested beyond Python's stack): not a claim; read as a znode later
                 continue
-            if type(d.get("kraftControllerEpoch")) is int and d["kraftControllerEpoch"] >= 0:
-                return d["kraftControllerEpoch"]
+            epoch = d.get("kraftControllerEpoch")
+            if isinstance(epoch, int) and type(epoch) is int and epoch >= 0:  # (a bool is no epoch)
+                return epoch
     return None
+
+
+class Cutover(TypedDict, total=False):
+    """Where a migrated history's ZooKeeper part ends and its metadata log's begins (filled in once read)."""
+    claim_zxid: int  # the KRaft controller's claim of /controller
+    zookeeper_epoch: int  # /controller_epoch then
+    offset: int  # of the migration transaction's EndTransactionRecord
+    kraft_controller: int
+    kraft_epoch: int
+    held_back_events: int  # of the metadata log's records before the cutover: applied, not emitted
+    compared: dict[str, int]  # what was found equal: topics, partitions, topic configs
 
 
 class MigrationMismatch(BadImport):
@@ -78,7 +92,8 @@ class MigratedKRaftNormalizer(KRaftNormalizer):
         self.held_back = 0  # events of the records before the cutover (applied, not emitted)
         self._in_migration = False
         self._state: int | None = None
-        self._offsets: dict[tuple, int] = {}  # what the migration restated -> its record's offset
+        # what the migration restated (a topic id, or a topic id and partition) -> its record's offset
+        self._offsets: dict[str | tuple[str, int], int] = {}
         self.compared: dict[str, int] = {}  # what was found equal: topics, partitions, topic configs
 
     def begin_snapshot(self, end_offset: int) -> None:
@@ -87,12 +102,11 @@ class MigratedKRaftNormalizer(KRaftNormalizer):
                             f"transaction before it is gone (retention), so it cannot be checked against ZooKeeper")
         super().begin_snapshot(end_offset)
 
-    def feed(self, record) -> list:
+    def feed(self, record: Record) -> list[ControllerEvent]:
         if self.cut_at is not None:
             return super().feed(record)
-        key = record.api_key if isinstance(record, MetadataRecord) else None
-        data = record.data if key is not None else None
-        if key == BEGIN and (data or {}).get("name") == MIGRATION_TXN:
+        key, data = (record.api_key, record.data) if isinstance(record, MetadataRecord) else (None, {})
+        if key == BEGIN and data.get("name") == MIGRATION_TXN:
             self._in_migration, self._state, self._offsets = True, None, {}
         elif self._in_migration and key == PARTITION:
             self._offsets[(data["topicId"], data["partitionId"])] = record.offset
@@ -130,20 +144,20 @@ class MigratedKRaftNormalizer(KRaftNormalizer):
         zk_configs, topic_configs = _topic_configs(zk), _topic_configs(kr)
         for ckey in sorted(set(zk_configs) | set(topic_configs)):
             # (a secret is "[redacted]" in both images: its digests tell whether the values are equal)
-            z, k = zk_configs.get(ckey), topic_configs.get(ckey)
-            key = ("TOPIC", *ckey)
-            if z != k or self.zookeeper.secrets.digests.get(key) != self.secrets.digests.get(key):
+            zc, kc = zk_configs.get(ckey), topic_configs.get(ckey)
+            secret = ("TOPIC", *ckey)
+            if zc != kc or self.zookeeper.secrets.digests.get(secret) != self.secrets.digests.get(secret):
                 problems.append(f"topic {ckey[0]} config {ckey[1]}: the migration (ending at offset {end}) has "
-                                f"{k!r}; {at} has {z!r}" + (" (values differ)" if z == k else ""))
+                                f"{kc!r}; {at} has {zc!r}" + (" (values differ)" if zc == kc else ""))
         if problems:
             more = f" (and {len(problems) - 1} more difference(s))" if len(problems) > 1 else ""
             raise MigrationMismatch(f"migration check failed: {problems[0]}{more}")
         self.compared = {"topics": len(kr.topic_names), "partitions": len(kr.partitions),
                          "topic_configs": len(topic_configs)}
 
-    def _cutover(self, end: MetadataRecord) -> list[ControllerEvent]:
+    def _cutover(self, end: Record) -> list[ControllerEvent]:
         zk, kr = self.zookeeper.image, self.image
-        payloads: list = [ControllerChange(kr.controller.leader_id, kr.controller.epoch, self.zookeeper.controller_node,
+        payloads: list[Payload] = [ControllerChange(kr.controller.leader_id, kr.controller.epoch, self.zookeeper.controller_node,
                                            self.zookeeper.epoch)]
         payloads += [FeatureLevelChange(name, level, None) for name, level in sorted(kr.features.items())]
         for bid in sorted(set(zk.brokers) | set(kr.brokers)):
@@ -164,7 +178,7 @@ def _topic_configs(image: ClusterImage) -> dict[tuple[str, str], str]:
 def import_migrated_events(kraft_paths: Sequence[str | Path], zk_paths: Sequence[str | Path], cluster_id: str,
                            on_error: str = "raise", node_id: int = -1, zk_report: ImportReport | None = None,
                            report: ImportReport | None = None,
-                           cutover: dict | None = None) -> Iterator[ControllerEvent]:
+                           cutover: Cutover | None = None) -> Iterator[ControllerEvent]:
     """ZooKeeper's events up to the KRaft controller's claim, the cutover, then the metadata log's (unchained).
     `cutover` is filled in once the log is read: the claim's zxid, the cutover's offset, both epochs, what was
     compared."""
@@ -189,9 +203,9 @@ def import_migrated_events(kraft_paths: Sequence[str | Path], zk_paths: Sequence
         raise BadImport("the metadata log holds no committed ZooKeeper migration (a 'ZK Migration' transaction "
                         "with ZkMigrationState MIGRATION): not the log of the controller that migrated this cluster")
     if cutover is not None:
-        cutover.update(claim_zxid=claims[0], zookeeper_epoch=zk_norm.epoch, offset=norm.cut_at,
-                       kraft_controller=norm.leaders_by_epoch.get(norm.cut_epoch, -1), kraft_epoch=norm.cut_epoch,
-                       held_back_events=norm.held_back, compared=norm.compared)
+        cutover.update(Cutover(claim_zxid=claims[0], zookeeper_epoch=zk_norm.epoch, offset=norm.cut_at,
+                               kraft_controller=norm.leaders_by_epoch.get(norm.cut_epoch, -1),
+                               kraft_epoch=norm.cut_epoch, held_back_events=norm.held_back, compared=norm.compared))
 
 
 def migration_cluster_id(kraft_paths: Sequence[Path], zk_paths: Sequence[Path]) -> str | None:

@@ -18,20 +18,18 @@ positioned by zxid (``SourcePosition.offset`` = ``zxid``, ``index`` = the event'
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import PurePath
+from typing import Any
 
-from schemas.event_ids import event_id
 from schemas.events import (
-    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
+    BrokerChange, BrokerChangeKind, BrokerState, ConfigChange, ConfigResourceType, ControllerChange,
     ControllerEvent, LeaderRecoveryState, PartitionChange, PartitionState, Payload, SourceKind, SourcePosition,
     TopicChange, TopicChangeKind, UnknownRecord,
 )
+from services.normalize.base import Normalizer
 from services.normalize.classify import change_kinds, election_type
-from schemas.state.delta import ImageBuilder
-from schemas.state.image import ClusterImage
-from services.normalize.redaction import SecretDigests, redact, withheld
+from services.normalize.redaction import redact, withheld
 from services.zookeeper import Txn, znodes
 from services.zookeeper.snapshot import Snapshot
 from services.zookeeper.watch import Gap
@@ -57,24 +55,20 @@ def _config_object(data: bytes | None) -> dict[str, str] | None:
         return None
 
 
-class ZooKeeperNormalizer:
+class ZooKeeperNormalizer(Normalizer):
     """Feed transactions in zxid order; get ControllerEvents with the full state before and after."""
 
     def __init__(self, cluster_id: str, clock: Callable[[], int] | None = None) -> None:
-        self.cluster_id = cluster_id
-        # the image is replay's, applied event by event as in KRaftNormalizer (partitions by topic id);
-        # the znodes' own values below are ZooKeeper's, not the controller's image
-        self.delta = ImageBuilder()
+        super().__init__(cluster_id, clock)
+        # the znodes' own values below are ZooKeeper's, not the controller's image: /controller_epoch is written
+        # apart from /controller, and /controller is deleted before the next controller creates it
         self.epoch = -1  # /controller_epoch as last written
         self.controller_node = -1  # /controller's broker id (-1: the znode is gone)
-        self.leaders_by_epoch: dict[int, int] = {}
-        self.secrets = SecretDigests()
-        self.clock = clock or (lambda: int(time.time() * 1000))
         self.last_zxid = 0
         # what only ZooKeeper has: per topic the assignment znode, per partition its LeaderAndIsr znode
-        self.topic_ids: dict[str, str] = {}  # name -> id
-        self.assignments: dict[str, dict] = {}  # name -> the /brokers/topics/<t> JSON
-        self.leader_and_isr: dict[tuple[str, int], tuple[dict, int]] = {}  # (name, p) -> (state JSON, zkVersion)
+        self.assignments: dict[str, dict[str, Any]] = {}  # name -> the /brokers/topics/<t> JSON (znodes.assignment)
+        # (name, p) -> (the state JSON (znodes.leader_and_isr), zkVersion)
+        self.leader_and_isr: dict[tuple[str, int], tuple[dict[str, Any], int]] = {}
         # ephemeral znode -> the session that owns it: a closeSession of a server before ZooKeeper 3.6 does not
         # list what it removed (Kafka 2.x), so a kill -9'd broker's registration goes by its owner
         self.ephemerals: dict[str, int] = {}
@@ -83,11 +77,6 @@ class ZooKeeperNormalizer:
         self._bootstrap = False
         self._czxid: int | None = None  # a snapshot's znode: its creating zxid (the log's is the txn's)
         self._epoch_before = -1  # the controller epoch before the transaction being read
-
-    @property
-    def image(self) -> ClusterImage:
-        """The controller's image after everything fed so far (immutable)."""
-        return self.delta.apply()
 
     # --- input ---------------------------------------------------------------------------------
 
@@ -115,7 +104,7 @@ class ZooKeeperNormalizer:
                     out += self._delete(path)
         return out
 
-    def feed_watched(self, item) -> list[ControllerEvent]:
+    def feed_watched(self, item: Snapshot | Txn | Gap) -> list[ControllerEvent]:
         """One item of a live watch (services.zookeeper.watch): a snapshot, a transaction or a gap."""
         if isinstance(item, Snapshot):
             return self.bootstrap(item)
@@ -150,7 +139,7 @@ class ZooKeeperNormalizer:
         for name, p in sorted(self.leader_and_isr):
             if f"{TOPICS}{name}/partitions/{p}/state" not in present and f"{TOPICS}{name}" in present:
                 out += self._delete(f"{TOPICS}{name}/partitions/{p}/state")
-        for name in sorted(self.topic_ids):
+        for name in sorted(n for tid in self.delta.topic_ids() if (n := self.delta.topic_name(tid)) is not None):
             if f"{TOPICS}{name}" not in present:
                 out += self._delete(f"{TOPICS}{name}")
         for bid in self.delta.broker_ids():
@@ -169,8 +158,9 @@ class ZooKeeperNormalizer:
         """A stretch of transactions that was not read: recorded, never hidden. Positioned at its first zxid,
         or at `at_zxid` (a live watch's: where it learnt of the gap, after what it already handed out)."""
         self._txn, self._index = None, 0
-        return self._event(from_zxid if at_zxid is None else at_zxid, None,
-                           event_time_ms if event_time_ms >= 0 else self.clock(), CaptureGap(from_zxid, to_zxid, reason))
+        at = from_zxid if at_zxid is None else at_zxid
+        return self.gap_event(SourcePosition(SourceKind.ZOOKEEPER, at, 0, -1, at, None, None), from_zxid, to_zxid,
+                              reason, event_time_ms, self.epoch)
 
     # --- znodes ---------------------------------------------------------------------------------
 
@@ -207,7 +197,7 @@ class ZooKeeperNormalizer:
             epoch = self._epoch_in_txn()
             if epoch is not None:
                 self.epoch = epoch
-            self.leaders_by_epoch[self.epoch] = broker
+            self.elected(self.epoch, broker)
             return [self._emit(ControllerChange(broker, self.epoch, prev[0], prev[1]))]
         if path.startswith(BROKERS) and path.count("/") == 3:
             return self._broker(znodes.number(path.rsplit("/", 1)[1], "broker id"), data, created)
@@ -250,9 +240,8 @@ class ZooKeeperNormalizer:
             for key in [k for k in self.leader_and_isr if k[0] == name]:
                 del self.leader_and_isr[key]  # normally deleted before, child znodes first
             self.assignments.pop(name, None)
-            tid = self.topic_ids.get(name, "")
+            tid = self.topic_id(name) or ""
             out = self._partitions_of(name, tid)
-            self.topic_ids.pop(name, None)
             if tid:
                 out.append(self._emit(TopicChange(TopicChangeKind.DELETED, name, tid)))
             return out
@@ -279,7 +268,7 @@ class ZooKeeperNormalizer:
         d = znodes.json_object(data)
         before = self.delta.broker(bid)
         # Kafka's ZooKeeper-mode broker epoch is the czxid of its registration znode
-        czxid = self._czxid if self._czxid is not None else self._txn.zxid
+        czxid = self._czxid if self._czxid is not None else self._reading().zxid
         epoch = czxid if created or before is None else before.epoch
         after = BrokerState(bid, epoch, fenced=False, rack=znodes.text(d, "rack"), endpoints=znodes.texts(d, "endpoints"))
         if after == before or (created and not d):
@@ -287,11 +276,11 @@ class ZooKeeperNormalizer:
         kind = BrokerChangeKind.REGISTERED if before is None else BrokerChangeKind.UPDATED
         return [self._emit(BrokerChange(bid, kind, before, after))]
 
-    def _assignment(self, name: str, d: dict, created: bool) -> list[ControllerEvent]:
-        out = []
-        tid = d.get("topic_id") or self.topic_ids.get(name) or name
-        if name not in self.topic_ids:
-            self.topic_ids[name] = tid
+    def _assignment(self, name: str, d: dict[str, Any], created: bool) -> list[ControllerEvent]:
+        out: list[ControllerEvent] = []
+        known = self.topic_id(name)
+        tid = d.get("topic_id") or known or name
+        if known is None:
             out.append(self._emit(TopicChange(TopicChangeKind.CREATED, name, tid)))
         self.assignments[name] = d
         return out + self._partitions_of(name, tid)
@@ -302,7 +291,8 @@ class ZooKeeperNormalizer:
 
     def _partition(self, name: str, pid: int) -> list[ControllerEvent]:
         """The joined state of (topic, partition) now, as an event if it differs from what the image holds."""
-        tid = self.topic_ids.get(name, name)
+        known = self.topic_id(name)
+        tid = name if known is None else known
         before = self.delta.partition(tid, pid)
         after = self._state(name, pid)
         if after == before:
@@ -353,14 +343,19 @@ class ZooKeeperNormalizer:
 
     # --- events ---------------------------------------------------------------------------------
 
-    def _emit(self, payload: Payload) -> ControllerEvent:
+    def _reading(self) -> Txn:
+        """The transaction being read (a snapshot's znode is read as one)."""
         txn = self._txn
+        assert txn is not None, "a znode written outside a transaction"
+        return txn
+
+    def _emit(self, payload: Payload) -> ControllerEvent:
+        txn = self._reading()
         self._index += 1
         return self._event(txn.zxid, txn, txn.time, payload, self._index - 1)
 
-    def _event(self, zxid: int, txn: Txn | None, event_time_ms: int, payload: Payload, index: int = 0) -> ControllerEvent:
-        file = PurePath(txn.file).name if txn is not None and txn.file else None
-        source = SourcePosition(SourceKind.ZOOKEEPER, zxid, index, -1, zxid, file, None)
+    def _event(self, zxid: int, txn: Txn, event_time_ms: int, payload: Payload, index: int = 0) -> ControllerEvent:
+        source = SourcePosition(SourceKind.ZOOKEEPER, zxid, index, -1, zxid, self.file_name(txn.file), None)
         epoch = self.epoch
         if isinstance(payload, PartitionChange) and payload.after is not None and (
                 epoch < 0 or self._writes_state(payload)):
@@ -369,8 +364,4 @@ class ZooKeeperNormalizer:
             # A change of the assignment znode alone is the sitting controller's, at the current epoch
             # (when that is not known yet, the state's epoch is the best evidence of it).
             epoch = self.leader_and_isr.get((payload.topic, payload.partition), ({}, 0))[0].get("controller_epoch", epoch)
-        event = ControllerEvent(event_id(self.cluster_id, source), self.cluster_id, 0, source, event_time_ms,
-                               self.clock(), self.leaders_by_epoch.get(epoch, -1), epoch, payload,
-                               bootstrap=self._bootstrap)
-        self.delta.put(event)  # the image follows every event made, in the order made
-        return event
+        return self.envelope(source, event_time_ms, epoch, payload, bootstrap=self._bootstrap)

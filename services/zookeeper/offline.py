@@ -15,7 +15,7 @@ from pathlib import Path
 
 from schemas import names
 from schemas.events import ControllerEvent
-from services.normalize.imports import BadImport, ImportReport
+from services.normalize.imports import BadImport, ImportReport, Made, import_loop
 from services.zookeeper.normalizer import ZooKeeperNormalizer
 from services.zookeeper import Txn, TxnLogReader, ZooKeeperFileError, log_start_zxid, snapshot_zxid, txn_logs, znodes
 from services.zookeeper.snapshot import read_snapshot
@@ -28,7 +28,7 @@ def snapshots_zk(paths: Sequence[Path]) -> list[Path]:
         d = p / "version-2" if p.is_dir() and (p / "version-2").is_dir() else p
         found += [f for f in d.iterdir() if snapshot_zxid(f) is not None] if d.is_dir() else \
             [d] if snapshot_zxid(d) is not None else []
-    return sorted(set(found), key=snapshot_zxid)
+    return sorted(set(found), key=lambda f: snapshot_zxid(f) or 0)  # (every one has a zxid)
 
 
 def plan_zk(paths: Sequence[Path]) -> list[Path]:
@@ -48,7 +48,7 @@ def plan_zk(paths: Sequence[Path]) -> list[Path]:
             raise BadImport(f"{p}: no such file or directory")
     if not files:
         raise BadImport("no ZooKeeper transaction logs (version-2/log.*) in " + ", ".join(map(str, paths)))
-    return sorted(set(files), key=log_start_zxid)
+    return sorted(set(files), key=lambda f: log_start_zxid(f) or 0)  # (every one has a zxid)
 
 
 def _follows(prev: int, zxid: int) -> bool:
@@ -95,56 +95,50 @@ def import_zk_events(paths: Sequence[str | Path], cluster_id: str, on_error: str
     report = report if report is not None else ImportReport()
     norm = normalizer if normalizer is not None else ZooKeeperNormalizer(cluster_id)
     files = plan_zk([Path(p) for p in paths])
+    yield from import_loop(_steps(files, [Path(p) for p in paths], norm, on_error, report), norm.feed, report,
+                           progress, until, _refuse)
+
+
+def _refuse(exc: Exception) -> str | None:
+    return str(exc) if isinstance(exc, ZooKeeperFileError) else None
+
+
+def _steps(files: list[Path], paths: list[Path], norm: ZooKeeperNormalizer, on_error: str,
+           report: ImportReport) -> Iterator[Path | Made | Txn]:
+    """The steps of reading ZooKeeper's files in zxid order (services.normalize.imports.import_loop): the snapshot
+    the logs continue, when they do not start at the first zxid; each log, its transactions, and the gaps between."""
     last: int | None = None
     first = log_start_zxid(files[0])
-    if first > 1:
-        usable = [s for s in snapshots_zk([Path(p) for p in paths]) if snapshot_zxid(s) >= first - 1]
+    if first is not None and first > 1:
+        usable = [s for s in snapshots_zk(paths) if (snapshot_zxid(s) or 0) >= first - 1]
         if usable:
-            try:
-                snap = read_snapshot(usable[0])
-            except ZooKeeperFileError as exc:
-                raise BadImport(str(exc)) from None
-            report.files.append(str(usable[0]))
-            yield _gap(norm, report, 1, snap.zxid, f"history up to zxid {snap.zxid:#x} is in no log given; "
-                       f"state bootstrapped from {usable[0].name}", snap.last_mtime)
-            for event in norm.bootstrap(snap):
-                report.events += 1
-                yield event
+            snap = read_snapshot(usable[0])
+            yield _gap(norm, 1, snap.zxid, f"history up to zxid {snap.zxid:#x} is in no log given; "
+                       f"state bootstrapped from {usable[0].name}", snap.last_mtime, files=[str(usable[0])])
+            yield Made(norm.bootstrap(snap))
             last = snap.zxid
-    for i, f in enumerate(files):
-        if progress is not None and i:
-            progress(files[i - 1].stat().st_size)
-        report.files.append(str(f))
+    for f in files:
+        yield f
         reader = TxnLogReader(f, on_error=on_error)
         skipped = 0
-        try:
-            for txn in reader:
-                if len(reader.skipped) > skipped:
-                    skipped = len(reader.skipped)
-                    yield _gap(norm, report, (last or 0) + 1, txn.zxid - 1, str(reader.skipped[-1]), txn.time)
-                elif last is None and txn.zxid > 1:
-                    yield _gap(norm, report, 1, txn.zxid - 1,
-                               f"history before zxid {txn.zxid:#x} is not in these logs ({f.name} is the oldest); "
-                               f"partitions are known from their next write on", txn.time)
-                elif last is not None and txn.zxid > last and not _follows(last, txn.zxid):
-                    yield _gap(norm, report, last + 1, txn.zxid - 1,
-                               f"zxids {last + 1:#x}..{txn.zxid - 1:#x} are in no log given (before {f.name})", txn.time)
-                last = max(last or 0, txn.zxid)
-                report.records += 1
-                for event in norm.feed(txn):
-                    report.events += 1
-                    yield event
-                if until is not None and until(txn):
-                    return
-        except ZooKeeperFileError as exc:
-            raise BadImport(str(exc)) from None
+        for txn in reader:
+            if len(reader.skipped) > skipped:
+                skipped = len(reader.skipped)
+                yield _gap(norm, (last or 0) + 1, txn.zxid - 1, str(reader.skipped[-1]), txn.time)
+            elif last is None and txn.zxid > 1:
+                yield _gap(norm, 1, txn.zxid - 1,
+                           f"history before zxid {txn.zxid:#x} is not in these logs ({f.name} is the oldest); "
+                           f"partitions are known from their next write on", txn.time)
+            elif last is not None and txn.zxid > last and not _follows(last, txn.zxid):
+                yield _gap(norm, last + 1, txn.zxid - 1,
+                           f"zxids {last + 1:#x}..{txn.zxid - 1:#x} are in no log given (before {f.name})", txn.time)
+            last = max(last or 0, txn.zxid)
+            yield txn
         if len(reader.skipped) > skipped:  # damage at the end of the file
-            yield _gap(norm, report, (last or 0) + 1, -1, str(reader.skipped[-1]))
+            yield _gap(norm, (last or 0) + 1, -1, str(reader.skipped[-1]))
         if reader.partial_tail is not None:
             report.partial_tail = f"{f}: the transaction at byte {reader.partial_tail} is incomplete"
 
 
-def _gap(norm: ZooKeeperNormalizer, report: ImportReport, lo: int, hi: int, reason: str, t: int = -1) -> ControllerEvent:
-    report.gaps.append(reason)
-    report.events += 1
-    return norm.gap(lo, hi, reason, t)
+def _gap(norm: ZooKeeperNormalizer, lo: int, hi: int, reason: str, t: int = -1, files: Sequence[str] = ()) -> Made:
+    return Made([norm.gap(lo, hi, reason, t)], [reason], files)
