@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import sys
 import time
 import zipfile
@@ -24,6 +25,8 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 from checks.catalog import BY_NAME, EVIDENCE_COLUMNS, last_readers, shared_for, shared_sql, shared_table, sql_for, wrapped
 from checks import hadoop
@@ -39,6 +42,7 @@ from schemas.gap_reasons import partitions_of
 from schemas import loader
 from schemas.archive import flat
 from schemas.archive.verified import VerifiedRead, verify
+from services.capture.connect import connect_timeout
 
 DIALECT = "spark"
 AVRO_CLASS = "org.apache.spark.sql.avro.AvroFileFormat"
@@ -103,8 +107,6 @@ def _flat_select() -> list[str]:
 
 
 def _spark_type(t: Any) -> str:
-    import pyarrow as pa
-
     if pa.types.is_list(t):
         return f"ARRAY<{_spark_type(t.value_type)}>"
     return {pa.int32(): "INT", pa.int64(): "BIGINT", pa.string(): "STRING", pa.bool_(): "BOOLEAN"}[t]
@@ -116,7 +118,7 @@ FLAT_SELECT = _flat_select()
 @cache
 def _bundled_avro() -> bool:
     """Does pyspark's own spark-sql jar contain the Avro file format?"""
-    import pyspark
+    import pyspark  # extra: spark
 
     # Under spark-submit pyspark is imported from a zip; SPARK_HOME then names the installation.
     homes = [Path(os.environ["SPARK_HOME"])] if os.environ.get("SPARK_HOME") else []
@@ -144,12 +146,8 @@ def check_master_reachable(master: str, timeout: float | None = None) -> None:
     within `timeout` seconds (CTRLAUDIT_CONNECT_TIMEOUT, default 15). Why: Spark's standalone client
     retries an unreachable master three times 20 s apart, printing a Java stack trace each time, before
     it gives up; a socket answers in milliseconds."""
-    import socket
-    import time
-
     if not master.startswith("spark://"):
         return
-    from services.capture.connect import connect_timeout
 
     timeout = connect_timeout() if timeout is None else timeout
     hosts = [h.rpartition(":") for h in master[len("spark://"):].split(",")]
@@ -189,7 +187,7 @@ def build_session(master: str | None = "local[2]", app_name: str = "ctrlaudit-ch
     if master is not None:
         check_master(master)
         check_master_reachable(master)
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # extra: spark
 
     builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
     builder = (
@@ -210,7 +208,7 @@ def build_session(master: str | None = "local[2]", app_name: str = "ctrlaudit-ch
         # read when pyspark starts the JVM (a session already running keeps its heap)
         builder = builder.config("spark.driver.memory", LOCAL_DRIVER_MEMORY)
     if not _bundled_avro():
-        import pyspark
+        import pyspark  # extra: spark
 
         builder = builder.config("spark.jars.packages", f"org.apache.spark:spark-avro_2.13:{pyspark.__version__}")
     try:
@@ -233,7 +231,7 @@ def materialized(df: Any) -> Any:
     two or three times over when its CTE was read twice (high_watermark_monotonic at 1M events: 53.5 s,
     11.5 s read back). Like a cached block, a lost executor's part is lost: the job then fails, it never
     answers from less data."""
-    from pyspark import StorageLevel
+    from pyspark import StorageLevel  # extra: spark
 
     return df.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
 
@@ -368,8 +366,6 @@ class SparkEngine:
         driver. The caller closes `duck`."""
         parent = handoff_parent(spark.sparkContext.master)
         if parent is not None:
-            import pyarrow as pa
-
             batches = duck.con.sql("SELECT * FROM events").to_arrow_reader(FILE_ROWS)
             if batches is None:  # DuckDB's stub: no result set (not after a SELECT)
                 raise BadInput(f"{where}: store holds no events")

@@ -60,14 +60,7 @@ def _optional(name: str) -> ModuleType | None:
 _snappy = _optional("snappy")
 _lz4_frame = _optional("lz4.frame")
 _zstandard = _optional("zstandard")
-
-
-def _cramjam() -> ModuleType | None:
-    try:
-        import cramjam
-        return cramjam
-    except ImportError:
-        return None
+_cramjam = _optional("cramjam")  # the fallback for each of the three
 
 
 def _snappy_declared_length(data: bytes) -> int:
@@ -92,21 +85,19 @@ def _snappy_raw(data: bytes) -> bytes:
     that many bytes, or fails)."""
     if _snappy is not None:
         return cast(bytes, _snappy.decompress(data))  # python-snappy: no type information
-    cj = _cramjam()
+    cj = _cramjam
     if cj is None:
         raise MissingCodec(_PACKAGES[2])
     return bytes(cj.snappy.decompress_raw(data))
 
 
 def _snappy_raw_compress(data: bytes) -> bytes:
-    try:
-        import snappy
-        return cast(bytes, snappy.compress(data))  # python-snappy: no type information
-    except ImportError:
-        cj = _cramjam()
-        if cj is None:
-            raise MissingCodec(_PACKAGES[2]) from None
-        return bytes(cj.snappy.compress_raw(data))
+    if _snappy is not None:
+        return cast(bytes, _snappy.compress(data))  # python-snappy: no type information
+    cj = _cramjam
+    if cj is None:
+        raise MissingCodec(_PACKAGES[2])
+    return bytes(cj.snappy.compress_raw(data))
 
 
 def snappy_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
@@ -155,14 +146,12 @@ def lz4_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
 
 
 def lz4_compress(data: bytes) -> bytes:
-    try:
-        import lz4.frame
-        return cast(bytes, lz4.frame.compress(data))  # lz4: no type information
-    except ImportError:
-        cj = _cramjam()
-        if cj is None:
-            raise MissingCodec(_PACKAGES[3]) from None
-        return bytes(cj.lz4.compress(data))
+    if _lz4_frame is not None:
+        return cast(bytes, _lz4_frame.compress(data))  # lz4: no type information
+    cj = _cramjam
+    if cj is None:
+        raise MissingCodec(_PACKAGES[3])
+    return bytes(cj.lz4.compress(data))
 
 
 def zstd_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
@@ -195,14 +184,12 @@ def zstd_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
 
 
 def zstd_compress(data: bytes) -> bytes:
-    try:
-        import zstandard
-        return zstandard.ZstdCompressor().compress(data)
-    except ImportError:
-        cj = _cramjam()
-        if cj is None:
-            raise MissingCodec(_PACKAGES[4]) from None
-        return bytes(cj.zstd.compress(data))
+    if _zstandard is not None:
+        return cast(bytes, _zstandard.ZstdCompressor().compress(data))
+    cj = _cramjam
+    if cj is None:
+        raise MissingCodec(_PACKAGES[4])
+    return bytes(cj.zstd.compress(data))
 
 
 def gzip_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
@@ -227,7 +214,7 @@ def gzip_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
 
 def _cramjam_bounded(codec: int, name: str, data: bytes, limit: int) -> bytes:
     """cramjam's decompression into a buffer of limit + 1 bytes: one that fills it is too large."""
-    cj = _cramjam()
+    cj = _cramjam
     if cj is None:
         raise MissingCodec(_PACKAGES[codec])
     buf = bytearray(limit + 1)
