@@ -23,6 +23,10 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
+import plotly.graph_objects as go
+from plotly.io.json import to_json_plotly
+from plotly.offline import get_plotlyjs
+
 from replay import changes, formats
 from schemas import times
 from replay.incident import HEALTH, Incident
@@ -31,7 +35,7 @@ from replay.store import Store
 from ctrlaudit.verdict import UNBOUND, CheckReport, Example, ExampleEvent, Invariant, Scalar
 
 if TYPE_CHECKING:
-    # plotly ships no type information: to mypy these are Any (imported at run time by `render` alone)
+    # plotly ships no type information: to mypy these are Any
     from plotly.basedatatypes import BaseTraceType
     from plotly.graph_objects import Figure
 
@@ -296,8 +300,6 @@ def _figure(fig_id: str, title: str, fig: Figure, caption: str, counts: dict[str
     """The figure element: its counts as data-* attributes, the plot's div, its figure as a JSON data
     block (drawn by _DRAW), its caption. Its time axis is the window's (`span`), also with nothing on it,
     which then says so (plotly's own range of an empty date axis is the year 2000)."""
-    from plotly.io.json import to_json_plotly
-
     fig.update_xaxes(type="date", range=list(span))
     if not any(_has_points(t) for t in fig.data):
         fig.add_annotation(text="nothing to plot in this window", xref="paper", yref="paper", x=0.5, y=0.5,
@@ -333,9 +335,6 @@ def violations_in_window(inc: Incident, checks: CheckReport | None, at: dict[int
 
 def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
     """The page. `judged`: a check report's verdict and how it relates to this history (ctrlaudit.verdict)."""
-    import plotly.graph_objects as go
-    from plotly.offline import get_plotlyjs
-
     checks = judged.checks if judged is not None else None
     unknown = not_read(inc)
     span = _span(inc)
