@@ -28,25 +28,25 @@ refuse_foreign_packages()  # before anything imports schemas, services, replay o
 from ctrlaudit.errors import fail, let_rich_raise_broken_pipe  # noqa: E402
 from schemas import times  # noqa: E402
 
-# Each command: the module of ctrlaudit/commands/ that registers it, and its line in `ctrlaudit --help` (in this
+# Each module of ctrlaudit/commands/, the commands it registers, and their lines in `ctrlaudit --help` (in this
 # order). Why not every module imported here: a command module imports what its commands run (DuckDB, pyarrow,
 # plotly, the simulator, the capture's settings) at its top, and `ctrlaudit --help` or one command should not
 # pay for all of them.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "simulate": ("simulate", "Simulate a controller history into an archive."),
-    "load": ("store", "Load archive files into the DuckDB store."),
-    "state": ("query", "The controller's view as of a point."),
-    "diff": ("query", "What changed between two points."),
-    "timeline": ("query", "Every change of one partition."),
-    "explain": ("query", "Why one partition change happened."),
-    "check": ("check", "Check the invariant catalog over a history."),
-    "capture": ("capture", "Capture a live cluster (KRaft log or ZooKeeper)."),
-    "archive": ("capture", "Keep the events topic as hourly Avro files."),
-    "verify": ("capture", "Verify an archive's hash chain and manifests."),
-    "report": ("report", "A self-contained HTML incident report."),
-    "export": ("export", "Write the events table (Parquet, CSV, JSON)."),
-    "import": ("imports", "Turn controller state from elsewhere into an archive."),
+MODULES: dict[str, dict[str, str]] = {
+    "simulate": {"simulate": "Simulate a controller history into an archive."},
+    "store": {"load": "Load archive files into the DuckDB store."},
+    "query": {"state": "The controller's view as of a point.", "diff": "What changed between two points.",
+              "timeline": "Every change of one partition.", "explain": "Why one partition change happened."},
+    "check": {"check": "Check the invariant catalog over a history."},
+    "capture": {"capture": "Capture a live cluster (KRaft log or ZooKeeper).",
+                "archive": "Keep the events topic as hourly Avro files.",
+                "verify": "Verify an archive's hash chain and manifests."},
+    "report": {"report": "A self-contained HTML incident report."},
+    "export": {"export": "Write the events table (Parquet, CSV, JSON)."},
+    "imports": {"import": "Turn controller state from elsewhere into an archive."},
 }
+SHORT_HELP = {command: short for commands in MODULES.values() for command, short in commands.items()}
+MODULE_OF = {command: module for module, commands in MODULES.items() for command in commands}
 SETTINGS: dict[str, Any] = {
     "add_completion": False,
     "pretty_exceptions_enable": False,
@@ -61,7 +61,7 @@ def _commands_of(module: str) -> MutableMapping[str, Command]:
     importlib.import_module(f"ctrlaudit.commands.{module}").register(group)
     built = typer.main.get_group(group).commands
     for name, command in built.items():
-        command.short_help = COMMANDS[name][1]
+        command.short_help = SHORT_HELP[name]
     return built
 
 
@@ -69,14 +69,14 @@ class LazyGroup(TyperGroup):
     """click's lazily loading group: a command's module is imported when that command is looked up."""
 
     def list_commands(self, ctx: Context) -> list[str]:
-        return list(COMMANDS)
+        return list(SHORT_HELP)
 
     def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
-        return _commands_of(COMMANDS[cmd_name][0])[cmd_name] if cmd_name in COMMANDS else None
+        return _commands_of(MODULE_OF[cmd_name])[cmd_name] if cmd_name in MODULE_OF else None
 
     def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
         with formatter.section("Commands"):  # from the table: the listing imports no command module
-            formatter.write_dl([(name, short) for name, (_, short) in COMMANDS.items()])
+            formatter.write_dl(list(SHORT_HELP.items()))
 
 
 app = typer.Typer(

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from ctrlaudit.cli import COMMANDS, app
+from ctrlaudit.cli import MODULE_OF, SHORT_HELP, app
 from replay import queries
 from replay.store import Store
 from schemas.events import ConfigResourceType as CRT, ConfigChange, PartitionChange, PartitionChangeKind as K
@@ -66,16 +66,16 @@ def test_the_command_list_loads_no_command_module() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout[-2000:]
     listing = done.stdout.split("Commands:")[1]
-    for name, (_, short) in COMMANDS.items():
+    for name, short in SHORT_HELP.items():
         assert f"{name}  " in listing and short in listing, name
 
 
 def test_each_command_is_its_modules_and_listed_once() -> None:
     commands = subcommands(typer.main.get_command(app))
-    assert list(commands) == list(COMMANDS)
+    assert list(commands) == list(SHORT_HELP)
     for name, command in commands.items():
-        assert command.short_help == COMMANDS[name][1]
-        assert command.callback is None or COMMANDS[name][0] in command.callback.__module__, name
+        assert command.short_help == SHORT_HELP[name]
+        assert command.callback is None or MODULE_OF[name] in command.callback.__module__, name
 
 
 # --- times -----------------------------------------------------------------------------------
