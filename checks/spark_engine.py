@@ -61,6 +61,11 @@ _STATE_FIELDS = (
 )
 
 
+def _fields(struct: str, **columns: str) -> dict[str, str]:
+    """Flat column -> its field of one payload struct."""
+    return {column: f"{struct}.{field}" for column, field in columns.items()}
+
+
 def _flat_select() -> list[str]:
     kind = "CASE " + " ".join(f"WHEN {m} IS NOT NULL THEN '{k}'" for k, m in _M.items()) + " END"
     exprs = {
@@ -77,25 +82,23 @@ def _flat_select() -> list[str]:
         "has_before": f"CASE WHEN {_PC} IS NULL THEN NULL ELSE {_PC}.before IS NOT NULL END",
         "has_after": f"CASE WHEN {_PC} IS NULL THEN NULL ELSE {_PC}.after IS NOT NULL END",
         "changes": f"{_PC}.changes", "election": f"{_PC}.election",
-        "cc_leader": f"{_M['ControllerChange']}.leader_id", "cc_epoch": f"{_M['ControllerChange']}.epoch",
-        "cc_prev_leader": f"{_M['ControllerChange']}.previous_leader_id",
-        "cc_prev_epoch": f"{_M['ControllerChange']}.previous_epoch", "cc_voters": f"{_M['ControllerChange']}.voters",
-        "broker_id": f"{_BC}.broker_id", "broker_change": f"{_BC}.kind",
+        **_fields(_M["ControllerChange"], cc_leader="leader_id", cc_epoch="epoch", cc_prev_leader="previous_leader_id",
+                  cc_prev_epoch="previous_epoch", cc_voters="voters"),
+        **_fields(_BC, broker_id="broker_id", broker_change="kind", broker_fenced="after.fenced",
+                  broker_shutdown="after.in_controlled_shutdown", broker_prev_epoch="before.epoch",
+                  broker_prev_fenced="before.fenced"),
         "broker_epoch": f"CASE WHEN {_BC}.after IS NOT NULL THEN {_BC}.after.epoch ELSE {_BC}.before.epoch END",
-        "broker_fenced": f"{_BC}.after.fenced", "broker_shutdown": f"{_BC}.after.in_controlled_shutdown",
         "broker_rack": f"CASE WHEN {_BC}.after IS NOT NULL THEN {_BC}.after.rack ELSE {_BC}.before.rack END",
-        "broker_prev_epoch": f"{_BC}.before.epoch", "broker_prev_fenced": f"{_BC}.before.fenced",
-        "config_type": f"{_M['ConfigChange']}.resource_type", "config_resource": f"{_M['ConfigChange']}.resource_name",
-        "config_name": f"{_M['ConfigChange']}.name", "config_value": f"{_M['ConfigChange']}.value",
-        "config_prev_value": f"{_M['ConfigChange']}.previous_value",
-        "feature": f"{_M['FeatureLevelChange']}.feature", "feature_level": f"{_M['FeatureLevelChange']}.level",
-        "feature_prev_level": f"{_M['FeatureLevelChange']}.previous_level",
-        "s_leader": f"{_OS}.leader", "s_leader_epoch": f"{_OS}.leader_epoch", "s_hw": f"{_OS}.high_watermark",
-        "s_hw_time_ms": f"{_OS}.hw_time_ms",
+        **_fields(_M["ConfigChange"], config_type="resource_type", config_resource="resource_name", config_name="name",
+                  config_value="value", config_prev_value="previous_value"),
+        **_fields(_M["FeatureLevelChange"], feature="feature", feature_level="level",
+                  feature_prev_level="previous_level"),
+        **_fields(_OS, s_leader="leader", s_leader_epoch="leader_epoch", s_hw="high_watermark",
+                  s_hw_time_ms="hw_time_ms"),
         "s_replicas": f"transform({_OS}.replicas, r -> r.broker_id)",
         "s_leos": f"transform({_OS}.replicas, r -> r.log_end_offset)",
-        "gap_from": f"{_M['CaptureGap']}.from_offset", "gap_to": f"{_M['CaptureGap']}.to_offset",
-        "unknown_api_key": f"{_M['UnknownRecord']}.api_key", "unknown_version": f"{_M['UnknownRecord']}.version",
+        **_fields(_M["CaptureGap"], gap_from="from_offset", gap_to="to_offset"),
+        **_fields(_M["UnknownRecord"], unknown_api_key="api_key", unknown_version="version"),
         "reason": f"coalesce({_PC}.reason, {_M['CaptureGap']}.reason, {_M['UnknownRecord']}.reason)",
     }
     for short, field in _STATE_FIELDS:
