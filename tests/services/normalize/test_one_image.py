@@ -20,7 +20,7 @@ from services.kraft import LogReader
 from services.kraft.normalizer import KRaftNormalizer
 from services.zookeeper.normalizer import ZooKeeperNormalizer
 from tests.services.capture.test_checkpoint import rich_log
-from tests.services.normalize.logs import T1, LogBuilder, broker, partition
+from tests.services.normalize.logs import T1, LogBuilder, broker, orders_cluster, partition
 
 T3 = "AAAAAAAAAAAAAAAAAAAABw"
 
@@ -53,12 +53,7 @@ def test_the_kraft_normalizers_image_is_the_fold_of_its_events(tmp_path: Path) -
 
 def test_a_snapshot_bootstrap_leaves_the_image_the_fold_holds(tmp_path: Path) -> None:
     b = LogBuilder()
-    b.leader_change(leader=1, epoch=1)
-    for bid in (1, 2, 3):
-        broker(b, bid)
-    b.record("TopicRecord", 0, name="orders", topicId=T1)
-    partition(b, T1, 0, [1, 2, 3], [1, 2, 3], leader=1)
-    partition(b, T1, 1, [2, 3, 1], [2, 3, 1], leader=2)
+    orders_cluster(b, partitions=2)
     b.record("TopicRecord", 0, name="gone", topicId=T3)
     partition(b, T3, 0, [1, 2], [1, 2], leader=1)
     log = _log(b, tmp_path / "a")
