@@ -439,28 +439,30 @@ def _drill_down(store: Store, inc: Incident) -> str:
     return "".join(out) or "<p>No partition was affected.</p>"
 
 
-def _moves_heading(shown: int, total: int) -> str:
+def _part_of(shown: int, total: int, none: str, one: str, every: str, part: str) -> str:
+    """The words for `shown` of `total` things: `none` (no thing), `one` (the one, shown), `every` (all shown)
+    or `part` (some); the last two are formatted with shown= and total=."""
     if total == 0:
-        return "<h4>No leader change in the window.</h4>"
+        return none
     if shown == total:
-        return "<h4>The leader change, explained</h4>" if total == 1 else f"<h4>The {total} leader changes, explained</h4>"
-    return f"<h4>The {shown} newest of {total} leader changes, explained</h4>"
+        return one if total == 1 else every.format(shown=shown, total=total)
+    return part.format(shown=shown, total=total)
+
+
+def _moves_heading(shown: int, total: int) -> str:
+    return _part_of(shown, total, "<h4>No leader change in the window.</h4>", "<h4>The leader change, explained</h4>",
+                    "<h4>The {total} leader changes, explained</h4>",
+                    "<h4>The {shown} newest of {total} leader changes, explained</h4>")
 
 
 def _heatmap_caption(rows: int, affected: int) -> str:
-    if affected == 0:
-        return "No partition was affected."
-    if rows == affected:
-        return "The one affected partition." if affected == 1 else f"All {affected:,} affected partitions."
-    return f"The {rows:,} most affected of {affected:,} affected partitions."
+    return _part_of(rows, affected, "No partition was affected.", "The one affected partition.",
+                    "All {total:,} affected partitions.", "The {shown:,} most affected of {total:,} affected partitions.")
 
 
 def _affected_heading(affected: int) -> str:
-    if affected == 0:
-        return "Affected partitions: none"
-    if affected <= DRILL_DOWN:
-        return "The affected partition" if affected == 1 else f"The {affected} affected partitions"
-    return f"Affected partitions: the {DRILL_DOWN} worst of {affected:,}"
+    return _part_of(min(affected, DRILL_DOWN), affected, "Affected partitions: none", "The affected partition",
+                    "The {total} affected partitions", "Affected partitions: the {shown} worst of {total:,}")
 
 
 def _page(inc: Incident, judged: Verdict | None, parts: list[str], bad: list[Violation],
