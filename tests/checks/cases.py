@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from schemas.events import (
     BrokerChangeKind, ConfigResourceType, ElectionType, LeaderRecoveryState, PartitionChange, PartitionChangeKind,
@@ -1169,3 +1170,17 @@ def migration_two_kraft_controllers(c: str) -> History:
     return h
 
 
+
+
+def write_all(directory: Path) -> dict[str, list[tuple[str, str, int]]]:
+    """Every case's history as <case>.avro in `directory`; per case, what it marks as broken: (invariant, rule,
+    event index), sorted (nothing for a clean case)."""
+    marks: dict[str, list[tuple[str, str, int]]] = {}
+    for case, (name, make) in sorted(VIOLATING.items()):
+        h = make(case)
+        h.write(directory / f"{case}.avro")
+        marks[case] = sorted((name, rule, idx) for rule, idx in h.bad)
+    for case, make in sorted(CLEAN.items()):
+        make(case).write(directory / f"{case}.avro")
+        marks[case] = []
+    return marks
