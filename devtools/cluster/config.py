@@ -8,6 +8,11 @@ from pathlib import Path
 LOG_PATTERN = "[%d] %p %m (%c)%n"
 
 
+def under_root(*parts: str) -> property:
+    """A path property of an object with a `root`: root/parts."""
+    return property(lambda self: self.root.joinpath(*parts))
+
+
 @dataclass(frozen=True)
 class NodeLayout:
     """Where node ``node_id`` keeps everything; all paths are under the cluster directory."""
@@ -17,26 +22,11 @@ class NodeLayout:
     plaintext_port: int
     controller_port: int
 
-    @property
-    def properties(self) -> Path:
-        return self.root / "server.properties"
-
-    @property
-    def data_dir(self) -> Path:
-        return self.root / "data"
-
-    @property
-    def metadata_dir(self) -> Path:
-        """The ``__cluster_metadata-0`` partition directory (segments and snapshots)."""
-        return self.data_dir / "__cluster_metadata-0"
-
-    @property
-    def logs_dir(self) -> Path:
-        return self.root / "logs"
-
-    @property
-    def stdout(self) -> Path:
-        return self.root / "stdout.log"
+    properties = under_root("server.properties")
+    data_dir = under_root("data")
+    metadata_dir = under_root("data", "__cluster_metadata-0")  # the partition directory: segments and snapshots
+    logs_dir = under_root("logs")
+    stdout = under_root("stdout.log")
 
     @property
     def bootstrap(self) -> str:
