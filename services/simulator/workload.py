@@ -401,10 +401,12 @@ class Simulator:
         self.broker_event(b, BrokerChangeKind.UNFENCED, before)
         self.elect_offline(f"broker {b.id} unfenced")
 
+    def broker_to_take_down(self) -> Broker | None:
+        """An active broker; None when as many as may be down are already (or none is active)."""
+        return None if self.down_brokers() >= self.max_down else self.pick_active_broker()
+
     def op_fence(self) -> None:
-        if self.down_brokers() >= self.max_down:
-            return
-        b = self.pick_active_broker()
+        b = self.broker_to_take_down()
         if b is None:
             return
         self.fence(b, f"broker {b.id} session timed out")
@@ -424,9 +426,7 @@ class Simulator:
             self.later(1 + self.rng.randrange(30), self.resume, b)
 
     def op_controlled_shutdown(self) -> None:
-        if self.down_brokers() >= self.max_down:
-            return
-        b = self.pick_active_broker()
+        b = self.broker_to_take_down()
         if b is None:
             return
         before = b.state()
