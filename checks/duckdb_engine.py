@@ -20,7 +20,7 @@ from schemas.archive.flat import STORE_LAYOUT_VERSION
 from checks.findings import Findings, sort_key  # noqa: F401 - sort_key re-exported
 from checks.inputs import (BadInput, Inputs, chain_summary, chains_of, read_archives,
                            check_layout)
-from replay import gaps
+from replay import gaps, opening
 from replay.gaps import CaptureStretch
 from schemas.archive.verified import Gap
 
@@ -64,8 +64,6 @@ class DuckDBEngine:
 
     @classmethod
     def from_store(cls, path: str | Path, threads: int | None = None) -> DuckDBEngine:
-        from replay import opening
-
         # as every command opens the store: a store locked by a load (DuckDB: one writer process or any
         # number of readers) is waited for up to CTRLAUDIT_LOCK_WAIT, then named with the process holding it
         config: dict[str, str | bool | int | float | list[str]] = {

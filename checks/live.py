@@ -42,6 +42,7 @@ from checks.invariants._state import (
 from checks.invariants.fenced_broker_not_in_isr import REREGISTRATION_ALLOWANCE
 from checks.invariants.high_watermark_monotonic import DATA_LOSS_ALLOWANCE
 from checks.invariants.unclean_election_allowed import LAST_KNOWN_ALLOWANCE, UNCLEAN_KEY
+from schemas import codec
 from schemas.archive import flat
 
 __all__ = [
@@ -91,7 +92,6 @@ def as_row(event: Any) -> dict[str, Any]:
         if "payload" in event:
             return dict(zip(flat.COLUMN_NAMES, flat.flatten(cast(dict[str, Any], event))))
         return event if isinstance(event, dict) else dict(event)
-    from schemas import codec
 
     return dict(zip(flat.COLUMN_NAMES, flat.flatten(codec.to_avro(event))))
 

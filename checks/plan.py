@@ -17,6 +17,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from checks.catalog import (BY_NAME, last_readers, partial_sql, shared_for, shared_sql, shared_table, with_merged,
+                            wrapped, wrapped_sql)
+
 Step = tuple[str, str, str]
 
 
@@ -29,9 +32,6 @@ def steps(names: Sequence[str], shard: bool = False) -> tuple[Step, ...]:
     """The plan of the named invariants, in their order, in DuckDB's dialect. `shard`: the plan of one shard
     of partitions (checks.spark_shards), where an invariant with a merged CTE first keeps that CTE's rows
     ("partial": a table, partial_table) and then gives its other findings, with the CTE empty."""
-    from checks.catalog import (
-        BY_NAME, last_readers, partial_sql, shared_for, shared_sql, shared_table, with_merged, wrapped, wrapped_sql)
-
     shared = shared_for(names)
     built = frozenset(shared)
     done = last_readers(names, built)

@@ -10,6 +10,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
 from checks.catalog import BY_NAME, Invariant
 from checks.findings import Counts, Findings
 from replay.gaps import CaptureStretch
@@ -263,9 +266,6 @@ def _example_line(x: dict[str, Any]) -> str:
 
 
 def print_report(report: Report, console: Any = None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     console = console or Console(width=None if sys.stdout.isatty() else 120)  # not 80 in CI logs
     table = Table(title=f"ctrlaudit check — {report.events} events, {len(report.clusters)} cluster(s), "
                         f"engine {report.engine}", title_justify="left")

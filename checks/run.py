@@ -8,9 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from checks.catalog import BY_NAME, NAMES
+from checks.duckdb_engine import DuckDBEngine
 from checks.findings import Findings
 from checks.inputs import BadInput, resolve
 from checks.report import Report, build
+from checks.spark_engine import SparkEngine, build_session
+
 
 class ReaderGone(BrokenPipeError):
     """The reader of standard output went away while the CSV went there (--csv -): the report, for the
@@ -50,12 +53,8 @@ def check(
         raise BadInput("--memory-limit is DuckDB's; give Spark its memory with spark.driver.memory / "
                        "spark.executor.memory")
     if engine == "duckdb":
-        from checks.duckdb_engine import DuckDBEngine
-
         eng: Any = DuckDBEngine.from_inputs(resolved, allow_gaps=allow_gaps, progress=progress)
     elif engine == "spark":
-        from checks.spark_engine import SparkEngine, build_session
-
         eng = SparkEngine.from_inputs(spark or build_session(master), resolved, allow_gaps=allow_gaps,
                                       progress=progress)
     else:

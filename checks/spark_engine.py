@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -25,6 +26,8 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 from checks.catalog import BY_NAME, EVIDENCE_COLUMNS, last_readers, shared_for, shared_sql, shared_table, sql_for, wrapped
 from checks import hadoop
@@ -40,6 +43,7 @@ from schemas.gap_reasons import partitions_of
 from schemas import loader
 from schemas.archive import flat
 from schemas.archive.verified import VerifiedRead, verify
+from services.capture.connect import connect_timeout
 
 DIALECT = "spark"
 AVRO_CLASS = "org.apache.spark.sql.avro.AvroFileFormat"
@@ -58,6 +62,11 @@ _STATE_FIELDS = (
 )
 
 
+def _fields(struct: str, **columns: str) -> dict[str, str]:
+    """Flat column -> its field of one payload struct."""
+    return {column: f"{struct}.{field}" for column, field in columns.items()}
+
+
 def _flat_select() -> list[str]:
     kind = "CASE " + " ".join(f"WHEN {m} IS NOT NULL THEN '{k}'" for k, m in _M.items()) + " END"
     exprs = {
@@ -74,25 +83,23 @@ def _flat_select() -> list[str]:
         "has_before": f"CASE WHEN {_PC} IS NULL THEN NULL ELSE {_PC}.before IS NOT NULL END",
         "has_after": f"CASE WHEN {_PC} IS NULL THEN NULL ELSE {_PC}.after IS NOT NULL END",
         "changes": f"{_PC}.changes", "election": f"{_PC}.election",
-        "cc_leader": f"{_M['ControllerChange']}.leader_id", "cc_epoch": f"{_M['ControllerChange']}.epoch",
-        "cc_prev_leader": f"{_M['ControllerChange']}.previous_leader_id",
-        "cc_prev_epoch": f"{_M['ControllerChange']}.previous_epoch", "cc_voters": f"{_M['ControllerChange']}.voters",
-        "broker_id": f"{_BC}.broker_id", "broker_change": f"{_BC}.kind",
+        **_fields(_M["ControllerChange"], cc_leader="leader_id", cc_epoch="epoch", cc_prev_leader="previous_leader_id",
+                  cc_prev_epoch="previous_epoch", cc_voters="voters"),
+        **_fields(_BC, broker_id="broker_id", broker_change="kind", broker_fenced="after.fenced",
+                  broker_shutdown="after.in_controlled_shutdown", broker_prev_epoch="before.epoch",
+                  broker_prev_fenced="before.fenced"),
         "broker_epoch": f"CASE WHEN {_BC}.after IS NOT NULL THEN {_BC}.after.epoch ELSE {_BC}.before.epoch END",
-        "broker_fenced": f"{_BC}.after.fenced", "broker_shutdown": f"{_BC}.after.in_controlled_shutdown",
         "broker_rack": f"CASE WHEN {_BC}.after IS NOT NULL THEN {_BC}.after.rack ELSE {_BC}.before.rack END",
-        "broker_prev_epoch": f"{_BC}.before.epoch", "broker_prev_fenced": f"{_BC}.before.fenced",
-        "config_type": f"{_M['ConfigChange']}.resource_type", "config_resource": f"{_M['ConfigChange']}.resource_name",
-        "config_name": f"{_M['ConfigChange']}.name", "config_value": f"{_M['ConfigChange']}.value",
-        "config_prev_value": f"{_M['ConfigChange']}.previous_value",
-        "feature": f"{_M['FeatureLevelChange']}.feature", "feature_level": f"{_M['FeatureLevelChange']}.level",
-        "feature_prev_level": f"{_M['FeatureLevelChange']}.previous_level",
-        "s_leader": f"{_OS}.leader", "s_leader_epoch": f"{_OS}.leader_epoch", "s_hw": f"{_OS}.high_watermark",
-        "s_hw_time_ms": f"{_OS}.hw_time_ms",
+        **_fields(_M["ConfigChange"], config_type="resource_type", config_resource="resource_name", config_name="name",
+                  config_value="value", config_prev_value="previous_value"),
+        **_fields(_M["FeatureLevelChange"], feature="feature", feature_level="level",
+                  feature_prev_level="previous_level"),
+        **_fields(_OS, s_leader="leader", s_leader_epoch="leader_epoch", s_hw="high_watermark",
+                  s_hw_time_ms="hw_time_ms"),
         "s_replicas": f"transform({_OS}.replicas, r -> r.broker_id)",
         "s_leos": f"transform({_OS}.replicas, r -> r.log_end_offset)",
-        "gap_from": f"{_M['CaptureGap']}.from_offset", "gap_to": f"{_M['CaptureGap']}.to_offset",
-        "unknown_api_key": f"{_M['UnknownRecord']}.api_key", "unknown_version": f"{_M['UnknownRecord']}.version",
+        **_fields(_M["CaptureGap"], gap_from="from_offset", gap_to="to_offset"),
+        **_fields(_M["UnknownRecord"], unknown_api_key="api_key", unknown_version="version"),
         "reason": f"coalesce({_PC}.reason, {_M['CaptureGap']}.reason, {_M['UnknownRecord']}.reason)",
     }
     for short, field in _STATE_FIELDS:
@@ -104,8 +111,6 @@ def _flat_select() -> list[str]:
 
 
 def _spark_type(t: Any) -> str:
-    import pyarrow as pa
-
     if pa.types.is_list(t):
         return f"ARRAY<{_spark_type(t.value_type)}>"
     return {pa.int32(): "INT", pa.int64(): "BIGINT", pa.string(): "STRING", pa.bool_(): "BOOLEAN"}[t]
@@ -117,7 +122,7 @@ FLAT_SELECT = _flat_select()
 @cache
 def _bundled_avro() -> bool:
     """Does pyspark's own spark-sql jar contain the Avro file format?"""
-    import pyspark
+    import pyspark  # extra: spark
 
     # Under spark-submit pyspark is imported from a zip; SPARK_HOME then names the installation.
     homes = [Path(os.environ["SPARK_HOME"])] if os.environ.get("SPARK_HOME") else []
@@ -145,12 +150,8 @@ def check_master_reachable(master: str, timeout: float | None = None) -> None:
     within `timeout` seconds (CTRLAUDIT_CONNECT_TIMEOUT, default 15). Why: Spark's standalone client
     retries an unreachable master three times 20 s apart, printing a Java stack trace each time, before
     it gives up; a socket answers in milliseconds."""
-    import socket
-    import time
-
     if not master.startswith("spark://"):
         return
-    from services.capture.connect import connect_timeout
 
     timeout = connect_timeout() if timeout is None else timeout
     hosts = [h.rpartition(":") for h in master[len("spark://"):].split(",")]
@@ -190,7 +191,7 @@ def build_session(master: str | None = "local[2]", app_name: str = "ctrlaudit-ch
     if master is not None:
         check_master(master)
         check_master_reachable(master)
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # extra: spark
 
     builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
     builder = (
@@ -211,7 +212,7 @@ def build_session(master: str | None = "local[2]", app_name: str = "ctrlaudit-ch
         # read when pyspark starts the JVM (a session already running keeps its heap)
         builder = builder.config("spark.driver.memory", LOCAL_DRIVER_MEMORY)
     if not _bundled_avro():
-        import pyspark
+        import pyspark  # extra: spark
 
         builder = builder.config("spark.jars.packages", f"org.apache.spark:spark-avro_2.13:{pyspark.__version__}")
     log = jvm_log_path()
@@ -267,7 +268,7 @@ def materialized(df: Any) -> Any:
     two or three times over when its CTE was read twice (high_watermark_monotonic at 1M events: 53.5 s,
     11.5 s read back). Like a cached block, a lost executor's part is lost: the job then fails, it never
     answers from less data."""
-    from pyspark import StorageLevel
+    from pyspark import StorageLevel  # extra: spark
 
     return df.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
 
@@ -402,8 +403,6 @@ class SparkEngine:
         driver. The caller closes `duck`."""
         parent = handoff_parent(spark.sparkContext.master)
         if parent is not None:
-            import pyarrow as pa
-
             batches = duck.con.sql("SELECT * FROM events").to_arrow_reader(FILE_ROWS)
             if batches is None:  # DuckDB's stub: no result set (not after a SELECT)
                 raise BadInput(f"{where}: store holds no events")

@@ -35,12 +35,19 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
+import checks.plan
+from checks.catalog import merge_select, with_merged, wrapped
+from checks.findings import _DDL
 from checks.spark_handoff import BUCKET_COLUMN, BUCKETS, SHARD_KINDS
+from schemas.archive import flat
 
 # Events per shard at most (a task holds its shard in DuckDB), as long as buckets allow: at 10M events 8 shards
 # took 34.2 s on local[2], 4 shards 35.3 s, 16 shards 45.7 s (bench/RESULTS.md).
@@ -62,8 +69,6 @@ def executors_unready(spark: Any) -> str | None:
 
 def _probe(spark: Any) -> str | None:
     def probe(_: Any) -> str:
-        import duckdb
-
         return duckdb.__version__
 
     try:
@@ -91,14 +96,9 @@ def check_shards(spark: Any, files: Sequence[Path], names: Sequence[str], shards
     findings (VIOLATION_COLUMNS) as a Parquet file into the directory `out`, and its rows of each merged CTE
     (checks.catalog, `merged`) as another, which the driver then merges into findings (merge_partials). The
     findings' files written."""
-    from pyspark import cloudpickle
+    from pyspark import cloudpickle  # extra: spark
 
-    import checks.plan
-    import checks.spark_shards
-    from checks.findings import _DDL
-    from schemas.archive import flat
-
-    for module in (checks.plan, checks.spark_shards):  # executors need not import this repository
+    for module in (checks.plan, sys.modules[__name__]):  # executors need not import this repository
         cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
     plan = checks.plan.steps(names, shard=True)
     task = partial(check_shard, files=[str(f) for f in files], columns=read_columns(plan, flat.ARROW_SCHEMA),
@@ -115,11 +115,6 @@ def merge_partials(name: str, partials: Sequence[str], out: Path) -> str:
     """The findings of the invariant's merged CTE from every shard's rows of it (`partials`, Parquet files),
     written as Parquet into `out`: its query runs over the merged rows and no events (on the driver, in DuckDB;
     a few rows per fence)."""
-    import duckdb
-
-    from checks.catalog import merge_select, with_merged, wrapped
-    from schemas.archive import flat
-
     con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     try:
         con.execute(f"CREATE TABLE events AS SELECT {', '.join(read_columns((), flat.ARROW_SCHEMA))} LIMIT 0")
@@ -157,8 +152,6 @@ def check_shard(index: int, ranges: Iterator[tuple[int, int]], files: list[str],
     them (`run`, `partial_table`: checks.plan's, shipped by value), its findings written to `out`, and its rows
     of each merged CTE (the plan's "partial" steps); yields the files written. On an executor: needs DuckDB
     only."""
-    import duckdb
-
     for first, last in ranges:
         con = duckdb.connect(":memory:", config={"threads": 1, "preserve_insertion_order": False,
                                                  "autoinstall_known_extensions": False,

@@ -10,6 +10,7 @@ package and where it came from.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 SIBLINGS = ("schemas", "services", "replay", "checks")
@@ -37,8 +38,6 @@ def foreign_packages() -> list[str]:
 
 def refuse_foreign_packages() -> None:
     """Exit 2 with one line when a sibling package is not ctrlaudit's (run before any of them is imported)."""
-    import sys
-
     foreign = foreign_packages()
     if foreign:
         print(f"ctrlaudit: error: the top-level package(s) {', '.join(foreign)} are not the ones installed with "

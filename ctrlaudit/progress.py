@@ -5,10 +5,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-if TYPE_CHECKING:
-    from pathlib import Path
+from rich.console import Console
+from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+
+from checks.inputs import is_uri
 
 
 @contextmanager
@@ -17,9 +20,6 @@ def bar(description: str, total: int | None, unit: str = "bytes") -> Iterator[Ca
     if not sys.stderr.isatty():
         yield None
         return
-    from rich.console import Console
-    from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
 
     amount = DownloadColumn() if unit == "bytes" else MofNCompleteColumn()
     with Progress(TextColumn("{task.description}"), BarColumn(), amount, TimeElapsedColumn(), TimeRemainingColumn(),
@@ -31,10 +31,6 @@ def bar(description: str, total: int | None, unit: str = "bytes") -> Iterator[Ca
 def archive_bytes(paths: Sequence[str | Path]) -> int | None:
     """Bytes of the archive files under `paths` (the total of a read's bar); None (a bar without a
     total) when one is a URI: its size is known only once the driver has listed it through Hadoop."""
-    from pathlib import Path
-
-    from checks.inputs import is_uri
-
     if any(is_uri(p) for p in paths):
         return None
     total = 0

@@ -23,6 +23,10 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
+import plotly.graph_objects as go
+from plotly.io.json import to_json_plotly
+from plotly.offline import get_plotlyjs
+
 from replay import changes, formats
 from schemas import times
 from replay.incident import HEALTH, Incident
@@ -31,7 +35,7 @@ from replay.store import Store
 from ctrlaudit.verdict import UNBOUND, CheckReport, Example, ExampleEvent, Invariant, Scalar
 
 if TYPE_CHECKING:
-    # plotly ships no type information: to mypy these are Any (imported at run time by `render` alone)
+    # plotly ships no type information: to mypy these are Any
     from plotly.basedatatypes import BaseTraceType
     from plotly.graph_objects import Figure
 
@@ -296,8 +300,6 @@ def _figure(fig_id: str, title: str, fig: Figure, caption: str, counts: dict[str
     """The figure element: its counts as data-* attributes, the plot's div, its figure as a JSON data
     block (drawn by _DRAW), its caption. Its time axis is the window's (`span`), also with nothing on it,
     which then says so (plotly's own range of an empty date axis is the year 2000)."""
-    from plotly.io.json import to_json_plotly
-
     fig.update_xaxes(type="date", range=list(span))
     if not any(_has_points(t) for t in fig.data):
         fig.add_annotation(text="nothing to plot in this window", xref="paper", yref="paper", x=0.5, y=0.5,
@@ -333,9 +335,6 @@ def violations_in_window(inc: Incident, checks: CheckReport | None, at: dict[int
 
 def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
     """The page. `judged`: a check report's verdict and how it relates to this history (ctrlaudit.verdict)."""
-    import plotly.graph_objects as go
-    from plotly.offline import get_plotlyjs
-
     checks = judged.checks if judged is not None else None
     unknown = not_read(inc)
     span = _span(inc)
@@ -440,28 +439,30 @@ def _drill_down(store: Store, inc: Incident) -> str:
     return "".join(out) or "<p>No partition was affected.</p>"
 
 
-def _moves_heading(shown: int, total: int) -> str:
+def _part_of(shown: int, total: int, none: str, one: str, every: str, part: str) -> str:
+    """The words for `shown` of `total` things: `none` (no thing), `one` (the one, shown), `every` (all shown)
+    or `part` (some); the last two are formatted with shown= and total=."""
     if total == 0:
-        return "<h4>No leader change in the window.</h4>"
+        return none
     if shown == total:
-        return "<h4>The leader change, explained</h4>" if total == 1 else f"<h4>The {total} leader changes, explained</h4>"
-    return f"<h4>The {shown} newest of {total} leader changes, explained</h4>"
+        return one if total == 1 else every.format(shown=shown, total=total)
+    return part.format(shown=shown, total=total)
+
+
+def _moves_heading(shown: int, total: int) -> str:
+    return _part_of(shown, total, "<h4>No leader change in the window.</h4>", "<h4>The leader change, explained</h4>",
+                    "<h4>The {total} leader changes, explained</h4>",
+                    "<h4>The {shown} newest of {total} leader changes, explained</h4>")
 
 
 def _heatmap_caption(rows: int, affected: int) -> str:
-    if affected == 0:
-        return "No partition was affected."
-    if rows == affected:
-        return "The one affected partition." if affected == 1 else f"All {affected:,} affected partitions."
-    return f"The {rows:,} most affected of {affected:,} affected partitions."
+    return _part_of(rows, affected, "No partition was affected.", "The one affected partition.",
+                    "All {total:,} affected partitions.", "The {shown:,} most affected of {total:,} affected partitions.")
 
 
 def _affected_heading(affected: int) -> str:
-    if affected == 0:
-        return "Affected partitions: none"
-    if affected <= DRILL_DOWN:
-        return "The affected partition" if affected == 1 else f"The {affected} affected partitions"
-    return f"Affected partitions: the {DRILL_DOWN} worst of {affected:,}"
+    return _part_of(min(affected, DRILL_DOWN), affected, "Affected partitions: none", "The affected partition",
+                    "The {total} affected partitions", "Affected partitions: the {shown} worst of {total:,}")
 
 
 def _page(inc: Incident, judged: Verdict | None, parts: list[str], bad: list[Violation],

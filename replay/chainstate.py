@@ -9,6 +9,7 @@ without --allow-gaps that would add such a stretch is refused (rolled back), nam
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,8 +118,6 @@ def _reason(a: int, b: int, sources: list[Gap]) -> str:
 def record(con: duckdb.DuckDBPyConnection, read: VerifiedRead, clusters: list[str], allow_gaps: bool) -> dict[str, Status]:
     """Recompute chain_status and chain_gaps of `clusters` after a load (inside its transaction).
     Without allow_gaps, a stretch this load would add raises ArchiveProblem."""
-    import time
-
     out: dict[str, Status] = {}
     for cluster in clusters:
         old = status(con, cluster)

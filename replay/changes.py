@@ -13,6 +13,7 @@ from replay.errors import StoreError
 from replay import gaps
 from replay.queries import KAFKA_DEFAULTS, MIN_ISR, UNCLEAN, configs_as_of, state_of
 from replay.store import Point, Store
+from schemas.times import show
 
 _B = "b_replicas, b_isr, b_adding, b_removing, b_elr, b_last_known_elr, b_leader, b_leader_epoch, b_partition_epoch, b_recovery"
 _A = _B.replace("b_", "a_")
@@ -151,8 +152,6 @@ def broker_as_of(store: Store, cluster: str, broker: int, seq: int, time_ms: int
     controller writes the leader moves of a fencing or a controlled shutdown first and the broker's own
     record last, in one atomic batch: ReplicationControlManager.handleBrokerFenced / handleBrokerShutdown),
     else its state as of `seq`, with the change that made it so (seq, offset, time)."""
-    from schemas.times import show
-
     params = {"c": cluster, "b": broker, "s": seq, "t": time_ms}
     # The batch: the events after `seq` that share its append time, up to the first one that does not.
     same_batch = store.con.execute("""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -64,8 +65,6 @@ def check_directory_writable(path: Path) -> None:
     write-ahead log `<store>.wal` next to the store only at COMMIT, so a writable store file in a read-only
     directory would fail only after a whole load, and with "cannot rollback - no transaction is active"
     (the rollback of the failed commit) instead of the reason."""
-    import tempfile
-
     parent = path.parent
     if not parent.is_dir():
         return  # duckdb.connect's own error says so (explain: "the directory ... does not exist")

@@ -7,6 +7,7 @@ CRC-64-AVRO fingerprint, without a registry server.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -61,8 +62,6 @@ V1_CANONICAL_SHA256 = "393522a65eef32f1c35db1eb3b4e9374c488267fcf041fdb640d71176
 
 
 def current_is_v1() -> bool:
-    import hashlib
-
     return hashlib.sha256(current().canonical.encode()).hexdigest() == V1_CANONICAL_SHA256
 
 

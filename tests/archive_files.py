@@ -2,8 +2,9 @@
 one gets the manifest the archive writer would give it."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ from schemas.archive.chain import record_hash
 from schemas.codec import to_avro
 from schemas.archive.container import iter_records, write_events
 from schemas.events import ControllerEvent
+from replay.store import Store
+from schemas.archive import ArchiveWriter
 from schemas.archive.manifest import MANIFEST_SUFFIX, FileManifest, SourceMark, read_manifest, write_manifest
 
 
@@ -75,3 +78,18 @@ def rechain(events: list[ControllerEvent]) -> list[ControllerEvent]:
         prev = linked.hash
         _HEADS[(e.cluster_id, e.seq)] = prev
     return out
+
+
+@contextlib.contextmanager
+def stored(events: Iterable[ControllerEvent], where: Path, cluster_id: str) -> Iterator[Store]:
+    """The events chained into an archive (where/a) by the writer and loaded into a store (where/s.duckdb),
+    closed after."""
+    with ArchiveWriter(where / "a", cluster_id) as w:
+        for e in events:
+            w.append(e)
+    store = Store(where / "s.duckdb")
+    try:
+        store.load([where / "a"])
+        yield store
+    finally:
+        store.close()

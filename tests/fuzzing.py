@@ -132,3 +132,13 @@ def damaged(draw: st.DrawFn, base: bytes, max_edits: int = 4) -> bytes:
 def hostile(base: bytes, random_size: int = 4096) -> st.SearchStrategy[bytes]:
     """Damaged copies of `base` (mostly) and fully random bytes."""
     return st.one_of(damaged(base), damaged(base), damaged(base), st.binary(max_size=random_size))
+
+
+def damage_some(data: Any, items: Iterable[Any], damage: Callable[[Any], st.SearchStrategy[Any]],
+                first: int = 0) -> list[Any]:
+    """The items with one to three of them (from index `first` on; one may be drawn twice) replaced by what
+    `damage(item)` draws."""
+    out = list(items)
+    for i in data.draw(st.lists(st.integers(first, len(out) - 1), min_size=1, max_size=3)):
+        out[i] = data.draw(damage(out[i]))
+    return out

@@ -80,6 +80,7 @@ def test_the_site_builds_strict(site):
 
 def test_the_cli_reference_holds_every_command_and_flag(site):
     from ctrlaudit.cli import cli
+    from tests.ctrlaudit.conftest import subcommands
 
     text = _text(site[0] / "reference" / "cli" / "index.html")
 
@@ -91,7 +92,7 @@ def test_the_cli_reference_holds_every_command_and_flag(site):
             for opt in getattr(param, "opts", ()):
                 if opt.startswith("-"):
                     assert opt in text, (path, opt)
-        for name, sub in getattr(command, "commands", {}).items():
+        for name, sub in subcommands(command).items():
             walk(sub, [*path, name])
 
     walk(cli, ["ctrlaudit"])

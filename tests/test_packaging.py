@@ -104,8 +104,9 @@ def test_capture_and_spark_without_their_extra_say_which_extra(tmp_path):
 
 
 def test_the_wheel_holds_every_file_read_at_run_time(tmp_path):
-    """A plain `pip install .` must bring the invariants' SQL (and its fragments) and the Avro schema:
-    `ctrlaudit check` reads them at run time. The wheel is built from this tree, as pip builds it."""
+    """A plain `pip install .` must bring the invariants' SQL (and its fragments), the Avro schema and the KRaft
+    record field tables: `ctrlaudit check` and the KRaft decoder read them at run time. The wheel is built from
+    this tree, as pip builds it."""
     import zipfile
 
     from checks.catalog import CATALOG
@@ -117,5 +118,5 @@ def test_the_wheel_holds_every_file_read_at_run_time(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     wanted = {f"checks/invariants/{inv.name}.sql" for inv in CATALOG}
     wanted |= {f"checks/invariants/fragments/{p.name}" for p in (ROOT / "checks" / "invariants" / "fragments").glob("*.sql")}
-    wanted |= {"schemas/avro/controller_event.v1.avsc"}
+    wanted |= {"schemas/avro/controller_event.v1.avsc", "services/kraft/specs.json"}
     assert wanted - names == set()

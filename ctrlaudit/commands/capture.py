@@ -1,20 +1,27 @@
 """`ctrlaudit capture`, `ctrlaudit archive`, `ctrlaudit verify`: the capture side's commands."""
 from __future__ import annotations
 
+import logging
 import os
+import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
 from ctrlaudit.commands.options import COMMAND_CONFIG, given_cluster_id
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs
 from ctrlaudit.errors import EXIT_FOUND, UsageError, user_errors
-
-if TYPE_CHECKING:
-    from services.capture.settings import Settings
+from ctrlaudit.progress import bar
+from ctrlaudit.supervisor import Child, Supervisor
+from schemas import names
+from schemas.archive.verified import ArchiveProblem, VerifiedRead
+from services.capture.archiver import run
+from services.capture.connect import connect_timeout, require_reachable
+from services.capture.settings import Settings
+from services.zookeeper.watch import ZooKeeperWatch
 
 BOOTSTRAP = typer.Option(None, "--bootstrap-server",
                          help="Kafka bootstrap servers (env CTRLAUDIT_BOOTSTRAP_SERVERS); a cluster that does not "
@@ -23,7 +30,7 @@ EVENTS_TOPIC = typer.Option(None, "--topic", help="Events topic (env CTRLAUDIT_E
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("capture", short_help="Capture a live cluster (KRaft log or ZooKeeper).")
+    @app.command("capture")
     @user_errors
     def capture(
         metadata_dir: Path | None = typer.Option(None, "--metadata-dir",
@@ -52,10 +59,6 @@ def register(app: typer.Typer) -> None:
         priority, so that a burst of changes is captured at full speed and the alerts catch up after.
         A process that exits is started again after a backoff (1 s, doubling to 30 s); one that fails
         within a minute of starting --max-restarts times in a row stops the capture with its exit code."""
-        import subprocess
-
-        from ctrlaudit.supervisor import Child, Supervisor
-
         if (metadata_dir is None) == (zookeeper is None):
             raise UsageError("give --metadata-dir (a KRaft cluster) or --zookeeper (a ZooKeeper-mode cluster)")
         if metadata_dir is not None and not (metadata_dir / "quorum-state").exists() \
@@ -77,9 +80,6 @@ def register(app: typer.Typer) -> None:
         elif env.get("CTRLAUDIT_CLUSTER_ID"):
             given_cluster_id(env["CTRLAUDIT_CLUSTER_ID"], "CTRLAUDIT_CLUSTER_ID")
         if zookeeper is not None:  # one line now, not a worker restarted until it gives up
-            from schemas import names
-            from services.capture.connect import connect_timeout
-            from services.zookeeper.watch import ZooKeeperWatch  # extra: capture
 
             probe = ZooKeeperWatch(zookeeper, timeout=connect_timeout())
             probe.require_kafka()
@@ -109,7 +109,7 @@ def register(app: typer.Typer) -> None:
             children.append(Child("offset sampler", start([sys.executable, "-m", "services.capture", "sampler"])))
         raise typer.Exit(Supervisor(children, max_quick=max_restarts).run())
 
-    @app.command("archive", short_help="Keep the events topic as hourly Avro files.")
+    @app.command("archive")
     @user_errors
     def archive(
         archive_dir: Path | None = typer.Option(None, "--archive-dir",
@@ -123,11 +123,6 @@ def register(app: typer.Typer) -> None:
         json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Consume the events topic into hourly Avro files with manifests (fsync, then commit)."""
-        import logging
-
-        from services.capture.archiver import run  # extra: capture
-        from services.capture.settings import Settings
-
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         s = Settings().replace(bootstrap_servers=bootstrap_server, events_topic=topic,
                                archive_dir=str(archive_dir) if archive_dir else None,
@@ -140,7 +135,7 @@ def register(app: typer.Typer) -> None:
         out.say(f"{s.archive_dir}: archived {a.appended:,} events ({a.skipped:,} already present)")
         out.json({"archive_dir": str(s.archive_dir), "appended": a.appended, "already_present": a.skipped})
 
-    @app.command("verify", short_help="Verify an archive's hash chain and manifests.")
+    @app.command("verify")
     @user_errors
     def verify(
         archive: Path = typer.Argument(..., help="Archive root or one cluster's directory."),
@@ -149,11 +144,6 @@ def register(app: typer.Typer) -> None:
         """Check the hash chain and the manifests; name the first missing/altered/reordered/inserted event.
 
         Exit 0: intact; 1: broken; 2: not an archive."""
-        from dataclasses import asdict
-
-        from ctrlaudit.progress import bar
-        from schemas.archive.verified import ArchiveProblem, VerifiedRead
-
         refuse_outputs({"--json": json_path}, force=force, inputs=[archive])
         try:
             read = VerifiedRead([archive])
@@ -183,9 +173,6 @@ def _check_access(env_or_settings: dict[str, str] | Settings) -> None:
     """Read the --command-config file and try it on the brokers once, before any client starts: a bad file,
     refused credentials or a cluster that does not answer within CTRLAUDIT_CONNECT_TIMEOUT (15 s) is one
     line and exit 2 here, not a worker restarted until it gives up nor a consumer retrying forever."""
-    from services.capture.connect import require_reachable  # extra: capture
-    from services.capture.settings import Settings
-
     s = env_or_settings
     if isinstance(s, dict):
         s = Settings().replace(bootstrap_servers=s.get("CTRLAUDIT_BOOTSTRAP_SERVERS"),

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import typer
 
+from ctrlaudit.check_run import run_check
 from ctrlaudit.commands.output import (FORCE, JSON_OUT, TIME_FORMAT, TimeFormat, check_inputs, refuse_outputs,
                                        use_time_format)
 from ctrlaudit.errors import user_errors
+from ctrlaudit.progress import archive_bytes, bar
 
 
 class Engine(str, Enum):
@@ -17,7 +19,7 @@ class Engine(str, Enum):
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("check", short_help="Check the invariant catalog over a history.")
+    @app.command("check")
     @user_errors
     def check(
         # strings, not Paths: a Path folds the "//" of hdfs://host/… into "/"
@@ -41,12 +43,9 @@ def register(app: typer.Typer) -> None:
         time_format: TimeFormat | None = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """Check every invariant of the catalog. Exit 0 clean, 1 violations, 2 bad input."""
-        from ctrlaudit.check_run import run_check
-
         use_time_format(time_format)
         refuse_outputs({"--json": json_path, "--junit": junit_path, "--csv": csv_path}, force=force,
                        inputs=check_inputs(inputs))
-        from ctrlaudit.progress import archive_bytes, bar
 
         with bar("reading and verifying", archive_bytes(inputs)) as progress:
             code = run_check(list(inputs), engine=engine.value, allow=allow, json_path=json_path,

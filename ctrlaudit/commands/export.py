@@ -11,6 +11,7 @@ when there are gaps. The command's output names each gap (WARNING seq a..b not v
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import tempfile
 from enum import Enum
@@ -22,7 +23,9 @@ import typer
 from ctrlaudit.commands.options import CLUSTER, STORE
 from ctrlaudit.commands.output import (FORCE, JSON_OUT, Output, copy_to_stdout, into_place, is_stdout,
                                        refuse_outputs, store_files)
+from ctrlaudit.commands.query import _open
 from ctrlaudit.errors import reader_may_leave, user_errors
+from replay import chainstate
 from schemas.archive.verified import Gap
 
 
@@ -38,7 +41,7 @@ _COPY = {ExportFormat.parquet: "FORMAT parquet, COMPRESSION zstd", ExportFormat.
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("export", short_help="Write the events table (Parquet, CSV, JSON).")
+    @app.command("export")
     @user_errors
     def export(
         store: Path = STORE, cluster: str | None = CLUSTER,
@@ -52,9 +55,6 @@ def register(app: typer.Typer) -> None:
         Seqs that are not verified data (a store loaded with --allow-gaps) are named: in Parquet in the file's
         key-value metadata (ctrlaudit.gaps, JSON); in CSV and JSON beside the file, in <out>.gaps.csv or
         <out>.gaps.json (cluster_id, from_seq, to_seq, reason); and in a WARNING line per gap."""
-        from ctrlaudit.commands.query import _open
-        from replay import chainstate
-
         to_stdout = is_stdout(out)
         # the gaps of a CSV or JSON-lines export go beside it; to standard output, in the WARNING lines only
         sidecar = None if to_stdout else out.with_name(out.name + ".gaps." + ("json" if fmt is ExportFormat.json
@@ -118,8 +118,6 @@ def _parquet_metadata(cluster_id: str, end: int | None, verified_to: int, gaps: 
 
 def _write_gaps(sidecar: Path, gaps: list[Gap], fmt: ExportFormat) -> None:
     """The gaps beside a CSV or JSON-lines export, in its format (by way of a temporary file)."""
-    import csv
-
     with into_place(sidecar) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fo:
         if fmt is ExportFormat.json:
             fo.writelines(json.dumps(_gap(g)) + "\n" for g in gaps)

@@ -6,6 +6,8 @@ from typing import overload
 
 import typer
 
+from schemas import names
+
 DEFAULT_STORE = os.environ.get("CTRLAUDIT_STORE", "ctrlaudit.duckdb")
 
 STORE = typer.Option(DEFAULT_STORE, "--store", help="DuckDB store file (env CTRLAUDIT_STORE).")
@@ -25,6 +27,4 @@ def given_cluster_id(value: None, option: str = ...) -> None: ...
 def given_cluster_id(value: str | None, option: str = "--cluster-id") -> str | None:
     """A cluster id given on the command line, checked before it names a directory (schemas/names.py);
     None when not given (an empty one is refused, not taken as absent)."""
-    from schemas import names
-
     return None if value is None else names.cluster_id(value, option)

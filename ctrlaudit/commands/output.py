@@ -23,19 +23,20 @@ import json
 import os
 import shutil
 import stat
-import sys
 import secrets
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.console import Console
 
-from ctrlaudit.errors import reader_may_leave
+from ctrlaudit.errors import UsageError, reader_may_leave
+from schemas import times
 
 if TYPE_CHECKING:
-    from rich.console import Console
     from rich.table import Table
 
 
@@ -57,8 +58,6 @@ FORCE = typer.Option(False, "--force", help="Replace an output file that exists 
 
 
 def use_time_format(fmt: TimeFormat | None) -> None:
-    from schemas import times
-
     if fmt is not None:
         times.use(fmt.value)
 
@@ -172,8 +171,6 @@ def refuse_outputs(outputs: Mapping[str, str | Path | None], *, force: bool = Fa
     the command reads (URIs such as hdfs://... are not local files and are left out); `directories`: option ->
     an output directory (an archive the command writes), which must not be, or be inside, an input either, and
     which no file output may be in."""
-    from ctrlaudit.errors import UsageError
-
     read = [Path(p) for p in inputs if p is not None and "://" not in str(p)]
     for option, directory in (directories or {}).items():
         for source in read:
@@ -208,8 +205,6 @@ def refuse_outputs(outputs: Mapping[str, str | Path | None], *, force: bool = Fa
 def _refuse_not_regular(path: Path, where: str) -> bool:
     """True when `path` is an existing regular file, False when nothing is there; UsageError for anything
     else."""
-    from ctrlaudit.errors import UsageError
-
     try:
         mode = os.lstat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -223,8 +218,6 @@ def _refuse_not_regular(path: Path, where: str) -> bool:
 def print_table(table: Table, console: Console | None = None) -> None:
     """A rich table on a terminal: at its width, long cells folded onto more lines, never cut with '…'.
     Into a pipe or a file: as wide as the table needs, one line per row."""
-    from rich.console import Console
-
     for column in table.columns:
         column.overflow = "fold"
     console = console or Console()

@@ -12,13 +12,14 @@ from ctrlaudit.commands.options import CLUSTER, PARTITION, STORE, TOPIC
 from ctrlaudit.commands.output import (FORCE, JSON_OUT, TIME_FORMAT, Output, TimeFormat, print_table, refuse_outputs,
                                        store_files, use_time_format)
 from ctrlaudit.errors import UsageError, user_errors
+from replay import changes, formats, queries, topics
+from replay.store import Point, Store
 
 if TYPE_CHECKING:
     from rich.table import Table
 
     from replay.changes import Explanation, TimelineResult
     from replay.queries import DiffResult, HealthResult, StateResult, Topics
-    from replay.store import Point, Store
 
     Result = StateResult | HealthResult | DiffResult | TimelineResult | Explanation
 
@@ -56,8 +57,6 @@ def _emit(result: Result, fmt: Enum, json_path: Path | None, text: Callable[[], 
           table: Callable[[], Table] | None = None) -> None:
     """One result out: as --json asks (standard output or a file), then as --format asks; `text()` and
     `table()` make the text and the rich table only when they are asked for."""
-    from replay import formats
-
     if Output(json_path).json(lambda: formats.to_json(result)):
         return
     if fmt.value == "json":
@@ -71,8 +70,6 @@ def _emit(result: Result, fmt: Enum, json_path: Path | None, text: Callable[[], 
 
 
 def _open(store: Path) -> Store:
-    from replay.store import Store
-
     if not store.exists():
         raise UsageError(f"{store}: no such store; create it with `ctrlaudit load <archive>`")
     return Store(store, read_only=True)
@@ -98,7 +95,7 @@ def _flag(name: str) -> Any:  # typer.Option's, which is Any: the default of a b
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("state", short_help="The controller's view as of a point.")
+    @app.command("state")
     @user_errors
     def state(
         store: Path = STORE, cluster: str | None = CLUSTER,
@@ -128,8 +125,6 @@ def register(app: typer.Typer) -> None:
         json_path: Path | None = JSON_OUT, time_format: TimeFormat | None = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """The controller's view as of a point (default: the newest event), as kafka-topics --describe."""
-        from replay import formats, queries, topics
-
         try:
             tool = formats.tool_release(kafka_version) if kafka_version is not None else formats.ELR_TOOLS
         except ValueError as exc:
@@ -179,7 +174,7 @@ def register(app: typer.Typer) -> None:
 
         _emit(result, fmt, json_path, describe, lambda: formats.state_table(result))
 
-    @app.command("diff", short_help="What changed between two points.")
+    @app.command("diff")
     @user_errors
     def diff(
         store: Path = STORE, cluster: str | None = CLUSTER,
@@ -195,8 +190,6 @@ def register(app: typer.Typer) -> None:
         json_path: Path | None = JSON_OUT, time_format: TimeFormat | None = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """What changed between two points: partitions, brokers, controller."""
-        from replay import formats, queries, topics
-
         use_time_format(time_format)
         refuse_outputs({"--json": json_path}, force=force, inputs=store_files(store))
         if fmt is TextFormat.table:
@@ -217,7 +210,7 @@ def register(app: typer.Typer) -> None:
                                                              if pattern.fullmatch(p.topic))})
         _emit(result, fmt, json_path, lambda: formats.diff_text(result))
 
-    @app.command("timeline", short_help="Every change of one partition.")
+    @app.command("timeline")
     @user_errors
     def timeline(
         store: Path = STORE, cluster: str | None = CLUSTER,
@@ -230,8 +223,6 @@ def register(app: typer.Typer) -> None:
         json_path: Path | None = JSON_OUT, time_format: TimeFormat | None = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """Every change of one partition, oldest first, with who decided and why."""
-        from replay import changes, formats, topics
-
         use_time_format(time_format)
         refuse_outputs({"--json": json_path}, force=force, inputs=store_files(store))
         with _open(store) as s:
@@ -243,7 +234,7 @@ def register(app: typer.Typer) -> None:
             result = type(result)(result.point, result.topic, result.partition, result.changes[-limit:])
         _emit(result, fmt, json_path, lambda: formats.timeline_text(result), lambda: formats.timeline_table(result))
 
-    @app.command("explain", short_help="Why one partition change happened.")
+    @app.command("explain")
     @user_errors
     def explain(
         store: Path = STORE, cluster: str | None = CLUSTER,
@@ -260,8 +251,6 @@ def register(app: typer.Typer) -> None:
         json_path: Path | None = JSON_OUT, time_format: TimeFormat | None = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
         """Why one partition change happened: election type, previous ISR, controller and epoch."""
-        from replay import changes, formats, topics
-
         use_time_format(time_format)
         refuse_outputs({"--json": json_path}, force=force, inputs=store_files(store))
         if fmt in (TextFormat.csv, TextFormat.table):

@@ -3,20 +3,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
+from checks.run import check
+from ctrlaudit import verdict
 from ctrlaudit.commands.options import CLUSTER, STORE
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, is_stdout, refuse_outputs, store_files, write_text
+from ctrlaudit.commands.query import _open
 from ctrlaudit.errors import UsageError, user_errors
-
-if TYPE_CHECKING:
-    from replay.store import Store
+from ctrlaudit.report_html import render
+from replay import gaps, incident, topics
+from replay.store import Store
+from schemas import times
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("report", short_help="A self-contained HTML incident report.")
+    @app.command("report")
     @user_errors
     def report(
         store: Path = STORE, cluster: str | None = CLUSTER,
@@ -36,12 +39,6 @@ def register(app: typer.Typer) -> None:
         json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """A self-contained HTML incident report: summary, plots over time, drill-down per partition."""
-        from ctrlaudit.commands.query import _open
-        from ctrlaudit import verdict
-        from ctrlaudit.report_html import render
-        from replay import gaps, incident, topics
-        from schemas import times
-
         if check_json is not None and run_checks:
             raise UsageError("give --check-json or --run-checks, not both")
         refuse_outputs({"--out": out, "--json": json_path}, force=force, inputs=[*store_files(store), check_json])
@@ -51,7 +48,6 @@ def register(app: typer.Typer) -> None:
         elif run_checks:
             if not store.exists():
                 raise UsageError(f"{store}: no such store; create it with `ctrlaudit load <archive>`")
-            from checks.run import check
 
             # as --check-json would read it from the file `check --json` writes
             checks_from = "the check run"

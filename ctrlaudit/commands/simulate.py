@@ -11,11 +11,11 @@ from rich.console import Console
 from ctrlaudit.commands.options import given_cluster_id
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, is_stdout, refuse_outputs, write_text
 from ctrlaudit.errors import UsageError, user_errors
+from schemas.archive.writer import written_aside
+from services.simulator import BREACHES, SimConfig, simulate_to_archive
 
 
 def _parse_inject(values: list[str], events: int) -> list[tuple[str, int]]:
-    from services.simulator import BREACHES
-
     out = []
     for v in values:
         name, sep, index = v.partition("@")
@@ -31,7 +31,7 @@ def _parse_inject(values: list[str], events: int) -> list[tuple[str, int]]:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("simulate", short_help="Simulate a controller history into an archive.")
+    @app.command("simulate")
     @user_errors
     def simulate(
         out: Path = typer.Option(..., "--out", help="Archive directory to write (files go under <out>/<cluster>/)."),
@@ -52,8 +52,6 @@ def register(app: typer.Typer) -> None:
         json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Simulate Kafka's controller (placement, elections, ISR, reassignments, failover, HW/LEO)."""
-        from services.simulator import SimConfig, simulate_to_archive
-
         breaches = _parse_inject(inject, events)
         refuse_outputs({"--json": json_path, "--truth": truth}, force=force, directories={"--out": out})
         try:
@@ -63,7 +61,6 @@ def register(app: typer.Typer) -> None:
                                zookeeper=zookeeper)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        from schemas.archive.writer import written_aside
 
         console = Console(stderr=True)
         with written_aside(out, config.cluster) as aside, console.status(f"simulating {events:,} events"):

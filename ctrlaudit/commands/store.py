@@ -2,22 +2,24 @@
 from __future__ import annotations
 
 import contextlib
+import tempfile
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
 from ctrlaudit.commands.options import COMMAND_CONFIG, STORE
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs, store_files
 from ctrlaudit.errors import UsageError, user_errors
-
-if TYPE_CHECKING:
-    from replay.store import Store
+from ctrlaudit.progress import archive_bytes, bar
+from replay.store import Store
+from services.capture.archiver import consume_to_archive
+from services.capture.settings import Settings
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("load", short_help="Load archive files into the DuckDB store.")
+    @app.command("load")
     @user_errors
     def load(
         paths: list[Path] | None = typer.Argument(None, help="Archive files (.avro) or directories of them."),
@@ -33,10 +35,6 @@ def register(app: typer.Typer) -> None:
         json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Load archive files into the store. Loading the same events twice adds nothing."""
-        import tempfile
-
-        from replay.store import Store
-
         if not paths and not bootstrap_server:
             raise UsageError("give archive paths, or --bootstrap-server (and --topic) to read the events topic")
         if command_config and not bootstrap_server:
@@ -44,20 +42,16 @@ def register(app: typer.Typer) -> None:
         refuse_outputs({"--json": json_path}, force=force, inputs=[*(paths or []), *store_files(store)])
         with tempfile.TemporaryDirectory(prefix="ctrlaudit-topic-") as tmp:
             if bootstrap_server:
-                from services.capture.archiver import consume_to_archive  # extra: capture
-                from services.capture.settings import Settings
                 security = Settings().replace(command_config=str(command_config) if command_config else None).security
                 got = consume_to_archive(bootstrap_server, topic or "ctrlaudit.events", Path(tmp), security=security)
                 if got.appended == 0 and not paths:
                     raise UsageError(f"topic {topic or 'ctrlaudit.events'} at {bootstrap_server} holds no events")
                 paths = [*(paths or []), Path(tmp)]
-            from ctrlaudit.progress import archive_bytes, bar
 
             assert paths is not None  # given, or the topic's events just read into tmp
 
             with _removed_if_new_and_failed(Store(store)) as s, bar("loading", archive_bytes(paths)) as progress:
                 report = s.load(paths, workers=workers, allow_gaps=allow_gaps, progress=progress)
-        from dataclasses import asdict
 
         seconds = report.decode_seconds + report.store_seconds
         rate = f" ({report.events_read / seconds:,.0f} events/s)" if seconds else ""

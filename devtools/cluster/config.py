@@ -8,6 +8,11 @@ from pathlib import Path
 LOG_PATTERN = "[%d] %p %m (%c)%n"
 
 
+def under_root(*parts: str) -> property:
+    """A path property of an object with a `root`: root/parts."""
+    return property(lambda self: self.root.joinpath(*parts))
+
+
 @dataclass(frozen=True)
 class NodeLayout:
     """Where node ``node_id`` keeps everything; all paths are under the cluster directory."""
@@ -17,26 +22,11 @@ class NodeLayout:
     plaintext_port: int
     controller_port: int
 
-    @property
-    def properties(self) -> Path:
-        return self.root / "server.properties"
-
-    @property
-    def data_dir(self) -> Path:
-        return self.root / "data"
-
-    @property
-    def metadata_dir(self) -> Path:
-        """The ``__cluster_metadata-0`` partition directory (segments and snapshots)."""
-        return self.data_dir / "__cluster_metadata-0"
-
-    @property
-    def logs_dir(self) -> Path:
-        return self.root / "logs"
-
-    @property
-    def stdout(self) -> Path:
-        return self.root / "stdout.log"
+    properties = under_root("server.properties")
+    data_dir = under_root("data")
+    metadata_dir = under_root("data", "__cluster_metadata-0")  # the partition directory: segments and snapshots
+    logs_dir = under_root("logs")
+    stdout = under_root("stdout.log")
 
     @property
     def bootstrap(self) -> str:
@@ -200,18 +190,11 @@ def log4j2_properties() -> str:
             f"appender.{key}.layout.type = PatternLayout",
             f"appender.{key}.layout.pattern = {LOG_PATTERN}",
         ]
-    lines += [
-        "rootLogger.level = INFO",
-        "rootLogger.appenderRef.server.ref = KafkaAppender",
-        "logger.statechange.name = state.change.logger",
-        "logger.statechange.level = INFO",
-        "logger.statechange.additivity = false",
-        "logger.statechange.appenderRef.sc.ref = StateChangeAppender",
-        "logger.controller.name = org.apache.kafka.controller",
-        "logger.controller.level = INFO",
-        "logger.controller.additivity = false",
-        "logger.controller.appenderRef.ctl.ref = ControllerAppender",
-    ]
+    lines += ["rootLogger.level = INFO", "rootLogger.appenderRef.server.ref = KafkaAppender"]
+    for key, logger, ref, appender in (("statechange", "state.change.logger", "sc", "StateChangeAppender"),
+                                       ("controller", "org.apache.kafka.controller", "ctl", "ControllerAppender")):
+        lines += [f"logger.{key}.name = {logger}", f"logger.{key}.level = INFO", f"logger.{key}.additivity = false",
+                  f"logger.{key}.appenderRef.{ref}.ref = {appender}"]
     return "\n".join(lines) + "\n"
 
 
@@ -227,14 +210,10 @@ def log4j1_properties() -> str:
             f"log4j.appender.{app}.layout=org.apache.log4j.PatternLayout",
             f"log4j.appender.{app}.layout.ConversionPattern={LOG_PATTERN}",
         ]
-    out += [
-        "log4j.logger.state.change.logger=INFO, stateChangeAppender",
-        "log4j.additivity.state.change.logger=false",
-        "log4j.logger.kafka.controller=TRACE, controllerAppender",
-        "log4j.additivity.kafka.controller=false",
-        "log4j.logger.org.apache.kafka.controller=INFO, controllerAppender",
-        "log4j.additivity.org.apache.kafka.controller=false",
-    ]
+    for logger, level, app in (("state.change.logger", "INFO", "stateChangeAppender"),
+                               ("kafka.controller", "TRACE", "controllerAppender"),
+                               ("org.apache.kafka.controller", "INFO", "controllerAppender")):
+        out += [f"log4j.logger.{logger}={level}, {app}", f"log4j.additivity.{logger}=false"]
     return "\n".join(out) + "\n"
 
 

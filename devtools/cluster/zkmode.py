@@ -34,18 +34,9 @@ class ZooKeeperServer:
         self.snap_count = snap_count
         self.proc: subprocess.Popen | None = None
 
-    @property
-    def data_dir(self) -> Path:
-        return self.root / "data"
-
-    @property
-    def txn_dir(self) -> Path:
-        """Where ZooKeeper keeps ``log.<zxid>`` and ``snapshot.<zxid>`` (FileTxnSnapLog's version-2)."""
-        return self.data_dir / "version-2"
-
-    @property
-    def cfg(self) -> Path:
-        return self.root / "zoo.cfg"
+    data_dir = config.under_root("data")
+    txn_dir = config.under_root("data", "version-2")  # ``log.<zxid>``, ``snapshot.<zxid>`` (FileTxnSnapLog's)
+    cfg = config.under_root("zoo.cfg")
 
     @property
     def connect(self) -> str:

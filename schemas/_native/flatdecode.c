@@ -143,6 +143,23 @@ HOT int rd_index(rd_t *r, int n, const char *what)
     return (int)v;
 }
 
+/* The second byte of a multi-byte sequence after the lead byte c: 0x80..0xBF, narrower after E0 (no overlong),
+ * ED (no surrogate), F0 (no overlong) and F4 (nothing beyond U+10FFFF), as Unicode's table of well-formed
+ * byte sequences gives them. */
+static inline int utf8_second_ok(uint8_t c, uint8_t c1)
+{
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (c == 0xE0)
+        lo = 0xA0;
+    else if (c == 0xED)
+        hi = 0x9F;
+    else if (c == 0xF0)
+        lo = 0x90;
+    else if (c == 0xF4)
+        hi = 0x8F;
+    return c1 >= lo && c1 <= hi;
+}
+
 /* Strict UTF-8 (as Python's bytes.decode('utf-8')): no overlongs, surrogates or > U+10FFFF. */
 static int utf8_valid(const uint8_t *s, int64_t n)
 {
@@ -161,42 +178,13 @@ static int utf8_valid(const uint8_t *s, int64_t n)
             i++;
             continue;
         }
-        if (c >= 0xC2 && c <= 0xDF) {
-            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
-                return 0;
-            i += 2;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            if (i + 2 >= n)
-                return 0;
-            uint8_t c1 = s[i + 1], c2 = s[i + 2];
-            if ((c2 & 0xC0) != 0x80)
-                return 0;
-            if (c == 0xE0) {
-                if (c1 < 0xA0 || c1 > 0xBF)
-                    return 0;
-            } else if (c == 0xED) {
-                if (c1 < 0x80 || c1 > 0x9F)
-                    return 0;
-            } else if ((c1 & 0xC0) != 0x80)
-                return 0;
-            i += 3;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            if (i + 3 >= n)
-                return 0;
-            uint8_t c1 = s[i + 1], c2 = s[i + 2], c3 = s[i + 3];
-            if ((c2 & 0xC0) != 0x80 || (c3 & 0xC0) != 0x80)
-                return 0;
-            if (c == 0xF0) {
-                if (c1 < 0x90 || c1 > 0xBF)
-                    return 0;
-            } else if (c == 0xF4) {
-                if (c1 < 0x80 || c1 > 0x8F)
-                    return 0;
-            } else if ((c1 & 0xC0) != 0x80)
-                return 0;
-            i += 4;
-        } else
+        int len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        if (c < 0xC2 || c > 0xF4 || i + len > n || !utf8_second_ok(c, s[i + 1]))
             return 0;
+        for (int k = 2; k < len; k++)
+            if ((s[i + k] & 0xC0) != 0x80)
+                return 0;
+        i += len;
     }
     return 1;
 }
@@ -563,6 +551,14 @@ static inline void put_sv(batch_t *b, int ci, sv_t s)
         put_null(b, ci);
 }
 
+/* A string read from the record, put into column ci; the bytes, for what else needs them (the hashes). */
+static inline sv_t put_rd_str(rd_t *r, batch_t *b, int ci)
+{
+    sv_t s = rd_str(r);
+    put_str(b, ci, s.p, s.n);
+    return s;
+}
+
 /* close a list value: its end offset is the current child count */
 static inline void put_list_end(batch_t *b, int ci)
 {
@@ -645,10 +641,8 @@ static void rd_record(rd_t *r, batch_t *b)
 {
     sv_t s;
     /* envelope */
-    s = rd_str(r);
-    put_str(b, C_EVENT_ID, s.p, s.n);
-    s = rd_str(r);
-    put_str(b, C_CLUSTER_ID, s.p, s.n);
+    put_rd_str(r, b, C_EVENT_ID);
+    put_rd_str(r, b, C_CLUSTER_ID);
     r->seq = rd_long(r);
     put_i64(b, C_SEQ, r->seq);
     put_sym(b, C_SOURCE_KIND, SOURCE_KIND[rd_index(r, N_SOURCE_KIND, "enum SourceKind")]);
@@ -667,13 +661,11 @@ static void rd_record(rd_t *r, batch_t *b)
     if (rd_index(r, 2, "union"))
         put_i32(b, C_METADATA_VERSION, rd_int(r));
     put_bool(b, C_BOOTSTRAP, rd_bool(r));
-    s = rd_str(r);
-    put_str(b, C_PREV_HASH, s.p, s.n);
+    s = put_rd_str(r, b, C_PREV_HASH);
     r->prev_p = s.p;
     r->prev_n = s.n;
     r->h_start = r->p;
-    s = rd_str(r);
-    put_str(b, C_HASH, s.p, s.n);
+    s = put_rd_str(r, b, C_HASH);
     r->hash_p = s.p;
     r->hash_n = s.n;
     r->h_end = r->p;
@@ -714,16 +706,12 @@ static void rd_record(rd_t *r, batch_t *b)
     }
     case 2: /* TopicChange */
         put_sym(b, C_TOPIC_CHANGE, TOPIC_CHANGE_KIND[rd_index(r, N_TOPIC_CHANGE_KIND, "enum TopicChangeKind")]);
-        s = rd_str(r);
-        put_str(b, C_TOPIC, s.p, s.n);
-        s = rd_str(r);
-        put_str(b, C_TOPIC_ID, s.p, s.n);
+        put_rd_str(r, b, C_TOPIC);
+        put_rd_str(r, b, C_TOPIC_ID);
         break;
     case 3: { /* PartitionChange */
-        s = rd_str(r);
-        put_str(b, C_TOPIC, s.p, s.n);
-        s = rd_str(r);
-        put_str(b, C_TOPIC_ID, s.p, s.n);
+        put_rd_str(r, b, C_TOPIC);
+        put_rd_str(r, b, C_TOPIC_ID);
         put_i32(b, C_PARTITION, rd_int(r));
         int has = rd_index(r, 2, "union");
         put_bool(b, C_HAS_BEFORE, has);
@@ -761,24 +749,20 @@ static void rd_record(rd_t *r, batch_t *b)
     }
     case 4: /* ConfigChange */
         put_sym(b, C_CONFIG_TYPE, CONFIG_TYPE[rd_index(r, N_CONFIG_TYPE, "enum ConfigResourceType")]);
-        s = rd_str(r);
-        put_str(b, C_CONFIG_RESOURCE, s.p, s.n);
-        s = rd_str(r);
-        put_str(b, C_CONFIG_NAME, s.p, s.n);
+        put_rd_str(r, b, C_CONFIG_RESOURCE);
+        put_rd_str(r, b, C_CONFIG_NAME);
         put_sv(b, C_CONFIG_VALUE, rd_opt_str(r));
         put_sv(b, C_CONFIG_PREV_VALUE, rd_opt_str(r));
         (void)rd_bool(r); /* redacted */
         break;
     case 5: /* FeatureLevelChange */
-        s = rd_str(r);
-        put_str(b, C_FEATURE, s.p, s.n);
+        put_rd_str(r, b, C_FEATURE);
         put_i32(b, C_FEATURE_LEVEL, rd_int(r));
         if (rd_index(r, 2, "union"))
             put_i32(b, C_FEATURE_PREV_LEVEL, rd_int(r));
         break;
     case 6: { /* OffsetSample */
-        s = rd_str(r);
-        put_str(b, C_TOPIC, s.p, s.n);
+        put_rd_str(r, b, C_TOPIC);
         put_i32(b, C_PARTITION, rd_int(r));
         put_i32(b, C_S_LEADER, rd_int(r));
         put_i32(b, C_S_LEADER_EPOCH, rd_int(r));
@@ -811,15 +795,13 @@ static void rd_record(rd_t *r, batch_t *b)
     case 7: /* CaptureGap */
         put_i64(b, C_GAP_FROM, rd_long(r));
         put_i64(b, C_GAP_TO, rd_long(r));
-        s = rd_str(r);
-        put_str(b, C_REASON, s.p, s.n);
+        put_rd_str(r, b, C_REASON);
         break;
     case 8: /* UnknownRecord */
         put_i32(b, C_UNKNOWN_API_KEY, rd_int(r));
         put_i32(b, C_UNKNOWN_VERSION, rd_int(r));
         (void)rd_bytes(r); /* data */
-        s = rd_str(r);
-        put_str(b, C_REASON, s.p, s.n);
+        put_rd_str(r, b, C_REASON);
         break;
     }
     row_end(b);
@@ -881,6 +863,18 @@ static void block_too_large(dec_t *d, int64_t at)
          (long long)d->max_block);
 }
 
+/* The inflate buffer grown to `cap` bytes, at most one past the largest block (to know when one is passed). */
+static void grow_scratch(dec_t *d, size_t cap)
+{
+    if (cap > (size_t)d->max_block + 1)
+        cap = (size_t)d->max_block + 1;
+    uint8_t *p = realloc(d->scratch, cap);
+    if (!p)
+        fail(&d->e, E_NOMEM, "out of memory");
+    d->scratch = p;
+    d->scratch_cap = cap;
+}
+
 static void inflate_block(dec_t *d, const uint8_t *src, int64_t n, int64_t at, const uint8_t **out,
                           int64_t *out_len)
 {
@@ -891,16 +885,8 @@ static void inflate_block(dec_t *d, const uint8_t *src, int64_t n, int64_t at, c
         d->zs_init = 1;
     } else if (inflateReset(&d->zs) != Z_OK)
         fail(&d->e, E_DATA, "zlib inflateReset failed");
-    if (d->scratch_cap < (size_t)n * 4 + 4096 && d->scratch_cap <= (size_t)d->max_block) {
-        size_t cap = (size_t)n * 4 + 4096;
-        if (cap > (size_t)d->max_block + 1)
-            cap = (size_t)d->max_block + 1;
-        uint8_t *p = realloc(d->scratch, cap);
-        if (!p)
-            fail(&d->e, E_NOMEM, "out of memory");
-        d->scratch = p;
-        d->scratch_cap = cap;
-    }
+    if (d->scratch_cap < (size_t)n * 4 + 4096 && d->scratch_cap <= (size_t)d->max_block)
+        grow_scratch(d, (size_t)n * 4 + 4096);
     /* feed in chunks of at most 1 GiB: avail_in is a uInt. Bytes after the end of the stream are
        ignored, as Python's zlib.decompressobj(-15).decompress does (fastavro writes zlib.compress
        output minus its 2-byte header and the last byte of the checksum: 3 bytes follow the
@@ -922,14 +908,7 @@ static void inflate_block(dec_t *d, const uint8_t *src, int64_t n, int64_t at, c
             /* a bomb stops here, having cost at most the limit (plus one byte to know it is passed) */
             if (produced > (size_t)d->max_block)
                 block_too_large(d, at);
-            size_t cap = d->scratch_cap * 2;
-            if (cap > (size_t)d->max_block + 1)
-                cap = (size_t)d->max_block + 1;
-            uint8_t *p = realloc(d->scratch, cap);
-            if (!p)
-                fail(&d->e, E_NOMEM, "out of memory");
-            d->scratch = p;
-            d->scratch_cap = cap;
+            grow_scratch(d, d->scratch_cap * 2);
         }
         size_t room = d->scratch_cap - produced;
         if (room > (1u << 30))

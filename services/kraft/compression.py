@@ -21,6 +21,7 @@ import gzip
 import importlib
 import struct
 import zlib
+from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, cast
 
@@ -60,14 +61,14 @@ def _optional(name: str) -> ModuleType | None:
 _snappy = _optional("snappy")
 _lz4_frame = _optional("lz4.frame")
 _zstandard = _optional("zstandard")
+_cramjam = _optional("cramjam")  # the fallback for each of the three
 
 
-def _cramjam() -> ModuleType | None:
-    try:
-        import cramjam
-        return cramjam
-    except ImportError:
-        return None
+def _fallback(codec: int) -> ModuleType:
+    """cramjam, for a codec whose own package is missing; MissingCodec, naming the packages, without it."""
+    if _cramjam is None:
+        raise MissingCodec(_PACKAGES[codec])
+    return _cramjam
 
 
 def _snappy_declared_length(data: bytes) -> int:
@@ -92,21 +93,15 @@ def _snappy_raw(data: bytes) -> bytes:
     that many bytes, or fails)."""
     if _snappy is not None:
         return cast(bytes, _snappy.decompress(data))  # python-snappy: no type information
-    cj = _cramjam()
-    if cj is None:
-        raise MissingCodec(_PACKAGES[2])
+    cj = _fallback(2)
     return bytes(cj.snappy.decompress_raw(data))
 
 
 def _snappy_raw_compress(data: bytes) -> bytes:
-    try:
-        import snappy
-        return cast(bytes, snappy.compress(data))  # python-snappy: no type information
-    except ImportError:
-        cj = _cramjam()
-        if cj is None:
-            raise MissingCodec(_PACKAGES[2]) from None
-        return bytes(cj.snappy.compress_raw(data))
+    if _snappy is not None:
+        return cast(bytes, _snappy.compress(data))  # python-snappy: no type information
+    cj = _fallback(2)
+    return bytes(cj.snappy.compress_raw(data))
 
 
 def snappy_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
@@ -155,14 +150,10 @@ def lz4_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
 
 
 def lz4_compress(data: bytes) -> bytes:
-    try:
-        import lz4.frame
-        return cast(bytes, lz4.frame.compress(data))  # lz4: no type information
-    except ImportError:
-        cj = _cramjam()
-        if cj is None:
-            raise MissingCodec(_PACKAGES[3]) from None
-        return bytes(cj.lz4.compress(data))
+    if _lz4_frame is not None:
+        return cast(bytes, _lz4_frame.compress(data))  # lz4: no type information
+    cj = _fallback(3)
+    return bytes(cj.lz4.compress(data))
 
 
 def zstd_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
@@ -195,14 +186,10 @@ def zstd_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
 
 
 def zstd_compress(data: bytes) -> bytes:
-    try:
-        import zstandard
-        return zstandard.ZstdCompressor().compress(data)
-    except ImportError:
-        cj = _cramjam()
-        if cj is None:
-            raise MissingCodec(_PACKAGES[4]) from None
-        return bytes(cj.zstd.compress(data))
+    if _zstandard is not None:
+        return cast(bytes, _zstandard.ZstdCompressor().compress(data))
+    cj = _fallback(4)
+    return bytes(cj.zstd.compress(data))
 
 
 def gzip_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
@@ -227,9 +214,7 @@ def gzip_decompress(data: bytes, limit: int = MAX_RECORDS_BYTES) -> bytes:
 
 def _cramjam_bounded(codec: int, name: str, data: bytes, limit: int) -> bytes:
     """cramjam's decompression into a buffer of limit + 1 bytes: one that fills it is too large."""
-    cj = _cramjam()
-    if cj is None:
-        raise MissingCodec(_PACKAGES[codec])
+    cj = _fallback(codec)
     buf = bytearray(limit + 1)
     try:
         n = getattr(cj, name).decompress_into(data, buf)
@@ -243,30 +228,24 @@ def _cramjam_bounded(codec: int, name: str, data: bytes, limit: int) -> bytes:
 
 
 def decompress(codec: int, data: Buffer, limit: int = MAX_RECORDS_BYTES) -> bytes:
-    data = bytes(data)
-    if codec == 1:
-        return gzip_decompress(data, limit)
-    if codec == 2:
-        return snappy_decompress(data, limit)
-    if codec == 3:
-        return lz4_decompress(data, limit)
-    if codec == 4:
-        return zstd_decompress(data, limit)
-    raise ValueError(f"unknown compression codec {codec}")
+    inflate = _DECOMPRESSORS.get(codec)
+    if inflate is None:
+        raise ValueError(f"unknown compression codec {codec}")
+    return inflate(bytes(data), limit)
 
 
 def compress(codec: int, data: bytes) -> bytes:
-    if codec == 0:
-        return data
-    if codec == 1:
-        return gzip.compress(data)
-    if codec == 2:
-        return snappy_compress_xerial(data)
-    if codec == 3:
-        return lz4_compress(data)
-    if codec == 4:
-        return zstd_compress(data)
-    raise ValueError(f"unknown compression codec {codec}")
+    deflate = _COMPRESSORS.get(codec)
+    if deflate is None:
+        raise ValueError(f"unknown compression codec {codec}")
+    return deflate(data)
+
+
+# by the codec's attribute bits (CODECS); none (0) is not decompressed: its batch holds the records as they are
+_DECOMPRESSORS: dict[int, Callable[[bytes, int], bytes]] = {
+    1: gzip_decompress, 2: snappy_decompress, 3: lz4_decompress, 4: zstd_decompress}
+_COMPRESSORS: dict[int, Callable[[bytes], bytes]] = {
+    0: lambda data: data, 1: gzip.compress, 2: snappy_compress_xerial, 3: lz4_compress, 4: zstd_compress}
 
 
 def available(codec: int) -> bool:

@@ -39,9 +39,7 @@ class ControlRecord(Record):
 
     def __init__(self, offset: int, timestamp: int, batch: Batch, control_type: int,
                  key_version: int, mv: MessageVersion | None, data: Message | None, value: bytes) -> None:
-        self.offset = offset
-        self.timestamp = timestamp
-        self.batch = batch
+        Record.__init__(self, offset, timestamp, batch)
         self.control_type = control_type
         self.key_version = key_version
         self.mv = mv

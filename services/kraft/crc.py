@@ -33,18 +33,13 @@ def crc32c_pure(data: Buffer, crc: int = 0) -> int:
     return c ^ 0xFFFFFFFF
 
 
-def _pick() -> tuple[Callable[[Buffer], int], str]:
-    try:
-        import crc32c as _c
-        return _c.crc32c, "crc32c"
-    except ImportError:
-        pass
+crc32c: Callable[[Buffer], int]
+try:
+    import crc32c as _c
+    crc32c, BACKEND = _c.crc32c, "crc32c"
+except ImportError:
     try:
         import google_crc32c as _g
-        return (lambda d: _g.value(bytes(d))), "google_crc32c"
+        crc32c, BACKEND = (lambda d: _g.value(bytes(d))), "google_crc32c"
     except ImportError:
-        pass
-    return crc32c_pure, "pure-python"
-
-
-crc32c, BACKEND = _pick()
+        crc32c, BACKEND = crc32c_pure, "pure-python"

@@ -156,14 +156,9 @@ class LogReader:
         self._decode_data = (native.decode_data_batch if (native.available() if native_decode is None
                                                           else native_decode)
                              else decode_data_batch)
-        self.path = Path(path)
-        self.file = str(path)
-        self.on_error = on_error
-        self.live = live
-        self.start_position = start_position
-        self.verify_crc = verify_crc
-        self._data = data
-        self.next_position = start_position
+        self.path, self.file, self._data = Path(path), str(path), data
+        self.on_error, self.live, self.verify_crc = on_error, live, verify_crc
+        self.start_position = self.next_position = start_position
         self.partial_tail: PartialTail | None = None
         self.skipped: list[SkippedRange] = []
         self.batch_count = 0

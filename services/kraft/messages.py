@@ -1,4 +1,4 @@
-"""Compiles the field tables in ``specs.py`` into one Python decoder per (message, version).
+"""Compiles the field tables of ``specs.py`` (specs.json) into one Python decoder per (message, version).
 
 Decoders are generated as Python source and ``exec``-ed once at import: each is a straight-line
 function with local variables, consecutive fixed-width fields merged into one

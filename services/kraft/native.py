@@ -3,7 +3,7 @@
 ``decode_data_batch`` gives exactly what records.decode_data_batch gives (same MetadataRecord
 objects, same dicts, same offsets and timestamps), reading the record framing, the value frame and
 the message bodies in C. The C code knows no message by name: it gets one table per message
-version, derived here from messages.CATALOGUE (the field tables compiled from specs.py). Whenever
+version, derived here from messages.CATALOGUE (the field tables compiled from specs.json). Whenever
 a batch holds anything the C code does not read (unknown apiKey, version or tag, a null value,
 a bound or varint that is off, invalid UTF-8), it returns None and the batch goes the Python way,
 which stays the reference and raises, or keeps UnknownRecords, with its usual messages.

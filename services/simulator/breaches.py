@@ -7,23 +7,14 @@ sample) may come first; the ground truth names the breaking event itself.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import cast
 
-from schemas.events import (
-    BrokerChangeKind,
-    ControllerChange,
-    ControllerEvent,
-    ElectionType,
-    LeaderRecoveryState,
-    OffsetSample,
-    PartitionChange,
-    PartitionChangeKind,
-    PartitionState,
-    TopicChange,
-    TopicChangeKind,
-)
+from schemas.events import (BrokerChangeKind, ControllerChange, ControllerEvent, ElectionType, LeaderRecoveryState,
+                            OffsetSample, PartitionChange, PartitionChangeKind, PartitionState, TopicChange,
+                            TopicChangeKind)
 from services.simulator import partition_rules as rules
 from services.simulator.model import UNCLEAN, Partition
 from services.simulator.config import BREACHES, BreachRecord
@@ -91,9 +82,38 @@ def _took_turn(sim: Simulator, name: str) -> None:
     counts[name] = counts.get(name, 0) + 1
 
 
+def _on(ok: Callable[[Partition], bool]) -> Callable[[Callable[[Simulator, Partition], BreachRecord | None]],
+                                                     Callable[[Simulator], BreachRecord | None]]:
+    """The decorated injection made in the partition `_partition` picks among those `ok` accepts; nothing
+    (None) when there is none."""
+    def injector(inject: Callable[[Simulator, Partition], BreachRecord | None]) -> Callable[[Simulator],
+                                                                                          BreachRecord | None]:
+        @functools.wraps(inject)
+        def injected(sim: Simulator) -> BreachRecord | None:
+            p = _partition(sim, ok)
+            return None if p is None else inject(sim, p)
+        return injected
+    return injector
+
+
 def _healthy(p: Partition) -> bool:
     s = p.state
     return s.leader >= 0 and s.leader_recovery_state == LeaderRecoveryState.RECOVERED
+
+
+def _has_follower_in_isr(p: Partition) -> bool:
+    return _healthy(p) and len(p.state.isr) > 1
+
+
+def _broken_then_repaired(sim: Simulator, p: Partition, broken: PartitionState, injected: str,
+                          repaired: str) -> ControllerEvent:
+    """`broken` emitted, then in the next change the partition's ISR and ELR as they were: the breach stands in
+    exactly one state. The breaking event."""
+    s = p.state
+    e = _emit_raw(sim, p, broken, reason=injected)
+    _emit_raw(sim, p, replace(broken, isr=s.isr, elr=s.elr, partition_epoch=broken.partition_epoch + 1),
+              reason=repaired)
+    return e
 
 
 def _emit_raw(sim: Simulator, p: Partition, after: PartitionState, election: ElectionType = ElectionType.NONE,
@@ -129,10 +149,8 @@ def election_safety(sim: Simulator) -> BreachRecord:
 
 # --- partition epochs ---------------------------------------------------------------------------
 
-def leader_epoch_monotonic(sim: Simulator) -> BreachRecord | None:
-    p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
-    if p is None:
-        return None
+@_on(_has_follower_in_isr)
+def leader_epoch_monotonic(sim: Simulator, p: Partition) -> BreachRecord | None:
     s = p.state
     new = next(r for r in s.replicas if r in s.isr and r != s.leader)
     after = replace(s, leader=new, partition_epoch=s.partition_epoch + 1)  # leader epoch NOT bumped
@@ -140,10 +158,8 @@ def leader_epoch_monotonic(sim: Simulator) -> BreachRecord | None:
     return _record("leader_epoch_monotonic", e, f"leader {s.leader} -> {new} kept leader epoch {s.leader_epoch}")
 
 
-def partition_epoch_monotonic(sim: Simulator) -> BreachRecord | None:
-    p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
-    if p is None:
-        return None
+@_on(_has_follower_in_isr)
+def partition_epoch_monotonic(sim: Simulator, p: Partition) -> BreachRecord | None:
     s = p.state
     r = next(x for x in reversed(s.isr) if x != s.leader)
     after = replace(s, isr=tuple(x for x in s.isr if x != r))  # partition epoch NOT bumped
@@ -153,15 +169,11 @@ def partition_epoch_monotonic(sim: Simulator) -> BreachRecord | None:
 
 # --- state sanity (broken in one event, repaired by the next) ------------------------------------
 
-def leader_in_isr(sim: Simulator) -> BreachRecord | None:
-    p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
-    if p is None:
-        return None
+@_on(_has_follower_in_isr)
+def leader_in_isr(sim: Simulator, p: Partition) -> BreachRecord | None:
     s = p.state
     broken = replace(s, isr=tuple(x for x in s.isr if x != s.leader), partition_epoch=s.partition_epoch + 1)
-    e = _emit_raw(sim, p, broken, reason="injected: ISR without its leader")
-    _emit_raw(sim, p, replace(broken, isr=s.isr, partition_epoch=broken.partition_epoch + 1),
-              reason="isr expand: leader back in ISR")
+    e = _broken_then_repaired(sim, p, broken, "injected: ISR without its leader", "isr expand: leader back in ISR")
     return _record("leader_in_isr", e, f"leader {s.leader} not in ISR {list(broken.isr)}")
 
 
@@ -179,8 +191,7 @@ def isr_elr_sanity(sim: Simulator) -> BreachRecord | None:
     s = p.state
     member = next(x for x in s.isr if x != s.leader)
     broken = replace(s, elr=(member,), partition_epoch=s.partition_epoch + 1)
-    e = _emit_raw(sim, p, broken, reason="injected: ISR member also in ELR")
-    _emit_raw(sim, p, replace(broken, elr=s.elr, partition_epoch=broken.partition_epoch + 1), reason="ELR cleared")
+    e = _broken_then_repaired(sim, p, broken, "injected: ISR member also in ELR", "ELR cleared")
     _took_turn(sim, "isr_elr_sanity")
     return _record("isr_elr_sanity", e, f"replica {member} is in both ISR {list(s.isr)} and ELR")
 
@@ -195,8 +206,7 @@ def _elr_outsider(sim: Simulator) -> BreachRecord | None:
     s = p.state
     outsider = next(r for r in s.replicas if r not in s.isr)
     broken = replace(s, elr=(outsider,), partition_epoch=s.partition_epoch + 1)
-    e = _emit_raw(sim, p, broken, reason="injected: ELR member that never was in the ISR")
-    _emit_raw(sim, p, replace(broken, elr=s.elr, partition_epoch=broken.partition_epoch + 1), reason="ELR cleared")
+    e = _broken_then_repaired(sim, p, broken, "injected: ELR member that never was in the ISR", "ELR cleared")
     _took_turn(sim, "isr_elr_sanity")
     return _record("isr_elr_sanity", e, f"replica {outsider} entered the ELR from outside ISR {list(s.isr)}")
 
@@ -224,9 +234,8 @@ def _elr_while_isr_at_min_isr(sim: Simulator) -> BreachRecord | None:
     s = p.state
     r = next(x for x in reversed(s.isr) if x != s.leader)
     broken = replace(s, isr=tuple(x for x in s.isr if x != r), elr=(r,), partition_epoch=s.partition_epoch + 1)
-    e = _emit_raw(sim, p, broken, reason="injected: ELR populated while the ISR is at min ISR")
-    _emit_raw(sim, p, replace(broken, isr=s.isr, elr=s.elr, partition_epoch=broken.partition_epoch + 1),
-              reason="isr expand: follower caught up")
+    e = _broken_then_repaired(sim, p, broken, "injected: ELR populated while the ISR is at min ISR",
+                              "isr expand: follower caught up")
     _took_turn(sim, "isr_elr_sanity")
     return _record("isr_elr_sanity", e, f"replica {r} put into the ELR with ISR {list(broken.isr)} at min ISR")
 
@@ -263,7 +272,7 @@ def fenced_broker_not_in_isr(sim: Simulator) -> BreachRecord | None:
                    and set(q.state.elr) <= {candidates(q)[0]}) if fset else None
     if p is None:
         # Fence one more broker (legal set-up events); the breach follows on a later step.
-        host = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
+        host = _partition(sim, _has_follower_in_isr)
         if host is not None and sim.down_brokers() < sim.max_down + 1:
             broker = sim.brokers[next(r for r in host.state.isr if r != host.state.leader)]
             sim.fence(broker, f"broker {broker.id} session timed out")
@@ -273,9 +282,8 @@ def fenced_broker_not_in_isr(sim: Simulator) -> BreachRecord | None:
     b = candidates(p)[0]
     # (An ELR member that joins the ISR leaves the ELR, so that only this invariant breaks.)
     broken = replace(s, isr=s.isr + (b,), elr=tuple(x for x in s.elr if x != b), partition_epoch=s.partition_epoch + 1)
-    e = _emit_raw(sim, p, broken, reason="injected: stale AlterPartition re-adds a fenced broker")
-    _emit_raw(sim, p, replace(broken, isr=s.isr, elr=s.elr, partition_epoch=broken.partition_epoch + 1),
-              reason="isr shrink: fenced broker removed")
+    e = _broken_then_repaired(sim, p, broken, "injected: stale AlterPartition re-adds a fenced broker",
+                              "isr shrink: fenced broker removed")
     _took_turn(sim, "fenced_broker_not_in_isr")
     return _record("fenced_broker_not_in_isr", e, f"fenced broker {b} added to ISR {list(broken.isr)}")
 
@@ -327,10 +335,8 @@ def _registered_while_in_isr(sim: Simulator) -> BreachRecord | None:
 
 # --- offsets ------------------------------------------------------------------------------------
 
-def valid_high_watermark(sim: Simulator) -> BreachRecord | None:
-    p = _partition(sim, _healthy)
-    if p is None:
-        return None
+@_on(_healthy)
+def valid_high_watermark(sim: Simulator, p: Partition) -> BreachRecord | None:
     sim.sample(p)  # legal; brings the model up to date
     s = p.state
     low = min(p.leo.get(r, 0) for r in s.isr)
@@ -354,7 +360,7 @@ def _last_sample(sim: Simulator) -> OffsetSample:
 def high_watermark_monotonic(sim: Simulator) -> BreachRecord | None:
     if _turn(sim, "high_watermark_monotonic", 2 if sim.elr else 1) == 1:
         return _elr_leader_behind_committed(sim)
-    p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
+    p = _partition(sim, _has_follower_in_isr)
     if p is None:
         return None
     sim.sample(p)
@@ -447,10 +453,8 @@ def leader_election_order(sim: Simulator) -> BreachRecord | None:
     return _record("leader_election_order", e, f"leader {new} elected over live ISR member {first}")
 
 
-def reassignment_legal(sim: Simulator) -> BreachRecord | None:
-    p = _partition(sim, lambda q: _healthy(q) and not q.state.elr and not q.state.last_known_elr)
-    if p is None:
-        return None
+@_on(lambda q: _healthy(q) and not q.state.elr and not q.state.last_known_elr)
+def reassignment_legal(sim: Simulator, p: Partition) -> BreachRecord | None:
     s = p.state
     current = set(s.replicas)
     followers = [r for r in s.replicas if r != s.leader]
@@ -484,7 +488,7 @@ def reassignment_legal(sim: Simulator) -> BreachRecord | None:
 def state_continuity(sim: Simulator) -> BreachRecord | None:
     if _turn(sim, "state_continuity", 2) == 1:
         return _partition_without_topic(sim)
-    p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
+    p = _partition(sim, _has_follower_in_isr)
     if p is None:
         return None
     s = p.state
@@ -503,6 +507,18 @@ def state_continuity(sim: Simulator) -> BreachRecord | None:
     return _record("state_continuity", e, f"before {before.diff(s)} vs the previous after: a lost event")
 
 
+def _created_and_deleted(sim: Simulator, name: str, topic_id: str, state: PartitionState,
+                         reason: str) -> ControllerEvent:
+    """Partition 0 of `name` created in `state` and deleted at the next offset, so that the state shows in
+    exactly one event: the creating one."""
+    e = sim.j.record(PartitionChange(topic=name, topic_id=topic_id, partition=0, before=None, after=state,
+                                     changes=(K.CREATE,), election=ElectionType.NONE, reason=reason))
+    sim.j.next_offset()
+    sim.j.record(PartitionChange(topic=name, topic_id=topic_id, partition=0, before=state, after=None,
+                                 changes=(K.DELETE,), election=ElectionType.NONE), new_offset=False)
+    return e
+
+
 def _partition_without_topic(sim: Simulator) -> BreachRecord | None:
     """A partition created under a topic id no TopicChange ever created (deleted at once, so the stray
     partition shows in exactly one state)."""
@@ -511,12 +527,7 @@ def _partition_without_topic(sim: Simulator) -> BreachRecord | None:
         return None
     name, topic_id = f"stray-{sim.j.seq}", kafka_uuid(sim.rng)
     state = rules.new_partition(tuple(active[:2]), sim.active)
-    e = sim.j.record(PartitionChange(topic=name, topic_id=topic_id, partition=0, before=None, after=state,
-                                     changes=(K.CREATE,), election=ElectionType.NONE,
-                                     reason="injected: partition of a topic that was never created"))
-    sim.j.next_offset()
-    sim.j.record(PartitionChange(topic=name, topic_id=topic_id, partition=0, before=state, after=None,
-                                 changes=(K.DELETE,), election=ElectionType.NONE), new_offset=False)
+    e = _created_and_deleted(sim, name, topic_id, state, "injected: partition of a topic that was never created")
     _took_turn(sim, "state_continuity")
     return _record("state_continuity", e, f"{name}-0 created under topic id {topic_id}, never created")
 
@@ -532,26 +543,17 @@ def distinct_replicas(sim: Simulator) -> BreachRecord | None:
     sim.j.record(TopicChange(TopicChangeKind.CREATED, name, topic_id))
     state = rules.new_partition((a, b, a), sim.active)
     state = replace(state, isr=(a, b))
-    e = sim.j.record(PartitionChange(topic=name, topic_id=topic_id, partition=0, before=None, after=state,
-                                     changes=(K.CREATE,), election=ElectionType.NONE,
-                                     reason="injected: duplicate replica"))
-    # Deleted at once, so the bad assignment shows in exactly one state.
-    sim.j.next_offset()
-    sim.j.record(PartitionChange(topic=name, topic_id=topic_id, partition=0, before=state, after=None,
-                                 changes=(K.DELETE,), election=ElectionType.NONE), new_offset=False)
+    e = _created_and_deleted(sim, name, topic_id, state, "injected: duplicate replica")
     sim.j.record(TopicChange(TopicChangeKind.DELETED, name, topic_id), index=1, new_offset=False)
     _took_turn(sim, "distinct_replicas")
     return _record("distinct_replicas", e, f"replicas {list(state.replicas)} list broker {a} twice")
 
 
-def _duplicate_isr_member(sim: Simulator) -> BreachRecord | None:
-    p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1)
-    if p is None:
-        return None
+@_on(_has_follower_in_isr)
+def _duplicate_isr_member(sim: Simulator, p: Partition) -> BreachRecord | None:
     s = p.state
     broken = replace(s, isr=s.isr + (s.isr[-1],), partition_epoch=s.partition_epoch + 1)
-    e = _emit_raw(sim, p, broken, reason="injected: ISR lists a broker twice")
-    _emit_raw(sim, p, replace(broken, isr=s.isr, partition_epoch=broken.partition_epoch + 1), reason="ISR fixed")
+    e = _broken_then_repaired(sim, p, broken, "injected: ISR lists a broker twice", "ISR fixed")
     _took_turn(sim, "distinct_replicas")
     return _record("distinct_replicas", e, f"ISR {list(broken.isr)} lists broker {s.isr[-1]} twice")
 

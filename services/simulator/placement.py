@@ -7,7 +7,7 @@ outputs of the seeds exactly.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 
 def _replica_index(first_replica_index: int, second_replica_shift: int, replica_index: int, n_brokers: int) -> int:
@@ -24,30 +24,32 @@ def _check(n_partitions: int, replication_factor: int, n_brokers: int) -> None:
         raise ValueError(f"replication factor: {replication_factor} larger than available brokers: {n_brokers}")
 
 
-def assign_replicas_to_brokers(
-    broker_list: Sequence[int],
-    n_partitions: int,
-    replication_factor: int,
-    start_index: int,
-    next_replica_shift: int,
-    start_partition_id: int = 0,
-) -> dict[int, list[int]]:
-    """Rack-unaware placement: partition id -> replicas (replicas[0] is the preferred leader)."""
-    n = len(broker_list)
-    _check(n_partitions, replication_factor, n)
+def _each_partition(n: int, n_partitions: int, start_index: int, next_replica_shift: int, start_partition_id: int,
+                    replicas: Callable[[int, int], list[int]]) -> dict[int, list[int]]:
+    """Kafka's walk over the new partitions: partition id -> replicas(first, shift), where `first` is the index
+    of its first replica among the `n` brokers and `shift` grows by one each time the ids pass a multiple of `n`."""
     ret: dict[int, list[int]] = {}
     current = max(0, start_partition_id)
     shift = next_replica_shift
     for _ in range(n_partitions):
         if current > 0 and current % n == 0:
             shift += 1
-        first = (current + start_index) % n
-        replicas = [broker_list[first]]
-        for j in range(replication_factor - 1):
-            replicas.append(broker_list[_replica_index(first, shift, j, n)])
-        ret[current] = replicas
+        ret[current] = replicas((current + start_index) % n, shift)
         current += 1
     return ret
+
+
+def assign_replicas_to_brokers(broker_list: Sequence[int], n_partitions: int, replication_factor: int,
+                               start_index: int, next_replica_shift: int,
+                               start_partition_id: int = 0) -> dict[int, list[int]]:
+    """Rack-unaware placement: partition id -> replicas (replicas[0] is the preferred leader)."""
+    n = len(broker_list)
+    _check(n_partitions, replication_factor, n)
+
+    def replicas(first: int, shift: int) -> list[int]:
+        return [broker_list[first], *(broker_list[_replica_index(first, shift, j, n)]
+                                      for j in range(replication_factor - 1))]
+    return _each_partition(n, n_partitions, start_index, next_replica_shift, start_partition_id, replicas)
 
 
 def rack_alternated_broker_list(broker_racks: Mapping[int, str]) -> list[int]:
@@ -67,28 +69,18 @@ def rack_alternated_broker_list(broker_racks: Mapping[int, str]) -> list[int]:
     return result
 
 
-def assign_replicas_to_brokers_rack_aware(
-    broker_racks: Mapping[int, str],
-    n_partitions: int,
-    replication_factor: int,
-    start_index: int,
-    next_replica_shift: int,
-    start_partition_id: int = 0,
-) -> dict[int, list[int]]:
+def assign_replicas_to_brokers_rack_aware(broker_racks: Mapping[int, str], n_partitions: int,
+                                          replication_factor: int, start_index: int, next_replica_shift: int,
+                                          start_partition_id: int = 0) -> dict[int, list[int]]:
     """Rack-aware placement: each replica goes to a rack without one yet until every rack has one."""
     arranged = rack_alternated_broker_list(broker_racks)
     n = len(arranged)
     _check(n_partitions, replication_factor, n)
     n_racks = len(set(broker_racks.values()))
-    ret: dict[int, list[int]] = {}
-    current = max(0, start_partition_id)
-    shift = next_replica_shift
-    for _ in range(n_partitions):
-        if current > 0 and current % n == 0:
-            shift += 1
-        first = (current + start_index) % n
+
+    def replicas(first: int, shift: int) -> list[int]:
         leader = arranged[first]
-        replicas = [leader]
+        out = [leader]
         racks_with = {broker_racks[leader]}
         brokers_with = {leader}
         k = 0
@@ -101,13 +93,12 @@ def assign_replicas_to_brokers_rack_aware(
                 # broker that already has one while some broker has none.
                 if ((rack not in racks_with or len(racks_with) == n_racks)
                         and (broker not in brokers_with or len(brokers_with) == n)):
-                    replicas.append(broker)
+                    out.append(broker)
                     racks_with.add(rack)
                     brokers_with.add(broker)
                     break
-        ret[current] = replicas
-        current += 1
-    return ret
+        return out
+    return _each_partition(n, n_partitions, start_index, next_replica_shift, start_partition_id, replicas)
 
 
 def place(

@@ -133,42 +133,20 @@ class Simulator:
         heapq.heappush(self._schedule, (self.step + steps, self._tiebreak, fn, args))
 
     def random_op(self) -> None:
+        """One operation, drawn by its weight in percent; the rest of the hundred, and a topic operation without
+        topic churn, a sample."""
+        churn = self.cfg.topic_churn
         r = self.rng.random() * 100.0
-        if r < 45:
-            return self.op_sample()
-        r -= 45
-        if r < 12:
-            return self.op_isr_shrink()
-        r -= 12
-        if r < 18:
-            return self.op_isr_expand()
-        r -= 18
-        if r < 6:
-            return self.op_preferred_election()
-        r -= 6
-        if r < 2.5:
-            return self.op_reassign_start()
-        r -= 2.5
-        if r < 8:
-            return self.op_reassign_progress()
-        r -= 8
-        if r < self.w_fence:
-            return self.op_fence()
-        r -= self.w_fence
-        if r < self.w_fence:
-            return self.op_controlled_shutdown()
-        r -= self.w_fence
-        if r < 0.05:
-            return self.op_controller_failover()
-        r -= 0.05
-        if r < 0.1:
-            return self.op_toggle_unclean()
-        r -= 0.1
-        if self.cfg.topic_churn and r < self.w_topic:
-            return self.op_create_topic()
-        r -= self.w_topic
-        if self.cfg.topic_churn and r < self.w_topic:
-            return self.op_delete_topic()
+        for weight, op, allowed in (
+                (45, self.op_sample, True), (12, self.op_isr_shrink, True), (18, self.op_isr_expand, True),
+                (6, self.op_preferred_election, True), (2.5, self.op_reassign_start, True),
+                (8, self.op_reassign_progress, True), (self.w_fence, self.op_fence, True),
+                (self.w_fence, self.op_controlled_shutdown, True), (0.05, self.op_controller_failover, True),
+                (0.1, self.op_toggle_unclean, True), (self.w_topic, self.op_create_topic, churn),
+                (self.w_topic, self.op_delete_topic, churn)):
+            if allowed and r < weight:
+                return op()
+            r -= weight
         return self.op_sample()
 
     # -- helpers ------------------------------------------------------------------------------
@@ -423,10 +401,12 @@ class Simulator:
         self.broker_event(b, BrokerChangeKind.UNFENCED, before)
         self.elect_offline(f"broker {b.id} unfenced")
 
+    def broker_to_take_down(self) -> Broker | None:
+        """An active broker; None when as many as may be down are already (or none is active)."""
+        return None if self.down_brokers() >= self.max_down else self.pick_active_broker()
+
     def op_fence(self) -> None:
-        if self.down_brokers() >= self.max_down:
-            return
-        b = self.pick_active_broker()
+        b = self.broker_to_take_down()
         if b is None:
             return
         self.fence(b, f"broker {b.id} session timed out")
@@ -446,9 +426,7 @@ class Simulator:
             self.later(1 + self.rng.randrange(30), self.resume, b)
 
     def op_controlled_shutdown(self) -> None:
-        if self.down_brokers() >= self.max_down:
-            return
-        b = self.pick_active_broker()
+        b = self.broker_to_take_down()
         if b is None:
             return
         before = b.state()

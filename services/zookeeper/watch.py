@@ -30,6 +30,8 @@ than the one that fired. Four rules keep that honest:
 """
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import threading
 import time
@@ -126,7 +128,7 @@ class ZooKeeperWatch:
     def __init__(self, hosts: str, client: ZooKeeperClient | None = None, timeout: float = 15.0,
                  clock: Callable[[], int] | None = None) -> None:
         if client is None:
-            from kazoo.client import KazooClient
+            from kazoo.client import KazooClient  # extra: capture
 
             client = KazooClient(hosts=hosts, timeout=timeout)
         self.client = client
@@ -151,8 +153,6 @@ class ZooKeeperWatch:
 
     def cluster_id(self) -> str | None:
         """Kafka's cluster id: the /cluster/id znode ({"version": "1", "id": ...}); None without one."""
-        import json
-
         try:
             data, _ = self.client.get("/cluster/id")
             found = json.loads(data or b"{}").get("id")
@@ -164,7 +164,7 @@ class ZooKeeperWatch:
 
     def require_kafka(self) -> None:
         """Started and holding a Kafka cluster's znodes (/brokers/ids), else ZooKeeperUnusable, one line."""
-        from kazoo.handlers.threading import KazooTimeoutError
+        from kazoo.handlers.threading import KazooTimeoutError  # extra: capture
 
         quiet = logging.getLogger("kazoo")
         level, quiet.level = quiet.level, logging.CRITICAL  # its retry warnings: the one line below says it
@@ -208,7 +208,7 @@ class ZooKeeperWatch:
     def _barrier(self) -> None:
         """Wait until kazoo's callback queue has run what it held: the notifications ZooKeeper sent before
         the replies already read are then in `_pending`."""
-        from kazoo.protocol.states import Callback
+        from kazoo.protocol.states import Callback  # extra: capture
 
         done = threading.Event()
         self.client.handler.dispatch_callback(Callback("watch", done.set, ()))
@@ -224,7 +224,7 @@ class ZooKeeperWatch:
 
     def _get(self, path: str) -> tuple[bytes | None, ZnodeStat] | None:
         """(data, stat) with a data watch set; None when the znode does not exist (an exists watch set)."""
-        from kazoo.exceptions import NoNodeError
+        from kazoo.exceptions import NoNodeError  # extra: capture
 
         while True:
             try:
@@ -236,7 +236,7 @@ class ZooKeeperWatch:
     def _kids(self, path: str) -> tuple[set[str], int]:
         """(children, the parent's pzxid) with a child watch set; (empty, 0) when the parent does not exist
         (an exists watch set: its creation fires it). Its (pzxid, cversion) kept for the next read."""
-        from kazoo.exceptions import NoNodeError
+        from kazoo.exceptions import NoNodeError  # extra: capture
 
         while True:
             try:
@@ -444,9 +444,6 @@ RAW_KINDS = ("ZK_SNAPSHOT", "ZK_TXN")
 def to_raw(item: Item) -> tuple[str, int, int, int, int, bytes, str | None]:
     """(kind, position, first zxid, last zxid, time, data, reason) of a watched item; the position is the
     zxid it sits at in the history (a gap's: where the watch learnt it)."""
-    import base64
-    import json
-
     b64: Callable[[bytes | None], str | None]
     b64 = lambda d: None if d is None else base64.b64encode(d).decode()  # noqa: E731
     if isinstance(item, Gap):
@@ -462,9 +459,6 @@ def to_raw(item: Item) -> tuple[str, int, int, int, int, bytes, str | None]:
 
 def from_raw(kind: str, position: int, first: int, last: int, time_ms: int, data: bytes, reason: str | None) -> Item:
     """The item `to_raw` made (ValueError when the data is not one)."""
-    import base64
-    import json
-
     unb64: Callable[[str | None], bytes | None]
     unb64 = lambda s: None if s is None else base64.b64decode(s)  # noqa: E731
     if kind == "GAP":

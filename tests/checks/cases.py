@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from schemas.events import (
     BrokerChangeKind, ConfigResourceType, ElectionType, LeaderRecoveryState, PartitionChange, PartitionChangeKind,
@@ -12,7 +13,30 @@ from tests.checks.histories import History, baseline
 K = PartitionChangeKind
 RECOVERING = LeaderRecoveryState.RECOVERING
 
+Case = Callable[[str], History]
+# each case that breaks an invariant, by its function's name: the invariant it breaks and the history
+VIOLATING: dict[str, tuple[str, Case]] = {}
+# each clean case (allowed breaches are fine, violations are not), by its function's name
+CLEAN: dict[str, Case] = {}
 
+
+def violates(invariant: str) -> Callable[[Case], Case]:
+    """Registers the decorated history as a case that breaks `invariant` (and nothing else)."""
+    def register(case: Case) -> Case:
+        assert case.__name__ not in VIOLATING, case.__name__
+        VIOLATING[case.__name__] = (invariant, case)
+        return case
+    return register
+
+
+def clean(case: Case) -> Case:
+    """Registers the decorated history as a clean case."""
+    assert case.__name__ not in CLEAN, case.__name__
+    CLEAN[case.__name__] = case
+    return case
+
+
+@violates("controller_epoch_monotonic")
 def epoch_regressed(c: str) -> History:
     h = baseline(c)
     h.controller = (100, 1)  # a zombie controller of epoch 1 writes after epoch 2 began
@@ -23,6 +47,7 @@ def epoch_regressed(c: str) -> History:
     return h
 
 
+@violates("election_safety")
 def two_controllers(c: str) -> History:
     h = baseline(c)
     h.elect_controller(102, 2)
@@ -31,6 +56,7 @@ def two_controllers(c: str) -> History:
     return h
 
 
+@violates("leader_epoch_monotonic")
 def leader_epoch_kept(c: str) -> History:
     h = baseline(c)
     h.change("t", 0, (K.LEADER,), ElectionType.PREFERRED, leader=4, leader_epoch=h.parts[("t", 0)].leader_epoch)
@@ -38,6 +64,7 @@ def leader_epoch_kept(c: str) -> History:
     return h
 
 
+@violates("leader_epoch_monotonic")
 def leader_epoch_decreased(c: str) -> History:
     h = baseline(c)
     h.change("t", 0, (K.ISR,), isr=(2,), leader_epoch=h.parts[("t", 0)].leader_epoch - 1)
@@ -45,6 +72,7 @@ def leader_epoch_decreased(c: str) -> History:
     return h
 
 
+@violates("leader_epoch_monotonic")
 def isr_shrink_old_mv(c: str) -> History:
     h = baseline(c, mv=11)
     h.change("t", 0, (K.ISR,), isr=(2,))
@@ -59,6 +87,7 @@ def isr_shrink_old_mv(c: str) -> History:
     return h
 
 
+@violates("partition_epoch_monotonic")
 def partition_epoch_kept(c: str) -> History:
     h = baseline(c)
     h.change("t", 0, (K.ISR,), isr=(2,), partition_epoch=h.parts[("t", 0)].partition_epoch)
@@ -66,6 +95,7 @@ def partition_epoch_kept(c: str) -> History:
     return h
 
 
+@violates("leader_in_isr")
 def leader_outside_isr(c: str) -> History:
     h = baseline(c)
     h.change("t", 0, (K.ISR,), isr=(4,))
@@ -74,6 +104,7 @@ def leader_outside_isr(c: str) -> History:
     return h
 
 
+@violates("isr_elr_sanity")
 def isr_elr_overlap(c: str) -> History:
     h = baseline(c, mv=23)  # an ELR needs metadata.version >= 22
     h.change("t", 0, (K.ELR,), elr=(4,))
@@ -82,6 +113,7 @@ def isr_elr_overlap(c: str) -> History:
     return h
 
 
+@violates("fenced_broker_not_in_isr")
 def fenced_joins_isr(c: str) -> History:
     h = baseline(c)
     h.change("t", 0, (K.ISR,), isr=(2,))
@@ -91,6 +123,7 @@ def fenced_joins_isr(c: str) -> History:
     return h
 
 
+@violates("fenced_broker_not_in_isr")
 def fenced_while_in_isr(c: str) -> History:
     h = baseline(c)
     h.broker(4, BrokerChangeKind.FENCED, fenced=True)  # t-0 still has 4 in its ISR
@@ -98,6 +131,7 @@ def fenced_while_in_isr(c: str) -> History:
     return h
 
 
+@violates("valid_high_watermark")
 def hw_above_leo(c: str) -> History:
     h = baseline(c)
     h.sample("t", 0, 200, {2: 210, 4: 190})
@@ -105,6 +139,7 @@ def hw_above_leo(c: str) -> History:
     return h
 
 
+@violates("high_watermark_monotonic")
 def hw_decreased(c: str) -> History:
     h = baseline(c)
     h.sample("t", 0, 145, {2: 160, 4: 150})
@@ -119,6 +154,7 @@ def _topic_u(h: History) -> None:
     h.change("u", 0, (K.LEADER,), ElectionType.CLEAN, leader=-1)
 
 
+@violates("unclean_election_allowed")
 def unclean_not_allowed(c: str) -> History:
     h = baseline(c)
     _topic_u(h)
@@ -128,6 +164,7 @@ def unclean_not_allowed(c: str) -> History:
     return h
 
 
+@violates("unclean_election_allowed")
 def unclean_without_recovering(c: str) -> History:
     h = baseline(c)
     # t allows unclean elections (baseline's topic config), but the new leader stays RECOVERED
@@ -136,6 +173,7 @@ def unclean_without_recovering(c: str) -> History:
     return h
 
 
+@violates("unclean_election_allowed")
 def unclean_without_recovering_kraft_logs(c: str) -> History:
     """The same read from broker logs without a BrokerChange (a KRaft cluster's: its lines state the recovery)."""
     h = baseline(c)
@@ -155,6 +193,7 @@ def _kip966_leaderless(h: History, last_known: tuple[int, ...]) -> None:
     h.change("u", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.NONE, leader=-1, isr=(), last_known_elr=last_known)
 
 
+@violates("unclean_election_allowed")
 def last_known_not_the_new_leader(c: str) -> History:
     h = baseline(c, mv=23)  # KIP-966 needs metadata.version >= 22
     _kip966_leaderless(h, (3,))  # the last known ELR names 3, yet 2 is elected: plain unclean
@@ -164,6 +203,7 @@ def last_known_not_the_new_leader(c: str) -> History:
     return h
 
 
+@violates("reassignment_legal")
 def adding_in_isr_at_start(c: str) -> History:
     h = baseline(c)
     h.change("t", 0, (K.REPLICAS, K.ISR, K.REASSIGNMENT_START), replicas=(2, 4, 1, 3), adding_replicas=(1,),
@@ -172,6 +212,7 @@ def adding_in_isr_at_start(c: str) -> History:
     return h
 
 
+@violates("state_continuity")
 def lost_event(c: str) -> History:
     h = baseline(c)
     from dataclasses import replace
@@ -181,6 +222,7 @@ def lost_event(c: str) -> History:
     return h
 
 
+@violates("distinct_replicas")
 def duplicate_replica(c: str) -> History:
     h = baseline(c)
     h.create("t", 2, (2, 2, 4))  # the ISR (the replicas) has the duplicate too
@@ -189,6 +231,7 @@ def duplicate_replica(c: str) -> History:
     return h
 
 
+@violates("distinct_replicas")
 def rack_unaware_create(c: str) -> History:
     h = baseline(c)
     h.create("t", 2, (1, 4, 2))  # racks a, a, b while racks a, b, c have active brokers
@@ -196,41 +239,19 @@ def rack_unaware_create(c: str) -> History:
     return h
 
 
-# name of the invariant each case breaks
-VIOLATING: dict[str, tuple[str, Callable[[str], History]]] = {
-    "epoch_regressed": ("controller_epoch_monotonic", epoch_regressed),
-    "two_controllers": ("election_safety", two_controllers),
-    "leader_epoch_kept": ("leader_epoch_monotonic", leader_epoch_kept),
-    "leader_epoch_decreased": ("leader_epoch_monotonic", leader_epoch_decreased),
-    "isr_shrink_old_mv": ("leader_epoch_monotonic", isr_shrink_old_mv),
-    "partition_epoch_kept": ("partition_epoch_monotonic", partition_epoch_kept),
-    "leader_outside_isr": ("leader_in_isr", leader_outside_isr),
-    "isr_elr_overlap": ("isr_elr_sanity", isr_elr_overlap),
-    "fenced_joins_isr": ("fenced_broker_not_in_isr", fenced_joins_isr),
-    "fenced_while_in_isr": ("fenced_broker_not_in_isr", fenced_while_in_isr),
-    "hw_above_leo": ("valid_high_watermark", hw_above_leo),
-    "hw_decreased": ("high_watermark_monotonic", hw_decreased),
-    "unclean_not_allowed": ("unclean_election_allowed", unclean_not_allowed),
-    "unclean_without_recovering": ("unclean_election_allowed", unclean_without_recovering),
-    "unclean_without_recovering_kraft_logs": ("unclean_election_allowed", unclean_without_recovering_kraft_logs),
-    "last_known_not_the_new_leader": ("unclean_election_allowed", last_known_not_the_new_leader),
-    "adding_in_isr_at_start": ("reassignment_legal", adding_in_isr_at_start),
-    "lost_event": ("state_continuity", lost_event),
-    "duplicate_replica": ("distinct_replicas", duplicate_replica),
-    "rack_unaware_create": ("distinct_replicas", rack_unaware_create),
-}
-
-
 # --- clean histories (allowed breaches are fine, violations are not) ---------------------------------
 
+@clean
 def clean_baseline(c: str) -> History:
     return baseline(c)
 
 
+@clean
 def clean_unknown_mv(c: str) -> History:
     return baseline(c, mv=None)
 
 
+@clean
 def clean_unclean_by_cluster_default(c: str) -> History:
     h = baseline(c)
     h.config(ConfigResourceType.BROKER, "", "unclean.leader.election.enable", "true")
@@ -240,6 +261,7 @@ def clean_unclean_by_cluster_default(c: str) -> History:
     return h
 
 
+@clean
 def clean_zookeeper_broker_logs_unclean_recovered(c: str) -> History:
     """ZooKeeper-mode broker logs (a controller's registered-brokers cache read from them: a BrokerChange) of a
     release before 3.2: an unclean election the topic allows, and no recovery state, as ZooKeeper's own."""
@@ -250,6 +272,7 @@ def clean_zookeeper_broker_logs_unclean_recovered(c: str) -> History:
     return h
 
 
+@clean
 def clean_gap_then_bootstrap(c: str) -> History:
     """A capture gap, then a resync: bootstrap states jump (lower epochs), a later break is allowed."""
     from dataclasses import replace
@@ -264,6 +287,7 @@ def clean_gap_then_bootstrap(c: str) -> History:
     return h
 
 
+@clean
 def clean_hw_drop_after_unclean(c: str) -> History:
     h = baseline(c)
     h.sample("t", 1, 70, {3: 80})
@@ -277,6 +301,7 @@ def clean_hw_drop_after_unclean(c: str) -> History:
     return h
 
 
+@clean
 def clean_removal_only_and_cancel(c: str) -> History:
     h = baseline(c)
     # removal-only reassignment completing in one step (leader epoch bumps: a replica left)
@@ -291,6 +316,7 @@ def clean_removal_only_and_cancel(c: str) -> History:
     return h
 
 
+@clean
 def clean_zookeeper_source(c: str) -> History:
     h = baseline(c, mv=None)
     from dataclasses import replace
@@ -299,6 +325,7 @@ def clean_zookeeper_source(c: str) -> History:
     return h
 
 
+@clean
 def clean_reassignment_moves_leader(c: str) -> History:
     """KRaft completes a reassignment in the record that adds the target replica to the ISR; when the
     old leader is removed, leadership moves to that replica, which was not in the previous ISR. Not
@@ -312,6 +339,7 @@ def clean_reassignment_moves_leader(c: str) -> History:
     return h
 
 
+@clean
 def clean_kip966_last_known_leader(c: str) -> History:
     """Kafka 4.x gives a leaderless partition back to its last known leader (the one member of the
     last known ELR), in RECOVERING, with unclean.leader.election.enable unset: allowed, and named."""
@@ -322,24 +350,11 @@ def clean_kip966_last_known_leader(c: str) -> History:
     return h
 
 
-CLEAN: dict[str, Callable[[str], History]] = {
-    "clean_baseline": clean_baseline,
-    "clean_unknown_mv": clean_unknown_mv,
-    "clean_unclean_by_cluster_default": clean_unclean_by_cluster_default,
-    "clean_zookeeper_broker_logs_unclean_recovered": clean_zookeeper_broker_logs_unclean_recovered,
-    "clean_gap_then_bootstrap": clean_gap_then_bootstrap,
-    "clean_hw_drop_after_unclean": clean_hw_drop_after_unclean,
-    "clean_removal_only_and_cancel": clean_removal_only_and_cancel,
-    "clean_zookeeper_source": clean_zookeeper_source,
-    "clean_reassignment_moves_leader": clean_reassignment_moves_leader,
-    "clean_kip966_last_known_leader": clean_kip966_last_known_leader,
-}
-
-
 # --- blind spots the catalog once had ----------------------------------------------------------------
 # At the end of baseline: t-0 replicas (2,3,4), isr (2,4), leader 2; t-1 replicas (2,3,4), isr (3,),
 # leader 3; brokers 1, 2, 3, 4 registered and unfenced.
 
+@violates("distinct_replicas")
 def dup_isr_on_expand(c: str) -> History:
     h = baseline(c)
     h.change("t", 0, (K.ISR,), isr=(2, 4, 4))
@@ -347,6 +362,7 @@ def dup_isr_on_expand(c: str) -> History:
     return h
 
 
+@violates("distinct_replicas")
 def dup_elr_on_shrink(c: str) -> History:
     h = baseline(c, mv=23)
     h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4, 4))  # 4 leaves the ISR for the ELR, listed twice
@@ -354,6 +370,7 @@ def dup_elr_on_shrink(c: str) -> History:
     return h
 
 
+@violates("distinct_replicas")
 def dup_adding_at_start(c: str) -> History:
     h = baseline(c)
     h.change("t", 0, (K.REPLICAS, K.REASSIGNMENT_START), replicas=(2, 3, 4, 1), adding_replicas=(1, 1),
@@ -362,6 +379,7 @@ def dup_adding_at_start(c: str) -> History:
     return h
 
 
+@violates("distinct_replicas")
 def dup_removing_at_start(c: str) -> History:
     h = baseline(c)
     h.change("t", 0, (K.REPLICAS, K.REASSIGNMENT_START), replicas=(2, 3, 4, 1), adding_replicas=(1,),
@@ -376,6 +394,7 @@ def _fence_4(h: History, kind: BrokerChangeKind = BrokerChangeKind.FENCED) -> No
     h.broker(4, kind, fenced=True)
 
 
+@violates("fenced_broker_not_in_isr")
 def fenced_never_in_isr_last_standing(c: str) -> History:
     h = baseline(c)
     _fence_4(h)
@@ -384,6 +403,7 @@ def fenced_never_in_isr_last_standing(c: str) -> History:
     return h
 
 
+@violates("fenced_broker_not_in_isr")
 def unregistered_never_in_isr_last_standing(c: str) -> History:
     h = baseline(c)
     _fence_4(h, BrokerChangeKind.UNREGISTERED)
@@ -392,6 +412,7 @@ def unregistered_never_in_isr_last_standing(c: str) -> History:
     return h
 
 
+@violates("fenced_broker_not_in_isr")
 def fenced_sole_member_at_create(c: str) -> History:
     h = baseline(c)
     _fence_4(h)
@@ -406,6 +427,7 @@ def _shut_down_4(h: History) -> None:
     h.change("t", 0, (K.ISR,), isr=(2,))
 
 
+@violates("fenced_broker_not_in_isr")
 def shutting_down_elected(c: str) -> History:
     h = baseline(c)
     h.broker(4, BrokerChangeKind.CONTROLLED_SHUTDOWN, fenced=False, shutdown=True)
@@ -414,6 +436,7 @@ def shutting_down_elected(c: str) -> History:
     return h
 
 
+@violates("fenced_broker_not_in_isr")
 def shutting_down_joins_isr(c: str) -> History:
     h = baseline(c)
     _shut_down_4(h)
@@ -422,6 +445,7 @@ def shutting_down_joins_isr(c: str) -> History:
     return h
 
 
+@violates("fenced_broker_not_in_isr")
 def shutting_down_leads_new_partition(c: str) -> History:
     h = baseline(c)
     _shut_down_4(h)
@@ -430,6 +454,7 @@ def shutting_down_leads_new_partition(c: str) -> History:
     return h
 
 
+@violates("isr_elr_sanity")
 def elr_from_outside_isr(c: str) -> History:
     h = baseline(c, mv=23)
     h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(3,))  # 3 was not in the ISR (2,4)
@@ -437,6 +462,7 @@ def elr_from_outside_isr(c: str) -> History:
     return h
 
 
+@violates("isr_elr_sanity")
 def elr_outsider_elected(c: str) -> History:
     """The case once missed: a broker put in the ELR without coming from the ISR, then elected leader
     from the ELR (which unclean_election_allowed counts as clean)."""
@@ -447,6 +473,7 @@ def elr_outsider_elected(c: str) -> History:
     return h
 
 
+@violates("isr_elr_sanity")
 def elr_at_old_metadata_version(c: str) -> History:
     h = baseline(c)  # metadata.version 21 (3.9): records without ELR fields
     h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
@@ -454,6 +481,7 @@ def elr_at_old_metadata_version(c: str) -> History:
     return h
 
 
+@violates("isr_elr_sanity")
 def last_known_elr_at_old_metadata_version(c: str) -> History:
     h = baseline(c)
     h.change("t", 0, (K.ISR,), isr=(2,), last_known_elr=(4,))
@@ -461,26 +489,9 @@ def last_known_elr_at_old_metadata_version(c: str) -> History:
     return h
 
 
-VIOLATING.update({
-    "dup_isr_on_expand": ("distinct_replicas", dup_isr_on_expand),
-    "dup_elr_on_shrink": ("distinct_replicas", dup_elr_on_shrink),
-    "dup_adding_at_start": ("distinct_replicas", dup_adding_at_start),
-    "dup_removing_at_start": ("distinct_replicas", dup_removing_at_start),
-    "fenced_never_in_isr_last_standing": ("fenced_broker_not_in_isr", fenced_never_in_isr_last_standing),
-    "unregistered_never_in_isr_last_standing": ("fenced_broker_not_in_isr", unregistered_never_in_isr_last_standing),
-    "fenced_sole_member_at_create": ("fenced_broker_not_in_isr", fenced_sole_member_at_create),
-    "shutting_down_elected": ("fenced_broker_not_in_isr", shutting_down_elected),
-    "shutting_down_joins_isr": ("fenced_broker_not_in_isr", shutting_down_joins_isr),
-    "shutting_down_leads_new_partition": ("fenced_broker_not_in_isr", shutting_down_leads_new_partition),
-    "elr_from_outside_isr": ("isr_elr_sanity", elr_from_outside_isr),
-    "elr_outsider_elected": ("isr_elr_sanity", elr_outsider_elected),
-    "elr_at_old_metadata_version": ("isr_elr_sanity", elr_at_old_metadata_version),
-    "last_known_elr_at_old_metadata_version": ("isr_elr_sanity", last_known_elr_at_old_metadata_version),
-})
-
-
 # legal look-alikes of the blind-spot rules
 
+@clean
 def clean_lists_reordered(c: str) -> History:
     """The same members in another order, and a broker in adding that is (rightly) in replicas too."""
     h = baseline(c)
@@ -490,6 +501,7 @@ def clean_lists_reordered(c: str) -> History:
     return h
 
 
+@clean
 def clean_last_replica_standing_then_fence(c: str) -> History:
     """The last ISR member's broker goes away: the partition keeps it (leader -1), then it is fenced."""
     h = baseline(c)
@@ -499,6 +511,7 @@ def clean_last_replica_standing_then_fence(c: str) -> History:
     return h
 
 
+@clean
 def clean_controlled_shutdown(c: str) -> History:
     """Broker 4 leads t-0, enters controlled shutdown (still leader and in the ISR at that record),
     Kafka moves leadership and the ISR away, then fences it: nothing to report."""
@@ -510,6 +523,7 @@ def clean_controlled_shutdown(c: str) -> History:
     return h
 
 
+@clean
 def clean_elr_from_isr(c: str) -> History:
     """KIP-966: ISR members removed below min ISR move into the ELR; later the ELR empties."""
     h = baseline(c, mv=23)
@@ -518,20 +532,13 @@ def clean_elr_from_isr(c: str) -> History:
     return h
 
 
-CLEAN.update({
-    "clean_lists_reordered": clean_lists_reordered,
-    "clean_last_replica_standing_then_fence": clean_last_replica_standing_then_fence,
-    "clean_controlled_shutdown": clean_controlled_shutdown,
-    "clean_elr_from_isr": clean_elr_from_isr,
-})
-
-
 def _start_move(h: History) -> None:
     """t-0 from (2,3,4) to target (2,4,1): grow to the union, adding (1), removing (3)."""
     h.change("t", 0, (K.REPLICAS, K.REASSIGNMENT_START), replicas=(2, 3, 4, 1), adding_replicas=(1,),
              removing_replicas=(3,))
 
 
+@violates("reassignment_legal")
 def retarget_removes_a_stranger(c: str) -> History:
     h = baseline(c)
     _start_move(h)
@@ -540,6 +547,7 @@ def retarget_removes_a_stranger(c: str) -> History:
     return h
 
 
+@violates("reassignment_legal")
 def retarget_removes_strangers_and_retargets(c: str) -> History:
     h = baseline(c)
     _start_move(h)
@@ -548,6 +556,7 @@ def retarget_removes_strangers_and_retargets(c: str) -> History:
     return h
 
 
+@violates("reassignment_legal")
 def retarget_removes_stranger_second_time(c: str) -> History:
     h = baseline(c)
     h.register(5)
@@ -559,6 +568,7 @@ def retarget_removes_stranger_second_time(c: str) -> History:
     return h
 
 
+@violates("reassignment_legal")
 def retarget_shrinks_early(c: str) -> History:
     h = baseline(c)
     _start_move(h)
@@ -568,6 +578,7 @@ def retarget_shrinks_early(c: str) -> History:
     return h
 
 
+@violates("reassignment_legal")
 def retarget_shrinks_to_target(c: str) -> History:
     h = baseline(c)
     h.register(5)
@@ -579,6 +590,7 @@ def retarget_shrinks_to_target(c: str) -> History:
     return h
 
 
+@violates("reassignment_legal")
 def retarget_shrinks_while_adding_more(c: str) -> History:
     h = baseline(c)
     _start_move(h)
@@ -589,16 +601,7 @@ def retarget_shrinks_while_adding_more(c: str) -> History:
     return h
 
 
-VIOLATING.update({
-    "retarget_removes_a_stranger": ("reassignment_legal", retarget_removes_a_stranger),
-    "retarget_removes_strangers_and_retargets": ("reassignment_legal", retarget_removes_strangers_and_retargets),
-    "retarget_removes_stranger_second_time": ("reassignment_legal", retarget_removes_stranger_second_time),
-    "retarget_shrinks_early": ("reassignment_legal", retarget_shrinks_early),
-    "retarget_shrinks_to_target": ("reassignment_legal", retarget_shrinks_to_target),
-    "retarget_shrinks_while_adding_more": ("reassignment_legal", retarget_shrinks_while_adding_more),
-})
-
-
+@clean
 def clean_retarget_kraft(c: str) -> History:
     """KRaft re-targets (2,3,4)->(2,4,1) to (2,4,5): replicas = target ∪ current, adding = target -
     current, removing = current - target (1 goes from adding to removing); then 5 joins the ISR via the
@@ -613,6 +616,7 @@ def clean_retarget_kraft(c: str) -> History:
     return h
 
 
+@clean
 def clean_retarget_zookeeper_style(c: str) -> History:
     """ZooKeeper's controller re-targets from the original replicas: RS = TRS ∪ ORS, so an adding replica
     the new target drops leaves the replica set (1 here), which is legal."""
@@ -622,12 +626,6 @@ def clean_retarget_zookeeper_style(c: str) -> History:
     h.change("t", 0, (K.REPLICAS,), replicas=(2, 4, 5, 3), adding_replicas=(5,), removing_replicas=(3,),
              leader_epoch=h.parts[("t", 0)].leader_epoch + 1)
     return h
-
-
-CLEAN.update({
-    "clean_retarget_kraft": clean_retarget_kraft,
-    "clean_retarget_zookeeper_style": clean_retarget_zookeeper_style,
-})
 
 
 # --- partitions keyed by topic id, a live topic for every change -------------------------------------
@@ -640,6 +638,7 @@ def _topic_u_deleted(h: History) -> str:
     return "UOLDAAAAAAAAAAAAAAAAAA"
 
 
+@violates("state_continuity")
 def partition_created_under_deleted_id(c: str) -> History:
     h = baseline(c)
     _topic_u_deleted(h)
@@ -648,6 +647,7 @@ def partition_created_under_deleted_id(c: str) -> History:
     return h
 
 
+@violates("state_continuity")
 def partition_of_a_topic_never_created(c: str) -> History:
     h = baseline(c)
     h.create("v", 0, (2, 3, 4))
@@ -655,6 +655,7 @@ def partition_of_a_topic_never_created(c: str) -> History:
     return h
 
 
+@violates("state_continuity")
 def old_id_written_after_recreate(c: str) -> History:
     """u is deleted and re-created under a new id; then a change is written under the old id, with a
     before: the old lineage was deleted (continuity by id), and the old id is no live topic."""
@@ -672,13 +673,7 @@ def old_id_written_after_recreate(c: str) -> History:
     return h
 
 
-VIOLATING.update({
-    "partition_created_under_deleted_id": ("state_continuity", partition_created_under_deleted_id),
-    "partition_of_a_topic_never_created": ("state_continuity", partition_of_a_topic_never_created),
-    "old_id_written_after_recreate": ("state_continuity", old_id_written_after_recreate),
-})
-
-
+@clean
 def clean_topic_recreated(c: str) -> History:
     """Delete and re-create under a new id, then changes under the new id: a fresh lineage."""
     h = baseline(c)
@@ -689,18 +684,13 @@ def clean_topic_recreated(c: str) -> History:
     return h
 
 
+@clean
 def clean_topic_lost_in_a_gap(c: str) -> History:
     """The topic's creation fell into a capture gap: its partition's change is allowed, not violated."""
     h = baseline(c)
     h.gap()
     h.create("w", 0, (2, 3, 4))
     return h
-
-
-CLEAN.update({
-    "clean_topic_recreated": clean_topic_recreated,
-    "clean_topic_lost_in_a_gap": clean_topic_lost_in_a_gap,
-})
 
 
 # --- a re-registration while still in ISRs, by metadata.version --------------------------------------
@@ -712,6 +702,7 @@ def _reregister(h: History, bid: int) -> None:
     h.broker(bid, BrokerChangeKind.REGISTERED, fenced=True)
 
 
+@violates("fenced_broker_not_in_isr")
 def reregistered_in_isr_at_mv23(c: str) -> History:
     h = baseline(c, mv=23)
     _reregister(h, 4)  # t-0's ISR still holds 4
@@ -719,6 +710,7 @@ def reregistered_in_isr_at_mv23(c: str) -> History:
     return h
 
 
+@violates("fenced_broker_not_in_isr")
 def reregistered_leader_at_mv27(c: str) -> History:
     h = baseline(c, mv=27)
     _reregister(h, 3)  # 3 leads t-1
@@ -726,6 +718,7 @@ def reregistered_leader_at_mv27(c: str) -> History:
     return h
 
 
+@violates("fenced_broker_not_in_isr")
 def reregistered_twice_at_mv25(c: str) -> History:
     h = baseline(c, mv=25)
     _reregister(h, 2)  # in t-0's ISR, and leader
@@ -736,13 +729,7 @@ def reregistered_twice_at_mv25(c: str) -> History:
     return h
 
 
-VIOLATING.update({
-    "reregistered_in_isr_at_mv23": ("fenced_broker_not_in_isr", reregistered_in_isr_at_mv23),
-    "reregistered_leader_at_mv27": ("fenced_broker_not_in_isr", reregistered_leader_at_mv27),
-    "reregistered_twice_at_mv25": ("fenced_broker_not_in_isr", reregistered_twice_at_mv25),
-})
-
-
+@clean
 def clean_reregistered_in_isr_at_mv21(c: str) -> History:
     """Kafka 3.9 after a whole-cluster kill -9: every returning broker re-registers while in ISRs."""
     h = baseline(c, mv=21)
@@ -752,18 +739,13 @@ def clean_reregistered_in_isr_at_mv21(c: str) -> History:
     return h
 
 
+@clean
 def clean_reregistered_after_removal_at_mv23(c: str) -> History:
     """Kafka 4.x: the ISR removal comes first, then the registration."""
     h = baseline(c, mv=23)
     h.change("t", 0, (K.ISR,), isr=(2,))
     _reregister(h, 4)
     return h
-
-
-CLEAN.update({
-    "clean_reregistered_in_isr_at_mv21": clean_reregistered_in_isr_at_mv21,
-    "clean_reregistered_after_removal_at_mv23": clean_reregistered_after_removal_at_mv23,
-})
 
 
 # --- KIP-966 ELR rules that need min.insync.replicas, and elections from the ELR ---------------------
@@ -775,6 +757,7 @@ def _min_isr(h: History, value: str, topic: str | None = None) -> None:
         h.config(ConfigResourceType.TOPIC, topic, "min.insync.replicas", value)
 
 
+@violates("isr_elr_sanity")
 def elr_kept_after_isr_recovers(c: str) -> History:
     h = baseline(c, mv=23)
     _min_isr(h, "2")
@@ -784,6 +767,7 @@ def elr_kept_after_isr_recovers(c: str) -> History:
     return h
 
 
+@violates("isr_elr_sanity")
 def elr_at_topic_min_isr(c: str) -> History:
     h = baseline(c, mv=23)
     _min_isr(h, "2")
@@ -793,6 +777,7 @@ def elr_at_topic_min_isr(c: str) -> History:
     return h
 
 
+@violates("isr_elr_sanity")
 def elr_kept_after_min_isr_lowered(c: str) -> History:
     h = baseline(c, mv=23)
     _min_isr(h, "2")
@@ -803,6 +788,7 @@ def elr_kept_after_min_isr_lowered(c: str) -> History:
     return h
 
 
+@violates("isr_elr_sanity")
 def elr_leader_while_isr_member_left(c: str) -> History:
     h = baseline(c, mv=23)
     h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
@@ -811,6 +797,7 @@ def elr_leader_while_isr_member_left(c: str) -> History:
     return h
 
 
+@violates("isr_elr_sanity")
 def elr_leader_with_other_isr(c: str) -> History:
     h = baseline(c, mv=23)
     h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
@@ -819,6 +806,7 @@ def elr_leader_with_other_isr(c: str) -> History:
     return h
 
 
+@violates("isr_elr_sanity")
 def elr_leader_under_min_isr_config(c: str) -> History:
     h = baseline(c, mv=23)
     _min_isr(h, "3")
@@ -828,16 +816,7 @@ def elr_leader_under_min_isr_config(c: str) -> History:
     return h
 
 
-VIOLATING.update({
-    "elr_kept_after_isr_recovers": ("isr_elr_sanity", elr_kept_after_isr_recovers),
-    "elr_at_topic_min_isr": ("isr_elr_sanity", elr_at_topic_min_isr),
-    "elr_kept_after_min_isr_lowered": ("isr_elr_sanity", elr_kept_after_min_isr_lowered),
-    "elr_leader_while_isr_member_left": ("isr_elr_sanity", elr_leader_while_isr_member_left),
-    "elr_leader_with_other_isr": ("isr_elr_sanity", elr_leader_with_other_isr),
-    "elr_leader_under_min_isr_config": ("isr_elr_sanity", elr_leader_under_min_isr_config),
-})
-
-
+@clean
 def clean_elr_below_min_isr(c: str) -> History:
     """min.insync.replicas 2: the ISR drops to one member, the other goes to the ELR; it recovers and the
     ELR is cleared in the same change."""
@@ -848,6 +827,7 @@ def clean_elr_below_min_isr(c: str) -> History:
     return h
 
 
+@clean
 def clean_elr_election_with_empty_isr(c: str) -> History:
     """The last ISR member goes away: ISR empty, both in the ELR; an ELR member is elected (legal)."""
     h = baseline(c, mv=23)
@@ -856,12 +836,6 @@ def clean_elr_election_with_empty_isr(c: str) -> History:
     h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.NONE, leader=-1, isr=(), elr=(4, 2))
     h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.ELR, leader=4, isr=(4,), elr=(2,))
     return h
-
-
-CLEAN.update({
-    "clean_elr_below_min_isr": clean_elr_below_min_isr,
-    "clean_elr_election_with_empty_isr": clean_elr_election_with_empty_isr,
-})
 
 
 # --- committed data at elections (high_watermark_monotonic) ------------------------------------------
@@ -873,6 +847,7 @@ def _elr_then_leaderless(h: History, hw: int, leos: dict[int, int]) -> None:
     h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.NONE, leader=-1, isr=(), elr=(4, 2))
 
 
+@violates("high_watermark_monotonic")
 def elr_leader_behind_committed(c: str) -> History:
     h = baseline(c, mv=23)
     _elr_then_leaderless(h, 200, {2: 210, 4: 150})
@@ -881,6 +856,7 @@ def elr_leader_behind_committed(c: str) -> History:
     return h
 
 
+@violates("high_watermark_monotonic")
 def elr_leader_one_record_behind(c: str) -> History:
     h = baseline(c, mv=23)
     _elr_then_leaderless(h, 200, {2: 200, 4: 199})
@@ -889,6 +865,7 @@ def elr_leader_one_record_behind(c: str) -> History:
     return h
 
 
+@violates("high_watermark_monotonic")
 def elr_leader_behind_after_later_sample(c: str) -> History:
     h = baseline(c, mv=23)
     _elr_then_leaderless(h, 200, {2: 220, 4: 210})
@@ -898,13 +875,7 @@ def elr_leader_behind_after_later_sample(c: str) -> History:
     return h
 
 
-VIOLATING.update({
-    "elr_leader_behind_committed": ("high_watermark_monotonic", elr_leader_behind_committed),
-    "elr_leader_one_record_behind": ("high_watermark_monotonic", elr_leader_one_record_behind),
-    "elr_leader_behind_after_later_sample": ("high_watermark_monotonic", elr_leader_behind_after_later_sample),
-})
-
-
+@clean
 def clean_elr_leader_holds_committed(c: str) -> History:
     h = baseline(c, mv=23)
     _elr_then_leaderless(h, 200, {2: 210, 4: 200})
@@ -912,6 +883,7 @@ def clean_elr_leader_holds_committed(c: str) -> History:
     return h
 
 
+@clean
 def clean_stale_sample_of_a_rejoined_follower(c: str) -> History:
     """4 was out of the ISR (and behind) when sampled, caught up, rejoined and was elected: the sample is
     no evidence against it."""
@@ -923,6 +895,7 @@ def clean_stale_sample_of_a_rejoined_follower(c: str) -> History:
     return h
 
 
+@clean
 def unclean_election_with_measured_loss(c: str) -> History:
     """An allowed unclean election whose new leader was 30 records behind the sampled HW: reported as
     allowed, with the loss as its magnitude."""
@@ -935,15 +908,9 @@ def unclean_election_with_measured_loss(c: str) -> History:
     return h
 
 
-CLEAN.update({
-    "clean_elr_leader_holds_committed": clean_elr_leader_holds_committed,
-    "clean_stale_sample_of_a_rejoined_follower": clean_stale_sample_of_a_rejoined_follower,
-    "unclean_election_with_measured_loss": unclean_election_with_measured_loss,
-})
-
-
 # --- ZooKeeper mode: the same catalog with the ZooKeeper-era controller's order ----------------------
 
+@clean
 def zk_baseline(c: str) -> History:
     """A ZooKeeper-mode history as `ctrlaudit import zk` writes it (no metadata.version, brokers
     only registered or gone): a broker dies and its znode goes before the controller moves its
@@ -974,6 +941,7 @@ def zk_baseline(c: str) -> History:
     return h
 
 
+@violates("partition_epoch_monotonic")
 def zk_state_write_kept_version(c: str) -> History:
     h = zk_baseline(c)
     h.change("z", 0, (K.ISR,), isr=(2, 3), partition_epoch=h.parts[("z", 0)].partition_epoch)
@@ -981,6 +949,7 @@ def zk_state_write_kept_version(c: str) -> History:
     return h
 
 
+@violates("partition_epoch_monotonic")
 def zk_assignment_version_went_back(c: str) -> History:
     h = zk_baseline(c)
     h.change("z", 1, (K.REPLICAS, K.REASSIGNMENT_START), replicas=(4, 1, 3), adding_replicas=(4,),
@@ -989,6 +958,7 @@ def zk_assignment_version_went_back(c: str) -> History:
     return h
 
 
+@violates("leader_epoch_monotonic")
 def zk_leader_moved_without_epoch_bump(c: str) -> History:
     h = zk_baseline(c)
     h.change("z", 0, (K.LEADER,), ElectionType.PREFERRED, leader=1, leader_epoch=h.parts[("z", 0)].leader_epoch)
@@ -996,6 +966,7 @@ def zk_leader_moved_without_epoch_bump(c: str) -> History:
     return h
 
 
+@violates("fenced_broker_not_in_isr")
 def zk_dead_broker_elected(c: str) -> History:
     h = zk_baseline(c)
     h.broker(3, BrokerChangeKind.UNREGISTERED, fenced=True)
@@ -1003,15 +974,6 @@ def zk_dead_broker_elected(c: str) -> History:
     h.change("z", 0, (K.LEADER, K.ISR), ElectionType.CLEAN, leader=3, isr=(3, 2))
     h.mark("unregistered_broker_became_leader")
     return h
-
-
-VIOLATING.update({
-    "zk_state_write_kept_version": ("partition_epoch_monotonic", zk_state_write_kept_version),
-    "zk_assignment_version_went_back": ("partition_epoch_monotonic", zk_assignment_version_went_back),
-    "zk_leader_moved_without_epoch_bump": ("leader_epoch_monotonic", zk_leader_moved_without_epoch_bump),
-    "zk_dead_broker_elected": ("fenced_broker_not_in_isr", zk_dead_broker_elected),
-})
-CLEAN.update({"zk_baseline": zk_baseline})
 
 
 # --- leader_election_order (I14): a clean election takes the first live ISR member in replica order ---
@@ -1032,6 +994,7 @@ def _order_base(c: str, zk: bool = False) -> History:
     return h
 
 
+@violates("leader_election_order")
 def election_skips_live_isr_member(c: str) -> History:
     """KRaft: leader 1 is fenced; 2 and 3 stay in the ISR, both live, and 3 is elected over 2."""
     h = _order_base(c)
@@ -1041,6 +1004,7 @@ def election_skips_live_isr_member(c: str) -> History:
     return h
 
 
+@violates("leader_election_order")
 def zk_election_skips_live_isr_member(c: str) -> History:
     """ZooKeeper mode (OfflinePartitionLeaderElectionStrategy): broker 1's znode goes, the controller elects 3
     although 2, ahead of it in the assignment, is alive and in the ISR."""
@@ -1051,6 +1015,7 @@ def zk_election_skips_live_isr_member(c: str) -> History:
     return h
 
 
+@violates("leader_election_order")
 def reassignment_elects_second_target(c: str) -> History:
     """A reassignment of o-0 to (4, 2) completes; the leader (1) leaves, and 2 is elected although 4, the
     target's first replica, is in the ISR and live (ReassignPartitionLeaderElectionStrategy takes 4)."""
@@ -1064,6 +1029,7 @@ def reassignment_elects_second_target(c: str) -> History:
     return h
 
 
+@clean
 def clean_election_passes_fenced_isr_member(c: str) -> History:
     """Kafka 3.9: broker 2 re-registers (fenced) while still in the ISR (the allowed KAFKA-15586 anomaly);
     when leader 1 is fenced, 3 is elected: 2, ahead of it, was not live."""
@@ -1074,6 +1040,7 @@ def clean_election_passes_fenced_isr_member(c: str) -> History:
     return h
 
 
+@clean
 def clean_election_in_replica_order(c: str) -> History:
     """The legal look-alikes: the first live ISR member is elected (3 once 2 has left the ISR), in ZooKeeper mode
     too, and a reassignment elects the target's first replica."""
@@ -1088,6 +1055,7 @@ def clean_election_in_replica_order(c: str) -> History:
     return h
 
 
+@clean
 def clean_election_without_registrations(c: str) -> History:
     """A broker-log import of a KRaft cluster holds no broker registrations: liveness is unknown, so an
     election that passes an ISR member over is not judged."""
@@ -1099,20 +1067,9 @@ def clean_election_without_registrations(c: str) -> History:
     return h
 
 
-VIOLATING.update({
-    "election_skips_live_isr_member": ("leader_election_order", election_skips_live_isr_member),
-    "zk_election_skips_live_isr_member": ("leader_election_order", zk_election_skips_live_isr_member),
-    "reassignment_elects_second_target": ("leader_election_order", reassignment_elects_second_target),
-})
-CLEAN.update({
-    "clean_election_passes_fenced_isr_member": clean_election_passes_fenced_isr_member,
-    "clean_election_in_replica_order": clean_election_in_replica_order,
-    "clean_election_without_registrations": clean_election_without_registrations,
-})
-
-
 # --- ZooKeeper mode: the controller's reassignment steps and epoch fencing ---------------------------
 
+@violates("reassignment_legal")
 def zk_reassignment_completed_without_bump(c: str) -> History:
     """The assignment znode becomes RAR although no state write bumped the leader epoch since the start."""
     h = zk_baseline(c)
@@ -1127,6 +1084,7 @@ def zk_reassignment_completed_without_bump(c: str) -> History:
     return h
 
 
+@violates("controller_epoch_monotonic")
 def zk_deposed_controller_writes_state(c: str) -> History:
     """After the failover to epoch 2, a state znode write stamped with epoch 1: the deposed controller's."""
     h = zk_baseline(c)
@@ -1138,6 +1096,7 @@ def zk_deposed_controller_writes_state(c: str) -> History:
     return h
 
 
+@clean
 def clean_zk_reassignment_with_bumps(c: str) -> History:
     """The same move done in the controller's steps: the leader epoch bumped at the start (A2) and
     before the assignment becomes RAR (B3), the removed replica dropped from the ISR with a bump (B4)."""
@@ -1168,6 +1127,7 @@ def _migrated(c: str) -> History:
     return h
 
 
+@clean
 def clean_migration_cutover(c: str) -> History:
     h = _migrated(c)
     h.elect_controller(3000, 2)  # the finalized controller's restart: its quorum's next epoch
@@ -1175,6 +1135,7 @@ def clean_migration_cutover(c: str) -> History:
     return h
 
 
+@violates("controller_epoch_monotonic")
 def migration_kraft_epoch_regressed(c: str) -> History:
     """After the cutover the KRaft counter is judged as any other: a write of an older KRaft epoch is caught."""
     h = _migrated(c)
@@ -1185,6 +1146,7 @@ def migration_kraft_epoch_regressed(c: str) -> History:
     return h
 
 
+@violates("controller_epoch_monotonic")
 def kraft_controller_without_claim(c: str) -> History:
     """A KRaft ControllerChange after ZooKeeper events that is no cutover (its controller did not claim ZooKeeper:
     previous leader 2, not itself): its lower epoch is a regression."""
@@ -1198,6 +1160,7 @@ def kraft_controller_without_claim(c: str) -> History:
     return h
 
 
+@violates("election_safety")
 def migration_two_kraft_controllers(c: str) -> History:
     """The cutover starts the KRaft counter afresh, not unjudged: two controllers in one KRaft epoch are caught."""
     h = _migrated(c)
@@ -1207,15 +1170,17 @@ def migration_two_kraft_controllers(c: str) -> History:
     return h
 
 
-VIOLATING.update({
-    "zk_reassignment_completed_without_bump": ("reassignment_legal", zk_reassignment_completed_without_bump),
-    "zk_deposed_controller_writes_state": ("controller_epoch_monotonic", zk_deposed_controller_writes_state),
-})
-CLEAN.update({"clean_zk_reassignment_with_bumps": clean_zk_reassignment_with_bumps})
 
-VIOLATING.update({
-    "migration_kraft_epoch_regressed": ("controller_epoch_monotonic", migration_kraft_epoch_regressed),
-    "kraft_controller_without_claim": ("controller_epoch_monotonic", kraft_controller_without_claim),
-    "migration_two_kraft_controllers": ("election_safety", migration_two_kraft_controllers),
-})
-CLEAN.update({"clean_migration_cutover": clean_migration_cutover})
+
+def write_all(directory: Path) -> dict[str, list[tuple[str, str, int]]]:
+    """Every case's history as <case>.avro in `directory`; per case, what it marks as broken: (invariant, rule,
+    event index), sorted (nothing for a clean case)."""
+    marks: dict[str, list[tuple[str, str, int]]] = {}
+    for case, (name, make) in sorted(VIOLATING.items()):
+        h = make(case)
+        h.write(directory / f"{case}.avro")
+        marks[case] = sorted((name, rule, idx) for rule, idx in h.bad)
+    for case, make in sorted(CLEAN.items()):
+        make(case).write(directory / f"{case}.avro")
+        marks[case] = []
+    return marks

@@ -9,7 +9,7 @@ from checks.duckdb_engine import DuckDBEngine
 from checks.inputs import resolve
 from ctrlaudit.check_run import run_check
 from schemas.archive import flat
-from tests.checks.cases import CLEAN, VIOLATING
+from tests.checks.cases import VIOLATING, write_all
 
 pytestmark = pytest.mark.spark
 
@@ -17,15 +17,7 @@ pytestmark = pytest.mark.spark
 @pytest.fixture(scope="module")
 def archive_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("histories")
-    marks = {}
-    for case, (name, make) in sorted(VIOLATING.items()):
-        h = make(case)
-        h.write(d / f"{case}.avro")
-        marks[case] = sorted((name, rule, idx) for rule, idx in h.bad)
-    for case, make in sorted(CLEAN.items()):
-        make(case).write(d / f"{case}.avro")
-        marks[case] = []
-    return d, marks
+    return d, write_all(d)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 
 from ctrlaudit.check_run import run_check
 from checks.spark_cluster import SparkCluster, alive_workers, spark_submit, ui_json
-from tests.checks.cases import CLEAN, VIOLATING
+from tests.checks.cases import write_all
 
 pytestmark = pytest.mark.spark
 
@@ -30,10 +30,7 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def histories(tmp_path_factory):
     d = tmp_path_factory.mktemp("histories")
-    for case, (_, make) in sorted(VIOLATING.items()):
-        make(case).write(d / f"{case}.avro")
-    for case, make in sorted(CLEAN.items()):
-        make(case).write(d / f"{case}.avro")
+    write_all(d)
     return d
 
 

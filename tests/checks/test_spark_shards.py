@@ -9,7 +9,7 @@ import pytest
 from checks.catalog import BY_NAME, NAMES
 from checks.duckdb_engine import DuckDBEngine
 from checks.inputs import resolve
-from tests.checks.cases import CLEAN, VIOLATING
+from tests.checks.cases import VIOLATING, write_all
 from tests.checks.histories import K
 
 pytestmark = pytest.mark.spark
@@ -20,10 +20,7 @@ SHARDED = [n for n in NAMES if BY_NAME[n].sharded]
 @pytest.fixture(scope="module")
 def histories(tmp_path_factory):
     d = tmp_path_factory.mktemp("shards")
-    for case, (_, make) in sorted(VIOLATING.items()):
-        make(case).write(d / f"{case}.avro")
-    for case, make in sorted(CLEAN.items()):
-        make(case).write(d / f"{case}.avro")
+    write_all(d)
     return d
 
 

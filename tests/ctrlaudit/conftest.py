@@ -24,3 +24,12 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def run(*args: str):
     return CliRunner().invoke(app, list(args))
+
+
+def subcommands(command) -> dict:
+    """A click group's commands by name, through click's API (the CLI's group loads its commands when asked);
+    {} for a command that is not a group (typer vendors click: duck-typed, not isinstance(click.Group))."""
+    if not hasattr(command, "list_commands"):
+        return {}
+    ctx = command.make_context("ctrlaudit", [], resilient_parsing=True)
+    return {name: command.get_command(ctx, name) for name in command.list_commands(ctx)}

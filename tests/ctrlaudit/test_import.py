@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.ctrlaudit.conftest import run
-from tests.services.normalize.logs import T1, LogBuilder, broker, change, partition
+from tests.services.normalize.logs import T1, LogBuilder, broker, change, orders_cluster
 
 
 def metadata_dir(tmp_path: Path, later: tuple[tuple[int, list[int]], ...] = ()) -> Path:
@@ -13,11 +13,7 @@ def metadata_dir(tmp_path: Path, later: tuple[tuple[int, list[int]], ...] = ()) 
     d.mkdir(parents=True, exist_ok=True)
     (d.parent / "meta.properties").write_text("version=1\ncluster.id=q1w2e3r4t5y6u7i8o9p0aA\nnode.id=1\n")
     b = LogBuilder()
-    b.leader_change(leader=1, epoch=1)
-    for bid in (1, 2, 3):
-        broker(b, bid)
-    b.record("TopicRecord", 0, name="orders", topicId=T1)
-    partition(b, T1, 0, [1, 2, 3], [1, 2, 3], leader=1)
+    orders_cluster(b)
     change(b, T1, 0, leader=2, isr=[2, 3])
     for leader, isr in later:
         change(b, T1, 0, leader=leader, isr=isr)

@@ -15,14 +15,21 @@ def _log(path: Path, lines: list[tuple[str, str]], logger: str = "state.change.l
     path.write_text("".join(f"[2026-11-20 03:{t}] INFO {m} ({logger})\n" for t, m in lines))
 
 
+# controller 1 elected at 03:10 with brokers 1 and 2; the start of its line for the new topic orders at 03:11
+_ELECTED = [
+    ("10:00,000", "[Controller id=1] 1 successfully elected as the controller. Epoch incremented to 1 and epoch "
+                  "zk version is now 1"),
+    ("10:00,100", "[Controller id=1] Initialized broker epochs cache: HashMap(1 -> 24, 2 -> 26)"),
+]
+_NEW_ORDERS = ("[Controller id=1] New topics: [Set(orders)], deleted topics: [HashSet()], new partition replica "
+               "assignment [Set(TopicIdReplicaAssignment(orders,Some(cfj0aMlISoyZFYbm33MBqg),Map(orders-0 -> ")
+
+
 def brokers(tmp_path: Path) -> list[Path]:
     n1, n2 = tmp_path / "node1" / "logs", tmp_path / "node2" / "logs"
     _log(n1 / "controller.log", [
-        ("10:00,000", "[Controller id=1] 1 successfully elected as the controller. Epoch incremented to 1 and epoch "
-                      "zk version is now 1"),
-        ("10:00,100", "[Controller id=1] Initialized broker epochs cache: HashMap(1 -> 24, 2 -> 26)"),
-        ("11:00,000", "[Controller id=1] New topics: [Set(orders)], deleted topics: [HashSet()], new partition replica "
-                      "assignment [Set(TopicIdReplicaAssignment(orders,Some(cfj0aMlISoyZFYbm33MBqg),Map(orders-0 -> "
+        *_ELECTED,
+        ("11:00,000", _NEW_ORDERS +
                       "ReplicaAssignment(replicas=1,2, addingReplicas=, removingReplicas=))))]"),
         ("14:00,050", "[Controller id=1] Updated broker epochs cache: HashMap(1 -> 24)"),
     ], "kafka.controller.KafkaController")
@@ -114,11 +121,8 @@ def test_a_gap_found_late_makes_its_partition_uncertain_from_its_last_known_stat
     epoch; at 03:14:30 nothing is uncertain."""
     n1 = tmp_path / "node1" / "logs"
     _log(n1 / "controller.log", [
-        ("10:00,000", "[Controller id=1] 1 successfully elected as the controller. Epoch incremented to 1 and epoch "
-                      "zk version is now 1"),
-        ("10:00,100", "[Controller id=1] Initialized broker epochs cache: HashMap(1 -> 24, 2 -> 26)"),
-        ("11:00,000", "[Controller id=1] New topics: [Set(orders)], deleted topics: [HashSet()], new partition replica "
-                      "assignment [Set(TopicIdReplicaAssignment(orders,Some(cfj0aMlISoyZFYbm33MBqg),Map(orders-0 -> "
+        *_ELECTED,
+        ("11:00,000", _NEW_ORDERS +
                       "ReplicaAssignment(replicas=2,1, addingReplicas=, removingReplicas=), orders-1 -> "
                       "ReplicaAssignment(replicas=1,2, addingReplicas=, removingReplicas=))))]"),
     ], "kafka.controller.KafkaController")

@@ -6,17 +6,19 @@ from __future__ import annotations
 import io
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import typer
 
-from ctrlaudit.cli import app
+from ctrlaudit.cli import MODULE_OF, SHORT_HELP, app
 from replay import queries
 from replay.store import Store
 from schemas.events import ConfigResourceType as CRT, ConfigChange, PartitionChange, PartitionChangeKind as K
 from schemas.events import PartitionState as PS, TopicChange, TopicChangeKind as TK
-from tests.ctrlaudit.conftest import run
+from tests.ctrlaudit.conftest import run, subcommands
 from tests.replay.fixtures import CLUSTER, DELTA1, ev
 
 ISO = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\b")
@@ -25,8 +27,8 @@ ANY_TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d[:\d.]*(?:Z|[+-]\d\d:\d\d)?"
 
 def _commands():
     def walk(c, path):
-        if hasattr(c, "commands"):  # typer vendors click: duck-typed, not isinstance(click.Group)
-            for name, sub in c.commands.items():
+        if hasattr(c, "list_commands"):
+            for name, sub in subcommands(c).items():
                 yield from walk(sub, [*path, name])
         else:
             yield path, c
@@ -51,6 +53,29 @@ def test_help_shows_whole_flag_names() -> None:
     for args in ((), ("import",)):  # the command lists: a short help each, never cut with "..."
         listing = run(*args, "--help").output.split("Commands:")[1]
         assert "..." not in listing and "…" not in listing, listing
+
+
+def test_the_command_list_loads_no_command_module() -> None:
+    """`ctrlaudit --help` lists the commands from ctrlaudit.cli's table; a command's module (and what it imports at
+    its top: DuckDB's store, plotly, the simulator) is loaded when that command runs."""
+    probe = ("import sys\nfrom ctrlaudit.cli import main\nsys.argv = ['ctrlaudit', '--help']\ntry:\n    main()\n"
+             "except SystemExit:\n    pass\nprint(sorted(m for m in sys.modules if m.startswith('ctrlaudit.commands.')"
+             " or m in ('replay.store', 'plotly', 'services.simulator')))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout[-2000:]
+    listing = done.stdout.split("Commands:")[1]
+    for name, short in SHORT_HELP.items():
+        assert f"{name}  " in listing and short in listing, name
+
+
+def test_each_command_is_its_modules_and_listed_once() -> None:
+    commands = subcommands(typer.main.get_command(app))
+    assert list(commands) == list(SHORT_HELP)
+    for name, command in commands.items():
+        assert command.short_help == SHORT_HELP[name]
+        assert command.callback is None or MODULE_OF[name] in command.callback.__module__, name
 
 
 # --- times -----------------------------------------------------------------------------------

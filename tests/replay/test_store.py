@@ -16,22 +16,8 @@ from replay.queries import image_at
 from schemas.errors import ContractError
 from replay.store import Store
 from schemas.times import TimeError, parse_time
-from tests.replay.histories import generate
 
-N = 1500
-
-
-@pytest.fixture(scope="module")
-def history():
-    return generate(N, seed=11, chain=True)
-
-
-@pytest.fixture(scope="module")
-def archive(tmp_path_factory, history):
-    d = tmp_path_factory.mktemp("archive")
-    for i, (a, b) in enumerate(((0, 500), (500, 1000), (1000, N))):
-        write_events(d / f"events-{i}.avro", history[a:b])
-    return d
+N, SEED, FILES = 1500, 11, 3  # the history and archive fixtures (conftest.py): 500 events a file
 
 
 @pytest.fixture(scope="module")

@@ -13,24 +13,8 @@ from replay import store as store_module
 from replay.errors import StoreError
 from schemas.archive.verified import ArchiveProblem
 from replay.store import Store
-from tests.replay.histories import generate
 
-N = 2000
-FILES = 10  # 200 events each
-
-
-@pytest.fixture(scope="module")
-def history():
-    return generate(N, seed=23, chain=True)
-
-
-@pytest.fixture(scope="module")
-def archive(tmp_path_factory, history):
-    d = tmp_path_factory.mktemp("archive")
-    step = N // FILES
-    for i in range(FILES):
-        write_events(d / f"events-{i:02d}.avro", history[i * step:(i + 1) * step])
-    return d
+N, SEED, FILES = 2000, 23, 10  # the history and archive fixtures (conftest.py): 200 events a file
 
 
 def _contents(store):

@@ -4,7 +4,7 @@
  *
  * The record framing (DefaultRecord) and the value frame (frameVersion, apiKey, version) are
  * read here; the message body is read by a small interpreter over field tables that
- * services/kraft/native.py derives from messages.CATALOGUE, so the schemas stay in specs.py and
+ * services/kraft/native.py derives from messages.CATALOGUE, so the schemas stay in specs.json and
  * nothing here knows a message by name. The Python path stays the reference and decides every
  * error: whenever anything is not exactly what this code knows how to read (a bound, a varint
  * longer than allowed, a null value, an unknown apiKey/version or tag, invalid UTF-8, bytes left

@@ -8,6 +8,7 @@ from pathlib import Path
 from schemas.events import CaptureGap, PartitionChange
 from services.brokerlogs.lines import LogLine
 from services.brokerlogs.normalizer import BrokerLogNormalizer
+from tests.archive_files import stored
 
 TID = "HYtHGfsxRlqPkOrBuQIjMQ"
 QC = "[QuorumController id=1] "
@@ -152,8 +153,6 @@ def test_a_later_epoch_stated_in_part_is_uncertain_from_the_line_that_lived_it()
 def test_the_stretch_of_a_gap_found_where_it_begins_starts_there(tmp_path: Path):
     """Answers by time: before the line that stated part of epoch 1 the state is known; from it on, until the epoch
     is whole (the unclean election's previous state), not."""
-    from replay.store import Store
-    from schemas.archive.writer import ArchiveWriter
 
     previous = ("Setting new leader for topicId " + TID + ", partition 0 to 2 using an unclean election. Previous "
                 "partition: PartitionRegistration(replicas=[1, 2], directories=[], isr=[], removingReplicas=[], "
@@ -163,17 +162,10 @@ def test_the_stretch_of_a_gap_found_where_it_begins_starts_there(tmp_path: Path)
                     (60_000, _follower(1, 1, -1, 2, "Some(1) and previous leader epoch was 0")),
                     (90_000, previous)])
     assert [s[0] for s in _states(events)] == [0, 1]
-    with ArchiveWriter(tmp_path / "a", "c") as w:
-        for e in events:
-            w.append(e)
-    store = Store(tmp_path / "s.duckdb")
-    try:
-        store.load([tmp_path / "a"])
+    with stored(events, tmp_path, "c") as store:
         assert not store.point(time=30_000).uncertain_about("t", 0)
         assert store.point(time=70_000).uncertain_about("t", 0)
         assert not store.point(time=95_000).uncertain_about("t", 0)
-    finally:
-        store.close()
 
 
 def test_an_assignment_change_without_its_epoch_3_9():

@@ -10,12 +10,14 @@ created and archived nothing in the next 4.5 minutes, while the watch worker rea
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -137,27 +139,36 @@ def _group_topic(kafka_cluster, tag: str, seed: int, n: int):
 REJOIN = "rejoining the group with a new consumer"
 
 
+@contextlib.contextmanager
+def _beside(member: _Member, log: Path) -> Iterator[list[subprocess.Popen]]:
+    """The body runs with the group's other member; a failed assertion gets the archiver's log; then the member
+    leaves and every archiver the body started (appended to the list yielded) is stopped."""
+    started: list[subprocess.Popen] = []
+    try:
+        yield started
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; archiver log:\n{log.read_text()[-4000:] if log.exists() else ''}") from None
+    finally:
+        member.close()
+        for archiver in started:
+            _stop(archiver)
+
+
 def test_an_archiver_left_without_partitions_while_nobody_archives_rejoins_and_archives(kafka_cluster, tmp_path):
     c, prefix, topic, group, events = _group_topic(kafka_cluster, "arj", 5, 200)
     _produce(c, topic, events)
     member = _Member(c.bootstrap_servers, group, topic, commits=False)
     log = tmp_path / "archiver.log"
-    archiver = None
-    try:
+    with _beside(member, log) as started:
         wait_until(lambda: member.assigned and member.read == len(events), 60, "the member to hold the partition")
         archiver = _start_archiver(c, tmp_path, prefix, rejoin_seconds="2")
+        started.append(archiver)
         wait_until(lambda: REJOIN in log.read_text(), 60, "the archiver to rejoin")
         assert _archived(tmp_path / "archive") == []  # the member still holds the partition
         member.close()  # leaves the group: the archiver's consumer gets the partition
         got = wait_until(lambda: len(_archived(tmp_path / "archive")) == len(events) and _archived(tmp_path / "archive"),
                          90, "the archiver to archive the topic once the member left")
         assert [(e.seq, e.event_id, e.payload) for e in got] == [(e.seq, e.event_id, e.payload) for e in events]
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; archiver log:\n{log.read_text()[-4000:] if log.exists() else ''}") from None
-    finally:
-        member.close()
-        if archiver is not None:
-            _stop(archiver)
     assert archiver.returncode == 0, log.read_text()[-4000:]
 
 
@@ -165,12 +176,12 @@ def test_a_standby_archiver_whose_group_is_served_never_rejoins(kafka_cluster, t
     c, prefix, topic, group, events = _group_topic(kafka_cluster, "ars", 6, 240)
     member = _Member(c.bootstrap_servers, group, topic, commits=True)
     log = tmp_path / "archiver.log"
-    archiver = None
-    try:
+    with _beside(member, log) as started:
         p = _produce(c, topic, events[:20])
         # the member serves the group: it holds the partition and its commits are answered
         wait_until(lambda: member.assigned and member.committed == 20, 60, "the member to commit")
         archiver = _start_archiver(c, tmp_path, prefix, rejoin_seconds="3")
+        started.append(archiver)
         # events arrive for 11 s (several rejoin waits) and the member commits them; then 9 s with none
         for i, e in enumerate(events[20:]):
             p.produce(topic, key=e.cluster_id.encode(), value=encode(e))
@@ -183,9 +194,3 @@ def test_a_standby_archiver_whose_group_is_served_never_rejoins(kafka_cluster, t
         assert archiver.poll() is None
         assert REJOIN not in log.read_text()
         assert _archived(tmp_path / "archive") == []
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; archiver log:\n{log.read_text()[-4000:] if log.exists() else ''}") from None
-    finally:
-        member.close()
-        if archiver is not None:
-            _stop(archiver)

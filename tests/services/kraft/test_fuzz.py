@@ -20,7 +20,7 @@ from services.kraft.batch import build_batch
 from services.kraft.crc import crc32c
 from services.kraft.wire import write_varint
 from services.kraft.offline import import_events
-from tests.fuzzing import archived, damaged, fuzz_settings, hostile, only_contract_errors
+from tests.fuzzing import archived, damage_some, damaged, fuzz_settings, hostile, only_contract_errors
 
 from .helpers import all_versions, control_key, control_value, data_batch, metadata_value, pcr, random_data
 
@@ -152,10 +152,7 @@ def test_the_sample_history_imports(tmp_path):
 @fuzz_settings(ci_examples=500)
 @given(st.data())
 def test_fuzz_the_import_of_damaged_records(data):
-    records = list(HISTORY)
-    for i in data.draw(st.lists(st.integers(0, len(records) - 1), min_size=1, max_size=3)):
-        key, value = records[i]
-        records[i] = (key, data.draw(damaged(value)))
+    records = damage_some(data, HISTORY, lambda record: damaged(record[1]).map(lambda v: (record[0], v)))
     import_kraft(log_of(records), data.draw(st.sampled_from(["raise", "skip"])))
 
 

@@ -54,3 +54,15 @@ def partition(b: LogBuilder, tid: str, pid: int, replicas, isr, leader, epoch=0,
 
 def change(b: LogBuilder, tid: str, pid: int, epoch: int = 1, **fields) -> int:
     return b.record("PartitionChangeRecord", 0, partitionId=pid, topicId=tid, epoch=epoch, **fields)
+
+
+def orders_cluster(b: LogBuilder, partitions: int = 1) -> None:
+    """Controller 1 in epoch 1, brokers 1 to 3, and topic orders (T1): partition p on the three brokers from
+    broker p + 1 on, all in sync, led by the first of them."""
+    b.leader_change(leader=1, epoch=1)
+    for bid in (1, 2, 3):
+        broker(b, bid)
+    b.record("TopicRecord", 0, name="orders", topicId=T1)
+    for p in range(partitions):
+        replicas = [1, 2, 3][p:] + [1, 2, 3][:p]
+        partition(b, T1, p, replicas, replicas, leader=replicas[0])

@@ -14,6 +14,7 @@ from services.normalize.imports import BadImport
 from services.kraft.offline import import_events
 from services.zookeeper.normalizer import ZooKeeperNormalizer
 from services.zookeeper import Op, Txn
+from tests.archive_files import stored
 from tests.services.normalize.logs import T1, LogBuilder, broker, change, partition
 
 KRAFT = 3000
@@ -166,23 +167,14 @@ def test_a_migrated_history_is_asked_by_time_or_seq_not_offset(tmp_path):
     """zxids before the cutover and metadata offsets after it overlap: `--offset` is refused with one line."""
     from replay.errors import StoreError
     from replay.queries import state_as_of
-    from replay.store import Store
-    from schemas.archive import ArchiveWriter
 
     zk, zk_events = _zookeeper()
     log, _, _ = _metadata_log(tmp_path)
     kraft_events = list(import_events([log.parent], "c", normalizer=MigratedKRaftNormalizer("c", zk, claim_zxid=6)))
-    with ArchiveWriter(tmp_path / "a", "c") as w:
-        for e in zk_events + kraft_events:
-            w.append(e)
-    store = Store(tmp_path / "s.duckdb")
-    try:
-        store.load([tmp_path / "a"])
+    with stored(zk_events + kraft_events, tmp_path, "c") as store:
         with pytest.raises(StoreError, match="migrated from ZooKeeper to KRaft.*ask by --time or --seq"):
             store.point(offset=5)
         last = state_as_of(store, store.point(time=kraft_events[-1].event_time_ms)).partitions
         assert [(r.topic, r.state.leader, r.state.leader_epoch) for r in last] == [("t", 2, 5)]
         before = state_as_of(store, store.point(time=zk_events[-1].event_time_ms)).partitions
         assert [(r.topic, r.state.leader, r.state.leader_epoch) for r in before] == [("t", 1, 4)]
-    finally:
-        store.close()

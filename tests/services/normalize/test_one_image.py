@@ -9,18 +9,15 @@ RemoveTopicRecord), so a re-created topic of the same name starts from none.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
-from schemas.state.delta import fold
-from schemas.state.image import ClusterImage
-from schemas.archive.chain import Chain
 from schemas.events import ConfigChange, ConfigResourceType, ControllerEvent
 from services.kraft import LogReader
 from services.kraft.normalizer import KRaftNormalizer
 from services.zookeeper.normalizer import ZooKeeperNormalizer
+from tests.images import assert_same_state, folded
 from tests.services.capture.test_checkpoint import rich_log
-from tests.services.normalize.logs import T1, LogBuilder, broker, partition
+from tests.services.normalize.logs import T1, LogBuilder, broker, orders_cluster, partition
 
 T3 = "AAAAAAAAAAAAAAAAAAAABw"
 
@@ -30,35 +27,18 @@ def _log(b: LogBuilder, where: Path) -> list:
     return list(LogReader(b.write(where / "00000000000000000000.log")))
 
 
-def _folded(events: list[ControllerEvent]) -> ClusterImage:
-    chain = Chain(events[0].cluster_id)
-    return fold(chain.append(replace(e)) for e in events)
-
-
-def _same_state(a: ClusterImage, b: ClusterImage) -> None:
-    assert a.partitions == b.partitions and a.topic_names == b.topic_names
-    assert dict(a.brokers) == dict(b.brokers)
-    assert {k: dict(v) for k, v in a.configs.items()} == {k: dict(v) for k, v in b.configs.items()}
-    assert dict(a.features) == dict(b.features) and a.controller == b.controller
-
-
 def test_the_kraft_normalizers_image_is_the_fold_of_its_events(tmp_path: Path) -> None:
     records, _ = rich_log(tmp_path)
     n = KRaftNormalizer("c1", node_id=1, clock=lambda: 42)
     events = n.feed_all(records)
     image = n.image
     assert len(image.partitions) == 3 and image.controller.leader_id == 3 and image.brokers[4].in_controlled_shutdown
-    _same_state(image, _folded(events))
+    assert_same_state(image, folded(events))
 
 
 def test_a_snapshot_bootstrap_leaves_the_image_the_fold_holds(tmp_path: Path) -> None:
     b = LogBuilder()
-    b.leader_change(leader=1, epoch=1)
-    for bid in (1, 2, 3):
-        broker(b, bid)
-    b.record("TopicRecord", 0, name="orders", topicId=T1)
-    partition(b, T1, 0, [1, 2, 3], [1, 2, 3], leader=1)
-    partition(b, T1, 1, [2, 3, 1], [2, 3, 1], leader=2)
+    orders_cluster(b, partitions=2)
     b.record("TopicRecord", 0, name="gone", topicId=T3)
     partition(b, T3, 0, [1, 2], [1, 2], leader=1)
     log = _log(b, tmp_path / "a")
@@ -76,7 +56,7 @@ def test_a_snapshot_bootstrap_leaves_the_image_the_fold_holds(tmp_path: Path) ->
     image = n.image
     assert image.topic_names == {T1: "orders"} and list(image.partitions) == [(T1, 0)]
     assert sorted(image.brokers.keys()) == [1, 2] and image.partitions[(T1, 0)].isr == (1, 2)
-    _same_state(image, _folded(events))
+    assert_same_state(image, folded(events))
 
 
 def test_a_recreated_topic_does_not_inherit_the_deleted_ones_configs(tmp_path: Path) -> None:
@@ -95,7 +75,7 @@ def test_a_recreated_topic_does_not_inherit_the_deleted_ones_configs(tmp_path: P
     configs = [e.payload for e in events if isinstance(e.payload, ConfigChange)]
     assert [(c.value, c.previous_value) for c in configs] == [("1000", None), ("2000", None)]
     assert dict(n.image.topic_configs("orders")) == {"retention.ms": "2000"}
-    _same_state(n.image, _folded(events))
+    assert_same_state(n.image, folded(events))
 
 
 def _secret(b: LogBuilder, value: str) -> None:

@@ -16,18 +16,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from schemas.events import (
-    BrokerChange,
-    BrokerState,
-    ConfigChange,
-    ControllerEvent,
-    ElectionType,
-    LeaderRecoveryState,
-    OffsetSample,
-    PartitionChange,
-    PartitionChangeKind,
-    PartitionState,
-)
+from schemas.events import (BrokerChange, BrokerState, ConfigChange, ControllerEvent, ElectionType,
+                            LeaderRecoveryState, OffsetSample, PartitionChange, PartitionChangeKind, PartitionState)
 
 K = PartitionChangeKind
 

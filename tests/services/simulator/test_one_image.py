@@ -11,20 +11,13 @@ from dataclasses import replace
 
 import pytest
 
-from schemas.state.delta import fold
+from schemas.events import ConfigResourceType, ControllerEvent, PartitionChange, TopicChange, TopicChangeKind
 from schemas.state.errors import ReplayError
-from schemas.state.image import ClusterImage, ControllerImage
-from schemas.archive.chain import Chain
-from schemas.events import (
-    ConfigResourceType,
-    ControllerEvent,
-    PartitionChange,
-    TopicChange,
-    TopicChangeKind,
-)
+from schemas.state.image import ControllerImage
 from services.simulator import BREACHES, SimConfig, Simulator
 from services.simulator.__init__ import Simulation
 from services.simulator.model import MIN_ISR, UNCLEAN
+from tests.images import assert_same_state, folded
 
 KRAFT = SimConfig(seed=21, events=6000)
 ELR = SimConfig(seed=22, events=6000, elr=True, metadata_version=25)
@@ -41,19 +34,6 @@ def _steps(sim: Simulator, until: int) -> list[ControllerEvent]:
         sim.j.out.clear()  # between steps only: a breach may take back its step's last event (a lost one)
         sim.next_step()
     return made + list(sim.j.out)
-
-
-def _folded(events: list[ControllerEvent], on_error=None) -> ClusterImage:
-    chain = Chain(events[0].cluster_id)
-    chained = [chain.append(replace(e)) for e in events]
-    return fold(chained) if on_error is None else fold(chained, on_error=on_error)
-
-
-def _same_state(a: ClusterImage, b: ClusterImage) -> None:
-    assert a.partitions == b.partitions and a.topic_names == b.topic_names
-    assert dict(a.brokers) == dict(b.brokers)
-    assert {k: dict(v) for k, v in a.configs.items()} == {k: dict(v) for k, v in b.configs.items()}
-    assert dict(a.features) == dict(b.features) and a.controller == b.controller
 
 
 def _registry_is_the_images(sim: Simulator) -> None:
@@ -73,7 +53,7 @@ def test_the_simulators_image_is_the_fold_of_its_events(cfg: SimConfig) -> None:
     image = sim.image
     assert len(image.partitions) >= cfg.topics * cfg.partitions // 2 and image.metadata_version == cfg.metadata_version
     assert any(isinstance(e.payload, TopicChange) and e.payload.kind is TopicChangeKind.DELETED for e in events)
-    _same_state(image, _folded(events))  # and a clean history folds without one refusal
+    assert_same_state(image, folded(events))  # and a clean history folds without one refusal
     _registry_is_the_images(sim)
     assert {t.topic_id for t in sim.topics.values()} == set(sim.j.delta.topic_ids())  # no breach fixtures here
     # KRaft mode shows every broker change: the image's brokers are the workload's
@@ -124,7 +104,7 @@ def test_zookeeper_mode_the_image_holds_what_a_zookeeper_cluster_shows_the_workl
     assert fenced_but_registered > 0
     image = sim.image
     assert image.metadata_version is None and not image.features
-    _same_state(image, _folded(made))
+    assert_same_state(image, folded(made))
     _registry_is_the_images(sim)
 
 
@@ -144,7 +124,7 @@ def test_with_every_breach_the_image_is_still_the_fold_of_the_events(cfg: SimCon
 
     def collect(exc: ReplayError, event: ControllerEvent) -> None:
         refused.append((event.seq, exc.reason))
-    _same_state(run.sim.image, _folded(events, collect))
+    assert_same_state(run.sim.image, folded(events, collect))
     _registry_is_the_images(run.sim)
     # The fold refuses just the breaches that break its own rules: a partition change whose before is not
     # the last after (the lost event) and a partition of a topic that was never created; the image applies

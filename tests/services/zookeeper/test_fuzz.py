@@ -17,7 +17,7 @@ from services.zookeeper.offline import import_zk_events
 from services.zookeeper import TxnLogReader
 from services.zookeeper.snapshot import read_snapshot
 from services.zookeeper.txnlog import ENTRY, EOR, HEADER, LOG_MAGIC, SNAP_MAGIC
-from tests.fuzzing import archived, damaged, fuzz_settings, hostile, only_contract_errors
+from tests.fuzzing import archived, damage_some, damaged, fuzz_settings, hostile, only_contract_errors
 
 LOG = (Path(__file__).parent / "data" / "log.1").read_bytes()
 
@@ -119,9 +119,7 @@ def test_fuzz_a_damaged_transaction_log(data, on_error):
 @fuzz_settings(ci_examples=600)
 @given(st.data())
 def test_fuzz_damaged_transactions_with_valid_checksums(data):
-    bodies = list(BODIES[:12])
-    for i in data.draw(st.lists(st.integers(0, len(bodies) - 1), min_size=1, max_size=3)):
-        bodies[i] = data.draw(damaged(bodies[i]))
+    bodies = damage_some(data, BODIES[:12], damaged)
     read_log(framed(bodies), data.draw(st.sampled_from(["raise", "skip"])))
 
 
@@ -164,9 +162,7 @@ def import_zk(root: Path, on_error: str) -> None:
 @fuzz_settings(ci_examples=400)
 @given(st.data())
 def test_fuzz_the_import_of_damaged_transactions(data):
-    bodies = list(BODIES)
-    for i in data.draw(st.lists(st.integers(0, len(bodies) - 1), min_size=1, max_size=3)):
-        bodies[i] = data.draw(damaged(bodies[i]))
+    bodies = damage_some(data, BODIES, damaged)
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "version-2").mkdir()
         (Path(d) / "version-2" / "log.1").write_bytes(framed(bodies))
@@ -176,9 +172,6 @@ def test_fuzz_the_import_of_damaged_transactions(data):
 @fuzz_settings(ci_examples=500)
 @given(st.data())
 def test_fuzz_the_import_of_a_snapshot_with_damaged_znodes(data):
-    nodes = list(ZNODES)
-    for i in data.draw(st.lists(st.integers(1, len(nodes) - 1), min_size=1, max_size=3)):
-        path, value = nodes[i]
-        nodes[i] = (path, data.draw(damaged_json(value or b"")))
+    nodes = damage_some(data, ZNODES, lambda node: damaged_json(node[1] or b"").map(lambda v: (node[0], v)), first=1)
     with tempfile.TemporaryDirectory() as d:
         import_zk(_bootstrapped(Path(d), snapshot(nodes)), "raise")

@@ -20,6 +20,7 @@ from devtools.cluster.tools import KafkaTools, version_tuple
 from devtools.cluster.txnlogtool import compare, parse
 from services.zookeeper import TxnLogReader, txn_logs
 from services.zookeeper.watch import ZooKeeperWatch
+from tests.archive_files import stored
 from tests.services.zookeeper.marks import mark_problems
 
 pytestmark = [pytest.mark.kafka,
@@ -325,9 +326,7 @@ def test_live_watch_state_at_every_mark_equals_describe(scenario, tmp_path):
     the transaction log, replayed: the state as of every mark's zxid equals kafka-topics --describe then.
     Versions a watch could not see are gaps, named; the import of ZooKeeper's own log has none."""
     from replay.queries import state_as_of
-    from replay.store import Store
     from schemas.events import CaptureGap, ControllerChange
-    from schemas.archive import ArchiveWriter
     from services.zookeeper.normalizer import ZooKeeperNormalizer
     from services.zookeeper.snapshot import Snapshot
 
@@ -340,12 +339,7 @@ def test_live_watch_state_at_every_mark_equals_describe(scenario, tmp_path):
     gaps = [e.payload for e in events if isinstance(e.payload, CaptureGap)]
     controllers = [e.payload for e in events if isinstance(e.payload, ControllerChange) and not e.bootstrap]
     assert controllers and controllers[-1].leader_id == facts["new_controller"]
-    with ArchiveWriter(tmp_path / "a", "zk-live") as w:
-        for e in events:
-            w.append(e)
-    store = Store(tmp_path / "s.duckdb")
-    try:
-        store.load([tmp_path / "a"])
+    with stored(events, tmp_path, "zk-live") as store:
         problems = []
         for m in facts["marks"][1:]:  # "up": before the first topic
             rows = {(r.topic, r.partition): r for r in state_as_of(store, store.point(offset=m.offset)).partitions}
@@ -356,8 +350,6 @@ def test_live_watch_state_at_every_mark_equals_describe(scenario, tmp_path):
             if got != want:
                 problems.append(f"{m.name} @ {m.offset:#x}: replayed {got} != described {want}")
         assert not problems, "\n".join(problems) + f"\ngaps: {gaps}"
-    finally:
-        store.close()
     print(f"live watch: {len(items)} items, {len(events)} events, {len(gaps)} gap(s): {gaps}")
 
 
