@@ -234,7 +234,9 @@ def _check_hashes(what: str, hashes: Iterable[bytes]) -> None:
 
 def verify_inclusion(leaf: bytes, index: int, size: int, proof: Sequence[bytes], root: bytes) -> None:
     """Check that the leaf hash `leaf` is leaf `index` of the tree of `size` leaves with hash `root`, by RFC 9162
-    §2.1.3.2; ProofError saying why when not."""
+    §2.1.3.2; ProofError saying why when not. The proof binds the leaf to the root; `size` only shapes the path, so a
+    proof also verifies for another size whose path has the same shape: take size and root from the same signed
+    checkpoint, never one without the other. Likewise for verify_consistency."""
     _check_hashes("leaf hash", [leaf])
     _check_hashes("root hash", [root])
     _check_hashes("proof hash", proof)

@@ -146,7 +146,7 @@ class FileHashStore(_LevelStore):
                 for i in range(have, want):
                     left, right = self._read(level - 1, 2 * i), self._read(level - 1, 2 * i + 1)
                     os.write(fd, node_hash(left, right))
-        for level in range(size.bit_length(), 64):  # levels of a larger tree whose leaves were cut off
+        for level in range(max(1, size.bit_length()), 64):  # levels of a larger tree whose leaves were cut off
             path = self._path(level)
             if not path.exists():
                 break
