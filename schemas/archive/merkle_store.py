@@ -61,7 +61,7 @@ class _LevelStore:
 
     def extend(self, leaves: Sequence[bytes]) -> None:
         """Append many leaf hashes, hashed by levels: one write per level."""
-        if any(len(h) != HASH_SIZE for h in leaves):
+        if set(map(len, leaves)) - {HASH_SIZE}:  # map(len): no Python frame per leaf at 10M leaves
             raise ProofError(f"leaf hashes must be {HASH_SIZE} bytes each")
         for level, hashes in enumerate(self._compact.extend(leaves)):
             self._write(level, b"".join(hashes))
