@@ -10,8 +10,9 @@ up the tree, one per set bit of n — the "compact range" of transparency-dev/me
 inclusion and consistency proofs of RFC 9162 §2.1.3 and §2.1.4, made from a reader and checked from nothing but
 what an auditor is given.
 
-Bulk hashing goes by levels through map() so the per-hash cost is hashlib's C call and two bytes concatenations,
-not a Python frame: at 10M events that is the difference between seconds and tens of seconds.
+Bulk hashing goes by levels, a level at a time, so that the per-hash cost is hashlib's call and one bytes
+allocation rather than a Python function's frame and recursion: at 10M events the root costs about what hashlib
+alone takes for the same 2n - 1 hashes (bench/merkle.py).
 """
 from __future__ import annotations
 
@@ -57,7 +58,9 @@ def event_leaf_hash(event_hash: str) -> bytes:
 
 def leaf_hashes(leaves: Iterable[bytes]) -> list[bytes]:
     """The leaf hashes of many leaves' bytes, in order."""
-    return list(map(_digest, map(_sha256, map(_LEAF.__add__, leaves))))
+    # a comprehension: with .digest() called as a method it measures ~15% faster than the map() chain
+    sha, prefix = _sha256, _LEAF
+    return [sha(prefix + leaf).digest() for leaf in leaves]
 
 
 def pair_hashes(level: Sequence[bytes]) -> list[bytes]:
