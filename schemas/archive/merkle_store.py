@@ -13,6 +13,7 @@ with os.write and read with os.pread, so reads see every append and a 10M-leaf t
 """
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -100,19 +101,27 @@ class MemoryHashStore(_LevelStore):
 
 
 class FileHashStore(_LevelStore):
-    """The levels as files `level-NN` in a directory. Opening one repairs what a crash mid-append leaves: a torn last
-    hash is cut off and a level behind its lower one is completed from it, so `size` (the whole leaves in level 0)
-    is always a tree whose every level is complete. Call `sync` before publishing a root that must survive a crash;
-    `close` when done."""
+    """The levels as files `level-NN` in a directory.
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    One process appends (an exclusive flock on level-00 says which). Opening for appending repairs what a crash
+    mid-append leaves: a torn last hash is cut off and a level behind the one below is completed from it, so `size`
+    (the whole leaves in level 0) is a tree whose every level is complete. Call `sync` before publishing a root that
+    must survive a crash. Any number of readers (readonly=True) may open it meanwhile: they write nothing and take
+    the largest size whose every level is already complete, so an append in progress is simply not seen yet (reopen
+    to see later ones)."""
+
+    def __init__(self, directory: str | os.PathLike[str], readonly: bool = False) -> None:
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.readonly = readonly
         self._fds: list[int] = []
         try:
-            size = self._open_levels()
-            super().__init__(CompactTree())
-            self._repair(size)
+            if readonly:
+                size = self._open_readonly()
+            else:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                size = self._open_for_append()
+                self._repair(size)
+            super().__init__(self._right_edge(size))
         except BaseException:
             self.close()
             raise
@@ -125,11 +134,26 @@ class FileHashStore(_LevelStore):
             self._fds.append(os.open(self._path(len(self._fds)), os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644))
         return self._fds[level]
 
-    def _open_levels(self) -> int:
+    def _open_for_append(self) -> int:
         fd = self._open_fd(0)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ProofError(f"{self.directory}: the tree is open for appending by another process") from None
         size = os.fstat(fd).st_size // HASH_SIZE
         for level in range(1, size.bit_length()):
             self._open_fd(level)
+        return size
+
+    def _open_readonly(self) -> int:
+        while self._path(len(self._fds)).exists():
+            self._fds.append(os.open(self._path(len(self._fds)), os.O_RDONLY))
+        if not self._fds:
+            raise ProofError(f"{self.directory}: no tree here (no level-00)")
+        size = self._count(0)
+        for level in range(1, size.bit_length()):  # level L must hold size >> L nodes: size < (count + 1) << L
+            have = self._count(level) if level < len(self._fds) else 0
+            size = min(size, ((have + 1) << level) - 1)
         return size
 
     def _count(self, level: int) -> int:
@@ -151,11 +175,15 @@ class FileHashStore(_LevelStore):
             if not path.exists():
                 break
             path.unlink()
+
+    def _right_edge(self, size: int) -> CompactTree:
         nodes = [self._read(level, (size >> level) - 1) for level in reversed(range(size.bit_length()))
                  if size >> level & 1]
-        self._compact = CompactTree(size, nodes)
+        return CompactTree(size, nodes)
 
     def _write(self, level: int, data: bytes) -> None:
+        if self.readonly:
+            raise ProofError(f"{self.directory}: opened read-only")
         fd = self._open_fd(level)
         view = memoryview(data)
         while view:
@@ -168,9 +196,14 @@ class FileHashStore(_LevelStore):
         return data
 
     def sync(self) -> None:
-        """Make every append so far durable."""
+        """Make every append so far durable, the level files' names included."""
         for fd in self._fds:
             os.fsync(fd)
+        dir_fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
 
     def close(self) -> None:
         for fd in self._fds:

@@ -362,3 +362,22 @@ def test_proofs_verify_exactly_where_their_shape_fits() -> None:
                         assert not ok, (m, n, m2, n2)
                     else:
                         assert ok, (m, n, m2, n2)
+
+
+def test_file_store_one_writer_many_readers(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    leaves = _leaves(300, 5)
+    with FileHashStore(tmp_path / "t") as writer:
+        writer.extend(leaves[:256])
+        with pytest.raises(ProofError, match="open for appending by another process"):
+            FileHashStore(tmp_path / "t")
+        with FileHashStore(tmp_path / "t", readonly=True) as reader:
+            assert reader.size == 256 and reader.root() == writer.root()
+            with pytest.raises(ProofError, match="read-only"):
+                reader.append(leaves[256])
+        # an append caught half-way: level 0 has 4 more leaves, the levels above not yet
+        (tmp_path / "t" / "level-00").open("ab").write(b"".join(leaves[256:260]))
+        with FileHashStore(tmp_path / "t", readonly=True) as reader:
+            assert reader.size == 257 and reader.root() == tree_hash(leaves[:257])  # leaf 257 needs level 1
+            verify_inclusion(leaves[256], 256, 257, reader.inclusion_proof(256), reader.root())
+    with pytest.raises(ProofError, match="no tree here"):
+        FileHashStore(tmp_path / "none", readonly=True)
