@@ -96,7 +96,8 @@ class CompactTree:
     it ends with. Enough to append and to give the root at the current size; O(log n) hashes to persist."""
 
     def __init__(self, size: int = 0, nodes: Sequence[bytes] = ()) -> None:
-        """`nodes`: the perfect subtrees' roots from the left (largest) to the right, as `nodes` gives them."""
+        """A tree of `size` leaves from its right edge, `nodes`: the perfect subtrees' roots from the left (largest)
+        to the right, as the `nodes` property gives them (what an appender persists to resume)."""
         if size < 0 or len(nodes) != size.bit_count() or any(len(h) != HASH_SIZE for h in nodes):
             raise ProofError(f"compact tree of size {size} needs {max(size, 0).bit_count()} hashes of "
                              f"{HASH_SIZE} bytes, got {len(nodes)}")
@@ -120,6 +121,8 @@ class CompactTree:
 
     def append(self, leaf: bytes) -> list[bytes]:
         """Append one leaf hash; gives the perfect subtrees it completes, by level from 0 (the leaf itself)."""
+        if len(leaf) != HASH_SIZE:
+            raise ProofError(f"leaf hash of {len(leaf)} bytes, expected {HASH_SIZE}")
         levels, h, lv = self._levels, leaf, 0
         done = [h]
         while lv < len(levels) and levels[lv] is not None:
@@ -139,6 +142,8 @@ class CompactTree:
     def extend(self, leaves: Sequence[bytes]) -> list[list[bytes]]:
         """Append many leaf hashes at once, hashing by levels; gives, per level from 0, the perfect subtrees they
         complete in order (what a store appends)."""
+        if set(map(len, leaves)) - {HASH_SIZE}:  # map(len): no Python frame per leaf at 10M leaves
+            raise ProofError(f"leaf hashes must be {HASH_SIZE} bytes each")
         levels, done, lv = self._levels, [], 0
         new = list(leaves)
         while new:

@@ -52,7 +52,7 @@ def check_name(name: str, what: str = "key name") -> None:
     """Key names are non-empty, without Unicode spaces, plus signs or control characters."""
     if not name:
         raise NoteError(f"{what} is empty")
-    bad = next((c for c in name if c.isspace() or c == "+" or ord(c) < 0x20 or c == "\x7f"), None)
+    bad = next((c for c in name if c.isspace() or c == "+" or ord(c) < 0x20), None)
     if bad is not None:
         raise NoteError(f"{what} {name!r} contains {bad!r}")
 
@@ -188,7 +188,7 @@ def _check_text(text: str) -> None:
     if not text.endswith("\n"):
         raise NoteError("malformed note: the text does not end with a newline")
     for lineno, line in enumerate(text.split("\n"), 1):
-        bad = next((c for c in line if ord(c) < 0x20 or c == "\x7f"), None)
+        bad = next((c for c in line if ord(c) < 0x20), None)  # the spec's "ASCII control characters": below 0x20
         if bad is not None:
             raise NoteError(f"malformed note: line {lineno} contains the control character {bad!r}")
 

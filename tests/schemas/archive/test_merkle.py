@@ -291,6 +291,9 @@ def test_append_extend_and_compact_agree() -> None:
         one.append(b"short")
     with pytest.raises(ProofError):
         CompactTree(3, [leaves[0]])
+    with pytest.raises(ProofError, match="32 bytes each"):
+        bulk.extend([leaves[0], b"x" * 31])
+    assert bulk.size == len(leaves) and bulk.root() == tree_hash(leaves)  # nothing half-appended
 
 
 def test_proof_requests_out_of_range() -> None:
