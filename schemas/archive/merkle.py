@@ -56,6 +56,17 @@ def event_leaf_hash(event_hash: str) -> bytes:
     return leaf_hash(raw)
 
 
+def event_leaf_hashes(event_hashes: Iterable[str]) -> list[bytes]:
+    """The leaf hashes of many archived events' hex chain hashes, in order (what capture appends per batch)."""
+    try:
+        raw = [bytes.fromhex(h) for h in event_hashes]
+    except ValueError:
+        raise ProofError("an event hash is not hex") from None
+    if set(map(len, raw)) - {HASH_SIZE}:
+        raise ProofError(f"event hashes must be {2 * HASH_SIZE} hex digits each")
+    return leaf_hashes(raw)
+
+
 def leaf_hashes(leaves: Iterable[bytes]) -> list[bytes]:
     """The leaf hashes of many leaves' bytes, in order."""
     # a comprehension: with .digest() called as a method it measures ~15% faster than the map() chain

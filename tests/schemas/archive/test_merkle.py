@@ -11,6 +11,7 @@ from schemas.archive.merkle import (
     CompactTree,
     ProofError,
     event_leaf_hash,
+    event_leaf_hashes,
     leaf_hash,
     leaf_hashes,
     node_hash,
@@ -19,6 +20,7 @@ from schemas.archive.merkle import (
     verify_inclusion,
 )
 from schemas.archive.merkle_store import FileHashStore, MemoryHashStore
+from tests.schemas.samples import chained_history
 
 h = bytes.fromhex
 
@@ -149,6 +151,11 @@ def test_inclusion_edge_cases_refused(index: int, size: int, leaf: bytes, root: 
 
 def test_event_leaf_hash() -> None:
     assert event_leaf_hash("00" * 32) == leaf_hash(bytes(32))
+    hexes = [bytes([i]).hex() * 32 for i in range(5)]
+    assert event_leaf_hashes(hexes) == [event_leaf_hash(x) for x in hexes] == leaf_hashes(bytes.fromhex(x) for x in hexes)
+    for bad in (["ab" * 31], ["zz" * 32], ["ab" * 33]):
+        with pytest.raises(ProofError, match="event hash"):
+            event_leaf_hashes(bad)
     with pytest.raises(ProofError, match="hex digits"):
         event_leaf_hash("abc")
     with pytest.raises(ProofError, match="not hex"):
@@ -384,3 +391,11 @@ def test_file_store_one_writer_many_readers(tmp_path) -> None:  # type: ignore[n
             verify_inclusion(leaves[256], 256, 257, reader.inclusion_proof(256), reader.root())
     with pytest.raises(ProofError, match="no tree here"):
         FileHashStore(tmp_path / "none", readonly=True)
+
+
+def test_a_chain_of_events_proved() -> None:
+    events = chained_history()
+    store = MemoryHashStore(event_leaf_hashes(e.hash for e in events))
+    root = store.root()
+    for e in events:
+        verify_inclusion(event_leaf_hash(e.hash), e.seq, len(events), store.inclusion_proof(e.seq), root)
