@@ -216,6 +216,8 @@ def parse_note(message: str | bytes) -> tuple[str, list[Signature]]:
             message = message.decode("utf-8")
         except UnicodeDecodeError as e:
             raise NoteError(f"malformed note: not UTF-8 (byte {e.start})") from None
+    elif any(0xD800 <= ord(c) <= 0xDFFF for c in message):  # a str that no UTF-8 bytes could have given
+        raise NoteError("malformed note: not UTF-8 (a lone surrogate)")
     _check_text(message)
     split = message.rfind("\n\n")
     if split < 0:

@@ -143,6 +143,7 @@ def test_go_key_manglings_refused() -> None:
     (TEXT + "\n" + PETER_SIG[:-1], "does not end with a newline"),
     ("\x01" + TEXT + "\n" + PETER_SIG, "control character"),
     (b"\xff" + (TEXT + "\n" + PETER_SIG).encode(), "not UTF-8"),
+    ("\ud800" + TEXT + "\n" + PETER_SIG, "not UTF-8 .a lone surrogate"),
     (TEXT + "\n" + "— Bad Name x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=",
      "does not end with a newline"),
     (TEXT + "\n" + "— Bad Name x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n",
