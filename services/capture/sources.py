@@ -183,7 +183,7 @@ class KRaftTail:
             if self.file is None:
                 return out
         while len(out) < max_batches:
-            # set: each re-locate below that may find no file returns then (a shrunk file is still there to find)
+            # set: each re-locate below that may find no file returns then
             assert self.file is not None
             try:
                 with open(self.file, "rb") as fo:
@@ -203,6 +203,8 @@ class KRaftTail:
                             self.file, size, self.position)
                 self.file = None
                 out += self._locate()
+                if self.file is None:  # deleted too since, and nothing yet to go on from
+                    return out
                 continue
             if rewritten:
                 out += self._relocate_rewritten()

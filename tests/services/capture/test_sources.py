@@ -132,6 +132,26 @@ def test_a_segment_that_shrinks_below_the_read_position_is_read_again_without_du
     assert t.poll() == []
 
 
+
+def test_a_segment_that_shrinks_and_is_deleted_before_the_relocate_waits_for_a_file(tmp_path):
+    """The shrunk segment is gone by the time the tail looks for the file holding its next offset, and no
+    other file holds it yet: the poll returns what it has, and a later poll reads the rewritten log."""
+    b = build(4)
+    write(seg(tmp_path, 0), b.batches, "wb")
+    t = KRaftTail(tmp_path, "c1")
+    assert offsets(t.poll()) == list(range(len(b.batches)))
+    write(seg(tmp_path, 0), b.batches[:3], "wb")
+    segments = t._segments
+
+    def deleted_meanwhile():
+        seg(tmp_path, 0).unlink(missing_ok=True)
+        return segments()
+    t._segments = deleted_meanwhile
+    assert t.poll() == [] and t.file is None
+    t._segments = segments
+    write(seg(tmp_path, 0), b.batches, "wb")  # the rewritten log, as long again
+    assert t.poll() == [] and t.file == seg(tmp_path, 0)  # nothing below next_offset published twice
+
 def other_history(n_changes: int = 20) -> LogBuilder:
     """The same offsets as build(), another history from offset 9 on (a replica's rewritten suffix): its
     changes carry a longer ISR, so its batches are longer and a position of build() falls inside one."""
