@@ -6,8 +6,9 @@ hour ends and at every checkpoint (``flush_seconds``, and when the topic is drai
 most one file per hour per checkpoint; names stay `events-<hour>-<first seq>.avro`. After a crash
 the consumer re-reads from the last committed offset and skips every event whose seq the archive
 already holds, so the archive never holds a duplicate and misses nothing; an event that does not
-continue the chain (a seq gap, a foreign prev_hash) stops the archiver with an error instead of
-being written. A consumer left without partitions while nobody archives the topic is replaced
+continue the chain (a seq gap, a foreign prev_hash), and a record that is not an event (a tombstone,
+bytes that are not Avro), stops the archiver with one error naming it (topic, partition, offset)
+instead of being written or skipped. A consumer left without partitions while nobody archives the topic is replaced
 (services/capture/stall.py).
 
 Run: ``python -m services.capture archiver`` or ``ctrlaudit archive``.
@@ -23,13 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from schemas import codec as event_codec, names
-from schemas.errors import ContractError
+from schemas.errors import CodecError, ContractError
 from schemas.archive import ArchiveWriter
 from services.capture.stall import Stall, group_progress
 from services.capture.settings import Settings
 
 if TYPE_CHECKING:
-    from confluent_kafka import Consumer
+    from confluent_kafka import Consumer, Message
 
     from services.capture.security import ClientSecurity
 
@@ -57,11 +58,15 @@ class Archive:
             self.writers[cluster] = w
         return w
 
-    def add(self, value: bytes) -> bool:
-        """Append one events-topic value; False when the archive already holds it."""
-        event = event_codec.decode(value)
+    def add(self, value: bytes | None, where: str = "") -> bool:
+        """Append one events-topic value; False when the archive already holds it. `where` names the
+        record (topic, partition, offset) in the error a value that is not an event raises: the archiver
+        stops there, as for any record that does not continue the chain, and commits nothing past it."""
+        if value is None:  # a tombstone: no producer of the topic writes one, and skipping it could hide a loss
+            raise CodecError("a record without a value (a tombstone), not an event", where)
+        event = event_codec.decode(value, where)
         # the archive's directory is named after the event's cluster id: never a path elsewhere
-        names.cluster_id(event.cluster_id, "cluster_id", f"events topic: event seq {event.seq}")
+        names.cluster_id(event.cluster_id, "cluster_id", f"{where or 'events topic'}: event seq {event.seq}")
         w = self._writer(event.cluster_id)
         if event.seq < w.next_seq:
             self.skipped += 1
@@ -179,8 +184,7 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) 
                     if err.code() != KafkaError._PARTITION_EOF:
                         log.warning("consume: %s", err)
                     continue
-                # (a record without a value, None, fails in decode like any value that is not an event)
-                archive.add(m.value())  # type: ignore[arg-type]
+                archive.add(m.value(), record_where(m))
                 pending = True
                 last_msg = time.monotonic()
             now = time.monotonic()
@@ -198,6 +202,11 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) 
         for s, h in old.items():
             signal.signal(s, h)
     return archive
+
+
+def record_where(m: Message) -> str:
+    """A consumed record's place, for an error about it."""
+    return f"topic {m.topic()} partition {m.partition()} offset {m.offset()}"
 
 
 def topic_exists(consumer: Consumer, topic: str) -> bool:
@@ -269,7 +278,7 @@ def consume_to_archive(bootstrap_servers: str, topic: str, root: Path, timeout: 
             for m in msgs:
                 if m.error():
                     continue
-                archive.add(m.value())  # type: ignore[arg-type]  # None: as in run()
+                archive.add(m.value(), record_where(m))
                 # a record read (not an error) has its partition and offset
                 offset, partition = cast(int, m.offset()), cast(int, m.partition())
                 if offset + 1 >= ends.get(partition, 0):
