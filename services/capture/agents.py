@@ -27,7 +27,8 @@ from services.capture.image_store import ImageStore
 from services.capture.logic import CaptureState, DeadLetter, Progress
 from services.capture.security import aiokafka_kwargs
 from services.capture.produce import BatchSender, DeliveryFailed
-from services.capture.sources import KRaftTail, QuorumWatermark, run_source
+from services.capture.sources import QuorumWatermark, run_source
+from services.kraft.live import KRaftTail
 
 if TYPE_CHECKING:
     from faust.types import RecordMetadata, StreamT
