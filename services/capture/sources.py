@@ -9,13 +9,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
 
+from services.capture.kafka_protocol import ProtocolClient
+from services.capture.security import ClientSecurity
 from services.capture.serializers import RawRecord
 from services.kraft.live import KRaftTail, TailRecord
-
-if TYPE_CHECKING:
-    from services.capture.security import ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -26,47 +24,27 @@ def raw_record(r: TailRecord) -> RawRecord:
                      r.append_time_ms, r.read_time_ms, r.data, r.file, r.control_type, r.reason)
 
 
-class _QuorumAdmin(Protocol):
-    """kafka-python's KafkaAdminClient (untyped), the calls made here."""
-
-    def describe_metadata_quorum(self) -> dict[str, Any]: ...  # DescribeQuorum's answer, as JSON
-    def close(self) -> None: ...
-
-
 class QuorumWatermark:
-    """The metadata quorum's high watermark via DescribeQuorum (kafka-python admin)."""
+    """The metadata quorum's high watermark (DescribeQuorum, services/capture/kafka_protocol.py), the gate
+    below which the tail's batches are committed."""
 
     def __init__(self, bootstrap_servers: str, security: ClientSecurity | None = None) -> None:
-        self.bootstrap = bootstrap_servers
-        self.security = security  # None: PLAINTEXT
-        self._admin: _QuorumAdmin | None = None
+        self.client = ProtocolClient(bootstrap_servers, security, client_id="ctrlaudit-source")
         self.last = 0
 
     def __call__(self) -> int:
         try:
-            if self._admin is None:
-                from kafka.admin import KafkaAdminClient
-
-                from services.capture.security import ClientSecurity, kafka_python_kwargs
-                self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000,
-                                               client_id="ctrlaudit-source",
-                                               **kafka_python_kwargs(self.security or ClientSecurity()))
-            q = self._admin.describe_metadata_quorum()
-            hw = q["topics"][0]["partitions"][0]["high_watermark"]
-            self.last = max(self.last, hw)
+            self.last = max(self.last, self.client.quorum_high_watermark())
         except Exception as exc:  # a broker down or a failover in progress: keep the last known mark
             log.debug("DescribeQuorum failed: %s", exc)
-            if self._admin is not None:
-                try:
-                    self._admin.close()
-                except Exception:
-                    pass
-                self._admin = None
+            try:
+                self.client.close()  # a new connection at the next call
+            except Exception:
+                pass
         return self.last
 
     def close(self) -> None:
-        if self._admin is not None:
-            self._admin.close()
+        self.client.close()
 
 
 def source_loop_step(tail: KRaftTail, gate: Callable[[], int] | None) -> list[RawRecord]:
