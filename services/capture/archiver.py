@@ -11,11 +11,10 @@ bytes that are not Avro), stops the archiver with one error naming it (topic, pa
 instead of being written or skipped. A consumer left without partitions while nobody archives the topic is replaced
 (services/capture/stall.py).
 
-Run: ``python -m services.capture archiver`` or ``ctrlaudit archive``.
+Run: ``python -m services.capture archiver`` (`main`) or ``ctrlaudit archive``.
 """
 from __future__ import annotations
 
-import argparse
 import logging
 import signal
 import time
@@ -23,16 +22,18 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from schemas import codec as event_codec, names
+import typer
+
+from schemas import codec as event_codec, entry, names
 from schemas.errors import CodecError, ContractError
 from schemas.archive import ArchiveWriter
+from services.capture import connect
+from services.capture.security import ClientSecurity
 from services.capture.stall import Stall, group_progress
 from services.capture.settings import Settings
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, Message
-
-    from services.capture.security import ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,7 @@ def commit(consumer: Consumer, retry_seconds: float = 30.0, pause: float = 0.5) 
     coordinator loading or moving after a broker restart -- is retried for `retry_seconds`, then left
     to the next checkpoint: the archive skips events it already holds by seq, so an offset left
     uncommitted only means reading those events again. Any other failure is raised."""
-    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka import KafkaError, KafkaException  # extra: capture
 
     transient = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR,
                  KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.REQUEST_TIMED_OUT,
@@ -119,9 +120,7 @@ def commit(consumer: Consumer, retry_seconds: float = 30.0, pause: float = 0.5) 
 
 def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) -> Archive:
     """Consume until SIGTERM/SIGINT (or `idle_exit` seconds without a message)."""
-    from confluent_kafka import Consumer, KafkaError
-
-    from services.capture import connect
+    from confluent_kafka import Consumer, KafkaError  # extra: capture
 
     archive = Archive(settings.archive_dir, fsync=fsync)
     conf, access = connect.config(settings.bootstrap_servers, settings.security, extra={
@@ -219,27 +218,36 @@ def topic_exists(consumer: Consumer, topic: str) -> bool:
     return t is not None and t.error is None and bool(t.partitions)
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m services.capture archiver")
-    p.add_argument("--bootstrap-server")
-    p.add_argument("--topic")
-    p.add_argument("--archive-dir")
-    p.add_argument("--flush-seconds", type=float)
-    p.add_argument("--idle-exit", type=float)
-    p.add_argument("--command-config", help="Kafka client properties file (env CTRLAUDIT_COMMAND_CONFIG)")
-    a = p.parse_args(argv)
+cli = entry.app("The archiver.")
+
+
+@cli.command()
+def archiver(
+    bootstrap_server: str | None = typer.Option(None, "--bootstrap-server",
+                                                help="Kafka bootstrap servers (env CTRLAUDIT_BOOTSTRAP_SERVERS)."),
+    topic: str | None = typer.Option(None, "--topic", help="Events topic (env CTRLAUDIT_EVENTS_TOPIC)."),
+    archive_dir: str | None = typer.Option(None, "--archive-dir", help="Archive root (env CTRLAUDIT_ARCHIVE_DIR)."),
+    flush_seconds: float | None = typer.Option(None, "--flush-seconds", help="Finish files and commit every N s."),
+    idle_exit: float | None = typer.Option(None, "--idle-exit", help="Stop after N s without events."),
+    command_config: str | None = typer.Option(None, "--command-config",
+                                              help="Kafka client properties file (env CTRLAUDIT_COMMAND_CONFIG)."),
+) -> None:
+    """Consume the events topic into hourly Avro files with manifests (fsync, then commit)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from services.capture import connect
     try:
-        s = Settings().replace(bootstrap_servers=a.bootstrap_server, events_topic=a.topic, archive_dir=a.archive_dir,
-                               archive_flush_seconds=a.flush_seconds, command_config=a.command_config)
+        s = Settings().replace(bootstrap_servers=bootstrap_server, events_topic=topic, archive_dir=archive_dir,
+                               archive_flush_seconds=flush_seconds, command_config=command_config)
         # at start a cluster that does not answer is one line (the container is restarted); once running,
         # an outage is waited out by the consumer
         connect.require_reachable(s.bootstrap_servers, s.security)
-        arch = run(s, idle_exit=a.idle_exit)
+        arch = run(s, idle_exit=idle_exit)
     except ContractError as exc:  # a bad properties file, refused credentials, a chain break: one line
         raise SystemExit(f"ctrlaudit archive: {exc}") from None
     log.info("archived %d events (%d already present)", arch.appended, arch.skipped)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return entry.run(cli, argv, "python -m services.capture archiver", "ctrlaudit archive")
 
 
 class TopicNotFound(ContractError):
@@ -251,10 +259,7 @@ def consume_to_archive(bootstrap_servers: str, topic: str, root: Path, timeout: 
     """Read the whole events topic (as it is now) into an archive under `root` (no group, no commit):
     how `ctrlaudit load --bootstrap-server` reads the topic with the same decoder and chain checks.
     `security`: a ClientSecurity (services/capture/security.py), None for PLAINTEXT."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    from services.capture import connect
-    from services.capture.security import ClientSecurity
+    from confluent_kafka import Consumer, TopicPartition  # extra: capture
 
     security = security or ClientSecurity()
     connect.require_reachable(bootstrap_servers, security)

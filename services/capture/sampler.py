@@ -17,21 +17,26 @@ Run: ``python -m services.capture sampler`` (rate: CTRLAUDIT_SAMPLE_INTERVAL sec
 """
 from __future__ import annotations
 
-import argparse
 import logging
 import signal
 import time
 from collections import defaultdict
+from pathlib import Path
 
-from schemas import codec as event_codec
+import typer
+
+from schemas import codec as event_codec, entry, names
+from schemas.errors import ContractError
 from schemas.event_ids import event_id
 from schemas.events import ControllerEvent, OffsetSample, ReplicaOffset, SourceKind, SourcePosition
 from services.capture.kafka_protocol import (
     CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID, Offsets, PartitionInfo, ProtocolClient,
 )
+from services.capture import connect
 from services.capture.security import ClientSecurity
 from services.capture.serializers import RawRecord, encode_raw
 from services.capture.settings import Settings
+from services.kraft.offline import cluster_id_of
 
 log = logging.getLogger(__name__)
 METADATA_MAX_AGE_MS = 5000
@@ -109,9 +114,8 @@ class OffsetSampler:
 
 
 def run(settings: Settings, cluster_id: str, rounds: int | None = None) -> int:
-    from confluent_kafka import Producer
+    from confluent_kafka import Producer  # extra: capture
 
-    from services.capture import connect
     security = settings.security
     sampler = OffsetSampler(settings.bootstrap_servers, cluster_id, security=security)
     conf, access = connect.config(settings.bootstrap_servers, security,
@@ -142,32 +146,36 @@ def run(settings: Settings, cluster_id: str, rounds: int | None = None) -> int:
     return n
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m services.capture sampler")
-    p.add_argument("--bootstrap-server")
-    p.add_argument("--cluster-id")
-    p.add_argument("--interval", type=float)
-    p.add_argument("--rounds", type=int)
-    p.add_argument("--command-config", help="Kafka client properties file (env CTRLAUDIT_COMMAND_CONFIG)")
-    a = p.parse_args(argv)
+cli = entry.app("The offset sampler.")
+
+
+@cli.command()
+def sampler(
+    bootstrap_server: str | None = typer.Option(None, "--bootstrap-server",
+                                                help="Kafka bootstrap servers (env CTRLAUDIT_BOOTSTRAP_SERVERS)."),
+    cluster_id: str | None = typer.Option(None, "--cluster-id",
+                                          help="Default: CTRLAUDIT_CLUSTER_ID, else meta.properties of "
+                                               "CTRLAUDIT_METADATA_DIR."),
+    interval: float | None = typer.Option(None, "--interval", help="Seconds between rounds "
+                                                                    "(env CTRLAUDIT_SAMPLE_INTERVAL)."),
+    rounds: int | None = typer.Option(None, "--rounds", help="Stop after N rounds (default: run until stopped)."),
+    command_config: str | None = typer.Option(None, "--command-config",
+                                              help="Kafka client properties file (env CTRLAUDIT_COMMAND_CONFIG)."),
+) -> None:
+    """Sample every partition's high watermark, then every replica's log end offset, into the raw topic."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from schemas.errors import ContractError
-    from services.capture.connect import require_reachable
     try:  # a bad setting or properties file, refused credentials, no cluster: one line, not a traceback
-        s = Settings().replace(bootstrap_servers=a.bootstrap_server, sample_interval=a.interval,
-                               command_config=a.command_config)
-        from schemas import names
-        cluster: str | None = (names.cluster_id(a.cluster_id, "--cluster-id") if a.cluster_id is not None
+        s = Settings().replace(bootstrap_servers=bootstrap_server, sample_interval=interval,
+                               command_config=command_config)
+        cluster: str | None = (names.cluster_id(cluster_id, "--cluster-id") if cluster_id is not None
                                else s.cluster_id)
         if s.cluster_id and cluster == s.cluster_id:
             names.cluster_id(cluster, "CTRLAUDIT_CLUSTER_ID")
         if not cluster and s.metadata_dir:
-            from pathlib import Path
-            from services.kraft.offline import cluster_id_of
             cluster = cluster_id_of([Path(s.metadata_dir)])  # checked there, naming the meta.properties
         # within CTRLAUDIT_CONNECT_TIMEOUT, not kafka-python's 30 s bootstrap and its traceback
-        require_reachable(s.bootstrap_servers, s.security)
-        run(s, cluster or "unknown-cluster", a.rounds)
+        connect.require_reachable(s.bootstrap_servers, s.security)
+        run(s, cluster or "unknown-cluster", rounds)
     except ContractError as exc:
         raise SystemExit(f"ctrlaudit sampler: {exc}") from None
     except Exception as exc:
@@ -175,3 +183,7 @@ def main(argv: list[str] | None = None) -> None:
         if type(exc).__module__.split(".")[0] not in ("kafka", "confluent_kafka"):
             raise
         raise SystemExit(f"ctrlaudit sampler: Kafka at {s.bootstrap_servers}: {exc}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    return entry.run(cli, argv, "python -m services.capture sampler", "ctrlaudit sampler")
