@@ -15,8 +15,8 @@ Exit codes:
      output that finds no reader is dropped (`reader_may_leave`), the command carries on, and exits 141
      at its end, also when the reader left with lines still in the buffer.
 
-`describe` is the one mapping; `user_errors` (every typer command) and `main_errors` (the argparse
-entry points: `python -m ctrlaudit.spark_job`) both use it, so a new kind of error is added once.
+`describe` is the one mapping; `user_errors` (every typer command) and `main_errors` (an entry point
+that is not a `ctrlaudit` command: the Spark job, `spark-submit ctrlaudit/spark_job.py`) both use it, so a new kind of error is added once.
 """
 from __future__ import annotations
 
