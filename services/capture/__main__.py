@@ -2,8 +2,9 @@
 commands, and what `ctrlaudit capture` starts).
 
 Each command hands its arguments on as they are: the sampler and the archiver read their own flags
-(their modules' typer apps), the worker's are Faust's (`worker -l info --without-web`). So this module
-imports a process's code only when it runs it: the containers' healthcheck, every 15 s, loads no Faust.
+(their modules' typer apps), the worker's are Faust's (`worker -l info --without-web`). What needs Faust
+(the worker, the sampler's raw records) is imported when it runs: the containers' healthcheck, every 15 s,
+loads no Faust.
 """
 import sys
 
@@ -11,6 +12,7 @@ import typer
 
 from schemas import entry
 from schemas.errors import ContractError
+from services.capture import archiver as archiver_process
 from services.capture.connect import require_reachable
 from services.capture.settings import Settings, ensure_topics
 
@@ -23,14 +25,13 @@ PASS_ON = {"ignore_unknown_options": True, "allow_extra_args": True, "help_optio
 
 @cli.command(context_settings=PASS_ON, help="The offset sampler (its flags: sampler --help).")
 def sampler(ctx: typer.Context) -> None:
-    from services.capture.sampler import main as run  # extra: capture (kafka-python, confluent-kafka)
+    from services.capture.sampler import main as run  # extra: capture (Faust, through the raw records' codec)
     raise typer.Exit(run(ctx.args))
 
 
 @cli.command(context_settings=PASS_ON, help="The archiver (its flags: archiver --help).")
 def archiver(ctx: typer.Context) -> None:
-    from services.capture.archiver import main as run  # extra: capture (confluent-kafka)
-    raise typer.Exit(run(ctx.args))
+    raise typer.Exit(archiver_process.main(ctx.args))
 
 
 @cli.command(help="The containers' healthcheck: Kafka answers within 5 s, with this worker's settings.")
