@@ -1,11 +1,11 @@
-"""How an entry point other than `ctrlaudit` itself runs its typer app: a usage error (an unknown flag, a
+"""How every entry point runs its typer app: a usage error (an unknown flag, a
 value that is not a number, a missing argument) is one line "<prefix>: error: ... (see: <prog> --help)" and
 exit 2, never click's usage block nor a traceback; `--help` prints the help and exits 0; what the command
 returns (or gives typer.Exit) is the exit code.
 
 Here, at the bottom of the tree, because every layer has such an entry point (`python -m services.capture
 ...`, `python -m checks.spark_cluster`, the Spark job, `python -m devtools.cluster`) and none of them may
-import the CLI's package; ctrlaudit/cli.py does the same for `ctrlaudit`.
+import the CLI's package; `ctrlaudit` itself runs through it too (ctrlaudit/cli.py).
 """
 from __future__ import annotations
 
@@ -27,9 +27,10 @@ def app(help: str) -> typer.Typer:
                        context_settings={"help_option_names": ["-h", "--help"]})
 
 
-def run(application: typer.Typer, argv: list[str] | None, prog: str, prefix: str | None = None) -> int:
-    """Run `application` on `argv` (None: the process's arguments) as `prog`; the exit code (see the module
-    doc). `prefix`: what an error line starts with (default: `prog`)."""
+def run(application: typer.Typer, argv: list[str] | None, prog: str | None, prefix: str | None = None) -> int:
+    """Run `application` on `argv` (None: the process's arguments) as `prog` (None: as click names it from
+    how the process was started); the exit code (see the module doc). `prefix`: what an error line starts
+    with (default: `prog`)."""
     # typer vendors click from 0.22 and imports it before: the classes through typer's own (cast: out of
     # __mro__ mypy gets a plain `type`; the one named so is click's ClickException)
     click_error = cast("type[ClickException]",
