@@ -44,7 +44,8 @@ def _snapshot_id(path: Path) -> SnapshotId:
 class TailRecord:
     """One unit the tail read, with its position: a batch of the log (KRAFT_BATCH), a snapshot's bounds and
     batches (SNAPSHOT_BEGIN, SNAPSHOT_BATCH, SNAPSHOT_END: base and last offset are its end offset), or the
-    offsets it could not read (GAP, with the reason). The fields, in order, of the capture's RawRecord."""
+    offsets it could not read (GAP, with the reason). The fields, in order, of the capture's RawRecord, and
+    not that type itself: its module registers Faust codecs, and the KRaft folder needs no capture extra."""
 
     cluster_id: str
     node_id: int
