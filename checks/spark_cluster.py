@@ -14,7 +14,6 @@ them. Everything listens on 127.0.0.1 only. Tests use `SparkCluster.start()` as 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -25,8 +24,13 @@ import time
 import urllib.request
 from dataclasses import asdict, dataclass
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 from typing import Any, cast
+
+import typer
+
+from schemas import entry
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -37,7 +41,7 @@ class SparkClusterError(RuntimeError):
 
 
 def spark_home() -> Path:
-    import pyspark
+    import pyspark  # extra: spark
 
     return Path(pyspark.__file__).resolve().parent
 
@@ -182,28 +186,38 @@ def _kill(pid: int, grace: float = 10.0) -> None:
         pass
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m checks.spark_cluster", description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=["up", "down", "status"])
-    parser.add_argument("--dir", default=".spark-cluster", help="work dir: logs, executors' files, cluster.json")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--cores", type=int, default=1, help="cores per worker")
-    parser.add_argument("--memory", default="1g", help="memory per worker")
-    args = parser.parse_args(argv)
-    state_file = Path(args.dir) / "cluster.json"
+class Action(str, Enum):
+    up = "up"
+    down = "down"
+    status = "status"
+
+
+cli = entry.app("A Spark standalone cluster on this machine.")
+
+
+@cli.command()
+def spark_cluster(
+    action: Action = typer.Argument(..., help="up: start it and print the master URL; down: stop it; status"),
+    directory: str = typer.Option(".spark-cluster", "--dir", help="work dir: logs, executors' files, cluster.json"),
+    workers: int = typer.Option(2, "--workers"),
+    cores: int = typer.Option(1, "--cores", help="cores per worker"),
+    memory: str = typer.Option("1g", "--memory", help="memory per worker"),
+) -> int:
+    """A Spark standalone cluster on this machine: one master and N workers, each its own JVM."""
+    state_file = Path(directory) / "cluster.json"
     try:
-        if args.action == "up":
+        if action is Action.up:
             if state_file.exists():
                 print(f"spark_cluster: already up (see {state_file}); run down first", file=sys.stderr)
                 return 2
-            cluster = SparkCluster.start(args.dir, args.workers, args.cores, args.memory)
+            cluster = SparkCluster.start(directory, workers, cores, memory)
             print(cluster.master_url)
             return 0
         if not state_file.exists():
             print(f"spark_cluster: no cluster recorded in {state_file}", file=sys.stderr)
-            return 2 if args.action == "status" else 0
-        cluster = SparkCluster.load(args.dir)
-        if args.action == "down":
+            return 2 if action is Action.status else 0
+        cluster = SparkCluster.load(directory)
+        if action is Action.down:
             cluster.stop()
             return 0
         state = cluster.state()
@@ -216,6 +230,10 @@ def main(argv: list[str] | None = None) -> int:
     except SparkClusterError as exc:
         print(f"spark_cluster: {exc}", file=sys.stderr)
         return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    return entry.run(cli, argv, "python -m checks.spark_cluster", "spark_cluster")
 
 
 if __name__ == "__main__":

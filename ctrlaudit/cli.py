@@ -10,7 +10,7 @@ import importlib
 import sys
 from collections.abc import MutableMapping
 from functools import cache
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup
@@ -20,13 +20,12 @@ from ctrlaudit.packages import refuse_foreign_packages
 
 if TYPE_CHECKING:  # the click that typer vendors (typer._click, typer >= 0.22), which mypy checks against
     from typer._click.core import Command, Context
-    from typer._click.exceptions import ClickException, NoArgsIsHelpError
     from typer._click.formatting import HelpFormatter
 
 refuse_foreign_packages()  # before anything imports schemas, services, replay or checks
 
 from ctrlaudit.errors import fail, let_rich_raise_broken_pipe  # noqa: E402
-from schemas import times  # noqa: E402
+from schemas import entry, times  # noqa: E402
 
 # Each module of ctrlaudit/commands/, the commands it registers, and their lines in `ctrlaudit --help` (in this
 # order). Why not every module imported here: a command module imports what its commands run (DuckDB, pyarrow,
@@ -113,27 +112,7 @@ cli = typer.main.get_command(app)
 
 def main() -> None:
     """Run the app; click's usage errors (a bad option value, a missing option, an unknown command) are one
-    line "ctrlaudit: error: ..." with exit 2 like every other user error, not typer's boxed panel."""
+    line "ctrlaudit: error: ..." with exit 2 like every other user error, not typer's boxed panel
+    (schemas/entry.py, as for every entry point)."""
     let_rich_raise_broken_pipe()  # `ctrlaudit check | head`: 141 after the files are written, as every command
-    # typer vendors click from 0.22 (typer._click) and imports it before: the classes through typer's own
-    # (cast: out of __mro__ mypy gets a plain `type`; the one named so is click's ClickException)
-    click_error = cast("type[ClickException]",
-                       next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"))
-    no_args: type[NoArgsIsHelpError] | tuple[()] = getattr(  # click >= 8.2
-        sys.modules[click_error.__module__], "NoArgsIsHelpError", ())
-    try:
-        code = app(standalone_mode=False)
-    except no_args as exc:  # `ctrlaudit` alone, `ctrlaudit import`: the help, as in standalone mode
-        print(exc.ctx.get_help() if exc.ctx else exc.format_message())
-        sys.exit(exc.exit_code)
-    except click_error as exc:
-        ctx = getattr(exc, "ctx", None)
-        hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
-        message = " ".join(exc.format_message().split())  # click may wrap a long value over lines
-        print(f"ctrlaudit: error: {message}{hint}", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except typer.Abort:  # Ctrl-C or EOF while click itself reads input
-        print("ctrlaudit: error: interrupted", file=sys.stderr)
-        sys.exit(130)
-    # standalone_mode=False returns the exit code of typer.Exit, or the command's return value (None)
-    sys.exit(code if isinstance(code, int) else 0)
+    sys.exit(entry.run(app, None, None, "ctrlaudit"))

@@ -15,8 +15,8 @@ Exit codes:
      output that finds no reader is dropped (`reader_may_leave`), the command carries on, and exits 141
      at its end, also when the reader left with lines still in the buffer.
 
-`describe` is the one mapping; `user_errors` (every typer command) and `main_errors` (the argparse
-entry points: `python -m ctrlaudit.spark_job`) both use it, so a new kind of error is added once.
+`describe` is the one mapping; `user_errors` (every typer command) and `main_errors` (an entry point
+that is not a `ctrlaudit` command: the Spark job, `spark-submit ctrlaudit/spark_job.py`) both use it, so a new kind of error is added once.
 """
 from __future__ import annotations
 
@@ -26,17 +26,15 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import duckdb
 import typer
+from rich.console import Console
 
 from schemas.errors import ContractError
 from replay.errors import ChainFork
 from schemas.archive.verified import ArchiveProblem
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -172,8 +170,6 @@ def let_rich_raise_broken_pipe() -> None:
     """rich's Console answers a broken pipe with SystemExit(1) (Console.on_broken_pipe, which rich
     documents as the method to override): here it raises BrokenPipeError, so that a command can write its
     files before it stops and user_errors/main_errors exit 141 as for any other write."""
-    from rich.console import Console
-
     # mypy refuses any assignment to a method; replacing this one is what rich documents
     Console.on_broken_pipe = _raise_broken_pipe  # type: ignore[method-assign]
 

@@ -242,7 +242,7 @@ def _summary(cluster: str, out: Path, report: ImportReport, files: list[FileMani
     """An import as JSON: what was read, what was written, and what could not be (gaps)."""
     return {"cluster_id": cluster, "out": str(out), "records": report.records,
             "files_read": [str(f) for f in report.files], "events": report.events,
-            "archive_files": [str(f) for f in files],
+            "archive_files": [str(out / cluster / f.file) for f in files],  # a manifest's file: its name there
             "continued_after_seq": last.last_seq if last is not None else None,
             "gaps": [str(g) for g in report.gaps], "partial_tail": report.partial_tail or None,
             "aborted_transactions": report.aborted_transactions,

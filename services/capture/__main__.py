@@ -1,36 +1,66 @@
-"""`python -m services.capture worker|sampler|archiver|health ...`"""
+"""`python -m services.capture worker|sampler|archiver|health ...`: the capture's processes (the containers'
+commands, and what `ctrlaudit capture` starts).
+
+Each command hands its arguments on as they are: the sampler and the archiver read their own flags
+(their modules' typer apps), the worker's are Faust's (`worker -l info --without-web`). What needs Faust
+(the worker, the sampler's raw records) is imported when it runs: the containers' healthcheck, every 15 s,
+loads no Faust.
+"""
 import sys
+
+import typer
+
+from schemas import entry
+from schemas.errors import ContractError
+from services.capture import archiver as archiver_process
+from services.capture.connect import require_reachable
+from services.capture.settings import Settings, ensure_topics
+
+PROG = "python -m services.capture"
+cli = entry.app("The capture's processes: the Faust worker, the offset sampler, the archiver, the healthcheck.")
+cli.info.no_args_is_help = False  # no command: the worker, as before there were commands
+# flags are the command's own, read by its module (or by Faust): handed on untouched, --help included
+PASS_ON = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+
+
+@cli.command(context_settings=PASS_ON, help="The offset sampler (its flags: sampler --help).")
+def sampler(ctx: typer.Context) -> None:
+    from services.capture.sampler import main as run  # extra: capture (Faust, through the raw records' codec)
+    raise typer.Exit(run(ctx.args))
+
+
+@cli.command(context_settings=PASS_ON, help="The archiver (its flags: archiver --help).")
+def archiver(ctx: typer.Context) -> None:
+    raise typer.Exit(archiver_process.main(ctx.args))
+
+
+@cli.command(help="The containers' healthcheck: Kafka answers within 5 s, with this worker's settings.")
+def health() -> None:
+    try:
+        s = Settings()
+        require_reachable(s.bootstrap_servers, s.security, timeout=5.0)
+    except ContractError as exc:
+        sys.exit(f"ctrlaudit health: {exc}")
+    print("ok")
+
+
+@cli.command(context_settings=PASS_ON, help="The Faust worker (its flags are Faust's: worker --help).")
+def worker(ctx: typer.Context) -> None:
+    try:
+        settings = Settings()
+        _ = settings.role_set, settings.security  # properties that validate (SettingsError)
+        ensure_topics(settings)
+    except (ValueError, ContractError) as exc:  # settings (SettingsError), --command-config, Kafka
+        sys.exit(f"ctrlaudit capture: {exc}")
+    from services.capture.app import main as run_worker  # extra: capture (Faust); reads sys.argv itself
+    run_worker()
 
 
 def main() -> None:
-    cmd = sys.argv[1] if len(sys.argv) > 1 else ""
-    if cmd == "sampler":
-        from services.capture.sampler import main as run
-        run(sys.argv[2:])
-    elif cmd == "archiver":
-        from services.capture.archiver import main as run
-        run(sys.argv[2:])
-    elif cmd == "health":  # the containers' healthcheck: Kafka answers, with this worker's settings
-        from schemas.errors import ContractError
-        from services.capture.connect import require_reachable
-        from services.capture.settings import Settings
-        try:
-            s = Settings()
-            require_reachable(s.bootstrap_servers, s.security, timeout=5.0)
-        except ContractError as exc:
-            sys.exit(f"ctrlaudit health: {exc}")
-        print("ok")
-    else:
-        from schemas.errors import ContractError
-        from services.capture.settings import Settings, ensure_topics
-        try:
-            settings = Settings()
-            _ = settings.role_set, settings.security  # properties that validate (SettingsError)
-            ensure_topics(Settings())
-        except (ValueError, ContractError) as exc:  # settings (SettingsError), --command-config, Kafka
-            sys.exit(f"ctrlaudit capture: {exc}")
-        from services.capture.app import main as run_worker
-        run_worker()
+    argv = sys.argv[1:]
+    if not argv or argv[0] not in ("sampler", "archiver", "health", "worker", "-h", "--help"):
+        argv = ["worker", *argv]  # Faust's own command line, as before there were commands
+    sys.exit(entry.run(cli, argv, PROG, "ctrlaudit capture"))
 
 
 main()

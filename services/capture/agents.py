@@ -8,9 +8,11 @@
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -27,7 +29,10 @@ from services.capture.image_store import ImageStore
 from services.capture.logic import CaptureState, DeadLetter, Progress
 from services.capture.security import aiokafka_kwargs
 from services.capture.produce import BatchSender, DeliveryFailed
-from services.capture.sources import KRaftTail, QuorumWatermark, run_source
+from services.capture.sources import QuorumWatermark, run_source
+from services.kraft.live import KRaftTail
+from services.kraft.offline import cluster_id_of
+from services.zookeeper.watch import LIVE, ZooKeeperWatch, to_raw
 
 if TYPE_CHECKING:
     from faust.types import RecordMetadata, StreamT
@@ -370,8 +375,6 @@ async def kraft_source() -> None:
     await declare_topics()
     if not settings.metadata_dir or "normalize" not in ROLES:
         return
-    from services.kraft.offline import cluster_id_of
-    from pathlib import Path
     directory = Path(settings.metadata_dir)
     cluster = settings.cluster_id or cluster_id_of([directory]) or "unknown-cluster"
     resume = await last_source_record(settings.raw_topic, cluster)
@@ -389,10 +392,6 @@ async def kraft_source() -> None:
 async def zookeeper_source() -> None:
     """Watch a ZooKeeper-mode cluster's controller znodes (CTRLAUDIT_ZOOKEEPER) into the raw topic; after a
     restart, a snapshot of the tree and a gap back to the raw topic's last zxid (services/zookeeper/watch.py)."""
-    import asyncio
-
-    from services.zookeeper.watch import LIVE, ZooKeeperWatch, to_raw
-
     if not settings.zookeeper or "normalize" not in ROLES:
         return
     await declare_topics()

@@ -6,15 +6,15 @@ hour ends and at every checkpoint (``flush_seconds``, and when the topic is drai
 most one file per hour per checkpoint; names stay `events-<hour>-<first seq>.avro`. After a crash
 the consumer re-reads from the last committed offset and skips every event whose seq the archive
 already holds, so the archive never holds a duplicate and misses nothing; an event that does not
-continue the chain (a seq gap, a foreign prev_hash) stops the archiver with an error instead of
-being written. A consumer left without partitions while nobody archives the topic is replaced
+continue the chain (a seq gap, a foreign prev_hash), and a record that is not an event (a tombstone,
+bytes that are not Avro), stops the archiver with one error naming it (topic, partition, offset)
+instead of being written or skipped. A consumer left without partitions while nobody archives the topic is replaced
 (services/capture/stall.py).
 
-Run: ``python -m services.capture archiver`` or ``ctrlaudit archive``.
+Run: ``python -m services.capture archiver`` (`main`) or ``ctrlaudit archive``.
 """
 from __future__ import annotations
 
-import argparse
 import logging
 import signal
 import time
@@ -22,16 +22,18 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from schemas import codec as event_codec, names
-from schemas.errors import ContractError
+import typer
+
+from schemas import codec as event_codec, entry, names
+from schemas.errors import CodecError, ContractError
 from schemas.archive import ArchiveWriter
+from services.capture import connect
+from services.capture.security import ClientSecurity
 from services.capture.stall import Stall, group_progress
 from services.capture.settings import Settings
 
 if TYPE_CHECKING:
-    from confluent_kafka import Consumer
-
-    from services.capture.security import ClientSecurity
+    from confluent_kafka import Consumer, Message
 
 log = logging.getLogger(__name__)
 
@@ -57,11 +59,15 @@ class Archive:
             self.writers[cluster] = w
         return w
 
-    def add(self, value: bytes) -> bool:
-        """Append one events-topic value; False when the archive already holds it."""
-        event = event_codec.decode(value)
+    def add(self, value: bytes | None, where: str = "") -> bool:
+        """Append one events-topic value; False when the archive already holds it. `where` names the
+        record (topic, partition, offset) in the error a value that is not an event raises: the archiver
+        stops there, as for any record that does not continue the chain, and commits nothing past it."""
+        if value is None:  # a tombstone: no producer of the topic writes one, and skipping it could hide a loss
+            raise CodecError("a record without a value (a tombstone), not an event", where)
+        event = event_codec.decode(value, where)
         # the archive's directory is named after the event's cluster id: never a path elsewhere
-        names.cluster_id(event.cluster_id, "cluster_id", f"events topic: event seq {event.seq}")
+        names.cluster_id(event.cluster_id, "cluster_id", f"{where or 'events topic'}: event seq {event.seq}")
         w = self._writer(event.cluster_id)
         if event.seq < w.next_seq:
             self.skipped += 1
@@ -90,7 +96,7 @@ def commit(consumer: Consumer, retry_seconds: float = 30.0, pause: float = 0.5) 
     coordinator loading or moving after a broker restart -- is retried for `retry_seconds`, then left
     to the next checkpoint: the archive skips events it already holds by seq, so an offset left
     uncommitted only means reading those events again. Any other failure is raised."""
-    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka import KafkaError, KafkaException  # extra: capture
 
     transient = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR,
                  KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.REQUEST_TIMED_OUT,
@@ -114,9 +120,7 @@ def commit(consumer: Consumer, retry_seconds: float = 30.0, pause: float = 0.5) 
 
 def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) -> Archive:
     """Consume until SIGTERM/SIGINT (or `idle_exit` seconds without a message)."""
-    from confluent_kafka import Consumer, KafkaError
-
-    from services.capture import connect
+    from confluent_kafka import Consumer, KafkaError  # extra: capture
 
     archive = Archive(settings.archive_dir, fsync=fsync)
     conf, access = connect.config(settings.bootstrap_servers, settings.security, extra={
@@ -179,8 +183,7 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) 
                     if err.code() != KafkaError._PARTITION_EOF:
                         log.warning("consume: %s", err)
                     continue
-                # (a record without a value, None, fails in decode like any value that is not an event)
-                archive.add(m.value())  # type: ignore[arg-type]
+                archive.add(m.value(), record_where(m))
                 pending = True
                 last_msg = time.monotonic()
             now = time.monotonic()
@@ -200,6 +203,11 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True) 
     return archive
 
 
+def record_where(m: Message) -> str:
+    """A consumed record's place, for an error about it."""
+    return f"topic {m.topic()} partition {m.partition()} offset {m.offset()}"
+
+
 def topic_exists(consumer: Consumer, topic: str) -> bool:
     """Does the cluster list `topic` with partitions? A metadata request that fails or times out is no."""
     try:
@@ -210,27 +218,36 @@ def topic_exists(consumer: Consumer, topic: str) -> bool:
     return t is not None and t.error is None and bool(t.partitions)
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m services.capture archiver")
-    p.add_argument("--bootstrap-server")
-    p.add_argument("--topic")
-    p.add_argument("--archive-dir")
-    p.add_argument("--flush-seconds", type=float)
-    p.add_argument("--idle-exit", type=float)
-    p.add_argument("--command-config", help="Kafka client properties file (env CTRLAUDIT_COMMAND_CONFIG)")
-    a = p.parse_args(argv)
+cli = entry.app("The archiver.")
+
+
+@cli.command()
+def archiver(
+    bootstrap_server: str | None = typer.Option(None, "--bootstrap-server",
+                                                help="Kafka bootstrap servers (env CTRLAUDIT_BOOTSTRAP_SERVERS)."),
+    topic: str | None = typer.Option(None, "--topic", help="Events topic (env CTRLAUDIT_EVENTS_TOPIC)."),
+    archive_dir: str | None = typer.Option(None, "--archive-dir", help="Archive root (env CTRLAUDIT_ARCHIVE_DIR)."),
+    flush_seconds: float | None = typer.Option(None, "--flush-seconds", help="Finish files and commit every N s."),
+    idle_exit: float | None = typer.Option(None, "--idle-exit", help="Stop after N s without events."),
+    command_config: str | None = typer.Option(None, "--command-config",
+                                              help="Kafka client properties file (env CTRLAUDIT_COMMAND_CONFIG)."),
+) -> None:
+    """Consume the events topic into hourly Avro files with manifests (fsync, then commit)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from services.capture import connect
     try:
-        s = Settings().replace(bootstrap_servers=a.bootstrap_server, events_topic=a.topic, archive_dir=a.archive_dir,
-                               archive_flush_seconds=a.flush_seconds, command_config=a.command_config)
+        s = Settings().replace(bootstrap_servers=bootstrap_server, events_topic=topic, archive_dir=archive_dir,
+                               archive_flush_seconds=flush_seconds, command_config=command_config)
         # at start a cluster that does not answer is one line (the container is restarted); once running,
         # an outage is waited out by the consumer
         connect.require_reachable(s.bootstrap_servers, s.security)
-        arch = run(s, idle_exit=a.idle_exit)
+        arch = run(s, idle_exit=idle_exit)
     except ContractError as exc:  # a bad properties file, refused credentials, a chain break: one line
         raise SystemExit(f"ctrlaudit archive: {exc}") from None
     log.info("archived %d events (%d already present)", arch.appended, arch.skipped)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return entry.run(cli, argv, "python -m services.capture archiver", "ctrlaudit archive")
 
 
 class TopicNotFound(ContractError):
@@ -242,10 +259,7 @@ def consume_to_archive(bootstrap_servers: str, topic: str, root: Path, timeout: 
     """Read the whole events topic (as it is now) into an archive under `root` (no group, no commit):
     how `ctrlaudit load --bootstrap-server` reads the topic with the same decoder and chain checks.
     `security`: a ClientSecurity (services/capture/security.py), None for PLAINTEXT."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    from services.capture import connect
-    from services.capture.security import ClientSecurity
+    from confluent_kafka import Consumer, TopicPartition  # extra: capture
 
     security = security or ClientSecurity()
     connect.require_reachable(bootstrap_servers, security)
@@ -269,7 +283,7 @@ def consume_to_archive(bootstrap_servers: str, topic: str, root: Path, timeout: 
             for m in msgs:
                 if m.error():
                     continue
-                archive.add(m.value())  # type: ignore[arg-type]  # None: as in run()
+                archive.add(m.value(), record_where(m))
                 # a record read (not an error) has its partition and offset
                 offset, partition = cast(int, m.offset()), cast(int, m.partition())
                 if offset + 1 >= ends.get(partition, 0):

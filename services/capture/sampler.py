@@ -1,6 +1,6 @@
 """The offset sampler: HW from each partition's leader, then the LEO of every replica.
 
-Method: two ListOffsets requests per broker and round (kafka-python's protocol layer):
+Method: two ListOffsets requests per broker and round (services/capture/kafka_protocol.py):
 1. to each partition's leader, replica id -1 (a consumer), LATEST, READ_UNCOMMITTED: the high
    watermark, with the leader epoch;
 2. afterwards, to every broker holding a replica, replica id -2 (ListOffsetsRequest.DEBUGGING_REPLICA_ID):
@@ -17,34 +17,29 @@ Run: ``python -m services.capture sampler`` (rate: CTRLAUDIT_SAMPLE_INTERVAL sec
 """
 from __future__ import annotations
 
-import argparse
 import logging
 import signal
 import time
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
-from schemas import codec as event_codec
+import typer
+
+from schemas import codec as event_codec, entry, names
+from schemas.errors import ContractError
 from schemas.event_ids import event_id
 from schemas.events import ControllerEvent, OffsetSample, ReplicaOffset, SourceKind, SourcePosition
+from services.capture.kafka_protocol import (
+    CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID, Offsets, PartitionInfo, ProtocolClient,
+)
+from services.capture import connect
+from services.capture.security import ClientSecurity
 from services.capture.serializers import RawRecord, encode_raw
-from services.capture.security import ClientSecurity, kafka_python_kwargs
 from services.capture.settings import Settings
+from services.kraft.offline import cluster_id_of
 
 log = logging.getLogger(__name__)
-DEBUGGING_REPLICA_ID = -2
 METADATA_MAX_AGE_MS = 5000
-LATEST = -1
-
-
-@dataclass(frozen=True)
-class PartitionInfo:
-    topic: str
-    partition: int
-    leader: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
 
 
 def _now() -> int:
@@ -54,58 +49,20 @@ def _now() -> int:
 class OffsetSampler:
     def __init__(self, bootstrap_servers: str, cluster_id: str, topics: list[str] | None = None,
                  security: ClientSecurity | None = None) -> None:
-        from kafka.admin import KafkaAdminClient
         # Fenced brokers are left out of metadata responses: with kafka-python's default age (5 min) a
         # broker fenced at the last refresh stays unknown, and its LEOs -1, long after it is back.
-        # (kafka-python ships no type information: the client and its answers are Any to mypy.)
-        self.admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=5000,
-                                      client_id="ctrlaudit-sampler", metadata_max_age_ms=METADATA_MAX_AGE_MS,
-                                      **kafka_python_kwargs(security or ClientSecurity()))
+        self.client = ProtocolClient(bootstrap_servers, security, client_id="ctrlaudit-sampler",
+                                     metadata_max_age_ms=METADATA_MAX_AGE_MS)
+        _ = self.client.admin  # connects now: a cluster that does not answer stops the sampler before its rounds
         self.cluster_id = cluster_id
         self.topics = topics
         self.round = 0
 
     def close(self) -> None:
-        self.admin.close()
+        self.client.close()
 
     def partitions(self) -> list[PartitionInfo]:
-        out = []
-        for t in self.admin.describe_topics(self.topics):
-            if t.get("is_internal") or t["name"].startswith("__") or t.get("error_code"):
-                continue
-            for p in t["partitions"]:
-                out.append(PartitionInfo(t["name"], p["partition_index"], p["leader_id"], tuple(p["replica_nodes"]),
-                                         tuple(p["isr_nodes"])))
-        return out
-
-    def _list_offsets(self, node: int, tps: list[tuple[str, int]],
-                      replica_id: int) -> dict[tuple[str, int], tuple[int, int | None, int]]:
-        """(topic, partition) -> (offset, leader epoch, when read) of each partition the node answered for."""
-        from kafka.errors import UnknownBrokerIdError
-        from kafka.protocol.consumer.offsets import ListOffsetsRequest
-        T = ListOffsetsRequest.ListOffsetsTopic
-        P = T.ListOffsetsPartition
-        by_topic: defaultdict[str, list[Any]] = defaultdict(list)  # kafka-python's requests: untyped
-        for t, p in tps:
-            by_topic[t].append(P(partition_index=p, timestamp=LATEST))
-        req = ListOffsetsRequest(replica_id=replica_id, isolation_level=0,
-                                 topics=[T(name=t, partitions=ps) for t, ps in by_topic.items()])
-
-        async def send() -> Any:  # kafka-python's ListOffsetsResponse (untyped)
-            return await self.admin._manager.send(req, node_id=node)
-        out: dict[tuple[str, int], tuple[int, int | None, int]] = {}
-        try:
-            resp = self.admin._manager.run(send)
-        except Exception as exc:
-            log.debug("ListOffsets to %d failed: %s", node, exc)
-            if isinstance(exc, UnknownBrokerIdError):  # back from being fenced: learn it for the next round
-                self.admin._manager.cluster.request_update()
-            return out
-        for t in resp.topics:
-            for p in t.partitions:
-                if p.error_code == 0:
-                    out[(t.name, p.partition_index)] = (p.offset, getattr(p, "leader_epoch", -1), _now())
-        return out
+        return self.client.partitions(self.topics)
 
     def sample(self) -> list[OffsetSample]:
         """One round: every HW first (from the leaders), then every replica's LEO."""
@@ -120,16 +77,16 @@ class OffsetSampler:
         by_leader: defaultdict[int, list[tuple[str, int]]] = defaultdict(list)
         for p in parts:
             by_leader[p.leader].append((p.topic, p.partition))
-        hw: dict[tuple[str, int], tuple[int, int | None, int]] = {}
+        hw: Offsets = {}
         for node, tps in by_leader.items():
-            hw.update(self._list_offsets(node, tps, -1))
+            hw.update(self.client.latest_offsets(node, tps, CONSUMER_REPLICA_ID))
         by_replica: defaultdict[int, list[tuple[str, int]]] = defaultdict(list)
         for p in parts:
             for r in p.replicas:
                 by_replica[r].append((p.topic, p.partition))
         leo: dict[tuple[int, str, int], tuple[int, int | None, int]] = {}
         for node, tps in by_replica.items():
-            for tp, v in self._list_offsets(node, tps, DEBUGGING_REPLICA_ID).items():
+            for tp, v in self.client.latest_offsets(node, tps, DEBUGGING_REPLICA_ID).items():
                 leo[(node,) + tp] = v
         out = []
         for p in parts:
@@ -157,9 +114,8 @@ class OffsetSampler:
 
 
 def run(settings: Settings, cluster_id: str, rounds: int | None = None) -> int:
-    from confluent_kafka import Producer
+    from confluent_kafka import Producer  # extra: capture
 
-    from services.capture import connect
     security = settings.security
     sampler = OffsetSampler(settings.bootstrap_servers, cluster_id, security=security)
     conf, access = connect.config(settings.bootstrap_servers, security,
@@ -190,32 +146,36 @@ def run(settings: Settings, cluster_id: str, rounds: int | None = None) -> int:
     return n
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m services.capture sampler")
-    p.add_argument("--bootstrap-server")
-    p.add_argument("--cluster-id")
-    p.add_argument("--interval", type=float)
-    p.add_argument("--rounds", type=int)
-    p.add_argument("--command-config", help="Kafka client properties file (env CTRLAUDIT_COMMAND_CONFIG)")
-    a = p.parse_args(argv)
+cli = entry.app("The offset sampler.")
+
+
+@cli.command()
+def sampler(
+    bootstrap_server: str | None = typer.Option(None, "--bootstrap-server",
+                                                help="Kafka bootstrap servers (env CTRLAUDIT_BOOTSTRAP_SERVERS)."),
+    cluster_id: str | None = typer.Option(None, "--cluster-id",
+                                          help="Default: CTRLAUDIT_CLUSTER_ID, else meta.properties of "
+                                               "CTRLAUDIT_METADATA_DIR."),
+    interval: float | None = typer.Option(None, "--interval", help="Seconds between rounds "
+                                                                    "(env CTRLAUDIT_SAMPLE_INTERVAL)."),
+    rounds: int | None = typer.Option(None, "--rounds", help="Stop after N rounds (default: run until stopped)."),
+    command_config: str | None = typer.Option(None, "--command-config",
+                                              help="Kafka client properties file (env CTRLAUDIT_COMMAND_CONFIG)."),
+) -> None:
+    """Sample every partition's high watermark, then every replica's log end offset, into the raw topic."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from schemas.errors import ContractError
-    from services.capture.connect import require_reachable
     try:  # a bad setting or properties file, refused credentials, no cluster: one line, not a traceback
-        s = Settings().replace(bootstrap_servers=a.bootstrap_server, sample_interval=a.interval,
-                               command_config=a.command_config)
-        from schemas import names
-        cluster: str | None = (names.cluster_id(a.cluster_id, "--cluster-id") if a.cluster_id is not None
+        s = Settings().replace(bootstrap_servers=bootstrap_server, sample_interval=interval,
+                               command_config=command_config)
+        cluster: str | None = (names.cluster_id(cluster_id, "--cluster-id") if cluster_id is not None
                                else s.cluster_id)
         if s.cluster_id and cluster == s.cluster_id:
             names.cluster_id(cluster, "CTRLAUDIT_CLUSTER_ID")
         if not cluster and s.metadata_dir:
-            from pathlib import Path
-            from services.kraft.offline import cluster_id_of
             cluster = cluster_id_of([Path(s.metadata_dir)])  # checked there, naming the meta.properties
         # within CTRLAUDIT_CONNECT_TIMEOUT, not kafka-python's 30 s bootstrap and its traceback
-        require_reachable(s.bootstrap_servers, s.security)
-        run(s, cluster or "unknown-cluster", a.rounds)
+        connect.require_reachable(s.bootstrap_servers, s.security)
+        run(s, cluster or "unknown-cluster", rounds)
     except ContractError as exc:
         raise SystemExit(f"ctrlaudit sampler: {exc}") from None
     except Exception as exc:
@@ -223,3 +183,7 @@ def main(argv: list[str] | None = None) -> None:
         if type(exc).__module__.split(".")[0] not in ("kafka", "confluent_kafka"):
             raise
         raise SystemExit(f"ctrlaudit sampler: Kafka at {s.bootstrap_servers}: {exc}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    return entry.run(cli, argv, "python -m services.capture sampler", "ctrlaudit sampler")

@@ -189,6 +189,15 @@ ROWS = [
     R("archiver-service-unreachable-kafka", ["archiver", "--bootstrap-server", "127.0.0.1:1", "--archive-dir",
                                              "{here}/a"], 1, "ctrlaudit archive: cannot reach Kafka at 127.0.0.1:1",
       FAST_KAFKA, module="services.capture"),
+    # the entry points besides `ctrlaudit` (typer apps): a usage error is one line too, exit 2
+    R("sampler-service-unknown-flag", ["sampler", "--bogus"], 2,
+      "ctrlaudit sampler: error: No such option: --bogus", module="services.capture"),
+    R("sampler-service-rounds-not-a-number", ["sampler", "--rounds", "many"], 2,
+      "ctrlaudit sampler: error: Invalid value for '--rounds'", module="services.capture"),
+    R("archiver-service-flush-not-a-number", ["archiver", "--flush-seconds", "soon"], 2,
+      "ctrlaudit archive: error: Invalid value for '--flush-seconds'", module="services.capture"),
+    R("health-service-unknown-flag", ["health", "--bogus"], 2,
+      "ctrlaudit capture: error: No such option: --bogus", module="services.capture"),
     # Spark: the master is checked before a JVM starts
     R("check-master-bogus", ["check", "{archive}", "--engine", "spark", "--master", "bogus"], 2, "--master 'bogus'"),
     R("check-spark-master-unreachable", ["check", "{archive}", "--engine", "spark", "--master", "spark://127.0.0.1:1"],

@@ -108,6 +108,8 @@ def test_import_json_on_standard_output(tmp_path: Path) -> None:
     doc = json.loads(done.stdout)
     assert doc["cluster_id"] == "q1w2e3r4t5y6u7i8o9p0aA" and doc["records"] == doc["events"] == 7
     assert len(doc["archive_files"]) == 1 and doc["gaps"] == [] and doc["continued_after_seq"] is None
+    written = sorted((tmp_path / "archive" / doc["cluster_id"]).glob("*.avro"))
+    assert doc["archive_files"] == [str(f) for f in written]  # the files, not their manifests
     assert "7 records from 1 file(s)" in done.stderr
     again = json.loads(run("import", "kraft", str(d), "--out", str(tmp_path / "archive"), "--json", "-").stdout)
     assert again["continued_after_seq"] == 6 and again["archive_files"] == []

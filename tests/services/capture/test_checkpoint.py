@@ -294,3 +294,32 @@ def test_join_refuses_missing_altered_or_reordered_chunks(blob) -> None:
         join([chunks[1], chunks[0], *chunks[2:]], sha)
     with pytest.raises(ValueError):
         split(blob, 0)
+
+
+# --- golden bytes ----------------------------------------------------------------------------------
+
+GOLDEN = Path(__file__).parent / "data" / "checkpoint-v2.bin"  # dump() of rich_log's normalizer, format v2
+
+
+def test_a_checkpoint_written_before_loads_to_the_image_it_holds() -> None:
+    """A worker restarted on a newer release finds the checkpoints an older one wrote: they load, to the
+    image they hold (a change that refuses this file is a format change: a new VERSION, the old one refused
+    as v1 is). The bytes themselves are not stable across processes: a Map's order follows str hashes."""
+    n = load(GOLDEN.read_bytes(), clock=CLOCK)
+    im = n.image
+    assert (n.cluster_id, n.node_id) == ("c1", 7)
+    assert im.partitions[(T1, 0)].leader_recovery_state is LeaderRecoveryState.RECOVERING
+    assert im.partitions[(T1, 1)].adding_replicas == (4,) and im.partitions[(T1, 1)].isr == (2, 3, 1)
+    assert im.partitions[(T2, 0)].elr == (2,) and im.partitions[(T2, 0)].last_known_elr == (3,)
+    assert n.leaders_by_epoch == {1: 2, 2: 3} and (im.controller.leader_id, im.controller.epoch) == (3, 2)
+    assert dict(im.features) == {"metadata.version": 21, "kraft.version": 1}
+    assert im.topic_configs("orders")["min.insync.replicas"] == "2" and im.brokers[4].in_controlled_shutdown
+    assert im.broker_configs(1)["listener.name.sasl.jaas.config"] == "[redacted]"
+    assert list(payload_of(dump(n))) == list(payload_of(GOLDEN.read_bytes()))  # the same fields, in order
+
+
+def test_the_golden_checkpoint_holds_what_the_rich_log_makes_today(tmp_path: Path) -> None:
+    records, _ = rich_log(tmp_path)
+    n = KRaftNormalizer("c1", node_id=7, clock=CLOCK)
+    n.feed_all(records)
+    assert_same_state(n, load(GOLDEN.read_bytes(), clock=CLOCK))

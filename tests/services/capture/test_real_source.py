@@ -1,4 +1,4 @@
-"""The KRaft source (KRaftTail, read through CaptureState as the capture worker reads it) on a live node of
+"""The KRaft source (the live tail of services/kraft/live.py, read through CaptureState as the capture worker reads it) on a live node of
 the shared real cluster (tests/conftest.py: 4 kB metadata segments, so it crosses many rolls), while topics
 are created and a broker is killed and restarted: the captured events equal an offline import of the same
 log afterwards — same positions, no gap, no duplicate."""
@@ -11,7 +11,8 @@ import pytest
 
 from schemas.events import BrokerChange, BrokerChangeKind, CaptureGap, TopicChange
 from services.capture.logic import CaptureState
-from services.capture.sources import KRaftTail, QuorumWatermark
+from services.capture.sources import QuorumWatermark, source_loop_step
+from services.kraft.live import KRaftTail
 from devtools.cluster.testing import copy_node_metadata, heal
 from services.kraft.offline import import_events
 
@@ -37,7 +38,7 @@ def test_tailed_events_equal_the_offline_import(kafka_cluster, tmp_path):
     errors: list[BaseException] = []
 
     def step() -> list:
-        got = [e for r in tail.poll(gate()) for e, *_ in state.process(r)]
+        got = [e for r in source_loop_step(tail, gate) for e, *_ in state.process(r)]
         if tail.file is not None:
             files.add(tail.file.name)
         return got
