@@ -113,12 +113,7 @@ def test_no_product_package_imports_dev_tooling(package):
 # they would make) are in plain sight; the one exception is a module of an optional extra (pyproject.toml's
 # [project.optional-dependencies]), imported where it is used so that the core install runs without it, with
 # a comment naming the extra on its line or the line above: `# extra: spark`.
-IMPORTS_AT_TOP = ("schemas", "replay", "checks", "ctrlaudit", "services/kraft", "services/zookeeper",
-                  "services/simulator")
-# Temporarily left out: being reworked in parallel; to be removed from this list when that work lands.
-NOT_YET_AT_TOP = frozenset({
-    "ctrlaudit/commands/imports.py", "ctrlaudit/spark_job.py", "ctrlaudit/errors.py", "checks/spark_cluster.py",
-})
+IMPORTS_AT_TOP = ("schemas", "replay", "services", "checks", "ctrlaudit")
 _EXTRA = re.compile(r"#.*\bextra: (\w+)")
 
 
@@ -150,10 +145,9 @@ def test_product_code_imports_at_the_top_but_for_the_extras():
     for folder in IMPORTS_AT_TOP:
         for path in sorted((ROOT / folder).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
-            if rel not in NOT_YET_AT_TOP and (got := function_level_imports(path, extras)):
+            if got := function_level_imports(path, extras):
                 found[rel] = got
     assert not found, found
-    assert all((ROOT / rel).is_file() for rel in NOT_YET_AT_TOP), "a file left out no longer exists"
 
 
 def test_the_import_finder_finds_a_function_level_import(tmp_path):

@@ -14,7 +14,7 @@ from tests.ctrlaudit.test_import import metadata_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-EXTRA_MODULES = ("faust", "aiokafka", "confluent_kafka", "kafka", "cryptography", "pyspark", "py4j")
+EXTRA_MODULES = ("faust", "aiokafka", "confluent_kafka", "kafka", "pyspark", "py4j")
 
 
 def _requirements() -> list[Requirement]:
@@ -45,8 +45,8 @@ def test_constraints_pin_every_dependency_within_its_bounds():
 
 def test_extras_hold_the_kafka_clients_and_spark():
     core = {canonicalize_name(Requirement(r).name) for r in PYPROJECT["dependencies"]}
-    for heavy in ("faust-streaming", "aiokafka", "confluent-kafka", "kafka-python", "pyspark", "cryptography",
-                  "avro", "pyyaml"):
+    for heavy in ("faust-streaming", "aiokafka", "confluent-kafka", "kafka-python", "pyspark", "avro",
+                  "pyyaml"):
         assert heavy not in core, heavy
     extras = PYPROJECT["optional-dependencies"]
     assert "pyspark>=4.0" in extras["spark"]

@@ -12,12 +12,18 @@ import typer
 from ctrlaudit.commands.options import given_cluster_id
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs
 from ctrlaudit.errors import user_errors
+from ctrlaudit.progress import bar
+from schemas.archive.writer import ArchiveWriter, after, continuation
+from services.brokerlogs.offline import cluster_id_of_logs, import_log_events, log_layout, zone
+from services.kraft.offline import cluster_id_of, import_events, meta_places, plan
+from services.normalize.imports import ImportReport
+from services.normalize.migration_offline import import_migrated_events, migration_cluster_id
+from services.normalize.redaction import patterns
+from services.zookeeper.offline import cluster_id_of_zk, import_zk_events, plan_zk
 
 if TYPE_CHECKING:
     from schemas.archive.manifest import FileManifest
-    from schemas.archive.writer import ArchiveWriter
     from schemas.events import ControllerEvent
-    from services.normalize.imports import ImportReport
     from services.normalize.migration_offline import Cutover
 
 imports = typer.Typer(help="Turn controller state from elsewhere into an archive.", no_args_is_help=True,
@@ -47,11 +53,6 @@ def kraft(
 ) -> None:
     """Decode a KRaft metadata log (segments and snapshots) into ControllerEvents; with --zookeeper-data, after the
     ZooKeeper-mode history of a migrated cluster."""
-    from schemas.archive.writer import continuation
-    from ctrlaudit.progress import bar
-    from services.normalize.imports import ImportReport
-    from services.kraft.offline import cluster_id_of, import_events, meta_places, plan
-    from services.normalize.redaction import patterns
 
     patterns()  # a bad CTRLAUDIT_REDACT_PATTERNS is one line before anything is read or written
     refuse_outputs({"--json": json_path}, force=force, inputs=[*paths, *(zookeeper_data or [])],
@@ -88,9 +89,6 @@ def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_
               on_error: OnError, json_path: Path | None) -> None:
     """`import kraft --zookeeper-data`: one archive, one chain across the cutover (services/normalize/
     migration_offline.py)."""
-    from schemas.archive.writer import continuation
-    from services.normalize.migration_offline import import_migrated_events, migration_cluster_id
-    from services.normalize.imports import ImportReport
 
     zk_report, report = ImportReport(), ImportReport()
     said = Output(json_path)
@@ -133,11 +131,6 @@ def zk(
     json_path: Path | None = JSON_OUT, force: bool = FORCE,
 ) -> None:
     """Decode ZooKeeper transaction logs of a ZooKeeper-mode Kafka cluster into ControllerEvents."""
-    from schemas.archive.writer import continuation
-    from ctrlaudit.progress import bar
-    from services.normalize.imports import ImportReport
-    from services.normalize.redaction import patterns
-    from services.zookeeper.offline import cluster_id_of_zk, import_zk_events, plan_zk
 
     patterns()
     refuse_outputs({"--json": json_path}, force=force, inputs=paths, directories={"--out": out})
@@ -178,10 +171,6 @@ def logs(
     """Read Kafka's own state-change.log, controller.log and server.log of every broker (ZooKeeper mode and KRaft),
     merged in time order, into ControllerEvents: each partition state the lines state whole, with its file and line;
     what they state only in part, or not at all, is a capture gap."""
-    from schemas.archive.writer import continuation
-    from services.brokerlogs.offline import cluster_id_of_logs, import_log_events, log_layout, zone
-    from services.normalize.imports import ImportReport
-    from services.normalize.redaction import patterns
 
     patterns()
     zone(timezone)
@@ -253,7 +242,6 @@ def _append(out: Path, cluster: str, events: Iterable[ControllerEvent],
             last: FileManifest | None) -> tuple[list[FileManifest], ArchiveWriter]:
     """Write an import's events into the archive directory: after the intact archive already there
     (only what continues its chain), or into an empty one. Returns (files written, the writer)."""
-    from schemas.archive.writer import ArchiveWriter, after
 
     if last is not None:
         events = after(events, last, out / cluster)

@@ -14,6 +14,7 @@ from schemas import entry
 from schemas.errors import ContractError
 from services.capture import archiver as archiver_process
 from services.capture.connect import require_reachable
+from services.capture.outages import say_outages_once
 from services.capture.settings import Settings, ensure_topics
 
 PROG = "python -m services.capture"
@@ -57,6 +58,7 @@ def worker(ctx: typer.Context) -> None:
 
 
 def main() -> None:
+    say_outages_once()  # a broker down: one WARNING per outage, not an ERROR per retry (outages.py)
     argv = sys.argv[1:]
     if not argv or argv[0] not in ("sampler", "archiver", "health", "worker", "-h", "--help"):
         argv = ["worker", *argv]  # Faust's own command line, as before there were commands

@@ -11,11 +11,13 @@ which logs the ones that are not fatal as warnings).
 from __future__ import annotations
 
 import logging
+import math
+import os
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from services.capture.security import ClientSecurity, SecurityConfigError, librdkafka_config
+from services.capture.security import ClientSecurity, SecurityConfigError, SettingsError, librdkafka_config
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError
@@ -50,7 +52,7 @@ class AccessWatch:
         self._warned: dict[str, float] = {}  # text -> when it was last logged as a warning
 
     def __call__(self, err: KafkaError) -> None:
-        from confluent_kafka import KafkaError
+        from confluent_kafka import KafkaError  # extra: capture
         text = err.str()
         fatal = err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL) or (
             self.strict and err.code() == KafkaError._TRANSPORT and ("SSL" in text or "SASL" in text))
@@ -103,8 +105,8 @@ def config(bootstrap: str, sec: ClientSecurity, strict: bool = False,
 def check_access(bootstrap: str, sec: ClientSecurity, timeout: float = 15.0) -> None:
     """Raise AccessDenied when the brokers refuse `sec` (a wrong password, an untrusted certificate). A
     cluster that does not answer in `timeout` is not an error here: the clients wait for it as before."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
+    from confluent_kafka import KafkaException  # extra: capture
+    from confluent_kafka.admin import AdminClient  # extra: capture
 
     if sec.protocol == "PLAINTEXT":
         return  # nothing that could be refused
@@ -127,11 +129,6 @@ class Unreachable(SecurityConfigError):
 def connect_timeout() -> float:
     """CTRLAUDIT_CONNECT_TIMEOUT: how long a command waits for a Kafka cluster (or a Spark master) to
     answer before it gives up with one line (default 15 s)."""
-    import math
-    import os
-
-    from services.capture.settings import SettingsError
-
     raw = os.environ.get("CTRLAUDIT_CONNECT_TIMEOUT", "").strip()
     try:
         value = float(raw) if raw else DEFAULT_CONNECT_TIMEOUT
@@ -145,8 +142,8 @@ def connect_timeout() -> float:
 def require_reachable(bootstrap: str, sec: ClientSecurity, timeout: float | None = None) -> None:
     """For one-shot commands (load from the topic): the brokers answer within `timeout` seconds
     (CTRLAUDIT_CONNECT_TIMEOUT, default 15) and accept `sec`, else one line: Unreachable or AccessDenied."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
+    from confluent_kafka import KafkaException  # extra: capture
+    from confluent_kafka.admin import AdminClient  # extra: capture
 
     timeout = connect_timeout() if timeout is None else timeout
     conf, watch = config(bootstrap, sec, strict=True, extra={"socket.timeout.ms": max(1000, int(timeout * 1000))})

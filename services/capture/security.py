@@ -33,12 +33,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cryptography.hazmat.primitives.serialization import (Encoding, NoEncryption, PrivateFormat, load_pem_private_key,
+                                                          pkcs12)
+
 from schemas.errors import ContractError
 
-if TYPE_CHECKING:  # the 'capture' extra's (cryptography, faust): imported at run time where used
-    from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
-    from cryptography.hazmat.primitives.serialization.pkcs12 import PKCS12KeyAndCertificates
-    from cryptography.x509 import Certificate
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+from cryptography.hazmat.primitives.serialization.pkcs12 import PKCS12KeyAndCertificates
+from cryptography.x509 import Certificate
+
+if TYPE_CHECKING:  # the 'capture' extra's (faust): imported at run time where used
     from faust.types.auth import CredentialsT
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -51,6 +55,11 @@ SSL_KEYS = {"ssl.truststore.location", "ssl.truststore.password", "ssl.truststor
 SASL_KEYS = {"sasl.mechanism", "sasl.jaas.config"}
 KNOWN_KEYS = {"security.protocol", *SSL_KEYS, *SASL_KEYS}
 JKS_MAGIC = b"\xfe\xed\xfe\xed"
+
+
+class SettingsError(ContractError, ValueError):
+    """A setting with a value it cannot have: one line naming the variable, the value and what it takes. (Here,
+    under the settings, so that the connection helpers the settings use can raise it too.)"""
 
 
 class SecurityConfigError(ContractError):
@@ -175,7 +184,6 @@ def _store_bytes(err: _Err, key: str, location: str) -> bytes:
 
 
 def _pkcs12(err: _Err, key: str, location: str, data: bytes, password: str | None) -> PKCS12KeyAndCertificates:
-    from cryptography.hazmat.primitives.serialization import pkcs12
     if data[:4] == JKS_MAGIC:
         raise err(key, f"{location} is a JKS store, which is not supported: convert it with `keytool "
                        f"-importkeystore -srckeystore {location} -destkeystore {location}.p12 -deststoretype "
@@ -192,12 +200,10 @@ def _pem_certs(pem: str) -> list[str]:
 
 
 def _cert_pem(certs: Iterable[Certificate]) -> str:
-    from cryptography.hazmat.primitives.serialization import Encoding
     return "".join(c.public_bytes(Encoding.PEM).decode() for c in certs)
 
 
 def _key_pem(key: PrivateKeyTypes) -> str:
-    from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
     return key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()).decode()
 
 
@@ -238,7 +244,6 @@ def _keystore(err: _Err, p: dict[str, str]) -> tuple[str, str] | tuple[None, Non
     kind = p.get("ssl.keystore.type", "JKS").upper()
     data = _store_bytes(err, "ssl.keystore.location", location)
     if kind == "PEM":
-        from cryptography.hazmat.primitives.serialization import load_pem_private_key
         text = data.decode(errors="replace")
         key_block = re.search(r"-----BEGIN (?:ENCRYPTED |RSA |EC )?PRIVATE KEY-----.+?-----END [A-Z ]*PRIVATE KEY-----",
                               text, re.S)
@@ -373,7 +378,7 @@ def faust_credentials(sec: ClientSecurity) -> CredentialsT | None:
     creation (faust/transport/drivers/aiokafka.py, credentials_to_aiokafka_auth)."""
     if sec.protocol == "PLAINTEXT":
         return None
-    import faust
+    import faust  # extra: capture
     if sec.uses_sasl:
         return faust.SASLCredentials(username=sec.username, password=sec.password, mechanism=sec.mechanism,
                                      ssl_context=ssl_context(sec))  # with a context: SASL_SSL

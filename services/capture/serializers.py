@@ -26,6 +26,7 @@ from fastavro.types import Schema
 from faust.serializers import codecs
 
 from schemas import codec as event_codec
+from schemas import loader
 from schemas.errors import CodecError
 from schemas.events import ControllerEvent
 from schemas.loader import schema_from_json
@@ -173,14 +174,12 @@ codecs.register("ctrlaudit-event-record", EventRecordCodec())
 
 @cache
 def _hinted(fingerprint: bytes) -> Schema:
-    from schemas import loader
     return fastavro.parse_schema(loader.by_fingerprint()[fingerprint].json)
 
 
 def decode_event_record(data: bytes) -> dict[str, Any]:
     """The Avro record of an events-topic value (as schemas.codec.decode_record reads it, resolved to
     this build's schema); CodecError with schemas.codec's reason for anything else."""
-    from schemas import loader
     fp = bytes(data[2:10]) if len(data) >= 10 and data[:2] == MAGIC else None
     cur = loader.current()
     if fp is not None and fp in loader.by_fingerprint():

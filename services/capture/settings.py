@@ -5,20 +5,16 @@ The docker-compose file and the CLI use exactly these variable names (tests/test
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
-from schemas.errors import ContractError
-
-if TYPE_CHECKING:
-    from services.capture.security import ClientSecurity
+from services.capture import connect
+from services.capture.security import ClientSecurity, SettingsError, load
+from services.normalize.redaction import compile_patterns
 
 ENV_PREFIX = "CTRLAUDIT_"
-
-
-class SettingsError(ContractError, ValueError):
-    """A setting with a value it cannot have: one line naming the variable, the value and what it takes."""
 
 
 def _env(name: str, default: str) -> str:
@@ -105,7 +101,6 @@ class Settings:
             raise SettingsError(f"{ENV_PREFIX}BOOTSTRAP_SERVERS={self.bootstrap_servers!r} is empty: expected HOST:PORT[,HOST:PORT...]")
         self.role_set  # noqa: B018 - validates CTRLAUDIT_ROLES
         if self.redact_patterns:
-            from services.normalize.redaction import compile_patterns
             compile_patterns(self.redact_patterns)
 
     @property
@@ -119,7 +114,6 @@ class Settings:
     @property
     def security(self) -> ClientSecurity:
         """The ClientSecurity of `command_config` (PLAINTEXT without one); SecurityConfigError when unusable."""
-        from services.capture.security import load
         return load(self.command_config)
 
     @property
@@ -164,13 +158,9 @@ def ensure_topics(s: Settings, timeout: float = 60) -> list[str]:
     """Create the capture topics (with their configs) if missing; returns those created. Run before the
     worker starts: Faust subscribes only to topics that exist when it starts. confluent-kafka's admin
     client, so that kafka-python is left with only the requests no other client exposes (docs/how-to/live-capture.md)."""
-    import time
-
-    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka import KafkaError, KafkaException  # extra: capture
     # NewTopic's documented home; the package imports it from confluent_kafka.cimpl without exporting it
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
-    from services.capture import connect
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # extra: capture
 
     wanted = {s.raw_topic: RAW_TOPIC_CONFIG, s.events_topic: EVENTS_TOPIC_CONFIG, s.alerts_topic: {},
               s.dead_letter_topic: EVENTS_TOPIC_CONFIG}

@@ -60,7 +60,7 @@ class Stall:
 
 def group_progress(consumer: Consumer, topic: str, timeout: float = 5.0) -> Progress | None:
     """The group's committed offsets and the topic's watermarks, asked of the cluster (None: no answer)."""
-    from confluent_kafka import TopicPartition
+    from confluent_kafka import TopicPartition  # extra: capture
 
     try:
         md = consumer.list_topics(topic, timeout=timeout)
