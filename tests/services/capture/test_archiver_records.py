@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ctrlaudit.cli import app
+from ctrlaudit.commands import capture as capture_commands
 from schemas.archive import clusters, iter_events
 from schemas.codec import encode
 from schemas.errors import CodecError
@@ -75,6 +76,7 @@ def topic(monkeypatch):
     """`ctrlaudit archive` reading _Consumer.values instead of a cluster."""
     monkeypatch.setattr(confluent_kafka, "Consumer", _Consumer)
     monkeypatch.setattr(connect, "require_reachable", lambda *a, **k: None)
+    monkeypatch.setattr(capture_commands, "require_reachable", lambda *a, **k: None)  # its own name for it
     _Consumer.commits = 0
     return _Consumer
 
