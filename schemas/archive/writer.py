@@ -229,8 +229,7 @@ class ArchiveWriter:
         if event.cluster_id != self.cluster_id:
             raise ValueError(f"event of cluster {event.cluster_id!r} given to the writer of {self.cluster_id!r}")
         seq, prev = self._chain.next_seq, self._chain.head_hash
-        linked, body = self._chain.append_with_body(event)
-        digest = linked.hash
+        digest, body = self._chain.append_body(event)
         hour = event.event_time_ms // HOUR_MS
         f = self._file
         if f is None or hour != self._hour or f.count >= self.max_events_per_file:

@@ -97,6 +97,7 @@ class Simulator:
         # Burst operations touch ~per_broker partitions: keep them to a modest share of events.
         self.w_fence = max(0.002, 4.0 / max(per_broker, 1.0))
         self.w_topic = max(0.002, 1.0 / max(config.partitions, 1))
+        self._ops: tuple[tuple[float, Callable[[], None]], ...] | None = None
 
     @property
     def image(self) -> ClusterImage:
@@ -135,19 +136,26 @@ class Simulator:
     def random_op(self) -> None:
         """One operation, drawn by its weight in percent; the rest of the hundred, and a topic operation without
         topic churn, a sample."""
-        churn = self.cfg.topic_churn
         r = self.rng.random() * 100.0
-        for weight, op, allowed in (
-                (45, self.op_sample, True), (12, self.op_isr_shrink, True), (18, self.op_isr_expand, True),
-                (6, self.op_preferred_election, True), (2.5, self.op_reassign_start, True),
-                (8, self.op_reassign_progress, True), (self.w_fence, self.op_fence, True),
-                (self.w_fence, self.op_controlled_shutdown, True), (0.05, self.op_controller_failover, True),
-                (0.1, self.op_toggle_unclean, True), (self.w_topic, self.op_create_topic, churn),
-                (self.w_topic, self.op_delete_topic, churn)):
-            if allowed and r < weight:
+        for weight, op in self._weighted_ops():
+            if r < weight:
                 return op()
             r -= weight
         return self.op_sample()
+
+    def _weighted_ops(self) -> tuple[tuple[float, Callable[[], None]], ...]:
+        """The operations and their weights, made once (a table per step is a tenth of the simulator's time).
+        A topic operation without topic churn weighs its weight but falls to a sample, as the table says."""
+        if self._ops is None:
+            churn = self.cfg.topic_churn
+            topic_op = (lambda op: op) if churn else (lambda op: self.op_sample)
+            self._ops = (
+                (45, self.op_sample), (12, self.op_isr_shrink), (18, self.op_isr_expand),
+                (6, self.op_preferred_election), (2.5, self.op_reassign_start), (8, self.op_reassign_progress),
+                (self.w_fence, self.op_fence), (self.w_fence, self.op_controlled_shutdown),
+                (0.05, self.op_controller_failover), (0.1, self.op_toggle_unclean),
+                (self.w_topic, topic_op(self.op_create_topic)), (self.w_topic, topic_op(self.op_delete_topic)))
+        return self._ops
 
     # -- helpers ------------------------------------------------------------------------------
     def active(self, b: int) -> bool:
