@@ -24,7 +24,8 @@ from schemas.errors import CodecError
 from services.capture.app import (
     alerts_topic, app, dead_letter_topic, events_topic, image_table, raw_topic, security, settings, watch_topic,
 )
-from services.capture.serializers import RawRecord, decode_event_record, decode_raw, encode_raw
+from schemas.raw import RawRecord
+from services.capture.serializers import decode_event_record, decode_raw, encode_raw
 from services.capture.image_store import ImageStore
 from services.capture.logic import CaptureState, DeadLetter, Progress
 from services.capture.security import aiokafka_kwargs

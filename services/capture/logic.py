@@ -30,7 +30,8 @@ from schemas import loader
 from schemas.errors import CodecError
 from schemas.events import ControllerEvent, OffsetSample, SourceKind
 from schemas.archive.chain import Chain
-from services.capture.serializers import RawRecord, decode_raw
+from schemas.raw import RawRecord
+from services.capture.serializers import decode_raw
 from services.kraft import KRaftError, read_batch
 from services.kraft.control import decode_control_batch
 from services.kraft.records import Record, decode_data_batch

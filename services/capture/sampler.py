@@ -34,7 +34,8 @@ from services.capture.kafka_protocol import (
 )
 from services.capture import connect
 from services.capture.security import ClientSecurity
-from services.capture.serializers import RawRecord, encode_raw
+from schemas.raw import RawRecord
+from services.capture.serializers import encode_raw
 from services.capture.settings import Settings
 from services.kraft.offline import cluster_id_of
 

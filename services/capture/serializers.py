@@ -17,7 +17,6 @@ in schemas/.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -30,6 +29,7 @@ from schemas import loader
 from schemas.errors import CodecError
 from schemas.events import ControllerEvent
 from schemas.loader import schema_from_json
+from schemas.raw import RawRecord
 
 MAGIC = b"\xc3\x01"
 
@@ -66,23 +66,6 @@ _RAW_V1_JSON = {**RAW_SCHEMA_JSON, "fields": [
     for f in RAW_SCHEMA_JSON["fields"]]}
 _WRITERS = {RAW_SCHEMA.fingerprint: None,
             schema_from_json(_RAW_V1_JSON, 1).fingerprint: fastavro.parse_schema(_RAW_V1_JSON)}
-
-
-@dataclass(frozen=True, slots=True)
-class RawRecord:
-    cluster_id: str
-    node_id: int
-    kind: str
-    position: int
-    base_offset: int
-    last_offset: int
-    epoch: int
-    append_time_ms: int
-    read_time_ms: int
-    data: bytes = b""
-    file: str | None = None
-    control_type: str | None = None
-    reason: str | None = None
 
 
 _RAW_FIELDS = tuple(f["name"] for f in RAW_SCHEMA_JSON["fields"])

@@ -12,16 +12,10 @@ from collections.abc import Awaitable, Callable
 
 from services.capture.kafka_protocol import ProtocolClient
 from services.capture.security import ClientSecurity
-from services.capture.serializers import RawRecord
-from services.kraft.live import KRaftTail, TailRecord
+from schemas.raw import RawRecord
+from services.kraft.live import KRaftTail
 
 log = logging.getLogger(__name__)
-
-
-def raw_record(r: TailRecord) -> RawRecord:
-    """The tail's record as the raw topic carries it (the same fields)."""
-    return RawRecord(r.cluster_id, r.node_id, r.kind, r.position, r.base_offset, r.last_offset, r.epoch,
-                     r.append_time_ms, r.read_time_ms, r.data, r.file, r.control_type, r.reason)
 
 
 class QuorumWatermark:
@@ -48,7 +42,7 @@ class QuorumWatermark:
 
 
 def source_loop_step(tail: KRaftTail, gate: Callable[[], int] | None) -> list[RawRecord]:
-    return [raw_record(r) for r in tail.poll(gate() if gate is not None else None)]
+    return tail.poll(gate() if gate is not None else None)
 
 
 async def run_source(tail: KRaftTail, send: Callable[[RawRecord], Awaitable[Awaitable[object]]],

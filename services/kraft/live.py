@@ -16,10 +16,10 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol, cast
 
+from schemas.raw import RawRecord
 from services.kraft.errors import KRaftError, TruncatedLogError
 from services.kraft.batch import read_batch
 from services.kraft.files import SnapshotId, bootstrap_snapshot, metadata_files, segment_base_offset, snapshot_id
@@ -40,26 +40,8 @@ def _snapshot_id(path: Path) -> SnapshotId:
     return cast(SnapshotId, snapshot_id(path))
 
 
-@dataclass(frozen=True, slots=True)
-class TailRecord:
-    """One unit the tail read, with its position: a batch of the log (KRAFT_BATCH), a snapshot's bounds and
-    batches (SNAPSHOT_BEGIN, SNAPSHOT_BATCH, SNAPSHOT_END: base and last offset are its end offset), or the
-    offsets it could not read (GAP, with the reason). The fields, in order, of the capture's RawRecord, and
-    not that type itself: its module registers Faust codecs, and the KRaft folder needs no capture extra."""
-
-    cluster_id: str
-    node_id: int
-    kind: str
-    position: int
-    base_offset: int
-    last_offset: int
-    epoch: int
-    append_time_ms: int
-    read_time_ms: int
-    data: bytes = b""
-    file: str | None = None
-    control_type: str | None = None
-    reason: str | None = None
+# What the tail reads is the raw topic's record as the capture publishes it (schemas/raw.py).
+TailRecord = RawRecord
 
 
 class Resumable(Protocol):

@@ -15,7 +15,6 @@ from schemas.events import (
 from services.capture import logic
 from services.capture.serializers import RAW_SCHEMA, RawRecord, decode_raw, encode_raw
 from services.capture.logic import CaptureState, DeadLetter, Progress
-from services.capture.sources import raw_record
 from services.kraft.live import KRaftTail
 from services.kraft import build_batch
 
@@ -179,7 +178,7 @@ def test_tail_after_deleted_segments_emits_gap_and_snapshot(tmp_path):
                                                                                          "KRAFT_BATCH", "KRAFT_BATCH"]
     assert (got[0].base_offset, got[0].last_offset) == (0, 4)
     s = CaptureState(CL)
-    events = [e for r in got for e, *_ in s.process(raw_record(r))]
+    events = [e for r in got for e, *_ in s.process(r)]
     assert [type(e.payload).__name__ for e in events][0] == "CaptureGap"
     assert [e.payload.topic for e in events[1:]] == ["a", "f", "g"]
     assert events[1].bootstrap
