@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from contextlib import asynccontextmanager
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -59,31 +60,34 @@ def _consumer() -> AIOKafkaConsumer:
                             **aiokafka_kwargs(security))
 
 
-async def last_message(topic: str) -> _Record | None:
-    """The last message of partition 0 of `topic`, or None."""
+@asynccontextmanager
+async def _partition0(topic: str) -> AsyncIterator[tuple[AIOKafkaConsumer, TopicPartition]]:
+    """A started consumer assigned partition 0 of `topic` (the capture's topics have one), stopped after."""
     c = _consumer()
     await c.start()
     try:
         tp = TopicPartition(topic, 0)
         c.assign([tp])
+        yield c, tp
+    finally:
+        await c.stop()
+
+
+async def last_message(topic: str) -> _Record | None:
+    """The last message of partition 0 of `topic`, or None."""
+    async with _partition0(topic) as (c, tp):
         end = (await c.end_offsets([tp]))[tp]
         if end == 0:
             return None
         c.seek(tp, end - 1)
         last: _Record = await c.getone()
         return last
-    finally:
-        await c.stop()
 
 
 async def last_source_record(topic: str, cluster: str, window: int = 200) -> RawRecord | None:
     """The last RawRecord a KRaft source of `cluster` wrote to `topic` (skipping the sampler's EVENTs and
     anything undecodable), scanning back from the end."""
-    c = _consumer()
-    await c.start()
-    try:
-        tp = TopicPartition(topic, 0)
-        c.assign([tp])
+    async with _partition0(topic) as (c, tp):
         hi = (await c.end_offsets([tp]))[tp]
         lo = (await c.beginning_offsets([tp]))[tp]
         while hi > lo:
@@ -108,8 +112,6 @@ async def last_source_record(topic: str, cluster: str, window: int = 200) -> Raw
                 return found
             hi = start
         return None
-    finally:
-        await c.stop()
 
 
 async def read_progress() -> tuple[str | None, Progress]:
