@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-append", action="store_true")
     ap.add_argument("--synthetic", type=int, metavar="N",
                     help="if DIR has no segment yet, write one of N records from "
-                         "services.kraft.bench.synthetic_log (no cluster needed)")
+                         "devtools.synthetic_kraft.synthetic_log (no cluster needed)")
     args = ap.parse_args(argv)
     if not args.dir and not args.zk_dir:
         ap.error("give --dir (make one with bench/kraft_workload.py) or --zk-dir (bench/zk_workload.py)")
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         if args.synthetic and not any(segment_base_offset(p) is not None for p in
                                       (args.dir.iterdir() if args.dir.exists() else ())):
-            from services.kraft.bench import synthetic_log
+            from devtools.synthetic_kraft import synthetic_log
             args.dir.mkdir(parents=True, exist_ok=True)
             synthetic_log(args.dir / "00000000000000000000.log", args.synthetic)
         res = measure(args.dir, args.rounds, args.workers, args.version)

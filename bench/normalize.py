@@ -2,7 +2,7 @@
 
     python bench/normalize.py [--records 500000] [--rounds 3] [--no-gc]
 
-The log is services.kraft.bench.synthetic_log (55 % PartitionChangeRecords, 25 % NoOps, ...), decoded once
+The log is devtools.synthetic_kraft.synthetic_log (55 % PartitionChangeRecords, 25 % NoOps, ...), decoded once
 before timing; each round feeds all of it to a new KRaftNormalizer (the capture worker's and every import's
 per-batch call, `feed_all`). `--no-gc` pauses the cyclic GC during a round: the events are kept, as an
 import keeps them until written, so the collector's passes over them are part of the default figure.
@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from services.kraft import LogReader  # noqa: E402
-from services.kraft.bench import synthetic_log  # noqa: E402
+from devtools.synthetic_kraft import synthetic_log  # noqa: E402
 from services.kraft.normalizer import KRaftNormalizer  # noqa: E402
 
 

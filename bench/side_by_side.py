@@ -33,6 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.results import append, machine  # noqa: E402
+from devtools.synthetic_kraft import synthetic_log  # noqa: E402
 
 # An import stamps each event with the time it ran (capture_time_ms): both commits' imports run with the clock
 # stopped at one instant, so that what is compared is what they make of the input.
@@ -96,9 +97,7 @@ def same_bytes(trees: dict[str, Path], work: Path, args: argparse.Namespace) -> 
 
 def timings(trees: dict[str, Path], work: Path, args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
     log = work / "synthetic.log"
-    run(next(iter(trees.values())), "-c",
-        f"from pathlib import Path; from services.kraft.bench import synthetic_log; "
-        f"synthetic_log(Path({str(log)!r}), {args.records})")
+    synthetic_log(log, args.records)  # this checkout's (dev tooling): the same file for both commits
     took: dict[str, dict[str, list[float]]] = {}
     for _ in range(args.rounds):
         for sha, tree in trees.items():

@@ -10,7 +10,7 @@ import pytest
 
 from services.kraft import LogReader, native, records
 from services.kraft.batch import build_batch, encode_record
-from services.kraft.bench import synthetic_log
+from devtools.synthetic_kraft import synthetic_log
 from services.kraft.messages import CATALOGUE
 
 from .helpers import TOPIC_ID, data_batch, metadata_value, pcr, random_data, record_view

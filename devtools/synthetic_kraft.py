@@ -10,10 +10,10 @@ import random
 from pathlib import Path
 from typing import cast
 
-from .batch import build_batch
-from .fields import Message
-from .messages import CATALOGUE
-from .wire import uuid_str, write_uvarint
+from services.kraft.batch import build_batch
+from services.kraft.fields import Message
+from services.kraft.messages import CATALOGUE
+from services.kraft.wire import uuid_str, write_uvarint
 
 
 def _value(name: str, version: int, data: Message) -> bytes:
