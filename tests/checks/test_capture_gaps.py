@@ -66,6 +66,7 @@ def test_a_finding_before_the_stretch_stays_a_violation(tmp_path):
     assert _verdict(report, "leader_epoch_monotonic") == ("fail", 1, 0)
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("gap", ["every partition", "one partition"])
 def test_spark_judges_the_stretches_as_duckdb_does(spark, tmp_path, gap):
     h = _history("c1", gap)
