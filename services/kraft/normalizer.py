@@ -46,6 +46,7 @@ SeenKey = tuple[str | int, ...]
 
 
 _new_source = fast_constructor(SourcePosition)
+_new_event = fast_constructor(ControllerEvent)
 _new_state = fast_constructor(PartitionState)
 _new_change = fast_constructor(PartitionChange)
 
@@ -194,12 +195,18 @@ class KRaftNormalizer(Normalizer):
     def _event(self, kind: SourceKind, offset: int, index: int, file: str | None, event_time_ms: int, epoch: int,
                payload: Payload, bootstrap: bool = False) -> ControllerEvent:
         # kind is KRAFT_LOG or KRAFT_SNAPSHOT, no zxid or line: offset_event_id is event_id(cluster, source)
+        cluster_id, delta = self.cluster_id, self.delta
         if type(payload) is FeatureLevelChange and payload.feature == "metadata.version":
             mv: int | None = payload.level  # the event is the first at its own level
         else:
-            mv = self.delta.feature("metadata.version")
-        return self.envelope(_new_source(kind, offset, index, self.node_id, None, file, None), event_time_ms, epoch,
-                             payload, mv, bootstrap, offset_event_id(self.cluster_id, kind, offset, index))
+            mv = delta.feature("metadata.version")
+        # Normalizer.envelope, inlined: this is live capture's path for every record, where the call is 3 % of it
+        event = _new_event(
+            offset_event_id(cluster_id, kind, offset, index), cluster_id, 0,
+            _new_source(kind, offset, index, self.node_id, None, file, None), event_time_ms, self.clock(),
+            self.leaders_by_epoch.get(epoch, -1), epoch, payload, mv, bootstrap, "", "")
+        delta.put(event)  # the image follows every event made, in the order made
+        return event
 
     def _seen(self, key: SeenKey) -> None:
         if self._snapshot is not None:
