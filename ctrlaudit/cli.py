@@ -43,6 +43,7 @@ MODULES: dict[str, dict[str, str]] = {
     "report": {"report": "A self-contained HTML incident report."},
     "export": {"export": "Write the events table (Parquet, CSV, JSON)."},
     "imports": {"import": "Turn controller state from elsewhere into an archive."},
+    "keys": {"keygen": "Create a key to sign archives with."},
 }
 SHORT_HELP = {command: short for commands in MODULES.values() for command, short in commands.items()}
 MODULE_OF = {command: module for module, commands in MODULES.items() for command in commands}

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import typer
 
-from ctrlaudit.commands.options import COMMAND_CONFIG, given_cluster_id
+from ctrlaudit.commands.keys import accidents_only, signed_lines, trust_of
+from ctrlaudit.commands.options import COMMAND_CONFIG, TRUSTED_KEY, WITNESS_KEY, given_cluster_id
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs
 from ctrlaudit.errors import EXIT_FOUND, UsageError, user_errors
 from ctrlaudit.progress import bar
@@ -139,14 +140,18 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def verify(
         archive: Path = typer.Argument(..., help="Archive root or one cluster's directory."),
+        trusted_key: list[str] = TRUSTED_KEY, witness_key: list[str] = WITNESS_KEY,
         json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Check the hash chain and the manifests; name the first missing/altered/reordered/inserted event.
+        With --trusted-key, also every signed checkpoint: the Merkle root of the events at its size and its
+        signature; events after the newest checkpoint are reported as not yet signed.
 
         Exit 0: intact; 1: broken; 2: not an archive."""
         refuse_outputs({"--json": json_path}, force=force, inputs=[archive])
+        trust = trust_of(trusted_key, witness_key)
         try:
-            read = VerifiedRead([archive])
+            read = VerifiedRead([archive], trust=trust)
             with bar("verifying", read.total_bytes) as progress:
                 read.progress = progress
                 for _ in read:
@@ -165,8 +170,17 @@ def register(app: typer.Typer) -> None:
         for chain in read.chains.values():
             out.say(f"{archive}: OK: {chain.events:,} events in {chain.files} file(s), cluster {chain.cluster_id}, "
                     f"chain verified to seq {chain.verified_to}")
+            signed = read.signed.get(chain.cluster_id)
+            if signed is not None:
+                for line in signed_lines(signed):
+                    out.say(f"{archive}: cluster {chain.cluster_id}: {line}")
+        caveat = accidents_only(trust)
+        if caveat is not None:
+            out.say(f"{archive}: {caveat}")
         out.json(lambda: {"archive": str(archive), "intact": True, "problems": [],
-                          "chains": [asdict(c) for c in read.chains.values()]})
+                          "signatures_checked": trust is not None,
+                          "chains": [asdict(c) for c in read.chains.values()],
+                          "signed": [asdict(s) | {"unsigned": s.unsigned} for s in read.signed.values()]})
 
 
 def _check_access(env_or_settings: dict[str, str] | Settings) -> None:

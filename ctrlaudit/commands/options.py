@@ -28,3 +28,17 @@ def given_cluster_id(value: str | None, option: str = "--cluster-id") -> str | N
     """A cluster id given on the command line, checked before it names a directory (schemas/names.py);
     None when not given (an empty one is refused, not taken as absent)."""
     return None if value is None else names.cluster_id(value, option)
+
+SIGNING_KEY = typer.Option(
+    None, "--signing-key",
+    help="Sign the archive's Merkle tree with this key file (ctrlaudit keygen) at every file it finishes "
+         "(env CTRLAUDIT_SIGNING_KEY).", envvar="CTRLAUDIT_SIGNING_KEY")
+TRUSTED_KEY = typer.Option(
+    [], "--trusted-key",
+    help="A log key to trust (name+id+key, or a file of them, one per line; repeatable; env "
+         "CTRLAUDIT_TRUSTED_KEY): every checkpoint must be signed by one and match the events.",
+    envvar="CTRLAUDIT_TRUSTED_KEY")
+WITNESS_KEY = typer.Option(
+    [], "--witness-key",
+    help="A witness key whose co-signature is required (as --trusted-key; repeatable; env CTRLAUDIT_WITNESS_KEY).",
+    envvar="CTRLAUDIT_WITNESS_KEY")

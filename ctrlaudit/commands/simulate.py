@@ -8,9 +8,11 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from ctrlaudit.commands.options import given_cluster_id
+from ctrlaudit.commands.keys import signers_of
+from ctrlaudit.commands.options import SIGNING_KEY, given_cluster_id
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, is_stdout, refuse_outputs, write_text
 from ctrlaudit.errors import UsageError, user_errors
+from schemas.archive.note import b64encode
 from schemas.archive.writer import written_aside
 from services.simulator import BREACHES, SimConfig, simulate_to_archive
 
@@ -49,10 +51,12 @@ def register(app: typer.Typer) -> None:
         zookeeper: bool = typer.Option(False, "--zookeeper",
                                        help="A ZooKeeper-mode cluster's history: sourced ZOOKEEPER, no "
                                             "metadata.version, brokers registered or gone."),
+        signing_key: Path | None = SIGNING_KEY,
         json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Simulate Kafka's controller (placement, elections, ISR, reassignments, failover, HW/LEO)."""
         breaches = _parse_inject(inject, events)
+        signers = signers_of(signing_key)
         refuse_outputs({"--json": json_path, "--truth": truth}, force=force, directories={"--out": out})
         try:
             config = SimConfig(seed=seed, events=events, brokers=brokers, racks=racks, topics=topics,
@@ -64,11 +68,14 @@ def register(app: typer.Typer) -> None:
 
         console = Console(stderr=True)
         with written_aside(out, config.cluster) as aside, console.status(f"simulating {events:,} events"):
-            result = simulate_to_archive(aside, config, inject=breaches)
+            result = simulate_to_archive(aside, config, inject=breaches, signers=signers)
         said = Output(json_path, stdout_taken=is_stdout(truth))
         said.say(f"cluster {config.cluster}: {result.events:,} events in {len(result.files)} file(s) under "
                  f"{out / config.cluster} ({result.events_per_second:,.0f} events/s)")
         said.say(f"chain head {result.chain_head_hash}")
+        if result.checkpoint is not None:
+            said.say(f"signed by {', '.join(s.name for s in signers)}: checkpoint of {result.checkpoint.size:,} "
+                     f"events, root {b64encode(result.checkpoint.root_hash)}")
         for b in result.breaches:
             where = f" {b.topic}-{b.partition}" if b.topic is not None else ""
             said.say(f"injected {b.invariant} at seq {b.seq}{where}: {b.description}")

@@ -191,6 +191,18 @@ class FileHashStore(_LevelStore):
             raise ProofError(f"{self._path(level)}: no hash at index {index} (file cut short?)")
         return data
 
+    def truncate(self, size: int) -> None:
+        """Cut the tree back to its first `size` leaves (a writer resuming after a crash that lost leaves the tree
+        already held)."""
+        if not 0 <= size <= self.size:
+            raise ProofError(f"{self.directory}: cannot cut a tree of size {self.size} to {size}")
+        self._repair(size)
+        keep = max(1, size.bit_length())  # the levels above were unlinked: appends must open them anew
+        for fd in self._fds[keep:]:
+            os.close(fd)
+        del self._fds[keep:]
+        self._compact = self._right_edge(size)
+
     def sync(self) -> None:
         """Make every append so far durable, the level files' names included."""
         for fd in self._fds:

@@ -18,6 +18,7 @@ Python path (schemas.archive.container + schemas.archive.chain.record_hash) is t
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -36,6 +37,7 @@ from schemas.codec import READ_OPTIONS
 from schemas.archive.chain import record_hash
 from schemas.archive.container import iter_records, open_container
 from schemas.errors import ChainBreak, CodecError, ContractError
+from schemas.archive.signatures import SignatureCheck, SignatureProblem, SignedStatus, Trust
 from schemas.archive.manifest import MANIFEST_SUFFIX, FileManifest, ManifestError, read_manifest
 
 # Files decoded ahead of the one being handed on, besides one per worker (memory: each is at most
@@ -48,7 +50,8 @@ class ArchiveProblem(ContractError):
 
     def __init__(self, kind: str, file: str, seq: int | None, message: str, cluster_id: str = "",
                  event_id: str | None = None) -> None:
-        self.kind = kind  # missing | altered | unchained | reordered | inserted | fork | manifest | unreadable
+        self.kind = kind  # missing | altered | unchained | reordered | inserted | fork | manifest | unreadable |
+        # signature
         self.event_id = event_id  # the event named, when there is one (altered, inserted, reordered)
         self.file = file
         self.seq = seq
@@ -348,8 +351,13 @@ class VerifiedRead:
 
     def __init__(self, paths: Iterable[str | Path], *, allow_gaps: bool = False,
                  known: dict[str, tuple[int, str]] | None = None,
-                 progress: Callable[[int], None] | None = None, workers: int | None = None) -> None:
+                 progress: Callable[[int], None] | None = None, workers: int | None = None,
+                 trust: Trust | None = None) -> None:
         self.allow_gaps = allow_gaps
+        # with trusted keys, the signed checkpoints are checked too (schemas.archive.signatures); `signed` then
+        # holds their verdict per cluster once iteration ends
+        self.trust = trust
+        self.signed: dict[str, SignedStatus] = {}
         self.known = dict(known or {})
         self.progress = progress
         self.workers = workers or min(2, os.cpu_count() or 1)
@@ -375,6 +383,7 @@ class VerifiedRead:
     def __iter__(self) -> Iterator[tuple[Path, pa.Table]]:
         plan = self._plan()
         states: dict[str, _Cluster] = {}
+        signatures = SignatureCheck(self.trust) if self.trust is not None else None
         if not plan:
             return
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
@@ -396,7 +405,13 @@ class VerifiedRead:
                         nxt, head = self.known.get(m.cluster_id, (0, ""))
                         st = states[m.cluster_id] = _Cluster(m.cluster_id, nxt, head)
                         self.chains[m.cluster_id] = st.chain
+                        if signatures is not None:
+                            with _as_problem():
+                                signatures.begin(m.cluster_id, {g.path.parent for g in plan
+                                                                if g.manifest.cluster_id == m.cluster_id})
                     table = self._link(st, f, result)
+                    if signatures is not None and table is not None:
+                        signatures.feed(m.cluster_id, table)
                     if self.progress is not None:
                         self.progress(f.path.stat().st_size)
                     if table is not None:
@@ -405,6 +420,10 @@ class VerifiedRead:
             finally:
                 for fut in futures.values():
                     fut.cancel()
+        if signatures is not None:
+            with _as_problem():
+                for cluster_id in states:
+                    self.signed[cluster_id] = signatures.finish(cluster_id)
 
     def _problem(self, st: _Cluster, p: ArchiveProblem, gap: tuple[int, int] | None) -> None:
         if not self.allow_gaps:
@@ -475,6 +494,15 @@ class VerifiedRead:
         return st.accept(f, fresh)
 
 
+@contextlib.contextmanager
+def _as_problem() -> Iterator[None]:
+    """A checkpoint that does not hold is an ArchiveProblem like any other, never a gap to read around."""
+    try:
+        yield
+    except SignatureProblem as exc:
+        raise ArchiveProblem("signature", exc.file or "(checkpoints)", exc.seq, str(exc), exc.cluster_id) from None
+
+
 def _first_difference(st: _Cluster, table: pa.Table, f: ArchiveFile, at: int, theirs: str,
                       ours: str) -> tuple[int, str, str, str]:
     """Where two files first disagree (read again: only a fork gets here); (seq, their hash, our
@@ -505,18 +533,19 @@ def _read_or_problem(f: ArchiveFile) -> pa.Table | ArchiveProblem:
 
 
 def read_all(paths: Iterable[str | Path], allow_gaps: bool = False,
-             progress: Callable[[int], None] | None = None) -> tuple[pa.Table, VerifiedRead]:
+             progress: Callable[[int], None] | None = None, trust: Trust | None = None) -> tuple[pa.Table, VerifiedRead]:
     """Every verified row of the paths as one flat table, and the read (its chains and gaps)."""
-    read = VerifiedRead(paths, allow_gaps=allow_gaps, progress=progress)
+    read = VerifiedRead(paths, allow_gaps=allow_gaps, progress=progress, trust=trust)
     tables = [t for _, t in read]
     table = pa.concat_tables(tables) if tables else flat.ARROW_SCHEMA.empty_table()
     return table, read
 
 
 def verify(paths: Iterable[str | Path], allow_gaps: bool = False,
-           progress: Callable[[int], None] | None = None, workers: int | None = None) -> VerifiedRead:
+           progress: Callable[[int], None] | None = None, workers: int | None = None,
+           trust: Trust | None = None) -> VerifiedRead:
     """Read everything and keep nothing but the verdict (ArchiveProblem on the first problem)."""
-    read = VerifiedRead(paths, allow_gaps=allow_gaps, progress=progress, workers=workers)
+    read = VerifiedRead(paths, allow_gaps=allow_gaps, progress=progress, workers=workers, trust=trust)
     for _ in read:
         pass
     return read

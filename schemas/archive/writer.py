@@ -24,7 +24,7 @@ import tempfile
 import time
 import zlib
 from typing import Any
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from schemas import loader, names
@@ -35,9 +35,18 @@ from schemas.archive.chain import Chain
 from schemas.archive.encoder import make_encoder
 from schemas.archive.manifest import FileManifest, SourceMark, fsync_dir, write_manifest
 from schemas.archive.listing import list_files
-from schemas.archive.verified import ArchiveProblem, NotAnArchive, verify
+from schemas.archive.note import Signer
+from schemas.archive.signed import LogSigner, Signed
+from schemas.archive.verified import ArchiveProblem, NotAnArchive, VerifiedRead, verify
 
 HOUR_MS = 3_600_000
+
+
+def _archived_hashes(directory: Path, start: int) -> Iterator[str]:
+    """The chain hashes of a cluster directory's events from seq `start` on, read verified."""
+    for _, table in VerifiedRead([directory]):
+        first = table.column("seq")[0].as_py() if table.num_rows else start
+        yield from table.column("hash").to_pylist()[max(0, start - first):]
 
 
 class ArchiveExists(ContractError):
@@ -173,6 +182,7 @@ class ArchiveWriter:
         on_file_done: Callable[[FileManifest], None] | None = None,
         fsync: bool = True,
         fast_encoder: bool | None = None,
+        signers: Sequence[Signer] = (),
     ) -> None:
         if codec not in CODECS:
             raise ValueError(f"codec {codec!r} not supported (choose from {CODECS})")
@@ -197,6 +207,12 @@ class ArchiveWriter:
         self._file: _OpenFile | None = None
         self._hour = -1
         self._closed = False
+        # with keys, every finished file ends in a signed checkpoint of the Merkle tree over the chain so far
+        self._log: LogSigner | None = None
+        if signers:
+            self._log = LogSigner(self.dir, cluster_id, signers, next_seq, head_hash,
+                                  lambda start: _archived_hashes(self.dir, start), fsync=fsync)
+        self.checkpoints: list[Signed] = []
 
     @property
     def next_seq(self) -> int:
@@ -243,6 +259,8 @@ class ArchiveWriter:
         f.last = event
         f.last_seq = seq
         f.last_hash = digest
+        if self._log is not None:
+            self._log.add(digest)
         if f.block_bytes >= self.block_limit:
             self._flush_block(f)
         return digest
@@ -260,6 +278,8 @@ class ArchiveWriter:
             if self._file is not None:
                 self._finish()
             self._closed = True
+            if self._log is not None:
+                self._log.close()
         return self.files
 
     def __enter__(self) -> ArchiveWriter:
@@ -273,6 +293,8 @@ class ArchiveWriter:
             self._file.part.unlink(missing_ok=True)
             self._file = None
             self._closed = True
+        if self._log is not None:
+            self._log.close()
 
     # -- files --------------------------------------------------------------------------------
     def _open(self, event: ControllerEvent, seq: int, prev: str) -> _OpenFile:
@@ -324,5 +346,7 @@ class ArchiveWriter:
         write_manifest(f.final, manifest, fsync=self.fsync)
         self._file = None
         self.files.append(manifest)
+        if self._log is not None:
+            self.checkpoints.append(self._log.sign())
         if self.on_file_done is not None:
             self.on_file_done(manifest)

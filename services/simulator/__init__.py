@@ -18,6 +18,7 @@ from typing import TypedDict, Unpack
 
 from schemas.archive.manifest import FileManifest
 from schemas.events import ControllerEvent
+from schemas.archive.note import Signer
 from schemas.archive.writer import ArchiveWriter
 from services.simulator.breaches import Injector
 from services.simulator.config import BREACHES, BreachRecord, SimConfig, SimResult
@@ -46,6 +47,7 @@ class WriterOptions(TypedDict, total=False):
     on_file_done: Callable[[FileManifest], None] | None
     fsync: bool
     fast_encoder: bool | None
+    signers: Sequence[Signer]
 
 
 class Simulation:
@@ -92,6 +94,7 @@ def write_archive(out_dir: str | Path, run: Simulation, **writer_options: Unpack
             writer.append(e)
         result.files = writer.close()
         result.chain_head_hash = writer.head_hash
+        result.checkpoint = writer.checkpoints[-1].checkpoint if writer.checkpoints else None
     result.events = run.emitted
     result.breaches = run.breaches
     result.not_injected = run.not_injected

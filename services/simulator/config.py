@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from schemas.archive.manifest import FileManifest
+from schemas.archive.checkpoint import Checkpoint
 
 # The invariant names of DESIGN §6 as the checks catalog spells them; inject=[(name, index)].
 BREACHES = (
@@ -72,6 +73,7 @@ class SimResult:
     breaches: list[BreachRecord] = field(default_factory=list)
     not_injected: list[tuple[str, int]] = field(default_factory=list)  # requested but past the end
     chain_head_hash: str = ""
+    checkpoint: Checkpoint | None = None  # the last one signed, when the archive was signed
     seconds: float = 0.0
 
     @property
