@@ -18,10 +18,11 @@ from checks import plan
 from checks.catalog import EVIDENCE_COLUMNS, VIOLATION_COLUMNS, shared_table
 from schemas.archive.flat import STORE_LAYOUT_VERSION
 from checks.findings import Findings, sort_key  # noqa: F401 - sort_key re-exported
-from checks.inputs import (BadInput, Inputs, chain_summary, chains_of, read_archives,
+from checks.inputs import (BadInput, Inputs, chain_summary, chains_of, read_archives, refuse_trust_for_store,
                            check_layout)
 from replay import gaps, opening
 from replay.gaps import CaptureStretch
+from schemas.archive.signatures import Trust
 from schemas.archive.verified import Gap
 
 DIALECT = "duckdb"
@@ -54,9 +55,9 @@ class DuckDBEngine:
 
     @classmethod
     def from_archives(cls, archives: Sequence[Path], threads: int | None = None, allow_gaps: bool = False,
-                      progress: Any = None) -> DuckDBEngine:
+                      progress: Any = None, trust: Trust | None = None) -> DuckDBEngine:
         started = time.perf_counter()
-        table, read = read_archives(archives, allow_gaps=allow_gaps, progress=progress)
+        table, read = read_archives(archives, allow_gaps=allow_gaps, progress=progress, trust=trust)
         engine = cls.from_arrow(table, threads=threads)
         engine.gaps, engine.chains = chains_of(read)
         engine.timings["load"] = time.perf_counter() - started
@@ -103,13 +104,15 @@ class DuckDBEngine:
 
     @classmethod
     def from_inputs(cls, inputs: Inputs, threads: int | None = None, allow_gaps: bool = False,
-                    progress: Any = None) -> DuckDBEngine:
+                    progress: Any = None, trust: Trust | None = None) -> DuckDBEngine:
         if inputs.store is not None:
+            refuse_trust_for_store(trust, inputs.store)
             return cls.from_store(inputs.store, threads=threads)
         if inputs.uris:  # DuckDB reads local (or mounted) files; Spark reads through Hadoop (checks.hadoop)
             raise BadInput(f"{inputs.uris[0]}: an archive on a Hadoop filesystem is checked with --engine spark "
                            "(DuckDB reads local or mounted paths)")
-        return cls.from_archives(inputs.sources(), threads=threads, allow_gaps=allow_gaps, progress=progress)
+        return cls.from_archives(inputs.sources(), threads=threads, allow_gaps=allow_gaps, progress=progress,
+                                 trust=trust)
 
     def limit_memory(self, limit: str) -> None:
         """Cap DuckDB's memory (e.g. '6GB'): beyond it the queries and the findings table spill to DuckDB's

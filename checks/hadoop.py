@@ -27,6 +27,8 @@ from checks.inputs import BadInput
 from schemas import names
 from schemas.errors import ContractError
 from schemas.archive.manifest import MANIFEST_SUFFIX, read_manifest
+from schemas.archive.signatures import Trust
+from schemas.archive.signed import CHECKPOINT_RE
 from schemas.archive.verified import ArchiveProblem, VerifiedRead, verify
 
 
@@ -39,7 +41,7 @@ class RemoteFile:
 
 
 def _archive_name(name: str) -> bool:
-    return name.endswith(".avro") or name.endswith(".avro" + MANIFEST_SUFFIX)
+    return name.endswith(".avro") or name.endswith(".avro" + MANIFEST_SUFFIX) or bool(CHECKPOINT_RE.fullmatch(name))
 
 
 def _java_error(uri: str, exc: Exception) -> BadInput:
@@ -190,7 +192,7 @@ class VerifiedUris:
 
 
 def verified_uris(spark: Any, uris: Sequence[str], allow_gaps: bool = False,
-                  progress: Callable[[int], None] | None = None) -> VerifiedUris:
+                  progress: Callable[[int], None] | None = None, trust: Trust | None = None) -> VerifiedUris:
     """The archives under `uris`, verified on the driver first (see the module doc); SparkEngine.from_uris
     reads what verified."""
     with tempfile.TemporaryDirectory(prefix="ctrlaudit-staged-") as tmp:
@@ -198,7 +200,7 @@ def verified_uris(spark: Any, uris: Sequence[str], allow_gaps: bool = False,
         for uri in uris:
             staged.add(uri)
         try:
-            read = verify(staged.roots, allow_gaps=allow_gaps, progress=progress)
+            read = verify(staged.roots, allow_gaps=allow_gaps, progress=progress, trust=trust)
         except ContractError as exc:
             raise staged.renamed(exc) from None
         if not read.accepted:

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from schemas.archive import flat
 from schemas.errors import ContractError
+from schemas.archive.signatures import Trust
 from schemas.archive.verified import Gap, VerifiedRead, read_all
 
 AVRO_MAGIC = b"Obj\x01"
@@ -102,16 +103,24 @@ def resolve(paths: Sequence[str | Path]) -> Inputs:
     return Inputs(archives=tuple(archives), store=stores[0] if stores else None, roots=tuple(roots))
 
 
+def refuse_trust_for_store(trust: Trust | None, store: Path) -> None:
+    """A store holds rows, not the archive's checkpoints: signatures are checked when the archive is read."""
+    if trust is not None:
+        raise BadInput(f"{store}: --trusted-key checks an archive's signed checkpoints, and a store holds none: "
+                       "give the archive, or load it with `ctrlaudit load --trusted-key`")
+
+
 def archives_to_arrow(archives: Sequence[Path], allow_gaps: bool = False) -> pa.Table:
     """The flat events table of the archives (verified: see read_archives)."""
     return read_archives(archives, allow_gaps)[0]
 
 
 def read_archives(archives: Sequence[Path], allow_gaps: bool = False,
-                  progress: Callable[[int], None] | None = None) -> tuple[pa.Table, VerifiedRead]:
+                  progress: Callable[[int], None] | None = None,
+                  trust: Trust | None = None) -> tuple[pa.Table, VerifiedRead]:
     """The flat events table of the archives, read through schemas.archive.verified (ArchiveProblem on a
     file that does not verify, unless allow_gaps), and the read (its chains and gaps)."""
-    table, read = read_all(archives, allow_gaps=allow_gaps, progress=progress)
+    table, read = read_all(archives, allow_gaps=allow_gaps, progress=progress, trust=trust)
     if table.num_rows == 0:
         raise BadInput(f"{', '.join(map(str, archives))}: archive holds no verified events")
     return table, read

@@ -13,6 +13,7 @@ from checks.findings import Findings
 from checks.inputs import BadInput, resolve
 from checks.report import Report, build
 from checks.spark_engine import SparkEngine, build_session
+from schemas.archive.signatures import Trust
 
 
 class ReaderGone(BrokenPipeError):
@@ -35,6 +36,7 @@ def check(
     progress: Any = None,
     write_findings: Callable[[Findings], None] | None = None,
     memory_limit: str | None = None,
+    trust: Trust | None = None,
 ) -> Report:
     """Run the catalog (or the named invariants) over the inputs; raises BadInput/ContractError
     (ArchiveProblem when an archive does not verify and allow_gaps is not given). `write_findings`: given the
@@ -53,10 +55,10 @@ def check(
         raise BadInput("--memory-limit is DuckDB's; give Spark its memory with spark.driver.memory / "
                        "spark.executor.memory")
     if engine == "duckdb":
-        eng: Any = DuckDBEngine.from_inputs(resolved, allow_gaps=allow_gaps, progress=progress)
+        eng: Any = DuckDBEngine.from_inputs(resolved, allow_gaps=allow_gaps, progress=progress, trust=trust)
     elif engine == "spark":
         eng = SparkEngine.from_inputs(spark or build_session(master), resolved, allow_gaps=allow_gaps,
-                                      progress=progress)
+                                      progress=progress, trust=trust)
     else:
         raise BadInput(f"unknown engine {engine!r}; use duckdb or spark")
     try:

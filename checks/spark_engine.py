@@ -33,7 +33,7 @@ from checks.catalog import BY_NAME, EVIDENCE_COLUMNS, last_readers, shared_for, 
 from checks import hadoop
 from checks.duckdb_engine import FIRST_CHANGES, DuckDBEngine
 from checks.findings import Findings
-from checks.inputs import BadInput, Inputs, chains_of
+from checks.inputs import BadInput, Inputs, chains_of, refuse_trust_for_store
 from checks.spark_handoff import FILE_ROWS, Handoff, handoff_parent
 from checks.spark_ctes import materialize_plan, split, view_sql
 from checks.spark_shards import check_shards, executors_unready, shard_count
@@ -42,6 +42,7 @@ from replay.gaps import CaptureStretch
 from schemas.gap_reasons import partitions_of
 from schemas import loader
 from schemas.archive import flat
+from schemas.archive.signatures import Trust
 from schemas.archive.verified import VerifiedRead, verify
 from services.capture.connect import connect_timeout
 
@@ -329,18 +330,19 @@ class SparkEngine:
         self.register_view()
 
     @classmethod
-    def from_archives(cls, spark: Any, archives: Sequence[Path], allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
+    def from_archives(cls, spark: Any, archives: Sequence[Path], allow_gaps: bool = False, progress: Any = None,
+                      trust: Trust | None = None) -> SparkEngine:
         """The archive, verified first on the driver through schemas.archive.verified (the one read path). Spark
         then gets the verified rows as Parquet written by the driver (checks.spark_handoff) when its
         executors share the driver's disk, else reads only the files that verified, each event once."""
         started = time.perf_counter()
         parent = handoff_parent(spark.sparkContext.master)
         if parent is not None:
-            read = VerifiedRead(archives, allow_gaps=allow_gaps, progress=progress)
+            read = VerifiedRead(archives, allow_gaps=allow_gaps, progress=progress, trust=trust)
             engine = cls._handed_over(spark, parent, (t for _, t in read),
                                       f"{', '.join(map(str, archives))}: archive holds no verified events")
         else:
-            read = verify(archives, allow_gaps=allow_gaps, progress=progress)
+            read = verify(archives, allow_gaps=allow_gaps, progress=progress, trust=trust)
             if not read.accepted:
                 raise BadInput(f"{', '.join(map(str, archives))}: archive holds no verified events")
             engine = cls._read_files(spark, read.accepted, dedupe=any(c.duplicates for c in read.chains.values()))
@@ -414,11 +416,12 @@ class SparkEngine:
         return engine
 
     @classmethod
-    def from_uris(cls, spark: Any, uris: Sequence[str], allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
+    def from_uris(cls, spark: Any, uris: Sequence[str], allow_gaps: bool = False, progress: Any = None,
+                  trust: Trust | None = None) -> SparkEngine:
         """The archives on a Hadoop filesystem under `uris` (checks.hadoop): verified on the driver first, then
         read by the executors, file by file, those that verified; `confirm_sources` checks after the job that
         the files read are the files verified."""
-        verified = hadoop.verified_uris(spark, uris, allow_gaps=allow_gaps, progress=progress)
+        verified = hadoop.verified_uris(spark, uris, allow_gaps=allow_gaps, progress=progress, trust=trust)
         try:
             engine = cls._read_files(spark, verified.accepted,
                                      dedupe=any(c.duplicates for c in verified.read.chains.values()))
@@ -432,8 +435,10 @@ class SparkEngine:
         return engine
 
     @classmethod
-    def from_inputs(cls, spark: Any, inputs: Inputs, allow_gaps: bool = False, progress: Any = None) -> SparkEngine:
+    def from_inputs(cls, spark: Any, inputs: Inputs, allow_gaps: bool = False, progress: Any = None,
+                    trust: Trust | None = None) -> SparkEngine:
         if inputs.store is not None:
+            refuse_trust_for_store(trust, inputs.store)
             # A replay store: DuckDB reads it (and checks its layout)
             duck = DuckDBEngine.from_store(inputs.store)
             try:
@@ -441,8 +446,8 @@ class SparkEngine:
             finally:
                 duck.close()
         if inputs.uris:
-            return cls.from_uris(spark, inputs.uris, allow_gaps=allow_gaps, progress=progress)
-        return cls.from_archives(spark, inputs.sources(), allow_gaps=allow_gaps, progress=progress)
+            return cls.from_uris(spark, inputs.uris, allow_gaps=allow_gaps, progress=progress, trust=trust)
+        return cls.from_archives(spark, inputs.sources(), allow_gaps=allow_gaps, progress=progress, trust=trust)
 
     def confirm_sources(self) -> None:
         """After the last query: ArchiveProblem if a file the executors read is no longer the file that

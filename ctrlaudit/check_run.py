@@ -18,6 +18,7 @@ from checks.inputs import BadInput
 from checks.report import Report, junit_xml, print_report
 from checks.run import ReaderGone, check
 from ctrlaudit.commands.output import copy_to_stdout, into_place, is_stdout, write_text
+from schemas.archive.signatures import Trust
 from ctrlaudit.errors import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_OK, PREFIX, describe, one_line
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ def run_check(
     allow_gaps: bool = False,
     progress: Callable[[int], None] | None = None,
     memory_limit: str | None = None,
+    trust: Trust | None = None,
 ) -> int:
     """Check, print a readable report, write JSON/JUnit/CSV if asked; the exit code.
 
@@ -65,7 +67,7 @@ def run_check(
     try:
         report = check(inputs, engine=engine, allow=allow, invariants=invariants, spark=spark, master=master,
                        allow_gaps=allow_gaps, progress=progress, memory_limit=memory_limit,
-                       write_findings=findings_csv)
+                       write_findings=findings_csv, trust=trust)
         reader_gone: BrokenPipeError | None = None
     except ReaderGone as exc:  # --csv -: the reader of standard output went away; the files are still written
         report, reader_gone = exc.report, exc

@@ -21,6 +21,7 @@ import typer  # noqa: E402
 from checks.inputs import BadInput, is_uri  # noqa: E402
 from ctrlaudit.check_run import run_check  # noqa: E402
 from ctrlaudit.commands.output import check_inputs, refuse_outputs  # noqa: E402
+from ctrlaudit.commands.keys import trust_of  # noqa: E402
 from ctrlaudit.errors import main_errors  # noqa: E402
 from ctrlaudit.progress import archive_bytes, bar  # noqa: E402
 from schemas import entry  # noqa: E402
@@ -41,11 +42,14 @@ def spark_job(
     allow_gaps: bool = typer.Option(False, "--allow-gaps",
                                     help="check around missing or damaged archive files (findings there: no data)"),
     shuffle_partitions: int = typer.Option(8, "--shuffle-partitions"),
+    trusted_key: list[str] = typer.Option([], "--trusted-key", help="a log key to trust (as `ctrlaudit check "
+                                          "--trusted-key`): the driver checks every signed checkpoint"),
+    witness_key: list[str] = typer.Option([], "--witness-key", help="a witness key whose co-signature is required"),
 ) -> int:
     """Check archives with Spark SQL: the outputs and exit codes of `ctrlaudit check`."""
     # every error is one line "ctrlaudit: error: ..." with run_check's exit codes, as `ctrlaudit check`
     return main_errors(lambda: _run(inputs, master, json_path, junit_path, force, allow, invariant or None,
-                                    allow_gaps, shuffle_partitions))
+                                    allow_gaps, shuffle_partitions, trusted_key, witness_key))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(inputs: list[str], master: str | None, json_path: str | None, junit_path: str | None, force: bool,
-         allow: list[str], invariants: list[str] | None, allow_gaps: bool, shuffle_partitions: int) -> int:
+         allow: list[str], invariants: list[str] | None, allow_gaps: bool, shuffle_partitions: int,
+         trusted_key: list[str], witness_key: list[str]) -> int:
     from checks.spark_engine import build_session  # extra: spark
 
     # A URI (hdfs://, s3a://, file://, …) is listed, copied and verified on the driver through Hadoop's
@@ -65,6 +70,7 @@ def _run(inputs: list[str], master: str | None, json_path: str | None, junit_pat
         raise BadInput(f"{missing[0]}: no such file or directory")
     # the rule of every `ctrlaudit` output (ctrlaudit/commands/output.py), before a JVM is started
     refuse_outputs({"--json": json_path, "--junit": junit_path}, force=force, inputs=check_inputs(inputs))
+    trust = trust_of(trusted_key, witness_key)  # a bad key is found before a JVM is started too
     # Under spark-submit (it starts the JVM and hands its gateway port to this process) the master is
     # spark-submit's own --master unless this --master overrides it; run alone, local[2].
     if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
@@ -74,7 +80,8 @@ def _run(inputs: list[str], master: str | None, json_path: str | None, junit_pat
         # the bar covers the driver's verified read; Spark's own progress is off (spark.ui.*)
         with bar("verifying on the driver", archive_bytes(inputs)) as progress:
             return run_check(inputs, engine="spark", allow=allow, json_path=json_path, junit_path=junit_path,
-                             invariants=invariants, spark=spark, allow_gaps=allow_gaps, progress=progress)
+                             invariants=invariants, spark=spark, allow_gaps=allow_gaps, progress=progress,
+                             trust=trust)
     finally:
         spark.stop()
 

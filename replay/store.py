@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.archive.flat import FLAT_COLUMNS, STORE_LAYOUT_VERSION
+from schemas.archive.signatures import Trust
 from schemas.archive.verified import Gap, VerifiedRead
 from replay import chainstate, gaps, intervals, opening
 from replay.gaps import CaptureStretch
@@ -250,7 +251,7 @@ class Store:
 
     def load(self, paths: Iterable[str | Path], workers: int | None = None,
              batch_bytes: int = BATCH_BYTES, memory_limit: str | None = LOAD_MEMORY_LIMIT,
-             allow_gaps: bool = False, progress: Any = None) -> LoadReport:
+             allow_gaps: bool = False, progress: Any = None, trust: Trust | None = None) -> LoadReport:
         """Load archive files (a directory = its `*.avro`, in name order). All or nothing.
 
         Files are decoded and inserted in batches of about `batch_bytes` of archive (at least one
@@ -264,7 +265,7 @@ class Store:
         and every answer touching it says so. `progress(bytes)` is called per file read."""
         report = LoadReport()
         con = self.con
-        read = VerifiedRead(paths, allow_gaps=allow_gaps, known=chainstate.heads(con), progress=progress,
+        read = VerifiedRead(paths, allow_gaps=allow_gaps, known=chainstate.heads(con), progress=progress, trust=trust,
                             workers=workers)
         report.read = read
         run = _Run(self, incremental=not con.execute("SELECT count(*) = 0 FROM partition_intervals").fetchall()[0][0])

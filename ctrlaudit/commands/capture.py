@@ -141,6 +141,9 @@ def register(app: typer.Typer) -> None:
     def verify(
         archive: Path = typer.Argument(..., help="Archive root or one cluster's directory."),
         trusted_key: list[str] = TRUSTED_KEY, witness_key: list[str] = WITNESS_KEY,
+        checkpoint: list[Path] = typer.Option(
+            [], "--checkpoint", help="A signed checkpoint you hold from elsewhere (the checkpoints topic, a witness, "
+                                     "an earlier audit): the archive must hold its tree (repeatable)."),
         json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:
         """Check the hash chain and the manifests; name the first missing/altered/reordered/inserted event.
@@ -149,7 +152,7 @@ def register(app: typer.Typer) -> None:
 
         Exit 0: intact; 1: broken; 2: not an archive."""
         refuse_outputs({"--json": json_path}, force=force, inputs=[archive])
-        trust = trust_of(trusted_key, witness_key)
+        trust = trust_of(trusted_key, witness_key, checkpoint)
         try:
             read = VerifiedRead([archive], trust=trust)
             with bar("verifying", read.total_bytes) as progress:

@@ -9,6 +9,8 @@ import typer
 from ctrlaudit.check_run import run_check
 from ctrlaudit.commands.output import (FORCE, JSON_OUT, TIME_FORMAT, TimeFormat, check_inputs, refuse_outputs,
                                        use_time_format)
+from ctrlaudit.commands.keys import trust_of
+from ctrlaudit.commands.options import TRUSTED_KEY, WITNESS_KEY
 from ctrlaudit.errors import user_errors
 from ctrlaudit.progress import archive_bytes, bar
 
@@ -40,15 +42,20 @@ def register(app: typer.Typer) -> None:
         memory_limit: str | None = typer.Option(None, "--memory-limit",
                                                 help="Cap DuckDB's memory (e.g. 6GB); beyond it the queries spill to "
                                                      "disk. Default: DuckDB's, 80% of the machine's memory."),
+        trusted_key: list[str] = TRUSTED_KEY, witness_key: list[str] = WITNESS_KEY,
         time_format: TimeFormat | None = TIME_FORMAT, force: bool = FORCE,
     ) -> None:
-        """Check every invariant of the catalog. Exit 0 clean, 1 violations, 2 bad input."""
+        """Check every invariant of the catalog. Exit 0 clean, 1 violations, 2 bad input.
+
+        With --trusted-key the archive's signed checkpoints are checked as it is read (as `verify --trusted-key`
+        does); an archive that fails them is refused (exit 1)."""
         use_time_format(time_format)
+        trust = trust_of(trusted_key, witness_key)
         refuse_outputs({"--json": json_path, "--junit": junit_path, "--csv": csv_path}, force=force,
                        inputs=check_inputs(inputs))
 
         with bar("reading and verifying", archive_bytes(inputs)) as progress:
             code = run_check(list(inputs), engine=engine.value, allow=allow, json_path=json_path,
                              junit_path=junit_path, csv_path=csv_path, invariants=invariant or None, master=master,
-                             allow_gaps=allow_gaps, progress=progress, memory_limit=memory_limit)
+                             allow_gaps=allow_gaps, progress=progress, memory_limit=memory_limit, trust=trust)
         raise typer.Exit(code)

@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ctrlaudit.commands.options import given_cluster_id
+from ctrlaudit.commands.keys import signers_of
+from ctrlaudit.commands.options import SIGNING_KEY, given_cluster_id
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs
 from ctrlaudit.errors import user_errors
 from ctrlaudit.progress import bar
+from schemas.archive.note import Signer
 from schemas.archive.writer import ArchiveWriter, after, continuation
 from services.brokerlogs.offline import cluster_id_of_logs, import_log_events, log_layout, zone
 from services.kraft.offline import cluster_id_of, import_events, meta_places, plan
@@ -49,16 +51,18 @@ def kraft(
         help="A cluster migrated from ZooKeeper (KIP-866): ZooKeeper's dataDir (or log.<zxid> files). One history: "
              "ZooKeeper's transactions up to the KRaft controller's claim, the migration checked against them, then "
              "this metadata log. Repeatable."),
+    signing_key: Path | None = SIGNING_KEY,
     json_path: Path | None = JSON_OUT, force: bool = FORCE,
 ) -> None:
     """Decode a KRaft metadata log (segments and snapshots) into ControllerEvents; with --zookeeper-data, after the
     ZooKeeper-mode history of a migrated cluster."""
 
     patterns()  # a bad CTRLAUDIT_REDACT_PATTERNS is one line before anything is read or written
+    signers = signers_of(signing_key)  # and a key that cannot sign
     refuse_outputs({"--json": json_path}, force=force, inputs=[*paths, *(zookeeper_data or [])],
                    directories={"--out": out})
     if zookeeper_data:
-        return _migrated(paths, zookeeper_data, out, cluster_id, node_id, on_error, json_path)
+        return _migrated(paths, zookeeper_data, out, cluster_id, node_id, on_error, json_path, signers)
     report = ImportReport()
     said = Output(json_path)
     cluster = _cluster(cluster_id, lambda: cluster_id_of(paths), said,
@@ -71,7 +75,7 @@ def kraft(
     with bar("importing", total) as progress:
         events = import_events(paths, cluster, on_error=on_error.value, node_id=node_id, report=report,
                                progress=progress)
-        files, writer = _append(out, cluster, events, last)
+        files, writer = _append(out, cluster, events, last, signers)
     said.say(_written(cluster, f"{report.records:,} records from {len(report.files)} file(s)", report.events, files,
                       out, last, writer))
     for gap in report.gaps:
@@ -86,7 +90,7 @@ def kraft(
 
 
 def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_id: str | None, node_id: int,
-              on_error: OnError, json_path: Path | None) -> None:
+              on_error: OnError, json_path: Path | None, signers: list[Signer]) -> None:
     """`import kraft --zookeeper-data`: one archive, one chain across the cutover (services/normalize/
     migration_offline.py)."""
 
@@ -98,7 +102,7 @@ def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_
     last = continuation(out, cluster)
     cut: Cutover = {}  # the cutover, as import_migrated_events finds it
     events = import_migrated_events(paths, zookeeper_data, cluster, on_error.value, node_id, zk_report, report, cut)
-    files, writer = _append(out, cluster, events, last)
+    files, writer = _append(out, cluster, events, last, signers)
     said.say(_written(cluster, f"{zk_report.records:,} ZooKeeper transactions from {len(zk_report.files)} log(s) up "
                                f"to the KRaft controller's claim, then {report.records:,} metadata records from "
                                f"{len(report.files)} file(s)", zk_report.events + report.events, files, out, last, writer))
@@ -128,11 +132,13 @@ def zk(
                                           help="Default: the /cluster/id znode in the first log."),
     on_error: OnError = typer.Option(OnError.raise_, "--on-error",
                                      help="raise: stop at a corrupt transaction; skip: record it as a capture gap."),
+    signing_key: Path | None = SIGNING_KEY,
     json_path: Path | None = JSON_OUT, force: bool = FORCE,
 ) -> None:
     """Decode ZooKeeper transaction logs of a ZooKeeper-mode Kafka cluster into ControllerEvents."""
 
     patterns()
+    signers = signers_of(signing_key)
     refuse_outputs({"--json": json_path}, force=force, inputs=paths, directories={"--out": out})
     report = ImportReport()
     files = plan_zk([Path(p) for p in paths])
@@ -142,7 +148,7 @@ def zk(
     last = continuation(out, cluster)
     with bar("importing", sum(f.stat().st_size for f in files)) as progress:
         events = import_zk_events(paths, cluster, on_error=on_error.value, report=report, progress=progress)
-        written, writer = _append(out, cluster, events, last)
+        written, writer = _append(out, cluster, events, last, signers)
     said.say(_written(cluster, f"{report.records:,} transactions from {len(report.files)} log(s)", report.events,
                       written, out, last, writer))
     for gap in report.gaps:
@@ -166,6 +172,7 @@ def logs(
     log_pattern: str | None = typer.Option(None, "--log-pattern",
                                            help="The brokers' log4j ConversionPattern, when not Kafka's "
                                                 "[%d] %p %m (%c)%n (e.g. '%d{ISO8601} %-5p [%t] %c - %m%n')."),
+    signing_key: Path | None = SIGNING_KEY,
     json_path: Path | None = JSON_OUT, force: bool = FORCE,
 ) -> None:
     """Read Kafka's own state-change.log, controller.log and server.log of every broker (ZooKeeper mode and KRaft),
@@ -173,6 +180,7 @@ def logs(
     what they state only in part, or not at all, is a capture gap."""
 
     patterns()
+    signers = signers_of(signing_key)
     zone(timezone)
     refuse_outputs({"--json": json_path}, force=force, inputs=paths, directories={"--out": out})
     lay = log_layout(log_pattern)
@@ -182,7 +190,7 @@ def logs(
                        "no controller.log or server.log given states it")
     last = continuation(out, cluster)
     events = import_log_events(paths, cluster, tz=timezone, report=report, lay=lay)
-    written, writer = _append(out, cluster, events, last)
+    written, writer = _append(out, cluster, events, last, signers)
     said.say(_written(cluster, f"{report.records:,} log lines from {len(report.files)} file(s)", report.events,
                       written, out, last, writer))
     said.say(f"log times read as {timezone} time (log4j writes the brokers' local time without a zone; "
@@ -206,14 +214,18 @@ def _written(cluster: str, read: str, events: int, files: list[FileManifest], ou
              writer: ArchiveWriter) -> str:
     """An import's line: what it read and what it wrote; over an archive that already holds all of it,
     that it is up to date."""
+    signed = ""
+    if writer.checkpoints:
+        c = writer.checkpoints[-1].checkpoint
+        signed = f"; signed: checkpoint of {c.size:,} events ({writer.checkpoints[-1].path.name})"
+    new = writer.next_seq - last.last_seq - 1 if last is not None else -1
     if last is None:
-        return f"cluster {cluster}: {read} -> {events:,} events in {len(files)} archive file(s) under {out}"
-    new = writer.next_seq - last.last_seq - 1
+        return f"cluster {cluster}: {read} -> {events:,} events in {len(files)} archive file(s) under {out}{signed}"
     if new == 0:
         return (f"cluster {cluster}: {out} already up to date: nothing new after seq {last.last_seq} ({read} read, "
                 f"{events:,} events, all archived)")
     return (f"cluster {cluster}: {read} -> {events:,} events, {new:,} new after seq {last.last_seq}, appended in "
-            f"{len(files)} archive file(s) under {out}")
+            f"{len(files)} archive file(s) under {out}{signed}")
 
 
 def _cluster(given: str | None, found: Callable[[], str | None], said: Output, why: str) -> str:
@@ -239,13 +251,13 @@ def _summary(cluster: str, out: Path, report: ImportReport, files: list[FileMani
 
 
 def _append(out: Path, cluster: str, events: Iterable[ControllerEvent],
-            last: FileManifest | None) -> tuple[list[FileManifest], ArchiveWriter]:
+            last: FileManifest | None, signers: list[Signer]) -> tuple[list[FileManifest], ArchiveWriter]:
     """Write an import's events into the archive directory: after the intact archive already there
     (only what continues its chain), or into an empty one. Returns (files written, the writer)."""
 
     if last is not None:
         events = after(events, last, out / cluster)
-    with ArchiveWriter.resume(out, cluster) as writer:
+    with ArchiveWriter.resume(out, cluster, signers=signers) as writer:
         for event in events:
             writer.append(event)
         files = writer.close()

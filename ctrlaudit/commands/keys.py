@@ -19,11 +19,14 @@ def signers_of(path: Path | None) -> list[Signer]:
     return [] if path is None else [load_signer(path)]
 
 
-def trust_of(trusted: list[str], witnesses: list[str]) -> Trust | None:
-    """The keys of --trusted-key and --witness-key; None when no key is given (integrity against accidents only)."""
+def trust_of(trusted: list[str], witnesses: list[str], held: list[Path] | None = None) -> Trust | None:
+    """The keys of --trusted-key and --witness-key and the checkpoints of --checkpoint; None when no key is given
+    (integrity against accidents only)."""
     if not trusted:
         if witnesses:
             raise UsageError("--witness-key needs --trusted-key: a witness co-signs the log's checkpoints")
+        if held:
+            raise UsageError("--checkpoint needs --trusted-key: a checkpoint counts only when signed by a trusted key")
         return None
     logs = tuple(k for t in trusted for k in load_verifiers(t))
     cosigners = tuple(k for w in witnesses for k in load_verifiers(w))
@@ -32,7 +35,7 @@ def trust_of(trusted: list[str], witnesses: list[str]) -> Trust | None:
         name, kid = sorted(same)[0]
         raise UsageError(f"--witness-key {name}+{kid:08x} is also a --trusted-key: a witness must hold a key of its "
                          f"own, or its co-signature proves nothing the log's signature does not")
-    return Trust(logs, cosigners)
+    return Trust(logs, cosigners, tuple(held or ()))
 
 
 def accidents_only(trust: Trust | None) -> str | None:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import typer
 
-from ctrlaudit.commands.options import COMMAND_CONFIG, STORE
+from ctrlaudit.commands.keys import signed_lines, trust_of
+from ctrlaudit.commands.options import COMMAND_CONFIG, STORE, TRUSTED_KEY, WITNESS_KEY
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs, store_files
 from ctrlaudit.errors import UsageError, user_errors
 from ctrlaudit.progress import archive_bytes, bar
@@ -32,9 +33,14 @@ def register(app: typer.Typer) -> None:
         allow_gaps: bool = typer.Option(False, "--allow-gaps",
                                         help="Load around missing or damaged files and record the stretches as "
                                              "gaps (every answer touching them says so) instead of refusing."),
+        trusted_key: list[str] = TRUSTED_KEY, witness_key: list[str] = WITNESS_KEY,
         json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:
-        """Load archive files into the store. Loading the same events twice adds nothing."""
+        """Load archive files into the store. Loading the same events twice adds nothing.
+
+        With --trusted-key the archive's signed checkpoints are checked as it is read (as `verify --trusted-key`
+        does); an archive that fails them loads nothing (exit 1)."""
+        trust = trust_of(trusted_key, witness_key)
         if not paths and not bootstrap_server:
             raise UsageError("give archive paths, or --bootstrap-server (and --topic) to read the events topic")
         if command_config and not bootstrap_server:
@@ -51,7 +57,7 @@ def register(app: typer.Typer) -> None:
             assert paths is not None  # given, or the topic's events just read into tmp
 
             with _removed_if_new_and_failed(Store(store)) as s, bar("loading", archive_bytes(paths)) as progress:
-                report = s.load(paths, workers=workers, allow_gaps=allow_gaps, progress=progress)
+                report = s.load(paths, workers=workers, allow_gaps=allow_gaps, progress=progress, trust=trust)
 
         seconds = report.decode_seconds + report.store_seconds
         rate = f" ({report.events_read / seconds:,.0f} events/s)" if seconds else ""
@@ -60,6 +66,10 @@ def register(app: typer.Typer) -> None:
                 f"added {report.events_added:,}, already present {report.duplicates:,}{rate}")
         for status in report.chains.values():
             out.say(status.describe())
+        signed = report.read.signed if report.read else {}
+        for cluster_id, st in signed.items():
+            for line in signed_lines(st):
+                out.say(f"cluster {cluster_id}: {line}")
         left_out = [str(s) for s in (report.read.skipped if report.read else ())]
         for skipped in left_out:
             out.say(f"left out: {skipped}")

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from schemas.archive.checkpoint import Checkpoint, CheckpointError
 from schemas.archive.merkle import CompactTree, event_leaf_hashes
-from schemas.archive.note import Note, NoteError, Verifier, open_note
+from schemas.archive.note import Note, NoteError, Verifier, open_note, parse_note
 from schemas.archive.signed import SigningError, list_checkpoints, origin_of, read_checkpoint_text
 from schemas.errors import ContractError
 
@@ -40,6 +40,9 @@ class Trust:
 
     logs: tuple[Verifier, ...]
     witnesses: tuple[Verifier, ...] = ()
+    # checkpoints the reader holds from elsewhere (the checkpoints topic, a witness, an earlier audit): the archive
+    # must hold their trees too, so that an archive cut back to an older checkpoint (the newer ones deleted) fails
+    held: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.logs:
@@ -83,23 +86,32 @@ class SignatureCheck:
     def __init__(self, trust: Trust) -> None:
         self.trust = trust
         self._clusters: dict[str, _Cluster] = {}
+        self._held: dict[str, list[tuple[int, Path]]] = {}  # origin -> the held checkpoints of that log
+        for path in trust.held:
+            try:
+                text, _ = parse_note(read_checkpoint_text(path))
+                held = Checkpoint.parse(text)
+            except (SigningError, NoteError, CheckpointError) as exc:
+                raise SignatureProblem(str(path), None, f"{str(exc).removeprefix(path.name + ': ')}", "") from None
+            self._held.setdefault(held.origin, []).append((held.size, path))
 
     def begin(self, cluster_id: str, directories: Iterable[Path]) -> None:
         """Read and open every checkpoint file in the cluster's directories."""
         found: dict[int, tuple[str, Checkpoint, Note]] = {}
         status = SignedStatus(cluster_id)
         keys: set[str] = set()
-        for directory in sorted(set(directories)):
-            for size, path in list_checkpoints(directory):
-                checkpoint, note = self._open(cluster_id, size, path)
-                held = found.get(size)
-                if held is not None and held[1] != checkpoint:
-                    raise SignatureProblem(path.name, size - 1, f"two checkpoints of {size:,} events sign different "
-                                           f"trees ({held[0]} and {path}): a split view of the history", cluster_id)
-                if held is None or len(note.signatures) > len(held[2].signatures):
-                    found[size] = (path.name, checkpoint, note)
-                logs = {(v.name, v.key_id) for v in self.trust.logs}
-                keys |= {f"{s.name}+{s.key_id:08x}" for s in note.signatures if (s.name, s.key_id) in logs}
+        given = [(size, path) for d in sorted(set(directories)) for size, path in list_checkpoints(d)]
+        given += self._held.pop(origin_of(cluster_id), [])
+        for size, path in given:
+            checkpoint, note = self._open(cluster_id, size, path)
+            held = found.get(size)
+            if held is not None and held[1] != checkpoint:
+                raise SignatureProblem(path.name, size - 1, f"two checkpoints of {size:,} events sign different "
+                                       f"trees ({held[0]} and {path}): a split view of the history", cluster_id)
+            if held is None or len(note.signatures) > len(held[2].signatures):
+                found[size] = (path.name, checkpoint, note)
+            logs = {(v.name, v.key_id) for v in self.trust.logs}
+            keys |= {f"{s.name}+{s.key_id:08x}" for s in note.signatures if (s.name, s.key_id) in logs}
         status.keys = sorted(keys)
         self._clusters[cluster_id] = _Cluster(status, dict(sorted(found.items())))
 
@@ -170,6 +182,12 @@ class SignatureCheck:
         sizes = [size for size, (_, _, note) in st.checkpoints.items()
                  if wanted <= {(s.name, s.key_id) for s in note.signatures}]
         return max(sizes, default=0)
+
+    def unmatched(self) -> None:
+        """Held checkpoints of no log the read found: the archive given is not the one they sign."""
+        for origin, held in self._held.items():
+            raise SignatureProblem(str(held[0][1]), None, f"a held checkpoint of {origin!r}, but the archive holds "
+                                   f"no events of that cluster", origin.removeprefix("ctrlaudit/"))
 
     def finish(self, cluster_id: str) -> SignedStatus:
         """The verdict: every checkpoint reached and matched, or SignatureProblem."""

@@ -411,7 +411,8 @@ class VerifiedRead:
                                                                 if g.manifest.cluster_id == m.cluster_id})
                     table = self._link(st, f, result)
                     if signatures is not None and table is not None:
-                        signatures.feed(m.cluster_id, table)
+                        with _as_problem():
+                            signatures.feed(m.cluster_id, table)
                     if self.progress is not None:
                         self.progress(f.path.stat().st_size)
                     if table is not None:
@@ -424,6 +425,7 @@ class VerifiedRead:
             with _as_problem():
                 for cluster_id in states:
                     self.signed[cluster_id] = signatures.finish(cluster_id)
+                signatures.unmatched()
 
     def _problem(self, st: _Cluster, p: ArchiveProblem, gap: tuple[int, int] | None) -> None:
         if not self.allow_gaps:

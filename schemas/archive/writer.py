@@ -279,6 +279,8 @@ class ArchiveWriter:
                 self._finish()
             self._closed = True
             if self._log is not None:
+                if not self.checkpoints and self._log.size:  # resumed with nothing new: sign what is there
+                    self.checkpoints.append(self._log.sign())
                 self._log.close()
         return self.files
 
