@@ -12,6 +12,7 @@ the Spark job's driver and verify all check signatures in the one read they alre
 """
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,10 +20,26 @@ from pathlib import Path
 import pyarrow as pa
 
 from schemas.archive.checkpoint import Checkpoint, CheckpointError
-from schemas.archive.merkle import CompactTree, event_leaf_hashes
+from schemas.archive.merkle import HASH_SIZE, CompactTree, packed_event_leaves
 from schemas.archive.note import Note, NoteError, Verifier, open_note, parse_note
 from schemas.archive.signed import SigningError, list_checkpoints, origin_of, read_checkpoint_text
 from schemas.errors import ContractError
+
+
+def _hex_hashes(column: pa.ChunkedArray) -> bytes:
+    """The hash column's hex digits back to back, as Arrow holds them (every hash 64 digits: the verified read made
+    them so; anything else would misalign the leaves, so it is refused)."""
+    parts = []
+    for chunk in column.chunks:
+        if len(chunk) == 0:
+            continue
+        _, offsets, data = chunk.buffers()[:3]
+        first, last = struct.unpack_from("<i", offsets, 4 * chunk.offset)[0], \
+            struct.unpack_from("<i", offsets, 4 * (chunk.offset + len(chunk)))[0]
+        if last - first != 64 * len(chunk) or chunk.null_count:
+            raise ValueError("an event hash that is not 64 hex digits")
+        parts.append(memoryview(data)[first:last])
+    return b"".join(parts)
 
 
 class SignatureProblem(ContractError):
@@ -153,14 +170,14 @@ class SignatureCheck:
             return
         if skip:
             table = table.slice(skip)
-        leaves = event_leaf_hashes(table.column("hash").to_pylist())
+        leaves = packed_event_leaves(_hex_hashes(table.column("hash")))
         times = table.column("event_time_ms")
         newest = max(st.checkpoints, default=0)
         start = tree.size
-        end = start + len(leaves)
+        end = start + len(leaves) // HASH_SIZE
         for size, (name, checkpoint, _) in st.checkpoints.items():
             if start < size <= end:
-                tree.extend(leaves[tree.size - start:size - start])
+                tree.extend_packed(leaves[(tree.size - start) * HASH_SIZE:(size - start) * HASH_SIZE])
                 if tree.root() != checkpoint.root_hash:
                     previous = max((s for s in st.checkpoints if s < size), default=0)
                     raise SignatureProblem(
@@ -168,7 +185,7 @@ class SignatureCheck:
                         f"{size:,} events: events between seq {previous} and {size - 1} were changed, removed "
                         f"or inserted after they were signed", cluster_id)
                 st.status.checkpoints += 1
-        tree.extend(leaves[tree.size - start:])
+        tree.extend_packed(leaves[(tree.size - start) * HASH_SIZE:])
         witnessed = self._witnessed_to(st)
         if start <= newest < end:
             st.status.first_unsigned_time_ms = times[newest - start].as_py()

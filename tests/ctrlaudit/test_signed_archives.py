@@ -87,7 +87,7 @@ def refused(args: list, archive: Path, says: str, code: int = 1) -> None:
 def test_the_signed_archive_verifies_with_its_key_and_says_so(pristine: Path, keys: dict[str, Path]) -> None:
     done = run("verify", pristine / "a", "--trusted-key", keys["log.pub"])
     assert done.exit_code == 0, done.output
-    assert f"signed by log.test/ctrlaudit+" in done.output
+    assert "signed by log.test/ctrlaudit+" in done.output
     assert "3 checkpoint(s) verified, seq 0..2499 signed" in done.output
     assert "accidents only" not in done.output
 

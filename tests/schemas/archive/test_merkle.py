@@ -399,3 +399,28 @@ def test_a_chain_of_events_proved() -> None:
     root = store.root()
     for e in events:
         verify_inclusion(event_leaf_hash(e.hash), e.seq, len(events), store.inclusion_proof(e.seq), root)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_packed_hashing_gives_the_vectors_roots(native: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The packed path a signed archive's reader takes (C where built, else Python) against the published roots,
+    fed in uneven pieces so that levels carry pending nodes between calls."""
+    from schemas.archive import merkle
+    if native and not merkle._packed:
+        pytest.skip("the native extension is not built with OpenSSL")
+    monkeypatch.setattr(merkle, "_packed", native)
+    for size in range(len(LEAF_HASHES) + 1):
+        for step in (1, 3, 8):
+            tree = CompactTree()
+            for i in range(0, size, step):
+                tree.extend_packed(b"".join(LEAF_HASHES[i:min(i + step, size)]))
+            assert (tree.size, tree.root()) == (size, ROOTS[size])
+    rng = random.Random(3)
+    hexes = [rng.randbytes(32).hex() for _ in range(1000)]
+    packed = merkle.packed_event_leaves("".join(hexes).encode())
+    assert packed == b"".join(event_leaf_hashes(hexes))
+    assert merkle.packed_event_leaves("".join(hexes).upper().encode()) == packed  # as bytes.fromhex reads them
+    with pytest.raises(ProofError, match="not hex"):
+        merkle.packed_event_leaves(("0" * 63 + "g").encode())
+    with pytest.raises(ProofError, match="64 hex digits"):
+        merkle.packed_event_leaves(b"0" * 65)
