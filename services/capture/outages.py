@@ -14,14 +14,22 @@ import re
 import time
 from collections.abc import Callable
 
-# (logger, message pattern): group "node" names the node when the line does, group "why" the cause.
+# (logger, message pattern): group "node" names the node when the line does (else "node id N" in the line, else
+# the address), group "why" the cause. The loggers are the clients' own names (aiokafka's client logs as
+# "aiokafka").
 RETRIED_FAILURES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("aiokafka.client", re.compile(r"^Unable connect to node with id (?P<node>\S+): (?P<why>.*)$", re.S)),
+    ("aiokafka", re.compile(r"^Unable connect to node with id (?P<node>\S+): (?P<why>.*)$", re.S)),
     ("aiokafka.consumer.fetcher", re.compile(r"^Failed fetch (?:messages|offsets) from (?P<node>\S+): (?P<why>.*)$",
                                              re.S)),
+    ("aiokafka.consumer.group_coordinator", re.compile(
+        r"^(?:Error sending \S+ to node (?P<node>\S+) \[(?P<why>.*)\] -- marking coordinator dead"
+        r"|Group Coordinator Request failed: (?P<why2>.*))$", re.S)),
     ("kafka.net.connection", re.compile(r"node_id=(?P<node>[^\s>]+).*: Connection lost: (?P<why>.*)$", re.S)),
     ("kafka.net.manager", re.compile(r"^Connection failed: (?P<why>.*)$", re.S)),
+    ("kafka.net.transport", re.compile(r"^<KafkaTCPTransport \[(?P<address>[^\]<]+)<-\d+\]>: "
+                                       r"(?:(?P<why>socket disconnected)|Abort \((?P<why2>.*)\))$", re.S)),
 )
+_NODE_ID = re.compile(r"node id (\d+)")
 
 
 class OutageLog(logging.Filter):
@@ -38,7 +46,10 @@ class OutageLog(logging.Filter):
         match = pattern.search(record.getMessage())
         if match is None:
             return True
-        node = match.groupdict().get("node") or "a broker"
+        found = match.groupdict()
+        node = found.get("node") or next(iter(_NODE_ID.findall(match.string)), None) or found.get("address") \
+            or "a broker"
+        why = (found.get("why") or found.get("why2") or "").strip()
         now = self.clock()
         last = self.last_failure.get(node)
         self.last_failure[node] = now
@@ -47,7 +58,7 @@ class OutageLog(logging.Filter):
             return False
         dropped = self.retries.pop(node, 0)
         record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
-        record.msg = (f"node {node} unreachable ({match['why'].strip()}): expected while that broker is down or "
+        record.msg = (f"node {node} unreachable ({why}): expected while that broker is down or "
                       f"restarting; capture retries and says this once per outage (quiet {self.quiet_s:.0f} s ends it)"
                       + (f"; {dropped} retries of its previous outage not logged" if dropped else ""))
         record.args = ()

@@ -20,7 +20,7 @@ class Clock:
 def outages(caplog: pytest.LogCaptureFixture):
     clock = Clock()
     outage = OutageLog(quiet_s=30, clock=clock)
-    loggers = [logging.getLogger(n) for n in ("aiokafka.client", "aiokafka.consumer.fetcher", "kafka.net.manager")]
+    loggers = [logging.getLogger(n) for n in ("aiokafka", "aiokafka.consumer.fetcher", "aiokafka.consumer.group_coordinator", "kafka.net.manager")]
     for lg in loggers:
         lg.addFilter(outage)
     caplog.set_level(logging.DEBUG)
@@ -31,11 +31,16 @@ def outages(caplog: pytest.LogCaptureFixture):
 
 def test_one_warning_per_outage_per_node(outages) -> None:
     clock, caplog = outages
-    client = logging.getLogger("aiokafka.client")
+    client = logging.getLogger("aiokafka")
     for _ in range(50):  # a retry every 0.1 s for 5 s
         client.error("Unable connect to node with id %s: %s", 3, "[Errno 111] Connect call failed ('127.0.0.1', 9)")
         clock.now += 0.1
     logging.getLogger("aiokafka.consumer.fetcher").error("Failed fetch messages from %s: %s", 3, "NodeNotReadyError")
+    coordinator = logging.getLogger("aiokafka.consumer.group_coordinator")
+    coordinator.error("Group Coordinator Request failed: %s", "NodeNotReadyError: Attempt to send a request to "
+                      "node which is not ready (node id 3).")
+    coordinator.error("Error sending %s to node %s [%s] -- marking coordinator dead", "OffsetCommitRequest", 3,
+                      "KafkaConnectionError: Connection at 127.0.0.1:9 closed")
     client.error("Unable connect to node with id %s: %s", 2, "[Errno 111]")  # another node: its own outage
     said = [(r.levelname, r.getMessage()) for r in caplog.records]
     assert len(said) == 2, said
@@ -47,25 +52,39 @@ def test_one_warning_per_outage_per_node(outages) -> None:
     caplog.clear()
     client.error("Unable connect to node with id %s: %s", 3, "[Errno 111]")
     assert [r.getMessage().split(": expected")[0] for r in caplog.records] == ["node 3 unreachable ([Errno 111])"]
-    assert "50 retries of its previous outage not logged" in caplog.records[0].getMessage()
+    assert "52 retries of its previous outage not logged" in caplog.records[0].getMessage()
 
 
 def test_other_lines_pass_untouched(outages) -> None:
     _, caplog = outages
-    logging.getLogger("aiokafka.client").error("Unexpected error in %s", "something else")
+    logging.getLogger("aiokafka").error("Unexpected error in %s", "something else")
     logging.getLogger("kafka.net.manager").error("Bootstrap failed: %s", "no brokers")
     logging.getLogger("services.capture.agents").error("Unable connect to node with id 1: x")  # not a client's
-    logging.getLogger("aiokafka.client").debug("Unable connect to node with id 1: x")  # below WARNING: as it is
+    logging.getLogger("aiokafka").debug("Unable connect to node with id 1: x")  # below WARNING: as it is
     assert [(r.levelname, r.name) for r in caplog.records] == [
-        ("ERROR", "aiokafka.client"), ("ERROR", "kafka.net.manager"), ("ERROR", "services.capture.agents"),
-        ("DEBUG", "aiokafka.client")]
+        ("ERROR", "aiokafka"), ("ERROR", "kafka.net.manager"), ("ERROR", "services.capture.agents"),
+        ("DEBUG", "aiokafka")]
+
+
+def test_the_loggers_are_the_ones_the_clients_log_under() -> None:
+    import aiokafka.client
+    import aiokafka.consumer.fetcher
+    import aiokafka.consumer.group_coordinator
+
+    from services.capture.outages import RETRIED_FAILURES
+    names = {name for name, _ in RETRIED_FAILURES}
+    for module in (aiokafka.client, aiokafka.consumer.fetcher, aiokafka.consumer.group_coordinator):
+        assert module.log.name in names, module.__name__
 
 
 def test_installed_on_every_client_logger() -> None:
     outage = say_outages_once()
     try:
-        for name in ("aiokafka.client", "aiokafka.consumer.fetcher", "kafka.net.connection", "kafka.net.manager"):
+        # the names the clients log under (aiokafka's client module logs as "aiokafka")
+        for name in ("aiokafka", "aiokafka.consumer.fetcher", "aiokafka.consumer.group_coordinator",
+                     "kafka.net.connection", "kafka.net.manager", "kafka.net.transport"):
             assert outage in logging.getLogger(name).filters
     finally:
-        for name in ("aiokafka.client", "aiokafka.consumer.fetcher", "kafka.net.connection", "kafka.net.manager"):
+        for name in ("aiokafka", "aiokafka.consumer.fetcher", "aiokafka.consumer.group_coordinator",
+                     "kafka.net.connection", "kafka.net.manager", "kafka.net.transport"):
             logging.getLogger(name).removeFilter(outage)
