@@ -15,8 +15,7 @@ from typer.testing import CliRunner
 
 from ctrlaudit.cli import app
 from schemas.archive import iter_events
-from schemas.archive.note import generate_key
-from schemas.archive.signed import list_checkpoints
+from schemas.archive.signed import list_checkpoints, load_signer
 from schemas.archive.writer import ArchiveWriter
 from services.simulator import SimConfig, simulate_to_archive
 
@@ -43,7 +42,6 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory, keys: dict[str, Path]) -> Path:
     root = tmp_path_factory.mktemp("signed")
-    from schemas.archive.signed import load_signer
     simulate_to_archive(root / "a", SimConfig(seed=41, events=N, topics=3, partitions=3, cluster_id=CL),
                         max_events_per_file=PER_FILE, fsync=False, signers=[load_signer(keys["log"])])
     simulate_to_archive(root / "other", SimConfig(seed=42, events=N, cluster_id="sim-42"),
@@ -214,8 +212,6 @@ def test_bad_keys_are_one_line(pristine: Path, tmp_path: Path, keys: dict[str, P
 
 
 def test_an_import_signs_and_a_repeated_import_signs_nothing_new(tmp_path: Path, keys: dict[str, Path]) -> None:
-    skey, _ = generate_key("unused")
-    assert skey  # generate_key is the one keygen uses; the key files above came from the CLI
     sim = tmp_path / "sim"
     done = run("simulate", "--out", sim, "--events", "800", "--seed", "4", "--signing-key", keys["log"])
     assert done.exit_code == 0 and "signed by log.test/ctrlaudit: checkpoint of 800 events" in done.output
