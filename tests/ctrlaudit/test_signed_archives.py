@@ -4,7 +4,6 @@ hash chain alone lets through (the history re-chained with fresh manifests) is r
 archive left as it was."""
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import shutil
 from collections.abc import Callable
@@ -14,10 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from ctrlaudit.cli import app
-from schemas.archive import iter_events
 from schemas.archive.signed import list_checkpoints, load_signer
-from schemas.archive.writer import ArchiveWriter
 from services.simulator import SimConfig, simulate_to_archive
+from tests.schemas.archive import forgery
 
 CL = "sim-41"
 N, PER_FILE = 2500, 1000  # checkpoints at 1000, 2000, 2500
@@ -55,22 +53,10 @@ def digest(root: Path) -> dict[str, str]:
 
 
 def rechained(pristine: Path, tmp: Path, change: Callable[[list], list]) -> Path:
-    """What an adversary with write access does: take the events, change the history, chain it afresh with fresh
-    manifests (the hash chain and manifests then verify) and keep the signed checkpoints, which they cannot make."""
-    events = [dataclasses.replace(e, seq=0, prev_hash="", hash="") for e in iter_events(pristine / "a" / CL)]
-    out = tmp / "forged"
-    with ArchiveWriter(out, CL, max_events_per_file=PER_FILE, fsync=False) as w:
-        for i, e in enumerate(change(events)):
-            w.append(dataclasses.replace(e, seq=i))
-    for _, path in list_checkpoints(pristine / "a" / CL):
-        shutil.copy(path, out / CL / path.name)
-    return out
+    return forgery.rechained(pristine / "a" / CL, tmp / "forged", change, PER_FILE)
 
 
-def edited(events: list) -> list:
-    e = events[1500]
-    events[1500] = dataclasses.replace(e, capture_time_ms=e.capture_time_ms + 1)
-    return events
+edited = forgery.edited(1500)
 
 
 def refused(args: list, archive: Path, says: str, code: int = 1) -> None:
