@@ -199,13 +199,15 @@ class CompactTree:
         return done
 
 
-    def extend_packed(self, leaves: bytes) -> None:
+    def extend_packed(self, leaves: bytes) -> list[bytes]:
         """Append leaf hashes packed 32 bytes each (packed_event_leaves), hashing a level at a time natively where
-        built: the completed subtrees are not kept (a reader checking roots needs only the right edge)."""
+        built; gives, per level from 0, the perfect subtrees they complete, packed (what a store appends)."""
         if len(leaves) % HASH_SIZE:
             raise ProofError(f"packed leaf hashes: {len(leaves)} bytes, not a multiple of {HASH_SIZE}")
         levels, lv, new = self._levels, 0, leaves
+        done = []
         while new:
+            done.append(new)
             if lv == len(levels):
                 levels.append(None)
             pending = levels[lv]
@@ -219,6 +221,7 @@ class CompactTree:
         while levels and levels[-1] is None:
             levels.pop()
         self.size += len(leaves) // HASH_SIZE
+        return done
 
 
 class HashReader(Protocol):

@@ -63,6 +63,11 @@ class _LevelStore:
         for level, hashes in enumerate(self._compact.extend(leaves)):
             self._write(level, b"".join(hashes))
 
+    def extend_packed(self, leaves: bytes) -> None:
+        """Append leaf hashes packed 32 bytes each (merkle.packed_event_leaves): hashed natively where built."""
+        for level, hashes in enumerate(self._compact.extend_packed(leaves)):
+            self._write(level, hashes)
+
     def root(self, size: int | None = None) -> bytes:
         """The tree hash at `size` (by default the current size)."""
         if size is None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from schemas.archive.checkpoint import Checkpoint, CheckpointError
-from schemas.archive.merkle import ProofError, event_leaf_hash, event_leaf_hashes
+from schemas.archive.merkle import ProofError, event_leaf_hash, packed_event_leaves
 from schemas.archive.merkle_store import FileHashStore
 from schemas.archive.note import NoteError, Signer, Verifier, cosign_note, parse_note, sign_note
 from schemas.errors import ContractError
@@ -210,9 +210,9 @@ class LogSigner:
                 for h in archived(start):
                     batch.append(h)
                     if len(batch) >= 65536:
-                        self.store.extend(event_leaf_hashes(batch))
+                        self._extend(batch)
                         batch = []
-                self.store.extend(event_leaf_hashes(batch))
+                self._extend(batch)
                 if self.store.size != next_seq:
                     raise SigningError(f"{directory}: the archive gave {self.store.size} events' hashes, expected "
                                        f"{next_seq}")
@@ -235,7 +235,7 @@ class LogSigner:
     def sign(self) -> Signed:
         """Sign the tree as it is now: call once the events added are durable in finished files."""
         if self._pending:
-            self.store.extend(event_leaf_hashes(self._pending))
+            self._extend(self._pending)
             self._pending = []
         if self.fsync:
             self.store.sync()
@@ -244,6 +244,12 @@ class LogSigner:
             return Signed(write_checkpoint(self.directory, checkpoint, self.signers, self.fsync), checkpoint)
         except (CheckpointError, NoteError) as exc:
             raise SigningError(f"{self.directory}: {exc}") from None
+
+    def _extend(self, event_hashes: list[str]) -> None:
+        try:
+            self.store.extend_packed(packed_event_leaves("".join(event_hashes).encode("ascii")))
+        except UnicodeEncodeError:
+            raise ProofError("an event hash is not hex") from None
 
     def close(self) -> None:
         self.store.close()
