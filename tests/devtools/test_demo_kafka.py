@@ -41,6 +41,18 @@ def test_archive_verifies_and_holds_every_captured_event(demo):
     assert events == cap.events == report.events_added > 0
 
 
+def test_a_killed_broker_is_one_warning_per_outage_in_captures_log(demo):
+    """The scenario kills a broker with kill -9: the workers' and the sampler's clients retry it several times a
+    second, and capture.log says so once per node and outage (services/capture/outages.py), not per retry."""
+    _, _, _, out, _ = demo
+    log = (out / "capture.log").read_text(errors="replace").splitlines()
+    said = [line for line in log if "unreachable (" in line and "expected while that broker is down" in line]
+    assert said, "\n".join(log[-40:])
+    assert all("WARNING" in line for line in said)
+    retries = [line for line in log if "Unable connect to node with id" in line or "Connection lost" in line]
+    assert not retries, retries[:5]
+
+
 def test_state_at_mark_a_equals_describe_then(demo):
     from replay.queries import state_as_of
     cap, store, _, _, _ = demo
