@@ -12,7 +12,8 @@ from ctrlaudit.commands.options import TRUSTED_KEY, WITNESS_KEY, given_cluster_i
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, is_stdout, refuse_outputs, write_text
 from ctrlaudit.errors import EXIT_FOUND, UsageError, fail, user_errors
 from schemas.archive.proofs import ProofFailed, read_proof, verify_proof
-from schemas.archive.prover import consistency, inclusion, note_cluster, read_log, read_note_file
+from schemas.archive.prover import note_cluster, read_note_file
+from schemas.archive.prover import prove as prove_from
 from schemas.archive.signatures import Trust
 
 _SIZE = re.compile(r"[0-9]{1,19}")
@@ -78,11 +79,7 @@ def register(app: typer.Typer) -> None:
         cluster = given_cluster_id(cluster, "--cluster")
         if cluster is None:  # a note file names its log's cluster
             cluster = next((c for c in (note_cluster(n[1]) for n in (old, new) if isinstance(n, tuple)) if c), None)
-        with read_log([archive], trust, cluster, seq=seq, event_id=event) as log:
-            if old is not None and new is not None:
-                made = consistency(log, trust, old, new)
-            else:
-                made = inclusion(log, trust, at)
+        made = prove_from([archive], trust, cluster, seq=seq, event_id=event, at=at, old=old, new=new)
         write_text(out, made.json)
         said = Output(json_path, stdout_taken=is_stdout(out))
         said.say(f"{out}: {made.proven.kind} proof: {made.proven.line()}")

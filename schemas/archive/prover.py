@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from schemas.archive.checkpoint import Checkpoint
 from schemas.archive.event_at import event_at
-from schemas.archive.merkle import ProofError, event_leaf_hashes
+from schemas.archive.merkle import ProofError, event_leaf_hash, event_leaf_hashes, verify_consistency, verify_inclusion
 from schemas.archive.merkle_store import FileHashStore
 from schemas.archive.note import NoteError, parse_note
 from schemas.archive.proofs import (
@@ -48,6 +48,11 @@ class ProveError(ContractError):
     """A proof that cannot be asked of this archive: no such event or checkpoint, an event not yet signed (exit 2)."""
 
 
+class DamagedStore(ContractError):
+    """The archive's merkle/ store gave a path that does not lead to the signed root: read again with
+    rebuild=True (the store's roots can be whole while a node below them is not)."""
+
+
 @dataclass(frozen=True)
 class Found:
     """The event asked for, as the verified read gave it."""
@@ -69,6 +74,17 @@ class VerifiedLog:
     signed: SignedStatus
     event: Found | None = None
     _temporary: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
+
+    @property
+    def rebuilt(self) -> bool:
+        """The tree was made from the verified events, not read from the archive's store."""
+        return self._temporary is not None
+
+    def damaged(self, message: str) -> ContractError:
+        """A path or root from the tree that does not match a signed root: the store's fault, when there is one."""
+        if self.rebuilt:
+            return ProofFailed(f"the tree made from the verified events: {message}")
+        return DamagedStore(f"{self.tree.directory}: {message}")
 
     def close(self) -> None:
         self.tree.close()
@@ -111,9 +127,10 @@ def _usable_store(directory: Path) -> FileHashStore | None:
 
 
 def read_log(paths: Iterable[str | Path], trust: Trust, cluster: str | None = None, seq: int | None = None,
-             event_id: str | None = None) -> VerifiedLog:
+             event_id: str | None = None, rebuild: bool = False) -> VerifiedLog:
     """Read one cluster's archive verified with `trust`, finding the event `seq` or `event_id` on the way
-    (ArchiveProblem when the archive does not verify; ProveError when the event is not there)."""
+    (ArchiveProblem when the archive does not verify; ProveError when the event is not there). `rebuild`: make the
+    tree from the events even when the archive's merkle/ store looks usable."""
     first = VerifiedRead(paths)
     clusters = first.clusters()
     if cluster is None:
@@ -126,7 +143,7 @@ def read_log(paths: Iterable[str | Path], trust: Trust, cluster: str | None = No
     by_path = {f.path: f for f in files}
     directories = sorted({f.path.parent for f in files})
     temporary = None
-    store = next((s for s in map(_usable_store, directories) if s is not None), None)
+    store = None if rebuild else next((s for s in map(_usable_store, directories) if s is not None), None)
     if store is None:
         temporary = tempfile.TemporaryDirectory(prefix="ctrlaudit-tree-")
         store = FileHashStore(Path(temporary.name) / TREE_DIR)
@@ -233,8 +250,10 @@ def inclusion(log: VerifiedLog, trust: Trust, at: int | None = None) -> Made:
                           f"changed since)")
     try:
         path = log.tree.inclusion_proof(found.seq, signed.checkpoint.size)
+        verify_inclusion(event_leaf_hash(found.hash), found.seq, signed.checkpoint.size, path,
+                         signed.checkpoint.root_hash)
     except ProofError as exc:
-        raise ProveError(f"{exc}") from None
+        raise log.damaged(str(exc)) from None
     proven = ProvenEvent(found.hash, event.record["prev_hash"], event.schema.fingerprint_hex, event.body,
                          decoded_copy(event.record, found.hash))
     return _checked(InclusionProof(proven, found.seq, tuple(path), text), trust)
@@ -257,10 +276,11 @@ def consistency(log: VerifiedLog, trust: Trust, old: int | tuple[str, str], new:
         cp = signed.checkpoint
         if signed.cluster_id != log.cluster_id:
             raise ProofFailed(f"{where}: a checkpoint of {cp.origin!r}, not of cluster {log.cluster_id}'s log")
-        if cp.size > log.tree.size:
-            raise ProveError(f"{where}: signs {cp.size:,} events, the archive holds {log.tree.size:,}")
-        root = log.tree.root(cp.size)
-        if root != cp.root_hash:
+        if cp.size > log.size:
+            raise ProveError(f"{where}: signs {cp.size:,} events, the archive holds {log.size:,}")
+        if log.tree.root(cp.size) != cp.root_hash:
+            if not log.rebuilt:  # the store's node may be what is wrong: the events decide
+                raise log.damaged(f"its root at {cp.size:,} events is not {where}'s")
             raise ProofFailed(f"{where}: signs a tree of {cp.size:,} events that is not this archive's (a split view: "
                               f"the log signed two histories, or the archive was rewritten)")
         return text, signed
@@ -271,9 +291,27 @@ def consistency(log: VerifiedLog, trust: Trust, old: int | tuple[str, str], new:
         raise ProveError(f"--from signs {o.checkpoint.size:,} events, more than --to's {n.checkpoint.size:,}")
     try:
         path = log.tree.consistency_proof(o.checkpoint.size, n.checkpoint.size) if o.checkpoint.size else []
+        verify_consistency(o.checkpoint.size, n.checkpoint.size, o.checkpoint.root_hash, n.checkpoint.root_hash, path)
     except ProofError as exc:
-        raise ProveError(str(exc)) from None
+        raise log.damaged(str(exc)) from None
     return _checked(ConsistencyProof(old_text, new_text, tuple(path)), trust)
+
+
+def prove(paths: Iterable[str | Path], trust: Trust, cluster: str | None = None, *, seq: int | None = None,
+          event_id: str | None = None, at: int | None = None, old: int | tuple[str, str] | None = None,
+          new: int | tuple[str, str] | None = None) -> Made:
+    """What `ctrlaudit prove` makes: the inclusion proof of seq/event_id, or the consistency proof from old to new;
+    read again with the tree made from the events when the archive's merkle/ store turns out damaged."""
+    for rebuild in (False, True):
+        with read_log(paths, trust, cluster, seq, event_id, rebuild) as log:
+            try:
+                if old is not None and new is not None:
+                    return consistency(log, trust, old, new)
+                return inclusion(log, trust, at)
+            except DamagedStore:
+                if rebuild:
+                    raise
+    raise AssertionError("unreachable")
 
 
 def read_note_file(path: str | Path) -> str:
