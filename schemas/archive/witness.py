@@ -45,7 +45,7 @@ class WitnessError(ContractError):
     """The witness cannot run: its state unreadable or locked, no proof to check with (exit 2)."""
 
 
-class Refused(ContractError):
+class Refused(ProofFailed):
     """A checkpoint the witness does not co-sign, and why (exit 1)."""
 
 
