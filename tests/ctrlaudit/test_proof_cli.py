@@ -8,7 +8,9 @@ of the same name that nobody trusts.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -145,8 +147,6 @@ ATTACKS: list[tuple[str, Callable[[dict], bytes], int, str]] = [
 
 def _rehash(doc: dict) -> dict:
     """The body altered and every hash of the event made again to match: the chain hash holds, the tree does not."""
-    import hashlib
-
     body = bytearray(base64.b64decode(doc["event"]["body"]))
     body[-3] ^= 1
     digest_ = hashlib.sha256(doc["event"]["prev_hash"].encode() + bytes(body)).hexdigest()
@@ -215,8 +215,6 @@ def test_prove_refuses(world, tmp_path, args, code, says) -> None:
 def test_no_proof_from_an_archive_rewritten_after_signing(world, tmp_path) -> None:
     """Someone able to write the archive re-chains an edited history and its merkle store: the signed checkpoint
     no longer matches the events, and prove names it instead of writing a proof."""
-    import shutil
-
     forged = tmp_path / "forged"
     shutil.copytree(world["fork"].parent, forged)
     for note in (world["a"]).glob("checkpoint-*.note"):  # the genuine checkpoints over the fork's events
