@@ -69,8 +69,10 @@ def event_at(path: Path, first_seq: int, seq: int) -> ArchivedEvent:
         raise CodecError(f"seq {seq} is before the file's first, {first_seq}", where)
     try:
         with open_container(path) as fo:
-            header = fastavro.reader(fo)  # reads the header only: the blocks follow at fo.tell()
-            codec, sync = header.codec, header._header["sync"]
+            header = fastavro.reader(fo)  # reads the header only: it ends with the sync marker, the blocks follow
+            codec = header.codec
+            fo.seek(-16, io.SEEK_CUR)
+            sync = fo.read(16)
             canonical = fastavro.schema.to_parsing_canonical_form(
                 fastavro.parse_schema(header.writer_schema, _write_hint=False))
             fingerprint = bytes.fromhex(fastavro.schema.fingerprint(canonical, "CRC-64-AVRO"))
