@@ -22,7 +22,13 @@ import pyarrow.compute as pc
 
 from schemas.archive.checkpoint import Checkpoint
 from schemas.archive.event_at import event_at
-from schemas.archive.merkle import ProofError, event_leaf_hash, event_leaf_hashes, verify_consistency, verify_inclusion
+from schemas.archive.merkle import (
+    ProofError,
+    event_leaf_hash,
+    packed_event_leaves,
+    verify_consistency,
+    verify_inclusion,
+)
 from schemas.archive.merkle_store import FileHashStore
 from schemas.archive.note import NoteError, parse_note
 from schemas.archive.proofs import (
@@ -152,7 +158,7 @@ def read_log(paths: Iterable[str | Path], trust: Trust, cluster: str | None = No
         read = VerifiedRead([f.path for f in files], trust=trust)
         for path, table in read:
             if temporary is not None:
-                store.extend(event_leaf_hashes(table.column("hash").to_pylist()))
+                store.extend_packed(packed_event_leaves("".join(table.column("hash").to_pylist()).encode("ascii")))
             lo = table.column("seq")[0].as_py()
             row = None
             if seq is not None and lo <= seq < lo + table.num_rows:
