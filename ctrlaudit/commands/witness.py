@@ -111,6 +111,9 @@ def register(app: typer.Typer) -> None:
         taken on the log's signature alone. Run it on a schedule, by a team that does not hold the log's key;
         readers then require its co-signature (verify --witness-key, verify-proof --witness-key).
 
+        For example, every hour: ctrlaudit witness /archive/prod-1 --key witness.key --log-key prod.key.pub
+        --state /var/lib/ctrlaudit-witness
+
         Exit 0: every target co-signed (or co-signed already); 1: one or more refused (a line each);
         2: bad input."""
         if out is not None and len(targets) != 1:
