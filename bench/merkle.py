@@ -8,7 +8,15 @@ Measures, over the same N random 32-byte "event hashes":
   - the root by CompactTree.extend (in memory, what capture keeps), and building the FileHashStore (every perfect
     subtree's root on disk, ~2N hashes);
   - at size N, from the file store: inclusion and consistency proof generation and verification at random indexes
-    and sizes, and proof sizes in hashes.
+    and sizes, and proof sizes in hashes;
+  - `ctrlaudit prove` and `ctrlaudit verify-proof` at size N through the functions the commands call
+    (schemas.archive.prover.inclusion/consistency, schemas.archive.proofs.read_proof/verify_proof): the tree's first
+    --proof-events leaves are the events of a real signed archive (simulated, one file an hour as the writer
+    makes them), the others the random ones, and a checkpoint of all N is signed; a proof is generated from the
+    verified archive (the event read from its file, the path from the store, the checkpoint opened, the proof
+    checked before it is handed on, its JSON) and verified from its file, as the commands do;
+  - with --archive DIR (a signed archive, e.g. `ctrlaudit simulate --events 10000000 --signing-key K`) and
+    --trusted-key, `prove` end to end on it: the verified read of the whole archive, then the proof.
 """
 from __future__ import annotations
 
@@ -29,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.results import append, machine  # noqa: E402
+from schemas.archive.checkpoint import Checkpoint  # noqa: E402
 from schemas.archive.merkle import (  # noqa: E402
     CompactTree,
     leaf_hashes,
@@ -36,6 +45,13 @@ from schemas.archive.merkle import (  # noqa: E402
     verify_inclusion,
 )
 from schemas.archive.merkle_store import FileHashStore  # noqa: E402
+from schemas.archive.note import Signer, generate_key, sign_note  # noqa: E402
+from schemas.archive.proofs import read_proof, verify_proof  # noqa: E402
+from schemas.archive.prover import Found, VerifiedLog, consistency, inclusion, prove  # noqa: E402
+from schemas.archive.signatures import SignedStatus, Trust  # noqa: E402
+from schemas.archive.signed import load_verifiers, origin_of, write_checkpoint  # noqa: E402
+from schemas.archive.verified import VerifiedRead  # noqa: E402
+from services.simulator import SimConfig, simulate_to_archive  # noqa: E402
 
 CHUNK = 1 << 16
 
@@ -84,11 +100,90 @@ def ms(xs: list[tuple[float, float]]) -> str:
             f"max {cpu[-1] * 1e3:.3f} ms CPU")
 
 
+def signed_archive(directory: Path, events: int) -> tuple[Path, Signer, list]:
+    """A simulated archive signed by a new key: its cluster directory, the key, and (seq, event id, hash, file) of
+    every event, read verified."""
+    key = Signer.parse(generate_key("bench.example/log")[0])
+    sim = simulate_to_archive(directory, SimConfig(seed=7, events=events), signers=[key], fsync=False)
+    cluster = directory / sim.config.cluster
+    read = VerifiedRead([cluster])
+    files = {f.path: f for f in read.files}
+    rows = []
+    for path, table in read:
+        rows += [(seq, eid, h, files[path]) for seq, eid, h in zip(table.column("seq").to_pylist(),
+                                                                   table.column("event_id").to_pylist(),
+                                                                   table.column("hash").to_pylist())]
+    return cluster, key, rows
+
+
+def proof_commands(store: FileHashStore, n: int, cluster: Path, key: Signer, rows: list, proofs: int,
+                   scratch: Path) -> list[str]:
+    """prove and verify-proof at size n, through the commands' functions (see the module doc): the lines to say."""
+    trust = Trust((key.verifier,))
+    write_checkpoint(cluster, Checkpoint(origin_of(cluster.name), n, store.root()), [key], fsync=False)
+    log = VerifiedLog(cluster.name, [cluster], n, store, SignedStatus(cluster.name))
+    rnd = random.Random(3)
+    gen_i, ver_i, gen_c, ver_c, sizes = [], [], [], [], []
+    for i in range(proofs):
+        seq, event_id, h, file = rows[rnd.randrange(len(rows))]
+        log.event = Found(seq, event_id, h, file)
+        made, dt = timed(inclusion, log, trust, n)
+        gen_i.append(dt)
+        path = scratch / f"inclusion-{i % 10}.json"
+        path.write_text(made.json)
+        sizes.append(len(made.json.encode()))
+        proven, dt = timed(lambda p: verify_proof(read_proof(p), trust), str(path))
+        assert (proven.seq, proven.size) == (seq, n)
+        ver_i.append(dt)
+        m = rnd.randint(1, n - 1)
+        older = ("bench.note", sign_note(Checkpoint(origin_of(cluster.name), m, store.root(m)).text, key))
+        made, dt = timed(consistency, log, trust, older, n)
+        gen_c.append(dt)
+        path = scratch / f"consistency-{i % 10}.json"
+        path.write_text(made.json)
+        proven, dt = timed(lambda p: verify_proof(read_proof(p), trust), str(path))
+        assert (proven.old_size, proven.size) == (m, n)
+        ver_c.append(dt)
+    files = sorted({r[3].manifest.count for r in rows})
+    return [
+        f"prove --seq (prover.inclusion on the verified archive: the event found in its file of {files[-1]:,} events "
+        f"at most, the path from the store of {n:,}, the checkpoint opened, the proof checked, its JSON), "
+        f"{proofs} random events: {ms(gen_i)}; proofs of {statistics.mean(sizes):,.0f} bytes on average, "
+        f"{max(sizes):,} at most",
+        f"verify-proof of those (read_proof + verify_proof: the file read and parsed strictly, the chain hash, the "
+        f"path, the signature, the body decoded and compared): {ms(ver_i)}",
+        f"prove --from --to (prover.consistency, a checkpoint note at a random size to the one of {n:,}): "
+        f"{ms(gen_c)}; verify-proof of those: {ms(ver_c)}",
+    ]
+
+
+def end_to_end(say, archive: str, trusted: str, runs: int) -> None:
+    """`prove ARCHIVE --seq S` as the command runs it: the verified read of the whole archive, then the proof."""
+    trust = Trust(tuple(load_verifiers(trusted)))
+    read = VerifiedRead([archive])
+    events = sum(f.manifest.count for f in read.files)
+    rnd = random.Random(4)
+    times = []
+    for _ in range(runs):
+        seq = rnd.randrange(events)
+        made, dt = timed(lambda s: prove([archive], trust, seq=s), seq)
+        assert made.proven.seq == seq
+        times.append(dt)
+    say(f"prove end to end on {archive} ({events:,} events in {len(read.files)} files: the verified read with the "
+        f"trusted key, every checkpoint's root recomputed, then the proof), {runs} runs: "
+        + ", ".join(f"{w:.1f} s wall ({c:.1f} s CPU)" for w, c in times))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--leaves", type=int, default=10_000_000)
     ap.add_argument("--proofs", type=int, default=1000, help="random proofs of each kind")
     ap.add_argument("--dir", default=None, help="where the file store goes (default: a temporary directory)")
+    ap.add_argument("--proof-events", type=int, default=100_000,
+                    help="events of the real signed archive whose events are the tree's first leaves")
+    ap.add_argument("--archive", default=None, help="a signed archive to time `prove` on end to end")
+    ap.add_argument("--trusted-key", default=None, help="its log's public key (with --archive)")
+    ap.add_argument("--runs", type=int, default=3, help="end-to-end prove runs (with --archive)")
     ap.add_argument("--record", action="store_true", help="append the figures to bench/RESULTS.md")
     args = ap.parse_args()
     n = args.leaves
@@ -100,7 +195,11 @@ def main() -> None:
         print(line, flush=True)
         out.append(line)
 
+    directory = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="merkle-bench-"))
+    cluster, key, rows = signed_archive(directory / "archive", min(args.proof_events, n))
     chunks = make_leaves(n, 1)
+    for seq, _, h, _ in rows:  # leaf i is event seq i: the archive's events are the tree's first leaves
+        chunks[seq // CHUNK][seq % CHUNK] = bytes.fromhex(h)
     sha, digest = hashlib.sha256, type(hashlib.sha256()).digest
 
     # each result dropped with its chunk, as the tree drops a level once its parents are made
@@ -132,7 +231,6 @@ def main() -> None:
         f"{t_root.cpu / t_leaves.cpu:.2f}x the leaf hashes alone, {t_root.cpu / floor:.2f}x leaf + node hashes "
         f"alone (CPU, the faster leaf figure); {n / t_root.cpu:,.0f} leaves per CPU second")
 
-    directory = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="merkle-bench-"))
     try:
         with FileHashStore(directory / "tree") as store:
             with Clock() as t_store:
@@ -166,6 +264,7 @@ def main() -> None:
                 gen_c.append(dt)
                 ver_c.append(timed(verify_consistency, size1, size, r1, r, proof)[1])
                 size_c.append(len(proof))
+            commands = proof_commands(store, n, cluster, key, rows, args.proofs, directory)
         with Clock() as t_open, FileHashStore(directory / "tree") as store:
             assert store.size == n and store.root() == root
         say(f"reopening the file store (size, checks of every level's length, the right edge read back): {t_open}")
@@ -174,6 +273,10 @@ def main() -> None:
             f"{statistics.mean(size_i):.1f} hashes on average, {max(size_i)} at most")
         say(f"consistency proof, {args.proofs} random (size1 <= size2 <= {n:,}): generate {ms(gen_c)}; "
             f"verify {ms(ver_c)}; {statistics.mean(size_c):.1f} hashes on average, {max(size_c)} at most")
+        for line in commands:
+            say(line)
+        if args.archive:
+            end_to_end(say, args.archive, args.trusted_key, args.runs)
     finally:
         if not args.dir:
             shutil.rmtree(directory, ignore_errors=True)

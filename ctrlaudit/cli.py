@@ -44,6 +44,9 @@ MODULES: dict[str, dict[str, str]] = {
     "export": {"export": "Write the events table (Parquet, CSV, JSON)."},
     "imports": {"import": "Turn controller state from elsewhere into an archive."},
     "keys": {"keygen": "Create a key to sign archives with."},
+    "proofs": {"prove": "Prove an event, or the log's growth, to anyone.",
+               "verify-proof": "Check a proof with public keys alone."},
+    "witness": {"witness": "Co-sign checkpoints that extend the last one."},
 }
 SHORT_HELP = {command: short for commands in MODULES.values() for command, short in commands.items()}
 MODULE_OF = {command: module for module, commands in MODULES.items() for command in commands}

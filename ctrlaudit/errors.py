@@ -34,6 +34,7 @@ from rich.console import Console
 
 from schemas.errors import ContractError
 from replay.errors import ChainFork
+from schemas.archive.proofs import ProofFailed
 from schemas.archive.verified import ArchiveProblem
 
 P = ParamSpec("P")
@@ -91,7 +92,7 @@ def describe(exc: BaseException, store: object = None) -> tuple[str, int] | None
 
     `store`: the store path of the command, named in a DuckDB error raised past opening the store
     (replay.opening names the errors of opening it)."""
-    if isinstance(exc, (ArchiveProblem, ChainFork)):  # the history is not what it claims: a finding
+    if isinstance(exc, (ArchiveProblem, ChainFork, ProofFailed)):  # the history is not what it claims: a finding
         return str(exc), EXIT_FOUND
     if isinstance(exc, ContractError):
         return str(exc), EXIT_BAD_INPUT
