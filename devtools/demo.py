@@ -1,8 +1,9 @@
 """`make demo`: the whole loop on the embedded default, through the real CLI.
 
-simulate a controller history -> load it into DuckDB -> state as of a point, a diff, one
-partition's timeline, one explained change -> the invariant check. Everything lands in demo-out/sim/, and
-the demo ends with the commands to try next on it.
+a signing key -> simulate a controller history, signed -> verify it against the public key -> load it into
+DuckDB -> state as of a point, a diff, one partition's timeline, one explained change -> the invariant check
+-> one event proven to someone who has only the public key. Everything lands in demo-out/sim/, and the demo
+ends with the commands to try next on it.
 """
 from __future__ import annotations
 
@@ -48,8 +49,27 @@ def _shown(path: Path) -> str:
         return str(path.resolve())
 
 
-def hand_over(out: Path, store: Path, topic: str, partition: int, offset: int) -> list[str]:
-    """Print, and return, the commands to try next on this demo's output, ready to paste."""
+def demo_key(out: Path) -> tuple[Path, Path]:
+    """A signing key for the demo's archive (the private key, the public key an auditor is given)."""
+    key = out / "demo.key"
+    step("a signing key: the private half signs the archive, the public half is all an auditor needs",
+         "keygen", "demo.ctrlaudit.example/archive", "--out", str(key))
+    return key, key.with_name(key.name + ".pub")
+
+
+def prove_one(archive: Path, public: Path, out: Path, seq: int) -> Path:
+    """One event proven from the archive, and the proof checked with nothing but the public key."""
+    proof = out / f"seq-{seq}.proof"
+    step(f"prove one event (seq {seq}): the event, its Merkle audit path and the signed checkpoint, about 1 KB",
+         "prove", str(archive), "--seq", str(seq), "--trusted-key", str(public), "--out", str(proof))
+    step("what an auditor runs on the proof alone", "verify-proof", str(proof), "--trusted-key", str(public))
+    return proof
+
+
+def hand_over(out: Path, store: Path, topic: str, partition: int, offset: int,
+              proof: tuple[Path, Path] | None = None) -> list[str]:
+    """Print, and return, the commands to try next on this demo's output, ready to paste; `proof`: a proof and the
+    public key it is checked with."""
     where = shlex.quote(_shown(store))
     commands = [
         f"export CTRLAUDIT_STORE={where}",
@@ -58,6 +78,9 @@ def hand_over(out: Path, store: Path, topic: str, partition: int, offset: int) -
         f"ctrlaudit state --topic {topic} --offset {offset}",
         f"ctrlaudit check {where} --junit {shlex.quote(_shown(out / 'check.xml'))} --force",
     ]
+    if proof is not None:
+        commands.append(f"ctrlaudit verify-proof {shlex.quote(_shown(proof[0]))} --trusted-key "
+                        f"{shlex.quote(_shown(proof[1]))}")
     venv = "" if os.environ.get("VIRTUAL_ENV") else " (first `. .venv/bin/activate`, or call .venv/bin/ctrlaudit)"
     print(f"\nEverything is in {_shown(out)}/. Try next{venv}:\n")
     print("\n".join(f"  {c}" for c in commands))
@@ -75,10 +98,14 @@ def main() -> None:
     out = fresh_folder("sim")
     store = str(out / "demo.duckdb")
     archive = str(out / "archive")
-    step("a deterministic history: 6 brokers on 3 racks, failures, reassignments, a failover",
+    key, public = demo_key(out)
+    step("a deterministic history: 6 brokers on 3 racks, failures, reassignments, a failover; signed",
          "simulate", "--out", archive, "--seed", "7", "--brokers", "6", "--racks", "3",
-         "--topics", "4", "--partitions", "6", "--events", "5000")
-    step("load the archive into the embedded store", "load", archive, "--store", store)
+         "--topics", "4", "--partitions", "6", "--events", "5000", "--signing-key", str(key))
+    step("verify the archive against the public key: hash chain, manifests, every signed checkpoint",
+         "verify", archive, "--trusted-key", str(public))
+    step("load the archive into the embedded store", "load", archive, "--store", store,
+         "--trusted-key", str(public))
     summary = json.loads(step("where the history ends (JSON; the describe layout follows)", "state", "--store", store,
                               "--format", "json", "--partition", "0", "--topic",
                               _first_topic(store)))
@@ -99,7 +126,8 @@ def main() -> None:
     step("the incident report: summary, plots, drill-down per partition (one HTML file, no network needed)",
          "report", "--store", store, "--check-json", str(out / "check.json"), "--out", str(report))
     print(f"\nThe incident report: {report.resolve()}")
-    hand_over(out, Path(store), topic, 0, mid)
+    proof = prove_one(Path(archive), public, out, 2500)
+    hand_over(out, Path(store), topic, 0, mid, (proof, public))
 
 
 if __name__ == "__main__":

@@ -22,13 +22,16 @@ def test_the_demo_writes_its_own_folder_and_hands_over(tmp_path: Path, monkeypat
     demo.main()
     printed = capsys.readouterr().out
     out = tmp_path / "demo-out" / "sim"
-    assert {"archive", "demo.duckdb", "check.json", "incident.html"} <= {p.name for p in out.iterdir()}
+    assert {"archive", "demo.duckdb", "check.json", "incident.html", "demo.key", "demo.key.pub",
+            "seq-2500.proof"} <= {p.name for p in out.iterdir()}
+    assert "seq 0..4999 signed" in printed
+    assert "seq-2500.proof: OK: event" in printed
     assert other.read_bytes() == b"another demo's store"
     assert "replacing" not in printed
     assert "Everything is in demo-out/sim/. Try next (first `. .venv/bin/activate`" in printed
     commands = handed_over(printed)
     assert commands[0] == "export CTRLAUDIT_STORE=demo-out/sim/demo.duckdb" and 4 <= len(commands) - 1 <= 5
-    assert run_handed_over(commands, tmp_path) == ["timeline", "explain", "state", "check"]
+    assert run_handed_over(commands, tmp_path) == ["timeline", "explain", "state", "check", "verify-proof"]
     assert (out / "check.xml").is_file()
 
     demo.main()
