@@ -411,7 +411,8 @@ class VerifiedRead:
                                                                 if g.manifest.cluster_id == m.cluster_id})
                     table = self._link(st, f, result)
                     if signatures is not None and table is not None:
-                        signatures.feed(m.cluster_id, table)
+                        with _as_problem():  # a root that does not match: BROKEN (exit 1), as any problem
+                            signatures.feed(m.cluster_id, table)
                     if self.progress is not None:
                         self.progress(f.path.stat().st_size)
                     if table is not None:
