@@ -219,6 +219,8 @@ class Pipeline:
         self.signer = signer
         self.publisher = publisher
         self.signing_readers = signing_readers
+        self.signing_ready = False  # the signer's trees are those of the events topic (restore_signing)
+        self._signing_lock = asyncio.Lock()
         self.states: dict[str, CaptureState] = {}
         self.ready = False
         self.replayed_from = 0  # raw offset of the image the last rebuild started from (0, or a checkpoint's)
@@ -231,15 +233,8 @@ class Pipeline:
         self.sink_alert: Callable[[dict[str, Any]], Awaitable[object]] = self._send_alert
 
     async def prepare(self, first_offset: int) -> None:
+        await self.restore_signing()  # the tree of what the events topic holds, before anything more is sent
         self._progress = await self.progress_reader()
-        if self.signer is not None:
-            # the tree of what the events topic holds, before anything more is sent
-            cluster = self._progress[0]
-            if cluster is None or self.signing_readers is None:
-                self.signer.logs, self.signer.stopped = {}, set()
-            else:
-                newest_first, events_from = self.signing_readers
-                await self.signer.restore(cluster, newest_first(), events_from)
         self.states, start, self.skip_below = {}, 0, 0
         restored = self.images.load() if self.images is not None else None
         if restored is not None:
@@ -266,6 +261,24 @@ class Pipeline:
         log.info("normalize: resumed after seq %d; image from %s; replayed %d raw messages from raw offset %d",
                  self._progress[1].seq, f"the checkpoint at raw offset {restored.raw_offset}" if restored else
                  "the raw topic's start", n, start)
+
+    async def restore_signing(self) -> None:
+        """Rebuild the signer's tree from the checkpoints and events topics (signing.py), once per pipeline: by
+        `prepare`, or by the signing timer when no raw message has come since the worker started (its events must be
+        signed all the same). Nothing is emitted before the pipeline is prepared, so either restore sees the events
+        topic as `prepare` does."""
+        if self.signer is None:
+            return
+        async with self._signing_lock:
+            if self.signing_ready:
+                return
+            cluster, _ = await self.progress_reader()
+            if cluster is None or self.signing_readers is None:
+                self.signer.logs, self.signer.stopped = {}, set()
+            else:
+                newest_first, events_from = self.signing_readers
+                await self.signer.restore(cluster, newest_first(), events_from)
+            self.signing_ready = True
 
     def _new_state(self, cluster_id: str, node_id: int) -> CaptureState:
         cluster, progress = self._progress
@@ -321,7 +334,7 @@ class Pipeline:
             # message rebuilds them from the events topic's last message and the raw topic (logic.py),
             # which re-sends whatever the topic lacks.
             log.error("normalize: events not delivered at raw offset %d; rebuilding from the events topic", offset)
-            self.states, self.ready = {}, False
+            self.states, self.ready, self.signing_ready = {}, False, False
             raise
         await self.maybe_checkpoint(offset + 1)
         if self.publisher is not None:
@@ -445,7 +458,9 @@ if signer is not None and "normalize" in ROLES:
     # the time half of "every N events or T seconds": a checkpoint of whatever was delivered since the last
     @app.timer(interval=min(1.0, settings.sign_every_seconds))  # type: ignore[untyped-decorator]  # as below
     async def sign_checkpoints() -> None:
-        if pipeline.ready and pipeline.publisher is not None:
+        if not pipeline.signing_ready and not pipeline.ready:
+            await pipeline.restore_signing()  # a worker started with no new raw message still signs what was sent
+        if pipeline.signing_ready and pipeline.publisher is not None:
             pipeline.publisher.kick()
 
 

@@ -397,7 +397,7 @@ async def test_the_pipeline_signs_what_it_delivers_every_n_events():
     sizes = [TreeState.parse(h[TREE_HEADER]).size for _, h in sent]
     assert sizes == sorted(set(sizes)) and all(b - a >= 25 for a, b in zip(sizes, sizes[1:])) and len(sizes) >= 2
     hashes = [event_codec.decode(v).hash for b in prod.batches for v in b.items]  # what the events topic got
-    for note, headers in sent:
+    for note, _ in sent:
         cp, _ = open_checkpoint(note, KEY.verifier, origin=origin_of(CL))
         assert cp.root_hash == _root(hashes[:cp.size])
 
