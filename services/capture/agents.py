@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from contextlib import asynccontextmanager
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -148,7 +148,7 @@ async def read_topic(topic: str, upto: int, start: int = 0) -> AsyncIterator[byt
         await c.stop()
 
 
-async def read_records(topic: str, start: int, upto: int | None = None) -> AsyncIterator[_Record]:
+async def read_records(topic: str, start: int, upto: int | None = None) -> AsyncGenerator[_Record, None]:
     """The messages of `topic`'s partition 0 from offset `start` up to `upto` (exclusive; None: its end as it is
     when the read starts)."""
     async with _partition0(topic) as (c, tp):
@@ -170,7 +170,7 @@ async def read_records(topic: str, start: int, upto: int | None = None) -> Async
                 return
 
 
-async def read_backwards(topic: str, window: int = 100) -> AsyncIterator[_Record]:
+async def read_backwards(topic: str, window: int = 100) -> AsyncGenerator[_Record, None]:
     """The messages of `topic`'s partition 0, newest first (read forward a window at a time from its end)."""
     async with _partition0(topic) as (c, tp):
         hi = (await c.end_offsets([tp]))[tp]
@@ -207,8 +207,8 @@ class Pipeline:
                  raw_reader: Callable[[int, int], AsyncIterator[bytes]] = read_raw, images: ImageStore | None = None,
                  checkpoint_seconds: float = 0, flush_events: Callable[[], Awaitable[None]] | None = None,
                  signer: CaptureSigner | None = None, publisher: Publisher | None = None,
-                 signing_readers: tuple[Callable[[], AsyncIterator[_Record]],
-                                        Callable[[int], AsyncIterator[_Record]]] | None = None) -> None:
+                 signing_readers: tuple[Callable[[], AsyncGenerator[_Record, None]],
+                                        Callable[[int], AsyncGenerator[_Record, None]]] | None = None) -> None:
         self.progress_reader = progress_reader
         self.raw_reader = raw_reader
         self.images = images

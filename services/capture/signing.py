@@ -26,7 +26,8 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import aclosing
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -283,22 +284,23 @@ class CaptureSigner:
     def published(self, clog: ClusterLog, state: TreeState) -> None:
         clog.signed_size, clog.signed_at = max(clog.signed_size, state.size), self.clock()
 
-    async def restore(self, cluster_id: str, newest_first: AsyncIterator[_Record],
-                      events_from: Callable[[int], AsyncIterator[_Record]]) -> ClusterLog | None:
+    async def restore(self, cluster_id: str, newest_first: AsyncGenerator[_Record, None],
+                      events_from: Callable[[int], AsyncGenerator[_Record, None]]) -> ClusterLog | None:
         """Rebuild `cluster_id`'s tree at start (the module doc): from the newest checkpoint message of it this
         worker can resume from (`newest_first`: the checkpoints topic read back from its end) and the events
         topic after it (`events_from(offset)`: to its end as it is now), else from the events topic's start.
         Forgets every other cluster's log: a pipeline rebuild re-emits only what the topic lacks."""
         self.logs, self.stopped = {}, set()
         state = None
-        async for record in newest_first:
-            if record.key != cluster_id.encode():
-                continue
-            try:
-                state = resume_state(record, cluster_id, self.signers)
-                break
-            except (StateRefused, ProofError) as exc:
-                log.warning("signing: checkpoints topic offset %d not resumed from: %s", record.offset, exc)
+        async with aclosing(newest_first):  # its consumer is stopped when the newest good one is found
+            async for record in newest_first:
+                if record.key != cluster_id.encode():
+                    continue
+                try:
+                    state = resume_state(record, cluster_id, self.signers)
+                    break
+                except (StateRefused, ProofError) as exc:
+                    log.warning("signing: checkpoints topic offset %d not resumed from: %s", record.offset, exc)
         clog: ClusterLog | None = None
         for attempt in (state, None) if state is not None else (None,):
             try:
@@ -318,21 +320,22 @@ class CaptureSigner:
         return clog
 
     async def _catch_up(self, cluster_id: str, state: TreeState | None,
-                        events_from: Callable[[int], AsyncIterator[_Record]]) -> ClusterLog:
+                        events_from: Callable[[int], AsyncGenerator[_Record, None]]) -> ClusterLog:
         clog = ClusterLog(cluster_id, state, now=self.clock())
         first = state is not None  # the first message read must be the checkpoint's last event
-        async for record in events_from(state.events_offset if state is not None else 0):
-            found = event_of(record)
-            if first:
-                assert state is not None
-                first = False
-                if record.offset != state.events_offset or found != (cluster_id, state.size - 1, state.last_hash):
-                    raise OutOfStep(f"offset {state.events_offset} of the events topic does not hold event seq "
-                                    f"{state.size - 1} with the hash the checkpoint names")
-                continue
-            if found is None or found[0] != cluster_id:
-                continue
-            clog.catch_up(record.offset, found[1], found[2])
+        async with aclosing(events_from(state.events_offset if state is not None else 0)) as records:
+            async for record in records:
+                found = event_of(record)
+                if first:
+                    assert state is not None
+                    first = False
+                    if record.offset != state.events_offset or found != (cluster_id, state.size - 1, state.last_hash):
+                        raise OutOfStep(f"offset {state.events_offset} of the events topic does not hold event seq "
+                                        f"{state.size - 1} with the hash the checkpoint names")
+                    continue
+                if found is None or found[0] != cluster_id:
+                    continue
+                clog.catch_up(record.offset, found[1], found[2])
         if first:
             raise OutOfStep(f"the events topic ends before offset {state.events_offset if state else 0}")
         clog.flush()
