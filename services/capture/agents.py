@@ -233,7 +233,15 @@ class Pipeline:
         self.sink_alert: Callable[[dict[str, Any]], Awaitable[object]] = self._send_alert
 
     async def prepare(self, first_offset: int) -> None:
-        await self.restore_signing()  # the tree of what the events topic holds, before anything more is sent
+        if self.signer is not None:
+            if self.flush_events is not None:
+                try:  # nothing sent before (a prepare cut short by a rebalance) may land after the trees are read
+                    await self.flush_events()
+                except DeliveryFailed:
+                    pass  # not written: the topic is read as it is
+            # the tree of what the events topic holds, before anything more is sent; read anew every time, as the
+            # progress below is: a tree restored earlier (by the timer, or a prepare cut short) may be behind it
+            await self.restore_signing(again=True)
         self._progress = await self.progress_reader()
         self.states, start, self.skip_below = {}, 0, 0
         restored = self.images.load() if self.images is not None else None
@@ -262,15 +270,14 @@ class Pipeline:
                  self._progress[1].seq, f"the checkpoint at raw offset {restored.raw_offset}" if restored else
                  "the raw topic's start", n, start)
 
-    async def restore_signing(self) -> None:
-        """Rebuild the signer's tree from the checkpoints and events topics (signing.py), once per pipeline: by
-        `prepare`, or by the signing timer when no raw message has come since the worker started (its events must be
-        signed all the same). Nothing is emitted before the pipeline is prepared, so either restore sees the events
-        topic as `prepare` does."""
+    async def restore_signing(self, again: bool = False) -> None:
+        """Rebuild the signer's tree from the checkpoints and events topics (signing.py): by `prepare` (`again`:
+        always), and by the signing timer when no raw message has come since the worker started (what it sent before
+        a restart must be signed all the same); a pipeline that is not prepared emits nothing."""
         if self.signer is None:
             return
         async with self._signing_lock:
-            if self.signing_ready:
+            if self.signing_ready and not again:
                 return
             cluster, _ = await self.progress_reader()
             if cluster is None or self.signing_readers is None:
@@ -368,8 +375,10 @@ class Pipeline:
 
 
 async def _publish_checkpoint(key: bytes, note: bytes, headers: list[tuple[str, bytes]]) -> object:
-    """Send one checkpoint message and wait until the brokers acknowledge it."""
-    return await (await checkpoints_topic.send(key=key, value=note, headers=headers))
+    """Send one checkpoint message and wait until the brokers acknowledge it. force: sent now, not attached to the raw
+    message being processed (the publisher's task inherits the agent's context), which Faust would send only at
+    that message's offset commit, and the publisher would wait for it."""
+    return await (await checkpoints_topic.send(key=key, value=note, headers=headers, force=True))
 
 
 # the key was read and checked when the worker started (__main__.py): a bad one never gets here

@@ -401,3 +401,30 @@ async def test_the_pipeline_signs_what_it_delivers_every_n_events():
         cp, _ = open_checkpoint(note, KEY.verifier, origin=origin_of(CL))
         assert cp.root_hash == _root(hashes[:cp.size])
 
+
+
+@pytest.mark.asyncio
+async def test_prepare_restores_the_tree_anew_even_after_the_timer_restored_it():
+    """The signing timer restores the tree of a worker that has had no raw message yet; when the first one comes, the
+    events topic may have grown meanwhile (another worker held the raw partition): prepare reads it again."""
+    outs = _outs()
+    events = _events_topic(outs)
+    hashes = [e.hash for out in outs for e, _, _ in out]
+    topic = events[:30]
+
+    async def progress():
+        return (CL, logic.Progress.from_headers(topic[-1].headers)) if topic else (None, logic.Progress())
+
+    async def no_raw(upto, start=0):
+        return
+        yield
+
+    signer = CaptureSigner([KEY])
+    p = agents.Pipeline(progress_reader=progress, raw_reader=no_raw, signer=signer,
+                        signing_readers=(lambda: _aiter([]), lambda o: _aiter([r for r in topic if r.offset >= o])))
+    await p.restore_signing()  # the timer's
+    assert signer.logs[CL].size == 30 and p.signing_ready
+    topic = events
+    await p.prepare(0)
+    assert signer.logs[CL].size == len(hashes) and signer.logs[CL].tree.root() == _root(hashes)
+    assert signer.logs[CL].next_seq == p._progress[1].seq + 1  # the next event emitted continues the tree

@@ -33,6 +33,24 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow,
               pytest.mark.parametrize("kafka_cluster", ["4.x", "3.9"], indirect=True)]
 
 
+class Tracked(Worker):
+    """A worker whose every process is remembered, so that none outlives the test."""
+
+    def __init__(self, env: dict, log: Path) -> None:
+        super().__init__(env, log)
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self) -> None:
+        super().start()
+        self.procs.append(self.proc)
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+
+
 def _key(work: Path, name: str) -> tuple[Path, str]:
     from schemas.archive.note import generate_key
 
@@ -63,8 +81,8 @@ def run(kafka_cluster, tmp_path_factory):
     checkpoints = f"{prefix}.checkpoints"
     env.update(CTRLAUDIT_CHECKPOINTS_TOPIC=checkpoints, CTRLAUDIT_SIGN_EVERY_EVENTS="25",
                CTRLAUDIT_SIGN_EVERY_SECONDS="1")
-    worker = Worker(dict(env, CTRLAUDIT_ROLES="normalize", CTRLAUDIT_SIGNING_KEY=str(capture_key)),
-                    work / "worker.log")
+    worker = Tracked(dict(env, CTRLAUDIT_ROLES="normalize", CTRLAUDIT_SIGNING_KEY=str(capture_key)),
+                     work / "worker.log")
     worker.start()
     archivers = [
         subprocess.Popen([PY, "-m", "services.capture", "archiver", "--trusted-key", capture_pub], env=env, cwd=ROOT,
@@ -108,8 +126,7 @@ def run(kafka_cluster, tmp_path_factory):
         k.start()
         started = time.monotonic()
         n = 0
-        while worker.kills < 4 and time.monotonic() - started < 240:
-            worker.keep_running()
+        while worker.kills < 4 and time.monotonic() - started < 240:  # the killer starts the worker again
             names = [f"{prefix}-t{n}-{i}" for i in range(3)]
             wait(admin.create_topics([NewTopic(t, 2 + i, 3) for i, t in enumerate(names)]))
             time.sleep(rng.uniform(0.2, 1))
