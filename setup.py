@@ -4,6 +4,10 @@ services.kraft._kraftdecode (services/kraft/_native/kraftdecode.c, C11, no other
 optional too: without it services.kraft.native.built() is False and LogReader decodes the
 Python way.
 
+schemas._merklehash (schemas/_native/merklehash.c, C11 + libcrypto) hashes Merkle leaves and nodes in bulk (the
+capture worker's signing); built only with OpenSSL's headers and libcrypto, and without it schemas.archive.merkle
+hashes the Python way.
+
 schemas._fastbuild (schemas/_native/fastbuild.c, C11) builds the store's as-of objects column-wise;
 without it schemas.fastbuild builds them the Python way.
 
@@ -41,6 +45,14 @@ setup(
                                 "-Wno-deprecated-declarations"],
             optional=True,
         ),
+        *([Extension(
+            "schemas._merklehash",
+            sources=["schemas/_native/merklehash.c"],
+            libraries=["crypto"],
+            extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wno-unused-parameter",
+                                "-Wno-deprecated-declarations"],
+            optional=True,
+        )] if _chain else []),
         Extension(
             "schemas._fastbuild",
             sources=["schemas/_native/fastbuild.c"],

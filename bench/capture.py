@@ -22,6 +22,10 @@ topics of --partitions-per-topic partitions created one batch per topic as the c
 then a mass leader election: one PartitionChangeRecord per partition in batches of 1000), each batch as
 the RawRecord the KRaft source ships, through the worker's Pipeline.handle (decode, normalize, dedupe, chain,
 encode, progress header, aiokafka record batches; the batches are dropped, not sent). Prints events/s (and a cProfile top 25 with --profile); appends nothing.
+
+--sign (any mode): the worker signs with a key made for the run, as `ctrlaudit capture --signing-key` does (the Merkle
+tree of every delivered event, a signed checkpoint every --sign-every-events events or 60 s: services/capture/
+signing.py); offline, every record batch counts as acknowledged at once and the checkpoints are made and dropped.
 """
 from __future__ import annotations
 
@@ -150,12 +154,23 @@ def synthetic_raw(partitions: int, per_topic: int, cluster: str = "bench-cluster
 WORKER = [sys.executable, "-m", "services.capture", "worker", "-l", "warn", "--without-web"]
 
 
+def signing_env(a, work: Path) -> dict:
+    """With --sign: a key made for the run, for the normalize worker (CTRLAUDIT_SIGNING_KEY)."""
+    if not a.sign:
+        return {}
+    from schemas.archive.note import generate_key
+    key = work / "signing.key"
+    key.write_text(generate_key("bench.example/capture")[0] + "\n")
+    key.chmod(0o600)
+    return {"CTRLAUDIT_SIGNING_KEY": str(key), "CTRLAUDIT_SIGN_EVERY_EVENTS": str(a.sign_every_events)}
+
+
 def start_worker(a, env: dict, log: Path) -> subprocess.Popen:
     """The normalize worker (both agents with --inline-watch). --without-web: like `ctrlaudit capture`
     (two workers cannot both bind Faust's web port)."""
     roles = "normalize,watch" if a.inline_watch else "normalize"
-    return subprocess.Popen(WORKER, env=dict(env, CTRLAUDIT_ROLES=roles), cwd=ROOT, stdout=open(log, "wb"),
-                            stderr=subprocess.STDOUT)
+    return subprocess.Popen(WORKER, env=dict(env, CTRLAUDIT_ROLES=roles, **signing_env(a, log.parent)), cwd=ROOT,
+                            stdout=open(log, "wb"), stderr=subprocess.STDOUT)
 
 
 def start_watcher(a, env: dict, log: Path) -> subprocess.Popen | None:
@@ -214,9 +229,18 @@ def offline(a) -> None:
     if not a.gc_default:
         from services.capture.settings import GC_THRESHOLDS
         gc.set_threshold(*GC_THRESHOLDS)  # what the worker's main() sets
-    sender = BatchSender(Producer, "events")
-    pipe = Pipeline()
-    pipe.ready = True
+    signer = published = None
+    if a.sign:
+        from schemas.archive.note import Signer, generate_key
+        from services.capture.signing import CaptureSigner, Publisher
+        signer = CaptureSigner([Signer.parse(generate_key("bench.example/capture")[0])], a.sign_every_events)
+        published = []
+
+        async def publish(key, note, headers):  # the checkpoints topic: made, signed and dropped
+            published.append(len(note))
+    sender = BatchSender(Producer, "events", on_delivered=signer.delivered if signer else None)
+    pipe = Pipeline(signer=signer, publisher=Publisher(signer, publish) if signer else None)
+    pipe.ready = pipe.signing_ready = True
     pipe.sink_events = sender.send
     prof = cProfile.Profile(time.process_time) if a.profile else None  # CPU time: the box is shared
     t, cpu = time.perf_counter(), time.process_time()
@@ -228,12 +252,20 @@ def offline(a) -> None:
         nonlocal n
         for i, v in enumerate(values):
             n += await pipe.handle(i, None, v)
+        await sender.flush()
+        if pipe.publisher is not None:  # what the worker's signing timer does once a second
+            await asyncio.sleep(0)
+            pipe.publisher.kick()
+            await asyncio.sleep(0)
     asyncio.run(run())
     if prof:
         prof.disable()
     dt, cpu = time.perf_counter() - t, time.process_time() - cpu
+    if signer is not None:
+        (clog,) = signer.logs.values()
+        assert clog.size == n, (clog.size, n)  # every event delivered is in the tree
     # the box is shared: CPU time says what the code costs, wall time what this run got
-    print(f"offline normalize: {len(values)} raw messages -> {n} events ({sender.batches} record batches) in {dt:.2f} s wall = {n / dt:,.0f} events/s; "
+    print(f"offline normalize{f' signed ({len(published)} checkpoints)' if signer else ''}: {len(values)} raw messages -> {n} events ({sender.batches} record batches) in {dt:.2f} s wall = {n / dt:,.0f} events/s; "
           f"{cpu:.2f} s CPU = {n / cpu:,.0f} events per CPU-second "
           f"(input built in {build_s:.1f} s; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
     if prof:
@@ -316,7 +348,7 @@ def backlog_run(a) -> None:
         "load_average_1_5_15": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
     record(f"`.venv/bin/python bench/capture.py --backlog-dir {a.backlog_dir}"
-           + (" --inline-watch" if a.inline_watch else "") + "`", result, "backlog")
+           + (" --inline-watch" if a.inline_watch else "") + (" --sign" if a.sign else "") + "`", result, "backlog")
 
 
 def record(command: str, result: dict, what: str) -> None:
@@ -348,6 +380,8 @@ def main() -> None:
     ap.add_argument("--backlog-dir", help="catch up on this existing metadata log instead (see backlog_run())")
     ap.add_argument("--inline-watch", action="store_true", help="one worker runs both agents (normalize, watch)")
     ap.add_argument("--quiet", type=float, default=60, help="with --backlog-dir: done after N s without events")
+    ap.add_argument("--sign", action="store_true", help="the worker signs (a key made for the run); see the doc")
+    ap.add_argument("--sign-every-events", type=int, default=10_000, help="with --sign: a checkpoint every N events")
     a = ap.parse_args()
     if a.backlog_dir:
         return backlog_run(a)
@@ -485,7 +519,7 @@ def main() -> None:
     record(f"`.venv/bin/python bench/capture.py --burst-partitions {a.burst_partitions} --steady {a.steady}"
            + (f" --catch-up-partitions {a.catch_up_partitions}" if a.catch_up_partitions is not None else "")
            + (f" --metadata-retention-bytes {a.metadata_retention_bytes}" if a.metadata_retention_bytes else "")
-           + (" --inline-watch" if a.inline_watch else "") + "`", result, "burst")
+           + (" --inline-watch" if a.inline_watch else "") + (" --sign" if a.sign else "") + "`", result, "burst")
 
 
 if __name__ == "__main__":

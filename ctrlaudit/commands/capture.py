@@ -11,13 +11,14 @@ from pathlib import Path
 
 import typer
 
-from ctrlaudit.commands.keys import accidents_only, signed_lines, trust_of
-from ctrlaudit.commands.options import COMMAND_CONFIG, TRUSTED_KEY, WITNESS_KEY, given_cluster_id
+from ctrlaudit.commands.keys import accidents_only, signed_lines, signers_of, trust_of
+from ctrlaudit.commands.options import COMMAND_CONFIG, SIGNING_KEY, TRUSTED_KEY, WITNESS_KEY, given_cluster_id
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs
 from ctrlaudit.errors import EXIT_FOUND, UsageError, user_errors
 from ctrlaudit.progress import bar
 from ctrlaudit.supervisor import Child, Supervisor
 from schemas import names
+from schemas.archive.signed import load_verifiers
 from schemas.archive.verified import ArchiveProblem, VerifiedRead
 from services.capture.archiver import run
 from services.capture.connect import connect_timeout, require_reachable
@@ -28,6 +29,16 @@ BOOTSTRAP = typer.Option(None, "--bootstrap-server",
                          help="Kafka bootstrap servers (env CTRLAUDIT_BOOTSTRAP_SERVERS); a cluster that does not "
                               "answer within CTRLAUDIT_CONNECT_TIMEOUT seconds (15) is an error.")
 EVENTS_TOPIC = typer.Option(None, "--topic", help="Events topic (env CTRLAUDIT_EVENTS_TOPIC, default ctrlaudit.events).")
+CAPTURE_SIGNING_KEY = typer.Option(
+    None, "--signing-key",
+    help="Sign checkpoints of the events' Merkle tree with this key file (ctrlaudit keygen) and publish them to the "
+         "checkpoints topic (env CTRLAUDIT_SIGNING_KEY; every CTRLAUDIT_SIGN_EVERY_EVENTS events, 10000, or "
+         "CTRLAUDIT_SIGN_EVERY_SECONDS, 60).", envvar="CTRLAUDIT_SIGNING_KEY")
+CHECKPOINT_KEY = typer.Option(
+    [], "--trusted-key",
+    help="Store capture's checkpoints only when signed by this public key (name+id+key or a file of them; "
+         "repeatable; env CTRLAUDIT_TRUSTED_KEY). Without it they are stored when their roots match the archive's.",
+    envvar="CTRLAUDIT_TRUSTED_KEY")
 
 
 def register(app: typer.Typer) -> None:
@@ -52,6 +63,7 @@ def register(app: typer.Typer) -> None:
         max_restarts: int = typer.Option(5, "--max-restarts",
                                          help="Give up after a process fails this many times in a row, "
                                               "each within a minute of starting."),
+        signing_key: Path | None = CAPTURE_SIGNING_KEY,
     ) -> None:
         """Start the capture worker (Faust) with the KRaft source (or the ZooKeeper source) for a cluster, and
         the watch worker.
@@ -92,6 +104,9 @@ def register(app: typer.Typer) -> None:
             probe.stop()
         if command_config:  # the workers and the sampler read the same file (an absolute path: their cwd may differ)
             env["CTRLAUDIT_COMMAND_CONFIG"] = str(command_config.resolve())
+        if signing_key is not None:  # read now: a key that cannot be used is one line, not a worker restarted
+            signers_of(signing_key)
+            env["CTRLAUDIT_SIGNING_KEY"] = str(signing_key.resolve())
         _check_access(env)
         # no web server in any worker: two workers cannot both bind its port
         worker = [sys.executable, "-m", "services.capture", "worker", "-l", loglevel, "--without-web"]
@@ -121,20 +136,29 @@ def register(app: typer.Typer) -> None:
         flush_seconds: float | None = typer.Option(None, "--flush-seconds",
                                                    help="Finish files and commit every N s (60)."),
         idle_exit: float | None = typer.Option(None, "--idle-exit", help="Stop after N s without events."),
+        signing_key: Path | None = SIGNING_KEY,
+        trusted_key: list[str] = CHECKPOINT_KEY,
         json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:
-        """Consume the events topic into hourly Avro files with manifests (fsync, then commit)."""
+        """Consume the events topic into hourly Avro files with manifests (fsync, then commit), and store capture's
+        signed checkpoints (the checkpoints topic) beside them once the archive reaches them and their roots are
+        the archive's; a checkpoint that does not match is not stored (one ERROR line) and the archiver goes on."""
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         s = Settings().replace(bootstrap_servers=bootstrap_server, events_topic=topic,
                                archive_dir=str(archive_dir) if archive_dir else None,
                                archive_flush_seconds=flush_seconds,
-                               command_config=str(command_config) if command_config else None)
+                               command_config=str(command_config) if command_config else None,
+                               signing_key=str(signing_key) if signing_key else None)
+        _ = s.signers  # a key that cannot be used: one line before anything starts
+        trusted = [k for t in trusted_key for k in load_verifiers(t)]
         refuse_outputs({"--json": json_path}, force=force, inputs=[s.archive_dir])
         _check_access(s)
-        a = run(s, idle_exit=idle_exit)
+        a = run(s, idle_exit=idle_exit, trusted=trusted)
         out = Output(json_path)
-        out.say(f"{s.archive_dir}: archived {a.appended:,} events ({a.skipped:,} already present)")
-        out.json({"archive_dir": str(s.archive_dir), "appended": a.appended, "already_present": a.skipped})
+        out.say(f"{s.archive_dir}: archived {a.appended:,} events ({a.skipped:,} already present); "
+                f"{a.shelf.stored:,} checkpoint(s) of capture stored, {a.shelf.refused:,} refused")
+        out.json({"archive_dir": str(s.archive_dir), "appended": a.appended, "already_present": a.skipped,
+                  "checkpoints_stored": a.shelf.stored, "checkpoints_refused": a.shelf.refused})
 
     @app.command("verify")
     @user_errors

@@ -1349,114 +1349,9 @@ static PyObject *str_tuple(const sym_t *syms, int n)
     return t;
 }
 
-#ifdef CTRLAUDIT_CHAIN
-/* RFC 9162 Merkle hashing for the signed-archive check (schemas.archive.merkle): the leaves of n events' hex chain
- * hashes and the parents of a level, packed 32 bytes per hash, hashed with the GIL released so that the check runs
- * beside the decoding threads. Python fallbacks in merkle.py give the same bytes. */
-/* hex digit -> value, 0xff for anything else (both cases, as bytes.fromhex takes them) */
-static unsigned char HEXVAL[256];
-
-static void init_hexval(void)
-{
-    memset(HEXVAL, 0xff, sizeof HEXVAL);
-    for (int i = 0; i < 10; i++)
-        HEXVAL['0' + i] = (unsigned char)i;
-    for (int i = 0; i < 6; i++)
-        HEXVAL['a' + i] = HEXVAL['A' + i] = (unsigned char)(10 + i);
-}
-
-/* the low-level calls, as check_chain makes them: OpenSSL 3's one-shot SHA256() looks the digest up on every call,
- * several times the cost of hashing 33 or 65 bytes */
-static void sha256_once(const unsigned char *data, size_t n, unsigned char *md)
-{
-    SHA256_CTX c;
-    SHA256_Init(&c);
-    SHA256_Update(&c, data, n);
-    SHA256_Final(md, &c);
-}
-
-static PyObject *py_merkle_leaves(PyObject *self, PyObject *args)
-{
-    Py_buffer in;
-    if (!PyArg_ParseTuple(args, "y*", &in))
-        return NULL;
-    if (in.len % 64) {
-        PyBuffer_Release(&in);
-        PyErr_SetString(PyExc_ValueError, "event hashes: not a whole number of 64 hex digits");
-        return NULL;
-    }
-    Py_ssize_t n = in.len / 64, bad = -1;
-    PyObject *out = PyBytes_FromStringAndSize(NULL, n * 32);
-    if (!out) {
-        PyBuffer_Release(&in);
-        return NULL;
-    }
-    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
-    const unsigned char *h = (const unsigned char *)in.buf;
-    Py_BEGIN_ALLOW_THREADS
-    unsigned char leaf[33];
-    leaf[0] = 0x00;
-    for (Py_ssize_t i = 0; i < n && bad < 0; i++) {
-        const unsigned char *x = h + i * 64;
-        unsigned char any = 0;
-        for (int j = 0; j < 32; j++) {
-            unsigned char hi = HEXVAL[x[2 * j]], lo = HEXVAL[x[2 * j + 1]];
-            any |= hi | lo;
-            leaf[1 + j] = (unsigned char)(hi << 4 | lo);
-        }
-        if (any & 0xf0)
-            bad = i;
-        if (bad < 0)
-            sha256_once(leaf, sizeof leaf, o + i * 32);
-    }
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&in);
-    if (bad >= 0) {
-        Py_DECREF(out);
-        PyErr_Format(PyExc_ValueError, "event hash %zd: not hex", bad);
-        return NULL;
-    }
-    return out;
-}
-
-static PyObject *py_merkle_parents(PyObject *self, PyObject *args)
-{
-    Py_buffer in;
-    if (!PyArg_ParseTuple(args, "y*", &in))
-        return NULL;
-    if (in.len % 64) {
-        PyBuffer_Release(&in);
-        PyErr_SetString(PyExc_ValueError, "a level to pair: not a whole number of pairs of 32-byte hashes");
-        return NULL;
-    }
-    Py_ssize_t n = in.len / 64;
-    PyObject *out = PyBytes_FromStringAndSize(NULL, n * 32);
-    if (!out) {
-        PyBuffer_Release(&in);
-        return NULL;
-    }
-    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
-    const unsigned char *h = (const unsigned char *)in.buf;
-    Py_BEGIN_ALLOW_THREADS
-    unsigned char node[65];
-    node[0] = 0x01;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        memcpy(node + 1, h + i * 64, 64);
-        sha256_once(node, sizeof node, o + i * 32);
-    }
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&in);
-    return out;
-}
-#endif
-
 static PyMethodDef methods[] = {
     {"decode", py_decode, METH_VARARGS, decode_doc},
     {"read_header", py_read_header, METH_VARARGS, header_doc},
-#ifdef CTRLAUDIT_CHAIN
-    {"merkle_leaves", py_merkle_leaves, METH_VARARGS, "SHA-256(0x00 || raw) of each 64-hex-digit hash, packed."},
-    {"merkle_parents", py_merkle_parents, METH_VARARGS, "SHA-256(0x01 || left || right) of each pair, packed."},
-#endif
     {NULL, NULL, 0, NULL},
 };
 
@@ -1476,7 +1371,6 @@ PyMODINIT_FUNC PyInit__flatdecode(void)
     if (!m)
         return NULL;
 #ifdef CTRLAUDIT_CHAIN
-    init_hexval();
     const int chain = 1; /* check_chain is compiled in */
 #else
     const int chain = 0;

@@ -150,6 +150,36 @@ def write_checkpoint(directory: Path, checkpoint: Checkpoint, signers: Sequence[
             return path
     else:
         note = sign_note(checkpoint.text, *signers)
+    _replace_note(directory, path, note, fsync)
+    return path
+
+
+def store_note(directory: Path, note: str, fsync: bool = True) -> Path:
+    """Store a checkpoint signed elsewhere (the capture worker's, read from its checkpoints topic) as it is. A
+    checkpoint of the same size already there must sign the same tree; it keeps its signatures and gains the note's
+    by other keys (one key's signature already there is never replaced: what is stored is never overwritten). The
+    caller checks the checkpoint against the archive's tree first."""
+    text, sigs = parse_note(note)
+    checkpoint = Checkpoint.parse(text)
+    path = directory / checkpoint_name(checkpoint.size)
+    if path.exists():
+        old = read_checkpoint_text(path)
+        old_text, old_sigs = parse_note(old)
+        if Checkpoint.parse(old_text) != checkpoint:
+            raise SigningError(f"{path}: already signs a different tree of {checkpoint.size} events")
+        held = {(s.name, s.key_id) for s in old_sigs}
+        added = [s for s in sigs if (s.name, s.key_id) not in held]
+        if not added:
+            return path
+        note = old + "".join(s.line for s in added)
+        parse_note(note)  # still within the signatures a reader takes
+    _replace_note(directory, path, note, fsync)
+    return path
+
+
+def _replace_note(directory: Path, path: Path, note: str, fsync: bool) -> None:
+    """Write `note` to `path` through a temporary file renamed into place: a crash leaves the old one or the new one
+    whole, never a half-written checkpoint."""
     fd, tmp = tempfile.mkstemp(prefix=".checkpoint-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fo:
@@ -168,7 +198,6 @@ def write_checkpoint(directory: Path, checkpoint: Checkpoint, signers: Sequence[
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
-    return path
 
 
 @dataclass
@@ -180,7 +209,8 @@ class Signed:
 
 
 class LogSigner:
-    """Keeps one cluster's Merkle tree in `<directory>/merkle` and signs checkpoints of it.
+    """Keeps one cluster's Merkle tree in `<directory>/merkle` and signs checkpoints of it (without signers it only
+    keeps the tree: what an archiver that stores checkpoints signed elsewhere checks them against).
 
     `archived(start)` gives the chain hashes of the archive's events from seq `start` on: how a tree that is behind
     (an archive written before signing began, a lost tree) catches up. The tree must hold the archive's events
@@ -188,8 +218,6 @@ class LogSigner:
 
     def __init__(self, directory: Path, cluster_id: str, signers: Sequence[Signer], next_seq: int, head_hash: str,
                  archived: Callable[[int], Iterable[str]], fsync: bool = True) -> None:
-        if not signers:
-            raise SigningError("no signing key")
         self.directory = directory
         self.origin = origin_of(cluster_id)
         self.signers = list(signers)
@@ -232,13 +260,16 @@ class LogSigner:
         """One more event (its chain hash); hashed into the tree at the next `sign`."""
         self._pending.append(event_hash)
 
-    def sign(self) -> Signed:
-        """Sign the tree as it is now: call once the events added are durable in finished files."""
+    def sign(self) -> Signed | None:
+        """Sign the tree as it is now: call once the events added are durable in finished files (without signers,
+        only the tree is brought up to them and synced; None)."""
         if self._pending:
             self._extend(self._pending)
             self._pending = []
         if self.fsync:
             self.store.sync()
+        if not self.signers:
+            return None
         checkpoint = Checkpoint(self.origin, self.store.size, self.store.root())
         try:
             return Signed(write_checkpoint(self.directory, checkpoint, self.signers, self.fsync), checkpoint)
@@ -250,6 +281,12 @@ class LogSigner:
             self.store.extend_packed(packed_event_leaves("".join(event_hashes).encode("ascii")))
         except UnicodeEncodeError:
             raise ProofError("an event hash is not hex") from None
+
+    def root(self, size: int) -> bytes:
+        """The tree hash of the first `size` events; they must be in finished files (signed or synced by `sign`)."""
+        if not 0 < size <= self.store.size:
+            raise SigningError(f"{self.directory}: the tree holds {self.store.size} finished events, not {size}")
+        return self.store.root(size)
 
     def close(self) -> None:
         self.store.close()

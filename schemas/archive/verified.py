@@ -411,7 +411,7 @@ class VerifiedRead:
                                                                 if g.manifest.cluster_id == m.cluster_id})
                     table = self._link(st, f, result)
                     if signatures is not None and table is not None:
-                        with _as_problem():
+                        with _as_problem():  # a root that does not match: BROKEN (exit 1), as any problem
                             signatures.feed(m.cluster_id, table)
                     if self.progress is not None:
                         self.progress(f.path.stat().st_size)

@@ -183,6 +183,7 @@ class ArchiveWriter:
         fsync: bool = True,
         fast_encoder: bool | None = None,
         signers: Sequence[Signer] = (),
+        keep_tree: bool = False,
     ) -> None:
         if codec not in CODECS:
             raise ValueError(f"codec {codec!r} not supported (choose from {CODECS})")
@@ -207,9 +208,10 @@ class ArchiveWriter:
         self._file: _OpenFile | None = None
         self._hour = -1
         self._closed = False
-        # with keys, every finished file ends in a signed checkpoint of the Merkle tree over the chain so far
+        # with keys, every finished file ends in a signed checkpoint of the Merkle tree over the chain so far;
+        # keep_tree keeps the tree without signing (an archiver checks checkpoints signed elsewhere against it)
         self._log: LogSigner | None = None
-        if signers:
+        if signers or keep_tree:
             self._log = LogSigner(self.dir, cluster_id, signers, next_seq, head_hash,
                                   lambda start: _archived_hashes(self.dir, start), fsync=fsync)
         self.checkpoints: list[Signed] = []
@@ -223,6 +225,12 @@ class ArchiveWriter:
     def head_hash(self) -> str:
         """The hash of the last event chained ("" before the first)."""
         return self._chain.head_hash
+
+    def tree_root(self, size: int) -> bytes:
+        """The Merkle tree hash of the first `size` events, which must be in finished files (signers or keep_tree)."""
+        if self._log is None:
+            raise ValueError("this writer keeps no Merkle tree (no signers, keep_tree not set)")
+        return self._log.root(size)
 
     @classmethod
     def resume(cls, root: str | Path, cluster_id: str, **kwargs: Any) -> ArchiveWriter:
@@ -280,7 +288,9 @@ class ArchiveWriter:
             self._closed = True
             if self._log is not None:
                 if not self.checkpoints and self._log.size:  # resumed with nothing new: sign what is there
-                    self.checkpoints.append(self._log.sign())
+                    signed = self._log.sign()
+                    if signed is not None:
+                        self.checkpoints.append(signed)
                 self._log.close()
         return self.files
 
@@ -349,6 +359,8 @@ class ArchiveWriter:
         self._file = None
         self.files.append(manifest)
         if self._log is not None:
-            self.checkpoints.append(self._log.sign())
+            signed = self._log.sign()
+            if signed is not None:
+                self.checkpoints.append(signed)
         if self.on_file_done is not None:
             self.on_file_done(manifest)

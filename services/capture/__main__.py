@@ -49,7 +49,7 @@ def health() -> None:
 def worker(ctx: typer.Context) -> None:
     try:
         settings = Settings()
-        _ = settings.role_set, settings.security  # properties that validate (SettingsError)
+        _ = settings.role_set, settings.security, settings.signers  # properties that validate: one line each
         ensure_topics(settings)
     except (ValueError, ContractError) as exc:  # settings (SettingsError), --command-config, Kafka
         sys.exit(f"ctrlaudit capture: {exc}")

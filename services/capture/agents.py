@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from contextlib import asynccontextmanager
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,7 +23,8 @@ from services.capture import checkpoint, logic
 from checks.live import LiveChecker
 from schemas.errors import CodecError
 from services.capture.app import (
-    alerts_topic, app, dead_letter_topic, events_topic, image_table, raw_topic, security, settings, watch_topic,
+    alerts_topic, app, checkpoints_topic, dead_letter_topic, events_topic, image_table, raw_topic, security, settings,
+    watch_topic,
 )
 from schemas.raw import RawRecord
 from services.capture.serializers import decode_event_record, decode_raw, encode_raw
@@ -31,6 +32,7 @@ from services.capture.image_store import ImageStore
 from services.capture.logic import CaptureState, DeadLetter, Progress
 from services.capture.security import aiokafka_kwargs
 from services.capture.produce import BatchSender, DeliveryFailed
+from services.capture.signing import CaptureSigner, Publisher
 from services.capture.sources import QuorumWatermark, run_source
 from services.kraft.live import KRaftTail
 from services.kraft.offline import cluster_id_of
@@ -146,6 +148,41 @@ async def read_topic(topic: str, upto: int, start: int = 0) -> AsyncIterator[byt
         await c.stop()
 
 
+async def read_records(topic: str, start: int, upto: int | None = None) -> AsyncGenerator[_Record, None]:
+    """The messages of `topic`'s partition 0 from offset `start` up to `upto` (exclusive; None: its end as it is
+    when the read starts)."""
+    async with _partition0(topic) as (c, tp):
+        if upto is None:
+            upto = (await c.end_offsets([tp]))[tp]
+        if upto <= start:
+            return
+        if start > 0:
+            c.seek(tp, start)
+        else:
+            await c.seek_to_beginning(tp)
+        while True:
+            batch = await c.getmany(tp, timeout_ms=1000)
+            for msg in batch.get(tp, []):
+                if msg.offset >= upto:
+                    return
+                yield msg
+            if await c.position(tp) >= upto:
+                return
+
+
+async def read_backwards(topic: str, window: int = 100) -> AsyncGenerator[_Record, None]:
+    """The messages of `topic`'s partition 0, newest first (read forward a window at a time from its end)."""
+    async with _partition0(topic) as (c, tp):
+        hi = (await c.end_offsets([tp]))[tp]
+        lo = (await c.beginning_offsets([tp]))[tp]
+    while hi > lo:
+        start = max(lo, hi - window)
+        msgs = [m async for m in read_records(topic, start, hi)]
+        for m in reversed(msgs):
+            yield m
+        hi = start
+
+
 def read_raw(upto: int, start: int = 0) -> AsyncIterator[bytes]:
     """The raw topic from `start` up to `upto` (exclusive)."""
     return read_topic(settings.raw_topic, upto, start)
@@ -168,12 +205,22 @@ class Pipeline:
 
     def __init__(self, progress_reader: Callable[[], Awaitable[tuple[str | None, Progress]]] = read_progress,
                  raw_reader: Callable[[int, int], AsyncIterator[bytes]] = read_raw, images: ImageStore | None = None,
-                 checkpoint_seconds: float = 0, flush_events: Callable[[], Awaitable[None]] | None = None) -> None:
+                 checkpoint_seconds: float = 0, flush_events: Callable[[], Awaitable[None]] | None = None,
+                 signer: CaptureSigner | None = None, publisher: Publisher | None = None,
+                 signing_readers: tuple[Callable[[], AsyncGenerator[_Record, None]],
+                                        Callable[[int], AsyncGenerator[_Record, None]]] | None = None) -> None:
         self.progress_reader = progress_reader
         self.raw_reader = raw_reader
         self.images = images
         self.checkpoint_seconds = checkpoint_seconds
         self.flush_events = flush_events
+        # signing (signing.py): events are emitted into the tree before they go to the producer; the readers give
+        # the checkpoints topic newest first and the events topic from an offset, for the restore
+        self.signer = signer
+        self.publisher = publisher
+        self.signing_readers = signing_readers
+        self.signing_ready = False  # the signer's trees are those of the events topic (restore_signing)
+        self._signing_lock = asyncio.Lock()
         self.states: dict[str, CaptureState] = {}
         self.ready = False
         self.replayed_from = 0  # raw offset of the image the last rebuild started from (0, or a checkpoint's)
@@ -186,6 +233,15 @@ class Pipeline:
         self.sink_alert: Callable[[dict[str, Any]], Awaitable[object]] = self._send_alert
 
     async def prepare(self, first_offset: int) -> None:
+        if self.signer is not None:
+            if self.flush_events is not None:
+                try:  # nothing sent before (a prepare cut short by a rebalance) may land after the trees are read
+                    await self.flush_events()
+                except DeliveryFailed:
+                    pass  # not written: the topic is read as it is
+            # the tree of what the events topic holds, before anything more is sent; read anew every time, as the
+            # progress below is: a tree restored earlier (by the timer, or a prepare cut short) may be behind it
+            await self.restore_signing(again=True)
         self._progress = await self.progress_reader()
         self.states, start, self.skip_below = {}, 0, 0
         restored = self.images.load() if self.images is not None else None
@@ -207,12 +263,29 @@ class Pipeline:
                 out = self.process(value)
             except DeadLetter:
                 continue  # sent to the dead-letter topic when it was first seen
-            await self.sink_events(out)
+            await self._emit(out)
         self.ready = True
         self._checkpoint_at = time.monotonic()
         log.info("normalize: resumed after seq %d; image from %s; replayed %d raw messages from raw offset %d",
                  self._progress[1].seq, f"the checkpoint at raw offset {restored.raw_offset}" if restored else
                  "the raw topic's start", n, start)
+
+    async def restore_signing(self, again: bool = False) -> None:
+        """Rebuild the signer's tree from the checkpoints and events topics (signing.py): by `prepare` (`again`:
+        always), and by the signing timer when no raw message has come since the worker started (what it sent before
+        a restart must be signed all the same); a pipeline that is not prepared emits nothing."""
+        if self.signer is None:
+            return
+        async with self._signing_lock:
+            if self.signing_ready and not again:
+                return
+            cluster, _ = await self.progress_reader()
+            if cluster is None or self.signing_readers is None:
+                self.signer.logs, self.signer.stopped = {}, set()
+            else:
+                newest_first, events_from = self.signing_readers
+                await self.signer.restore(cluster, newest_first(), events_from)
+            self.signing_ready = True
 
     def _new_state(self, cluster_id: str, node_id: int) -> CaptureState:
         cluster, progress = self._progress
@@ -262,16 +335,23 @@ class Pipeline:
             await self.sink_dead(key, value, f"raw offset {offset}: {d.reason}")
             return 0
         try:
-            await self.sink_events(out)
+            await self._emit(out)
         except DeliveryFailed:
             # Some events may be missing from the topic: forget the image and chain, so that the next
             # message rebuilds them from the events topic's last message and the raw topic (logic.py),
             # which re-sends whatever the topic lacks.
             log.error("normalize: events not delivered at raw offset %d; rebuilding from the events topic", offset)
-            self.states, self.ready = {}, False
+            self.states, self.ready, self.signing_ready = {}, False, False
             raise
         await self.maybe_checkpoint(offset + 1)
+        if self.publisher is not None:
+            self.publisher.kick()
         return len(out)
+
+    async def _emit(self, out: list[tuple[ControllerEvent, bytes, bytes]]) -> None:
+        if self.signer is not None and out:
+            self.signer.emitted(out)  # pending in the tree until the producer reports the batch delivered
+        await self.sink_events(out)
 
     @staticmethod
     async def _send_events(out: list[tuple[ControllerEvent, bytes, bytes]]) -> None:
@@ -294,12 +374,25 @@ class Pipeline:
         return await alerts_topic.send(key=alert["cluster_id"].encode(), value=alert)
 
 
+async def _publish_checkpoint(key: bytes, note: bytes, headers: list[tuple[str, bytes]]) -> object:
+    """Send one checkpoint message and wait until the brokers acknowledge it. force: sent now, not attached to the raw
+    message being processed (the publisher's task inherits the agent's context), which Faust would send only at
+    that message's offset commit, and the publisher would wait for it."""
+    return await (await checkpoints_topic.send(key=key, value=note, headers=headers, force=True))
+
+
+# the key was read and checked when the worker started (__main__.py): a bad one never gets here
+signer = CaptureSigner(settings.signers, settings.sign_every_events, settings.sign_every_seconds) \
+    if settings.signing_key else None
 # app.producer is typed as Faust's ProducerT; the worker's (a kafka:// broker) is Faust's aiokafka Producer, whose
 # _ensure_producer gives its AIOKafkaProducer
 events_sender = BatchSender(lambda: app.producer._ensure_producer(),  # type: ignore[attr-defined]
-                            settings.events_topic)
+                            settings.events_topic, on_delivered=signer.delivered if signer is not None else None)
 pipeline = Pipeline(images=ImageStore(image_table), checkpoint_seconds=settings.checkpoint_seconds,
-                    flush_events=events_sender.flush)
+                    flush_events=events_sender.flush, signer=signer,
+                    publisher=Publisher(signer, _publish_checkpoint) if signer is not None else None,
+                    signing_readers=(lambda: read_backwards(settings.checkpoints_topic),
+                                     lambda offset: read_records(settings.events_topic, offset)))
 
 
 class Watch:
@@ -366,8 +459,18 @@ if "watch" in ROLES:
 # --- sources ---------------------------------------------------------------------------------
 
 async def declare_topics() -> None:
-    for t in (raw_topic, events_topic, alerts_topic, dead_letter_topic):
+    for t in (raw_topic, events_topic, alerts_topic, dead_letter_topic, checkpoints_topic):
         await t.maybe_declare()
+
+
+if signer is not None and "normalize" in ROLES:
+    # the time half of "every N events or T seconds": a checkpoint of whatever was delivered since the last
+    @app.timer(interval=min(1.0, settings.sign_every_seconds))  # type: ignore[untyped-decorator]  # as below
+    async def sign_checkpoints() -> None:
+        if not pipeline.signing_ready and not pipeline.ready:
+            await pipeline.restore_signing()  # a worker started with no new raw message still signs what was sent
+        if pipeline.signing_ready and pipeline.publisher is not None:
+            pipeline.publisher.kick()
 
 
 # Faust's App.task is typed as giving a decorator or a task (a Union): applied to a function, it gives the task

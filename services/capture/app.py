@@ -17,7 +17,7 @@ import faust
 
 from services.capture import serializers as _codecs  # noqa: F401  (registers the Avro codecs)
 from services.capture.settings import (
-    EVENTS_BATCH_BYTES, EVENTS_TOPIC_CONFIG, GC_THRESHOLDS, IMAGE_TABLE_CONFIG, MAX_MESSAGE_BYTES,
+    CHECKPOINTS_TOPIC_CONFIG, EVENTS_BATCH_BYTES, EVENTS_TOPIC_CONFIG, GC_THRESHOLDS, IMAGE_TABLE_CONFIG, MAX_MESSAGE_BYTES,
     RAW_TOPIC_CONFIG, Settings,
 )
 from services.capture.security import faust_credentials
@@ -73,6 +73,11 @@ watch_topic = events_topic.derive(value_serializer="ctrlaudit-event-record")
 alerts_topic = app.topic(settings.alerts_topic, key_type=bytes, value_serializer="json", partitions=1)
 dead_letter_topic = app.topic(settings.dead_letter_topic, key_type=bytes, value_type=bytes,
                               value_serializer="raw", partitions=1, config=EVENTS_TOPIC_CONFIG)
+# normalize -> archiver: signed checkpoints of the events' Merkle tree (services/capture/signing.py), key = cluster
+# id, value = the signed note, its tree's right edge in a header. Its own topic, so that its ACLs can differ: only
+# the capture worker writes it.
+checkpoints_topic = app.topic(settings.checkpoints_topic, key_type=bytes, value_type=bytes, value_serializer="raw",
+                              partitions=1, config=CHECKPOINTS_TOPIC_CONFIG)
 
 # The normalizer's image checkpoints (services/capture/image_store.py): a changelog-backed table, so a
 # restarted worker replays the raw topic from its last checkpoint, not from offset 0. Compacted changelog

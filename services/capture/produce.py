@@ -21,11 +21,17 @@ and the pipeline rebuilds itself from the events topic's last message (the resta
 Without this, batch N+1 could land after a lost batch N and the chain would have a hole that no restart
 can fill (the archiver would stop at it). A failure whose batch was in fact written (a timeout after the
 broker appended it) is harmless: the rebuild reads what the topic holds.
+
+Delivered: with `on_delivered`, each acknowledged batch is reported as {cluster id: (the last seq of that cluster in
+the batch, its offset)}, in the order the batches were written (one in flight at a time): what the worker's signing
+counts as delivered (signing.py). The marks are kept per batch as the events go in (at the end of each `send` and
+where a batch fills), not per event.
 """
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Protocol, TypedDict
 
 from schemas.events import ControllerEvent
@@ -69,13 +75,19 @@ class BatchSender:
     batch. `producer_of()` gives an aiokafka AIOKafkaProducer (or anything with create_batch/send_batch);
     it is called per send because Faust creates its producer when the app starts."""
 
-    def __init__(self, producer_of: Callable[[], BatchProducer], topic: str, partition: int = 0) -> None:
+    def __init__(self, producer_of: Callable[[], BatchProducer], topic: str, partition: int = 0,
+                 on_delivered: Callable[[dict[str, tuple[int, int]]], None] | None = None) -> None:
         self.producer_of = producer_of
+        self.on_delivered = on_delivered
         self.topic = topic
         self.partition = partition
         self.pending: list[asyncio.Future[object]] = []
         self.batches = 0
         self._open: EventBatch | None = None  # the batch being filled
+        # of the open batch: its events so far, and per cluster (its last seq, that event's index in the batch)
+        self._open_count = 0
+        self._open_marks: dict[str, tuple[int, int]] = {}
+        self._generation = 0  # a delivery reported after a failure (_drop) belongs to a forgotten pipeline
         self._lock = asyncio.Lock()  # taking + queueing a batch, in order
         self._flusher: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
@@ -98,24 +110,41 @@ class BatchSender:
     def _drop(self) -> None:
         # after a failed delivery nothing more is sent: the rebuilt pipeline re-emits from the topic's end
         self.pending = []
-        self._open = None
+        self._take()
+        self._generation += 1
+
+    def _take(self) -> tuple[EventBatch | None, dict[str, tuple[int, int]]]:
+        """The open batch and its marks; none open afterwards."""
+        taken = self._open, self._open_marks
+        self._open, self._open_marks, self._open_count = None, {}, 0
+        return taken
+
+    def _mark(self, event: ControllerEvent, appended: int) -> None:
+        """`appended` more events went into the open batch, `event` the last of them."""
+        self._open_count += appended
+        self._open_marks[event.cluster_id] = (event.seq, self._open_count - 1)
 
     async def send(self, out: Sequence[tuple[ControllerEvent, bytes, bytes]]) -> None:
         self.check()
         if not out:
             return
         producer = self.producer_of()
-        for event, header, value in out:
+        start = 0  # out[start:i] went into the open batch
+        for i, (event, header, value) in enumerate(out):
             item: _Message = {"timestamp": None, "key": event.cluster_id.encode(), "value": value,
                               "headers": [(PROGRESS_HEADER, header)]}
             if self._open is None:
                 self._open = producer.create_batch()
             if self._open.append(**item) is None:  # full: queue it, start the next one
+                if i > start:
+                    self._mark(out[i - 1][0], i - start)
                 await self._submit(producer)
+                start = i
                 if self._open is None:
                     self._open = producer.create_batch()
                 if self._open.append(**item) is None:
                     raise DeliveryFailed(f"an event of {len(value)} bytes does not fit in an empty batch")
+        self._mark(out[-1][0], len(out) - start)
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.ensure_future(self._flush_open(producer))
 
@@ -124,10 +153,21 @@ class BatchSender:
             if self.pending:  # the batch before must be acknowledged first (the module doc: no holes)
                 await asyncio.wait(self.pending)
                 self.check()  # DeliveryFailed: the open batch is dropped, not sent after the hole
-            batch, self._open = self._open, None  # taken after the wait: it filled meanwhile
+            batch, marks = self._take()  # taken after the wait: it filled meanwhile
             if batch is not None:
-                self.pending.append(await producer.send_batch(batch, self.topic, partition=self.partition))
+                delivery = await producer.send_batch(batch, self.topic, partition=self.partition)
+                self.pending.append(delivery)
                 self.batches += 1
+                if self.on_delivered is not None and marks:
+                    delivery.add_done_callback(partial(self._delivered, marks, self._generation))
+
+    def _delivered(self, marks: dict[str, tuple[int, int]], generation: int, delivery: asyncio.Future[object]) -> None:
+        if delivery.cancelled() or delivery.exception() is not None or generation != self._generation:
+            return  # not written (check() raises DeliveryFailed), or written for a pipeline since rebuilt
+        base = getattr(delivery.result(), "offset", None)  # aiokafka's RecordMetadata: the batch's base offset
+        assert self.on_delivered is not None
+        self.on_delivered({cid: (seq, base + index if isinstance(base, int) else -1)
+                           for cid, (seq, index) in marks.items()})
 
     async def _flush_open(self, producer: BatchProducer) -> None:
         try:

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import TypeVar
 
+from schemas.archive.note import Signer
+from schemas.archive.signed import load_signer
 from services.capture import connect
 from services.capture.security import ClientSecurity, SettingsError, load
 from services.normalize.redaction import compile_patterns
@@ -50,6 +52,7 @@ _LIMITS = (
     ("archive_rejoin_seconds", 0.001, "seconds > 0"),
     ("replication_factor", 1, "a replication factor >= 1"), ("web_port", 0, "a port number"),
     ("checkpoint_seconds", 0, "seconds >= 0 (0: no checkpoints)"),
+    ("sign_every_events", 1, "a number of events >= 1"), ("sign_every_seconds", 0.001, "seconds > 0"),
 )
 
 
@@ -89,6 +92,13 @@ class Settings:
     # configs whose values are redacted besides Kafka's PASSWORD ones and the fallback suffixes: globs or
     # re:<regex>, comma-separated (services/normalize/redaction.py)
     redact_patterns: str = field(default_factory=lambda: _env("REDACT_PATTERNS", ""))
+    # a signing key file (ctrlaudit keygen): the worker signs checkpoints of its events' Merkle tree and publishes
+    # them to the checkpoints topic (services/capture/signing.py); the archiver signs its own at every file
+    signing_key: str = field(default_factory=lambda: _env("SIGNING_KEY", ""))
+    checkpoints_topic: str = field(default_factory=lambda: _env("CHECKPOINTS_TOPIC", "ctrlaudit.checkpoints"))
+    # a signed checkpoint at least every this many delivered events, or this many seconds when there are new ones
+    sign_every_events: int = field(default_factory=lambda: _int("SIGN_EVERY_EVENTS", "10000"))
+    sign_every_seconds: float = field(default_factory=lambda: _float("SIGN_EVERY_SECONDS", "60"))
 
     def __post_init__(self) -> None:
         for name, low, what in _LIMITS:
@@ -117,6 +127,11 @@ class Settings:
         return load(self.command_config)
 
     @property
+    def signers(self) -> list[Signer]:
+        """The signing key of `signing_key` (none: unsigned); SigningError, one line, when it cannot be used."""
+        return [load_signer(self.signing_key)] if self.signing_key else []
+
+    @property
     def worker_app_id(self) -> str:
         """A watch-only worker is its own consumer group: in the normalizer's group Faust's assignor could
         hand it the raw topic, which it has no agent for."""
@@ -134,6 +149,9 @@ class Settings:
 
 # Topic configs. The events topic is the record of truth: never deleted, never compacted.
 EVENTS_TOPIC_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete"}
+# The signed checkpoints are records too (the archiver stores each; a restarting worker resumes its tree from the
+# newest): kept like the events. One every 10,000 events or minute at most: small.
+CHECKPOINTS_TOPIC_CONFIG = EVENTS_TOPIC_CONFIG
 # A restarting worker replays the raw topic from its last image checkpoint, or from its start when the
 # checkpoint is missing or refused (image_store.py), so it keeps everything too; its messages are whole
 # KRaft batches (up to 8 MiB).
@@ -163,7 +181,7 @@ def ensure_topics(s: Settings, timeout: float = 60) -> list[str]:
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # extra: capture
 
     wanted = {s.raw_topic: RAW_TOPIC_CONFIG, s.events_topic: EVENTS_TOPIC_CONFIG, s.alerts_topic: {},
-              s.dead_letter_topic: EVENTS_TOPIC_CONFIG}
+              s.dead_letter_topic: EVENTS_TOPIC_CONFIG, s.checkpoints_topic: CHECKPOINTS_TOPIC_CONFIG}
     conf, access = connect.config(s.bootstrap_servers, s.security, extra={"client.id": "ctrlaudit-setup"})
     admin = AdminClient(conf)  # type: ignore[arg-type]  # its stub leaves out the callbacks (error_cb, logger)
     deadline = time.monotonic() + timeout
