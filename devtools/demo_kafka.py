@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from devtools.demo import CLI, fresh_folder, hand_over, step
+from devtools.demo import CLI, demo_key, fresh_folder, hand_over, prove_one, step
 
 TOPIC = "orders"
 SENTINEL = "demo-end"  # created last: once its creation is archived, everything before it is too
@@ -50,6 +50,7 @@ class Captured:
     described_b: object = None   # observe.Described at mark B
     victim: int = -1       # the broker killed with -9 between marks A and B
     zookeeper: bool = False  # a ZooKeeper-mode cluster: offsets are zxids, the copy is ZooKeeper's data dir
+    public_key: Path | None = None  # the public half of the key capture and the archiver signed with
 
 
 def _wait(pred, timeout: float, what: str, step_s: float = 0.5):
@@ -147,21 +148,25 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
                CTRLAUDIT_BOOTSTRAP_SERVERS=c.bootstrap_servers, CTRLAUDIT_APP_ID=f"{prefix}-capture",
                CTRLAUDIT_ARCHIVE_GROUP=f"{prefix}-archiver", CTRLAUDIT_WEB_PORT=str(_free_port()),
                **{f"CTRLAUDIT_{k}_TOPIC": f"{prefix}.{v}" for k, v in
-                  (("RAW", "raw"), ("EVENTS", "events"), ("ALERTS", "alerts"), ("DEAD_LETTER", "dead-letter"))})
+                  (("RAW", "raw"), ("EVENTS", "events"), ("ALERTS", "alerts"), ("DEAD_LETTER", "dead-letter"),
+                   ("CHECKPOINTS", "checkpoints"))})
+    key, public = demo_key(out)
+    signing = ["--signing-key", str(key)]
     bs = lambda: observe.running_bootstrap(c)  # noqa: E731
     if zk:
-        say(f"$ ctrlaudit capture --zookeeper {c.zookeeper.connect} --sample-interval 2   "
+        say(f"$ ctrlaudit capture --zookeeper {c.zookeeper.connect} --sample-interval 2 --signing-key {key}   "
             "# ZooKeeper's controller znodes, watched -> raw -> events topic")
         where = ["--zookeeper", c.zookeeper.connect, "--inline-watch"]
     else:
-        say(f"$ ctrlaudit capture --metadata-dir {c.metadata_dir(source)} --sample-interval 2   "
+        say(f"$ ctrlaudit capture --metadata-dir {c.metadata_dir(source)} --sample-interval 2 --signing-key {key}   "
             f"# node {source}'s metadata log -> raw -> events topic")
         where = ["--metadata-dir", str(c.metadata_dir(source))]
-    capture = _spawn(["capture", *where, "--bootstrap-server", c.bootstrap_servers, "--sample-interval", "2"],
-                     env, out / "capture.log")
-    say(f"$ ctrlaudit archive --archive-dir {archive}   # events topic -> hourly Avro files + manifests")
-    archiver = _spawn(["archive", "--archive-dir", str(archive), "--bootstrap-server", c.bootstrap_servers],
-                      env, out / "archive.log")
+    capture = _spawn(["capture", *where, "--bootstrap-server", c.bootstrap_servers, "--sample-interval", "2",
+                      *signing], env, out / "capture.log")
+    say(f"$ ctrlaudit archive --archive-dir {archive} --signing-key {key}   # events topic -> hourly Avro files + "
+        "manifests, signed checkpoints beside them")
+    archiver = _spawn(["archive", "--archive-dir", str(archive), "--bootstrap-server", c.bootstrap_servers,
+                       *signing], env, out / "archive.log")
     try:
         def alive_and(pred):
             def check():
@@ -245,13 +250,15 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
         copy = copy_node_metadata(c, source, out / "metadata-copy")
         say(f"copied node {source}'s metadata log to {copy} (for the offline import)")
     return Captured(archive, mark_a.offset, mark_end.offset, events, moved, topic, mark_a.described, copy,
-                    mark_b.offset, mark_b.described, victim, zk)
+                    mark_b.offset, mark_b.described, victim, zk, public)
 
 
 def forensics(cap: Captured, out: Path) -> None:
     """What an engineer does afterwards, through the real CLI, from the archive alone."""
     store = str(out / "demo.duckdb")
-    step("is the archive complete and untampered?", "verify", str(cap.archive))
+    trust = ["--trusted-key", str(cap.public_key)] if cap.public_key else []
+    step("is the archive complete and untampered? (chain, manifests, and every signed checkpoint against the "
+         "public key)", "verify", str(cap.archive), *trust)
     step("load it into the embedded store", "load", str(cap.archive), "--store", store)
     step("the state at mark A, as kafka-topics --describe printed it then", "state", "--store", store,
          "--offset", str(cap.mark_a), "--topic", cap.topic)
@@ -274,7 +281,9 @@ def forensics(cap: Captured, out: Path) -> None:
     step("the incident report: summary, plots, drill-down per partition (one HTML file, no network needed)",
          "report", "--store", store, "--check-json", str(out / "check.json"), "--out", str(report), "--force")
     print(f"\nThe incident report: {report.resolve()}")
-    hand_over(out, Path(store), cap.topic, cap.moved, cap.mark_a)
+    proof = prove_one(cap.archive, cap.public_key, out, cap.events // 2) if cap.public_key else None
+    hand_over(out, Path(store), cap.topic, cap.moved, cap.mark_a,
+              (proof, cap.public_key) if proof is not None and cap.public_key is not None else None)
 
 
 def main(argv: list[str] | None = None) -> None:

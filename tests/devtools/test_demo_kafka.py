@@ -94,7 +94,9 @@ def test_forensics_steps_all_succeed(demo, capsys, monkeypatch):
     assert (out / "imported").is_dir()  # the offline import of the copied metadata log ran
     commands = handed_over(printed)  # ready to paste, paths as seen from where the demo ran
     assert commands[0] == "export CTRLAUDIT_STORE=demo.duckdb"
-    assert run_handed_over(commands, out) == ["timeline", "explain", "state", "check"]
+    # signed by capture and the archiver with the demo's key; one event proven, the proof checked on its own
+    assert "checkpoint(s) verified, seq 0.." in printed and ": OK: event" in printed
+    assert run_handed_over(commands, out) == ["timeline", "explain", "state", "check", "verify-proof"]
 
 
 def test_offline_import_holds_the_archived_kraft_changes(demo):

@@ -93,7 +93,9 @@ def test_forensics_steps_all_succeed_and_the_check_is_clean(demo, capsys, monkey
     assert (out / "imported").is_dir() and (out / "incident.html").is_file()
     commands = handed_over(printed)  # ready to paste, paths as seen from where the demo ran
     assert commands[0] == "export CTRLAUDIT_STORE=demo.duckdb"
-    assert run_handed_over(commands, out) == ["timeline", "explain", "state", "check"]
+    # signed by capture and the archiver with the demo's key; one event proven, the proof checked on its own
+    assert "checkpoint(s) verified, seq 0.." in printed and ": OK: event" in printed
+    assert run_handed_over(commands, out) == ["timeline", "explain", "state", "check", "verify-proof"]
 
 
 def test_offline_import_of_zookeepers_log_ends_where_the_capture_ended(demo, tmp_path):
