@@ -177,8 +177,9 @@ CATALOG: tuple[Invariant, ...] = (
             Anchor("elr_member_not_from_isr, elr_while_isr_at_min_isr", KAFKA, PCB,
                    "PartitionChangeBuilder.maybePopulateTargetElr"),
             Anchor("leader_from_elr_while_isr_not_empty", KAFKA, PCB, "PartitionChangeBuilder.isValidNewLeader"),
-            Anchor("elr_before_metadata_version_22", KAFKA, MV, "MetadataVersion.isElrSupported",
-                   "judged below 22, the lowest level whose records ever carried an ELR"),
+            Anchor("elr_before_metadata_version_22, elr_in_zookeeper_mode", KAFKA, MV, "MetadataVersion.isElrSupported",
+                   "judged below 22, the lowest level whose records ever carried an ELR, and in ZooKeeper mode, "
+                   "whose partition state znode has no ELR"),
             Anchor("isr_empty_without_elr", VANLIGHTLY, R35, "ValidControllerState",
                    "its conjunct isr # {}, which KIP-966 dropped: judged only where no ELR can exist "
                    "(ZooKeeper mode, metadata.version below 22)"),
