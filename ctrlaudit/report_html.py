@@ -49,7 +49,7 @@ EXPLAINED_MOVES = 5  # newest leader changes explained per partition
 _STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1300px; color: #222; }
 h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
-ul.anchors { margin: 0; padding-left: 1.1em; font-size: 0.9em; } .anchor-source, .anchor-note { color: #555; }
+ul.anchors { margin: 0; padding-left: 1.1em; font-size: 0.9em; } .anchor-name { font-family: monospace; } .anchor-source, .anchor-note { color: #555; }
 figure { margin: 1em 0; } figcaption { color: #444; }
 pre { background: #f6f6f6; padding: .6em; overflow-x: auto; font-size: 12px; }
 table { border-collapse: collapse; } td, th { border: 1px solid #ddd; padding: 2px 8px; text-align: left; }

@@ -86,6 +86,7 @@ def test_the_readme_holds_the_catalogs_table():
 
 def test_the_html_cell_is_the_catalogs_and_escaped():
     cell = anchor_table.html_cell("isr_elr_sanity")
-    assert "<code>ValidControllerIsrAndElr</code>" in cell and "<code>ValidControllerState</code>" in cell
+    assert '<span class="anchor-name">ValidControllerIsrAndElr</span>' in cell
+    assert '<span class="anchor-name">ValidControllerState</span>' in cell
     assert "&lt; min ISR" in anchor_table.html_cell("valid_high_watermark")  # the note's "<", escaped
     assert anchor_table.html_cell("<script>") == ""
