@@ -41,7 +41,7 @@ laundered_entries AS (  -- the change that put each laundered election's new lea
   SELECT l.cluster_id, l.seq, MAX(e.seq) AS entry_seq
   FROM candidates l
   JOIN events e ON e.cluster_id = l.cluster_id AND e.topic = l.topic AND e.partition = l.partition
-  WHERE l.laundered = 1 AND e.kind = 'PartitionChange' AND e.seq < l.seq AND e.has_after
+  WHERE l.laundered = 1 AND e.kind = 'PartitionChange' AND e.seq < l.seq AND e.has_after AND {size(e.a_elr)} > 0
     AND {contains(e.a_elr, l.a_leader)} AND NOT (e.has_before AND NOT e.bootstrap AND {contains(e.b_elr, l.a_leader)})
   GROUP BY l.cluster_id, l.seq
 ),
