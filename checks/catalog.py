@@ -133,7 +133,8 @@ CATALOG: tuple[Invariant, ...] = (
                    "PartitionChangeBuilder.triggerLeaderEpochBumpForReplicaReassignmentIfNeeded",
                    "no property states it; the specs have it only as actions (kafka_replication_v3_5.tla "
                    "bumps the epoch on every reassignment completion, which Kafka does not when only adding, "
-                   "KAFKA-13790). A new leader takes epoch + 1 in tryElection; a removed replica forces a bump"),
+                   "KAFKA-13790). A record that sets a leader makes leaderEpoch + 1 when applied "
+                   "(PartitionRegistration.merge); a replica leaving the assignment forces such a record"),
             Anchor("ISR shrink below metadata.version 12", KAFKA, PCB,
                    "PartitionChangeBuilder.triggerLeaderEpochBumpForIsrShrinkIfNeeded",
                    "MetadataVersion.isLeaderEpochBumpRequiredOnIsrShrink: before 3.6-IV0 only (KAFKA-15021)"),
