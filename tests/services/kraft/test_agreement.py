@@ -94,3 +94,12 @@ def test_one_nodes_files_however_given_are_one_copy(tmp_path):
     shutil.copy(d.parent / "meta.properties", other.parent / "meta.properties")
     with pytest.raises(BadImport, match="two copies of node 1"):
         node_copies([d, other])
+
+
+def test_copies_of_different_clusters_are_one_line(tmp_path):
+    dirs = [_copy(tmp_path, 1, _batches()), _copy(tmp_path, 2, _batches())]
+    (dirs[1].parent / "meta.properties").write_text("version=1\ncluster.id=OtherClusterAAAAAAAAAAA\nnode.id=2\n")
+    done = ctrlaudit("import", "kraft", *map(str, dirs), "--out", str(tmp_path / "out"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr + done.stdout
+    [line] = done.stderr.strip().splitlines()
+    assert "different clusters" in line and "node 2: OtherClusterAAAAAAAAAAA" in line, line
