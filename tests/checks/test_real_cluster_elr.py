@@ -17,11 +17,31 @@ from checks.catalog import NAMES
 from devtools.cluster import observe
 from devtools.cluster.testing import copy_node_metadata, heal
 from devtools.cluster.testing import wait_until as _wait
-from tests.checks.test_real_cluster_data_loss import COLS, _alter, _produce
+from tests.checks.test_real_cluster_data_loss import COLS, _alter
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 TOPIC = "elr-member"
+
+
+def _produce(bootstrap: str, n: int, acks: str, size: int = 200) -> None:
+    """`n` records, every one acknowledged (a failed delivery fails the test, naming Kafka's error)."""
+    from confluent_kafka import Producer
+    errors: list[str] = []
+    p = Producer({"bootstrap.servers": bootstrap, "acks": acks})
+    for i in range(n):
+        p.produce(TOPIC, key=b"k", value=b"v" * size, on_delivery=lambda err, _: err and errors.append(str(err)))
+        if i % 1000 == 999:
+            p.poll(0)
+    assert p.flush(60) == 0 and not errors, errors[:3]
+
+
+def _waited(take, pred, timeout: float, what: str):
+    """wait_until on sample rounds; on a time-out, what the last round gave (or raised)."""
+    try:
+        return _wait(lambda: [s for s in take() if pred(s)], timeout, what)
+    except AssertionError:
+        raise AssertionError(f"timed out waiting for {what}; a round now: {take()!r}") from None
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +75,7 @@ def history(kafka_cluster, tmp_path_factory):
 
     try:
         _produce(bs(), 200, "all")
-        _wait(lambda: [s for s in take() if s.high_watermark >= 200], 30, "HW 200 with both in sync")
+        _waited(take, lambda s: s.high_watermark >= 200, 60, "HW 200 with both in sync")
         for kind, name, configs in throttles:
             _alter(bs(), kind, name, configs)
         c.pause_node(y)
@@ -65,8 +85,8 @@ def history(kafka_cluster, tmp_path_factory):
         finally:
             c.resume_node(y)
         # back, throttled: in the ELR, answering with its LEO (>= 0) while the leader's is far ahead
-        _wait(lambda: [s for s in take() if any(r.broker_id == y and r.log_end_offset >= 0 for r in s.replicas)],
-              120, "y sampled while in the ELR")
+        _waited(take, lambda s: any(r.broker_id == y and r.log_end_offset >= 0 for r in s.replicas), 120,
+                "y sampled while in the ELR")
         for _ in range(3):
             take()
     finally:
