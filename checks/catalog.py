@@ -1,8 +1,13 @@
 """The invariant catalog: one entry per invariant, one SQL definition each (checks/invariants/<name>.sql).
 
-Names are the contract with the simulator's ground truth; `tla` names the TLA+ invariant where one
-exists (hachikuji/kafka-specification, Vanlightly/kafka-tlaplus). `needs` lists the payload kinds
-without which the check has nothing to judge (the report then says "no data", not "pass").
+Names are the contract with the simulator's ground truth; `anchors` say where each rule comes from: the
+exact property or action of a TLA+ specification of Kafka (Vanlightly/kafka-tlaplus,
+hachikuji/kafka-specification, ocadaruma/kafka-spec), the Kafka class and method that makes it true, or
+that no spec states it and why it holds. The anchors table of checks/README.md, the documentation and the
+HTML report are rendered from them (checks/anchor_table.py); every cited name is held by
+tests/checks/test_anchors.py to checks/spec_names.json, the names those files define at pinned commits
+(devtools/spec_names.py). `needs` lists the payload kinds without which the check has nothing to judge
+(the report then says "no data", not "pass").
 """
 from __future__ import annotations
 
@@ -24,11 +29,48 @@ RESULT_COLUMNS = (
 VIOLATION_COLUMNS = ("invariant",) + RESULT_COLUMNS
 
 
+# Abbreviations of the files anchors cite most (the anchors table spells them out).
+R35 = "kafka_data_replication/kraft/v3.5/v3_5_properties.tla"
+R35_ACTIONS = "kafka_data_replication/kraft/v3.5/kafka_replication_v3_5.tla"
+R966 = "kafka_data_replication/kraft/kip-966/kip_966_properties.tla"
+K996 = "kraft/kip_996/kraft_kip_996_properties.tla"
+K853 = "kraft/kip_853/kraft_kip_853_properties.tla"
+VANLIGHTLY, HACHIKUJI, OCADARUMA, KAFKA = (
+    "Vanlightly/kafka-tlaplus", "hachikuji/kafka-specification", "ocadaruma/kafka-spec", "apache/kafka")
+_KC = "metadata/src/main/java/org/apache/kafka/controller/"
+PCB = _KC + "PartitionChangeBuilder.java"
+RCM = _KC + "ReplicationControlManager.java"
+MV = "server-common/src/main/java/org/apache/kafka/server/common/MetadataVersion.java"
+ZK_CONTROLLER = "core/src/main/scala/kafka/controller/"
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """Where an invariant's rules (`covers`: rule names or the part of the statement; "" = all of it) come
+    from: `name`, a TLA+ definition (property or action) or a Kafka `Class.method`, defined in `path` of the
+    GitHub repository `repo`; or, with no repo, that no spec states it, `note` saying why it holds. `note`
+    also says where the check departs from the cited statement."""
+
+    covers: str
+    repo: str = ""
+    path: str = ""
+    name: str = ""
+    note: str = ""
+
+    @property
+    def kind(self) -> str:
+        return "none" if not self.repo else "kafka" if self.repo == KAFKA else "tla"
+
+    def cite(self) -> str:
+        """One line: `name` (repo, path), or "no spec states it"."""
+        return f"{self.name} ({self.repo}, {self.path})" if self.repo else "no spec states it"
+
+
 @dataclass(frozen=True)
 class Invariant:
     name: str
     anchor: str  # I1..I14, the catalog numbers of docs/reference/invariants.md, or "" for ctrlaudit's own
-    tla: str
+    anchors: tuple[Anchor, ...]
     statement: str
     needs: tuple[str, ...]  # payload kinds that must be present
     data: str  # M = metadata, C = configs, B = offset samples
@@ -54,44 +96,121 @@ class Invariant:
     def sql_path(self) -> Path:
         return SQL_DIR / f"{self.name}.sql"
 
+    @property
+    def tla(self) -> str:
+        """The TLA+ definitions it is anchored to, comma-separated ("" where none)."""
+        return ", ".join(dict.fromkeys(a.name for a in self.anchors if a.kind == "tla"))
+
 
 CATALOG: tuple[Invariant, ...] = (
     Invariant(
-        "controller_epoch_monotonic", "I1", "ElectionSafety (epoch part)",
+        "controller_epoch_monotonic", "I1", (
+            Anchor("KRaft", KAFKA, "raft/src/main/java/org/apache/kafka/raft/QuorumState.java",
+                   "QuorumState.transitionToUnattached",
+                   "no spec states it: the replication specs model one controller without epochs, and the Raft "
+                   "specs' ElectionSafety is per epoch. It holds because a voter refuses every transition to an "
+                   "epoch below its own (QuorumState's transitions throw), so the quorum's leader epochs, which "
+                   "KRaft writes as the controller epoch, only rise"),
+            Anchor("ZooKeeper mode", KAFKA, "core/src/main/scala/kafka/zk/KafkaZkClient.scala",
+                   "KafkaZkClient.registerControllerAndIncrementControllerEpoch",
+                   "a controller takes /controller_epoch + 1 by a conditional write of that znode; no spec "
+                   "models /controller_epoch fencing"),
+        ),
         "ControllerChange epochs and every event's controller_epoch never go backwards along seq.",
         ("ControllerChange",), "M", ("a ZooKeeper -> KRaft migration's cutover (the first KRaft ControllerChange right after a ZooKeeper event, by the controller that claimed ZooKeeper) starts the KRaft quorum's epoch counter",), live=True, sharded=False,
     ),
     Invariant(
-        "election_safety", "I2", "ElectionSafety",
+        "election_safety", "I2", (
+            Anchor("", VANLIGHTLY, K996, "ElectionSafety", "at most one leader per epoch (KIP-996 Raft spec)"),
+            Anchor("", VANLIGHTLY, K853, "NeverTwoLeadersInSameEpoch", "the same, in the KIP-853 Raft spec"),
+        ),
         "At most one controller per controller epoch.",
         ("ControllerChange",), "M", ("a ZooKeeper -> KRaft migration's cutover (the first KRaft ControllerChange right after a ZooKeeper event, by the controller that claimed ZooKeeper) starts the KRaft quorum's epoch counter",), live=True, sharded=False,
     ),
     Invariant(
-        "leader_epoch_monotonic", "I3", "",
+        "leader_epoch_monotonic", "I3", (
+            Anchor("leader change, replica removal", KAFKA, PCB,
+                   "PartitionChangeBuilder.triggerLeaderEpochBumpForReplicaReassignmentIfNeeded",
+                   "no property states it; the specs have it only as actions (kafka_replication_v3_5.tla "
+                   "bumps the epoch on every reassignment completion, which Kafka does not when only adding, "
+                   "KAFKA-13790). A record that sets a leader makes leaderEpoch + 1 when applied "
+                   "(PartitionRegistration.merge); a replica leaving the assignment forces such a record"),
+            Anchor("ISR shrink below metadata.version 12", KAFKA, PCB,
+                   "PartitionChangeBuilder.triggerLeaderEpochBumpForIsrShrinkIfNeeded",
+                   "MetadataVersion.isLeaderEpochBumpRequiredOnIsrShrink: before 3.6-IV0 only (KAFKA-15021)"),
+            Anchor("ZooKeeper mode", HACHIKUJI, "KafkaReplication.tla", "ControllerUpdateIsr",
+                   "the controller's writes of the state znode bump the leader epoch; the leader's own ISR writes "
+                   "(QuorumUpdateLeaderAndIsr) do not"),
+        ),
         "A partition's leader epoch never decreases and rises on every leader change and replica removal.",
         ("PartitionChange",), "M+C",
         ("no bump on ISR shrink when metadata.version >= 12 (3.6-IV0, KAFKA-15021) or unknown/ZooKeeper",
          "no bump when a reassignment only adds replicas (KAFKA-13790)"), live=True,
     ),
     Invariant(
-        "partition_epoch_monotonic", "I4", "",
+        "partition_epoch_monotonic", "I4", (
+            Anchor("KRaft", KAFKA, "metadata/src/main/java/org/apache/kafka/metadata/PartitionRegistration.java",
+                   "PartitionRegistration.merge",
+                   "no property states it; every PartitionChangeRecord applied makes partitionEpoch + 1"),
+            Anchor("ZooKeeper mode", HACHIKUJI, "AsyncIsr.tla", "ControllerWriteIsr",
+                   "the state znode's version (zkVersion), written as version + 1"),
+        ),
         "The partition epoch strictly rises on every PartitionChange that is not a create or bootstrap.",
         ("PartitionChange",), "M", (), live=True,
     ),
     Invariant(
-        "leader_in_isr", "I5", "LeaderInIsr",
+        "leader_in_isr", "I5", (
+            Anchor("leader ∈ ISR", HACHIKUJI, "KafkaReplication.tla", "LeaderInIsr",
+                   "literally false at Init (leader None), hence the leader -1 exemption; Kip320.tla states it "
+                   "as a THEOREM"),
+            Anchor("ISR ⊆ replicas", VANLIGHTLY, R966, "ValidControllerIsrAndElr"),
+        ),
         "Leader ∈ ISR ⊆ replicas in every partition state; leader -1 is legal.",
         ("PartitionChange",), "M", ("leader -1 (no leader), with any ISR",), live=True, history=False,
     ),
     Invariant(
-        "isr_elr_sanity", "I6", "ValidControllerIsrAndElr",
+        "isr_elr_sanity", "I6", (
+            Anchor("elr_not_subset_of_replicas, isr_elr_overlap, elr_while_isr_at_min_isr", VANLIGHTLY, R966,
+                   "ValidControllerIsrAndElr",
+                   "MinIsrRecoveryQuorum of the same file is not checked: as stated (ISR = ELR = ∅ ⇒ "
+                   "|LastKnownELR| = MinISR) it flags correct Kafka 4.x histories, which keep the last known "
+                   "leader alone in that field (PartitionChangeBuilder.maybeUpdateLastKnownLeader)"),
+            Anchor("elr_member_not_from_isr, elr_while_isr_at_min_isr", KAFKA, PCB,
+                   "PartitionChangeBuilder.maybePopulateTargetElr"),
+            Anchor("leader_from_elr_while_isr_not_empty", KAFKA, PCB, "PartitionChangeBuilder.isValidNewLeader"),
+            Anchor("elr_before_metadata_version_22, elr_in_zookeeper_mode", KAFKA, MV, "MetadataVersion.isElrSupported",
+                   "judged below 22, the lowest level whose records ever carried an ELR, and in ZooKeeper mode, "
+                   "whose partition state znode has no ELR"),
+            Anchor("isr_empty_without_elr", VANLIGHTLY, R35, "ValidControllerState",
+                   "its conjunct isr # {}, which KIP-966 dropped: judged only where no ELR can exist "
+                   "(ZooKeeper mode, metadata.version below 22)"),
+            Anchor("isr_empty_without_elr", KAFKA, PCB, "PartitionChangeBuilder.build",
+                   "an empty ISR is written only with eligible leader replicas enabled; otherwise the last "
+                   "member stays (ZooKeeper mode: ReplicaStateMachine.doRemoveReplicasFromIsr)"),
+            Anchor("adding_removing_overlap, adding_or_removing_not_in_replicas", VANLIGHTLY, R35_ACTIONS,
+                   "ValidReassignment",
+                   "its preconditions (adding outside, removing inside the current replicas) as the states after "
+                   "the grow keep them"),
+        ),
         "ELR ⊆ replicas, ISR ∩ ELR = ∅, adding ∩ removing = ∅, adding ∪ removing ⊆ replicas; brokers enter "
         "the ELR only from the ISR, and only while |ISR| < min.insync.replicas; a leader from the ELR only "
-        "when the ISR is empty; no ELR below metadata.version 22.",
+        "when the ISR is empty; no ELR below metadata.version 22; the ISR is never empty where no ELR can "
+        "exist (ZooKeeper mode, metadata.version below 22).",
         ("PartitionChange",), "M+C", (), live=True,
     ),
     Invariant(
-        "fenced_broker_not_in_isr", "I7", "ValidControllerState",
+        "fenced_broker_not_in_isr", "I7", (
+            Anchor("fenced or unregistered broker", VANLIGHTLY, R966, "ValidControllerState",
+                   "a fenced broker is never in an ISR (v3_5_properties.tla's ValidControllerState allows it in "
+                   "an ISR of one: the last replica standing, which the check allows as well)"),
+            Anchor("fenced or unregistered broker", KAFKA, RCM, "ReplicationControlManager.handleBrokerFenced"),
+            Anchor("controlled shutdown", KAFKA, RCM,
+                   "ReplicationControlManager.handleBrokerInControlledShutdown",
+                   "the specs removed controlled shutdown; KIP-841: a broker shutting down leaves ISRs and "
+                   "leaderships and joins none"),
+            Anchor("re-registration while in ISRs (allowed below metadata.version 23)", KAFKA, RCM,
+                   "ReplicationControlManager.handleBrokerUncleanShutdown", "KAFKA-15586, KIP-966"),
+        ),
         "A fenced or unregistered broker is never leader or in an ISR; a broker in controlled shutdown "
         "never becomes leader or joins an ISR.",
         ("PartitionChange", "BrokerChange"), "M",
@@ -101,12 +220,30 @@ CATALOG: tuple[Invariant, ...] = (
         merged=("lingering", (("n_active", "SUM"), ("first_state_seq", "MIN"), ("first_partition", "MIN"))),
     ),
     Invariant(
-        "valid_high_watermark", "I8", "ValidHighWatermark",
-        "Sampled HW ≤ the LEO of every ISR member (ISR as of the sample); LEO -1 is no evidence.",
+        "valid_high_watermark", "I8", (
+            Anchor("hw_above_isr_member_leo", HACHIKUJI, "AsyncIsr.tla", "ValidHighWatermark",
+                   "its exact observable form: the sampled HW against each ISR member's sampled LEO"),
+            Anchor("elr_member_behind_hw_at_entry", VANLIGHTLY, R966, "LeaderCandidateCompletenessProperty",
+                   "its ELR half, against the HW sampled before the member entered the ELR (the spec's true "
+                   "HW is not observed; with ELR on the HW does not advance while |ISR| < min ISR)"),
+        ),
+        "Sampled HW ≤ the LEO of every ISR member (ISR as of the sample); an ELR member's sampled LEO ≥ the "
+        "HW sampled last before it entered the ELR; LEO -1 is no evidence.",
         ("OffsetSample", "PartitionChange"), "B+M", ("replicas that did not answer (LEO -1)",), live=True,
     ),
     Invariant(
-        "high_watermark_monotonic", "I9", "Applied HWM monotonicity",
+        "high_watermark_monotonic", "I9", (
+            Anchor("hw_decreased, hw_decreased_across_leader_change", KAFKA,
+                   "core/src/main/scala/kafka/cluster/Partition.scala", "Partition.fetchOffsetForTimestamp",
+                   "no spec states it: HighWatermarkIsMonotonic, once in kafka_replication_v3_5.tla, was "
+                   "removed as \"not actually an invariant\" (a new leader's HW can lag the old one's). It "
+                   "holds for the sampler's reading because ListOffsets answers OFFSET_NOT_AVAILABLE until a "
+                   "new leader's HW reaches its epoch's start offset (KIP-207)"),
+            Anchor("new_leader_behind_committed", VANLIGHTLY, R966, "LeaderCompletenessProperty",
+                   "its offset part, at elections: the new leader's sampled LEO against the sampled HW"),
+            Anchor("unclean_election_data_loss", OCADARUMA, "UncleanLeaderElectionSafety.tla",
+                   "CommittedMessagesNeverLost", "its offset shadow, measured where an unclean election breaks it"),
+        ),
         "A partition's sampled HW never decreases, in particular across leader changes; a clean election's new "
         "leader (in the ISR or ELR as of the last sample) holds the sampled HW (Jepsen's lost writes, as far as "
         "samples see); an unclean election's loss is measured.",
@@ -117,15 +254,38 @@ CATALOG: tuple[Invariant, ...] = (
         live=True,
     ),
     Invariant(
-        "unclean_election_allowed", "I12", "",
-        "A leader from outside the previous ISR and ELR only where unclean.leader.election.enable is true, "
-        "and then with RECOVERING.",
+        "unclean_election_allowed", "I12", (
+            Anchor("unclean_election, unclean_election_not_allowed", KAFKA, PCB,
+                   "PartitionChangeBuilder.electAnyLeader",
+                   "no spec guards unclean elections by a config: Vanlightly's specs have none, "
+                   "UncleanLeaderElectionSafety.tla's UncleanLeaderElectionChooseLatestOffset has no guard. "
+                   "Kafka elects outside the ISR and ELR only for Election.UNCLEAN, which the controller asks "
+                   "where unclean.leader.election.enable is true (ReplicationControlManager.maybeElectUncleanLeaders)"),
+            Anchor("ZooKeeper mode", KAFKA, ZK_CONTROLLER + "Election.scala", "Election.leaderForOffline"),
+            Anchor("unclean_election_without_recovering", KAFKA, PCB, "PartitionChangeBuilder.tryElection",
+                   "KIP-704: an unclean election sets RECOVERING"),
+            Anchor("last_known_leader_election", KAFKA, PCB, "PartitionChangeBuilder.canElectLastKnownLeader"),
+            Anchor("unclean_election_via_elr_that_could_not_exist", KAFKA, MV, "MetadataVersion.isElrSupported",
+                   "a leader from an ELR that no Kafka could have written (ZooKeeper mode, metadata.version "
+                   "below 22) was in no legal ISR or ELR: the election is unclean, judged like one, and names "
+                   "the event that put it in the ELR"),
+        ),
+        "A leader from outside the previous ISR and ELR — or from an ELR that could not exist — only where "
+        "unclean.leader.election.enable is true, and then with RECOVERING.",
         ("PartitionChange",), "M+C",
         ("unclean.leader.election.enable=true as of the event: topic, else controller node, else cluster "
          "default (reported as allowed)",), live=True,
     ),
     Invariant(
-        "leader_election_order", "I14", "",
+        "leader_election_order", "I14", (
+            Anchor("KRaft", KAFKA, PCB, "PartitionChangeBuilder.electAnyLeader",
+                   "no property states it: the first replica in assignment order that is a valid new leader. "
+                   "Vanlightly's specs pick any ISR member; UncleanLeaderElectionSafety.tla's ElectNewLeader "
+                   "(the left-most ISR member) is the nearest"),
+            Anchor("ZooKeeper mode", KAFKA, ZK_CONTROLLER + "Election.scala", "Election.leaderForOffline",
+                   "assignment.find(live && isr), as leaderForReassign, leaderForPreferredReplica and "
+                   "leaderForControlledShutdown"),
+        ),
         "A clean election picks the first eligible replica in assignment order: no ISR member that was live "
         "(registered, unfenced, not shutting down) comes before the new leader in the replica list (ZooKeeper "
         "mode's election strategies and KRaft's PartitionChangeBuilder alike).",
@@ -134,20 +294,42 @@ CATALOG: tuple[Invariant, ...] = (
          "not judged",), live=True,
     ),
     Invariant(
-        "reassignment_legal", "I13", "EventuallyReassignmentCompletes (safety part)",
+        "reassignment_legal", "I13", (
+            Anchor("start, cancel, re-target", VANLIGHTLY, R35_ACTIONS, "PerformPartitionReassignment",
+                   "the action that starts a reassignment (replicas = OAR ∪ RAR, adding, removing)"),
+            Anchor("completion", VANLIGHTLY, R35_ACTIONS, "ReceiveAlterPartitionRequest",
+                   "completes once adding ⊆ ISR; the spec also asks |final ISR| ≥ MinISR, which Kafka does not "
+                   "(PartitionReassignmentReplicas.maybeCompleteReassignment), nor the check"),
+            Anchor("completion", KAFKA, _KC + "PartitionReassignmentReplicas.java",
+                   "PartitionReassignmentReplicas.maybeCompleteReassignment"),
+            Anchor("cancel", KAFKA, RCM, "ReplicationControlManager.cancelPartitionReassignment"),
+            Anchor("ZooKeeper mode", KAFKA, ZK_CONTROLLER + "KafkaController.scala",
+                   "KafkaController.onPartitionReassignment"),
+        ),
         "Reassignments grow to OAR ∪ RAR, add to the ISR only through the leader, complete only when "
         "adding ⊆ ISR, then replicas = target; cancel restores OAR; a re-target removes only replicas and "
         "drops no original replica before adding ⊆ ISR.",
         ("PartitionChange",), "M", ("removal-only reassignments may complete in one step",), live=True,
     ),
     Invariant(
-        "state_continuity", "", "",
+        "state_continuity", "", (
+            Anchor("", note="it checks the recording, not Kafka. Every metadata record "
+                   "applies to the image the records before it made (MetadataDelta.replay), so a partition's "
+                   "next state starts where its last one ended unless the capture lost or reordered events"),
+        ),
         "Each PartitionChange's before equals the previous event's after for that partition (by topic id), "
         "and its topic id is live.",
         ("PartitionChange",), "M", ("a CaptureGap between the two events (reported as allowed)",), live=True,
     ),
     Invariant(
-        "distinct_replicas", "", "",
+        "distinct_replicas", "", (
+            Anchor("duplicates", note="the specs hold replicas, ISR and ELR as sets. Kafka "
+                   "refuses an assignment naming a broker twice (ReplicationControlManager."
+                   "validateManualPartitionAssignment) and builds every list from such an assignment"),
+            Anchor("racks at creation", KAFKA, "metadata/src/main/java/org/apache/kafka/metadata/placement/"
+                   "StripedReplicaPlacer.java", "StripedReplicaPlacer.place",
+                   "places a partition's replicas on distinct racks while racks remain"),
+        ),
         "No broker twice in a replica, ISR, ELR, adding or removing list; at creation, replicas on distinct "
         "racks where racks allow.",
         ("PartitionChange",), "M", ("rack rule skipped when any replica's rack is unknown",), live=True,

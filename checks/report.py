@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from checks.anchor_table import as_json
 from checks.catalog import BY_NAME, Invariant
 from checks.findings import Counts, Findings
 from replay.gaps import CaptureStretch
@@ -41,7 +42,8 @@ class InvariantResult:
     def to_json(self) -> dict[str, Any]:
         inv = self.invariant
         return {
-            "name": inv.name, "anchor": inv.anchor, "tla": inv.tla, "statement": inv.statement,
+            "name": inv.name, "anchor": inv.anchor, "tla": inv.tla, "anchors": as_json(inv),
+            "statement": inv.statement,
             "data": inv.data, "severity": inv.severity, "status": self.status, "valid": self.status != FAIL,
             "violations": self.violations, "allowed": self.allowed, "rules": self.rules,
             "allowances_applied": self.allowances, "missing_data": self.missing_data,

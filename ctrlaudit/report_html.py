@@ -27,6 +27,7 @@ import plotly.graph_objects as go
 from plotly.io.json import to_json_plotly
 from plotly.offline import get_plotlyjs
 
+from checks.anchor_table import html_cell
 from replay import changes, formats
 from schemas import times
 from replay.incident import HEALTH, Incident
@@ -48,6 +49,7 @@ EXPLAINED_MOVES = 5  # newest leader changes explained per partition
 _STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1300px; color: #222; }
 h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
+ul.anchors { margin: 0; padding-left: 1.1em; font-size: 0.9em; } .anchor-name { font-family: monospace; } .anchor-source, .anchor-note { color: #555; }
 figure { margin: 1em 0; } figcaption { color: #444; }
 pre { background: #f6f6f6; padding: .6em; overflow-x: auto; font-size: 12px; }
 table { border-collapse: collapse; } td, th { border: 1px solid #ddd; padding: 2px 8px; text-align: left; }
@@ -475,12 +477,12 @@ def _page(inc: Incident, judged: Verdict | None, parts: list[str], bad: list[Vio
     if checks is not None:
         rows = "".join(f'<tr><td>{html.escape(i["name"])}</td><td class="verdict-{"fail" if i["status"] == "fail" else "pass"}">'
                        f'{html.escape(i["status"])}</td><td>{html.escape(str(i["violations"]))}</td>'
-                       f'<td>{html.escape(str(i["allowed"]))}</td></tr>'
+                       f'<td>{html.escape(str(i["allowed"]))}</td><td>{html_cell(i["name"])}</td></tr>'
                        for i in checks["invariants"])
         evidence = "".join(f"<li>{_ms(v['time'])}: {html.escape(v['evidence'])}</li>" for v in bad)
         verdicts = (f'<h2>Invariants</h2><div id="verdict-notes">{labels}</div>'
                     '<table id="verdicts"><tr><th>invariant</th><th>verdict</th><th>violations</th>'
-                    f"<th>allowed</th></tr>{rows}</table><ul id=\"evidence\">{evidence}</ul>")
+                    f"<th>allowed</th><th>where it comes from</th></tr>{rows}</table><ul id=\"evidence\">{evidence}</ul>")
         if lost:
             loss_rows = "".join(f'<tr><td>{_ms(v["time"])}</td><td>{html.escape(str(v["partition"]))}</td>'
                                 f'<td>{v["records"]:,}</td><td>{html.escape(str(v["actual"]))}</td></tr>' for v in lost)

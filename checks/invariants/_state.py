@@ -125,6 +125,13 @@ class Partition:
     seen_state: bool = False
     isr: frozenset[int] | None = None
     state_seq: int | None = None
+    # valid_high_watermark (ELR members): the ELR now, the incarnation's last sampled HW, and per broker its last
+    # entry into the ELR: seq, the HW sampled last before it (None: not known)
+    elr: frozenset[int] = frozenset()
+    vhw_last_hw: int | None = None
+    elr_entries: dict[int, tuple[int, int | None]] = field(default_factory=dict)
+    # unclean_election_allowed (ELR laundering): per broker, the seq of the last change that put it in the ELR
+    elr_entered_at: dict[int, int] = field(default_factory=dict)
     # fenced_broker_not_in_isr (b): members of the open interval
     members: frozenset[int] = frozenset()
     # high_watermark_monotonic: previous sample of this incarnation, running unclean count

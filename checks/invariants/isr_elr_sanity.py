@@ -8,7 +8,10 @@ Every state after a PartitionChange:
 - `elr_not_subset_of_replicas`, `isr_elr_overlap`, `adding_removing_overlap`,
   `adding_or_removing_not_in_replicas`: the set rules, magnitude the size of the offending set;
 - `elr_member_not_from_isr`: new ELR members that were not in the previous ISR (transitions only);
-- `elr_before_metadata_version_22`: an ELR or last known ELR at a known metadata.version below 22.
+- `elr_before_metadata_version_22`: an ELR or last known ELR at a known metadata.version below 22;
+- `elr_in_zookeeper_mode`: an ELR or last known ELR in a ZooKeeper source's state;
+- `isr_empty_without_elr`: an empty ISR where no ELR can exist: a ZooKeeper source's state, or a known
+  metadata.version below 22.
 """
 from __future__ import annotations
 
@@ -54,8 +57,14 @@ def on_partition_change(c: Cluster, part: Partition, r: Row, transition: bool, u
                           f"isr {show(r['a_isr'])}, elr {show(r['a_elr'])}", len(r["a_elr"]),
                           related_seq=found[1])
                 break
+    mv = r["metadata_version"]
+    if not r["a_isr"] and (r["source_kind"] == "ZOOKEEPER" or (mv is not None and mv < 22)):
+        where = ", ZooKeeper mode" if r["source_kind"] == "ZOOKEEPER" else f", metadata.version {mv}"
+        alert(out, r, "isr_elr_sanity", "isr_empty_without_elr",
+              "a non-empty isr where no elr can exist (ZooKeeper mode, metadata.version below 22)",
+              f"isr [], leader {r['a_leader']}, replicas {show(r['a_replicas'])}{where}", 1)
     if not r["a_elr"] and not r["a_adding"] and not r["a_removing"] and not r["a_last_known_elr"]:
-        return  # every rule needs a non-empty ELR, last known ELR, adding or removing list
+        return  # every other rule needs a non-empty ELR, last known ELR, adding or removing list
     isr, elr, reps = set(r["a_isr"]), set(r["a_elr"]), set(r["a_replicas"])
     adding, removing = set(r["a_adding"]), set(r["a_removing"])
     name = "isr_elr_sanity"
@@ -79,9 +88,12 @@ def on_partition_change(c: Cluster, part: Partition, r: Row, transition: bool, u
             alert(out, r, name, "elr_member_not_from_isr",
                   f"new elr members from the previous isr {show(r['b_isr'])}",
                   f"elr {show(r['b_elr'])} -> {show(r['a_elr'])}", len(entered))
-    mv, lke = r["metadata_version"], r["a_last_known_elr"] or []
+    lke = r["a_last_known_elr"] or []
     if mv is not None and mv < 22 and (elr or lke):
         alert(out, r, name, "elr_before_metadata_version_22",
               "no elr or last known elr below metadata.version 22 (4.0-IV0)",
               f"metadata.version {mv}, elr {show(r['a_elr'])}, last known elr {show(lke)}",
               len(r["a_elr"]) + len(lke))
+    if r["source_kind"] == "ZOOKEEPER" and (elr or lke):
+        alert(out, r, name, "elr_in_zookeeper_mode", "no elr or last known elr in ZooKeeper mode (the state znode has none)",
+              f"elr {show(r['a_elr'])}, last known elr {show(lke)}", len(r["a_elr"]) + len(lke))

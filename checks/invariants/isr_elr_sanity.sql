@@ -3,25 +3,33 @@
 -- ELR membership (KIP-966; the TLA+ spec's ValidControllerIsrAndElr): a broker enters the ELR only
 -- from the ISR of the state before (the controller moves ISR members it removes into the ELR), and
 -- no ELR or last known ELR exists at a metadata.version below 4.0-IV0 (22), whose partition records
--- cannot carry them (MetadataVersion.isElrSupported; PartitionRecord/PartitionChangeRecord v2).
+-- cannot carry them (MetadataVersion.isElrSupported; PartitionRecord/PartitionChangeRecord v2), nor in a
+-- ZooKeeper source's states (the partition state znode, LeaderAndIsr, has no such field).
 -- KIP-966 rules of Kafka's PartitionChangeBuilder (TLA+: ValidControllerIsrAndElr, MinIsrRecoveryQuorum):
 --  the ELR is empty while |ISR| >= min.insync.replicas (maybePopulateTargetElr clears it), judged where
 --  min.insync.replicas is known as of the change (the topic's config, else the cluster default; Kafka
 --  writes the cluster default into the metadata when ELR is enabled); and a leader comes from the ELR
 --  only when the ISR apart from it is empty (isValidNewLeader: ISR member, or ELR member when the
 --  target ISR is empty).
+-- isr_empty_without_elr (TLA+: v3_5_properties.tla's ValidControllerState, whose conjunct isr # {} KIP-966
+-- dropped): where no ELR can exist the ISR is never empty. Kafka writes an empty ISR only with eligible
+-- leader replicas enabled (PartitionChangeBuilder.build); otherwise the last member stays when its broker
+-- goes, as in ZooKeeper mode (ReplicaStateMachine.doRemoveReplicasFromIsr). No ELR can exist in a ZooKeeper
+-- source's states and below metadata.version 22. A cluster at 22 or above with ELR disabled is not judged:
+-- that was a controller config (eligible.leader.replicas.enable) before it was a feature level, and neither
+-- the config nor, after a downgrade of the feature, the ELRs the partitions kept are in the metadata.
 -- Every rule needs a non-empty list (ELR, adding, removing, last known ELR after the change, or the ELR
--- before it for a leader from the ELR): an empty list breaks none of them, and most changes have none of
--- these, so `st` keeps only the changes with one (a cheap length each), once, and the set tests run on few
--- rows (Spark computes `st` once for its nine readers; 6.6M states at 10M events before). A state's lists are
--- never NULL (the Avro arrays are required).
+-- before it for a leader from the ELR) or an empty ISR: an empty list breaks none of them, and most changes
+-- have none of these, so `st` keeps only the changes with one (a cheap length each), once, and the set tests
+-- run on few rows (Spark computes `st` once for its nine readers; 6.6M states at 10M events before). A
+-- state's lists are never NULL (the Avro arrays are required).
 WITH st AS (
   SELECT cluster_id, seq, topic, a_isr, a_elr, a_replicas, a_adding, a_removing, a_last_known_elr,
-         b_isr, b_elr, has_before, bootstrap, metadata_version, a_leader, b_leader
+         b_isr, b_elr, has_before, bootstrap, metadata_version, a_leader, b_leader, source_kind
   FROM events
   WHERE kind = 'PartitionChange' AND has_after
     AND ({size(a_elr)} > 0 OR {size(a_adding)} > 0 OR {size(a_removing)} > 0 OR {size(a_last_known_elr)} > 0
-         OR {size(b_elr)} > 0)
+         OR {size(b_elr)} > 0 OR {size(a_isr)} = 0)
 ),
 elr_states AS (SELECT * FROM st WHERE {size(a_elr)} > 0),
 config_changes AS (  -- min.insync.replicas: the topic's, else the cluster default (a non-integer: NULL)
@@ -80,6 +88,12 @@ SELECT cluster_id, seq, CAST(NULL AS BIGINT), 'elr_before_metadata_version_22', 
        CAST({size(a_elr)} + {size(a_last_known_elr)} AS BIGINT)
 FROM st WHERE metadata_version < 22 AND ({size(a_elr)} > 0 OR {size(a_last_known_elr)} > 0)
 UNION ALL
+SELECT cluster_id, seq, CAST(NULL AS BIGINT), 'elr_in_zookeeper_mode', 'violated', CAST(NULL AS STRING),
+       'no elr or last known elr in ZooKeeper mode (the state znode has none)',
+       concat('elr ', {show(a_elr)}, ', last known elr ', {show(a_last_known_elr)}),
+       CAST({size(a_elr)} + {size(a_last_known_elr)} AS BIGINT)
+FROM st WHERE source_kind = 'ZOOKEEPER' AND ({size(a_elr)} > 0 OR {size(a_last_known_elr)} > 0)
+UNION ALL
 SELECT cluster_id, seq, config_seq, 'elr_while_isr_at_min_isr', 'violated', CAST(NULL AS STRING),
        concat('elr empty while |isr| >= min.insync.replicas ', CAST(min_isr AS STRING)),
        concat('isr ', {show(a_isr)}, ', elr ', {show(a_elr)}),
@@ -95,3 +109,11 @@ FROM st
 WHERE has_before AND NOT bootstrap AND a_leader <> -1 AND a_leader <> b_leader
   AND {contains(b_elr, a_leader)} AND NOT {contains(b_isr, a_leader)}
   AND {size({except(a_isr, {list1(a_leader)})})} > 0
+UNION ALL
+SELECT cluster_id, seq, CAST(NULL AS BIGINT), 'isr_empty_without_elr', 'violated', CAST(NULL AS STRING),
+       'a non-empty isr where no elr can exist (ZooKeeper mode, metadata.version below 22)',
+       concat('isr [], leader ', CAST(a_leader AS STRING), ', replicas ', {show(a_replicas)},
+              CASE WHEN source_kind = 'ZOOKEEPER' THEN ', ZooKeeper mode'
+                   ELSE concat(', metadata.version ', CAST(metadata_version AS STRING)) END),
+       CAST(1 AS BIGINT)
+FROM st WHERE {size(a_isr)} = 0 AND (source_kind = 'ZOOKEEPER' OR metadata_version < 22)

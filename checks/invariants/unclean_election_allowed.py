@@ -10,7 +10,10 @@
 - `unclean_election` (allowed) where that config is true; `last_known_leader_election` (allowed) for
   KIP-966's last-known-leader election (ISR and ELR empty, LastKnownElr = [new leader], RECOVERING);
   else `unclean_election_not_allowed`.
-- `unclean_election_without_recovering`: an unclean election that leaves the partition RECOVERED,
+- `unclean_election_via_elr_that_could_not_exist`: ELR laundering, an election from the previous ELR (not the
+  ISR) where no ELR can exist (a ZooKeeper source, metadata.version below 22), judged as an unclean one
+  (allowed where the config says so), related_seq the last change that put the new leader into the ELR.
+- `unclean_election_without_recovering`: an unclean election (laundered ones included) that leaves the partition RECOVERED,
   sources other than ZooKeeper only (KIP-704): ZooKeeper's, and broker logs once a BrokerChange was read from
   them (only a ZooKeeper-mode cluster's logs state one).
 """
@@ -40,9 +43,23 @@ def on_config_change(c: Cluster, r: Row) -> None:
         c.configs[scope] = (r["config_value"], r["seq"])
 
 
+def _laundered(r: Row) -> bool:
+    """A new leader from the previous ELR, not the ISR, where no ELR can exist (the caller has checked: a
+    transition whose leader changed to one that is not -1)."""
+    mv = r["metadata_version"]
+    return (r["a_leader"] in r["b_elr"] and r["a_leader"] not in r["b_isr"]
+            and (r["source_kind"] == "ZOOKEEPER" or (mv is not None and mv < 22)))
+
+
 def on_partition_change(c: Cluster, part: Partition, r: Row, transition: bool, unclean: bool,
                         out: list[Alert]) -> None:
-    if not unclean:
+    laundered = (transition and r["a_leader"] != -1 and r["a_leader"] != r["b_leader"] and _laundered(r))
+    entry = part.elr_entered_at.get(r["a_leader"]) if laundered else None
+    if r["has_after"] and r["a_elr"]:  # who enters the ELR here (kept until it enters again)
+        stays = set(r["b_elr"]) if r["has_before"] and not r["bootstrap"] else set()
+        for b in set(r["a_elr"]) - stays:
+            part.elr_entered_at[b] = r["seq"]
+    if not (unclean or laundered):
         return
     level = value = config_seq = None
     for lvl, scope in ((1, f"topic:{r['topic']}"), (2, f"broker:{r['controller_id']}"), (3, "cluster:")):
@@ -60,7 +77,14 @@ def on_partition_change(c: Cluster, part: Partition, r: Row, transition: bool, u
     what = (f"{tp(r)} leader {r['b_leader']} -> {r['a_leader']}, previous isr {show(sorted(set(r['b_isr'])))}, "
             f"elr {show(sorted(set(r['b_elr'])))}, recovery {r['a_recovery']}")
     expected = f"new leader in previous isr or elr; {config_text}"
-    if allowed:
+    if laundered:
+        where = " (ZooKeeper mode)" if r["source_kind"] == "ZOOKEEPER" else " (metadata.version below 22)"
+        alert(out, r, "unclean_election_allowed", "unclean_election_via_elr_that_could_not_exist",
+              f"new leader in previous isr, or in an elr that can exist; {config_text}",
+              f"{what}; its elr membership from seq {'?' if entry is None else entry}{where}", 1,
+              related_seq=entry, status="allowed" if allowed else "violated",
+              allowance=allowance if allowed else None)
+    elif allowed:
         alert(out, r, "unclean_election_allowed", "unclean_election", expected, what, 1,
               related_seq=config_seq, status="allowed", allowance=allowance)
     elif _last_known_leader(r):

@@ -13,19 +13,37 @@
 -- whatever unclean.leader.election.enable says (PartitionChangeBuilder.canElectLastKnownLeader, the
 -- "balanced" recovery). It held every committed record when it led, unless its own shutdown was unclean,
 -- so it is reported as allowed, rule last_known_leader_election, with that allowance named.
+-- ELR laundering: a leader from the previous ELR (not the ISR) where no ELR can exist (a ZooKeeper source's
+-- state, metadata.version below 22: isr_elr_sanity's elr_before_metadata_version_22 at the change that made
+-- that ELR) was in no legal ISR or ELR, so the election is unclean, though the ELR makes it look clean. It is
+-- judged like any unclean election, under its own rule unclean_election_via_elr_that_could_not_exist, whose
+-- related_seq is the change that put the new leader into that ELR (the last one before the election).
 WITH candidates AS (
   SELECT cluster_id, seq, topic, partition, controller_id, source_kind, b_leader, a_leader, b_isr, b_elr,
          a_recovery,
          CASE WHEN {size(b_isr)} = 0 AND {size(b_elr)} = 0 AND {size(b_last_known_elr)} = 1
                    AND {contains(b_last_known_elr, a_leader)} AND a_recovery = 'RECOVERING'
-              THEN 1 ELSE 0 END AS last_known
+              THEN 1 ELSE 0 END AS last_known,
+         CASE WHEN {contains(b_elr, a_leader)} AND NOT {contains(b_isr, a_leader)}
+                   AND (source_kind = 'ZOOKEEPER' OR metadata_version < 22)
+              THEN 1 ELSE 0 END AS laundered
   FROM events
   WHERE kind = 'PartitionChange' AND NOT bootstrap AND has_before AND has_after
     AND a_leader <> -1 AND a_leader <> b_leader
     AND ((NOT {contains(b_isr, a_leader)} AND NOT {contains(b_elr, a_leader)}
           AND NOT ({contains(b_adding, a_leader)} AND NOT {contains(a_adding, a_leader)}
                    AND {contains(a_isr, a_leader)}))
-         OR election = 'UNCLEAN' OR (a_recovery = 'RECOVERING' AND b_recovery <> 'RECOVERING'))
+         OR election = 'UNCLEAN' OR (a_recovery = 'RECOVERING' AND b_recovery <> 'RECOVERING')
+         OR ({contains(b_elr, a_leader)} AND NOT {contains(b_isr, a_leader)}
+             AND (source_kind = 'ZOOKEEPER' OR metadata_version < 22)))
+),
+laundered_entries AS (  -- the change that put each laundered election's new leader into the ELR
+  SELECT l.cluster_id, l.seq, MAX(e.seq) AS entry_seq
+  FROM candidates l
+  JOIN events e ON e.cluster_id = l.cluster_id AND e.topic = l.topic AND e.partition = l.partition
+  WHERE l.laundered = 1 AND e.kind = 'PartitionChange' AND e.seq < l.seq AND e.has_after AND {size(e.a_elr)} > 0
+    AND {contains(e.a_elr, l.a_leader)} AND NOT (e.has_before AND NOT e.bootstrap AND {contains(e.b_elr, l.a_leader)})
+  GROUP BY l.cluster_id, l.seq
 ),
 config_changes AS (
   SELECT cluster_id, seq, config_value AS value,
@@ -82,7 +100,17 @@ SELECT cluster_id, seq, config_seq AS related_seq,
        concat('new leader in previous isr or elr; ', config_text) AS expected,
        what AS actual,
        CAST(1 AS BIGINT) AS magnitude
-FROM described
+FROM described WHERE laundered = 0
+UNION ALL
+SELECT d.cluster_id, d.seq, x.entry_seq, 'unclean_election_via_elr_that_could_not_exist',
+       CASE WHEN d.allowed = 1 THEN 'allowed' ELSE 'violated' END,
+       CASE WHEN d.allowed = 1 THEN d.allowance_text END,
+       concat('new leader in previous isr, or in an elr that can exist; ', d.config_text),
+       concat(d.what, '; its elr membership from seq ', coalesce(CAST(x.entry_seq AS STRING), '?'),
+              CASE WHEN d.source_kind = 'ZOOKEEPER' THEN ' (ZooKeeper mode)' ELSE ' (metadata.version below 22)' END),
+       CAST(1 AS BIGINT)
+FROM described d LEFT JOIN laundered_entries x ON x.cluster_id = d.cluster_id AND x.seq = d.seq
+WHERE d.laundered = 1
 UNION ALL
 SELECT d.cluster_id, d.seq, CAST(NULL AS BIGINT), 'unclean_election_without_recovering', 'violated',
        CAST(NULL AS STRING), 'leader recovery state RECOVERING after an unclean election', d.what, CAST(1 AS BIGINT)

@@ -17,8 +17,9 @@ from ctrlaudit.progress import bar
 from schemas.archive.note import Signer
 from schemas.archive.writer import ArchiveWriter, after, continuation
 from services.brokerlogs.offline import cluster_id_of_logs, import_log_events, log_layout, zone
-from services.kraft.offline import cluster_id_of, import_events, meta_places, plan
-from services.normalize.imports import ImportReport
+from services.kraft.agreement import Agreement, compare, node_copies
+from services.kraft.offline import cluster_id_of, import_events, meta_places, metadata_dir, plan
+from services.normalize.imports import BadImport, ImportReport
 from services.normalize.migration_offline import import_migrated_events, migration_cluster_id
 from services.normalize.redaction import patterns
 from services.zookeeper.offline import cluster_id_of_zk, import_zk_events, plan_zk
@@ -40,7 +41,9 @@ class OnError(str, Enum):
 @imports.command("kraft", short_help="A copied KRaft metadata log -> an archive.")
 @user_errors
 def kraft(
-    paths: list[Path] = typer.Argument(..., help="__cluster_metadata-0 directories, or segment/.checkpoint files."),
+    paths: list[Path] = typer.Argument(..., help="__cluster_metadata-0 directories, or segment/.checkpoint files. "
+                                       "Several nodes' directories (their meta.properties name distinct node "
+                                       "ids): held to each other batch by batch, imported once."),
     out: Path = typer.Option(..., "--out", help="Archive directory to write."),
     cluster_id: str | None = typer.Option(None, "--cluster-id", help="Default: cluster.id of meta.properties."),
     node_id: int = typer.Option(-1, "--node-id", help="The node whose copy this is (recorded in positions)."),
@@ -63,8 +66,13 @@ def kraft(
                    directories={"--out": out})
     if zookeeper_data:
         return _migrated(paths, zookeeper_data, out, cluster_id, node_id, on_error, json_path, signers)
+    agreed = _agreed(paths)
+    if agreed is not None:  # several nodes' copies, agreeing: the one reaching furthest stands for them all
+        paths, node_id = [agreed.chosen.directory], agreed.chosen.node
     report = ImportReport()
     said = Output(json_path)
+    for line in agreed.lines() if agreed is not None else ():
+        said.say(line)
     cluster = _cluster(cluster_id, lambda: cluster_id_of(paths), said,
                        "no meta.properties with a cluster.id in " + ", ".join(map(str, meta_places(paths)))
                        + " (Kafka keeps it in the log directory, beside __cluster_metadata-0: copy it too)")
@@ -87,6 +95,18 @@ def kraft(
     if report.aborted_transactions:
         said.say(f"{report.aborted_transactions} aborted metadata transaction(s) left out, as Kafka does")
     said.json(lambda: _summary(cluster, out, report, files, last))
+
+
+def _agreed(paths: list[Path]) -> Agreement | None:
+    """Several nodes' metadata directories held to each other (services.kraft.agreement); None for one node's."""
+    copies = node_copies([metadata_dir(p) for p in paths]) if all(p.is_dir() for p in paths) else None
+    if copies is None:
+        return None
+    clusters = {c.node: cluster_id_of([c.directory]) for c in copies}
+    if len(set(clusters.values())) > 1:
+        raise BadImport("the copies are of different clusters: " + ", ".join(
+            f"node {n}: {cid or 'no cluster.id'}" for n, cid in clusters.items()))
+    return compare(copies)
 
 
 def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_id: str | None, node_id: int,

@@ -4,6 +4,8 @@ A page asks for a generated part with a marker on a line of its own:
 
 - `<!-- generated: invariant-catalog -->`: every invariant of checks/catalog.py (name, anchor, TLA+ citation,
   statement, data needed, allowances, whether the live checker and Spark's shards judge it);
+- `<!-- generated: invariant-anchors -->`: the anchors table (checks/anchor_table.py), the one checks/README.md
+  holds: where every rule comes from;
 - `<!-- generated: event-contract -->`: every record and enum of schemas/avro/*.avsc with each field's type,
   default and doc;
 - `<!-- generated: bench-latest -->`: the newest section of each benchmark in bench/RESULTS.md (its date,
@@ -66,7 +68,10 @@ def invariant_catalog() -> str:
     for inv in CATALOG:
         out += [f"### `{inv.name}` {{ #{inv.name} }}", "",
                 f"- **Anchor**: {inv.anchor or 'none (ctrlaudit’s own)'}",
-                f"- **TLA+**: {inv.tla or 'none'}",
+                "- **Where it comes from**:",
+                *[f"    - {a.covers + ': ' if a.covers else ''}"
+                  + (f"`{a.name}` ({a.repo}, `{a.path}`)" if a.repo else "no spec states it")
+                  + (f". {a.note}" if a.note else "") for a in inv.anchors],
                 f"- **Statement**: {inv.statement}",
                 f"- **Data needed**: {' + '.join(_DATA[d] for d in inv.data.split('+'))}; payload kinds "
                 + ", ".join(f"`{k}`" for k in inv.needs),
@@ -78,6 +83,12 @@ def invariant_catalog() -> str:
                 f"{'yes' if inv.history else 'no, one event alone'}",
                 ""]
     return "\n".join(out)
+
+
+def invariant_anchors() -> str:
+    from checks.anchor_table import markdown
+
+    return markdown()
 
 
 # --- the event contract --------------------------------------------------------------------------------------
@@ -239,7 +250,7 @@ def _slug(label: str) -> str:
     return "bench-" + re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
 
 
-GENERATORS = {"invariant-catalog": invariant_catalog, "event-contract": event_contract, "bench-latest": bench_latest}
+GENERATORS = {"invariant-catalog": invariant_catalog, "invariant-anchors": invariant_anchors, "event-contract": event_contract, "bench-latest": bench_latest}
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:

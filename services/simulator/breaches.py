@@ -46,7 +46,7 @@ class Injector:
             record = INJECTORS[name](sim)
             if record is not None:
                 self.pending.pop(i)
-                self.records.append(record)
+                self.records.extend(record if isinstance(record, list) else [record])
                 self.deferred = 0
                 return
             if len(sim.j.out):  # set-up events were emitted: finish this step with them
@@ -55,11 +55,11 @@ class Injector:
         sim.random_op()
 
 
-def _record(invariant: str, e: ControllerEvent, description: str) -> BreachRecord:
+def _record(invariant: str, e: ControllerEvent, description: str, setup_for: str | None = None) -> BreachRecord:
     p = e.payload
     topic = getattr(p, "topic", None)
     partition = getattr(p, "partition", None)
-    return BreachRecord(invariant, e.seq, e.event_id, topic, partition, description)
+    return BreachRecord(invariant, e.seq, e.event_id, topic, partition, description, setup_for)
 
 
 def _partition(sim: Simulator, ok: Callable[[Partition], bool]) -> Partition | None:
@@ -178,11 +178,12 @@ def leader_in_isr(sim: Simulator, p: Partition) -> BreachRecord | None:
 
 
 def isr_elr_sanity(sim: Simulator) -> BreachRecord | None:
-    turn = _turn(sim, "isr_elr_sanity", 4 if sim.elr else 2)  # the KIP-966 rules need an ELR cluster
+    # the KIP-966 rules need an ELR cluster; an empty ISR is a breach only where no ELR can exist
+    turn = _turn(sim, "isr_elr_sanity", 4 if sim.elr else 3)
     if turn == 1:
         return _elr_outsider(sim)
     if turn == 2:
-        return _elr_while_isr_at_min_isr(sim)
+        return _elr_while_isr_at_min_isr(sim) if sim.elr else _isr_emptied_without_elr(sim)
     if turn == 3:
         return _leader_from_elr_while_isr_not_empty(sim)
     p = _partition(sim, lambda q: _healthy(q) and len(q.state.isr) > 1 and not q.state.elr)
@@ -209,6 +210,22 @@ def _elr_outsider(sim: Simulator) -> BreachRecord | None:
     e = _broken_then_repaired(sim, p, broken, "injected: ELR member that never was in the ISR", "ELR cleared")
     _took_turn(sim, "isr_elr_sanity")
     return _record("isr_elr_sanity", e, f"replica {outsider} entered the ELR from outside ISR {list(s.isr)}")
+
+
+def _isr_emptied_without_elr(sim: Simulator) -> BreachRecord | None:
+    """The ISR emptied (leader -1) where no ELR can exist, which Kafka never writes (it keeps the last member);
+    then the ISR restored, and the leader elected from it as the workload elects one."""
+    p = _partition(sim, _healthy)
+    if p is None:
+        return None
+    s = p.state
+    broken = replace(s, leader=-1, isr=(), leader_epoch=s.leader_epoch + 1, partition_epoch=s.partition_epoch + 1)
+    e = _emit_raw(sim, p, broken, reason="injected: ISR emptied without ELR")
+    _emit_raw(sim, p, replace(broken, isr=s.isr, partition_epoch=broken.partition_epoch + 1),
+              reason="ISR restored: its members never left")
+    sim.apply_change(p, sim.build(p), "leader election")
+    _took_turn(sim, "isr_elr_sanity")
+    return _record("isr_elr_sanity", e, f"ISR {list(s.isr)} emptied at metadata.version {sim.mv}")
 
 
 def _min_isr(sim: Simulator, p: Partition) -> int:
@@ -335,8 +352,45 @@ def _registered_while_in_isr(sim: Simulator) -> BreachRecord | None:
 
 # --- offsets ------------------------------------------------------------------------------------
 
-@_on(_healthy)
-def valid_high_watermark(sim: Simulator, p: Partition) -> BreachRecord | None:
+def valid_high_watermark(sim: Simulator) -> BreachRecord | None:
+    if _turn(sim, "valid_high_watermark", 2 if sim.elr else 1) == 1:
+        return _elr_member_behind_hw_at_entry(sim)
+    p = _partition(sim, _healthy)
+    if p is None:
+        return None
+    _took_turn(sim, "valid_high_watermark")
+    return _hw_above_isr_member_leo(sim, p)
+
+
+def _elr_member_behind_hw_at_entry(sim: Simulator) -> BreachRecord | None:
+    """KIP-966: a follower enters the ELR (a legal shrink below min ISR) after a sample; a sample then shows its
+    LEO below that sample's HW. The lie is only in the sample (the model's replica holds every record), and a
+    true sample follows at once, so an election from the ELR later is judged against the truth."""
+    p = _partition(sim, lambda q: _healthy(q) and not q.state.elr and not q.state.last_known_elr
+                   and len(q.state.isr) == _min_isr(sim, q) == 2)
+    if p is None:
+        return None
+    sim.sample(p)
+    if p.hw < 1:
+        sim.sample(p)
+    if p.hw < 1:
+        return None
+    before = _last_sample(sim)
+    follower = next(r for r in p.state.isr if r != p.state.leader)
+    sim.apply_change(p, sim.build(p, target_isr=(p.state.leader,)), "isr shrink: follower lagging")
+    if follower not in p.state.elr:
+        return None
+    hw = before.high_watermark
+    short = max(0, hw - 1 - sim.rng.randrange(min(hw, 1000)))
+    e = sim.j.sample(replace(before, replicas=tuple(replace(o, log_end_offset=short) if o.broker_id == follower else o
+                                                    for o in before.replicas)))
+    sim.sample(p)
+    _took_turn(sim, "valid_high_watermark")
+    return _record("valid_high_watermark", e,
+                   f"ELR member {follower} sampled at LEO {short}, below the HW {hw} of its entry")
+
+
+def _hw_above_isr_member_leo(sim: Simulator, p: Partition) -> BreachRecord | None:
     sim.sample(p)  # legal; brings the model up to date
     s = p.state
     low = min(p.leo.get(r, 0) for r in s.isr)
@@ -357,7 +411,7 @@ def _last_sample(sim: Simulator) -> OffsetSample:
     return cast(OffsetSample, sim.j.out[-1].payload)  # the callers sampled last
 
 
-def high_watermark_monotonic(sim: Simulator) -> BreachRecord | None:
+def high_watermark_monotonic(sim: Simulator) -> BreachRecord | list[BreachRecord] | None:
     if _turn(sim, "high_watermark_monotonic", 2 if sim.elr else 1) == 1:
         return _elr_leader_behind_committed(sim)
     p = _partition(sim, _has_follower_in_isr)
@@ -380,7 +434,7 @@ def high_watermark_monotonic(sim: Simulator) -> BreachRecord | None:
     return _record("high_watermark_monotonic", e, f"HW went back from {true_hw} to {low} after leader change")
 
 
-def _elr_leader_behind_committed(sim: Simulator) -> BreachRecord | None:
+def _elr_leader_behind_committed(sim: Simulator) -> list[BreachRecord] | None:
     """KIP-966: the ISR's last member goes and an ELR member is elected, a clean election; but the
     last sample before it had the new leader's LEO below the HW, so committed records are gone."""
     def fits(q: Partition) -> bool:
@@ -402,19 +456,29 @@ def _elr_leader_behind_committed(sim: Simulator) -> BreachRecord | None:
     short = max(0, p.hw - 1 - sim.rng.randrange(min(p.hw, 1000)))
     # The sample says the ELR member is behind the HW (the model's replica is not: the lie is only
     # in the sample, so the rest of the history stays clean).
-    sim.j.sample(replace(true, replicas=tuple(replace(o, log_end_offset=short) if o.broker_id == new else o
-                                              for o in true.replicas)))
+    lie = sim.j.sample(replace(true, replicas=tuple(replace(o, log_end_offset=short) if o.broker_id == new else o
+                                                    for o in true.replicas)))
+    # The lie is an ELR member behind the HW of its entry too, where a sample came before its entry (an ELR
+    # member behind the HW is one, as the HW does not advance while it is there): ground truth as well.
+    entry_hw = p.elr_entry_hw.get(new)
+    also = ([_record("valid_high_watermark", lie, f"ELR member {new} sampled at LEO {short}, below the HW "
+                     f"{entry_hw} of its entry", setup_for="high_watermark_monotonic")]
+            if entry_hw is not None and short < entry_hw else [])
     after = replace(s, leader=new, isr=(new,), elr=tuple(sorted((set(s.elr) - {new}) | {s.leader})),
                     leader_epoch=s.leader_epoch + 1, partition_epoch=s.partition_epoch + 1)
     e = _emit_raw(sim, p, after, ElectionType.ELR, reason="injected: ELR member behind the HW elected")
     _took_turn(sim, "high_watermark_monotonic")
-    return _record("high_watermark_monotonic", e,
-                   f"ELR member {new} with sampled LEO {short} elected over HW {p.hw}: committed records lost")
+    return also + [_record("high_watermark_monotonic", e,
+                           f"ELR member {new} with sampled LEO {short} elected over HW {p.hw}: committed records lost")]
 
 
 # --- elections and reassignment -----------------------------------------------------------------
 
-def unclean_election_allowed(sim: Simulator) -> BreachRecord | None:
+def unclean_election_allowed(sim: Simulator) -> BreachRecord | list[BreachRecord] | None:
+    # ELR laundering needs a KRaft cluster where no ELR can exist (metadata.version below 22)
+    launder = not sim.cfg.zookeeper and 12 <= sim.mv < 22  # (below 12 its ISR shrink would need a bump too)
+    if _turn(sim, "unclean_election_allowed", 2 if launder else 1) == 1:
+        return _elr_laundered_election(sim)
     p = _partition(sim, lambda q: _healthy(q) and not q.topic.unclean_allowed
                    and any(sim.active(r) and r != q.state.leader for r in q.state.replicas))
     if p is None:
@@ -431,8 +495,31 @@ def unclean_election_allowed(sim: Simulator) -> BreachRecord | None:
                     elr=(), last_known_elr=(), leader_recovery_state=LeaderRecoveryState.RECOVERING)
     e = _emit_raw(sim, p, after, ElectionType.UNCLEAN, reason="injected: unclean election on a topic that forbids it")
     sim.later(2 + sim.rng.randrange(10), sim.mark_recovered, p)
+    _took_turn(sim, "unclean_election_allowed")
     return _record("unclean_election_allowed", e,
                    f"unclean election of {new} on {p.topic.name} (unclean.leader.election.enable is not true)")
+
+
+def _elr_laundered_election(sim: Simulator) -> list[BreachRecord] | None:
+    """A follower moved from the ISR into an ELR at a metadata.version that has none (isr_elr_sanity's breach,
+    recorded as its set-up), then elected leader 'from the ELR' on a topic that forbids unclean elections: an
+    unclean election that looks clean, and stays RECOVERED."""
+    p = _partition(sim, lambda q: _has_follower_in_isr(q) and not q.topic.unclean_allowed and not q.state.elr
+                   and any(sim.active(r) for r in q.state.isr if r != q.state.leader))
+    if p is None:
+        return None
+    sim.sample(p)  # the new leader's LEO as of the election is its true one (in the ISR until now)
+    s = p.state
+    new = next(r for r in s.isr if r != s.leader and sim.active(r))
+    elr = replace(s, isr=tuple(r for r in s.isr if r != new), elr=(new,), partition_epoch=s.partition_epoch + 1)
+    first = _emit_raw(sim, p, elr, reason="injected: ELR below metadata.version 22")
+    after = replace(elr, leader=new, isr=(new,), elr=(), leader_epoch=s.leader_epoch + 1,
+                    partition_epoch=elr.partition_epoch + 1)
+    e = _emit_raw(sim, p, after, ElectionType.ELR, reason="injected: leader from an ELR that cannot exist")
+    _took_turn(sim, "unclean_election_allowed")
+    return [_record("isr_elr_sanity", first, f"replica {new} put into an ELR at metadata.version {sim.mv}",
+                    setup_for="unclean_election_allowed"),
+            _record("unclean_election_allowed", e, f"replica {new} elected from that ELR on {p.topic.name}")]
 
 
 def leader_election_order(sim: Simulator) -> BreachRecord | None:
@@ -558,7 +645,8 @@ def _duplicate_isr_member(sim: Simulator, p: Partition) -> BreachRecord | None:
     return _record("distinct_replicas", e, f"ISR {list(broken.isr)} lists broker {s.isr[-1]} twice")
 
 
-INJECTORS: dict[str, Callable[[Simulator], BreachRecord | None]] = {
+# an injector gives its breach's ground truth, with the set-up breaches it needed before it if any (a list)
+INJECTORS: dict[str, Callable[[Simulator], BreachRecord | list[BreachRecord] | None]] = {
     "controller_epoch_monotonic": controller_epoch_monotonic,
     "election_safety": election_safety,
     "leader_epoch_monotonic": leader_epoch_monotonic,

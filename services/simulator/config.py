@@ -63,6 +63,9 @@ class BreachRecord:
     topic: str | None
     partition: int | None
     description: str
+    # a breach of another invariant that the injection of `setup_for` needs before its own (ELR laundering
+    # needs an ELR that could not exist): ground truth all the same, but not one of the injections asked for
+    setup_for: str | None = None
 
 
 @dataclass

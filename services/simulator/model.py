@@ -14,6 +14,7 @@ What stays here is what that image does not hold, or does not hold truly:
   (journal.py), so the image's brokers are not the flags the workload fences, elects and shuts down by;
   one truth for both modes. `Broker.replicas` (a count for unregistering) is no controller record.
 - `deleted`, `frozen`: workload bookkeeping (`frozen`: kept out of the workload by breach fixtures).
+- `sampled_hw`, `elr_entry_hw`: what the samples said, for the ground truth of a breach that lies in one.
 Mutable for speed; a partition's state is the immutable `PartitionState` of the event contract, shared
 as the next event's `before`.
 """
@@ -112,6 +113,10 @@ class Partition:
     reassignment: Reassignment | None = None
     deleted: bool = False
     frozen: bool = False  # excluded from the workload (breach fixtures)
+    # ground truth of the ELR rule (valid_high_watermark's elr_member_behind_hw_at_entry): the HW sampled last,
+    # and per broker the HW sampled last before it entered the ELR (None: no sample before)
+    sampled_hw: int | None = None
+    elr_entry_hw: dict[int, int | None] = field(default_factory=dict)
 
     @property
     def state(self) -> PartitionState:

@@ -201,6 +201,9 @@ class Simulator:
         for r in before.isr:
             if r not in after.isr and r in after.replicas:
                 self.lagging.add((p, r))
+        if after.elr:
+            for r in set(after.elr) - set(before.elr):
+                p.elr_entry_hw[r] = p.sampled_hw
         e = self.j.record(_new_change(p.topic.name, p.topic.topic_id, p.id, before, after,
                                       _kinds(before, after, extra), election, reason))
         if follow_up and p.reassignment is not None and not p.reassignment.cancel and rules.can_complete(after):
@@ -329,8 +332,9 @@ class Simulator:
             reps.append(_new_offset(r, leo.get(r, 0) if up else -1, t))
         t = self.j.time_ms
         offsets = tuple(reps)
+        p.sampled_hw = p.hw if hw is None else hw
         return self.j.sample(_new_sample(p.topic.name, p.id, s.leader, s.leader_epoch,
-                                         p.hw if hw is None else hw, t, offsets, _HW_THEN_LEO))
+                                         p.sampled_hw, t, offsets, _HW_THEN_LEO))
 
     # -- ISR and elections --------------------------------------------------------------------
     def op_isr_shrink(self) -> None:

@@ -1170,8 +1170,6 @@ def migration_two_kraft_controllers(c: str) -> History:
     return h
 
 
-
-
 def write_all(directory: Path) -> dict[str, list[tuple[str, str, int]]]:
     """Every case's history as <case>.avro in `directory`; per case, what it marks as broken: (invariant, rule,
     event index), sorted (nothing for a clean case)."""
@@ -1179,8 +1177,13 @@ def write_all(directory: Path) -> dict[str, list[tuple[str, str, int]]]:
     for case, (name, make) in sorted(VIOLATING.items()):
         h = make(case)
         h.write(directory / f"{case}.avro")
-        marks[case] = sorted((name, rule, idx) for rule, idx in h.bad)
+        marks[case] = sorted([(name, rule, idx) for rule, idx in h.bad] + h.bad_other)
     for case, make in sorted(CLEAN.items()):
         make(case).write(directory / f"{case}.avro")
         marks[case] = []
     return marks
+
+
+# the cases of the rules anchored to the specs' properties (ISR never empty without ELR, ELR completeness, ELR
+# laundering) register themselves on import
+from tests.checks import cases_anchored  # noqa: E402, F401

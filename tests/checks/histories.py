@@ -32,6 +32,9 @@ class History:
         self.parts: dict[tuple[str, int], PartitionState] = {}
         self.brokers: dict[int, BrokerState] = {}
         self.bad: list[tuple[str, int]] = []  # (rule, index)
+        # what the case breaks of another invariant on its way (invariant, rule, index): ELR laundering needs an
+        # ELR that could not exist, itself isr_elr_sanity's breach
+        self.bad_other: list[tuple[str, str, int]] = []
         self.topic_ids: dict[str, str] = {}  # name -> id of its current incarnation
         self.source = SourceKind.SIMULATOR  # ZOOKEEPER for the ZooKeeper-mode cases
 
@@ -51,8 +54,14 @@ class History:
             payload=payload, metadata_version=self.mv, bootstrap=bootstrap))
         return n
 
-    def mark(self, rule: str, index: int | None = None) -> None:
-        self.bad.append((rule, len(self.events) - 1 if index is None else index))
+    def mark(self, rule: str, index: int | None = None, invariant: str | None = None) -> None:
+        """The event at `index` (default: the last) must be reported as breaking `rule` of the case's invariant,
+        or of `invariant`."""
+        at = len(self.events) - 1 if index is None else index
+        if invariant is None:
+            self.bad.append((rule, at))
+        else:
+            self.bad_other.append((invariant, rule, at))
 
     # --- payloads -------------------------------------------------------------------------------
     def elect_controller(self, leader: int, epoch: int) -> int:

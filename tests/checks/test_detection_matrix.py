@@ -35,7 +35,17 @@ def injected(tmp_path_factory):
 # high_watermark_monotonic), so 12 of each give every variant at least 3 breaches.
 ELR_PER_INVARIANT = 12
 ELR_RULES = ("elr_while_isr_at_min_isr", "leader_from_elr_while_isr_not_empty", "new_leader_behind_committed",
-             "fenced_while_leader_or_in_isr")
+             "fenced_while_leader_or_in_isr", "elr_member_behind_hw_at_entry")
+# Where no ELR can exist, the injectors take turns through an emptied ISR (isr_elr_sanity's third variant) and,
+# in KRaft at metadata.version 21, an election laundered through an ELR that could not exist (unclean's second).
+NO_ELR_RULES = {"kraft": ("isr_empty_without_elr", "unclean_election_via_elr_that_could_not_exist"),
+                "zookeeper": ("isr_empty_without_elr",)}
+
+
+def _fired_at_injected(rows, result, rules):
+    injected = {b.seq for b in result.breaches}
+    for rule in rules:
+        assert {r[2] for r in rows if r[4] == rule and r[5] == "violated"} & injected, rule
 
 
 def elr_config(seed, events):
@@ -124,9 +134,10 @@ def test_duckdb_detects_every_injected_breach(injected, capsys):
     out, result = injected
     eng = _duck(out)
     try:
-        _check_engine(eng, result, capsys, f"DuckDB, {result.events} events, seed 4242")
+        rows = _check_engine(eng, result, capsys, f"DuckDB, {result.events} events, seed 4242")
     finally:
         eng.close()
+    _fired_at_injected(rows, result, NO_ELR_RULES["kraft"])
 
 
 def test_duckdb_detects_every_elr_breach(injected_elr, capsys):
@@ -148,9 +159,10 @@ def test_duckdb_detects_every_breach_in_a_zookeeper_mode_history(injected_zk, ca
     eng = _duck(out)
     try:
         assert eng.con.execute("SELECT DISTINCT source_kind FROM events").fetchall() == [("ZOOKEEPER",)]
-        _check_engine(eng, result, capsys, f"DuckDB, ZooKeeper-mode history, {result.events} events, seed 4244")
+        rows = _check_engine(eng, result, capsys, f"DuckDB, ZooKeeper-mode history, {result.events} events, seed 4244")
     finally:
         eng.close()
+    _fired_at_injected(rows, result, NO_ELR_RULES["zookeeper"])
 
 
 def test_duckdb_clean_seeds_report_nothing(clean):

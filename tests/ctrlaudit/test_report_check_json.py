@@ -112,6 +112,9 @@ def test_the_check_of_this_history_is_its_verdict(world, tmp_path, which):
     assert "Invariants: 13 of 14 hold; violated: leader_in_isr." in page
     assert 'class="verdict-note"' not in page
     assert re.search(r"<li>As of seq 2999 \(offset \d+, 2025-\d\d-\d\dT[\d:.]+Z\)", page)  # as the CLI says it
+    # each invariant's row says where it comes from (the catalog's anchors)
+    row = page.split("<td>leader_in_isr</td>", 1)[1].split("</tr>", 1)[0]
+    assert '<span class="anchor-name">LeaderInIsr</span>' in row and "hachikuji/kafka-specification" in row
 
 
 def test_another_clusters_check_is_refused(world, tmp_path):

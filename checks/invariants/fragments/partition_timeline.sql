@@ -11,13 +11,15 @@
 -- is_unclean is unclean_election_allowed.sql's test. The window is keyed by the topic's number
 -- (fragments/topic_numbers.sql), not the cluster id and topic name (string keys slow the sort), and
 -- carries no lists: the queries fetch those by key for the rows they judge, and neither the topic name nor
--- the partition (each reader takes them from the events it fetches: fewer strings written per row). Only samples and elections
--- come out (the rows the two queries read); plain state rows are there for the running values only.
+-- the partition (each reader takes them from the events it fetches: fewer strings written per row). Only samples, elections
+-- and changes that put brokers into the ELR (is_elr_entry: a state whose ELR is not the one before's plus
+-- nothing, valid_high_watermark's HW at entry) come out (the rows the two queries read); plain state rows are
+-- there for the running values only.
 WITH topics AS ({include(topic_numbers)})
-SELECT /*+ BROADCAST(c) */ c.cluster_id, t.seq, t.is_sample, t.is_election, t.is_unclean, t.a_leader, t.hw,
-       t.state_seq, t.last_reset, t.last_unclean, t.prev_seq, t.prev_hw
+SELECT /*+ BROADCAST(c) */ c.cluster_id, t.seq, t.is_sample, t.is_election, t.is_unclean, t.is_elr_entry,
+       t.a_leader, t.hw, t.state_seq, t.last_reset, t.last_unclean, t.prev_seq, t.prev_hw
 FROM (
-  SELECT s.topic_no, s.seq, s.partition, s.is_sample, s.is_election, s.is_unclean, s.a_leader, s.hw,
+  SELECT s.topic_no, s.seq, s.partition, s.is_sample, s.is_election, s.is_unclean, s.is_elr_entry, s.a_leader, s.hw,
          {last_nn(CASE WHEN s.is_sample = 0 THEN s.seq END)} OVER upto AS state_seq,
          {last_nn(CASE WHEN s.is_reset = 1 THEN s.seq END)} OVER upto AS last_reset,
          {last_nn(CASE WHEN s.is_unclean = 1 THEN s.seq END)} OVER upto AS last_unclean,
@@ -34,11 +36,14 @@ FROM (
                                     AND {contains(e.a_isr, e.a_leader)}))
                           OR e.election = 'UNCLEAN' OR (e.a_recovery = 'RECOVERING' AND e.b_recovery <> 'RECOVERING'))
                 THEN 1 ELSE 0 END AS is_unclean,
+           CASE WHEN e.has_after AND {size(e.a_elr)} > 0
+                     AND (NOT e.has_before OR e.bootstrap OR NOT {subset(e.a_elr, e.b_elr)})
+                THEN 1 ELSE 0 END AS is_elr_entry,
            e.a_leader, CAST(NULL AS BIGINT) AS hw
     FROM events e JOIN topics n ON n.cluster_id = e.cluster_id AND n.topic IS NOT DISTINCT FROM e.topic
     WHERE e.kind = 'PartitionChange'
     UNION ALL
-    SELECT /*+ BROADCAST(n) */ n.topic_no, e.seq, e.partition, 1, 0, 0, 0, CAST(NULL AS INT), e.s_hw
+    SELECT /*+ BROADCAST(n) */ n.topic_no, e.seq, e.partition, 1, 0, 0, 0, 0, CAST(NULL AS INT), e.s_hw
     FROM events e JOIN topics n ON n.cluster_id = e.cluster_id AND n.topic IS NOT DISTINCT FROM e.topic
     WHERE e.kind = 'OffsetSample' AND e.s_hw >= 0
   ) s
@@ -50,4 +55,4 @@ FROM (
                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ) t
 JOIN topics c ON c.topic_no = t.topic_no
-WHERE t.is_sample = 1 OR t.is_election = 1
+WHERE t.is_sample = 1 OR t.is_election = 1 OR t.is_elr_entry = 1

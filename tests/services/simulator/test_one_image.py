@@ -119,7 +119,8 @@ def test_with_every_breach_the_image_is_still_the_fold_of_the_events(cfg: SimCon
     run = Simulation(cfg, INJECT)
     events = _steps(run.sim, cfg.events)
     truth = run.injector.records
-    assert len(truth) == len(INJECT) and not run.injector.pending
+    # (ELR laundering records the ELR that could not exist as its set-up, isr_elr_sanity's breach)
+    assert len([b for b in truth if b.setup_for is None]) == len(INJECT) and not run.injector.pending
     refused: list[tuple[int, str]] = []
 
     def collect(exc: ReplayError, event: ControllerEvent) -> None:

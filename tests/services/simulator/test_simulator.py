@@ -86,12 +86,15 @@ def test_same_seed_same_history_other_seed_other_history(tmp_path):
 
 # sha256 of the encoded events of three histories with every breach injected twice, as c11d6dd made them
 # (before the simulator moved onto replay's image): a seed's history is its bench figures' and its tests'
-# input, so a change that alters it must mean to, and update these (and say so).
+# input, so a change that alters it must mean to, and update these (and say so). The KRaft and ELR ones changed
+# when the breaches anchored to the specs joined the turns: a second unclean election is now laundered through
+# an ELR that could not exist (KRaft, metadata.version 21), a second valid_high_watermark breach is an ELR
+# member behind the HW of its entry (ELR).
 _INJECT_TWICE = [(name, 500 + 150 * k) for k, name in enumerate(list(BREACHES) * 2)]
 _PINNED = [
-    (SimConfig(seed=31, events=6000), "d641bfdfe0abf596d4662d383329e3ac0b748376b7152189e606d82271e9be37"),
+    (SimConfig(seed=31, events=6000), "fa0f0734c1970929f4ea4206c97ec07a6f5bb2cf4f9004853ce013379b773d9d"),
     (SimConfig(seed=32, events=6000, elr=True, metadata_version=25),
-     "aba31c6030ad0b6ea8efb2c60ff0faeac4d47dfc75bda241ab69540891837358"),
+     "9482ce2565add88eb588db8f1f659214f884630b830821e8e4d6a860f2b2082a"),
     (SimConfig(seed=33, events=6000, zookeeper=True), "dd8d1f80ecabd778cf167730f188a827b6972167495fd6cc7bd5d445ffea4fea"),
 ]
 
@@ -102,7 +105,7 @@ def test_a_seeds_history_is_the_one_pinned(cfg, digest):
     h = hashlib.sha256()
     for e in run.events():
         h.update(encode(e))
-    assert len(run.breaches) == len(_INJECT_TWICE)
+    assert len([b for b in run.breaches if b.setup_for is None]) == len(_INJECT_TWICE)
     assert h.hexdigest() == digest
 
 
