@@ -160,8 +160,9 @@ def signing_env(a, work: Path) -> dict:
         return {}
     from schemas.archive.note import generate_key
     key = work / "signing.key"
-    key.write_text(generate_key("bench.example/capture")[0] + "\n")
-    key.chmod(0o600)
+    if not key.exists():  # one key for the run: a restarted worker resumes from its checkpoints
+        key.write_text(generate_key("bench.example/capture")[0] + "\n")
+        key.chmod(0o600)
     return {"CTRLAUDIT_SIGNING_KEY": str(key), "CTRLAUDIT_SIGN_EVERY_EVENTS": str(a.sign_every_events)}
 
 

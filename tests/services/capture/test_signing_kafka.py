@@ -291,3 +291,53 @@ def test_the_checkpoints_topic_keeps_everything(run):
     res = ConfigResource(ConfigResource.Type.TOPIC, f"{run['prefix']}.checkpoints")
     cfg = a.describe_configs([res])[res].result()
     assert (cfg["retention.ms"].value, cfg["cleanup.policy"].value) == ("-1", "delete")
+
+
+def test_a_capture_that_ran_unsigned_signs_everything_once_it_has_a_key(kafka_cluster, tmp_path):
+    """No checkpoint of the worker's key on the topic (signing starts on a capture that ran without, or with a new
+    key): the tree is rebuilt from the events topic's start, and the first checkpoint covers every event."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from schemas import codec
+    from schemas.archive.checkpoint import open_checkpoint
+    from schemas.archive.merkle import event_leaf_hashes, tree_hash
+    from schemas.archive.note import Verifier
+
+    c = heal(kafka_cluster)
+    prefix = "uns" + uuid.uuid4().hex[:6]
+    key, pub = _key(tmp_path, "capture.example/" + prefix)
+    env = dict(_env(c, prefix, tmp_path, next(iter(c.nodes))), CTRLAUDIT_ROLES="normalize",
+               CTRLAUDIT_CHECKPOINTS_TOPIC=f"{prefix}.checkpoints", CTRLAUDIT_SIGN_EVERY_SECONDS="1")
+    events, checkpoints = f"{prefix}.events", f"{prefix}.checkpoints"
+    admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
+    unsigned = Tracked(env, tmp_path / "unsigned.log")
+    signed = Tracked(dict(env, CTRLAUDIT_SIGNING_KEY=str(key)), tmp_path / "signed.log")
+    try:
+        unsigned.start()
+        _wait(lambda: _watermarks(c.bootstrap_servers, events)[events] > 0, 120, "the unsigned capture's events")
+        for f in admin.create_topics([NewTopic(f"{prefix}-a{i}", 3, 3) for i in range(3)]).values():
+            f.result(60)
+        time.sleep(3)
+        unsigned.stop()
+        before = _watermarks(c.bootstrap_servers, events)[events]
+        assert _watermarks(c.bootstrap_servers, checkpoints)[checkpoints] == 0
+        signed.start()
+        for f in admin.create_topics([NewTopic(f"{prefix}-b{i}", 2, 3) for i in range(2)]).values():
+            f.result(60)
+
+        def covered():
+            total = _watermarks(c.bootstrap_servers, events)[events]
+            msgs = _messages(c.bootstrap_servers, checkpoints)
+            if not msgs:
+                return None
+            newest, _ = open_checkpoint(msgs[-1].value(), Verifier.parse(pub),
+                                        origin=f"ctrlaudit/{msgs[-1].key().decode()}")
+            return (newest, total) if newest.size == total > before else None
+        checkpoint, total = _wait(covered, 120, "a checkpoint of every event, those of the unsigned capture too")
+    finally:
+        unsigned.stop()
+        signed.stop()
+    hashes = [codec.decode(m.value()).hash for m in _messages(c.bootstrap_servers, events)]
+    assert len(hashes) == total and checkpoint.root_hash == tree_hash(event_leaf_hashes(hashes))
+    log = signed.log.read_text(errors="replace")
+    assert re.search(r"signing: cluster \S+: tree of \d+ events, from the events topic's start", log), log[-2000:]
