@@ -428,3 +428,20 @@ async def test_prepare_restores_the_tree_anew_even_after_the_timer_restored_it()
     await p.prepare(0)
     assert signer.logs[CL].size == len(hashes) and signer.logs[CL].tree.root() == _root(hashes)
     assert signer.logs[CL].next_seq == p._progress[1].seq + 1  # the next event emitted continues the tree
+
+
+@pytest.mark.asyncio
+async def test_a_progress_header_that_does_not_read_is_passed_over_for_the_value_and_garbage_stops_nothing_else():
+    outs = _outs()
+    events = _events_topic(outs)
+    hashes = [e.hash for out in outs for e, _, _ in out]
+    bad = json.dumps({"seq": 5, "hash": "é" * 64, "last": {}}).encode()
+    # seq 5's header lies about its hash: the value (the event itself) is read instead, and the tree is the same
+    lying = [Rec(r.offset, r.key, r.value, [(logic.PROGRESS_HEADER, bad)]) if r.offset == 5 else r for r in events]
+    clog = await _restore(CaptureSigner([KEY]), [], lying)
+    assert clog is not None and clog.tree.root() == _root(hashes)
+    # a message that is no event at all in seq 5's place: a hole, so the cluster is not signed (one ERROR line)
+    garbage = [Rec(r.offset, r.key, b"\x00junk", [(logic.PROGRESS_HEADER, bad)]) if r.offset == 5 else r
+               for r in events]
+    signer = CaptureSigner([KEY])
+    assert await _restore(signer, [], garbage) is None and CL in signer.stopped
