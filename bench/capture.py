@@ -26,6 +26,15 @@ encode, progress header, aiokafka record batches; the batches are dropped, not s
 --sign (any mode): the worker signs with a key made for the run, as `ctrlaudit capture --signing-key` does (the Merkle
 tree of every delivered event, a signed checkpoint every --sign-every-events events or 60 s: services/capture/
 signing.py); offline, every record batch counts as acknowledged at once and the checkpoints are made and dropped.
+
+    .venv/bin/python bench/capture.py --worker-start [--tree DIR ...] [--rounds 7]
+
+The normalize worker's start alone, no Kafka: `python -m services.capture worker` as the catch-up above starts
+it, with the topics' declaration and Faust's main replaced, so the process imports what the worker imports
+(Faust's autodiscover included) and stops before it connects; CPU (user + system) per start, each tree's code
+in turn (--tree: this tree's by default; e.g. another commit's `git archive`, native decoders built), the
+trees alternated --rounds times. The catch-up's CPU per event counts one such start (a 20,000-partition catch-up
+is about 2 s of worker CPU), so a change here shows there. Appends nothing.
 """
 from __future__ import annotations
 
@@ -199,6 +208,39 @@ def offline_process_only(a) -> None:
     dt, cpu = time.perf_counter() - t, time.process_time() - cpu
     print(f"process only ({logic.__file__}): {n} events, {cpu:.2f} s CPU = {n / cpu:,.0f} events per CPU-second; "
           f"{dt:.2f} s wall = {n / dt:,.0f}/s; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+# --worker-start: the worker's command line up to Faust's start, Kafka left out (see the module doc)
+WORKER_START = """
+import runpy, sys
+import services.capture.settings as settings
+settings.ensure_topics = lambda *a, **k: None
+import services.capture.app as app
+def started():
+    import services.capture.agents
+    raise SystemExit(0)
+app.main = started
+sys.argv = ["services.capture", "worker", "-l", "warn", "--without-web"]
+runpy.run_module("services.capture", run_name="__main__")
+"""
+
+
+def worker_start(a) -> None:
+    import resource
+    trees = [str(Path(t).resolve()) for t in (a.tree or [ROOT])]
+    env = dict(os.environ, CTRLAUDIT_BOOTSTRAP_SERVERS="127.0.0.1:1", CTRLAUDIT_ROLES="normalize")
+    cpu: dict[str, list[float]] = {t: [] for t in trees}
+    load0 = os.getloadavg()
+    for _ in range(a.rounds):
+        for t in trees:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run([sys.executable, "-c", WORKER_START], cwd=t, env=dict(env, PYTHONPATH=t), check=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[t].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    for t in trees:
+        print(f"{t}: worker start, CPU s: {' · '.join(f'{x:.3f}' for x in cpu[t])}; median "
+              f"{statistics.median(cpu[t]):.3f}, best {min(cpu[t]):.3f}")
+    print(f"load average {' '.join(f'{x:.2f}' for x in load0)} -> {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 def offline(a) -> None:
@@ -394,6 +436,9 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="with --offline: cProfile top 25 by own time")
     ap.add_argument("--gc-default", action="store_true",
                     help="with --offline: Python's default GC thresholds, not the worker's (A/B)")
+    ap.add_argument("--worker-start", action="store_true", help="the normalize worker's start alone; see the doc")
+    ap.add_argument("--tree", action="append", help="with --worker-start: this tree's code (repeat: alternated)")
+    ap.add_argument("--rounds", type=int, default=7, help="with --worker-start: starts of each tree")
     ap.add_argument("--src", help="with --offline: CaptureState.process only, code from this tree (A/B)")
     ap.add_argument("--backlog-dir", help="catch up on this existing metadata log instead (see backlog_run())")
     ap.add_argument("--inline-watch", action="store_true", help="one worker runs both agents (normalize, watch)")
@@ -403,6 +448,8 @@ def main() -> None:
     a = ap.parse_args()
     if a.backlog_dir:
         return backlog_run(a)
+    if a.worker_start:
+        return worker_start(a)
     if a.offline:
         return offline(a)
     from devtools.cluster.testing import running_cluster

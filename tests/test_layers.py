@@ -110,11 +110,14 @@ def test_no_product_package_imports_dev_tooling(package):
 
 
 # Function-level imports: a module imports what it uses at its top, so that its dependencies (and any circle
-# they would make) are in plain sight; the one exception is a module of an optional extra (pyproject.toml's
+# they would make) are in plain sight; the exceptions: a module of an optional extra (pyproject.toml's
 # [project.optional-dependencies]), imported where it is used so that the core install runs without it, with
-# a comment naming the extra on its line or the line above: `# extra: spark`.
+# a comment naming the extra on its line or the line above: `# extra: spark`; and an import that a process's
+# start would pay for and that process never use (capture's worker starts on every restart and catch-up),
+# with a comment saying so in the same place: `# deferred: why`.
 IMPORTS_AT_TOP = ("schemas", "replay", "services", "checks", "ctrlaudit")
 _EXTRA = re.compile(r"#.*\bextra: (\w+)")
+_DEFERRED = re.compile(r"#.*\bdeferred: \S")
 
 
 def function_level_imports(path: Path, extras: frozenset[str]) -> list[str]:
@@ -130,7 +133,7 @@ def function_level_imports(path: Path, extras: frozenset[str]) -> list[str]:
                 continue
             around = lines[inner.lineno - 2:inner.end_lineno]  # the line above, and the statement's own
             named = {m.group(1) for line in around for m in [_EXTRA.search(line)] if m}
-            if not named & extras:
+            if not named & extras and not any(_DEFERRED.search(line) for line in around):
                 found.append(f"{inner.lineno}: {lines[inner.lineno - 1].strip()}")
     return sorted(set(found), key=lambda f: int(f.split(":")[0]))
 
@@ -154,6 +157,8 @@ def test_the_import_finder_finds_a_function_level_import(tmp_path):
     sample = tmp_path / "m.py"
     sample.write_text("import os\n\n\ndef f():\n    import json\n    from pyspark import sql  # extra: spark\n"
                       "    # extra: capture\n    import kazoo\n    import faust  # extra: nonesuch\n\n\n"
-                      "class C:\n    def g(self):\n        from a import (b,\n                       c)\n")
+                      "class C:\n    def g(self):\n        from a import (b,\n                       c)\n"
+                      "\n\ndef h():\n    # deferred: the start's CPU\n    import pyarrow\n    import zlib  # deferred:\n")
     assert function_level_imports(sample, frozenset({"spark", "capture"})) == [
-        "5: import json", "9: import faust  # extra: nonesuch", "14: from a import (b,"]
+        "5: import json", "9: import faust  # extra: nonesuch", "14: from a import (b,",
+        "21: import zlib  # deferred:"]

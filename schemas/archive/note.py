@@ -18,11 +18,15 @@ import binascii
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING
 
 from schemas.errors import ContractError
+
+# cryptography is imported where a key signs or verifies (`# deferred:` there): capture's worker imports this module
+# for its types through its settings, and cryptography's modules would cost every worker's start CPU that only a
+# capture given a signing key uses.
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 ED25519 = 0x01
 MAX_SIGNATURES = 100  # the spec asks verifiers to bound them and to accept at least 16; Go's note package takes 100
@@ -108,6 +112,10 @@ class Verifier:
         return f"{self.name}+{self.key_id:08x}+{b64encode(bytes([ED25519]) + self.public_key)}"
 
     def verify(self, message: bytes, signature: bytes) -> bool:
+        # deferred: cryptography, see the imports at the top
+        from cryptography.exceptions import InvalidSignature
+        # deferred: as above
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
         try:
             Ed25519PublicKey.from_public_bytes(self.public_key).verify(signature, message)
         except (InvalidSignature, ValueError):
@@ -146,18 +154,26 @@ class Signer:
 
     @property
     def verifier(self) -> Verifier:
-        public = Ed25519PrivateKey.from_private_bytes(self.seed).public_key().public_bytes_raw()
+        public = _private_key(self.seed).public_key().public_bytes_raw()
         return Verifier(self.name, key_id(self.name, public), public)
 
     def sign(self, message: bytes) -> bytes:
-        return Ed25519PrivateKey.from_private_bytes(self.seed).sign(message)
+        return _private_key(self.seed).sign(message)
+
+
+def _private_key(seed: bytes) -> Ed25519PrivateKey:
+    # deferred: cryptography, see the imports at the top
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    return Ed25519PrivateKey.from_private_bytes(seed)
 
 
 def generate_key(name: str) -> tuple[str, str]:
     """A new Ed25519 key pair for `name`: (signer key text, to keep secret; verifier key text, to publish)."""
     check_name(name)
+    # deferred: cryptography, see the imports at the top
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     seed = Ed25519PrivateKey.generate().private_bytes_raw()
-    public = Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes_raw()
+    public = _private_key(seed).public_key().public_bytes_raw()
     signer = Signer(name, key_id(name, public), seed)
     return signer.text, signer.verifier.text
 

@@ -12,7 +12,6 @@ import typer
 
 from schemas import entry
 from schemas.errors import ContractError
-from services.capture import archiver as archiver_process
 from services.capture.connect import require_reachable
 from services.capture.outages import say_outages_once
 from services.capture.settings import Settings, ensure_topics
@@ -32,6 +31,10 @@ def sampler(ctx: typer.Context) -> None:
 
 @cli.command(context_settings=PASS_ON, help="The archiver (its flags: archiver --help).")
 def archiver(ctx: typer.Context) -> None:
+    # the archive's reader and writer (pyarrow.compute, the signing's cryptography) would cost every worker's
+    # start CPU, and the worker never archives
+    # deferred: only this command archives
+    from services.capture import archiver as archiver_process
     raise typer.Exit(archiver_process.main(ctx.args))
 
 
@@ -47,6 +50,11 @@ def health() -> None:
 
 @cli.command(context_settings=PASS_ON, help="The Faust worker (its flags are Faust's: worker --help).")
 def worker(ctx: typer.Context) -> None:
+    run_worker_command()
+
+
+def run_worker_command() -> None:
+    """The worker command's body (Faust reads its flags from sys.argv)."""
     try:
         settings = Settings()
         _ = settings.role_set, settings.security, settings.signers  # properties that validate: one line each
@@ -62,6 +70,17 @@ def main() -> None:
     argv = sys.argv[1:]
     if not argv or argv[0] not in ("sampler", "archiver", "health", "worker", "-h", "--help"):
         argv = ["worker", *argv]  # Faust's own command line, as before there were commands
+    if argv[0] == "worker":
+        # Not through typer: the worker's flags are Faust's, handed on untouched, so typer has nothing to parse,
+        # and running a typer app imports pydantic (typer coerces parameters with it), which cost every
+        # worker's start more CPU than the rest of its command (bench/RESULTS.md, capture's start-up). Exits
+        # as entry.run would: 0, the worker's own sys.exit, or an interrupt said in one line.
+        try:
+            run_worker_command()
+        except (KeyboardInterrupt, EOFError):  # click's Abort, as entry.run says it
+            print("ctrlaudit capture: error: interrupted", file=sys.stderr)
+            sys.exit(entry.EXIT_INTERRUPTED)
+        sys.exit(0)
     sys.exit(entry.run(cli, argv, PROG, "ctrlaudit capture"))
 
 

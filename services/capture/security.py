@@ -33,16 +33,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cryptography.hazmat.primitives.serialization import (Encoding, NoEncryption, PrivateFormat, load_pem_private_key,
-                                                          pkcs12)
-
 from schemas.errors import ContractError
 
-from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
-from cryptography.hazmat.primitives.serialization.pkcs12 import PKCS12KeyAndCertificates
-from cryptography.x509 import Certificate
-
-if TYPE_CHECKING:  # the 'capture' extra's (faust): imported at run time where used
+if TYPE_CHECKING:
+    # cryptography is imported where a store or key is read (`# deferred:` there): every capture process imports
+    # this module through its settings, and cryptography's modules would cost each worker's start CPU that only
+    # a deployment with a keystore or truststore file uses
+    from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+    from cryptography.hazmat.primitives.serialization.pkcs12 import PKCS12KeyAndCertificates
+    from cryptography.x509 import Certificate
+    # the 'capture' extra's (faust): imported at run time where used
     from faust.types.auth import CredentialsT
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -188,6 +188,8 @@ def _pkcs12(err: _Err, key: str, location: str, data: bytes, password: str | Non
         raise err(key, f"{location} is a JKS store, which is not supported: convert it with `keytool "
                        f"-importkeystore -srckeystore {location} -destkeystore {location}.p12 -deststoretype "
                        f"PKCS12` and name the .p12 file (type PKCS12), or give a PEM file (type PEM)")
+    # deferred: cryptography, see the imports at the top
+    from cryptography.hazmat.primitives.serialization import pkcs12
     try:
         return pkcs12.load_pkcs12(data, password.encode() if password else None)
     except ValueError:
@@ -200,10 +202,14 @@ def _pem_certs(pem: str) -> list[str]:
 
 
 def _cert_pem(certs: Iterable[Certificate]) -> str:
+    # deferred: cryptography, see the imports at the top
+    from cryptography.hazmat.primitives.serialization import Encoding
     return "".join(c.public_bytes(Encoding.PEM).decode() for c in certs)
 
 
 def _key_pem(key: PrivateKeyTypes) -> str:
+    # deferred: cryptography, see the imports at the top
+    from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
     return key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()).decode()
 
 
@@ -251,6 +257,8 @@ def _keystore(err: _Err, p: dict[str, str]) -> tuple[str, str] | tuple[None, Non
         if not key_block or not certs:
             raise err("ssl.keystore.location", f"{location}: expected a PEM private key and certificate(s)")
         pw = p.get("ssl.key.password")
+        # deferred: cryptography, see the imports at the top
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
         try:
             key = load_pem_private_key(key_block.group(0).encode(), pw.encode() if pw else None)
         except (ValueError, TypeError):
