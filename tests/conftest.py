@@ -12,6 +12,12 @@ earlier module left stopped or paused. Settings every user can live with: small 
 happen only when a test asks for one).
 
 ``pytest -m "not kafka"`` never instantiates it.
+
+Under pytest-xdist (``make test`` and the quick loop run ``-n auto --dist loadgroup``) every test marked
+``kafka`` is put in one group, run in order by one worker, so the rule above still holds: one cluster at
+a time, each version started once. The tests marked ``spark`` (and not ``kafka``) are another group, so
+one worker starts the local Spark session; the other tests are spread over the workers one by one, so a
+module-scoped fixture may be made once per worker: fixtures keep to their own tmp paths and free ports.
 """
 from __future__ import annotations
 
@@ -28,6 +34,14 @@ SHARED_OVERRIDES = {
     "metadata.log.max.snapshot.interval.ms": "2000",
     "auto.leader.rebalance.enable": "false",
 }
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("kafka"):
+            item.add_marker(pytest.mark.xdist_group("real-clusters"))
+        elif item.get_closest_marker("spark"):
+            item.add_marker(pytest.mark.xdist_group("spark"))
 
 
 def _alive(pid: int) -> bool:
