@@ -273,6 +273,7 @@ ROWS = [
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+@pytest.mark.matrix
 def test_one_line_never_a_traceback(world, row, tmp_path_factory):
     here = Path(tempfile.mkdtemp(dir=world["root"], prefix=row.id[:20] + "-"))
     here.chmod(0o777)  # an unprivileged row may create files here
@@ -318,6 +319,7 @@ def big(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_load_exits_130_and_keeps_the_store(world, big, tmp_path):
     store = tmp_path / "s.duckdb"
     assert ctrlaudit("load", str(world["archive"]), "--store", str(store)).returncode == 0

@@ -123,6 +123,7 @@ def kraft_good(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
 @pytest.mark.parametrize("bomb", list(KRAFT_BOMBS))
+@pytest.mark.matrix
 def test_a_kraft_batch_that_is_a_bomb(tmp_path: Path, kraft_good: Path, bomb: str, native: str) -> None:
     codec, make, size = KRAFT_BOMBS[bomb]
     d = metadata_dir(tmp_path)
@@ -141,6 +142,7 @@ def test_a_kraft_batch_that_is_a_bomb(tmp_path: Path, kraft_good: Path, bomb: st
 
 
 @pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
+@pytest.mark.matrix
 def test_a_batch_of_the_most_records_the_limit_lets_through(tmp_path: Path, kraft_good: Path, native: str) -> None:
     """Within the limit a bomb can still be records: 8 MiB of NoOpRecords (the smallest there is, ~650k)
     compressed into one batch is read, and costs less than 256 MB."""
@@ -200,6 +202,7 @@ def _long(n: int) -> bytes:
 
 @pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
 @pytest.mark.parametrize("command", ["verify", "load"])
+@pytest.mark.matrix
 def test_an_archive_block_that_is_a_bomb(tmp_path: Path, archives: dict[str, Path], command: str, native: str) -> None:
     env = {"CTRLAUDIT_NATIVE": native}
     extra = ("--store", str(tmp_path / "s.duckdb")) if command == "load" else ()

@@ -138,6 +138,7 @@ def test_a_few_bytes_not_utf8_in_a_broker_log_are_read(tmp_path):
 # --- an interrupted simulate -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("out_exists", [False, True])
+@pytest.mark.matrix
 def test_ctrl_c_during_simulate_leaves_nothing_that_reads_as_whole(tmp_path, out_exists):
     from tests.ctrlaudit.test_bad_inputs import _interrupt_after
 

@@ -179,6 +179,7 @@ ROWS = [
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+@pytest.mark.matrix
 def test_a_refused_output_is_one_line_and_nothing_written(world, row):
     here = Path(tempfile.mkdtemp(dir=world["root"], prefix="row-"))
     fill = {**{k: str(v) for k, v in world.items()}, "here": str(here)}

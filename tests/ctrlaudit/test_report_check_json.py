@@ -270,6 +270,7 @@ SHAPES = [
 
 
 @pytest.mark.parametrize("row", SHAPES, ids=[r[0] for r in SHAPES])
+@pytest.mark.matrix
 def test_a_file_of_another_shape_is_one_line_naming_the_field(world, tmp_path, row):
     name, content, says = row
     bad = tmp_path / f"{name}.json"
