@@ -26,6 +26,7 @@ input): the quick loop (``-m "not slow"``) runs its first case, ``make test`` ev
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import pytest
@@ -38,6 +39,13 @@ SHARED_OVERRIDES = {
     "metadata.log.max.snapshot.interval.ms": "2000",
     "auto.leader.rebalance.enable": "false",
 }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Tests interrupt the CLI's children with SIGINT, as Ctrl-C does. A run started in the background of a
+    # shell without job control (`pytest ... &`) has SIGINT ignored, and every child would inherit that.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(tryfirst=True)
