@@ -87,6 +87,7 @@ def test_unclean_election_loss_is_measured():
     assert [(r[0], r[5], r[6], r[9]) for r in rows] == [("high_watermark_monotonic", "allowed", DATA_LOSS_ALLOWANCE, 30)]
 
 
+@pytest.mark.slow
 def test_several_clusters_in_a_read_only_file_or_behind_a_view_report_the_same_as_alone(tmp_path):
     # the engine checks such a store one cluster at a time through a view of its events (one_cluster)
     import duckdb
@@ -146,6 +147,7 @@ def test_ctes_marked_recomputed_and_copies_of_a_built_timeline_are_read_again_no
         eng.close()
 
 
+@pytest.mark.slow
 def test_a_shared_relation_is_dropped_once_its_last_reader_has_run(monkeypatch):
     """The partition timeline's table goes as soon as high_watermark_monotonic (its last reader) has run:
     the queries after it do not share the memory limit with it. The rows are those of each query alone."""

@@ -133,6 +133,7 @@ def injected_elr(tmp_path_factory):
 
 
 @pytest.mark.parametrize("history", ["injected", "injected_elr"])
+@pytest.mark.slow
 def test_live_equals_batch_with_every_breach_injected(history, request):
     out, result = request.getfixturevalue(history)
     rows = duck_rows_of_archive(out)
@@ -149,6 +150,7 @@ def test_live_equals_batch_with_every_breach_injected(history, request):
     assert {a.invariant for a in alerts if not a.allowed} == set(sim.BREACHES)
 
 
+@pytest.mark.slow
 def test_live_equals_batch_on_clean_seeds(tmp_path):
     for seed in CLEAN_SEEDS:
         sim.simulate_to_archive(tmp_path, sim.SimConfig(seed=seed, events=CLEAN_EVENTS))
@@ -161,6 +163,7 @@ def test_live_equals_batch_on_clean_seeds(tmp_path):
 
 # --- API ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_observe_accepts_events_records_and_rows(injected):
     out, _ = injected
     f = resolve([out]).archives[0]

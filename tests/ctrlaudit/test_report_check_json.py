@@ -89,6 +89,7 @@ def _edit(src: Path, dst: Path, change) -> Path:
     return dst
 
 
+@pytest.mark.slow
 def test_the_check_json_names_the_history_it_judged(world):
     """Per cluster: the seq range and the chain's hash at its last seq, the same whichever copy was checked."""
     store = world["main"]["store"]
@@ -142,6 +143,7 @@ def test_a_check_of_another_history_of_the_cluster_is_refused(world, tmp_path):
              f"at seq {fork['last_seq']}", fork["head_hash"][:16], ours[:16], str(world["main"]["store"]))
 
 
+@pytest.mark.slow
 def test_a_check_that_does_not_say_what_it_judged_is_labelled_not_bound(world, tmp_path):
     out = tmp_path / "r.html"
     def older(doc: dict[str, Any]) -> None:  # its chains say how far they were verified, not what they were
@@ -159,6 +161,7 @@ def test_a_check_that_does_not_say_what_it_judged_is_labelled_not_bound(world, t
         out.unlink()
 
 
+@pytest.mark.slow
 def test_a_check_of_part_of_the_window_is_labelled(world, tmp_path):
     out = tmp_path / "r.html"
     page, window = _shown(_report(world["main"]["store"], world["prefix"]["check"], out), out)
@@ -180,6 +183,7 @@ def test_run_checks_is_bound_as_its_json_would_be(world, tmp_path):
     assert "Invariants: 13 of 14 hold; violated: leader_in_isr." in page
 
 
+@pytest.mark.slow
 def test_a_check_of_several_clusters_is_labelled_and_marks_only_this_ones_violations(world, tmp_path):
     out = tmp_path / "r.html"
     both = world["both"]

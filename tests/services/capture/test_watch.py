@@ -69,6 +69,7 @@ async def _watch(values: list[bytes], start: int, end: int) -> list[dict]:
     return out
 
 
+@pytest.mark.slow
 def test_watch_alerts_equal_the_batch_report(history):
     values, rows, breaches = history
     alerts = asyncio.run(_watch(values, 0, len(values)))
