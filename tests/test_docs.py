@@ -79,6 +79,7 @@ def test_the_site_builds_strict(site):
         assert "report screenshot made again" in log, log[-2000:]
 
 
+@pytest.mark.slow
 def test_the_cli_reference_holds_every_command_and_flag(site):
     from ctrlaudit.cli import cli
     from tests.ctrlaudit.conftest import subcommands
@@ -99,6 +100,7 @@ def test_the_cli_reference_holds_every_command_and_flag(site):
     walk(cli, ["ctrlaudit"])
 
 
+@pytest.mark.slow
 def test_the_catalog_and_the_contract_are_generated(site):
     import json
 

@@ -175,6 +175,7 @@ def test_observe_accepts_events_records_and_rows(injected):
     assert a == b == c
 
 
+@pytest.mark.slow
 def test_alert_to_dict_is_json(injected):
     out, result = injected
     alerts = live_of_archive(out)

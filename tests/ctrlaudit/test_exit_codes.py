@@ -88,7 +88,7 @@ def declare_huge(f: Path, field: str) -> None:
 
 @pytest.mark.parametrize("native", ["0", "1"], ids=["python", "native"])
 @pytest.mark.parametrize("field", ["size", "count"])
-@pytest.mark.matrix
+@pytest.mark.slow
 def test_a_block_declaring_a_huge_size_or_count_is_a_damaged_file(world, tmp_path, field, native):
     a, f = copy_of(world, tmp_path)
     declare_huge(f, field)
@@ -103,7 +103,7 @@ def test_a_block_declaring_a_huge_size_or_count_is_a_damaged_file(world, tmp_pat
 # --- a manifest that is not a regular file -------------------------------------------------------------
 
 @pytest.mark.parametrize("target", ["copy", "/dev/zero", "missing"])
-@pytest.mark.matrix
+@pytest.mark.slow
 def test_a_manifest_that_is_a_symbolic_link_is_not_followed(world, tmp_path, target):
     a, f = copy_of(world, tmp_path)
     m = f.with_name(f.name + ".manifest.json")
@@ -225,6 +225,7 @@ def test_a_query_whose_reader_leaves_exits_141(world, args, keep):
     assert (code, err) == (141, "")
 
 
+@pytest.mark.slow
 def test_check_whose_reader_leaves_writes_its_files_then_exits_141(world, tmp_path):
     junit, report = tmp_path / "r.xml", tmp_path / "r.json"
     code, err = read_then_close(["check", str(world["archive"]), "--junit", str(junit), "--json", str(report)], 0)

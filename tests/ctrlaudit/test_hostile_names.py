@@ -100,7 +100,7 @@ def _archive(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("name", ["../x.avro", "/etc/passwd", "..", "", "sub/events.avro", "e\x00.avro"])
-@pytest.mark.matrix
+@pytest.mark.slow
 def test_a_manifest_naming_a_file_elsewhere(tmp_path, name):
     archive = _archive(tmp_path)
     manifest = sorted(archive.rglob("*.manifest.json"))[1]

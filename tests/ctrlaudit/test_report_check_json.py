@@ -105,6 +105,7 @@ def test_the_check_json_names_the_history_it_judged(world):
 
 
 @pytest.mark.parametrize("which", ["main", "copied"])
+@pytest.mark.slow
 def test_the_check_of_this_history_is_its_verdict(world, tmp_path, which):
     checks = world["main"]["check"] if which == "main" else world["copied"]
     out = tmp_path / "r.html"
@@ -115,6 +116,7 @@ def test_the_check_of_this_history_is_its_verdict(world, tmp_path, which):
     assert re.search(r"<li>As of seq 2999 \(offset \d+, 2025-\d\d-\d\dT[\d:.]+Z\)", page)  # as the CLI says it
 
 
+@pytest.mark.slow
 def test_another_clusters_check_is_refused(world, tmp_path):
     out = tmp_path / "r.html"
     before = digest(world["main"]["store"], world["other"]["check"])
@@ -175,6 +177,7 @@ def test_a_check_of_part_of_the_window_is_labelled(world, tmp_path):
     assert window["verdict"] == {"bound": True, "notes": []} and window["to_seq"] <= 1999
 
 
+@pytest.mark.slow
 def test_run_checks_is_bound_as_its_json_would_be(world, tmp_path):
     out = tmp_path / "r.html"
     done = ctrlaudit("report", "--store", str(world["main"]["store"]), "--run-checks", "--out", str(out))
@@ -199,6 +202,7 @@ def test_a_check_of_several_clusters_is_labelled_and_marks_only_this_ones_violat
     assert re.search(r'"name":"invariant violation"', page)
 
 
+@pytest.mark.slow
 def test_a_check_with_unverified_stretches_in_the_window_is_labelled(world, tmp_path):
     out = tmp_path / "r.html"
     gappy = _edit(world["main"]["check"], tmp_path / "gaps.json", lambda d: d["chains"][0]["gaps"].append(

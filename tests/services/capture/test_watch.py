@@ -79,6 +79,7 @@ def test_watch_alerts_equal_the_batch_report(history):
     assert all((b.invariant, b.seq) in violated for b in breaches)
 
 
+@pytest.mark.slow
 def test_watch_restarted_in_the_middle_still_equals_the_batch_report(history):
     values, rows, _ = history
     cut = len(values) // 2
