@@ -12,8 +12,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
+# Every test (pytest-xdist: one worker a core; the real clusters' tests in order on one of them, tests/conftest.py)
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadgroup
 
 # A real 3-node Kafka cluster when Java and Maven are there; the simulator otherwise.
 demo: $(STAMP)

@@ -269,6 +269,7 @@ def test_docker_compose_config_accepts_it():
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow
 def test_the_workers_healthcheck_fails_in_one_line_when_kafka_is_away():
     import os
     import sys

@@ -66,6 +66,7 @@ def test_no_file_names_a_numbered_session_or_issue():
     assert not found, "\n".join(found)
 
 
+@pytest.mark.slow
 def test_the_site_builds_strict(site):
     out, log = site
     for page in ("index.html", "tutorial/index.html", "reference/cli/index.html", "reference/invariants/index.html",
@@ -78,6 +79,7 @@ def test_the_site_builds_strict(site):
         assert "report screenshot made again" in log, log[-2000:]
 
 
+@pytest.mark.slow
 def test_the_cli_reference_holds_every_command_and_flag(site):
     from ctrlaudit.cli import cli
     from tests.ctrlaudit.conftest import subcommands
@@ -98,6 +100,7 @@ def test_the_cli_reference_holds_every_command_and_flag(site):
     walk(cli, ["ctrlaudit"])
 
 
+@pytest.mark.slow
 def test_the_catalog_and_the_contract_are_generated(site):
     import json
 
@@ -116,6 +119,7 @@ def test_the_catalog_and_the_contract_are_generated(site):
     assert "bench/checks.py" in bench and "bench/replay.py" in bench
 
 
+@pytest.mark.slow
 def test_the_readme_tour_runs_as_written(tmp_path, monkeypatch):
     """The tour's lines through the CLI on a simulated demo: its topic for orders, offsets of its history for the
     marks A and B, a partition whose leader moved for P."""

@@ -7,6 +7,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -76,6 +78,7 @@ def _core(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(cwd)}, timeout=300)
 
 
+@pytest.mark.slow
 def test_offline_forensics_without_the_extras(tmp_path):
     def ok(*args: str) -> str:
         done = _core(*args, cwd=tmp_path)
@@ -92,6 +95,7 @@ def test_offline_forensics_without_the_extras(tmp_path):
     assert "controller_epoch_monotonic" in ok("check", str(tmp_path / "sim"))
 
 
+@pytest.mark.slow
 def test_capture_and_spark_without_their_extra_say_which_extra(tmp_path):
     capture = _core("archive", "--bootstrap-server", "127.0.0.1:1", cwd=tmp_path)
     assert capture.returncode == 2
@@ -103,6 +107,7 @@ def test_capture_and_spark_without_their_extra_say_which_extra(tmp_path):
     assert "needs the 'spark' extra" in spark.stderr and "Traceback" not in spark.stderr
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_every_file_read_at_run_time(tmp_path):
     """A plain `pip install .` must bring the invariants' SQL (and its fragments), the Avro schema and the KRaft
     record field tables: `ctrlaudit check` and the KRaft decoder read them at run time. The wheel is built from

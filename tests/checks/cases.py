@@ -1,6 +1,7 @@
 """Per invariant: histories that break exactly it (marked), and clean ones that must pass."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -1182,6 +1183,24 @@ def write_all(directory: Path) -> dict[str, list[tuple[str, str, int]]]:
         make(case).write(directory / f"{case}.avro")
         marks[case] = []
     return marks
+
+
+@functools.cache
+def duckdb_rows(case: str) -> tuple[tuple, ...]:
+    """DuckDB's rows, every invariant, of the handmade case `case` checked alone. Computed once a session and
+    read by test_duckdb_cases (the case's own test and the batched run's comparison) and test_live: both
+    modules are one xdist group (tests/conftest.py), so a worker computes each case once."""
+    from checks.catalog import NAMES
+    from checks.duckdb_engine import DuckDBEngine
+    from schemas.archive import flat
+    from schemas.codec import to_avro
+
+    make = VIOLATING[case][1] if case in VIOLATING else CLEAN[case]
+    eng = DuckDBEngine.from_arrow(flat.to_arrow([flat.flatten(to_avro(e)) for e in make(case).chained()]))
+    try:
+        return tuple(eng.violations(NAMES))
+    finally:
+        eng.close()
 
 
 # the cases of the rules anchored to the specs' properties (ISR never empty without ELR, ELR completeness, ELR

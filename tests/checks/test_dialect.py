@@ -42,7 +42,7 @@ def _digests(rows: list[tuple], scalars: int = 0, spark=None) -> list[int]:
     return [v for (v,) in con.execute(sql.replace("FROM t", "FROM t ORDER BY n")).fetchall()]
 
 
-@pytest.fixture(params=["duckdb", "spark"])
+@pytest.fixture(params=["duckdb", pytest.param("spark", marks=pytest.mark.spark)])
 def engine(request):
     """None for DuckDB, the session's Spark for Spark."""
     return request.getfixturevalue("spark") if request.param == "spark" else None

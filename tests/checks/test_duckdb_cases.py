@@ -7,7 +7,9 @@ from checks.catalog import NAMES
 from checks.duckdb_engine import DuckDBEngine, sort_key
 from schemas.archive import flat
 from schemas.codec import to_avro
-from tests.checks.cases import CLEAN, VIOLATING
+from tests.checks.cases import CLEAN, VIOLATING, duckdb_rows
+
+pytestmark = pytest.mark.xdist_group("handmade-cases")  # with test_live: each case's rows computed once
 
 
 def flat_table(histories):
@@ -31,21 +33,23 @@ def violated(rows):
 def test_breaks_exactly_its_invariant(case):
     name, make = VIOLATING[case]
     h = make(case)
-    got = violated(run([h]))
+    got = violated(duckdb_rows(case))
     want = sorted([(name, rule, idx) for rule, idx in h.bad] + h.bad_other)
     assert got == want
 
 
 @pytest.mark.parametrize("case", sorted(CLEAN))
 def test_clean_history_passes(case):
-    rows = run([CLEAN[case](case)])
+    rows = duckdb_rows(case)
     assert violated(rows) == []
 
 
+@pytest.mark.slow
 def test_batched_histories_report_the_same_as_alone():
-    hs = [make(case) for case, (_, make) in sorted(VIOLATING.items())] + [f(c) for c, f in sorted(CLEAN.items())]
+    cases = sorted(VIOLATING) + sorted(CLEAN)
+    hs = [VIOLATING[c][1](c) for c in sorted(VIOLATING)] + [CLEAN[c](c) for c in sorted(CLEAN)]
     together = run(hs)
-    alone = sorted((r for h in hs for r in run([h])), key=sort_key)
+    alone = sorted((r for c in cases for r in duckdb_rows(c)), key=sort_key)  # each case checked alone
     assert together == alone
 
 
@@ -83,6 +87,7 @@ def test_unclean_election_loss_is_measured():
     assert [(r[0], r[5], r[6], r[9]) for r in rows] == [("high_watermark_monotonic", "allowed", DATA_LOSS_ALLOWANCE, 30)]
 
 
+@pytest.mark.slow
 def test_several_clusters_in_a_read_only_file_or_behind_a_view_report_the_same_as_alone(tmp_path):
     # the engine checks such a store one cluster at a time through a view of its events (one_cluster)
     import duckdb
@@ -142,6 +147,7 @@ def test_ctes_marked_recomputed_and_copies_of_a_built_timeline_are_read_again_no
         eng.close()
 
 
+@pytest.mark.slow
 def test_a_shared_relation_is_dropped_once_its_last_reader_has_run(monkeypatch):
     """The partition timeline's table goes as soon as high_watermark_monotonic (its last reader) has run:
     the queries after it do not share the memory limit with it. The rows are those of each query alone."""

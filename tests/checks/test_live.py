@@ -6,6 +6,7 @@ simulator seeds (where allowed unclean elections occur); the real-cluster histor
 test_real_cluster_checks.py."""
 from __future__ import annotations
 
+import functools
 import json
 import random
 from collections import Counter
@@ -19,12 +20,12 @@ from checks.duckdb_engine import DuckDBEngine
 from checks.inputs import resolve
 from checks.invariants._state import HOOKS
 from checks.live import JUDGE_ORDER, LIVE_INVARIANTS, MODULES, Alert, LiveChecker, as_row
-from schemas.archive import flat
-from schemas.codec import to_avro
 from schemas.archive.container import iter_records, read_events
-from tests.checks.cases import CLEAN, VIOLATING
+from tests.checks.cases import CLEAN, VIOLATING, duckdb_rows
 
 sim = pytest.importorskip("services.simulator")
+
+pytestmark = pytest.mark.xdist_group("handmade-cases")  # with test_duckdb_cases: each case's rows computed once
 
 INJECTED_EVENTS = 60_000
 PER_INVARIANT = 2
@@ -57,14 +58,16 @@ def duck_rows_of_archive(path) -> list[tuple]:
         eng.close()
 
 
-def live_of_archive(path) -> list[Alert]:
-    """Observe the archive's events (as ControllerEvents, like the watch agent) file by file, in order."""
+@functools.cache
+def live_of_archive(path) -> tuple[Alert, ...]:
+    """Observe the archive's events (as ControllerEvents, like the watch agent) file by file, in order. Once
+    per archive: the module's tests only read an archive their module-scoped fixture made."""
     checker = LiveChecker()
     alerts: list[Alert] = []
     for f in resolve([path]).archives:
         for e in read_events(f):
             alerts.extend(checker.observe(e))
-    return alerts
+    return tuple(alerts)
 
 
 # --- catalog ------------------------------------------------------------------------------------
@@ -97,11 +100,7 @@ def test_every_live_invariant_has_its_predicate_beside_its_sql():
 def test_live_equals_batch_on_handmade_history(case):
     make = VIOLATING[case][1] if case in VIOLATING else CLEAN[case]
     events = make(case).chained()
-    eng = DuckDBEngine.from_arrow(flat.to_arrow(flat.flatten(to_avro(e)) for e in events))
-    try:
-        rows = eng.violations(NAMES)
-    finally:
-        eng.close()
+    rows = duckdb_rows(case)  # DuckDB's, of the same events
     alerts = LiveChecker().observe_all(events)
     assert_agree(batch_keys(rows), live_keys(alerts))
     if case in VIOLATING:
@@ -134,6 +133,7 @@ def injected_elr(tmp_path_factory):
 
 
 @pytest.mark.parametrize("history", ["injected", "injected_elr"])
+@pytest.mark.slow
 def test_live_equals_batch_with_every_breach_injected(history, request):
     out, result = request.getfixturevalue(history)
     rows = duck_rows_of_archive(out)
@@ -150,6 +150,7 @@ def test_live_equals_batch_with_every_breach_injected(history, request):
     assert {a.invariant for a in alerts if not a.allowed} == set(sim.BREACHES)
 
 
+@pytest.mark.slow
 def test_live_equals_batch_on_clean_seeds(tmp_path):
     for seed in CLEAN_SEEDS:
         sim.simulate_to_archive(tmp_path, sim.SimConfig(seed=seed, events=CLEAN_EVENTS))
@@ -162,6 +163,7 @@ def test_live_equals_batch_on_clean_seeds(tmp_path):
 
 # --- API ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_observe_accepts_events_records_and_rows(injected):
     out, _ = injected
     f = resolve([out]).archives[0]
@@ -173,6 +175,7 @@ def test_observe_accepts_events_records_and_rows(injected):
     assert a == b == c
 
 
+@pytest.mark.slow
 def test_alert_to_dict_is_json(injected):
     out, result = injected
     alerts = live_of_archive(out)

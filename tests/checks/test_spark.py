@@ -21,10 +21,15 @@ def archive_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def spark_engine(spark, archive_dir):
+def spark_engine(spark, archive_dir, tmp_path_factory):
     from checks.spark_engine import SparkEngine
+    from checks.spark_handoff import ENV
 
-    eng = SparkEngine.from_archives(spark, resolve([archive_dir[0]]).archives)
+    # its handoff (and the findings' directories beside it) in a directory of its own, not the system's
+    # temporary one, where other Spark runs on the machine make and remove theirs while the tests count these
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(ENV, str(tmp_path_factory.mktemp("handoff")))
+        eng = SparkEngine.from_archives(spark, resolve([archive_dir[0]]).archives)
     yield eng
     eng.close()
 

@@ -192,6 +192,7 @@ ROW_IDS = [
 
 
 @pytest.mark.parametrize("index", range(len(ROW_IDS)), ids=ROW_IDS)
+@pytest.mark.matrix
 def test_a_damaged_archive_is_refused_by_every_reader(pristine, tmp_path, index):
     row = rows(pristine)[index]
     a = tmp_path / "a"

@@ -273,6 +273,7 @@ ROWS = [
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+@pytest.mark.matrix
 def test_one_line_never_a_traceback(world, row, tmp_path_factory):
     here = Path(tempfile.mkdtemp(dir=world["root"], prefix=row.id[:20] + "-"))
     here.chmod(0o777)  # an unprivileged row may create files here
@@ -318,6 +319,7 @@ def big(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_load_exits_130_and_keeps_the_store(world, big, tmp_path):
     store = tmp_path / "s.duckdb"
     assert ctrlaudit("load", str(world["archive"]), "--store", str(store)).returncode == 0
@@ -333,12 +335,14 @@ def test_ctrl_c_during_a_load_exits_130_and_keeps_the_store(world, big, tmp_path
     assert again.returncode == 0, again.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_check_exits_130(big):
     done = _interrupt_after(["check", str(big)], 2.0)
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_second_load_waits_for_the_first_and_a_reader_can_give_up(world, big, tmp_path):
     store = tmp_path / "s.duckdb"
     first = subprocess.Popen([sys.executable, "-m", "ctrlaudit", "load", str(big), "--store", str(store)], cwd=ROOT,
@@ -353,6 +357,7 @@ def test_a_second_load_waits_for_the_first_and_a_reader_can_give_up(world, big, 
     assert "added 0" in second.stdout
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_load_into_a_new_store_leaves_no_store(big, tmp_path):
     store = tmp_path / "new.duckdb"
     done = _interrupt_after(["load", str(big), "--store", str(store)], 2.0)

@@ -123,6 +123,7 @@ def kraft_good(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
 @pytest.mark.parametrize("bomb", list(KRAFT_BOMBS))
+@pytest.mark.slow
 def test_a_kraft_batch_that_is_a_bomb(tmp_path: Path, kraft_good: Path, bomb: str, native: str) -> None:
     codec, make, size = KRAFT_BOMBS[bomb]
     d = metadata_dir(tmp_path)
@@ -141,6 +142,7 @@ def test_a_kraft_batch_that_is_a_bomb(tmp_path: Path, kraft_good: Path, bomb: st
 
 
 @pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
+@pytest.mark.slow
 def test_a_batch_of_the_most_records_the_limit_lets_through(tmp_path: Path, kraft_good: Path, native: str) -> None:
     """Within the limit a bomb can still be records: 8 MiB of NoOpRecords (the smallest there is, ~650k)
     compressed into one batch is read, and costs less than 256 MB."""
@@ -200,6 +202,7 @@ def _long(n: int) -> bytes:
 
 @pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
 @pytest.mark.parametrize("command", ["verify", "load"])
+@pytest.mark.slow
 def test_an_archive_block_that_is_a_bomb(tmp_path: Path, archives: dict[str, Path], command: str, native: str) -> None:
     env = {"CTRLAUDIT_NATIVE": native}
     extra = ("--store", str(tmp_path / "s.duckdb")) if command == "load" else ()
@@ -223,6 +226,7 @@ def test_an_archive_block_that_is_a_bomb(tmp_path: Path, archives: dict[str, Pat
         assert measured("state", "--store", str(tmp_path / "s.duckdb"))[0] == 2  # nothing was loaded
 
 
+@pytest.mark.slow
 def test_the_archive_bomb_is_one(archives: dict[str, Path]) -> None:
     """The block the archive test plants inflates to 1 GiB (counted a chunk at a time, not kept)."""
     d = zlib.decompressobj(-15)
@@ -235,6 +239,7 @@ def test_the_archive_bomb_is_one(archives: dict[str, Path]) -> None:
 
 # --- broker logs ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_rotated_broker_log_that_is_a_bomb(tmp_path: Path) -> None:
     """A rotated state-change.log's .gz that inflates to 1 GiB with no line end: read a line at a time, the
     line stops at its limit."""

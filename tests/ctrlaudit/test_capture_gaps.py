@@ -49,6 +49,7 @@ def zk_store(tmp_path_factory) -> tuple[Path, int]:
     return _loaded(tmp, "zk", tmp / "zk"), victim.zxid
 
 
+@pytest.mark.slow
 def test_a_log_cut_mid_record_before_the_next_log_is_a_gap_that_warns(tmp_path):
     """log.1 ends inside the record of zxid 0x40 (a copy cut short); log.41 goes on from zxid 0x41."""
     (tmp_path / "zk" / "version-2").mkdir(parents=True)
@@ -81,6 +82,7 @@ def _stretch(store: Path, timed: bool = True) -> tuple[int, int, int]:
     return gap, before, after
 
 
+@pytest.mark.slow
 def test_state_inside_a_zookeeper_gap_warns_and_outside_it_does_not(zk_store):
     store, zxid = zk_store
     gap, before, after = _stretch(store)
@@ -99,6 +101,7 @@ def test_state_inside_a_zookeeper_gap_warns_and_outside_it_does_not(zk_store):
     assert _as_of(store, "--time", str(after))["uncertain"] == []
 
 
+@pytest.mark.slow
 def test_diff_and_report_over_a_gap_warn(zk_store, tmp_path):
     store, _ = zk_store
     gap, before, after = _stretch(store)
@@ -116,6 +119,7 @@ def test_diff_and_report_over_a_gap_warn(zk_store, tmp_path):
     assert "state may be incomplete" not in page2.read_text()
 
 
+@pytest.mark.slow
 def test_kraft_skipped_batch_is_the_same_warning_for_state_timeline_and_explain(tmp_path):
     d = metadata_dir(tmp_path, later=((2, [1, 2]), (3, [2, 3]), (1, [1, 3])))
     seg = next(d.glob("*.log"))
@@ -140,6 +144,7 @@ def test_kraft_skipped_batch_is_the_same_warning_for_state_timeline_and_explain(
     assert "WARNING" not in first.stdout
 
 
+@pytest.mark.slow
 def test_no_gap_no_warning(tmp_path):
     d = metadata_dir(tmp_path)
     done = ctrlaudit("import", "kraft", str(d), "--out", str(tmp_path / "archive"))

@@ -65,6 +65,7 @@ def _commands(world: dict[str, Path], out: Path) -> dict[str, tuple[list[str], d
 @BUFFERING
 @pytest.mark.parametrize("command", ["check", "verify", "load", "import", "simulate", "export", "export -", "report",
                                      "report -", "state"])
+@pytest.mark.matrix
 def test_a_reader_that_left_costs_no_file(world, tmp_path, command, unbuffered):
     args, files = _commands(world, tmp_path)[command]
     code, err = closed(args, unbuffered)

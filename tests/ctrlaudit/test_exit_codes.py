@@ -88,6 +88,7 @@ def declare_huge(f: Path, field: str) -> None:
 
 @pytest.mark.parametrize("native", ["0", "1"], ids=["python", "native"])
 @pytest.mark.parametrize("field", ["size", "count"])
+@pytest.mark.slow
 def test_a_block_declaring_a_huge_size_or_count_is_a_damaged_file(world, tmp_path, field, native):
     a, f = copy_of(world, tmp_path)
     declare_huge(f, field)
@@ -102,6 +103,7 @@ def test_a_block_declaring_a_huge_size_or_count_is_a_damaged_file(world, tmp_pat
 # --- a manifest that is not a regular file -------------------------------------------------------------
 
 @pytest.mark.parametrize("target", ["copy", "/dev/zero", "missing"])
+@pytest.mark.slow
 def test_a_manifest_that_is_a_symbolic_link_is_not_followed(world, tmp_path, target):
     a, f = copy_of(world, tmp_path)
     m = f.with_name(f.name + ".manifest.json")
@@ -131,6 +133,7 @@ def test_an_archive_file_that_is_a_fifo_is_not_read(world, tmp_path):
     ("(?P<x>a)(?P<x>b)", "redefinition of group name"),
 ])
 @pytest.mark.parametrize("command", ["state", "diff"])
+@pytest.mark.matrix
 def test_a_bad_topic_regex_is_one_line(world, pattern, says, command):
     args = [command, "--store", str(world["store"]), "--topic", pattern]
     if command == "diff":
@@ -222,6 +225,7 @@ def test_a_query_whose_reader_leaves_exits_141(world, args, keep):
     assert (code, err) == (141, "")
 
 
+@pytest.mark.slow
 def test_check_whose_reader_leaves_writes_its_files_then_exits_141(world, tmp_path):
     junit, report = tmp_path / "r.xml", tmp_path / "r.json"
     code, err = read_then_close(["check", str(world["archive"]), "--junit", str(junit), "--json", str(report)], 0)
@@ -305,6 +309,7 @@ CRAFTED = [  # (id, make(here, world) -> args, exit code, what the one line says
 
 
 @pytest.mark.parametrize("make, code, says", [c[1:] for c in CRAFTED], ids=[c[0] for c in CRAFTED])
+@pytest.mark.matrix
 def test_a_crafted_bad_input_is_one_line(world, tmp_path, make, code, says):
     args = make(tmp_path, world)
     before = digest(tmp_path)

@@ -51,6 +51,7 @@ def warnings(stdout: str) -> list[str]:
     return [line for line in stdout.splitlines() if line.startswith("WARNING")]
 
 
+@pytest.mark.slow
 def test_parquet_holds_its_gaps_in_its_metadata(stores, tmp_path):
     out = tmp_path / "e.parquet"
     done = ctrlaudit("export", "--store", str(stores["gaps"]), "--out", str(out))

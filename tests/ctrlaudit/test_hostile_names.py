@@ -40,6 +40,7 @@ def refused(done, code: int = 2) -> str:
 
 
 @pytest.mark.parametrize("value", [v for _, v in HOSTILE_IDS], ids=[i for i, _ in HOSTILE_IDS])
+@pytest.mark.matrix
 def test_cluster_id_option_of_import_and_simulate(tmp_path, value):
     d = metadata_dir(tmp_path)
     # where a joined path would land outside --out: nothing may appear there either
@@ -56,6 +57,7 @@ def test_cluster_id_option_of_import_and_simulate(tmp_path, value):
 
 @pytest.mark.parametrize("value", [v for _, v in HOSTILE_IDS if "\n" not in v] + [NUL[1]],
                          ids=[i for i, v in HOSTILE_IDS if "\n" not in v] + [NUL[0]])
+@pytest.mark.matrix
 def test_cluster_id_of_a_copied_meta_properties(tmp_path, value):
     d = metadata_dir(tmp_path)
     meta = d.parent / "meta.properties"
@@ -98,6 +100,7 @@ def _archive(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("name", ["../x.avro", "/etc/passwd", "..", "", "sub/events.avro", "e\x00.avro"])
+@pytest.mark.slow
 def test_a_manifest_naming_a_file_elsewhere(tmp_path, name):
     archive = _archive(tmp_path)
     manifest = sorted(archive.rglob("*.manifest.json"))[1]

@@ -115,6 +115,7 @@ def _binary_cases(log: Path) -> list[tuple[str, bytes, str]]:
     ]
 
 
+@pytest.mark.slow
 def test_a_broker_log_that_is_not_text_is_refused_naming_the_place(tmp_path):
     nodes = _good_logs(tmp_path)
     log = nodes[0] / "logs" / "state-change.log"
@@ -138,6 +139,7 @@ def test_a_few_bytes_not_utf8_in_a_broker_log_are_read(tmp_path):
 # --- an interrupted simulate -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("out_exists", [False, True])
+@pytest.mark.slow
 def test_ctrl_c_during_simulate_leaves_nothing_that_reads_as_whole(tmp_path, out_exists):
     from tests.ctrlaudit.test_bad_inputs import _interrupt_after
 

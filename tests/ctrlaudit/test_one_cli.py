@@ -129,6 +129,7 @@ def test_epoch_seconds_are_read_as_seconds_with_a_note(history: dict[str, Path])
 
 # --- JSON on standard output -------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_json_on_standard_output_for_every_command(history: dict[str, Path], tmp_path: Path) -> None:
     store, archive = str(history["store"]), str(history["archive"])
     topic = _first_topic(store)

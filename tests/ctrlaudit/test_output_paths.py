@@ -179,6 +179,7 @@ ROWS = [
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+@pytest.mark.slow
 def test_a_refused_output_is_one_line_and_nothing_written(world, row):
     here = Path(tempfile.mkdtemp(dir=world["root"], prefix="row-"))
     fill = {**{k: str(v) for k, v in world.items()}, "here": str(here)}
@@ -202,6 +203,7 @@ def test_the_table_has_one_row_per_id():
     assert len({r.id for r in ROWS}) == len(ROWS)
 
 
+@pytest.mark.slow
 def test_force_replaces_an_existing_file_and_leaves_no_temporary(world, tmp_path):
     existing(world, tmp_path)
     cases = [(["state", "--store", str(world["store"]), "--json", "x.json"], "x.json", "{"),
@@ -228,6 +230,7 @@ def _umask() -> int:
     return mask
 
 
+@pytest.mark.slow
 def test_dash_is_standard_output_for_every_file_option(world, tmp_path):
     store = str(world["store"])
     html = run("report", "--store", store, "--out", "-", cwd=tmp_path)

@@ -43,6 +43,7 @@ def archive(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("command, label", [("verify", "verifying"), ("load", "loading"),
                                             ("check", "reading and verifying")])
+@pytest.mark.slow
 def test_a_bar_on_a_terminal_and_none_in_a_pipe(archive, tmp_path, command, label):
     args = [command, str(archive)] + (["--store", str(tmp_path / "s.duckdb")] if command == "load" else [])
     assert label in on_a_terminal(args)

@@ -93,6 +93,7 @@ def test_report_cli_refuses_bad_windows_and_topics(incident_history, tmp_path):
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium (.ci/run installs Debian's package)")
+@pytest.mark.slow
 def test_report_in_headless_chromium(incident_history):
     out = incident_history["root"] / "incident.html"
     done = run("report", "--store", str(incident_history["store"]), "--check-json", str(incident_history["checks"]),
@@ -231,6 +232,7 @@ def _gapped_store(tmp_path: Path) -> tuple[Path, list[tuple[int, int]]]:
     return store, spans
 
 
+@pytest.mark.slow
 def test_report_shades_the_stretches_nobody_read(tmp_path):
     """Every plot shades each stretch nobody read (drawn by plotly in the browser, at the stretch's times),
     names it in its caption and in the page's window data; a report of another topic leaves out a stretch of

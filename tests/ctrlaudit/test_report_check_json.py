@@ -89,6 +89,7 @@ def _edit(src: Path, dst: Path, change) -> Path:
     return dst
 
 
+@pytest.mark.slow
 def test_the_check_json_names_the_history_it_judged(world):
     """Per cluster: the seq range and the chain's hash at its last seq, the same whichever copy was checked."""
     store = world["main"]["store"]
@@ -104,6 +105,7 @@ def test_the_check_json_names_the_history_it_judged(world):
 
 
 @pytest.mark.parametrize("which", ["main", "copied"])
+@pytest.mark.slow
 def test_the_check_of_this_history_is_its_verdict(world, tmp_path, which):
     checks = world["main"]["check"] if which == "main" else world["copied"]
     out = tmp_path / "r.html"
@@ -117,6 +119,7 @@ def test_the_check_of_this_history_is_its_verdict(world, tmp_path, which):
     assert '<span class="anchor-name">LeaderInIsr</span>' in row and "hachikuji/kafka-specification" in row
 
 
+@pytest.mark.slow
 def test_another_clusters_check_is_refused(world, tmp_path):
     out = tmp_path / "r.html"
     before = digest(world["main"]["store"], world["other"]["check"])
@@ -145,6 +148,7 @@ def test_a_check_of_another_history_of_the_cluster_is_refused(world, tmp_path):
              f"at seq {fork['last_seq']}", fork["head_hash"][:16], ours[:16], str(world["main"]["store"]))
 
 
+@pytest.mark.slow
 def test_a_check_that_does_not_say_what_it_judged_is_labelled_not_bound(world, tmp_path):
     out = tmp_path / "r.html"
     def older(doc: dict[str, Any]) -> None:  # its chains say how far they were verified, not what they were
@@ -162,6 +166,7 @@ def test_a_check_that_does_not_say_what_it_judged_is_labelled_not_bound(world, t
         out.unlink()
 
 
+@pytest.mark.slow
 def test_a_check_of_part_of_the_window_is_labelled(world, tmp_path):
     out = tmp_path / "r.html"
     page, window = _shown(_report(world["main"]["store"], world["prefix"]["check"], out), out)
@@ -175,6 +180,7 @@ def test_a_check_of_part_of_the_window_is_labelled(world, tmp_path):
     assert window["verdict"] == {"bound": True, "notes": []} and window["to_seq"] <= 1999
 
 
+@pytest.mark.slow
 def test_run_checks_is_bound_as_its_json_would_be(world, tmp_path):
     out = tmp_path / "r.html"
     done = ctrlaudit("report", "--store", str(world["main"]["store"]), "--run-checks", "--out", str(out))
@@ -183,6 +189,7 @@ def test_run_checks_is_bound_as_its_json_would_be(world, tmp_path):
     assert "Invariants: 13 of 14 hold; violated: leader_in_isr." in page
 
 
+@pytest.mark.slow
 def test_a_check_of_several_clusters_is_labelled_and_marks_only_this_ones_violations(world, tmp_path):
     out = tmp_path / "r.html"
     both = world["both"]
@@ -198,6 +205,7 @@ def test_a_check_of_several_clusters_is_labelled_and_marks_only_this_ones_violat
     assert re.search(r'"name":"invariant violation"', page)
 
 
+@pytest.mark.slow
 def test_a_check_with_unverified_stretches_in_the_window_is_labelled(world, tmp_path):
     out = tmp_path / "r.html"
     gappy = _edit(world["main"]["check"], tmp_path / "gaps.json", lambda d: d["chains"][0]["gaps"].append(
@@ -273,6 +281,7 @@ SHAPES = [
 
 
 @pytest.mark.parametrize("row", SHAPES, ids=[r[0] for r in SHAPES])
+@pytest.mark.matrix
 def test_a_file_of_another_shape_is_one_line_naming_the_field(world, tmp_path, row):
     name, content, says = row
     bad = tmp_path / f"{name}.json"

@@ -131,6 +131,7 @@ def _sha256(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
 
 
+@pytest.mark.slow
 def test_hostile_values_are_only_text_and_attribute_values(hostile):
     html_text = hostile["page"].read_text(encoding="utf-8")
     page = _Page()
@@ -165,6 +166,7 @@ def test_hostile_values_are_only_text_and_attribute_values(hostile):
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium (.ci/run installs Debian's package)")
+@pytest.mark.slow
 def test_no_script_of_the_attacker_runs_in_chromium(hostile):
     uri = hostile["page"].as_uri()
     with chromium_page() as page:
@@ -218,6 +220,7 @@ def test_no_script_of_the_attacker_runs_in_chromium(hostile):
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium (.ci/run installs Debian's package)")
+@pytest.mark.slow
 def test_the_policy_stops_a_script_that_got_into_the_page(hostile, tmp_path):
     """Should an escape ever miss, the policy is the second wall: a script, an event handler and a
     javascript: link put into a copy of the page do not run, and its own plots still draw."""

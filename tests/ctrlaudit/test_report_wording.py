@@ -102,6 +102,7 @@ def test_a_window_from_a_time_holds_the_events_at_that_time(wording):
     assert said[3] == "The active controller did not change in the window."
 
 
+@pytest.mark.slow
 def test_an_empty_plot_spans_the_window_and_says_so(wording):
     page = report(wording, "--topic", "u")  # u-0: never reassigned nor affected
     events = wording["events"]

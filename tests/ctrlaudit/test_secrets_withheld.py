@@ -56,6 +56,7 @@ def _files_holding(root: Path, needle: bytes) -> list[str]:
 
 
 @pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
+@pytest.mark.slow
 def test_import_kraft_keeps_unread_records_without_their_bytes(tmp_path: Path, native: str) -> None:
     d, first = _with_unread(tmp_path)
     assert SECRET in (d / "00000000000000000000.log").read_bytes()  # the input does carry it

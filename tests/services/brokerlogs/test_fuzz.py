@@ -10,6 +10,8 @@ import gzip
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -71,12 +73,14 @@ def test_the_samples_state_something():
 
 @fuzz_settings(ci_examples=600)
 @given(message=damaged_message())
+@pytest.mark.slow
 def test_fuzz_a_damaged_line(message):
     only_contract_errors(lambda: evidence(message))
 
 
 @fuzz_settings(ci_examples=150)
 @given(messages=st.lists(damaged_message() | st.sampled_from(MESSAGES), min_size=1, max_size=30))
+@pytest.mark.slow
 def test_fuzz_a_log_of_damaged_lines(messages):
     import_logs(as_log(messages))
 

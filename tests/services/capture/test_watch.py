@@ -69,6 +69,7 @@ async def _watch(values: list[bytes], start: int, end: int) -> list[dict]:
     return out
 
 
+@pytest.mark.slow
 def test_watch_alerts_equal_the_batch_report(history):
     values, rows, breaches = history
     alerts = asyncio.run(_watch(values, 0, len(values)))
@@ -78,6 +79,7 @@ def test_watch_alerts_equal_the_batch_report(history):
     assert all((b.invariant, b.seq) in violated for b in breaches)
 
 
+@pytest.mark.slow
 def test_watch_restarted_in_the_middle_still_equals_the_batch_report(history):
     values, rows, _ = history
     cut = len(values) // 2

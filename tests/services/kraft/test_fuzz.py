@@ -151,6 +151,7 @@ def test_the_sample_history_imports(tmp_path):
 
 @fuzz_settings(ci_examples=500)
 @given(st.data())
+@pytest.mark.slow
 def test_fuzz_the_import_of_damaged_records(data):
     records = damage_some(data, HISTORY, lambda record: damaged(record[1]).map(lambda v: (record[0], v)))
     import_kraft(log_of(records), data.draw(st.sampled_from(["raise", "skip"])))

@@ -129,6 +129,7 @@ def test_property_clean_histories_satisfy_the_invariants(seed, brokers, racks, r
     assert Checker().run(simulate(cfg)).violations == []
 
 
+@pytest.mark.slow
 def test_a_long_run_exercises_every_rule():
     elections, kinds, brokers, payloads = Counter(), Counter(), Counter(), Counter()
     for seed in (1, 3):

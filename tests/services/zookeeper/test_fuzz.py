@@ -10,6 +10,8 @@ import tempfile
 import zlib
 from pathlib import Path
 
+import pytest
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -171,6 +173,7 @@ def test_fuzz_the_import_of_damaged_transactions(data):
 
 @fuzz_settings(ci_examples=500)
 @given(st.data())
+@pytest.mark.slow
 def test_fuzz_the_import_of_a_snapshot_with_damaged_znodes(data):
     nodes = damage_some(data, ZNODES, lambda node: damaged_json(node[1] or b"").map(lambda v: (node[0], v)), first=1)
     with tempfile.TemporaryDirectory() as d:
