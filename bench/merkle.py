@@ -5,8 +5,10 @@
 Measures, over the same N random 32-byte "event hashes":
   - hashing the N leaves with hashlib alone (SHA-256(0x00 || leaf), the floor any tree over them pays), and the
     N - 1 node hashes of the tree with hashlib alone, inputs already built;
-  - the root by CompactTree.extend (in memory, what capture keeps), and building the FileHashStore (every perfect
-    subtree's root on disk, ~2N hashes);
+  - the root by CompactTree.extend (in memory; leaves hashed in Python, levels natively where built), and by
+    CompactTree.extend_packed from the hashes as hex (packed_event_leaves: what the verified read and capture's
+    signer run, natively where built), and building the FileHashStore (every perfect subtree's root on disk, ~2N
+    hashes); --root-only stops there;
   - at size N, from the file store: inclusion and consistency proof generation and verification at random indexes
     and sizes, and proof sizes in hashes;
   - `ctrlaudit prove` and `ctrlaudit verify-proof` at size N through the functions the commands call
@@ -38,9 +40,11 @@ sys.path.insert(0, str(ROOT))
 
 from bench.results import append, machine  # noqa: E402
 from schemas.archive.checkpoint import Checkpoint  # noqa: E402
+from schemas.archive import merkle  # noqa: E402
 from schemas.archive.merkle import (  # noqa: E402
     CompactTree,
     leaf_hashes,
+    packed_event_leaves,
     verify_consistency,
     verify_inclusion,
 )
@@ -184,6 +188,7 @@ def main() -> None:
     ap.add_argument("--archive", default=None, help="a signed archive to time `prove` on end to end")
     ap.add_argument("--trusted-key", default=None, help="its log's public key (with --archive)")
     ap.add_argument("--runs", type=int, default=3, help="end-to-end prove runs (with --archive)")
+    ap.add_argument("--root-only", action="store_true", help="the hashing and root figures only (no store, proofs)")
     ap.add_argument("--record", action="store_true", help="append the figures to bench/RESULTS.md")
     args = ap.parse_args()
     n = args.leaves
@@ -230,6 +235,23 @@ def main() -> None:
     say(f"root over {n:,} leaves (CompactTree.extend by chunks of {CHUNK:,}, leaf hashing included): {t_root} = "
         f"{t_root.cpu / t_leaves.cpu:.2f}x the leaf hashes alone, {t_root.cpu / floor:.2f}x leaf + node hashes "
         f"alone (CPU, the faster leaf figure); {n / t_root.cpu:,.0f} leaves per CPU second")
+    # the product's path: the archive and capture hold the chain hashes as hex, hashed a file's (a batch's) at once
+    hex_chunks = [b"".join(c).hex().encode("ascii") for c in chunks]
+    with Clock() as t_packed:
+        packed = CompactTree()
+        for hc in hex_chunks:
+            packed.extend_packed(packed_event_leaves(hc))
+    assert packed.root() == root
+    path = "native (schemas._merklehash)" if merkle._packed else "Python (the native module is not built)"
+    say(f"root over {n:,} leaves from their hex hashes (CompactTree.extend_packed of packed_event_leaves by chunks "
+        f"of {CHUNK:,}, {path}): {t_packed} = {t_packed.cpu / t_leaves.cpu:.2f}x the leaf hashes alone with hashlib "
+        f"(CPU); {n / t_packed.cpu:,.0f} leaves per CPU second")
+    del hex_chunks
+    if args.root_only:
+        if not args.dir:
+            shutil.rmtree(directory, ignore_errors=True)
+        finish(args, say, out, started, load0)
+        return
 
     try:
         with FileHashStore(directory / "tree") as store:
@@ -280,6 +302,11 @@ def main() -> None:
     finally:
         if not args.dir:
             shutil.rmtree(directory, ignore_errors=True)
+    finish(args, say, out, started, load0)
+
+
+def finish(args: argparse.Namespace, say, out: list[str], started: datetime,  # type: ignore[no-untyped-def]
+           load0: tuple[float, float, float]) -> None:
     load1 = os.getloadavg()
     say(f"load average {load0[0]:.1f} at the start, {load1[0]:.1f} at the end (1-minute)")
     if args.record:
