@@ -14,6 +14,7 @@ from ctrlaudit.commands.options import COMMAND_CONFIG, STORE, TRUSTED_KEY, WITNE
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs, store_files
 from ctrlaudit.errors import UsageError, user_errors
 from ctrlaudit.progress import archive_bytes, bar
+from replay import gaps
 from replay.store import Store
 from services.capture.archiver import consume_to_archive
 from services.capture.settings import Settings
@@ -58,6 +59,7 @@ def register(app: typer.Typer) -> None:
 
             with _removed_if_new_and_failed(Store(store)) as s, bar("loading", archive_bytes(paths)) as progress:
                 report = s.load(paths, workers=workers, allow_gaps=allow_gaps, progress=progress, trust=trust)
+                unread = {cluster_id: gaps.stretches(s.con, cluster_id) for cluster_id in report.chains}
 
         seconds = report.decode_seconds + report.store_seconds
         rate = f" ({report.events_read / seconds:,.0f} events/s)" if seconds else ""
@@ -70,13 +72,33 @@ def register(app: typer.Typer) -> None:
         for cluster_id, st in signed.items():
             for line in signed_lines(st):
                 out.say(f"cluster {cluster_id}: {line}")
+        for cluster_id, stretches in unread.items():
+            for line in gap_lines(stretches):
+                out.say(f"cluster {cluster_id}: {line}")
         left_out = [str(s) for s in (report.read.skipped if report.read else ())]
         for skipped in left_out:
             out.say(f"left out: {skipped}")
         out.json(lambda: {"store": str(store), "files": len(report.files), "events_read": report.events_read,
                           "events_added": report.events_added, "already_present": report.duplicates,
                           "seconds": round(seconds, 3), "chains": [asdict(c) for c in report.chains.values()],
-                          "left_out": left_out})
+                          "left_out": left_out,
+                          "capture_gaps": {c: [g.as_json() for g in st] for c, st in unread.items() if st}})
+
+
+SHOWN_GAPS = 3
+
+
+def gap_lines(stretches: list[gaps.CaptureStretch]) -> list[str]:
+    """What a load says of the stretches its history does not know: a reader learns of them here, before any
+    answer, not only when an answer happens to fall inside one."""
+    if not stretches:
+        return []
+    lines = [f"{len(stretches):,} capture gap(s) in its history: answers inside them say WARNING "
+             f"(`ctrlaudit timeline` shows them in place)"]
+    lines += [f"  {g.describe()}" for g in stretches[:SHOWN_GAPS]]
+    if len(stretches) > SHOWN_GAPS:
+        lines.append(f"  ... and {len(stretches) - SHOWN_GAPS:,} more")
+    return lines
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ CLI, for ZooKeeper's transaction log and KRaft's metadata log alike."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -20,9 +21,24 @@ def _loaded(tmp_path: Path, kind: str, source: Path, on_error: str = "skip") -> 
     done = ctrlaudit("import", kind, str(source), "--out", str(tmp_path / "archive"), "--on-error", on_error)
     assert done.returncode == 0 and "capture gap:" in done.stdout + done.stderr, done.stderr
     store = tmp_path / "s.duckdb"
-    loaded = ctrlaudit("load", str(tmp_path / "archive"), "--store", str(store))
+    loaded = ctrlaudit("load", str(tmp_path / "archive"), "--store", str(store), "--json", str(tmp_path / "load.json"))
     assert loaded.returncode == 0, loaded.stderr
+    # the load says it before any answer does: how many, and what each stretch did not read
+    said = re.search(r"cluster \S+: (\d+) capture gap\(s\) in its history", loaded.stdout)
+    assert said and "not read:" in loaded.stdout, loaded.stdout
+    listed = json.loads((tmp_path / "load.json").read_text())["capture_gaps"]
+    assert sum(map(len, listed.values())) == int(said.group(1))
     return store
+
+
+def test_a_history_without_gaps_loads_without_a_word_of_them(tmp_path):
+    (tmp_path / "zk" / "version-2").mkdir(parents=True)
+    (tmp_path / "zk" / "version-2" / "log.1").write_bytes(ZK_LOG.read_bytes())
+    assert ctrlaudit("import", "zk", str(tmp_path / "zk"), "--out", str(tmp_path / "archive")).returncode == 0
+    loaded = ctrlaudit("load", str(tmp_path / "archive"), "--store", str(tmp_path / "s.duckdb"),
+                       "--json", str(tmp_path / "load.json"))
+    assert loaded.returncode == 0 and "capture gap" not in loaded.stdout, loaded.stdout
+    assert json.loads((tmp_path / "load.json").read_text())["capture_gaps"] == {}
 
 
 def _header(store: Path, *args: str) -> str:
