@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,23 @@ def keypair(directory: Path, name: str, file: str) -> tuple[Path, Path, Signer]:
     os.chmod(key, 0o600)
     pub.write_text(vkey + "\n")
     return key, pub, Signer.parse(skey)
+
+
+@dataclass(frozen=True)
+class Keys:
+    """A log's key, an impostor's key of the same name, and a witness's key: each (private key file, public key
+    file, signer), as keypair gives them."""
+
+    log: tuple[Path, Path, Signer]
+    evil: tuple[Path, Path, Signer]
+    witness: tuple[Path, Path, Signer]
+
+
+def log_and_witness_keys(directory: Path, witness: str = "witness.example/w") -> Keys:
+    """The keys the proof and witness tests play with: log.key and evil.key (both named log.example/prod: the evil
+    one signs as the log would) and witness.key named `witness`."""
+    return Keys(keypair(directory, "log.example/prod", "log.key"), keypair(directory, "log.example/prod", "evil.key"),
+                keypair(directory, witness, "witness.key"))
 
 
 def signed_archive(root: Path, signer: Signer, events: int, per_file: int, seed: int = 1, topics: int = 2,

@@ -44,6 +44,17 @@ static PyObject *not_taken(const char *what)
     return NULL;
 }
 
+/* out[i] = SHA-256 of in[0:len], a new 32-byte bytes object; -1 with MemoryError set when it cannot be made. */
+static int put_hash(PyObject *out, Py_ssize_t i, const unsigned char *in, size_t len)
+{
+    PyObject *h = PyBytes_FromStringAndSize(NULL, SHA256_DIGEST_LENGTH);
+    if (h == NULL)
+        return -1;
+    sha256(in, len, (unsigned char *)PyBytes_AS_STRING(h));
+    PyList_SET_ITEM(out, i, h);
+    return 0;
+}
+
 static PyObject *py_event_leaf_hashes(PyObject *self, PyObject *arg)
 {
     if (!PyList_Check(arg))
@@ -70,13 +81,10 @@ static PyObject *py_event_leaf_hashes(PyObject *self, PyObject *arg)
             }
             in[1 + j] = (unsigned char)(hi << 4 | lo);
         }
-        PyObject *leaf = PyBytes_FromStringAndSize(NULL, SHA256_DIGEST_LENGTH);
-        if (leaf == NULL) {
+        if (put_hash(out, i, in, sizeof in) < 0) {
             Py_DECREF(out);
             return NULL;
         }
-        sha256(in, sizeof in, (unsigned char *)PyBytes_AS_STRING(leaf));
-        PyList_SET_ITEM(out, i, leaf);
     }
     return out;
 }
@@ -100,13 +108,10 @@ static PyObject *py_pair_hashes(PyObject *self, PyObject *arg)
         }
         memcpy(in + 1, PyBytes_AS_STRING(left), SHA256_DIGEST_LENGTH);
         memcpy(in + 1 + SHA256_DIGEST_LENGTH, PyBytes_AS_STRING(right), SHA256_DIGEST_LENGTH);
-        PyObject *node = PyBytes_FromStringAndSize(NULL, SHA256_DIGEST_LENGTH);
-        if (node == NULL) {
+        if (put_hash(out, i, in, sizeof in) < 0) {
             Py_DECREF(out);
             return NULL;
         }
-        sha256(in, sizeof in, (unsigned char *)PyBytes_AS_STRING(node));
-        PyList_SET_ITEM(out, i, node);
     }
     return out;
 }
@@ -114,22 +119,30 @@ static PyObject *py_pair_hashes(PyObject *self, PyObject *arg)
 /* The packed forms, for a reader checking a signed archive: n events' hex chain hashes back to back (as an Arrow
  * string column holds them) -> their leaves, and a level -> its parents, 32 bytes per hash, hashed with the GIL
  * released so that the check runs beside the decoding threads. */
+static PyObject *packed_start(PyObject *args, Py_buffer *in, const char *not_whole)
+{
+    /* the packed forms' common start: the one buffer argument, a whole number of 64-byte items (else ValueError
+     * `not_whole`), and the output of 32 bytes an item; NULL with the exception set and nothing held on failure */
+    if (!PyArg_ParseTuple(args, "y*", in))
+        return NULL;
+    if (in->len % 64) {
+        PyBuffer_Release(in);
+        PyErr_SetString(PyExc_ValueError, not_whole);
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, in->len / 64 * 32);
+    if (!out)
+        PyBuffer_Release(in);
+    return out;
+}
+
 static PyObject *py_merkle_leaves(PyObject *self, PyObject *args)
 {
     Py_buffer in;
-    if (!PyArg_ParseTuple(args, "y*", &in))
+    PyObject *out = packed_start(args, &in, "event hashes: not a whole number of 64 hex digits");
+    if (!out)
         return NULL;
-    if (in.len % 64) {
-        PyBuffer_Release(&in);
-        PyErr_SetString(PyExc_ValueError, "event hashes: not a whole number of 64 hex digits");
-        return NULL;
-    }
     Py_ssize_t n = in.len / 64, bad = -1;
-    PyObject *out = PyBytes_FromStringAndSize(NULL, n * 32);
-    if (!out) {
-        PyBuffer_Release(&in);
-        return NULL;
-    }
     unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
     const unsigned char *h = (const unsigned char *)in.buf;
     Py_BEGIN_ALLOW_THREADS
@@ -161,19 +174,10 @@ static PyObject *py_merkle_leaves(PyObject *self, PyObject *args)
 static PyObject *py_merkle_parents(PyObject *self, PyObject *args)
 {
     Py_buffer in;
-    if (!PyArg_ParseTuple(args, "y*", &in))
+    PyObject *out = packed_start(args, &in, "a level to pair: not a whole number of pairs of 32-byte hashes");
+    if (!out)
         return NULL;
-    if (in.len % 64) {
-        PyBuffer_Release(&in);
-        PyErr_SetString(PyExc_ValueError, "a level to pair: not a whole number of pairs of 32-byte hashes");
-        return NULL;
-    }
     Py_ssize_t n = in.len / 64;
-    PyObject *out = PyBytes_FromStringAndSize(NULL, n * 32);
-    if (!out) {
-        PyBuffer_Release(&in);
-        return NULL;
-    }
     unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
     const unsigned char *h = (const unsigned char *)in.buf;
     Py_BEGIN_ALLOW_THREADS

@@ -17,7 +17,7 @@ from schemas.archive.proofs import MalformedProof, ProofFailed, parse_proof, ver
 from schemas.archive.prover import consistency, inclusion, read_log, stored_sizes
 from schemas.archive.signatures import Trust
 from tests.ctrlaudit.test_proof_cli import _corrupt_signature, _flip_b64, _mutate, _rehash, _resign
-from tests.signed_archives import keypair, signed_archive
+from tests.signed_archives import log_and_witness_keys, signed_archive
 
 HERE = Path(__file__).with_name("goverify")
 
@@ -44,9 +44,8 @@ def goverify(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("goproofs")
-    _, _, log = keypair(root, "log.example/prod", "log.key")
-    _, _, evil = keypair(root, "log.example/prod", "evil.key")
-    _, _, witness = keypair(root, "witness.example/w", "witness.key")
+    keys = log_and_witness_keys(root)
+    log, evil, witness = keys.log[2], keys.evil[2], keys.witness[2]
     return {"root": root, "log": log, "evil": evil, "witness": witness, "trust": Trust((log.verifier,))}
 
 

@@ -20,15 +20,14 @@ from schemas.archive.checkpoint import Checkpoint
 from schemas.archive.note import parse_note, sign_note
 from tests.ctrlaudit.test_bad_inputs import ctrlaudit, digest
 from tests.ctrlaudit.test_exit_codes import one_line
-from tests.signed_archives import keypair, signed_archive
+from tests.signed_archives import log_and_witness_keys, signed_archive
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("proofs")
-    key, pub, log = keypair(root, "log.example/prod", "log.key")
-    _, evil_pub, evil = keypair(root, "log.example/prod", "evil.key")
-    _, witness_pub, _ = keypair(root, "witness.example/w", "witness.key")
+    keys = log_and_witness_keys(root)
+    (key, pub, log), (_, evil_pub, evil), (_, witness_pub, _) = keys.log, keys.evil, keys.witness
     a = signed_archive(root / "a", log, 300, 100)
     fork = signed_archive(root / "fork", log, 300, 100, topics=3)
     other = signed_archive(root / "other", log, 300, 100, seed=2)

@@ -17,15 +17,14 @@ import pytest
 
 from tests.ctrlaudit.test_bad_inputs import ctrlaudit, digest
 from tests.ctrlaudit.test_exit_codes import one_line
-from tests.signed_archives import keypair, signed_archive
+from tests.signed_archives import log_and_witness_keys, signed_archive
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("witness")
-    key, pub, log = keypair(root, "log.example/prod", "log.key")
-    w_key, w_pub, _ = keypair(root, "witness.example/other-team", "witness.key")
-    _, evil_pub, evil = keypair(root, "log.example/prod", "evil.key")
+    keys = log_and_witness_keys(root, witness="witness.example/other-team")
+    (key, pub, log), (w_key, w_pub, _), evil = keys.log, keys.witness, keys.evil[2]
     made = {"root": root, "pub": pub, "log_key": key, "w_key": w_key, "w_pub": w_pub, "evil": evil}
     for name, events, kw in (("a300", 300, {}), ("a500", 500, {}), ("a700", 700, {}), ("fork300", 300, {"topics": 3}),
                              ("fork500", 500, {"topics": 3}), ("other", 300, {"seed": 2}), ("evil", 300, {})):
