@@ -18,9 +18,7 @@ from __future__ import annotations
 import builtins
 import json
 import math
-import os
 import re
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +26,7 @@ from typing import Any, NotRequired, TypedDict
 
 from checks.report import ALLOWED, FAIL, NO_DATA, PASS
 from ctrlaudit.errors import UsageError
+from schemas.bounded import NotReadable, TooLarge, read_bounded
 
 # A real check report is kilobytes (a few examples per invariant, a few lines per cluster); parsing a
 # crafted one of this size (all empty lists) takes about 200 MB
@@ -197,17 +196,13 @@ def read(path: Path) -> CheckReport:
     """The check report in `path`, the fields the page uses, validated; Malformed otherwise."""
     where = str(path)
     try:
-        # judged on what was opened (not on the name, which may change in between); O_NONBLOCK: opening a
-        # FIFO must not wait for a writer
-        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
-                raise Malformed(f"{where}: not a regular file")
-            data = f.read(MAX_BYTES + 1)
+        data = read_bounded(path, MAX_BYTES)
+    except TooLarge as exc:
+        raise Malformed(f"{where}: {exc.size:,} bytes, larger than any check report ({MAX_BYTES:,})") from None
+    except NotReadable as exc:
+        raise Malformed(f"{where}: {exc}") from None
     except OSError as exc:
         raise Malformed(f"{where}: {exc.strerror or exc}") from None
-    if len(data) > MAX_BYTES:
-        raise Malformed(f"{where}: {max(st.st_size, len(data)):,} bytes, larger than any check report ({MAX_BYTES:,})")
     try:
         raw = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except UnicodeDecodeError as exc:

@@ -41,6 +41,13 @@ class Described:
     text: str = ""
 
 
+def in_sync(d: Described, *topics: str) -> bool:
+    """Whether every partition (of `topics`; none given: of every topic) has a leader, every replica in its ISR and
+    no reassignment under way: the state a test waits for before its next fault."""
+    return all(set(p.isr) == set(p.replicas) and p.leader >= 0 and not p.adding and not p.removing
+               for (t, _), p in d.partitions.items() if not topics or t in topics)
+
+
 def parse_describe(text: str) -> Described:
     out = Described(text=text)
     for line in text.splitlines():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import errno
 import shutil
+import signal
+import subprocess
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -86,6 +88,15 @@ def copy_live_directory(source: Path, target: Path) -> Path:
         if others:
             raise shutil.Error(others) from exc
         return target
+
+
+def stop_process(p: subprocess.Popen[Any], timeout: float = 30) -> None:
+    """Stop a service the test started as an operator would: SIGTERM, then SIGKILL if it has not ended in `timeout` s."""
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
 
 
 def heal(cluster: KafkaCluster, timeout: float = 90) -> KafkaCluster:

@@ -7,15 +7,14 @@ archive, file by file, without decoding anything but the chain fields.
 """
 from __future__ import annotations
 
-import errno
 import json
 import os
-import stat
 from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from schemas import names
+from schemas.bounded import NotReadable, TooLarge, read_bounded
 from schemas.errors import ContractError
 
 MANIFEST_SUFFIX = ".manifest.json"
@@ -118,17 +117,11 @@ def _manifest_text(path: Path) -> str:
     """The manifest's text, read only from a regular file of at most MAX_MANIFEST_BYTES: a symbolic link
     (which could point anywhere: /dev/zero, a FIFO, a file outside the archive) is not followed."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise ManifestShape(f"a symbolic link (to {os.readlink(path)!r}), not a file; not followed") from None
-        raise
-    with os.fdopen(fd, "rb") as fo:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ManifestShape("not a regular file")
-        data = fo.read(MAX_MANIFEST_BYTES + 1)
-    if len(data) > MAX_MANIFEST_BYTES:
-        raise ManifestShape(f"larger than {MAX_MANIFEST_BYTES} bytes")
+        data = read_bounded(path, MAX_MANIFEST_BYTES, follow_links=False)
+    except TooLarge:
+        raise ManifestShape(f"larger than {MAX_MANIFEST_BYTES} bytes") from None
+    except NotReadable as exc:
+        raise ManifestShape(str(exc)) from None
     return data.decode("utf-8")
 
 

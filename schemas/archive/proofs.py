@@ -17,8 +17,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import stat
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +30,7 @@ from schemas.archive.note import NoteError, b64decode_strict, b64encode, open_no
 from schemas.archive.signatures import Trust
 from schemas.archive.signed import MAX_CHECKPOINT_BYTES, origin_of
 from schemas.codec import READ_OPTIONS
+from schemas.bounded import NotReadable, TooLarge, read_bounded
 from schemas.errors import ContractError
 
 FORMAT = "ctrlaudit-proof"
@@ -245,11 +244,11 @@ def read_proof(path: str) -> Proof:
         if path == "-":
             data = sys.stdin.buffer.read(MAX_PROOF_BYTES + 1)
         else:
-            with open(path, "rb") as fo:
-                st = os.fstat(fo.fileno())
-                if stat.S_ISREG(st.st_mode) and st.st_size > MAX_PROOF_BYTES:
-                    raise MalformedProof(f"{path}: {st.st_size:,} bytes, larger than {MAX_PROOF_BYTES:,}; not a proof")
-                data = fo.read(MAX_PROOF_BYTES + 1)
+            data = read_bounded(path, MAX_PROOF_BYTES)
+    except TooLarge as exc:
+        raise MalformedProof(f"{path}: {exc.size:,} bytes, larger than {MAX_PROOF_BYTES:,}; not a proof") from None
+    except NotReadable as exc:
+        raise MalformedProof(f"{path}: {exc}; not a proof") from None
     except OSError as exc:
         raise MalformedProof(f"{path}: cannot be read ({exc.strerror})") from None
     try:

@@ -27,10 +27,12 @@ from schemas.archive.checkpoint import Checkpoint, CheckpointError
 from schemas.archive.merkle import ProofError, event_leaf_hash, packed_event_leaves
 from schemas.archive.merkle_store import FileHashStore
 from schemas.archive.note import NoteError, Signer, Verifier, cosign_note, parse_note, sign_note
+from schemas.bounded import NotReadable, TooLarge, read_bounded_text
 from schemas.errors import ContractError
 
 TREE_DIR = "merkle"
 CHECKPOINT_RE = re.compile(r"checkpoint-([0-9]{12,19})\.note")
+MAX_KEY_FILE_BYTES = 1 << 20  # a file of trusted keys: thousands of lines
 MAX_CHECKPOINT_BYTES = 64 * 1024  # a checkpoint with 100 signatures is ~10 KB; anything larger is not read
 
 
@@ -62,20 +64,16 @@ def list_checkpoints(directory: Path) -> list[tuple[int, Path]]:
 
 
 def read_checkpoint_text(path: Path) -> str:
-    """A checkpoint file's text, refusing what no writer makes: not a regular file, too large, not UTF-8."""
+    """A checkpoint file's text, refusing what no writer makes: not a regular file (a link is not followed), too
+    large, not UTF-8."""
     try:
-        if not path.is_file() or path.is_symlink():
-            raise SigningError(f"{path.name}: not a regular file")
-        with open(path, "rb") as fo:
-            data = fo.read(MAX_CHECKPOINT_BYTES + 1)
+        return read_bounded_text(path, MAX_CHECKPOINT_BYTES, follow_links=False)
+    except TooLarge:
+        raise SigningError(f"{path.name}: larger than {MAX_CHECKPOINT_BYTES} bytes; not a checkpoint") from None
+    except NotReadable as exc:
+        raise SigningError(f"{path.name}: {exc}; not a checkpoint") from None
     except OSError as exc:
         raise SigningError(f"{path.name}: cannot be read ({exc.strerror})") from None
-    if len(data) > MAX_CHECKPOINT_BYTES:
-        raise SigningError(f"{path.name}: larger than {MAX_CHECKPOINT_BYTES} bytes; not a checkpoint")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SigningError(f"{path.name}: not UTF-8 text; not a checkpoint") from None
 
 
 # --- keys ----------------------------------------------------------------------------------------
@@ -111,13 +109,11 @@ def load_verifiers(key: str) -> list[Verifier]:
         lines = [key.strip()]
     else:
         try:
-            with open(p, "rb") as fo:
-                data = fo.read(1 << 20)
-            lines = [line.strip() for line in data.decode("utf-8").splitlines()]
+            lines = [line.strip() for line in read_bounded_text(p, MAX_KEY_FILE_BYTES).splitlines()]
+        except NotReadable as exc:
+            raise SigningError(f"{key}: not a public key file ({exc})") from None
         except OSError as exc:
             raise SigningError(f"{key}: cannot read the key file ({exc.strerror})") from None
-        except UnicodeDecodeError:
-            raise SigningError(f"{key}: not a public key file (not UTF-8 text)") from None
         lines = [line for line in lines if line and not line.startswith("#")]
         if not lines:
             raise SigningError(f"{key}: the key file holds no key")

@@ -39,11 +39,6 @@ P = "ck-"
 DIRTY, PLAIN = P + "dirty", P + "plain"
 
 
-def _in_sync(d: observe.Described, *topics: str) -> bool:
-    return all(set(p.isr) == set(p.replicas) and p.leader >= 0 and not p.adding and not p.removing
-               for (t, _), p in d.partitions.items() if not topics or t in topics)
-
-
 def run_scenario(c, work: Path) -> dict:
     bs = lambda: observe.running_bootstrap(c)  # noqa: E731
     facts: dict = {}
@@ -53,11 +48,11 @@ def run_scenario(c, work: Path) -> dict:
     # --- an ordinary topic, and a replica move by reassignment
     c.tool("topics", "--bootstrap-server", bs(), "--create", "--topic", PLAIN, "--replica-assignment",
            f"{x}:{y},{y}:{z}")
-    observe.wait_describe(c, lambda d: (PLAIN, 1) in d.partitions and _in_sync(d, PLAIN), timeout=60)
+    observe.wait_describe(c, lambda d: (PLAIN, 1) in d.partitions and observe.in_sync(d, PLAIN), timeout=60)
     plan = work / "move.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": PLAIN, "partition": 0, "replicas": [z, y]}]}))
     c.tool("reassign", "--bootstrap-server", bs(), "--reassignment-json-file", str(plan), "--execute")
-    observe.wait_describe(c, lambda d: d.partitions[(PLAIN, 0)].replicas == (z, y) and _in_sync(d, PLAIN),
+    observe.wait_describe(c, lambda d: d.partitions[(PLAIN, 0)].replicas == (z, y) and observe.in_sync(d, PLAIN),
                           timeout=90)
 
     # --- the unclean election, allowed by the topic's config
@@ -73,7 +68,7 @@ def run_scenario(c, work: Path) -> dict:
     observe.wait_describe(c, lambda d: d.partitions[(DIRTY, 0)].leader == y, DIRTY, timeout=90)
     c.start_node(x)
     c.wait_ready([x])
-    observe.wait_describe(c, lambda d: _in_sync(d, P + "dirty", PLAIN), timeout=120)
+    observe.wait_describe(c, lambda d: observe.in_sync(d, P + "dirty", PLAIN), timeout=120)
     facts["unclean"] = (x, y)
 
     # --- a killed active controller: a new controller epoch
@@ -82,7 +77,7 @@ def run_scenario(c, work: Path) -> dict:
     c.wait_for_controller(exclude=old, timeout=60)
     c.start_node(old)
     c.wait_ready([old])
-    observe.wait_describe(c, lambda d: _in_sync(d, DIRTY, PLAIN), timeout=120)
+    observe.wait_describe(c, lambda d: observe.in_sync(d, DIRTY, PLAIN), timeout=120)
     facts["controller_killed"] = old
     return facts
 

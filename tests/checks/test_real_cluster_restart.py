@@ -24,11 +24,6 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 TOPIC = "rs-restart"
 
 
-def _in_sync(d: observe.Described) -> bool:
-    return all(set(p.isr) == set(p.replicas) and p.leader >= 0
-               for (t, _), p in d.partitions.items() if t == TOPIC)
-
-
 @pytest.fixture(scope="module")
 def restarted(kafka_cluster, tmp_path_factory):
     from schemas.archive.writer import ArchiveWriter
@@ -37,7 +32,7 @@ def restarted(kafka_cluster, tmp_path_factory):
     c = heal(kafka_cluster)
     work = tmp_path_factory.mktemp(f"restart-{c.label}")
     c.create_topic(TOPIC, 6, 3)
-    observe.wait_describe(c, lambda d: (TOPIC, 5) in d.partitions and _in_sync(d), timeout=90)
+    observe.wait_describe(c, lambda d: (TOPIC, 5) in d.partitions and observe.in_sync(d, TOPIC), timeout=90)
     nodes = sorted(c.nodes)
     for n in nodes:  # the whole cluster dies at once
         c.kill_node(n)
@@ -45,7 +40,7 @@ def restarted(kafka_cluster, tmp_path_factory):
     for n in nodes:
         c.start_node(n)
     c.wait_ready(nodes, timeout=180)
-    observe.wait_describe(c, _in_sync, timeout=180)
+    observe.wait_describe(c, lambda d: observe.in_sync(d, TOPIC), timeout=180)
     node = c.wait_for_controller()
     copy = copy_node_metadata(c, node, work / "copy")
     cluster = cluster_id_of([copy])

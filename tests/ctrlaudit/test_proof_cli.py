@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -222,3 +223,10 @@ def test_no_proof_from_an_archive_rewritten_after_signing(world, tmp_path) -> No
                      str(world["pub"]))
     one_line(done, 1, "checkpoint-000000000100.note", "do not hash to the root this checkpoint signs")
     assert not (tmp_path / "p.json").exists()
+
+
+def test_a_fifo_given_as_the_proof_is_refused_at_once(world, tmp_path) -> None:
+    """A FIFO no one writes to: refused by its shape in one line, not waited on (the read used to block for ever)."""
+    os.mkfifo(tmp_path / "proof.json")
+    one_line(ctrlaudit("verify-proof", str(tmp_path / "proof.json"), "--trusted-key", str(world["pub"]), timeout=60),
+             2, "proof.json", "not a regular file")

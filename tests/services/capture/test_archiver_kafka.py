@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from schemas.codec import encode
-from devtools.cluster.testing import heal
+from devtools.cluster.testing import heal, stop_process
 from devtools.cluster.testing import wait_until
 from services.simulator import SimConfig, simulate
 
@@ -59,7 +58,7 @@ def test_an_archiver_started_before_the_events_topic_exists_archives_it_within_s
         assert time.monotonic() - created < 60
         assert [(e.seq, e.event_id, e.payload) for e in got] == [(e.seq, e.event_id, e.payload) for e in events]
     finally:
-        _stop(archiver)
+        stop_process(archiver)
 
 
 class _Member:
@@ -108,14 +107,6 @@ def _start_archiver(c, tmp_path: Path, prefix: str, rejoin_seconds: str | None =
                             stdout=open(tmp_path / "archiver.log", "wb"), stderr=subprocess.STDOUT)
 
 
-def _stop(archiver) -> None:
-    archiver.send_signal(signal.SIGTERM)
-    try:
-        archiver.wait(30)
-    except subprocess.TimeoutExpired:
-        archiver.kill()
-
-
 def _produce(c, topic: str, events, producer=None):
     """The events on the topic, flushed; the producer, for more."""
     from confluent_kafka import Producer
@@ -151,7 +142,7 @@ def _beside(member: _Member, log: Path) -> Iterator[list[subprocess.Popen]]:
     finally:
         member.close()
         for archiver in started:
-            _stop(archiver)
+            stop_process(archiver)
 
 
 def test_an_archiver_left_without_partitions_while_nobody_archives_rejoins_and_archives(kafka_cluster, tmp_path):

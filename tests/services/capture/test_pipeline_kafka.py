@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from devtools.cluster import observe
-from devtools.cluster.testing import copy_node_metadata, heal
+from devtools.cluster.testing import copy_node_metadata, heal, stop_process
 from devtools.cluster.testing import wait_until as _wait
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow,
@@ -237,11 +237,7 @@ def run(kafka_cluster, tmp_path_factory):
               >= _watermarks(c.bootstrap_servers, events)[events], 120, "the watch worker to reach the end")
     finally:
         time.sleep(2)
-        archiver.send_signal(signal.SIGTERM)
-        try:
-            archiver.wait(30)
-        except subprocess.TimeoutExpired:
-            archiver.kill()
+        stop_process(archiver)
         worker.stop()
         watcher.stop()
     return dict(cluster=c, work=work, prefix=prefix, offline=offline, last=last, worker=worker, watcher=watcher,

@@ -46,6 +46,10 @@ def test_the_worker_refuses_an_unknown_role_in_one_line():
     ("COMMIT_GATE", "sometimes", "expected quorum or none"),
     ("CHECKPOINT_SECONDS", "-1", "seconds >= 0"),
     ("BOOTSTRAP_SERVERS", " ", "is empty"),
+    ("SIGN_EVERY_EVENTS", "0", "a number of events >= 1"),
+    ("SIGN_EVERY_EVENTS", "1e4", "expected a whole number"),
+    ("SIGN_EVERY_SECONDS", "0", "seconds > 0"),
+    ("SIGN_EVERY_SECONDS", "nan", "a finite one"),
 ])
 def test_settings_are_typed_and_checked(monkeypatch, name, value, says):
     from services.capture.settings import SettingsError

@@ -13,7 +13,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from devtools.cluster.testing import copy_node_metadata, heal
+from devtools.cluster.testing import copy_node_metadata, heal, stop_process
 from devtools.cluster.testing import wait_until as _wait
 from tests.services.capture.test_pipeline_kafka import (
     PY, ROOT, Worker, _archive_events, _env, _messages, _watermarks,
@@ -175,11 +174,7 @@ def run(kafka_cluster, tmp_path_factory):
     finally:
         time.sleep(2)
         for a in archivers:
-            a.send_signal(signal.SIGTERM)
-            try:
-                a.wait(30)
-            except subprocess.TimeoutExpired:
-                a.kill()
+            stop_process(a)
         worker.stop()
     return dict(cluster=c, work=work, prefix=prefix, offline=offline, last=last, archive=archive, worker=worker,
                 capture_pub=capture_pub, archiver_pub=archiver_pub, kill_lags=kill_lags,

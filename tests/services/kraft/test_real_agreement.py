@@ -23,16 +23,12 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 TOPIC = "ag-chaos"
 
 
-def _in_sync(d: observe.Described) -> bool:
-    return all(set(p.isr) == set(p.replicas) and p.leader >= 0 for (t, _), p in d.partitions.items() if t == TOPIC)
-
-
 @pytest.fixture(scope="module")
 def copies(kafka_cluster, tmp_path_factory):
     c = heal(kafka_cluster)
     work = tmp_path_factory.mktemp(f"agree-{c.label}")
     c.create_topic(TOPIC, 6, 3)
-    observe.wait_describe(c, lambda d: (TOPIC, 5) in d.partitions and _in_sync(d), timeout=90)
+    observe.wait_describe(c, lambda d: (TOPIC, 5) in d.partitions and observe.in_sync(d, TOPIC), timeout=90)
     for _ in range(2):  # kill -9 the active controller twice: two failovers, each node back afterwards
         active = c.wait_for_controller()
         c.kill_node(active)
@@ -43,7 +39,7 @@ def copies(kafka_cluster, tmp_path_factory):
     c.kill_node(broker)  # and a broker (a voter too), restarted
     c.start_node(broker)
     c.wait_ready([broker], timeout=180)
-    observe.wait_describe(c, _in_sync, timeout=180)
+    observe.wait_describe(c, lambda d: observe.in_sync(d, TOPIC), timeout=180)
     return work, [copy_node_metadata(c, n, work / "copies") for n in sorted(c.nodes)]
 
 
