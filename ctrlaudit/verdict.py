@@ -26,7 +26,7 @@ from typing import Any, NotRequired, TypedDict
 
 from checks.report import ALLOWED, FAIL, NO_DATA, PASS
 from ctrlaudit.errors import UsageError
-from schemas.bounded import NotReadable, TooLarge, read_bounded
+from schemas.bounded import read_or_refuse
 
 # A real check report is kilobytes (a few examples per invariant, a few lines per cluster); parsing a
 # crafted one of this size (all empty lists) takes about 200 MB
@@ -195,14 +195,7 @@ def _no_constant(name: str) -> float:  # json's parse_constant: what would stand
 def read(path: Path) -> CheckReport:
     """The check report in `path`, the fields the page uses, validated; Malformed otherwise."""
     where = str(path)
-    try:
-        data = read_bounded(path, MAX_BYTES)
-    except TooLarge as exc:
-        raise Malformed(f"{where}: {exc.size:,} bytes, larger than any check report ({MAX_BYTES:,})") from None
-    except NotReadable as exc:
-        raise Malformed(f"{where}: {exc}") from None
-    except OSError as exc:
-        raise Malformed(f"{where}: {exc.strerror or exc}") from None
+    data = read_or_refuse(path, MAX_BYTES, "a check report", Malformed)
     try:
         raw = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except UnicodeDecodeError as exc:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
+from collections.abc import Callable
 
 
 class NotReadable(Exception):
@@ -47,10 +47,17 @@ def read_bounded(path: str | os.PathLike[str], limit: int, *, follow_links: bool
     return data
 
 
-def read_bounded_text(path: Path, limit: int, *, follow_links: bool = True) -> str:
-    """read_bounded, decoded as UTF-8; NotReadable("not UTF-8 text (at byte n)") when it is not."""
-    data = read_bounded(path, limit, follow_links=follow_links)
+
+def read_or_refuse(path: str | os.PathLike[str], limit: int, what: str, refuse: Callable[[str], Exception], *,
+                   follow_links: bool = True, name: str | None = None) -> bytes:
+    """read_bounded, whatever refuses the file raised as refuse(one line): the file's name (`name`, else the path),
+    then why, saying it is not `what` ("a proof", "a check report") where its shape is wrong."""
+    where = name if name is not None else str(path)
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise NotReadable(f"not UTF-8 text (at byte {exc.start})") from None
+        return read_bounded(path, limit, follow_links=follow_links)
+    except TooLarge as exc:
+        raise refuse(f"{where}: {exc.size:,} bytes, larger than any {what.split(' ', 1)[-1]} ({limit:,})") from None
+    except NotReadable as exc:
+        raise refuse(f"{where}: {exc}; not {what}") from None
+    except OSError as exc:
+        raise refuse(f"{where}: cannot be read ({exc.strerror or exc})") from None

@@ -30,7 +30,7 @@ from schemas.archive.note import NoteError, b64decode_strict, b64encode, open_no
 from schemas.archive.signatures import Trust
 from schemas.archive.signed import MAX_CHECKPOINT_BYTES, origin_of
 from schemas.codec import READ_OPTIONS
-from schemas.bounded import NotReadable, TooLarge, read_bounded
+from schemas.bounded import read_or_refuse
 from schemas.errors import ContractError
 
 FORMAT = "ctrlaudit-proof"
@@ -244,11 +244,7 @@ def read_proof(path: str) -> Proof:
         if path == "-":
             data = sys.stdin.buffer.read(MAX_PROOF_BYTES + 1)
         else:
-            data = read_bounded(path, MAX_PROOF_BYTES)
-    except TooLarge as exc:
-        raise MalformedProof(f"{path}: {exc.size:,} bytes, larger than {MAX_PROOF_BYTES:,}; not a proof") from None
-    except NotReadable as exc:
-        raise MalformedProof(f"{path}: {exc}; not a proof") from None
+            data = read_or_refuse(path, MAX_PROOF_BYTES, "a proof", MalformedProof)
     except OSError as exc:
         raise MalformedProof(f"{path}: cannot be read ({exc.strerror})") from None
     try:

@@ -27,7 +27,7 @@ from schemas.archive.checkpoint import Checkpoint, CheckpointError
 from schemas.archive.merkle import ProofError, event_leaf_hash, packed_event_leaves
 from schemas.archive.merkle_store import FileHashStore
 from schemas.archive.note import NoteError, Signer, Verifier, cosign_note, parse_note, sign_note
-from schemas.bounded import NotReadable, TooLarge, read_bounded_text
+from schemas.bounded import read_or_refuse
 from schemas.errors import ContractError
 
 TREE_DIR = "merkle"
@@ -66,14 +66,12 @@ def list_checkpoints(directory: Path) -> list[tuple[int, Path]]:
 def read_checkpoint_text(path: Path) -> str:
     """A checkpoint file's text, refusing what no writer makes: not a regular file (a link is not followed), too
     large, not UTF-8."""
+    data = read_or_refuse(path, MAX_CHECKPOINT_BYTES, "a checkpoint", SigningError, follow_links=False,
+                          name=path.name)
     try:
-        return read_bounded_text(path, MAX_CHECKPOINT_BYTES, follow_links=False)
-    except TooLarge:
-        raise SigningError(f"{path.name}: larger than {MAX_CHECKPOINT_BYTES} bytes; not a checkpoint") from None
-    except NotReadable as exc:
-        raise SigningError(f"{path.name}: {exc}; not a checkpoint") from None
-    except OSError as exc:
-        raise SigningError(f"{path.name}: cannot be read ({exc.strerror})") from None
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SigningError(f"{path.name}: not UTF-8 text; not a checkpoint") from None
 
 
 # --- keys ----------------------------------------------------------------------------------------
@@ -108,12 +106,11 @@ def load_verifiers(key: str) -> list[Verifier]:
             raise SigningError(f"{key[:80]}: neither a public key (name+id+key) nor a file holding one")
         lines = [key.strip()]
     else:
+        data = read_or_refuse(p, MAX_KEY_FILE_BYTES, "a public key file", SigningError, name=key)
         try:
-            lines = [line.strip() for line in read_bounded_text(p, MAX_KEY_FILE_BYTES).splitlines()]
-        except NotReadable as exc:
-            raise SigningError(f"{key}: not a public key file ({exc})") from None
-        except OSError as exc:
-            raise SigningError(f"{key}: cannot read the key file ({exc.strerror})") from None
+            lines = [line.strip() for line in data.decode("utf-8").splitlines()]
+        except UnicodeDecodeError:
+            raise SigningError(f"{key}: not a public key file (not UTF-8 text)") from None
         lines = [line for line in lines if line and not line.startswith("#")]
         if not lines:
             raise SigningError(f"{key}: the key file holds no key")

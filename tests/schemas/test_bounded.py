@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.bounded import NotReadable, TooLarge, read_bounded, read_bounded_text
+from schemas.bounded import NotReadable, TooLarge, read_bounded, read_or_refuse
 
 
 def test_a_regular_file_is_read_whole(tmp_path: Path) -> None:
@@ -46,7 +46,17 @@ def test_what_cannot_be_opened_is_the_callers_oserror(tmp_path: Path) -> None:
         read_bounded(tmp_path / "missing", 100)
 
 
-def test_text_that_is_not_utf8_names_the_byte(tmp_path: Path) -> None:
-    (tmp_path / "f").write_bytes(b"ok\xff")
-    with pytest.raises(NotReadable, match="not UTF-8 text \\(at byte 2\\)"):
-        read_bounded_text(tmp_path / "f", 100)
+class Refused(Exception):
+    pass
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda d: (d / "f").write_bytes(b"x" * 101), "f: 101 bytes, larger than any proof (100)"),
+    (lambda d: os.mkfifo(d / "f"), "f: not a regular file; not a proof"),
+    (lambda d: None, "f: cannot be read (No such file or directory)"),
+])
+def test_each_refusal_is_one_line_of_the_callers_error(tmp_path: Path, make, says: str) -> None:
+    make(tmp_path)
+    with pytest.raises(Refused) as info:
+        read_or_refuse(tmp_path / "f", 100, "a proof", Refused, name="f")
+    assert str(info.value) == says
