@@ -26,3 +26,21 @@ class RawRecord:
     file: str | None = None
     control_type: str | None = None
     reason: str | None = None
+
+
+@dataclass(frozen=True)
+class SkippedBytes:
+    """Bytes [start, end) of a source's file that were not read, and why: the stretch an offline import records as a
+    capture gap (services/kraft/files.py for a metadata log, services/zookeeper/txnlog.py for a transaction log)."""
+
+    file: str
+    start: int
+    end: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: skipped bytes [{self.start}, {self.end}){self.around()}: {self.reason}"
+
+    def around(self) -> str:
+        """What the source knows of the stretch's neighbours, in parentheses; nothing here."""
+        return ""

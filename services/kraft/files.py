@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, TypedDict, Unpack, cast
 
+from schemas.raw import SkippedBytes
+
 from .batch import HEADER_SIZE, LOG_OVERHEAD, MAX_BATCH_BYTES, Batch, read_batch
 from .control import decode_control_batch
 from .errors import (CompressionError, CorruptBatchError, KRaftError, NotAKafkaLogError,
@@ -32,15 +34,8 @@ SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 
 
-@dataclass(frozen=True)
-class SkippedRange:
-    file: str
-    start: int
-    end: int
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.file}: skipped bytes [{self.start}, {self.end}): {self.reason}"
+class SkippedRange(SkippedBytes):
+    """A stretch of a metadata log segment skipped with --on-error skip."""
 
 
 @dataclass(frozen=True)

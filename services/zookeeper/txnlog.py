@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from schemas.raw import SkippedBytes
+
 from .errors import CorruptTxnError, NotAZooKeeperFileError, ZooKeeperFileError
 from .jute import JuteError
 from .records import Txn, decode_txn
@@ -37,18 +39,16 @@ SNAPSHOT_RE = re.compile(r"^snapshot\.([0-9a-fA-F]+)(\.gz|\.snappy)?$")
 
 
 @dataclass(frozen=True)
-class SkippedTxns:
-    file: str
-    start: int
-    end: int
-    reason: str
+class SkippedTxns(SkippedBytes):
+    """A stretch of a transaction log skipped with --on-error skip, between the transactions it lies between."""
+
     after_zxid: int | None  # the last good transaction before the stretch (None: none in this file)
     next_zxid: int | None  # the first good one after it (None: the file ended)
 
-    def __str__(self) -> str:
+    def around(self) -> str:
         around = ", ".join(f"{k} zxid {z:#x}" for k, z in (("after", self.after_zxid), ("before", self.next_zxid))
                            if z is not None)
-        return f"{self.file}: skipped bytes [{self.start}, {self.end}){' (' + around + ')' if around else ''}: {self.reason}"
+        return f" ({around})" if around else ""
 
 
 def log_start_zxid(path: Path | str) -> int | None:
