@@ -44,6 +44,18 @@ static PyObject *not_taken(const char *what)
     return NULL;
 }
 
+/* The 32 bytes that 64 hex digits (either case) spell, into out; 0 when any of them is not a hex digit. */
+static inline int unhex32(const unsigned char *x, unsigned char *out)
+{
+    unsigned char any = 0;
+    for (int j = 0; j < SHA256_DIGEST_LENGTH; j++) {
+        unsigned char hi = HEXVAL[x[2 * j]], lo = HEXVAL[x[2 * j + 1]];
+        any |= hi | lo;
+        out[j] = (unsigned char)(hi << 4 | lo);
+    }
+    return !(any & 0xf0);
+}
+
 /* out[i] = SHA-256 of in[0:len], a new 32-byte bytes object; -1 with MemoryError set when it cannot be made. */
 static int put_hash(PyObject *out, Py_ssize_t i, const unsigned char *in, size_t len)
 {
@@ -72,14 +84,9 @@ static PyObject *py_event_leaf_hashes(PyObject *self, PyObject *arg)
             Py_DECREF(out);
             return not_taken("event_leaf_hashes: not 64 hex digits");
         }
-        const Py_UCS1 *s = PyUnicode_1BYTE_DATA(h);
-        for (int j = 0; j < SHA256_DIGEST_LENGTH; j++) {
-            unsigned char hi = HEXVAL[s[2 * j]], lo = HEXVAL[s[2 * j + 1]];
-            if ((hi | lo) & 0xf0) {
-                Py_DECREF(out);
-                return not_taken("event_leaf_hashes: not 64 hex digits");
-            }
-            in[1 + j] = (unsigned char)(hi << 4 | lo);
+        if (!unhex32(PyUnicode_1BYTE_DATA(h), in + 1)) {
+            Py_DECREF(out);
+            return not_taken("event_leaf_hashes: not 64 hex digits");
         }
         if (put_hash(out, i, in, sizeof in) < 0) {
             Py_DECREF(out);
@@ -149,17 +156,10 @@ static PyObject *py_merkle_leaves(PyObject *self, PyObject *args)
     unsigned char leaf[33];
     leaf[0] = 0x00;
     for (Py_ssize_t i = 0; i < n && bad < 0; i++) {
-        const unsigned char *x = h + i * 64;
-        unsigned char any = 0;
-        for (int j = 0; j < 32; j++) {
-            unsigned char hi = HEXVAL[x[2 * j]], lo = HEXVAL[x[2 * j + 1]];
-            any |= hi | lo;
-            leaf[1 + j] = (unsigned char)(hi << 4 | lo);
-        }
-        if (any & 0xf0)
-            bad = i;
-        if (bad < 0)
+        if (unhex32(h + i * 64, leaf + 1))
             sha256(leaf, sizeof leaf, o + i * 32);
+        else
+            bad = i;
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&in);
