@@ -33,6 +33,10 @@ import typer
 from rich.console import Console
 
 from schemas.errors import ContractError
+# the exit codes are the one table of schemas/errors.py, given on to the commands from here
+from schemas.errors import (EXIT_BAD_INPUT as EXIT_BAD_INPUT, EXIT_BROKEN_PIPE as EXIT_BROKEN_PIPE,
+                            EXIT_FOUND as EXIT_FOUND, EXIT_INTERNAL as EXIT_INTERNAL,
+                            EXIT_INTERRUPTED as EXIT_INTERRUPTED, EXIT_OK as EXIT_OK)
 from replay.errors import ChainFork
 from schemas.archive.proofs import ProofFailed
 from schemas.archive.verified import ArchiveProblem
@@ -40,10 +44,7 @@ from schemas.archive.verified import ArchiveProblem
 P = ParamSpec("P")
 R = TypeVar("R")
 
-EXIT_OK, EXIT_FOUND, EXIT_BAD_INPUT = 0, 1, 2
 PREFIX = "ctrlaudit: error: "  # the start of every error line, whichever command or entry point prints it
-EXIT_INTERNAL, EXIT_INTERRUPTED = 3, 130
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
 
 
 class UsageError(ContractError):

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, cast
 
 import typer
 
+from schemas.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+
 if TYPE_CHECKING:  # the click that typer vendors (typer._click, typer >= 0.22), which mypy checks against
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
-EXIT_USAGE, EXIT_INTERRUPTED = 2, 130
+EXIT_USAGE = EXIT_BAD_INPUT  # click's usage errors, an unknown flag: bad input like any other
 
 
 def app(help: str) -> typer.Typer:

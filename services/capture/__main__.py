@@ -8,49 +8,54 @@ loads no Faust.
 """
 import sys
 
-import typer
-
-from schemas import entry
-from schemas.errors import ContractError
+from schemas.errors import EXIT_INTERRUPTED, ContractError
 from services.capture.connect import require_reachable
 from services.capture.outages import say_outages_once
 from services.capture.settings import Settings, ensure_topics
 
 PROG = "python -m services.capture"
-cli = entry.app("The capture's processes: the Faust worker, the offset sampler, the archiver, the healthcheck.")
-cli.info.no_args_is_help = False  # no command: the worker, as before there were commands
 # flags are the command's own, read by its module (or by Faust): handed on untouched, --help included
 PASS_ON = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
 
 
-@cli.command(context_settings=PASS_ON, help="The offset sampler (its flags: sampler --help).")
-def sampler(ctx: typer.Context) -> None:
-    from services.capture.sampler import main as run  # extra: capture (Faust, through the raw records' codec)
-    raise typer.Exit(run(ctx.args))
+def run_commands(argv: list[str]) -> int:
+    """The commands other than the worker's start, through their typer app."""
+    # the worker starts without typer (its start's CPU, bench/RESULTS.md): typer and the app are made here
+    # deferred: typer, for the commands other than the worker
+    import typer
+    # deferred: as above (schemas.entry is typer's runner)
+    from schemas import entry
 
+    cli = entry.app("The capture's processes: the Faust worker, the offset sampler, the archiver, the healthcheck.")
+    cli.info.no_args_is_help = False  # no command: the worker, as before there were commands
 
-@cli.command(context_settings=PASS_ON, help="The archiver (its flags: archiver --help).")
-def archiver(ctx: typer.Context) -> None:
-    # the archive's reader and writer (pyarrow.compute, the signing's cryptography) would cost every worker's
-    # start CPU, and the worker never archives
-    # deferred: only this command archives
-    from services.capture import archiver as archiver_process
-    raise typer.Exit(archiver_process.main(ctx.args))
+    @cli.command(context_settings=PASS_ON, help="The offset sampler (its flags: sampler --help).")
+    def sampler(ctx: typer.Context) -> None:
+        from services.capture.sampler import main as run  # extra: capture (Faust, through the raw records' codec)
+        raise typer.Exit(run(ctx.args))
 
+    @cli.command(context_settings=PASS_ON, help="The archiver (its flags: archiver --help).")
+    def archiver(ctx: typer.Context) -> None:
+        # the archive's reader and writer (pyarrow.compute, the signing's cryptography) would cost every worker's
+        # start CPU, and the worker never archives
+        # deferred: only this command archives
+        from services.capture import archiver as archiver_process
+        raise typer.Exit(archiver_process.main(ctx.args))
 
-@cli.command(help="The containers' healthcheck: Kafka answers within 5 s, with this worker's settings.")
-def health() -> None:
-    try:
-        s = Settings()
-        require_reachable(s.bootstrap_servers, s.security, timeout=5.0)
-    except ContractError as exc:
-        sys.exit(f"ctrlaudit health: {exc}")
-    print("ok")
+    @cli.command(help="The containers' healthcheck: Kafka answers within 5 s, with this worker's settings.")
+    def health() -> None:
+        try:
+            s = Settings()
+            require_reachable(s.bootstrap_servers, s.security, timeout=5.0)
+        except ContractError as exc:
+            sys.exit(f"ctrlaudit health: {exc}")
+        print("ok")
 
+    @cli.command(context_settings=PASS_ON, help="The Faust worker (its flags are Faust's: worker --help).")
+    def worker(ctx: typer.Context) -> None:
+        run_worker_command()
 
-@cli.command(context_settings=PASS_ON, help="The Faust worker (its flags are Faust's: worker --help).")
-def worker(ctx: typer.Context) -> None:
-    run_worker_command()
+    return entry.run(cli, argv, PROG, "ctrlaudit capture")
 
 
 def run_worker_command() -> None:
@@ -79,9 +84,9 @@ def main() -> None:
             run_worker_command()
         except (KeyboardInterrupt, EOFError):  # click's Abort, as entry.run says it
             print("ctrlaudit capture: error: interrupted", file=sys.stderr)
-            sys.exit(entry.EXIT_INTERRUPTED)
+            sys.exit(EXIT_INTERRUPTED)
         sys.exit(0)
-    sys.exit(entry.run(cli, argv, PROG, "ctrlaudit capture"))
+    sys.exit(run_commands(argv))
 
 
 main()

@@ -32,13 +32,13 @@ from services.capture.image_store import ImageStore
 from services.capture.logic import CaptureState, DeadLetter, Progress
 from services.capture.security import aiokafka_kwargs
 from services.capture.produce import BatchSender, DeliveryFailed
-from services.capture.signing import CaptureSigner, Publisher
 from services.capture.sources import QuorumWatermark, run_source
 from services.kraft.live import KRaftTail
 from services.kraft.offline import cluster_id_of
 from services.zookeeper.watch import LIVE, ZooKeeperWatch, to_raw
 
 if TYPE_CHECKING:
+    from services.capture.signing import CaptureSigner, Publisher
     from faust.types import RecordMetadata, StreamT
 
 log = logging.getLogger(__name__)
@@ -381,16 +381,25 @@ async def _publish_checkpoint(key: bytes, note: bytes, headers: list[tuple[str, 
     return await (await checkpoints_topic.send(key=key, value=note, headers=headers, force=True))
 
 
-# the key was read and checked when the worker started (__main__.py): a bad one never gets here
-signer = CaptureSigner(settings.signers, settings.sign_every_events, settings.sign_every_seconds) \
-    if settings.signing_key else None
+def _signing() -> tuple[CaptureSigner | None, Publisher | None]:
+    """The worker's signer and checkpoint publisher when it has a key (read and checked when the worker started,
+    __main__.py: a bad one never gets here); none without."""
+    if not settings.signing_key:
+        return None, None
+    # deferred: signing, only with a key (the Merkle tree and signed notes would cost every worker's start CPU)
+    from services.capture.signing import CaptureSigner, Publisher
+    signing = CaptureSigner(settings.signers, settings.sign_every_events, settings.sign_every_seconds)
+    return signing, Publisher(signing, _publish_checkpoint)
+
+
+signer, publisher = _signing()
 # app.producer is typed as Faust's ProducerT; the worker's (a kafka:// broker) is Faust's aiokafka Producer, whose
 # _ensure_producer gives its AIOKafkaProducer
 events_sender = BatchSender(lambda: app.producer._ensure_producer(),  # type: ignore[attr-defined]
                             settings.events_topic, on_delivered=signer.delivered if signer is not None else None)
 pipeline = Pipeline(images=ImageStore(image_table), checkpoint_seconds=settings.checkpoint_seconds,
                     flush_events=events_sender.flush, signer=signer,
-                    publisher=Publisher(signer, _publish_checkpoint) if signer is not None else None,
+                    publisher=publisher,
                     signing_readers=(lambda: read_backwards(settings.checkpoints_topic),
                                      lambda offset: read_records(settings.events_topic, offset)))
 

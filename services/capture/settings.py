@@ -8,13 +8,14 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from schemas.archive.note import Signer
-from schemas.archive.signed import load_signer
 from services.capture import connect
 from services.capture.security import ClientSecurity, SettingsError, load
 from services.normalize.redaction import compile_patterns
+
+if TYPE_CHECKING:
+    from schemas.archive.note import Signer
 
 ENV_PREFIX = "CTRLAUDIT_"
 
@@ -129,7 +130,13 @@ class Settings:
     @property
     def signers(self) -> list[Signer]:
         """The signing key of `signing_key` (none: unsigned); SigningError, one line, when it cannot be used."""
-        return [load_signer(self.signing_key)] if self.signing_key else []
+        if not self.signing_key:
+            return []
+        # every capture process reads these settings, and only one given a key signs: the signed archive's
+        # modules and cryptography would cost every worker's start CPU (bench/RESULTS.md)
+        # deferred: signing, only with a key
+        from schemas.archive.signed import load_signer
+        return [load_signer(self.signing_key)]
 
     @property
     def worker_app_id(self) -> str:

@@ -3,7 +3,8 @@
 The worker is started again at every restart and every catch-up, and bench/capture.py counts its start in the
 CPU per event of a catch-up: the archive's reader and writer (pyarrow.compute), cryptography (signing, client
 key stores) and pydantic (which typer imports to run an app) cost each start about a quarter of its CPU and are
-never used by the worker. These run the command as the process runs it, with Kafka left out (no topics
+never used by the worker, nor are typer (the other commands' parser) and the signing modules (only with a
+key). These run the command as the process runs it, with Kafka left out (no topics
 declared, Faust not started), and list what it imported.
 """
 from __future__ import annotations
@@ -32,8 +33,9 @@ sys.argv = ["services.capture", *sys.argv[1:]]
 runpy.run_module("services.capture", run_name="__main__")
 """
 
-NOT_AT_START = ("pyarrow.compute", "cryptography", "pydantic", "services.capture.archiver", "schemas.archive.writer",
-                "schemas.archive.verified")
+NOT_AT_START = ("pyarrow.compute", "cryptography", "pydantic", "typer", "services.capture.archiver",
+                "schemas.archive.writer", "schemas.archive.verified", "schemas.archive.signed",
+                "services.capture.signing")  # the last two: only a worker given a signing key loads them
 
 
 def modules_at_start(*argv: str) -> set[str]:
