@@ -1,4 +1,4 @@
-"""Signed capture on a real KRaft cluster of its own (one node), on both pinned Kafka versions: the normalize worker signs with a key
+"""Signed capture on a real 3-node KRaft cluster of its own, on both pinned Kafka versions: the normalize worker signs with a key
 (a checkpoint every 25 events or second), two archivers run beside it (one storing capture's checkpoints only, with
 --trusted-key; one also signing every file with a key of its own), and the worker is killed with SIGKILL four times
 while topics are created, grown and deleted — twice the moment a new checkpoint appears on the checkpoints topic,
@@ -33,18 +33,14 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 @pytest.fixture(scope="module", params=["4.x", "3.9"])
 def own_cluster(tmp_path_factory, request):
-    """A one-node cluster of this module's own, with Kafka's default metadata segments: the topic churn here makes
-    the controller write metadata batches larger than the session's shared cluster's 4 KiB segments, on which a node
-    of that cluster then fails to restart (the tests after this module restart nodes)."""
+    """A 3-node cluster of this module's own, with Kafka's default metadata segments: a follower appends what one
+    fetch brings whole, so on the session's shared cluster (4 KiB segments) a node restarted after this module's
+    topic churn stops with RecordBatchTooLargeException, as would every later module's restart."""
     if not java_available():
         pytest.skip("needs java and mvn")
-    with running_cluster(tmp_path_factory.mktemp("signing-cluster"), request.param, nodes=1, heap="384m") as c:
+    with running_cluster(tmp_path_factory.mktemp("signing-cluster"), request.param,
+                         overrides={"auto.leader.rebalance.enable": "false"}) as c:
         yield c
-
-
-def _node_env(c, prefix: str, work: Path) -> dict:
-    """The capture's settings on the one-node cluster: every topic of replication factor 1."""
-    return dict(_env(c, prefix, work, next(iter(c.nodes))), CTRLAUDIT_REPLICATION_FACTOR="1")
 
 
 class Tracked(Worker):
@@ -88,10 +84,10 @@ def run(own_cluster, tmp_path_factory):
     c = own_cluster
     work = tmp_path_factory.mktemp("signed")
     prefix = "sig" + uuid.uuid4().hex[:6]
-    source = next(iter(c.nodes))
+    source = next(i for i in c.nodes if i != c.wait_for_controller())
     capture_key, capture_pub = _key(work, "capture.example/" + prefix)
     archiver_key, archiver_pub = _key(work, "archiver.example/" + prefix)
-    env = _node_env(c, prefix, work)
+    env = _env(c, prefix, work, source)
     checkpoints = f"{prefix}.checkpoints"
     env.update(CTRLAUDIT_CHECKPOINTS_TOPIC=checkpoints, CTRLAUDIT_SIGN_EVERY_EVENTS="25",
                CTRLAUDIT_SIGN_EVERY_SECONDS="1")
@@ -148,10 +144,10 @@ def run(own_cluster, tmp_path_factory):
         n = 0
         while worker.kills < 4 and time.monotonic() - started < 240:  # the killer starts the worker again
             names = [f"{prefix}-t{n}-{i}" for i in range(3)]
-            wait(admin.create_topics([NewTopic(t, 2 + i, 1) for i, t in enumerate(names)]))
+            wait(admin.create_topics([NewTopic(t, 2 + i, 3) for i, t in enumerate(names)]))
             time.sleep(rng.uniform(0.2, 1))
             wait(admin.create_partitions([NewPartitions(names[0], 5)]))
-            wait(admin.delete_topics(names[1:]))  # the shared cluster keeps one small topic per round
+            wait(admin.delete_topics(names[1:]))  # the cluster keeps one small topic per round
             n += 1
         assert worker.kills >= 4, "the worker was not killed four times"
         stop.set()
@@ -316,7 +312,7 @@ def test_a_capture_that_ran_unsigned_signs_everything_once_it_has_a_key(own_clus
     c = own_cluster
     prefix = "uns" + uuid.uuid4().hex[:6]
     key, pub = _key(tmp_path, "capture.example/" + prefix)
-    env = dict(_node_env(c, prefix, tmp_path), CTRLAUDIT_ROLES="normalize",
+    env = dict(_env(c, prefix, tmp_path, next(iter(c.nodes))), CTRLAUDIT_ROLES="normalize",
                CTRLAUDIT_CHECKPOINTS_TOPIC=f"{prefix}.checkpoints", CTRLAUDIT_SIGN_EVERY_SECONDS="1")
     events, checkpoints = f"{prefix}.events", f"{prefix}.checkpoints"
     admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
@@ -325,14 +321,14 @@ def test_a_capture_that_ran_unsigned_signs_everything_once_it_has_a_key(own_clus
     try:
         unsigned.start()
         _wait(lambda: _watermarks(c.bootstrap_servers, events)[events] > 0, 120, "the unsigned capture's events")
-        for f in admin.create_topics([NewTopic(f"{prefix}-a{i}", 3, 1) for i in range(3)]).values():
+        for f in admin.create_topics([NewTopic(f"{prefix}-a{i}", 3, 3) for i in range(3)]).values():
             f.result(60)
         time.sleep(3)
         unsigned.stop()
         before = _watermarks(c.bootstrap_servers, events)[events]
         assert _watermarks(c.bootstrap_servers, checkpoints)[checkpoints] == 0
         signed.start()
-        for f in admin.create_topics([NewTopic(f"{prefix}-b{i}", 2, 1) for i in range(2)]).values():
+        for f in admin.create_topics([NewTopic(f"{prefix}-b{i}", 2, 3) for i in range(2)]).values():
             f.result(60)
 
         def covered():
