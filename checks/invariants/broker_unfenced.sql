@@ -33,7 +33,7 @@ SELECT cluster_id, met_seq AS seq, open_seq AS related_seq, 'broker_still_fenced
 FROM runs
 WHERE owed AND met_seq IS NOT NULL AND met_ms - open_ms > {deadline_ms()}
 UNION ALL
-SELECT r.cluster_id, r.open_seq, CAST(NULL AS BIGINT), 'broker_still_fenced', 'pending', CAST(NULL AS STRING),
+SELECT /*+ BROADCAST(e) */ r.cluster_id, r.open_seq, CAST(NULL AS BIGINT), 'broker_still_fenced', 'pending', CAST(NULL AS STRING),
        concat('unfenced or unregistered within ', CAST({deadline_ms()} AS STRING), ' ms'),
        concat('broker ', CAST(r.broker_id AS STRING), ': still fenced at the end of the history'),
        e.last_ms - r.open_ms

@@ -33,7 +33,7 @@ brokers AS (  -- each broker state until the broker's next change (few rows)
   WHERE kind = 'BrokerChange'
 ),
 segments AS (  -- [s_from, s_to): a leaderless state overlapping a live member's state; 2^63 - 1: to the end
-  SELECT l.cluster_id, l.topic, l.partition, greatest(l.p_from, b.b_from) AS s_from,
+  SELECT /*+ BROADCAST(b) */ l.cluster_id, l.topic, l.partition, greatest(l.p_from, b.b_from) AS s_from,
          least(coalesce(l.p_to, 9223372036854775807), coalesce(b.b_to, 9223372036854775807)) AS s_to
   FROM leaderless l
   JOIN brokers b
@@ -57,7 +57,7 @@ runs AS (
   GROUP BY cluster_id, topic, partition, island
 ),
 timed AS (
-  SELECT r.cluster_id, r.topic, r.partition, r.open_seq, r.met_seq, o.event_time_ms AS open_ms,
+  SELECT /*+ BROADCAST(r) */ r.cluster_id, r.topic, r.partition, r.open_seq, r.met_seq, o.event_time_ms AS open_ms,
          m.event_time_ms AS met_ms
   FROM runs r
   JOIN events o ON o.cluster_id = r.cluster_id AND o.seq = r.open_seq
@@ -73,7 +73,7 @@ SELECT cluster_id, met_seq AS seq, open_seq AS related_seq, 'no_leader_while_mem
 FROM timed
 WHERE met_seq < 9223372036854775807 AND met_ms - open_ms > {deadline_ms()}
 UNION ALL
-SELECT t.cluster_id, t.open_seq, CAST(NULL AS BIGINT), 'no_leader_while_member_live', 'pending',
+SELECT /*+ BROADCAST(e) */ t.cluster_id, t.open_seq, CAST(NULL AS BIGINT), 'no_leader_while_member_live', 'pending',
        CAST(NULL AS STRING),
        concat('a leader within ', CAST({deadline_ms()} AS STRING), ' ms while an ISR or ELR member is live'),
        concat(t.topic, '-', CAST(t.partition AS STRING),

@@ -34,7 +34,7 @@ SELECT cluster_id, met_seq AS seq, open_seq AS related_seq, 'reassignment_not_en
 FROM runs
 WHERE owed AND met_seq IS NOT NULL AND met_ms - open_ms > {deadline_ms()}
 UNION ALL
-SELECT r.cluster_id, r.open_seq, CAST(NULL AS BIGINT), 'reassignment_not_ended', 'pending', CAST(NULL AS STRING),
+SELECT /*+ BROADCAST(e) */ r.cluster_id, r.open_seq, CAST(NULL AS BIGINT), 'reassignment_not_ended', 'pending', CAST(NULL AS STRING),
        concat('completed or cancelled within ', CAST({deadline_ms()} AS STRING), ' ms'),
        concat(r.topic, '-', CAST(r.partition AS STRING), ' adding ', {show(r.a_adding)}, ' removing ',
               {show(r.a_removing)}, ': still reassigning at the end of the history'),

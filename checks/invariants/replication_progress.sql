@@ -26,7 +26,8 @@ replicas AS (  -- every replica the partition's samples name
   FROM (SELECT cluster_id, topic, partition, {explode(s_replicas)} AS replica FROM samples WHERE NOT deleted) x
 ),
 placed AS (
-  SELECT s.cluster_id, s.seq, s.topic, s.partition, s.event_time_ms, s.prev_hw, s.deleted, s.s_leos, r.replica,
+  SELECT /*+ BROADCAST(r) */ s.cluster_id, s.seq, s.topic, s.partition, s.event_time_ms, s.prev_hw, s.deleted, s.s_leos,
+         r.replica,
          CASE WHEN s.deleted THEN 0 ELSE {position(s.s_replicas, r.replica)} END AS pos
   FROM steps s
   JOIN replicas r ON r.cluster_id = s.cluster_id AND r.topic = s.topic AND r.partition = s.partition
@@ -62,7 +63,7 @@ SELECT cluster_id, met_seq AS seq, open_seq AS related_seq, 'replica_behind_hw' 
 FROM runs
 WHERE owed AND met_seq IS NOT NULL AND met_ms - open_ms > {deadline_ms()}
 UNION ALL
-SELECT r.cluster_id, r.open_seq, CAST(NULL AS BIGINT), 'replica_behind_hw', 'pending', CAST(NULL AS STRING),
+SELECT /*+ BROADCAST(e) */ r.cluster_id, r.open_seq, CAST(NULL AS BIGINT), 'replica_behind_hw', 'pending', CAST(NULL AS STRING),
        concat('LEO reaches the HW sampled before within ', CAST({deadline_ms()} AS STRING), ' ms'),
        concat(r.topic, '-', CAST(r.partition AS STRING), ' replica ', CAST(r.replica AS STRING), ': LEO ',
               CAST(r.leo AS STRING), ' below HW ', CAST(r.prev_hw AS STRING), ' at the end of the history'),
