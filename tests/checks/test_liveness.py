@@ -172,3 +172,30 @@ def test_cli_exit_codes_and_flags(late, tmp_path):
     assert done.exit_code == 0, done.output
     done = runner.invoke(app, ["check", str(late), "--deadline", "reassignment_completes=soon"])
     assert done.exit_code == 2
+
+
+@pytest.mark.spark
+def test_spark_takes_the_deadlines_given(spark):
+    """Spark runs the bounded-liveness queries with the deadlines given, as DuckDB (the handmade histories at the
+    default deadlines: tests/checks/test_spark.py)."""
+    from checks.spark_engine import SparkEngine
+
+    cases = ["clean_leader_elected_within_deadline", "clean_reassignment_cancelled_in_time",
+             "clean_replica_catches_up_in_time", "broker_fenced_too_long", "clean_reassignment_open_at_the_end",
+             "zk_baseline"]
+    table = flat.to_arrow([flat.flatten(to_avro(e)) for c in cases for e in _history(c).chained()])
+    deadlines = (("broker_unfenced", 20 * 60_000), ("leader_elected", 3000), ("reassignment_completes", 40 * 60_000),
+                 ("replication_progress", 30_000))
+    duck = DuckDBEngine.from_arrow(table)
+    duck.deadlines = deadlines
+    eng = SparkEngine.from_arrow(spark, table)
+    eng.deadlines = deadlines
+    try:
+        want = duck.violations(LIVENESS)
+        assert eng.violations(LIVENESS) == want
+        assert {r[0] for r in want if r[5] == "violated"} == {"leader_elected", "reassignment_completes",
+                                                             "replication_progress"}
+        assert {r[5] for r in want} == {"violated", "pending", "no data"}
+    finally:
+        eng.close()
+        duck.close()
