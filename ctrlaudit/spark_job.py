@@ -20,6 +20,7 @@ import typer  # noqa: E402
 
 from checks.deadlines import parse as parse_deadlines  # noqa: E402
 from checks.inputs import BadInput, is_uri  # noqa: E402
+from checks.report import FAIL_ON as FAIL_ON_CHOICES  # noqa: E402
 from ctrlaudit.check_run import run_check  # noqa: E402
 from ctrlaudit.commands.output import check_inputs, refuse_outputs  # noqa: E402
 from ctrlaudit.commands.keys import trust_of  # noqa: E402
@@ -74,7 +75,9 @@ def _run(inputs: list[str], master: str | None, json_path: str | None, junit_pat
     # the rule of every `ctrlaudit` output (ctrlaudit/commands/output.py), before a JVM is started
     refuse_outputs({"--json": json_path, "--junit": junit_path}, force=force, inputs=check_inputs(inputs))
     trust = trust_of(trusted_key, witness_key)  # a bad key is found before a JVM is started too
-    deadlines = parse_deadlines(deadline)  # and a bad deadline
+    deadlines = parse_deadlines(deadline)  # and a bad deadline or --fail-on
+    if fail_on not in FAIL_ON_CHOICES:
+        raise BadInput(f"--fail-on {fail_on!r}: one of {', '.join(FAIL_ON_CHOICES)}")
     # Under spark-submit (it starts the JVM and hands its gateway port to this process) the master is
     # spark-submit's own --master unless this --master overrides it; run alone, local[2].
     if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:

@@ -7,6 +7,8 @@ from pathlib import Path
 import typer
 
 from checks.deadlines import parse as parse_deadlines
+from checks.inputs import BadInput
+from checks.report import FAIL_ON as FAIL_ON_CHOICES
 from ctrlaudit.check_run import run_check
 from ctrlaudit.commands.output import (FORCE, JSON_OUT, TIME_FORMAT, TimeFormat, check_inputs, refuse_outputs,
                                        use_time_format)
@@ -56,6 +58,8 @@ def register(app: typer.Typer) -> None:
         does); an archive that fails them is refused (exit 1)."""
         use_time_format(time_format)
         deadlines = parse_deadlines(deadline)
+        if fail_on not in FAIL_ON_CHOICES:
+            raise BadInput(f"--fail-on {fail_on!r}: one of {', '.join(FAIL_ON_CHOICES)}")
         trust = trust_of(trusted_key, witness_key)
         refuse_outputs({"--json": json_path, "--junit": junit_path, "--csv": csv_path}, force=force,
                        inputs=check_inputs(inputs))
