@@ -8,6 +8,12 @@ HTML report are rendered from them (checks/anchor_table.py); every cited name is
 tests/checks/test_anchors.py to checks/spec_names.json, the names those files define at pinned commits
 (devtools/spec_names.py). `needs` lists the payload kinds without which the check has nothing to judge
 (the report then says "no data", not "pass").
+
+Severity `warning`: a bounded-liveness check (`deadline`): something the controller owes (a leader, a
+reassignment's end, a broker's unfence, a replica's catch-up, a metadata record) that came later than the
+deadline. Its findings are `violated` when the obligation was met late, `pending` when it is still open at the
+end of the history (never a violation: the history does not say what came after), and `no data` where the
+source does not record what it needs; the exit code counts them only with `--fail-on warning`.
 """
 from __future__ import annotations
 
@@ -67,9 +73,18 @@ class Anchor:
 
 
 @dataclass(frozen=True)
+class Deadline:
+    """A bounded-liveness check's deadline: `default_ms` unless `--deadline NAME=DURATION` says otherwise;
+    `why`: why a healthy cluster's recovery stays within the default (the documentation shows it)."""
+
+    default_ms: int
+    why: str
+
+
+@dataclass(frozen=True)
 class Invariant:
     name: str
-    anchor: str  # I1..I14, the catalog numbers of docs/reference/invariants.md, or "" for ctrlaudit's own
+    anchor: str  # I1..I14 (L1..L5: bounded liveness), the catalog numbers of docs/reference/invariants.md, or "" for ctrlaudit's own
     anchors: tuple[Anchor, ...]
     statement: str
     needs: tuple[str, ...]  # payload kinds that must be present
@@ -91,6 +106,8 @@ class Invariant:
     # with the CTE empty, with_merged); the driver merges the shards' rows of the CTE by these functions,
     # grouped by its other columns (merge_select), and runs the query over them with no events.
     merged: tuple[str, tuple[tuple[str, str], ...]] | None = None
+    # a bounded-liveness check's deadline (severity "warning"); its SQL reads it as {deadline_ms()}
+    deadline: Deadline | None = None
 
     @property
     def sql_path(self) -> Path:
@@ -334,11 +351,100 @@ CATALOG: tuple[Invariant, ...] = (
         "racks where racks allow.",
         ("PartitionChange",), "M", ("rack rule skipped when any replica's rack is unknown",), live=True,
     ),
+    # --- bounded liveness (severity "warning"): checks/README.md, "Bounded liveness" ---------------------
+    Invariant(
+        "leader_elected", "L1", (
+            Anchor("", VANLIGHTLY, "kafka_data_replication/kraft/kip-966/kip_966_functions.tla",
+                   "HandleBrokerUnfenced",
+                   "the action that elects a leaderless partition's returning ISR or ELR member; no property of "
+                   "the specs bounds when (their fairness only makes it eventual), hence a deadline"),
+            Anchor("", KAFKA, RCM, "ReplicationControlManager.handleBrokerUnfenced",
+                   "elects, in the records that unfence the broker, every leaderless partition it can lead"),
+            Anchor("ZooKeeper mode", KAFKA, ZK_CONTROLLER + "PartitionStateMachine.scala",
+                   "PartitionStateMachine.offlinePartitionLeaderElection",
+                   "run for the offline partitions when a broker registers (onBrokerStartup)"),
+        ),
+        "No partition stays without a leader longer than the deadline while a member of its ISR or ELR is "
+        "live (registered, unfenced, not in controlled shutdown).",
+        ("PartitionChange", "BrokerChange"), "M", ("brokers with no registration in the history are not judged",),
+        severity="warning", live=True, sharded=False,
+        deadline=Deadline(5_000, "KRaft elects such a partition in the record batch that makes the member live "
+                          "again (one append time: 0 ms); ZooKeeper mode's controller elects when it handles the "
+                          "broker's registration, one state znode after another, within a second on a loaded "
+                          "controller. 5 s is above both and well below an outage anyone would miss; 0 judges "
+                          "KRaft by the record batch alone (its records share the batch's append time)"),
+    ),
+    Invariant(
+        "reassignment_completes", "L2", (
+            Anchor("", VANLIGHTLY, R966, "EventuallyReassignmentCompletes",
+                   "bounded: completed or cancelled within the deadline (the property has no cancel, nor a bound)"),
+            Anchor("", KAFKA, _KC + "PartitionReassignmentReplicas.java",
+                   "PartitionReassignmentReplicas.maybeCompleteReassignment"),
+        ),
+        "A reassignment (adding or removing replicas) completes or is cancelled within the deadline.",
+        ("PartitionChange",), "M", (), severity="warning", live=True, sharded=False,
+        deadline=Deadline(3_600_000, "a reassignment ends once its adding replicas have caught up: on the "
+                          "clusters ctrlaudit is tested on, seconds; an hour leaves room for a large partition "
+                          "copied at a modest throttle. Larger moves need a longer one (--deadline)"),
+    ),
+    Invariant(
+        "broker_unfenced", "L3", (
+            Anchor("", VANLIGHTLY, R966, "EventuallyUnfenced",
+                   "bounded: unfenced or unregistered within the deadline"),
+            Anchor("", KAFKA, RCM, "ReplicationControlManager.processBrokerHeartbeat",
+                   "a registered broker that has caught up with the metadata log is unfenced at its next heartbeat"),
+        ),
+        "A broker registered or fenced (KRaft) is unfenced or unregistered within the deadline; ZooKeeper "
+        "mode has no fenced state (a registered broker is live), so there is nothing to wait for.",
+        ("BrokerChange",), "M", (), severity="warning", live=True, sharded=False,
+        deadline=Deadline(600_000, "a restarted broker registers fenced, recovers its logs and is unfenced once "
+                          "it has caught up with the metadata log: seconds after a kill -9 on the clusters "
+                          "ctrlaudit is tested on. A broker that is down longer than 10 minutes is worth a "
+                          "warning; one with a long log recovery needs a longer deadline"),
+    ),
+    Invariant(
+        "replication_progress", "L4", (
+            Anchor("", VANLIGHTLY, R966, "EventuallyAcknowledgedValueFullyReplicated",
+                   "its observable, bounded form: every assigned replica's sampled LEO reaches an earlier "
+                   "sampled HW within the deadline"),
+        ),
+        "An assigned replica's sampled log end offset reaches the partition's previous sampled high watermark "
+        "within the deadline (replication not stuck); LEO -1 (no answer) is no evidence either way.",
+        ("OffsetSample",), "B", ("replicas that did not answer (LEO -1)",), severity="warning", live=True,
+        sharded=False,
+        deadline=Deadline(300_000, "a follower in sync fetches within replica.lag.time.max.ms (30 s) or leaves the "
+                          "ISR; one restarted after a kill -9 catches up in seconds to minutes on test clusters. "
+                          "5 minutes is ten times the lag bound"),
+    ),
+    Invariant(
+        "controller_heartbeat", "L5", (
+            Anchor("", VANLIGHTLY, R35_ACTIONS, "MetadataNoOp",
+                   "the active controller's no-op write; no property bounds the stretch between writes"),
+            Anchor("", VANLIGHTLY, K996, "EventuallyLeaderElected",
+                   "bounded: a stretch with no record at all is a stretch with no working controller"),
+            Anchor("", KAFKA, _KC + "QuorumController.java", "QuorumController.maybeScheduleNextWriteNoOpRecord",
+                   "a NoOpRecord every metadata.max.idle.interval.ms (500 ms) when nothing else is written"),
+        ),
+        "The metadata log has no stretch longer than the deadline without a record (the active controller "
+        "writes a NoOpRecord every metadata.max.idle.interval.ms). Judged between two consecutive events of "
+        "the log whose offsets are adjacent (nothing was written between them); where records the capture "
+        "does not keep (NoOps, ACLs, ...) lie between, their times are not known and nothing is judged. "
+        "No data for ZooKeeper mode.",
+        (), "M", ("stretches holding records the capture does not keep (their times are unknown)",),
+        severity="warning", live=True, sharded=False,
+        deadline=Deadline(10_000, "a controller failover (kill -9 of the active controller) leaves the log "
+                          "without records for the quorum's fetch timeout (2 s) and an election (1-2 s, with "
+                          "backoff): 3-5 s. 10 s is twice that; with no failover the longest stretch is "
+                          "metadata.max.idle.interval.ms (500 ms)"),
+    ),
 )
 
 BY_NAME: dict[str, Invariant] = {inv.name: inv for inv in CATALOG}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
 LIVE_NAMES: tuple[str, ...] = tuple(inv.name for inv in CATALOG if inv.live)
+# the bounded-liveness checks' default deadlines (ms), by name: what `--deadline NAME=DURATION` may set
+DEFAULT_DEADLINES: dict[str, int] = {inv.name: inv.deadline.default_ms for inv in CATALOG if inv.deadline}
+Deadlines = tuple[tuple[str, int], ...]  # (name, ms) pairs, sorted: checks.deadlines
 
 
 _INCLUDE = re.compile(r"\{include\(([a-z_0-9]+)\)\}")
@@ -408,11 +514,31 @@ def _with_shared(sql: str, built: frozenset[str]) -> str:
                        else f"(\n{_shared_text(m.group(1))}\n)", sql)
 
 
+_DEADLINE = re.compile(r"\{deadline_ms\(\)\}")
+
+
+def deadline_ms(name: str, deadlines: Deadlines = ()) -> int:
+    """The deadline in force of a bounded-liveness invariant: `deadlines`' value, else the catalog's default."""
+    inv = BY_NAME[name]
+    if inv.deadline is None:
+        raise ValueError(f"{name}: no deadline (checks.catalog)")
+    return dict(deadlines).get(name, inv.deadline.default_ms)
+
+
+def _with_deadline(name: str, sql: str, deadlines: Deadlines) -> str:
+    """`{deadline_ms()}`: the invariant's deadline in force, in milliseconds, as a BIGINT literal."""
+    if not _DEADLINE.search(sql):
+        return sql
+    return _DEADLINE.sub(f"CAST({int(deadline_ms(name, deadlines))} AS BIGINT)", sql)
+
+
 @cache
-def sql_for(name: str, dialect: str, built: frozenset[str] = frozenset()) -> str:
+def sql_for(name: str, dialect: str, built: frozenset[str] = frozenset(), deadlines: Deadlines = ()) -> str:
     """The invariant's query in the engine's dialect, returning RESULT_COLUMNS; `built`: the shared
-    relations the engine has built (the others are inlined)."""
-    return expand(_with_shared(_with_fragments(BY_NAME[name].sql_path.read_text()), built), dialect)
+    relations the engine has built (the others are inlined); `deadlines`: the bounded-liveness deadlines
+    given (the others are the catalog's defaults)."""
+    text = _with_deadline(name, _with_fragments(BY_NAME[name].sql_path.read_text()), deadlines)
+    return expand(_with_shared(text, built), dialect)
 
 
 def _merged(name: str, dialect: str, built: frozenset[str]) -> tuple[Query, str, int]:
@@ -454,10 +580,10 @@ def merge_select(name: str, partials: str) -> str:
     return f"SELECT * EXCLUDE ({', '.join(columns)}), {', '.join(aggregates)} FROM {partials} GROUP BY ALL"
 
 
-def wrapped_sql(name: str, dialect: str, built: frozenset[str] = frozenset()) -> str:
+def wrapped_sql(name: str, dialect: str, built: frozenset[str] = frozenset(), deadlines: Deadlines = ()) -> str:
     """The query with the invariant name prepended and the result types pinned, so both engines
     return identical rows."""
-    return wrapped(name, sql_for(name, dialect, built))
+    return wrapped(name, sql_for(name, dialect, built, deadlines))
 
 
 def wrapped(name: str, sql: str) -> str:

@@ -15,7 +15,7 @@ import duckdb
 import pyarrow as pa
 
 from checks import plan
-from checks.catalog import EVIDENCE_COLUMNS, VIOLATION_COLUMNS, shared_table
+from checks.catalog import EVIDENCE_COLUMNS, VIOLATION_COLUMNS, Deadlines, shared_table
 from schemas.archive.flat import STORE_LAYOUT_VERSION
 from checks.findings import Findings, sort_key  # noqa: F401 - sort_key re-exported
 from checks.inputs import (BadInput, Inputs, chain_summary, chains_of, read_archives, refuse_trust_for_store,
@@ -43,6 +43,7 @@ class DuckDBEngine:
         self.timings: dict[str, float] = {}
         self.gaps: list[Gap] = []  # stretches of the history that are not verified data
         self.chains: list[dict[str, Any]] = []  # per cluster: verified to, last seq, gaps
+        self.deadlines: Deadlines = ()  # the bounded-liveness deadlines given (checks.deadlines)
 
     # --- construction ---------------------------------------------------------------------------
     @classmethod
@@ -165,7 +166,7 @@ class DuckDBEngine:
                 clusters = self.clusters() if self._events_table() else []  # a view: checked as it is
                 for cluster in clusters if len(clusters) > 1 else [None]:
                     with self.one_cluster(cluster):
-                        plan.run(self.con, plan.steps(names), found.add_query, timings)
+                        plan.run(self.con, plan.steps(names, deadlines=self.deadlines), found.add_query, timings)
         except BaseException:
             found.close()
             raise

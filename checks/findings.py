@@ -67,6 +67,10 @@ class Counts:
     violations: int = 0
     allowed: int = 0
     in_gaps: int = 0
+    # the bounded-liveness checks' obligations still open at the end of the history (never violations), and
+    # the findings that say a source records nothing to judge (status "no data"), by rule
+    pending: int = 0
+    no_data: dict[str, int] = field(default_factory=dict)
     rules: dict[str, int] = field(default_factory=dict)
     allowances: dict[str, int] = field(default_factory=dict)
     magnitudes: dict[str, int] = field(default_factory=dict)
@@ -167,7 +171,8 @@ class Findings:
         self._judged = True
 
     def counts(self) -> dict[str, Counts]:
-        """Per invariant: violations, allowed, in gaps, and per rule / allowance / rule magnitude."""
+        """Per invariant: violations, allowed, pending, in gaps, no data, and per rule / allowance / rule
+        magnitude (a rule's count and magnitude count its pending findings too)."""
         assert self._judged
         out: dict[str, Counts] = {}
         for inv, n in self.con.execute("SELECT invariant, count(*) FROM judged WHERE in_gap GROUP BY 1").fetchall():
@@ -177,14 +182,19 @@ class Findings:
                 "FROM judged WHERE NOT in_gap GROUP BY ALL ORDER BY invariant, rule, j_allowance NULLS LAST"
         ).fetchall():
             c = out.setdefault(inv, Counts())
+            if status == "no data":
+                c.no_data[rule] = c.no_data.get(rule, 0) + n
+                continue
             c.rules[rule] = c.rules.get(rule, 0) + n
-            if status == "violated":
+            if status == "pending":
+                c.pending += n
+            elif status == "violated":
                 c.violations += n
             else:
                 c.allowed += n
                 if status == "allowed":
                     c.allowances[allowance] = c.allowances.get(allowance, 0) + n
-            if n_mag:
+            if n_mag and status != "pending":  # a pending obligation's magnitude is how long it has been open
                 c.magnitudes[rule] = c.magnitudes.get(rule, 0) + int(mag)
         return out
 

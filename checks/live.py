@@ -4,6 +4,7 @@
     for event in events_in_seq_order:          # ControllerEvent, Avro record dict, or flat row dict
         for alert in checker.observe(event):
             publish(alert.to_dict())           # invariant, seq, event id, topic/partition, evidence, status
+    open_now = checker.finish()                # bounded liveness: obligations still open ("pending")
 
 Every invariant the catalog marks live (`Invariant.live`; its SQL can be evaluated with bounded state:
 per partition, broker, controller epoch and config key, never per event of the history) has its live
@@ -34,9 +35,9 @@ from importlib import import_module
 from types import ModuleType
 from typing import Any, cast
 
-from checks.catalog import CATALOG
+from checks.catalog import CATALOG, DEFAULT_DEADLINES, Deadlines
 from checks.invariants._state import (
-    HOOKS, Alert, BrokerChangeHook, Cluster, EventHook, OffsetSampleHook, PartitionChangeHook, StateHook,
+    HOOKS, Alert, BrokerChangeHook, Cluster, EndHook, EventHook, OffsetSampleHook, PartitionChangeHook, StateHook,
     broker_state, is_unclean,
 )
 from checks.invariants.fenced_broker_not_in_isr import REREGISTRATION_ALLOWANCE
@@ -61,6 +62,7 @@ JUDGE_ORDER: tuple[str, ...] = (
     "leader_epoch_monotonic", "partition_epoch_monotonic", "reassignment_legal", "unclean_election_allowed",
     "leader_election_order", "leader_in_isr", "isr_elr_sanity", "fenced_broker_not_in_isr", "distinct_replicas",
     "state_continuity", "valid_high_watermark", "high_watermark_monotonic",
+    "leader_elected", "reassignment_completes", "broker_unfenced", "replication_progress", "controller_heartbeat",
 )
 _unordered = [n for n in LIVE_INVARIANTS if n not in JUDGE_ORDER]
 if _unordered:
@@ -84,6 +86,7 @@ _ON_BROKER_CHANGE: tuple[BrokerChangeHook, ...] = _hooks("on_broker_change")
 _ON_OFFSET_SAMPLE: tuple[OffsetSampleHook, ...] = _hooks("on_offset_sample")
 _ON_CONFIG_CHANGE: tuple[StateHook, ...] = _hooks("on_config_change")
 _ON_TOPIC_CHANGE: tuple[StateHook, ...] = _hooks("on_topic_change")
+_AT_END: tuple[EndHook, ...] = _hooks("at_end")
 
 
 def as_row(event: Any) -> dict[str, Any]:
@@ -99,12 +102,14 @@ def as_row(event: Any) -> dict[str, Any]:
 class LiveChecker:
     """Stateful per-event checker; `observe(event)` returns the alerts the event raises."""
 
-    def __init__(self, invariants: Iterable[str] | None = None) -> None:
+    def __init__(self, invariants: Iterable[str] | None = None, deadlines: Deadlines = ()) -> None:
         names = tuple(invariants) if invariants is not None else LIVE_INVARIANTS
         unknown = [n for n in names if n not in LIVE_INVARIANTS]
         if unknown:
             raise ValueError(f"not live invariants: {', '.join(unknown)}")
         self.enabled = frozenset(names)
+        # the bounded-liveness deadlines in force: the catalog's defaults, with `deadlines` over them
+        self.deadlines = {**DEFAULT_DEADLINES, **dict(deadlines)}
         self.clusters: dict[str, Cluster] = {}
         self.observed = 0
 
@@ -112,8 +117,11 @@ class LiveChecker:
         r = as_row(event)
         c = self.clusters.get(r["cluster_id"])
         if c is None:
-            c = self.clusters[r["cluster_id"]] = Cluster()
+            c = self.clusters[r["cluster_id"]] = Cluster(deadlines=self.deadlines)
         self.observed += 1
+        t = r["event_time_ms"]
+        if t is not None and (c.last_ms is None or t > c.last_ms):
+            c.last_ms = t  # shared: a pending obligation is measured to the latest event time
         out: list[Alert] = []
         kind = r["kind"]
         # shared: a ZooKeeper -> KRaft migration's cutover (fragments/migration_cutover.sql): the first
@@ -165,3 +173,13 @@ class LiveChecker:
         for e in events:
             out.extend(self.observe(e))
         return out
+
+    def finish(self) -> list[Alert]:
+        """At the end of a history: the bounded-liveness obligations still open ("pending", never violations)
+        and what a source cannot judge ("no data"), as the batch report's rows of the same history. The
+        checker may go on observing after: these say what is open now."""
+        out: list[Alert] = []
+        for c in self.clusters.values():
+            for at_end in _AT_END:
+                at_end(c, out)
+        return [a for a in out if a.invariant in self.enabled]

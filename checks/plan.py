@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from checks.catalog import (BY_NAME, last_readers, partial_sql, shared_for, shared_sql, shared_table, with_merged,
-                            wrapped, wrapped_sql)
+from checks.catalog import (BY_NAME, Deadlines, last_readers, partial_sql, shared_for, shared_sql, shared_table,
+                            with_merged, wrapped, wrapped_sql)
 
 Step = tuple[str, str, str]
 
@@ -28,10 +28,11 @@ def partial_table(name: str) -> str:
     return f"partial_{name}"
 
 
-def steps(names: Sequence[str], shard: bool = False) -> tuple[Step, ...]:
+def steps(names: Sequence[str], shard: bool = False, deadlines: Deadlines = ()) -> tuple[Step, ...]:
     """The plan of the named invariants, in their order, in DuckDB's dialect. `shard`: the plan of one shard
     of partitions (checks.spark_shards), where an invariant with a merged CTE first keeps that CTE's rows
-    ("partial": a table, partial_table) and then gives its other findings, with the CTE empty."""
+    ("partial": a table, partial_table) and then gives its other findings, with the CTE empty. `deadlines`:
+    the bounded-liveness deadlines given (checks.deadlines; no invariant with a deadline is sharded)."""
     shared = shared_for(names)
     built = frozenset(shared)
     done = last_readers(names, built)
@@ -45,7 +46,7 @@ def steps(names: Sequence[str], shard: bool = False) -> tuple[Step, ...]:
             empty = f"SELECT * FROM {table} WHERE false"
             out.append(("query", name, wrapped(name, with_merged(name, "duckdb", empty, built))))
         else:
-            out.append(("query", name, wrapped_sql(name, "duckdb", built)))
+            out.append(("query", name, wrapped_sql(name, "duckdb", built, deadlines)))
         out.extend(("drop", s, f"DROP TABLE IF EXISTS {shared_table(s)}") for s in done[name])
     return tuple(out)
 

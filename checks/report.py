@@ -14,7 +14,8 @@ from rich.console import Console
 from rich.table import Table
 
 from checks.anchor_table import as_json
-from checks.catalog import BY_NAME, Invariant
+from checks.catalog import BY_NAME, Deadlines, Invariant, deadline_ms
+from checks.deadlines import show_duration
 from checks.findings import Counts, Findings
 from replay.gaps import CaptureStretch
 from schemas import times
@@ -23,6 +24,10 @@ from schemas.archive.verified import Gap
 WORST = 5  # examples per invariant (Jepsen keeps 8-32; the JSON keeps the same few)
 
 PASS, FAIL, ALLOWED, NO_DATA = "pass", "fail", "allowed", "no data"
+# a bounded-liveness check (severity warning) with obligations met late: the exit code counts it only with
+# `--fail-on warning` (FAIL_ON: the least severity that fails the check)
+WARN = "warning"
+FAIL_ON = ("error", "warning")
 
 
 @dataclass
@@ -38,6 +43,11 @@ class InvariantResult:
     missing_data: list[str] = field(default_factory=list)
     in_gaps: int = 0  # findings left without evidence by a gap: "no data", never violations
     magnitudes: dict[str, int] = field(default_factory=dict)  # rule -> sum of its findings' magnitudes
+    # bounded liveness: obligations open at the end of the history (never violations), the worst few, and the
+    # deadline in force (ms)
+    pending: int = 0
+    pending_examples: list[dict[str, Any]] = field(default_factory=list)
+    deadline_ms: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         inv = self.invariant
@@ -49,6 +59,8 @@ class InvariantResult:
             "allowances_applied": self.allowances, "missing_data": self.missing_data,
             "no_data_in_gaps": self.in_gaps, "magnitude_by_rule": self.magnitudes,
             "examples": self.examples, "allowed_examples": self.allowed_examples,
+            **({"deadline_ms": self.deadline_ms, "pending": self.pending, "pending_examples": self.pending_examples}
+               if self.deadline_ms is not None else {}),
         }
 
 
@@ -64,15 +76,23 @@ class Report:
     # per cluster (checks.inputs.chain_summary): the seq range judged and the chain's hash at its end (what
     # binds the verdict to this history), what the chain was verified to, the stretches not verified data
     chains: list[dict[str, Any]] = field(default_factory=list)
+    fail_on: str = "error"  # FAIL_ON: "warning" makes the bounded-liveness checks' late obligations fail it
 
     @property
     def valid(self) -> bool:
-        return all(r.status != FAIL for r in self.results)
+        failing = (FAIL, WARN) if self.fail_on == "warning" else (FAIL,)
+        return all(r.status not in failing for r in self.results)
+
+    @property
+    def warnings(self) -> int:
+        """Obligations met later than their deadline (the bounded-liveness checks' violations)."""
+        return sum(r.violations for r in self.results if r.status == WARN)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "valid": self.valid, "engine": self.engine, "inputs": self.inputs, "events": self.events,
             "clusters": self.clusters, "allowed_by_flag": self.allow, "seconds": round(self.seconds, 3),
+            "fail_on": self.fail_on, "warnings": self.warnings,
             "summary": {r.invariant.name: r.status for r in self.results},
             "chains": self.chains,
             "invariants": [r.to_json() for r in self.results],
@@ -92,6 +112,8 @@ def build(
     chains: Sequence[dict[str, Any]] = (),
     stretches: Sequence[tuple[str, CaptureStretch]] = (),
     first_changes: Callable[[Iterable[tuple[str, str, int, int]]], dict[tuple[str, str, int, int], int]] | None = None,
+    deadlines: Deadlines = (),
+    fail_on: str = "error",
 ) -> Report:
     """Condense the findings into a Report; `fetch` gives the evidence events by (cluster, seq).
     A finding of an invariant that judges history, whose evidence spans a gap in the chain, is "no data"; so
@@ -114,16 +136,20 @@ def build(
         missing = [k for k in inv.needs if not kind_counts.get(k)]
         if c.in_gaps:
             missing.append(f"{c.in_gaps} finding(s) rest on a gap in the history")
-        status = FAIL if c.violations else ALLOWED if c.allowed else NO_DATA if missing else PASS
+        missing.extend(f"{rule} ({n})" for rule, n in c.no_data.items())
+        breached = FAIL if inv.severity == "error" else WARN
+        status = breached if c.violations else ALLOWED if c.allowed else NO_DATA if missing else PASS
         results.append(InvariantResult(
             invariant=inv, status=status, violations=c.violations, allowed=c.allowed,
             rules=c.rules, allowances=c.allowances,
             examples=[_example(v, evidence) for v in worst.get((name, "violated"), [])],
             allowed_examples=[_example(v, evidence) for v in worst.get((name, "allowed"), [])],
-            missing_data=missing, in_gaps=c.in_gaps, magnitudes=c.magnitudes,
+            missing_data=missing, in_gaps=c.in_gaps, magnitudes=c.magnitudes, pending=c.pending,
+            pending_examples=[_example(v, evidence) for v in worst.get((name, "pending"), [])],
+            deadline_ms=deadline_ms(name, deadlines) if inv.deadline else None,
         ))
     return Report(engine_name, inputs, sum(kind_counts.values()), clusters, list(allow), results,
-                  chains=list(chains))
+                  chains=list(chains), fail_on=fail_on)
 
 
 def _resting_on(found: Findings, stretches: Sequence[tuple[str, CaptureStretch]],
@@ -224,7 +250,8 @@ def _diff(before: dict[str, Any] | None, after: dict[str, Any] | None) -> str:
 def junit_xml(report: Report) -> ET.ElementTree:
     """One <testcase> per invariant: <failure> on violations, <skipped> when the data is missing;
     allowed breaches are listed in <system-out> of a passing case."""
-    failures = sum(1 for r in report.results if r.status == FAIL)
+    failing = (FAIL, WARN) if report.fail_on == "warning" else (FAIL,)
+    failures = sum(1 for r in report.results if r.status in failing)
     skipped = sum(1 for r in report.results if r.status == NO_DATA)
     suites = ET.Element("testsuites", name="ctrlaudit check", tests=str(len(report.results)),
                         failures=str(failures), errors="0", time=f"{report.seconds:.3f}")
@@ -233,7 +260,7 @@ def junit_xml(report: Report) -> ET.ElementTree:
                           skipped=str(skipped), time=f"{report.seconds:.3f}")
     props = ET.SubElement(suite, "properties")
     for k, v in (("engine", report.engine), ("events", report.events), ("inputs", " ".join(report.inputs)),
-                 ("allow", " ".join(report.allow))):
+                 ("allow", " ".join(report.allow)), ("fail_on", report.fail_on), ("warnings", report.warnings)):
         ET.SubElement(props, "property", name=k, value=str(v))
     for r in report.results:
         case = ET.SubElement(suite, "testcase", classname=f"ctrlaudit.checks.{report.engine}",
@@ -242,14 +269,34 @@ def junit_xml(report: Report) -> ET.ElementTree:
             fail = ET.SubElement(case, "failure", type="InvariantViolation",
                                  message=f"{r.violations} violation(s) of {r.invariant.name}: {r.invariant.statement}")
             fail.text = "\n".join(_example_line(x) for x in r.examples)
+        elif r.status == WARN:
+            # a warning: a failure only with --fail-on warning; otherwise said in the case's output, which a
+            # CI's JUnit view shows beside a passing case
+            text = (f"WARNING: {r.violations} obligation(s) of {r.invariant.name} met later than its deadline "
+                    f"({_deadline(r)}): {r.invariant.statement}")
+            if report.fail_on == "warning":
+                fail = ET.SubElement(case, "failure", type="LivenessWarning", message=text)
+                fail.text = "\n".join(_example_line(x) for x in r.examples)
+            else:
+                ET.SubElement(case, "system-err").text = text + "\n" + "\n".join(_example_line(x) for x in r.examples)
         elif r.status == NO_DATA:
             ET.SubElement(case, "skipped", message=f"no {', '.join(r.missing_data)} events in the history")
-        if r.allowed:
+        if r.allowed or r.pending:
             out = ET.SubElement(case, "system-out")
-            out.text = f"{r.allowed} allowed: " + "; ".join(f"{k} ({n})" for k, n in r.allowances.items()) + "\n" + \
-                "\n".join(_example_line(x) for x in r.allowed_examples)
+            lines = []
+            if r.allowed:
+                lines.append(f"{r.allowed} allowed: " + "; ".join(f"{k} ({n})" for k, n in r.allowances.items()))
+                lines.extend(_example_line(x) for x in r.allowed_examples)
+            if r.pending:
+                lines.append(f"{r.pending} pending (open at the end of the history, deadline {_deadline(r)})")
+                lines.extend(_example_line(x) for x in r.pending_examples)
+            out.text = "\n".join(lines)
     ET.indent(suites)
     return ET.ElementTree(suites)
+
+
+def _deadline(r: InvariantResult) -> str:
+    return show_duration(r.deadline_ms) if r.deadline_ms is not None else "none"
 
 
 def _example_line(x: dict[str, Any]) -> str:
@@ -273,7 +320,7 @@ def print_report(report: Report, console: Any = None) -> None:
                         f"engine {report.engine}", title_justify="left")
     for col in ("invariant", "status", "violations", "allowed", "statement"):
         table.add_column(col, overflow="fold")
-    style = {PASS: "green", FAIL: "bold red", ALLOWED: "yellow", NO_DATA: "dim"}
+    style = {PASS: "green", FAIL: "bold red", ALLOWED: "yellow", NO_DATA: "dim", WARN: "bold magenta"}
     for r in report.results:
         table.add_row(r.invariant.name, f"[{style[r.status]}]{r.status}[/]", str(r.violations), str(r.allowed),
                       r.invariant.statement)
@@ -287,13 +334,24 @@ def print_report(report: Report, console: Any = None) -> None:
                           "findings resting on it are reported as no data", markup=False, highlight=False)
     console.print(table)
     for r in report.results:
-        if r.examples:
+        if r.examples and r.status == WARN:
+            console.print(f"[bold magenta]{r.invariant.name}[/]: WARNING {r.violations} obligation(s) met later "
+                          f"than the deadline ({_deadline(r)}); worst:", highlight=False)
+            for x in r.examples:
+                console.print("  • " + _example_line(x), markup=False, highlight=False)
+        elif r.examples:
             console.print(f"[bold red]{r.invariant.name}[/]: {r.violations} violation(s) "
                           f"({', '.join(f'{k} {n}' for k, n in r.rules.items())}); worst:")
             for x in r.examples:
                 console.print("  • " + _example_line(x), markup=False, highlight=False)
+        if r.pending:
+            console.print(f"{r.invariant.name}: {r.pending} pending at the end of the history (deadline "
+                          f"{_deadline(r)}; not violations)", markup=False, highlight=False)
         if r.allowances:
             console.print(f"[yellow]{r.invariant.name}[/]: allowed: "
                           + "; ".join(f"{k} ({n})" for k, n in r.allowances.items()), highlight=False)
     verdict = "[bold green]valid[/]" if report.valid else "[bold red]INVALID[/]"
+    if report.warnings:
+        verdict += (f", [bold magenta]{report.warnings} warning(s)[/]"
+                    + (" (--fail-on warning)" if report.fail_on == "warning" else ""))
     console.print(f"{verdict} in {report.seconds:.2f} s")

@@ -29,7 +29,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from checks.catalog import BY_NAME, EVIDENCE_COLUMNS, last_readers, shared_for, shared_sql, shared_table, sql_for, wrapped
+from checks.catalog import (BY_NAME, EVIDENCE_COLUMNS, Deadlines, last_readers, shared_for, shared_sql, shared_table,
+                            sql_for, wrapped)
 from checks import hadoop
 from checks.duckdb_engine import FIRST_CHANGES, DuckDBEngine
 from checks.findings import Findings
@@ -320,6 +321,7 @@ class SparkEngine:
         self.timings: dict[str, float] = {}
         self.gaps: list[Any] = []  # as DuckDBEngine: stretches that are not verified data
         self.chains: list[dict[str, Any]] = []
+        self.deadlines: Deadlines = ()  # the bounded-liveness deadlines given (checks.deadlines)
         # archives on a Hadoop filesystem (checks.hadoop): are the files Spark read still the files verified?
         self.guard: Callable[[], None] | None = None
         self.handoff: Handoff | None = None  # the Parquet directory the events were handed over in
@@ -539,7 +541,7 @@ class SparkEngine:
                 self.timings["shards"] = time.perf_counter() - started
             for name in names:
                 out = where.path / name
-                with self._computed_once(sql_for(name, DIALECT, built)) as sql:
+                with self._computed_once(sql_for(name, DIALECT, built, self.deadlines)) as sql:
                     self.spark.sql(wrapped(name, sql)).write.parquet(out.as_uri())
                 found.add_parquet(sorted(str(p) for p in out.glob("*.parquet")))
                 shutil.rmtree(out, ignore_errors=True)
@@ -558,7 +560,7 @@ class SparkEngine:
             ran(name)
 
     def _rows(self, name: str, built: frozenset[str]) -> Iterator[tuple[Any, ...]]:
-        with self._computed_once(sql_for(name, DIALECT, built)) as sql:
+        with self._computed_once(sql_for(name, DIALECT, built, self.deadlines)) as sql:
             yield from (tuple(r) for r in self.spark.sql(wrapped(name, sql)).toLocalIterator(prefetchPartitions=True))
 
     @contextmanager

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from checks.catalog import Deadlines
 from checks.findings import Findings
 from checks.inputs import BadInput
 from checks.report import Report, junit_xml, print_report
@@ -41,6 +42,8 @@ def run_check(
     progress: Callable[[int], None] | None = None,
     memory_limit: str | None = None,
     trust: Trust | None = None,
+    deadlines: Deadlines = (),
+    fail_on: str = "error",
 ) -> int:
     """Check, print a readable report, write JSON/JUnit/CSV if asked; the exit code.
 
@@ -67,7 +70,7 @@ def run_check(
     try:
         report = check(inputs, engine=engine, allow=allow, invariants=invariants, spark=spark, master=master,
                        allow_gaps=allow_gaps, progress=progress, memory_limit=memory_limit,
-                       write_findings=findings_csv, trust=trust)
+                       write_findings=findings_csv, trust=trust, deadlines=deadlines, fail_on=fail_on)
         reader_gone: BrokenPipeError | None = None
     except ReaderGone as exc:  # --csv -: the reader of standard output went away; the files are still written
         report, reader_gone = exc.report, exc

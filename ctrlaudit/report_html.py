@@ -54,6 +54,7 @@ figure { margin: 1em 0; } figcaption { color: #444; }
 pre { background: #f6f6f6; padding: .6em; overflow-x: auto; font-size: 12px; }
 table { border-collapse: collapse; } td, th { border: 1px solid #ddd; padding: 2px 8px; text-align: left; }
 .verdict-fail { color: #b00; font-weight: bold; } .verdict-pass { color: #070; }
+.verdict-warning { color: #a0a; font-weight: bold; }
 .verdict-note { border: 2px solid #b00; background: #fff3f3; padding: .5em 1em; font-weight: bold; }
 """
 
@@ -195,9 +196,12 @@ def summary(inc: Incident, checks: CheckReport | None, notes: tuple[tuple[str, s
         lines.append("Invariants: not checked (give --check-json from `ctrlaudit check --json` or --run-checks).")
     else:
         failed = [i["name"] for i in checks["invariants"] if i["status"] == "fail"]
+        warned = [i["name"] for i in checks["invariants"] if i["status"] == "warning"]
         label = f" ({'; '.join(n.upper() if n == UNBOUND else n for n, _ in notes)})" if notes else ""
-        lines.append(f"Invariants{label}: {len(checks['invariants']) - len(failed)} of {len(checks['invariants'])} "
-                     "hold" + (f"; violated: {', '.join(failed)}." if failed else "."))
+        lines.append(f"Invariants{label}: {len(checks['invariants']) - len(failed) - len(warned)} of "
+                     f"{len(checks['invariants'])} hold" + (f"; violated: {', '.join(failed)}" if failed else "")
+                     + (f"; warnings (bounded liveness, deadline passed): {', '.join(warned)}" if warned else "")
+                     + ".")
     if checks is not None:
         n, total = data_loss_totals(checks)
         if n:
@@ -462,6 +466,17 @@ def _heatmap_caption(rows: int, affected: int) -> str:
                     "All {total:,} affected partitions.", "The {shown:,} most affected of {total:,} affected partitions.")
 
 
+def _verdict_class(status: str) -> str:
+    """A verdict's style: a bounded-liveness warning apart from a failure and a pass."""
+    return status if status in ("fail", "warning") else "pass"
+
+
+def _verdict_text(i: Invariant) -> str:
+    """The verdict cell: the status, with a bounded-liveness check's pending obligations (never violations)."""
+    pending = i.get("pending", 0)
+    return i["status"] + (f" ({pending:,} pending)" if pending else "")
+
+
 def _affected_heading(affected: int) -> str:
     return _part_of(min(affected, DRILL_DOWN), affected, "Affected partitions: none", "The affected partition",
                     "The {total} affected partitions", "Affected partitions: the {shown} worst of {total:,}")
@@ -475,8 +490,8 @@ def _page(inc: Incident, judged: Verdict | None, parts: list[str], bad: list[Vio
                      for n, detail in notes)
     verdicts = ""
     if checks is not None:
-        rows = "".join(f'<tr><td>{html.escape(i["name"])}</td><td class="verdict-{"fail" if i["status"] == "fail" else "pass"}">'
-                       f'{html.escape(i["status"])}</td><td>{html.escape(str(i["violations"]))}</td>'
+        rows = "".join(f'<tr><td>{html.escape(i["name"])}</td><td class="verdict-{_verdict_class(i["status"])}">'
+                       f'{html.escape(_verdict_text(i))}</td><td>{html.escape(str(i["violations"]))}</td>'
                        f'<td>{html.escape(str(i["allowed"]))}</td><td>{html_cell(i["name"])}</td></tr>'
                        for i in checks["invariants"])
         evidence = "".join(f"<li>{_ms(v['time'])}: {html.escape(v['evidence'])}</li>" for v in bad)

@@ -1,5 +1,5 @@
 """The Spark batch job: `spark-submit ctrlaudit/spark_job.py --master local[2] ARCHIVE... [--json F] [--junit F]
-[--allow NAME ...] [--invariant NAME ...]`. Exit code as run_check: 0 clean, 1 violations, 2 bad input.
+[--allow NAME ...] [--invariant NAME ...] [--deadline NAME=DURATION ...] [--fail-on warning]`. Exit code as run_check: 0 clean, 1 violations, 2 bad input.
 
 ARCHIVE: a local path, or a Hadoop URI (hdfs://, s3a://, file://, …: checks/hadoop.py).
 
@@ -18,10 +18,13 @@ if _ROOT not in sys.path:
 
 import typer  # noqa: E402
 
+from checks.deadlines import parse as parse_deadlines  # noqa: E402
 from checks.inputs import BadInput, is_uri  # noqa: E402
+from checks.report import FAIL_ON as FAIL_ON_CHOICES  # noqa: E402
 from ctrlaudit.check_run import run_check  # noqa: E402
 from ctrlaudit.commands.output import check_inputs, refuse_outputs  # noqa: E402
 from ctrlaudit.commands.keys import trust_of  # noqa: E402
+from ctrlaudit.commands.options import DEADLINE, FAIL_ON  # noqa: E402
 from ctrlaudit.errors import main_errors  # noqa: E402
 from ctrlaudit.progress import archive_bytes, bar  # noqa: E402
 from schemas import entry  # noqa: E402
@@ -45,11 +48,12 @@ def spark_job(
     trusted_key: list[str] = typer.Option([], "--trusted-key", help="a log key to trust (as `ctrlaudit check "
                                           "--trusted-key`): the driver checks every signed checkpoint"),
     witness_key: list[str] = typer.Option([], "--witness-key", help="a witness key whose co-signature is required"),
+    deadline: list[str] = DEADLINE, fail_on: str = FAIL_ON,
 ) -> int:
     """Check archives with Spark SQL: the outputs and exit codes of `ctrlaudit check`."""
     # every error is one line "ctrlaudit: error: ..." with run_check's exit codes, as `ctrlaudit check`
     return main_errors(lambda: _run(inputs, master, json_path, junit_path, force, allow, invariant or None,
-                                    allow_gaps, shuffle_partitions, trusted_key, witness_key))
+                                    allow_gaps, shuffle_partitions, trusted_key, witness_key, deadline, fail_on))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(inputs: list[str], master: str | None, json_path: str | None, junit_path: str | None, force: bool,
          allow: list[str], invariants: list[str] | None, allow_gaps: bool, shuffle_partitions: int,
-         trusted_key: list[str], witness_key: list[str]) -> int:
+         trusted_key: list[str], witness_key: list[str], deadline: list[str], fail_on: str) -> int:
     from checks.spark_engine import build_session  # extra: spark
 
     # A URI (hdfs://, s3a://, file://, …) is listed, copied and verified on the driver through Hadoop's
@@ -71,6 +75,9 @@ def _run(inputs: list[str], master: str | None, json_path: str | None, junit_pat
     # the rule of every `ctrlaudit` output (ctrlaudit/commands/output.py), before a JVM is started
     refuse_outputs({"--json": json_path, "--junit": junit_path}, force=force, inputs=check_inputs(inputs))
     trust = trust_of(trusted_key, witness_key)  # a bad key is found before a JVM is started too
+    deadlines = parse_deadlines(deadline)  # and a bad deadline or --fail-on
+    if fail_on not in FAIL_ON_CHOICES:
+        raise BadInput(f"--fail-on {fail_on!r}: one of {', '.join(FAIL_ON_CHOICES)}")
     # Under spark-submit (it starts the JVM and hands its gateway port to this process) the master is
     # spark-submit's own --master unless this --master overrides it; run alone, local[2].
     if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
@@ -81,7 +88,7 @@ def _run(inputs: list[str], master: str | None, json_path: str | None, junit_pat
         with bar("verifying on the driver", archive_bytes(inputs)) as progress:
             return run_check(inputs, engine="spark", allow=allow, json_path=json_path, junit_path=junit_path,
                              invariants=invariants, spark=spark, allow_gaps=allow_gaps, progress=progress,
-                             trust=trust)
+                             trust=trust, deadlines=deadlines, fail_on=fail_on)
     finally:
         spark.stop()
 

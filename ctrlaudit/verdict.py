@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
-from checks.report import ALLOWED, FAIL, NO_DATA, PASS
+from checks.report import ALLOWED, FAIL, NO_DATA, PASS, WARN
 from ctrlaudit.errors import UsageError
 from schemas.bounded import read_or_refuse
 
@@ -37,7 +37,7 @@ INT64 = (-(1 << 63), (1 << 63) - 1)
 SEQ = (0, INT64[1])
 COUNT = (0, INT64[1])
 TIME_MS = (-62135596800000, 253402300799999)  # what a date can show: years 1..9999
-STATUSES = (PASS, FAIL, ALLOWED, NO_DATA)
+STATUSES = (PASS, FAIL, ALLOWED, NO_DATA, WARN)
 HASH = re.compile(r"[0-9a-f]{64}")
 UNBOUND = "verdict not bound to this history"
 
@@ -77,6 +77,7 @@ class Invariant(TypedDict):
     magnitude_by_rule: dict[str, int]
     examples: list[Example]
     allowed_examples: list[Example]
+    pending: NotRequired[int]  # a bounded-liveness check's obligations open at the end of the history
 
 
 class ChainGap(TypedDict):
@@ -230,7 +231,7 @@ def _invariant(raw: Any, at: str, f: _Fields) -> Invariant:
     status = f.text(inv["status"], f"{at}.status")
     if status not in STATUSES:
         raise f.fail(f"{at}.status", f"{_short(status)} is none of {', '.join(STATUSES)}")
-    return {
+    out: Invariant = {
         "name": f.text(inv["name"], f"{at}.name"), "status": status,
         "violations": f.int(inv["violations"], f"{at}.violations", COUNT),
         "allowed": f.int(inv["allowed"], f"{at}.allowed", COUNT),
@@ -239,6 +240,9 @@ def _invariant(raw: Any, at: str, f: _Fields) -> Invariant:
         "examples": _examples(inv, "examples", at, f),
         "allowed_examples": _examples(inv, "allowed_examples", at, f),
     }
+    if "pending" in inv:
+        out["pending"] = f.int(inv["pending"], f"{at}.pending", COUNT)
+    return out
 
 
 def _examples(inv: dict[str, Any], key: str, at: str, f: _Fields) -> list[Example]:

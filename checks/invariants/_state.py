@@ -14,6 +14,8 @@ A predicate module defines, for the event kinds it looks at, hooks the dispatche
     on_offset_sample(c, part, r, out)                              OffsetSample with a HW (>= 0)
     on_config_change(c, r)                                         ConfigChange
     on_topic_change(c, r)                                          TopicChange
+    at_end(c, out)                                                 the end of the history (LiveChecker.finish):
+                                                                   a bounded-liveness check's open obligations
 
 `r` is the event's flat row (schemas.archive.flat columns), `part` the partition's `Partition` (by topic name
 and partition), `transition` a PartitionChange with before and after that is not a bootstrap,
@@ -38,12 +40,12 @@ class Alert:
     event_id: str
     kind: str
     rule: str
-    status: str  # "violated" | "allowed"
+    status: str  # "violated" | "allowed" | "pending" (bounded liveness, at the end) | "no data"
     allowance: str | None
     related_seq: int | None
     expected: str
     actual: str
-    magnitude: int
+    magnitude: int | None
     topic: str | None = None
     partition: int | None = None
     source_kind: str | None = None
@@ -65,13 +67,13 @@ class Alert:
         return d
 
 
-def alert(out: list[Alert], r: Row, invariant: str, rule: str, expected: str, actual: str, magnitude: int,
+def alert(out: list[Alert], r: Row, invariant: str, rule: str, expected: str, actual: str, magnitude: int | None,
           related_seq: int | None = None, status: str = "violated", allowance: str | None = None) -> None:
     """Append the alert of `invariant` at event `r`."""
     out.append(Alert(
         invariant=invariant, cluster_id=r["cluster_id"], seq=r["seq"], event_id=r["event_id"], kind=r["kind"],
         rule=rule, status=status, allowance=allowance, related_seq=related_seq, expected=expected,
-        actual=actual, magnitude=int(magnitude), topic=r.get("topic"), partition=r.get("partition"),
+        actual=actual, magnitude=None if magnitude is None else int(magnitude), topic=r.get("topic"), partition=r.get("partition"),
         source_kind=r.get("source_kind"), source_offset=r.get("source_offset"),
         source_index=r.get("source_index"), event_time_ms=r.get("event_time_ms"),
     ))
@@ -141,6 +143,10 @@ class Partition:
     # incarnation's last sample: seq, hw, LEO by broker, ISR ∪ ELR as of it
     members_all: frozenset[int] | None = None
     last_full_sample: tuple[int, int, dict[int, Any], frozenset[int] | None] | None = None
+    # replication_progress: the HW of the partition's last sample (None: none since its delete), and per
+    # replica behind it the sample that opened its obligation
+    rp_prev_hw: int | None = None
+    rp_open: dict[int, Row] = field(default_factory=dict)
 
 
 @dataclass
@@ -179,6 +185,21 @@ class Cluster:
     zk_broker_log_since: int | None = None
     # reassignment_legal, ZooKeeper mode: per (topic id, partition) the highest leader epoch and latest seq of a start
     zk_starts: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+    # shared: the bounded-liveness deadlines in force (ms, by invariant) and the latest event time seen
+    deadlines: dict[str, int] = field(default_factory=dict)
+    last_ms: int | None = None
+    # leader_elected: leaderless partitions' ISR and ELR members, and the event that opened each obligation
+    le_members: dict[tuple[str, int], frozenset[int]] = field(default_factory=dict)
+    le_open: dict[tuple[str, int], Row] = field(default_factory=dict)
+    # reassignment_completes: per partition, the change that opened its obligation
+    rc_open: dict[tuple[str, int], Row] = field(default_factory=dict)
+    # broker_unfenced: per broker, the change that opened its obligation
+    bu_open: dict[int, Row] = field(default_factory=dict)
+    # controller_heartbeat: per metadata-log source kind its last event (seq, offset, time); the first event
+    # of the cluster and whether any event of a metadata log was seen (none: no data)
+    hb_last: dict[str, tuple[int, int | None, int | None]] = field(default_factory=dict)
+    hb_first: Row | None = None
+    hb_seen: bool = False
 
     def part(self, key: tuple[str, int]) -> Partition:
         p = self.parts.get(key)
@@ -193,5 +214,28 @@ PartitionChangeHook = Callable[[Cluster, Partition, Row, bool, bool, list[Alert]
 BrokerChangeHook = Callable[[Cluster, Row, str, list[Alert]], None]
 OffsetSampleHook = Callable[[Cluster, Partition, Row, list[Alert]], None]
 StateHook = Callable[[Cluster, Row], None]
+EndHook = Callable[[Cluster, list[Alert]], None]
 HOOKS = ("on_event", "on_partition_change", "on_broker_change", "on_offset_sample", "on_config_change",
-         "on_topic_change")
+         "on_topic_change", "at_end")
+
+
+def elapsed(opened: Row, r: Row) -> int | None:
+    """Milliseconds from one event to another (None where a time is unknown)."""
+    a, b = opened.get("event_time_ms"), r.get("event_time_ms")
+    return None if a is None or b is None else int(b) - int(a)
+
+
+def met(c: Cluster, out: list[Alert], opened: Row, r: Row, invariant: str, rule: str, expected: str,
+        actual: Callable[[int], str]) -> None:
+    """A bounded-liveness obligation opened at `opened` is met at `r`: a violation (a warning, by the catalog's
+    severity) when later than the invariant's deadline, at `r` with related_seq the opening event."""
+    took = elapsed(opened, r)
+    if took is not None and took > c.deadlines[invariant]:
+        alert(out, r, invariant, rule, expected, actual(took), took, related_seq=opened["seq"])
+
+
+def pending(c: Cluster, out: list[Alert], opened: Row, invariant: str, rule: str, expected: str, actual: str) -> None:
+    """An obligation still open at the end: pending at its opening event, magnitude the ms to the last event."""
+    t = opened.get("event_time_ms")
+    alert(out, opened, invariant, rule, expected, actual,
+          None if t is None or c.last_ms is None else c.last_ms - int(t), status="pending")

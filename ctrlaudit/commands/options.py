@@ -42,3 +42,13 @@ WITNESS_KEY = typer.Option(
     [], "--witness-key",
     help="A witness key whose co-signature is required (as --trusted-key; repeatable; env CTRLAUDIT_WITNESS_KEY).",
     envvar="CTRLAUDIT_WITNESS_KEY")
+
+DEADLINE = typer.Option(
+    [], "--deadline", metavar="NAME=DURATION",
+    help="A bounded-liveness check's deadline (repeatable), e.g. reassignment_completes=2h, broker_unfenced=30m "
+         "(units ms, s, m, h, d). Defaults: leader_elected 5s, reassignment_completes 1h, broker_unfenced 10m, "
+         "replication_progress 5m, controller_heartbeat 10s.")
+FAIL_ON = typer.Option(
+    "error", "--fail-on", metavar="error|warning",
+    help="The least severity whose findings fail the check (exit 1): error (default), or warning to make the "
+         "bounded-liveness checks' late obligations fail it too. Pending obligations never do.")

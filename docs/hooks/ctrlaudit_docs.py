@@ -50,6 +50,7 @@ _DATA = {"M": "metadata events", "C": "configs and metadata.version", "B": "offs
 
 def invariant_catalog() -> str:
     from checks.catalog import CATALOG
+    from checks.deadlines import show_duration
 
     out = ["| invariant | anchor | TLA+ | data | live | Spark |", "|---|---|---|---|---|---|"]
     for inv in CATALOG:
@@ -73,8 +74,11 @@ def invariant_catalog() -> str:
                   + (f"`{a.name}` ({a.repo}, `{a.path}`)" if a.repo else "no spec states it")
                   + (f". {a.note}" if a.note else "") for a in inv.anchors],
                 f"- **Statement**: {inv.statement}",
+                *([f"- **Severity**: warning (bounded liveness); **default deadline** "
+                   f"{show_duration(inv.deadline.default_ms)} (`--deadline {inv.name}=DURATION`): "
+                   f"{inv.deadline.why}"] if inv.deadline else []),
                 f"- **Data needed**: {' + '.join(_DATA[d] for d in inv.data.split('+'))}; payload kinds "
-                + ", ".join(f"`{k}`" for k in inv.needs),
+                + (", ".join(f"`{k}`" for k in inv.needs) or "any"),
                 "- **Allowances**: " + ("none" if not inv.allowances else ""),
                 *[f"    - {a}" for a in inv.allowances],
                 f"- **Definition**: `checks/invariants/{inv.name}.sql`"

@@ -22,6 +22,7 @@ from schemas.archive.note import Signer
 from schemas.archive.writer import ArchiveWriter
 from services.simulator.breaches import Injector
 from services.simulator.config import BREACHES, BreachRecord, SimConfig, SimResult
+from services.simulator.late import KRAFT_ONLY, LATE_MS, LIVENESS_BREACHES
 from services.simulator.placement import (
     assign_replicas_to_brokers,
     assign_replicas_to_brokers_rack_aware,
@@ -30,8 +31,8 @@ from services.simulator.placement import (
 from services.simulator.workload import Simulator
 
 __all__ = [
-    "BREACHES", "BreachRecord", "SimConfig", "SimResult", "Simulator", "assign_replicas_to_brokers",
-    "assign_replicas_to_brokers_rack_aware", "rack_alternated_broker_list", "simulate", "simulate_to_archive",
+    "BREACHES", "KRAFT_ONLY", "LATE_MS", "LIVENESS_BREACHES", "BreachRecord", "SimConfig", "SimResult", "Simulator",
+    "assign_replicas_to_brokers", "assign_replicas_to_brokers_rack_aware", "rack_alternated_broker_list", "simulate", "simulate_to_archive",
     "write_archive",
 ]
 

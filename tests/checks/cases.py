@@ -1206,3 +1206,5 @@ def duckdb_rows(case: str) -> tuple[tuple, ...]:
 # the cases of the rules anchored to the specs' properties (ISR never empty without ELR, ELR completeness, ELR
 # laundering) register themselves on import
 from tests.checks import cases_anchored  # noqa: E402, F401
+# the bounded-liveness checks' cases (obligations met late, in time, or still open at the end) likewise
+from tests.checks import cases_liveness  # noqa: E402, F401

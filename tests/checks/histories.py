@@ -37,6 +37,9 @@ class History:
         self.bad_other: list[tuple[str, str, int]] = []
         self.topic_ids: dict[str, str] = {}  # name -> id of its current incarnation
         self.source = SourceKind.SIMULATOR  # ZOOKEEPER for the ZooKeeper-mode cases
+        # time and metadata log offsets passed beyond one millisecond and one offset per event (`wait`)
+        self.waited_ms = 0
+        self.skipped_offsets = 0
 
     def tid(self, topic: str) -> str:
         return self.topic_ids.get(topic) or topic.upper().ljust(22, "A")[:22]
@@ -45,14 +48,22 @@ class History:
     def _emit(self, payload, *, epoch: int | None = None, controller: int | None = None,
               bootstrap: bool = False) -> int:
         n = len(self.events)
-        src = SourcePosition(self.source, offset=1000 + n)
+        src = SourcePosition(self.source, offset=1000 + n + self.skipped_offsets)
         cid, cep = self.controller
+        t = 1_700_000_000_000 + n + self.waited_ms
         self.events.append(ControllerEvent(
             event_id=event_id(self.cluster, src), cluster_id=self.cluster, seq=n, source=src,
-            event_time_ms=1_700_000_000_000 + n, capture_time_ms=1_700_000_000_000 + n,
+            event_time_ms=t, capture_time_ms=t,
             controller_id=cid if controller is None else controller, controller_epoch=cep if epoch is None else epoch,
             payload=payload, metadata_version=self.mv, bootstrap=bootstrap))
         return n
+
+    def wait(self, ms: int, noops: bool = True) -> None:
+        """Let `ms` pass before the next event; with `noops`, the controller's NoOpRecords (one per 500 ms,
+        metadata.max.idle.interval.ms) take metadata log offsets meanwhile, as on a working cluster."""
+        self.waited_ms += ms
+        if noops:
+            self.skipped_offsets += max(1, ms // 500)
 
     def mark(self, rule: str, index: int | None = None, invariant: str | None = None) -> None:
         """The event at `index` (default: the last) must be reported as breaking `rule` of the case's invariant,

@@ -149,9 +149,12 @@ def test_zero_violations_and_the_unclean_election_is_allowed(checked, capsys):
     assert e["a_leader"] == y and e["a_recovery"] == "RECOVERING"
     assert mine[0]["allowance"] == "unclean.leader.election.enable=true (topic config)"
     statuses = {r.invariant.name: r.status for r in report.results}
-    assert statuses["valid_high_watermark"] == statuses["high_watermark_monotonic"] == "no data"
+    # the offset invariants have no samples here; every other one, the bounded-liveness checks included (no
+    # warning: the recoveries of this scenario stay within the default deadlines), passes or is allowed
+    no_samples = ("valid_high_watermark", "high_watermark_monotonic", "replication_progress")
+    assert {statuses[n] for n in no_samples} == {"no data"}
     for name in NAMES:
-        if name in ("valid_high_watermark", "high_watermark_monotonic"):
+        if name in no_samples:
             continue
         assert statuses[name] in ("pass", "allowed") or (name == "unclean_election_allowed" and tolerated), \
             (name, statuses[name])
@@ -170,7 +173,7 @@ def test_live_alerts_equal_the_batch_report(checked):
     finally:
         eng.close()
     checker = LiveChecker()
-    alerts = [a for f in files for e in read_events(f) for a in checker.observe(e)]
+    alerts = [a for f in files for e in read_events(f) for a in checker.observe(e)] + checker.finish()
     batch = Counter((r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows)
     live = Counter(a.key() for a in alerts)
     assert batch == live

@@ -187,7 +187,9 @@ def test_check_on_the_migrated_history_is_clean(migrated, tmp_path):
     res = subprocess.run([sys.executable, "-m", "ctrlaudit", "check", str(migrated["archive"]), "--json",
                           str(tmp_path / "r.json")], capture_output=True, text=True)
     report = json.loads((tmp_path / "r.json").read_text())
-    failed = {i["name"]: i["examples"] for i in report["invariants"] if i["status"] == "fail"}
+    # a warning (a bounded-liveness check's obligation met late) fails it too: recoveries here stay within the
+    # default deadlines
+    failed = {i["name"]: i["examples"] for i in report["invariants"] if i["status"] in ("fail", "warning")}
     assert res.returncode == 0 and not failed, json.dumps(failed, indent=1)[:6000]
 
 

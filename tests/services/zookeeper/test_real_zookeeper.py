@@ -317,7 +317,9 @@ def test_check_on_the_zookeeper_history_finds_no_violation(scenario, tmp_path):
     res = subprocess.run([sys.executable, "-m", "ctrlaudit", "check", str(tmp_path / "a"), "--json",
                           str(tmp_path / "r.json")], capture_output=True, text=True)
     report = json.loads((tmp_path / "r.json").read_text())
-    failed = {i["name"]: i["examples"] for i in report["invariants"] if i["status"] == "fail"}
+    # a warning (a bounded-liveness check's obligation met late) fails it too: recoveries here stay within the
+    # default deadlines
+    failed = {i["name"]: i["examples"] for i in report["invariants"] if i["status"] in ("fail", "warning")}
     assert res.returncode == 0 and not failed, json.dumps(failed, indent=1)[:6000]
 
 
@@ -421,7 +423,9 @@ def test_broker_log_import_equals_the_transaction_log(scenario, tmp_path):
     res = subprocess.run([sys.executable, "-m", "ctrlaudit", "check", str(tmp_path / "a"), "--json",
                           str(tmp_path / "r.json")], capture_output=True, text=True)
     report_json = json.loads((tmp_path / "r.json").read_text())
-    failed = {i["name"]: i["examples"] for i in report_json["invariants"] if i["status"] == "fail"}
+    # a warning (a bounded-liveness check's obligation met late) fails it too: recoveries here stay within the
+    # default deadlines
+    failed = {i["name"]: i["examples"] for i in report_json["invariants"] if i["status"] in ("fail", "warning")}
     assert res.returncode == 0 and not failed, json.dumps(failed, indent=1)[:6000]
 
 
