@@ -369,12 +369,7 @@ def _elr_member_behind_hw_at_entry(sim: Simulator) -> BreachRecord | None:
     true sample follows at once, so an election from the ELR later is judged against the truth."""
     p = _partition(sim, lambda q: _healthy(q) and not q.state.elr and not q.state.last_known_elr
                    and len(q.state.isr) == _min_isr(sim, q) == 2)
-    if p is None:
-        return None
-    sim.sample(p)
-    if p.hw < 1:
-        sim.sample(p)
-    if p.hw < 1:
+    if p is None or not _sampled_with_hw(sim, p):
         return None
     before = _last_sample(sim)
     follower = next(r for r in p.state.isr if r != p.state.leader)
@@ -408,6 +403,14 @@ def _hw_above_isr_member_leo(sim: Simulator, p: Partition) -> BreachRecord | Non
     return _record("valid_high_watermark", e, f"HW {bad_hw} above min ISR LEO {low}")
 
 
+def _sampled_with_hw(sim: Simulator, p: Partition) -> bool:
+    """p sampled, a second time when the first sample found no HW yet; whether it has one now (>= 1)."""
+    sim.sample(p)
+    if p.hw < 1:
+        sim.sample(p)
+    return p.hw >= 1
+
+
 def _last_sample(sim: Simulator) -> OffsetSample:
     return cast(OffsetSample, sim.j.out[-1].payload)  # the callers sampled last
 
@@ -416,12 +419,7 @@ def high_watermark_monotonic(sim: Simulator) -> BreachRecord | list[BreachRecord
     if _turn(sim, "high_watermark_monotonic", 2 if sim.elr else 1) == 1:
         return _elr_leader_behind_committed(sim)
     p = _partition(sim, _has_follower_in_isr)
-    if p is None:
-        return None
-    sim.sample(p)
-    if p.hw < 1:
-        sim.sample(p)
-    if p.hw < 1:
+    if p is None or not _sampled_with_hw(sim, p):
         return None
     s = p.state
     new = next(r for r in s.replicas if r in s.isr and r != s.leader)
