@@ -225,6 +225,18 @@ def elapsed(opened: Row, r: Row) -> int | None:
     return None if a is None or b is None else int(b) - int(a)
 
 
+def settle(open_: dict[Any, Row], key: object, owed: bool, r: Row) -> Row | None:
+    """A bounded-liveness obligation's bookkeeping at `r`: opened there when owed and not open yet; when it is open
+    and no longer owed, closed, and the row that opened it given back (then `met` judges how long it took)."""
+    opened = open_.get(key)
+    if owed and opened is None:
+        open_[key] = r
+    elif not owed and opened is not None:
+        del open_[key]
+        return opened
+    return None
+
+
 def met(c: Cluster, out: list[Alert], opened: Row, r: Row, invariant: str, rule: str, expected: str,
         actual: Callable[[int], str]) -> None:
     """A bounded-liveness obligation opened at `opened` is met at `r`: a violation (a warning, by the catalog's

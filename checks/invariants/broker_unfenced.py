@@ -6,7 +6,7 @@ one that opened it); still owed at the end: pending (at_end). ZooKeeper mode reg
 """
 from __future__ import annotations
 
-from checks.invariants._state import Alert, Cluster, Row, met, pending
+from checks.invariants._state import Alert, Cluster, Row, met, pending, settle
 
 NAME, RULE = "broker_unfenced", "broker_still_fenced"
 
@@ -14,11 +14,8 @@ NAME, RULE = "broker_unfenced", "broker_still_fenced"
 def on_broker_change(c: Cluster, r: Row, state: str, out: list[Alert]) -> None:
     b = r["broker_id"]
     owed = state == "fenced"
-    opened = c.bu_open.get(b)
-    if owed and opened is None:
-        c.bu_open[b] = r
-    elif not owed and opened is not None:
-        del c.bu_open[b]
+    opened = settle(c.bu_open, b, owed, r)
+    if opened is not None:
         met(c, out, opened, r, NAME, RULE, _expected(c), lambda took: f"broker {b}: fenced for {took} ms "
             "(from the related seq)")
 

@@ -9,7 +9,7 @@ in the history is not live.
 """
 from __future__ import annotations
 
-from checks.invariants._state import Alert, Cluster, Partition, Row, met, pending
+from checks.invariants._state import Alert, Cluster, Partition, Row, met, pending, settle
 
 NAME, RULE = "leader_elected", "no_leader_while_member_live"
 
@@ -46,11 +46,8 @@ def _live(c: Cluster, b: int) -> bool:
 
 
 def _judge(c: Cluster, key: tuple[str, int], owed: bool, r: Row, out: list[Alert]) -> None:
-    opened = c.le_open.get(key)
-    if owed and opened is None:
-        c.le_open[key] = r
-    elif not owed and opened is not None:
-        del c.le_open[key]
+    opened = settle(c.le_open, key, owed, r)
+    if opened is not None:
         met(c, out, opened, r, NAME, RULE, _expected(c), lambda took: f"{key[0]}-{key[1]}: no leader for {took} ms "
             "with a live ISR or ELR member (from the related seq)")
 

@@ -6,7 +6,7 @@ at the change that met it (related_seq: the one that opened it); still owed at t
 """
 from __future__ import annotations
 
-from checks.invariants._state import Alert, Cluster, Partition, Row, met, pending, show, tp
+from checks.invariants._state import Alert, Cluster, Partition, Row, met, pending, settle, show, tp
 
 NAME, RULE = "reassignment_completes", "reassignment_not_ended"
 
@@ -15,11 +15,8 @@ def on_partition_change(c: Cluster, part: Partition, r: Row, transition: bool, u
                         out: list[Alert]) -> None:
     key = (r["topic"], r["partition"])
     owed = bool(r["has_after"] and (r["a_adding"] or r["a_removing"]))
-    opened = c.rc_open.get(key)
-    if owed and opened is None:
-        c.rc_open[key] = r
-    elif not owed and opened is not None:
-        del c.rc_open[key]
+    opened = settle(c.rc_open, key, owed, r)
+    if opened is not None:
         met(c, out, opened, r, NAME, RULE, _expected(c),
             lambda took: f"{_what(opened)}: ended {took} ms after it began (related seq)")
 
