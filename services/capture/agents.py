@@ -123,31 +123,6 @@ async def read_progress() -> tuple[str | None, Progress]:
     return (msg.key.decode() if msg.key else None), Progress.from_headers(msg.headers)
 
 
-async def read_topic(topic: str, upto: int, start: int = 0) -> AsyncIterator[bytes]:
-    """Values of `topic`'s partition 0 from `start` (default: its beginning) to `upto` (exclusive)."""
-    if upto <= start:
-        return
-    c = _consumer()
-    await c.start()
-    try:
-        tp = TopicPartition(topic, 0)
-        c.assign([tp])
-        if start > 0:
-            c.seek(tp, start)
-        else:
-            await c.seek_to_beginning(tp)
-        while True:
-            batch = await c.getmany(tp, timeout_ms=1000)
-            for msg in batch.get(tp, []):
-                if msg.offset >= upto:
-                    return
-                yield msg.value
-            if await c.position(tp) >= upto:
-                return
-    finally:
-        await c.stop()
-
-
 async def read_records(topic: str, start: int, upto: int | None = None) -> AsyncGenerator[_Record, None]:
     """The messages of `topic`'s partition 0 from offset `start` up to `upto` (exclusive; None: its end as it is
     when the read starts)."""
@@ -183,16 +158,16 @@ async def read_backwards(topic: str, window: int = 100) -> AsyncGenerator[_Recor
         hi = start
 
 
-def read_raw(upto: int, start: int = 0) -> AsyncIterator[bytes]:
-    """The raw topic from `start` up to `upto` (exclusive)."""
-    return read_topic(settings.raw_topic, upto, start)
+def read_raw(upto: int, start: int = 0) -> AsyncGenerator[_Record, None]:
+    """The raw topic's messages from `start` up to `upto` (exclusive)."""
+    return read_records(settings.raw_topic, start, upto)
 
 
 async def read_events(upto: int) -> AsyncIterator[dict[str, Any]]:
     """The events topic's Avro records up to `upto` (exclusive); undecodable values are skipped."""
-    async for value in read_topic(settings.events_topic, upto):
+    async for msg in read_records(settings.events_topic, 0, upto):
         try:
-            yield decode_event_record(value)
+            yield decode_event_record(msg.value)
         except CodecError:
             continue
 
@@ -201,10 +176,17 @@ async def read_events(upto: int) -> AsyncIterator[dict[str, Any]]:
 
 class Pipeline:
     """Per-cluster CaptureStates, rebuilt on the first raw message a worker sees (logic.py explains): from
-    the last image checkpoint (image_store.py) when there is one, else from the raw topic's start."""
+    the last image checkpoint (image_store.py) when there is one, else from the raw topic's start.
+
+    The raw topic is normalized as one unbroken sequence, whatever order the consumer hands it over in: Faust
+    does not hand over every offset around a rebalance (a message fetched before it is dropped after it, seen
+    on a restarted worker), and a batch missing from the image would leave later events wrong or missing (a
+    topic's deletion without its partitions). `next_raw` is the first raw offset not in the image: a message
+    below it is one handed over again, a message above it is preceded by the ones between, read from the topic.
+    """
 
     def __init__(self, progress_reader: Callable[[], Awaitable[tuple[str | None, Progress]]] = read_progress,
-                 raw_reader: Callable[[int, int], AsyncIterator[bytes]] = read_raw, images: ImageStore | None = None,
+                 raw_reader: Callable[[int, int], AsyncIterator[_Record]] = read_raw, images: ImageStore | None = None,
                  checkpoint_seconds: float = 0, flush_events: Callable[[], Awaitable[None]] | None = None,
                  signer: CaptureSigner | None = None, publisher: Publisher | None = None,
                  signing_readers: tuple[Callable[[], AsyncGenerator[_Record, None]],
@@ -224,7 +206,8 @@ class Pipeline:
         self.states: dict[str, CaptureState] = {}
         self.ready = False
         self.replayed_from = 0  # raw offset of the image the last rebuild started from (0, or a checkpoint's)
-        self.skip_below = 0
+        self.next_raw = 0  # the first raw offset whose message is not in the image (see the class's doc)
+        self.refilled = 0  # raw messages read from the topic because the consumer did not hand them over
         self._checkpoint_at = time.monotonic()
         self._progress: tuple[str | None, Progress] = (None, Progress())
         # one call per raw message with all its events: [(event, progress header, encoded value)]
@@ -243,24 +226,24 @@ class Pipeline:
             # progress below is: a tree restored earlier (by the timer, or a prepare cut short) may be behind it
             await self.restore_signing(again=True)
         self._progress = await self.progress_reader()
-        self.states, start, self.skip_below = {}, 0, 0
+        self.states, start = {}, 0
         restored = self.images.load() if self.images is not None else None
         if restored is not None:
             # A checkpoint can be past where the consumer resumes (taken after the last offset commit):
             # the messages in between are in its image and their events were delivered before it was
             # saved, so they are skipped when the consumer hands them over again.
             start = min(restored.raw_offset, first_offset)
-            self.skip_below = restored.raw_offset
             for cid, normalizer in restored.normalizers.items():
                 st = self._new_state(cid, normalizer.node_id)
                 normalizer.clock = st.normalizer.clock
                 st.normalizer = normalizer
         self.replayed_from = restored.raw_offset if restored is not None else 0
+        self.next_raw = max(first_offset, self.replayed_from)
         n = 0
-        async for value in self.raw_reader(first_offset, start):
+        async for msg in self.raw_reader(first_offset, start):
             n += 1
             try:
-                out = self.process(value)
+                out = self.process(msg.value)
             except DeadLetter:
                 continue  # sent to the dead-letter topic when it was first seen
             await self._emit(out)
@@ -326,26 +309,40 @@ class Pipeline:
     async def handle(self, offset: int, key: bytes | None, value: bytes) -> int:
         if not self.ready:
             await self.prepare(offset)
-        if offset < self.skip_below:
-            return 0  # in the checkpoint's image, its events delivered (see prepare)
-        try:
-            out = self.process(value)
-        except DeadLetter as d:
-            log.warning("raw offset %d -> dead letter: %s", offset, d.reason)
-            await self.sink_dead(key, value, f"raw offset {offset}: {d.reason}")
-            return 0
-        try:
-            await self._emit(out)
-        except DeliveryFailed:
-            # Some events may be missing from the topic: forget the image and chain, so that the next
-            # message rebuilds them from the events topic's last message and the raw topic (logic.py),
-            # which re-sends whatever the topic lacks.
-            log.error("normalize: events not delivered at raw offset %d; rebuilding from the events topic", offset)
-            self.states, self.ready, self.signing_ready = {}, False, False
-            raise
+        if offset < self.next_raw:
+            return 0  # in the image: below the checkpoint it was restored from, or handed over again
+        n = 0
+        if offset > self.next_raw:
+            log.warning("normalize: raw offset %d handed over before [%d, %d]; reading those from the raw topic",
+                        offset, self.next_raw, offset - 1)
+            async for msg in self.raw_reader(offset, self.next_raw):
+                self.refilled += 1
+                n += await self._normalize(msg.offset, msg.key, msg.value)
+        n += await self._normalize(offset, key, value)
         await self.maybe_checkpoint(offset + 1)
         if self.publisher is not None:
             self.publisher.kick()
+        return n
+
+    async def _normalize(self, offset: int, key: bytes | None, value: bytes) -> int:
+        """One raw message into the image and its events to the events topic, in raw-topic order."""
+        self.next_raw = offset + 1
+        try:
+            try:
+                out = self.process(value)
+            except DeadLetter as d:
+                log.warning("raw offset %d -> dead letter: %s", offset, d.reason)
+                await self.sink_dead(key, value, f"raw offset {offset}: {d.reason}")
+                return 0
+            await self._emit(out)
+        except BaseException as exc:
+            # Some events may be missing from the topic (not delivered, or a send cut short) and the image may hold
+            # half the message: forget the image and chain, so that the next message rebuilds them from the events
+            # topic's last message and the raw topic (logic.py), which re-sends whatever the topic lacks.
+            log.error("normalize: raw offset %d not normalized whole (%s); rebuilding from the events topic",
+                      offset, type(exc).__name__)
+            self.states, self.ready, self.signing_ready = {}, False, False
+            raise
         return len(out)
 
     async def _emit(self, out: list[tuple[ControllerEvent, bytes, bytes]]) -> None:

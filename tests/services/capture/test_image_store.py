@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -90,7 +91,17 @@ def test_no_checkpoint_while_a_normalizer_is_inside_a_snapshot(raws):
     assert not ImageStore(table).save(3, ns) and table == {}
 
 
-def run(pipeline, values, first=0):
+class Msg(NamedTuple):
+    """What the raw reader gives: a consumer record's offset, key and value."""
+
+    offset: int
+    key: bytes | None
+    value: bytes
+
+
+def run(pipeline, values, first=0, offsets=None):
+    """Hand `values` to the pipeline at raw offsets first, first + 1, ... or, given `offsets`, at those (in that
+    order, as a consumer may hand them over: with holes and repeats), the value at each offset being values[offset]."""
     import asyncio
     got = []
 
@@ -99,8 +110,12 @@ def run(pipeline, values, first=0):
     pipeline.sink_events = sink
 
     async def go():
-        for i, v in enumerate(values, start=first):
-            await pipeline.handle(i, None, v)
+        if offsets is None:
+            for i, v in enumerate(values, start=first):
+                await pipeline.handle(i, None, v)
+        else:
+            for i in offsets:
+                await pipeline.handle(i, None, values[i])
     asyncio.run(go())
     return got
 
@@ -111,8 +126,8 @@ def make_pipeline(raws, table, progress, reads, flushes, seconds=1e-9):
 
     async def raw_reader(upto, start=0):
         reads.append((start, upto))
-        for v in raws[start:upto]:
-            yield v
+        for i, v in enumerate(raws[start:upto], start=start):
+            yield Msg(i, None, v)
 
     async def flush():
         flushes.append(1)
@@ -151,6 +166,43 @@ def test_messages_below_a_checkpoint_past_the_resume_offset_are_skipped(raws, mo
     p = make_pipeline(raws, table, progress, reads, [])
     rest = run(p, raws[5:], first=5)
     assert reads == [(5, 5)] and p.replayed_from == 7  # nothing replayed; the image is the checkpoint's
+    assert [(e, v) for e, _, v in first + rest] == [(e, v) for e, _, v in whole]
+
+
+def test_raw_messages_the_consumer_did_not_hand_over_are_read_from_the_topic(raws, monkeypatch):
+    # Faust skipped an offset on a restarted worker (a message fetched before a rebalance, dropped after it): had
+    # the pipeline gone on without it, its records would be missing from the image and later events wrong
+    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
+    whole = run(make_pipeline(raws, {}, logic.Progress(), [], []), raws)
+    reads: list = []
+    handed = [0, 1, 2, *range(5, len(raws))]  # 3 and 4 never handed over
+    got = run(make_pipeline(raws, {}, logic.Progress(), reads, []), raws, offsets=handed)
+    assert reads == [(0, 0), (3, 5)]
+    assert [(e, v) for e, _, v in got] == [(e, v) for e, _, v in whole]
+
+
+def test_raw_messages_handed_over_again_are_not_normalized_twice(raws, monkeypatch):
+    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
+    whole = run(make_pipeline(raws, {}, logic.Progress(), [], []), raws)
+    n = len(raws)
+    handed = [*range(0, n - 2), *range(2, n)]  # a rebalance sent the consumer back to offset 2
+    reads: list = []
+    got = run(make_pipeline(raws, {}, logic.Progress(), reads, []), raws, offsets=handed)
+    assert reads == [(0, 0)] and [(e, v) for e, _, v in got] == [(e, v) for e, _, v in whole]
+
+
+def test_a_hole_after_a_restart_from_a_checkpoint_is_read_too(raws, monkeypatch):
+    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
+    whole = run(make_pipeline(raws, {}, logic.Progress(), [], []), raws)
+    table: dict[str, bytes] = {}
+    first = run(make_pipeline(raws, table, logic.Progress(), [], []), raws[:5])
+    progress = logic.Progress()
+    for e, _, _ in first:
+        progress.advance(e)
+    reads: list = []
+    p = make_pipeline(raws, table, progress, reads, [])
+    rest = run(p, raws, offsets=[3, 4, 7, *range(8, len(raws))])  # committed up to 3; 5 and 6 never handed over
+    assert reads == [(3, 3), (5, 7)] and p.refilled == 2
     assert [(e, v) for e, _, v in first + rest] == [(e, v) for e, _, v in whole]
 
 
