@@ -135,75 +135,76 @@ def make_pipeline(raws, table, progress, reads, flushes, seconds=1e-9):
                            checkpoint_seconds=seconds, flush_events=flush)
 
 
-def test_a_restarted_pipeline_replays_from_the_checkpoint_and_emits_what_an_uninterrupted_one_does(raws, monkeypatch):
-    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)  # capture_time_ms is in every event's bytes
-    whole = run(make_pipeline(raws, {}, logic.Progress(), [], []), raws)
+@pytest.fixture
+def whole(raws, monkeypatch) -> list:
+    """What an uninterrupted pipeline emits for `raws` (the clock fixed: capture_time_ms is in every event's bytes)."""
+    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
+    return run(make_pipeline(raws, {}, logic.Progress(), [], []), raws)
+
+
+def killed_after(raws, k: int, table: dict, flushes: list | None = None) -> tuple[list, logic.Progress]:
+    """A worker that handled raws[:k], checkpointing into `table`, then was killed: what it emitted, and the
+    progress its successor reads from the events topic."""
+    first = run(make_pipeline(raws, table, logic.Progress(), [], [] if flushes is None else flushes), raws[:k])
+    progress = logic.Progress()
+    for e, _, _ in first:
+        progress.advance(e)
+    return first, progress
+
+
+def same(got: list, want: list) -> bool:
+    return [(e, v) for e, _, v in got] == [(e, v) for e, _, v in want]
+
+
+def test_a_restarted_pipeline_replays_from_the_checkpoint_and_emits_what_an_uninterrupted_one_does(raws, whole):
     table: dict[str, bytes] = {}
     flushes: list = []
     k = 7
-    first = run(make_pipeline(raws, table, logic.Progress(), [], flushes), raws[:k])
+    first, progress = killed_after(raws, k, table, flushes)
     assert ImageStore(table).head()["raw_offset"] == k and len(flushes) >= 1
-    # the worker is killed; its successor resumes at raw offset k with the events topic's progress
-    progress = logic.Progress()
-    for e, _, _ in first:
-        progress.advance(e)
+    # its successor resumes at raw offset k with the events topic's progress
     reads: list = []
     rest = run(make_pipeline(raws, table, progress, reads, []), raws[k:], first=k)
     assert reads == [(k, k)]  # nothing below the checkpoint was replayed
-    assert [(e, v) for e, _, v in first + rest] == [(e, v) for e, _, v in whole]
+    assert same(first + rest, whole)
 
 
-def test_messages_below_a_checkpoint_past_the_resume_offset_are_skipped(raws, monkeypatch):
-    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
-    whole = run(make_pipeline(raws, {}, logic.Progress(), [], []), raws)
+def test_messages_below_a_checkpoint_past_the_resume_offset_are_skipped(raws, whole):
     table: dict[str, bytes] = {}
-    first = run(make_pipeline(raws, table, logic.Progress(), [], []), raws[:7])
-    progress = logic.Progress()
-    for e, _, _ in first:
-        progress.advance(e)
+    first, progress = killed_after(raws, 7, table)
     reads: list = []
     # the raw offsets were committed only up to 5 when the worker died: messages 5 and 6 come again
     p = make_pipeline(raws, table, progress, reads, [])
     rest = run(p, raws[5:], first=5)
     assert reads == [(5, 5)] and p.replayed_from == 7  # nothing replayed; the image is the checkpoint's
-    assert [(e, v) for e, _, v in first + rest] == [(e, v) for e, _, v in whole]
+    assert same(first + rest, whole)
 
 
-def test_raw_messages_the_consumer_did_not_hand_over_are_read_from_the_topic(raws, monkeypatch):
-    # Faust skipped an offset on a restarted worker (a message fetched before a rebalance, dropped after it): had
-    # the pipeline gone on without it, its records would be missing from the image and later events wrong
-    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
-    whole = run(make_pipeline(raws, {}, logic.Progress(), [], []), raws)
+def test_raw_messages_the_consumer_did_not_hand_over_are_read_from_the_topic(raws, whole):
+    # Faust skipped offsets on a restarted worker (handed over 291, then 302): had the pipeline gone on without
+    # them, their records would be missing from the image and later events wrong or missing
     reads: list = []
     handed = [0, 1, 2, *range(5, len(raws))]  # 3 and 4 never handed over
     got = run(make_pipeline(raws, {}, logic.Progress(), reads, []), raws, offsets=handed)
-    assert reads == [(0, 0), (3, 5)]
-    assert [(e, v) for e, _, v in got] == [(e, v) for e, _, v in whole]
+    assert reads == [(0, 0), (3, 5)] and same(got, whole)
 
 
-def test_raw_messages_handed_over_again_are_not_normalized_twice(raws, monkeypatch):
-    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
-    whole = run(make_pipeline(raws, {}, logic.Progress(), [], []), raws)
+def test_raw_messages_handed_over_again_are_not_normalized_twice(raws, whole):
     n = len(raws)
     handed = [*range(0, n - 2), *range(2, n)]  # a rebalance sent the consumer back to offset 2
     reads: list = []
     got = run(make_pipeline(raws, {}, logic.Progress(), reads, []), raws, offsets=handed)
-    assert reads == [(0, 0)] and [(e, v) for e, _, v in got] == [(e, v) for e, _, v in whole]
+    assert reads == [(0, 0)] and same(got, whole)
 
 
-def test_a_hole_after_a_restart_from_a_checkpoint_is_read_too(raws, monkeypatch):
-    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
-    whole = run(make_pipeline(raws, {}, logic.Progress(), [], []), raws)
+def test_a_hole_after_a_restart_from_a_checkpoint_is_read_too(raws, whole):
     table: dict[str, bytes] = {}
-    first = run(make_pipeline(raws, table, logic.Progress(), [], []), raws[:5])
-    progress = logic.Progress()
-    for e, _, _ in first:
-        progress.advance(e)
+    first, progress = killed_after(raws, 5, table)
     reads: list = []
     p = make_pipeline(raws, table, progress, reads, [])
     rest = run(p, raws, offsets=[3, 4, 7, *range(8, len(raws))])  # committed up to 3; 5 and 6 never handed over
     assert reads == [(3, 3), (5, 7)] and p.refilled == 2
-    assert [(e, v) for e, _, v in first + rest] == [(e, v) for e, _, v in whole]
+    assert same(first + rest, whole)
 
 
 def test_no_checkpoint_before_it_is_due(raws):
