@@ -316,13 +316,22 @@ class Pipeline:
             log.warning("normalize: raw offset %d handed over before [%d, %d]; reading those from the raw topic",
                         offset, self.next_raw, offset - 1)
             async for msg in self.raw_reader(offset, self.next_raw):
+                self._missing(msg.offset)
                 self.refilled += 1
                 n += await self._normalize(msg.offset, msg.key, msg.value)
+            self._missing(offset)
         n += await self._normalize(offset, key, value)
         await self.maybe_checkpoint(offset + 1)
         if self.publisher is not None:
             self.publisher.kick()
         return n
+
+    def _missing(self, offset: int) -> None:
+        """Say so when the raw topic gives `offset` next, not `next_raw`: it keeps everything
+        (settings.RAW_TOPIC_CONFIG) unless someone shortened its retention."""
+        if offset > self.next_raw:
+            log.error("normalize: raw offsets [%d, %d] are no longer in the raw topic; the image lacks them",
+                      self.next_raw, offset - 1)
 
     async def _normalize(self, offset: int, key: bytes | None, value: bytes) -> int:
         """One raw message into the image and its events to the events topic, in raw-topic order."""

@@ -250,3 +250,16 @@ def test_a_due_checkpoint_inside_a_transaction_is_tried_again_at_the_next_messag
     run(p, raws[:5])
     assert ImageStore(table).head()["raw_offset"] == 3  # saved after the third message, then not due again
     assert flushes == [1] and p.images.saved == 1  # no flush for the attempts that could not save
+
+
+def test_a_hole_the_raw_topic_no_longer_holds_is_said(raws, caplog):
+    p = make_pipeline(raws, {}, logic.Progress(), [], [])
+    reader = p.raw_reader
+
+    async def retention_deleted(upto, start=0):  # an operator shortened the raw topic's retention
+        async for m in reader(upto, start):
+            if m.offset >= 4:
+                yield m
+    p.raw_reader = retention_deleted
+    run(p, raws, offsets=[0, 1, 6])
+    assert "raw offsets [2, 3] are no longer in the raw topic; the image lacks them" in caplog.text
