@@ -14,7 +14,7 @@ import time
 from contextlib import asynccontextmanager
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
@@ -207,6 +207,7 @@ class Pipeline:
         self.ready = False
         self.replayed_from = 0  # raw offset of the image the last rebuild started from (0, or a checkpoint's)
         self.next_raw = 0  # the first raw offset whose message is not in the image (see the class's doc)
+        self._epoch = 0  # counts `forget` calls: a prepare or refill under way stops when it changes
         self.refilled = 0  # raw messages read from the topic because the consumer did not hand them over
         self._checkpoint_at = time.monotonic()
         self._progress: tuple[str | None, Progress] = (None, Progress())
@@ -216,12 +217,15 @@ class Pipeline:
         self.sink_alert: Callable[[dict[str, Any]], Awaitable[object]] = self._send_alert
 
     async def prepare(self, first_offset: int) -> None:
+        """Rebuild the images and chains for the consumer's first message at `first_offset`; left not ready when
+        `forget` is called meanwhile (a revocation while the topics are read)."""
+        epoch = self._epoch
+        if self.flush_events is not None:
+            try:  # nothing this worker sent before (before a rebalance) may land after the topic is read back
+                await self.flush_events()
+            except DeliveryFailed:
+                pass  # not written: the topic is read as it is
         if self.signer is not None:
-            if self.flush_events is not None:
-                try:  # nothing sent before (a prepare cut short by a rebalance) may land after the trees are read
-                    await self.flush_events()
-                except DeliveryFailed:
-                    pass  # not written: the topic is read as it is
             # the tree of what the events topic holds, before anything more is sent; read anew every time, as the
             # progress below is: a tree restored earlier (by the timer, or a prepare cut short) may be behind it
             await self.restore_signing(again=True)
@@ -241,12 +245,16 @@ class Pipeline:
         self.next_raw = max(first_offset, self.replayed_from)
         n = 0
         async for msg in self.raw_reader(first_offset, start):
+            if self._epoch != epoch:
+                return
             n += 1
             try:
                 out = self.process(msg.value)
             except DeadLetter:
                 continue  # sent to the dead-letter topic when it was first seen
             await self._emit(out)
+        if self._epoch != epoch:
+            return
         self.ready = True
         self._checkpoint_at = time.monotonic()
         log.info("normalize: resumed after seq %d; image from %s; replayed %d raw messages from raw offset %d",
@@ -309,6 +317,8 @@ class Pipeline:
     async def handle(self, offset: int, key: bytes | None, value: bytes) -> int:
         if not self.ready:
             await self.prepare(offset)
+            if not self.ready:
+                return 0  # forgotten meanwhile: the next message prepares again, from the topics
         if offset < self.next_raw:
             return 0  # in the image: below the checkpoint it was restored from, or handed over again
         n = 0
@@ -326,6 +336,14 @@ class Pipeline:
             self.publisher.kick()
         return n
 
+    def forget(self) -> None:
+        """Drop the images and chains: the next message rebuilds them from the events topic's last message, the
+        last image checkpoint and the raw topic (prepare). After the raw topic's partition was revoked (another
+        worker may hold it for a while and send events this one's chain does not know of), and after a message
+        that was not normalized whole."""
+        self.states, self.ready, self.signing_ready = {}, False, False
+        self._epoch += 1
+
     def _missing(self, offset: int) -> None:
         """Say so when the raw topic gives `offset` next, not `next_raw`: it keeps everything
         (settings.RAW_TOPIC_CONFIG) unless someone shortened its retention."""
@@ -335,6 +353,8 @@ class Pipeline:
 
     async def _normalize(self, offset: int, key: bytes | None, value: bytes) -> int:
         """One raw message into the image and its events to the events topic, in raw-topic order."""
+        if not self.ready:
+            return 0  # forgotten during a refill: the next prepare replays this message from the raw topic
         self.next_raw = offset + 1
         try:
             try:
@@ -350,7 +370,7 @@ class Pipeline:
             # topic's last message and the raw topic (logic.py), which re-sends whatever the topic lacks.
             log.error("normalize: raw offset %d not normalized whole (%s); rebuilding from the events topic",
                       offset, type(exc).__name__)
-            self.states, self.ready, self.signing_ready = {}, False, False
+            self.forget()
             raise
         return len(out)
 
@@ -408,6 +428,19 @@ pipeline = Pipeline(images=ImageStore(image_table), checkpoint_seconds=settings.
                     publisher=publisher,
                     signing_readers=(lambda: read_backwards(settings.checkpoints_topic),
                                      lambda offset: read_records(settings.events_topic, offset)))
+
+
+def forget_on_revoke(sender: Any, *args: Any, **kwargs: Any) -> None:
+    """A revoked raw partition may be normalized by another worker until it comes back: rebuild then. (Faust
+    sends the revoked partitions as the one argument after the app.)"""
+    revoked = args[0] if args else kwargs.get("revoked", ())
+    if pipeline.ready and any(tp.topic == settings.raw_topic for tp in revoked):
+        log.info("normalize: the raw topic's partition was revoked; rebuilding on the next message")
+        pipeline.forget()
+
+
+# (mode's signal types the receiver with a keyword-only `signal` mypy does not match to **kwargs)
+app.on_partitions_revoked.connect(cast(Any, forget_on_revoke))
 
 
 class Watch:

@@ -57,6 +57,18 @@ async def test_normalize_agent(sinks):
 
 
 @pytest.mark.asyncio
+async def test_a_revoked_raw_partition_makes_the_pipeline_rebuild(sinks):
+    from faust.types import TP
+    raw = RawRecord("c", 1, "KRAFT_BATCH", 0, 0, 0, 1, 1000, 1000, build_batch([(None, _topic_record("a", 1))]))
+    await agents.pipeline.handle(0, None, encode_raw(raw))
+    assert agents.pipeline.ready
+    await agents.app.on_partitions_revoked.send({TP("another-topic", 0)})
+    assert agents.pipeline.ready and agents.pipeline.states  # not the raw topic's: kept
+    await agents.app.on_partitions_revoked.send({TP(agents.settings.raw_topic, 0)})
+    assert not agents.pipeline.ready and not agents.pipeline.states
+
+
+@pytest.mark.asyncio
 async def test_watch_agent(sinks):
     def pc(before, after, seq):
         return ControllerEvent("id", "c", seq, SourcePosition(SourceKind.KRAFT_LOG, seq), 0, 0, 1, 1,

@@ -4,6 +4,7 @@ or altered checkpoint is refused and the replay starts from offset 0; none is ta
 the messages it covers are delivered."""
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import time
 from pathlib import Path
@@ -211,7 +212,7 @@ def test_no_checkpoint_before_it_is_due(raws):
     table: dict[str, bytes] = {}
     flushes: list = []
     run(make_pipeline(raws, table, logic.Progress(), [], flushes, seconds=3600), raws[:5])
-    assert table == {} and flushes == []
+    assert table == {} and flushes == [1]  # only prepare's: what was sent before lands before the topics are read
 
 
 def test_a_checkpoint_waits_for_the_events_it_covers_to_be_delivered(raws):
@@ -249,7 +250,7 @@ def test_a_due_checkpoint_inside_a_transaction_is_tried_again_at_the_next_messag
     p.prepare = prepare
     run(p, raws[:5])
     assert ImageStore(table).head()["raw_offset"] == 3  # saved after the third message, then not due again
-    assert flushes == [1] and p.images.saved == 1  # no flush for the attempts that could not save
+    assert flushes == [1, 1] and p.images.saved == 1  # prepare's and the save's: none for the attempts that could not
 
 
 def test_a_hole_the_raw_topic_no_longer_holds_is_said(raws, caplog):
@@ -263,3 +264,78 @@ def test_a_hole_the_raw_topic_no_longer_holds_is_said(raws, caplog):
     p.raw_reader = retention_deleted
     run(p, raws, offsets=[0, 1, 6])
     assert "raw offsets [2, 3] are no longer in the raw topic; the image lacks them" in caplog.text
+
+
+def _shared_topic() -> tuple[list, object, object]:
+    """An events topic that several pipelines send to, and its reader of the last message's progress."""
+    topic: list = []
+
+    async def sink(out):
+        topic.extend(out)
+
+    async def progress_reader():
+        return None, (logic.Progress.from_header(topic[-1][1]) if topic else logic.Progress())
+    return topic, sink, progress_reader
+
+
+def _worker(raws, sink, progress_reader, reader=None):
+    """A worker with no image checkpoints: each prepare replays the raw topic from its start."""
+    p = make_pipeline(raws, {}, logic.Progress(), [], [])
+    p.sink_events, p.progress_reader, p.images = sink, progress_reader, None
+    if reader is not None:
+        p.raw_reader = reader(p.raw_reader, p)
+    return p
+
+
+def _hand(*steps) -> None:
+    """Run (pipeline, offsets, raws) steps, or callables, in order."""
+    async def go():
+        for step in steps:
+            if callable(step):
+                step()
+                continue
+            p, offsets, raws = step
+            for i in offsets:
+                await p.handle(i, None, raws[i])
+    asyncio.run(go())
+
+
+def test_a_stretch_another_worker_normalized_while_the_partition_was_away(raws, whole):
+    # the raw partition revoked (a stalled worker left the group), another worker normalized a stretch, then it came
+    # back: the chain head and the image are rebuilt from the topics, never continued from this worker's memory
+    topic, sink, progress = _shared_topic()
+    a, b = _worker(raws, sink, progress), _worker(raws, sink, progress)
+    n = len(raws)
+    k, m = n // 3, 2 * n // 3
+    _hand((a, range(k), raws), a.forget, (b, range(k, m), raws), (a, range(m, n), raws))
+    assert same(topic, whole)
+
+
+def _forgetting_after(offset: int):
+    """A raw reader that calls forget() once it has given `offset` (a revocation while the topic is read)."""
+    def wrap(reader, p):
+        async def read(upto, start=0):
+            async for m in reader(upto, start):
+                yield m
+                if m.offset == offset and not getattr(p, "_forgot", False):
+                    p._forgot = True
+                    p.forget()
+        return read
+    return wrap
+
+
+@pytest.mark.parametrize("handed, forgot_at", [
+    ([0, 1, 2, 3], 1),  # during the replay of the prepare for offset 3
+    ([0, 1, 2, 6], 4),  # during the refill of [3, 5] before offset 6
+])
+def test_a_revocation_while_the_raw_topic_is_read_leaves_nothing_half_built(raws, whole, handed, forgot_at):
+    topic, sink, progress = _shared_topic()
+    p = _worker(raws, sink, progress, _forgetting_after(forgot_at))
+    if handed[-1] == 3:
+        _hand((p, handed[:3], raws), p.forget)  # the first prepare is not cut short; the second one is
+    else:
+        _hand((p, handed[:3], raws))
+    _hand((p, handed[-1:], raws))
+    assert not p.ready  # nothing of the last message sent from a half-built image
+    _hand((p, range(handed[-1] + 1, len(raws)), raws))  # the next message prepares again, from the topics
+    assert same(topic, whole)
