@@ -163,9 +163,9 @@ def read_raw(upto: int, start: int = 0) -> AsyncGenerator[_Record, None]:
     return read_records(settings.raw_topic, start, upto)
 
 
-async def read_events(upto: int) -> AsyncIterator[dict[str, Any]]:
-    """The events topic's Avro records up to `upto` (exclusive); undecodable values are skipped."""
-    async for msg in read_records(settings.events_topic, 0, upto):
+async def read_events(upto: int, start: int = 0) -> AsyncIterator[dict[str, Any]]:
+    """The events topic's Avro records from `start` up to `upto` (exclusive); undecodable values are skipped."""
+    async for msg in read_records(settings.events_topic, start, upto):
         try:
             yield decode_event_record(msg.value)
         except CodecError:
@@ -431,12 +431,15 @@ pipeline = Pipeline(images=ImageStore(image_table), checkpoint_seconds=settings.
 
 
 def forget_on_revoke(sender: Any, *args: Any, **kwargs: Any) -> None:
-    """A revoked raw partition may be normalized by another worker until it comes back: rebuild then. (Faust
-    sends the revoked partitions as the one argument after the app.)"""
+    """A revoked partition may be worked on by another worker until it comes back: the raw topic's pipeline and
+    the events topic's checker are rebuilt then. (Faust sends the revoked partitions as the one argument after
+    the app.)"""
     revoked = args[0] if args else kwargs.get("revoked", ())
     if pipeline.ready and any(tp.topic == settings.raw_topic for tp in revoked):
         log.info("normalize: the raw topic's partition was revoked; rebuilding on the next message")
         pipeline.forget()
+    if any(tp.topic == settings.events_topic for tp in revoked):
+        watcher.forget()
 
 
 # (mode's signal types the receiver with a keyword-only `signal` mypy does not match to **kwargs)
@@ -450,28 +453,42 @@ class Watch:
 
     The checker must see each offset once and in order. A rebalance inside one worker hands the partition
     back from its last committed offset, so events it has observed come again: they are passed over (their
-    alerts were sent). An offset past the next one means events this checker never saw: it is rebuilt."""
+    alerts were sent). A revoked partition may be checked by another worker until it comes back (its alerts
+    sent there): the checker is forgotten and rebuilt, silently, below the offset it resumes at. An offset past
+    the next one without a revocation is one Faust did not hand over (see Pipeline): the events between are
+    read from the topic and checked, their alerts sent."""
 
-    def __init__(self, history_reader: Callable[[int], AsyncIterator[dict[str, Any]]] = read_events) -> None:
+    def __init__(self, history_reader: Callable[[int, int], AsyncIterator[dict[str, Any]]] = read_events) -> None:
         self.history_reader = history_reader
         self.checker = LiveChecker()
         self.next_offset: int | None = None  # None: not rebuilt yet
 
     async def _rebuild(self, offset: int) -> None:
         self.checker, n = LiveChecker(), 0
-        async for record in self.history_reader(offset):
+        async for record in self.history_reader(offset, 0):
             self.checker.observe(record)
             n += 1
         log.info("watch: re-observed %d events below offset %d", n, offset)
 
+    def forget(self) -> None:
+        """The events partition was revoked: rebuild at the next event."""
+        self.next_offset = None
+
     async def observe(self, offset: int, event: ControllerEvent | dict[str, Any]) -> list[dict[str, Any]]:
-        """Alert dicts (Alert.to_dict) of `event` (a ControllerEvent or its Avro record) at `offset`."""
+        """Alert dicts (Alert.to_dict) of `event` (a ControllerEvent or its Avro record) at `offset`, after those of
+        the events before it that were not handed over."""
         if self.next_offset is not None and offset < self.next_offset:
             return []  # observed before a rebalance re-delivered it
-        if self.next_offset is None or offset > self.next_offset:
+        alerts = []
+        if self.next_offset is None:
             await self._rebuild(offset)
+        elif offset > self.next_offset:
+            log.warning("watch: event offset %d handed over before [%d, %d]; checking those from the events topic",
+                        offset, self.next_offset, offset - 1)
+            async for record in self.history_reader(offset, self.next_offset):
+                alerts += [a.to_dict() for a in self.checker.observe(record)]
         self.next_offset = offset + 1
-        return [a.to_dict() for a in self.checker.observe(event)]
+        return alerts + [a.to_dict() for a in self.checker.observe(event)]
 
 
 watcher = Watch()

@@ -57,7 +57,7 @@ async def test_normalize_agent(sinks):
 
 
 @pytest.mark.asyncio
-async def test_a_revoked_raw_partition_makes_the_pipeline_rebuild(sinks):
+async def test_a_revoked_partition_makes_the_pipeline_and_the_checker_rebuild(sinks):
     from faust.types import TP
     raw = RawRecord("c", 1, "KRAFT_BATCH", 0, 0, 0, 1, 1000, 1000, build_batch([(None, _topic_record("a", 1))]))
     await agents.pipeline.handle(0, None, encode_raw(raw))
@@ -66,6 +66,9 @@ async def test_a_revoked_raw_partition_makes_the_pipeline_rebuild(sinks):
     assert agents.pipeline.ready and agents.pipeline.states  # not the raw topic's: kept
     await agents.app.on_partitions_revoked.send({TP(agents.settings.raw_topic, 0)})
     assert not agents.pipeline.ready and not agents.pipeline.states
+    agents.watcher.next_offset = 7
+    await agents.app.on_partitions_revoked.send({TP(agents.settings.events_topic, 0)})
+    assert agents.watcher.next_offset is None  # the checker is rebuilt at the next event
 
 
 @pytest.mark.asyncio

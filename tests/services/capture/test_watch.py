@@ -55,8 +55,8 @@ def history():
 def _history_reader(values: list[bytes]):
     codec = EventRecordCodec()
 
-    async def read(upto: int):
-        for v in values[:upto]:
+    async def read(upto: int, start: int = 0):
+        for v in values[start:upto]:
             yield codec.loads(v)
     return read
 
@@ -89,12 +89,16 @@ def test_watch_restarted_in_the_middle_still_equals_the_batch_report(history):
     assert_agree(batch_keys(rows), live_keys(alerts))
 
 
-async def _watch_offsets(values: list[bytes], offsets: list[int]) -> list[dict]:
-    """One worker's watch agent handed `offsets` in this order (a rebalance can hand some back again)."""
+async def _watch_offsets(values: list[bytes], offsets: list[int | None]) -> list[dict]:
+    """One worker's watch agent handed `offsets` in this order (a rebalance can hand some back again; None: the
+    partition revoked there)."""
     w = agents.Watch(history_reader=_history_reader(values))
     codec = EventRecordCodec()
     out: list[dict] = []
     for offset in offsets:
+        if offset is None:
+            w.forget()
+            continue
         out += await w.observe(offset, codec.loads(values[offset]))
     return out
 
@@ -110,12 +114,21 @@ def test_events_handed_back_by_a_rebalance_are_not_observed_twice(history):
     assert_agree(batch_keys(rows), live_keys(alerts))
 
 
-def test_a_skipped_stretch_of_offsets_rebuilds_the_checker(history):
+def test_a_stretch_checked_by_another_worker_after_a_revocation_rebuilds_the_checker(history):
     # another worker held the partition meanwhile: this checker never saw those events, so it is rebuilt
     # from the events topic below the offset it resumes at (and raises no alert of the skipped events)
     values, rows, _ = history
     n = len(values)
     a, b = n // 3, 2 * n // 3
-    seen = asyncio.run(_watch_offsets(values, list(range(0, a)) + list(range(b, n))))
+    seen = asyncio.run(_watch_offsets(values, [*range(0, a), None, *range(b, n)]))
     skipped = asyncio.run(_watch(values, a, b))
     assert_agree(batch_keys(rows), live_keys(seen + skipped))
+
+
+def test_a_stretch_not_handed_over_is_checked_from_the_topic(history):
+    # no revocation: Faust did not hand those events over (see Pipeline), nobody checked them; their alerts are
+    # raised from the events topic before the next event's
+    values, rows, _ = history
+    n = len(values)
+    seen = asyncio.run(_watch_offsets(values, [*range(0, n // 3), *range(2 * n // 3, n)]))
+    assert_agree(batch_keys(rows), live_keys(seen))
