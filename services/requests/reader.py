@@ -117,7 +117,7 @@ def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Cloc
     invalid, first_text, in_layout = 0, 0, False
     opened = 0  # the line that opened in the layout and has not closed (0: none)
     n = 0
-    readline = fh.readline
+    readline, passed = fh.readline, reading.passed
     while raw := readline(MAX_LINE_BYTES + 1):
         n += 1
         if len(raw) > MAX_LINE_BYTES:
@@ -164,17 +164,24 @@ def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Cloc
             message = m.group("message")
             key = api_key_of(message)
             if key is not None and key not in KEPT:
-                _count(reading, f"#{key}")
+                name = f"#{key}"
+                passed[name] = passed.get(name, 0) + 1
                 continue
-            got = completed(message, f, n, clock.ms(m), m.group("level"))
+            at = _time(clock, m, reading, f, n)
+            if at is None:
+                continue
+            got = completed(message, f, n, at, m.group("level"))
         elif logger == AUTHORIZER_LOGGER:
             message = m.group("message")
             api = api_of(message)
             if api is not None and api not in KEY_OF:
-                _count(reading, api)
+                passed[api] = passed.get(api, 0) + 1
+                continue
+            at = _time(clock, m, reading, f, n)
+            if at is None:
                 continue
             level = m.group("level")
-            got = decision(message, f, n, clock.ms(m), level)
+            got = decision(message, f, n, at, level)
             if isinstance(got, RequestLine) and level and level != _DECISION_LEVEL[got.outcome or ""]:
                 got = Passed("(trace)") if level == "TRACE" else \
                     Unread(f"an authorizer decision at {level} (Kafka logs an allowed one at DEBUG, a denied one at INFO)")
@@ -185,7 +192,7 @@ def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Cloc
             reading.kept += 1
             yield got
         elif isinstance(got, Passed):
-            _count(reading, got.api)
+            passed[got.api] = passed.get(got.api, 0) + 1
         else:
             reading.gap(f, n, got.reason)
     if opened:
@@ -195,5 +202,9 @@ def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Cloc
                              "give the nodes' layout with --log-pattern (log4j's ConversionPattern)")
 
 
-def _count(reading: Reading, api: str) -> None:
-    reading.passed[api] = reading.passed.get(api, 0) + 1
+def _time(clock: _Clock, m: re.Match[str], reading: Reading, f: str, n: int) -> int | None:
+    try:
+        return clock.ms(m)
+    except (ValueError, OverflowError):  # a date no calendar has (month 13), or past datetime's years
+        reading.gap(f, n, "a line whose date no calendar has")
+        return None

@@ -61,6 +61,14 @@ def test_the_zone_given_moves_the_time(tmp_path):
     assert utc.time_ms - berlin.time_ms == 3_600_000
 
 
+def test_a_date_no_calendar_has_is_a_gap(tmp_path):
+    line = log4j(completed(37, "CREATE_PARTITIONS", 3, GROW, {}), REQUEST_LOGGER)
+    p = write(tmp_path, [line.replace("2026-11-20", "2026-13-20"), line])
+    got, reading = read(p)
+    assert [r.line for r in got] == [2]
+    assert [str(g) for g in reading.gaps.values()] == [f"{p}:1: not read: a line whose date no calendar has"]
+
+
 def test_a_decision_at_a_level_kafka_does_not_log_it_at_is_a_gap(tmp_path):
     p = write(tmp_path, [log4j(acl_authorizer("User:a", True, "Alter", "h", "Topic:LITERAL:t", "CreateTopics"),
                                AUTHORIZER_LOGGER, "INFO")], "kafka-authorizer.log")
