@@ -14,6 +14,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from services.brokerlogs.layout import KAFKA, Layout
+from services.brokerlogs.offline import cluster_id_of_logs
 from services.requests.reader import UTC, BadRequestLogs, Reading, read_file
 from services.requests.record import RequestLine
 
@@ -39,6 +40,14 @@ def log_files(paths: Sequence[Path]) -> list[list[Path]]:
     for f in dict.fromkeys(found):
         groups.setdefault((f.parent, _base(f)), []).append(f)
     return [sorted(fs, key=_age) for _, fs in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))]
+
+
+def cluster_of(paths: Sequence[Path]) -> str | None:
+    """The cluster id the nodes' ``server.log`` beside their request logs state (the request and authorizer logs
+    name none); logs of two clusters are refused (BadImport, naming both), None when no server.log says it."""
+    beside = sorted({f.parent / "server.log" for log in log_files(paths) for f in log})
+    found = [f for f in beside if f.is_file()]
+    return cluster_id_of_logs(found) if found else None
 
 
 def _base(f: Path) -> str:

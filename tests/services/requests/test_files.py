@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from services.normalize.imports import BadImport
 from services.requests.clocks import disagreements, pairs
-from services.requests.files import log_files, read_logs
+from services.requests.files import cluster_of, log_files, read_logs
 from services.requests.reader import BadRequestLogs, Reading
 from services.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER
 from tests.services.requests.kafka_lines import acl_authorizer, completed, log4j
@@ -90,3 +91,17 @@ def test_two_candidates_are_not_chosen_between(tmp_path):
     assert pairs(records) == [] and disagreements(records) == []
     other = _records(tmp_path / "x", [grow(2, correlation=1)], [grow(9, forwarded=True, correlation=2)])
     assert pairs(other) == []
+
+
+def test_the_cluster_is_the_one_server_log_beside_says_and_two_are_refused(tmp_path):
+    b1, b2 = tmp_path / "broker1", tmp_path / "broker2"
+    for node, cluster in ((b1, "MkU3OEVBNTcwNTJENDM2Qg"), (b2, "MkU3OEVBNTcwNTJENDM2Qg")):
+        node.mkdir()
+        (node / "kafka-request.log").write_text(grow(1) + "\n")
+        (node / "server.log").write_text(f"[{at(0)}] INFO Cluster ID = {cluster} (kafka.server.KafkaServer)\n")
+    assert cluster_of([b1, b2]) == "MkU3OEVBNTcwNTJENDM2Qg"
+    (b2 / "server.log").write_text(f"[{at(0)}] INFO Cluster ID = OtherClusterAAAAAAAAAAA (kafka.server.KafkaServer)\n")
+    with pytest.raises(BadImport, match="the logs are of more than one cluster"):
+        cluster_of([b1, b2])
+    (b1 / "server.log").unlink(), (b2 / "server.log").unlink()
+    assert cluster_of([b1, b2]) is None
