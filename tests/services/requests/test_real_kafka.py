@@ -1,0 +1,135 @@
+"""On real clusters: a KRaft cluster of Kafka 4.x with StandardAuthorizer and a ZooKeeper-mode cluster of 3.9 with
+AclAuthorizer, their request and authorizer loggers at DEBUG in Kafka's own layout, an admin's changes made
+through a client (create a topic with a config, grow it, alter a config incrementally, elect its preferred
+leaders, set a SCRAM credential): every line of both logs is read (no gap), each change is kept with its
+principal, client and body, the SCRAM credential without its secret, and in KRaft both sides of each forwarded
+request are there and pair up."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from services.requests.clocks import disagreements, pairs
+from services.requests.files import read_logs
+from services.requests.reader import Reading
+from services.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+
+PATTERN = "[%d] %p %m (%c)%n"
+LOGGERS = (("request", REQUEST_LOGGER, "kafka-request.log"), ("authorizer", AUTHORIZER_LOGGER, "kafka-authorizer.log"))
+
+
+def log4j2_loggers() -> str:
+    """The two loggers at DEBUG into Kafka's own files (config/log4j2.yaml's RequestAppender, AuthorizerAppender)."""
+    out = []
+    for key, logger, fname in LOGGERS:
+        out += [f"appender.{key}.type = File", f"appender.{key}.name = {key}Appender",
+                f"appender.{key}.fileName = ${{sys:kafka.logs.dir}}/{fname}",
+                f"appender.{key}.layout.type = PatternLayout", f"appender.{key}.layout.pattern = {PATTERN}",
+                f"logger.{key}.name = {logger}", f"logger.{key}.level = DEBUG", f"logger.{key}.additivity = false",
+                f"logger.{key}.appenderRef.{key}.ref = {key}Appender"]
+    return "\n".join(out) + "\n"
+
+
+def log4j1_loggers() -> str:
+    """The same in log4j 1.x (config/log4j.properties' requestAppender, authorizerAppender)."""
+    out = []
+    for key, logger, fname in LOGGERS:
+        out += [f"log4j.appender.{key}Appender=org.apache.log4j.FileAppender",
+                f"log4j.appender.{key}Appender.File=${{kafka.logs.dir}}/{fname}",
+                f"log4j.appender.{key}Appender.layout=org.apache.log4j.PatternLayout",
+                f"log4j.appender.{key}Appender.layout.ConversionPattern={PATTERN}",
+                f"log4j.logger.{logger}=DEBUG, {key}Appender", f"log4j.additivity.{logger}=false"]
+    return "\n".join(out) + "\n"
+
+
+def _cluster(version: str, root: Path):  # type: ignore[no-untyped-def]
+    from devtools.cluster.manager import KafkaCluster
+    from devtools.cluster.zkmode import ZkKafkaCluster
+    from devtools.cluster.testing import running_cluster
+
+    base = ZkKafkaCluster if version == "3.9" else KafkaCluster
+
+    class Audited(base):  # type: ignore[misc, valid-type]
+        def _node_log_config_text(self) -> str:
+            extra = log4j1_loggers() if self.settings.pre_4 else log4j2_loggers()
+            return super()._node_log_config_text() + extra
+
+    authorizer = ("kafka.security.authorizer.AclAuthorizer" if version == "3.9"
+                  else "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+    return running_cluster(root, version, cluster_class=Audited, nodes=1,
+                           overrides={"authorizer.class.name": authorizer, "super.users": "User:ANONYMOUS"})
+
+
+def _changes(bootstrap: str) -> None:
+    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ElectionType,
+                                       NewPartitions, NewTopic, ScramCredentialInfo, ScramMechanism,
+                                       UserScramCredentialUpsertion)
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "who-asked"})
+
+    def done(futures: object) -> None:
+        for f in (futures.values() if isinstance(futures, dict) else [futures]):  # type: ignore[attr-defined]
+            f.result(30)
+
+    done(admin.create_topics([NewTopic("audited", 2, 1, config={"retention.ms": "600000"})]))
+    done(admin.create_partitions([NewPartitions("audited", 3)]))
+    done(admin.incremental_alter_configs([ConfigResource(ConfigResource.Type.TOPIC, "audited", incremental_configs=[
+        ConfigEntry("retention.ms", "1200000", incremental_operation=AlterConfigOpType.SET)])]))
+    try:  # its leader is its preferred one already: Kafka answers ELECTION_NOT_NEEDED, logged like any answer
+        done(admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("audited", 0)]))
+    except KafkaException:
+        pass
+    done(admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"alice-secret-pw", b"salt-of-alice")]))
+
+
+@pytest.mark.parametrize("version", ["4.x", "3.9"])
+def test_an_admins_changes_on_a_real_cluster(tmp_path, version, monkeypatch):
+    from devtools.cluster.testing import java_available, wait_until
+
+    if not java_available():
+        pytest.skip("needs java and mvn")
+    if "CTRLAUDIT_KAFKA_CACHE" not in os.environ and Path("/work/main/.kafka-cache").is_dir():
+        monkeypatch.setenv("CTRLAUDIT_KAFKA_CACHE", "/work/main/.kafka-cache")
+    with _cluster(version, tmp_path / "cluster") as cluster:
+        _changes(cluster.bootstrap_servers)
+        logs = cluster.nodes[1].logs_dir
+
+        def read() -> tuple[list, Reading]:
+            reading = Reading()
+            return list(read_logs([logs], reading)), reading
+        # the request log's line is written when the response is sent: wait for the last change's
+        wait_until(lambda: any(r.api == "AlterUserScramCredentials" for r in read()[0]), 30, "the last change logged")
+    records, reading = read()  # stopped: no line is being written
+    assert reading.gaps == {}, [str(g) for g in reading.gaps.values()]
+    requests = [r for r in records if r.log == REQUEST_LOGGER and not r.forwarded]
+    assert [r.api for r in requests] == ["CreateTopics", "CreatePartitions", "IncrementalAlterConfigs",
+                                         "ElectLeaders", "AlterUserScramCredentials"]
+    assert {(r.principal, r.client_id, r.host, r.listener) for r in requests} == {
+        ("User:ANONYMOUS", "who-asked", "127.0.0.1", "PLAINTEXT")}
+    assert len({(r.software_name, r.software_version) for r in requests}) == 1
+    assert requests[0].software_name not in (None, "unknown")
+    create, grow, alter, elect, scram = (r.body for r in requests)
+    assert create is not None and create.topics == ("audited",) and create.counts == (("audited", 2),)
+    assert [(c.name, c.value) for c in create.configs] == [("retention.ms", "600000")]
+    assert grow is not None and grow.counts == (("audited", 3),)
+    assert alter is not None and [(c.name, c.operation, c.value) for c in alter.configs] == [
+        ("retention.ms", "SET", "1200000")]
+    assert elect is not None and elect.election_type == "PREFERRED"
+    assert scram is not None and [(s.action, s.user, s.iterations, s.salted_password_bytes) for s in scram.scram] == [
+        ("upsert", "alice", 4096, 32)]
+    assert "salt-of-alice" not in repr(records) and "c2FsdC1vZi1hbGljZQ" not in repr(records)
+    decisions = [r for r in records if r.log == AUTHORIZER_LOGGER]
+    assert decisions and {r.outcome for r in decisions} == {"allowed"}
+    assert {r.form for r in decisions} == {"acl-authorizer" if version == "3.9" else "standard-authorizer"}
+    assert {"CreateTopics", "CreatePartitions", "IncrementalAlterConfigs"} <= {r.api for r in decisions}
+    if version == "4.x":  # KRaft: the broker forwarded each to the controller, whose line is there too
+        forwarded = [r for r in records if r.log == REQUEST_LOGGER and r.forwarded]
+        assert {"CreateTopics", "CreatePartitions", "IncrementalAlterConfigs"} <= {r.api for r in forwarded}
+        assert {r.host for r in forwarded} == {None} and {r.software_name for r in forwarded} == {"unknown"}
+        assert len(pairs(records)) >= 3 and disagreements(records) == []
