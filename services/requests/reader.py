@@ -124,8 +124,7 @@ def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Cloc
             while (rest := readline(MAX_LINE_BYTES + 1)) and not rest.endswith(b"\n"):
                 pass  # read past, not held
             reading.gap(f, n, f"a line longer than {MAX_LINE_BYTES} bytes (an enormous request), not held")
-            first_text = first_text or n
-            continue
+            continue  # not held, so not judged: a file of one enormous line is not refused as another layout's
         if b"\x00" in raw:
             raise BadRequestLogs(f"{f}: line {n}: not a text log: a NUL byte")
         try:
@@ -170,7 +169,10 @@ def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Cloc
             at = _time(clock, m, reading, f, n)
             if at is None:
                 continue
-            got = completed(message, f, n, at, m.group("level"))
+            level = m.group("level")
+            got = completed(message, f, n, at, level)
+            if isinstance(got, RequestLine) and level and level != "DEBUG":
+                got = Unread(f"a request log line at {level} (Kafka logs a completed request at DEBUG)")
         elif logger == AUTHORIZER_LOGGER:
             message = m.group("message")
             api = api_of(message)

@@ -61,6 +61,21 @@ def test_the_zone_given_moves_the_time(tmp_path):
     assert utc.time_ms - berlin.time_ms == 3_600_000
 
 
+def test_a_request_line_at_a_level_kafka_does_not_log_it_at_is_a_gap(tmp_path):
+    p = write(tmp_path, [log4j(completed(37, "CREATE_PARTITIONS", 3, GROW, {}), REQUEST_LOGGER, "INFO")])
+    got, reading = read(p)
+    assert got == [] and [str(g) for g in reading.gaps.values()] == [
+        f"{p}:1: not read: a request log line at INFO (Kafka logs a completed request at DEBUG)"]
+
+
+def test_a_file_of_one_enormous_line_is_a_gap_not_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(reader, "MAX_LINE_BYTES", 1024)
+    p = write(tmp_path, [log4j(completed(19, "CREATE_TOPICS", 7, {"topics": [], "pad": "x" * 4096}, {}),
+                               REQUEST_LOGGER)])
+    got, reading = read(p)
+    assert got == [] and reading.not_read == 1
+
+
 def test_a_date_no_calendar_has_is_a_gap(tmp_path):
     line = log4j(completed(37, "CREATE_PARTITIONS", 3, GROW, {}), REQUEST_LOGGER)
     p = write(tmp_path, [line.replace("2026-11-20", "2026-13-20"), line])
