@@ -75,7 +75,8 @@ def _ints(v: object, path: str) -> tuple[int, ...]:
 
 def _each(o: dict[str, object], key: str, path: str) -> list[tuple[str, dict[str, object]]]:
     """The objects of list `key` of `o`, each with its path."""
-    return [(f"{path}.{key}[{i}]", obj(x, f"{path}.{key}[{i}]")) for i, x in enumerate(items(o.get(key), f"{path}.{key}"))]
+    listed = items(o.get(key), f"{path}.{key}")
+    return [(f"{path}.{key}[{i}]", obj(x, f"{path}.{key}[{i}]")) for i, x in enumerate(listed)]
 
 
 def _base64_length(v: object, path: str) -> int:
@@ -218,7 +219,8 @@ def _quotas(r: dict[str, object]) -> Body:
             value = o.get("value")
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise Malformed(f"{q}.value", "not a number")
-            out.append(QuotaChange(entity, text(o.get("key"), f"{q}.key"), float(value), flag(o.get("remove"), f"{q}.remove")))
+            out.append(QuotaChange(entity, text(o.get("key"), f"{q}.key"), float(value),
+                                   flag(o.get("remove"), f"{q}.remove")))
     return Body(quotas=tuple(out), validate_only=_opt_flag(r, "validateOnly", "request"))
 
 

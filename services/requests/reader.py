@@ -112,7 +112,8 @@ def read_file(path: Path, reading: Reading, tz: ZoneInfo = UTC, layout: Layout =
         raise BadRequestLogs(f"{f}: cannot be read: {exc}") from None
 
 
-def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Clock, layout: Layout) -> Iterator[RequestLine]:
+def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Clock,
+           layout: Layout) -> Iterator[RequestLine]:
     regex, start, end = layout.regex, layout.start, layout.end
     invalid, first_text, in_layout = 0, 0, False
     opened = 0  # the line that opened in the layout and has not closed (0: none)
@@ -185,8 +186,8 @@ def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Cloc
             level = m.group("level")
             got = decision(message, f, n, at, level)
             if isinstance(got, RequestLine) and level and level != _DECISION_LEVEL[got.outcome or ""]:
-                got = Passed("(trace)") if level == "TRACE" else \
-                    Unread(f"an authorizer decision at {level} (Kafka logs an allowed one at DEBUG, a denied one at INFO)")
+                got = Passed("(trace)") if level == "TRACE" else Unread(
+                    f"an authorizer decision at {level} (Kafka logs an allowed one at DEBUG, a denied one at INFO)")
         else:
             reading.other_loggers += 1
             continue

@@ -7,7 +7,8 @@ import pytest
 
 from services.normalize.redaction import REDACTED
 from services.requests.authorizer import Passed, Unread
-from services.requests.record import (REQUEST_LOGGER, AclChange, ConfigSet, FeatureChange, QuotaChange, RequestLine,
+from services.requests.record import (REQUEST_LOGGER, AclChange, Body, ConfigSet, FeatureChange, QuotaChange,
+                                      RequestLine,
                                       ScramChange, Target)
 from services.requests.requestlog import completed as read_line
 from tests.services.requests.kafka_lines import completed
@@ -21,6 +22,12 @@ def ok(message: str) -> RequestLine:
     got = read(message)
     assert isinstance(got, RequestLine), got
     return got
+
+
+def body_of(message: str) -> Body:
+    b = ok(message).body
+    assert b is not None
+    return b
 
 
 CREATE_TOPICS = {"topics": [{"name": "orders", "numPartitions": -1, "replicationFactor": -1,
@@ -120,24 +127,24 @@ def test_scram_credentials_keep_no_salt_nor_salted_password():
 def test_acls_quotas_features_nodes():
     acls = {"creations": [{"resourceType": 2, "resourceName": "t", "resourcePatternType": 3, "principal": "User:b",
                            "host": "*", "operation": 3, "permissionType": 3}]}
-    assert ok(completed(30, "CREATE_ACLS", 3, acls, {"results": []})).body.acls == (  # type: ignore[union-attr]
+    assert body_of(completed(30, "CREATE_ACLS", 3, acls, {"results": []})).acls == (
         AclChange("create", 2, "t", 3, "User:b", "*", 3, 3),)
     filters = {"filters": [{"resourceTypeFilter": 2, "resourceNameFilter": None, "principalFilter": "User:b",
                             "hostFilter": None, "operation": 1, "permissionType": 1}]}  # version 0: no pattern
-    assert ok(completed(31, "DELETE_ACLS", 0, filters, {"filterResults": []})).body.acls == (  # type: ignore[union-attr]
+    assert body_of(completed(31, "DELETE_ACLS", 0, filters, {"filterResults": []})).acls == (
         AclChange("delete", 2, None, None, "User:b", None, 1, 1),)
     quotas = {"entries": [{"entity": [{"entityType": "user", "entityName": None}],
                            "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}]}],
               "validateOnly": False}
-    assert ok(completed(49, "ALTER_CLIENT_QUOTAS", 1, quotas, {"entries": []})).body.quotas == (  # type: ignore[union-attr]
+    assert body_of(completed(49, "ALTER_CLIENT_QUOTAS", 1, quotas, {"entries": []})).quotas == (
         QuotaChange((("user", None),), "producer_byte_rate", 1024.0, False),)
     features = {"timeoutMs": 1, "featureUpdates": [{"feature": "metadata.version", "maxVersionLevel": 21,
                                                     "upgradeType": 1}], "validateOnly": False}
-    assert ok(completed(57, "UPDATE_FEATURES", 1, features, {"errorCode": 0})).body.features == (  # type: ignore[union-attr]
+    assert body_of(completed(57, "UPDATE_FEATURES", 1, features, {"errorCode": 0})).features == (
         FeatureChange("metadata.version", 21, 1, None),)
-    assert ok(completed(64, "UNREGISTER_BROKER", 0, {"brokerId": 4}, {"errorCode": 0})).body.nodes == (4,)  # type: ignore[union-attr]
+    assert body_of(completed(64, "UNREGISTER_BROKER", 0, {"brokerId": 4}, {"errorCode": 0})).nodes == (4,)
     deleted = {"topicNames": ["a", "b"], "timeoutMs": 1}
-    assert ok(completed(20, "DELETE_TOPICS", 5, deleted, {"responses": []})).body.topics == ("a", "b")  # type: ignore[union-attr]
+    assert body_of(completed(20, "DELETE_TOPICS", 5, deleted, {"responses": []})).topics == ("a", "b")
     by_id = {"topics": [{"name": None, "topicId": "q1w2e3r4t5y6u7i8o9p0aa"}], "timeoutMs": 1}
     b = ok(completed(20, "DELETE_TOPICS", 6, by_id, {"responses": []})).body
     assert b is not None and b.topics == () and b.topic_ids == ("q1w2e3r4t5y6u7i8o9p0aa",)
@@ -175,7 +182,8 @@ def test_other_apis_are_passed_unparsed():
      "CreateTopicsRequestData(...)", "before 2.8"),
     ("Received request from a client", "not 'Completed request:'"),
     (completed(19, "CREATE_TOPICS", 7, CREATE_TOPICS, {})[:200], "does not parse"),
-    (completed(19, "CREATE_TOPICS", 7, CREATE_TOPICS, {}, principal=None), "principal: not a string"),  # type: ignore[arg-type]
+    (completed(19, "CREATE_TOPICS", 7, CREATE_TOPICS, {}, principal=None),  # type: ignore[arg-type]
+     "principal: not a string"),
     (completed(19, "DELETE_TOPICS", 7, CREATE_TOPICS, {}), "requestApiKeyName: DELETE_TOPICS is not API 19's name"),
     (completed(19, "CREATE_TOPICS", 7, {"topics": [{"name": 5}]}, {}), "request.topics[0].name: not a string"),
     (completed(43, "ELECT_LEADERS", 2, {"electionType": 7, "topicPartitions": None}, {}), "not an election type"),
