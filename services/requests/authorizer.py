@@ -7,6 +7,9 @@
   resourceRefCount = 1 based on rule DefaultAllow``;
 - ``simple-acl``: 2.8's deprecated SimpleAclAuthorizer, the first form without its request and count.
 
+AclAuthorizer also writes, at DEBUG, how it decided (no acl found, a super user, the acl that matched) beside the
+decision's line: those lines are counted, not kept, since the decision's own line says who asked for what.
+
 A line is split at its words only when each of them is there once: a principal or a resource name that holds them
 (a group called ``x for request = Fetch``) makes the line ambiguous, a gap, never a guess.
 """
@@ -57,9 +60,22 @@ def api_of(message: str) -> str | None:
     return m.group(1) if m else None
 
 
+def _detail(message: str) -> bool:
+    """One of AclAuthorizer's DEBUG lines of how it decided (2.8.0 to 3.8.0, `authorizeAction`), written beside
+    the decision's own line: no acl for the resource, a super user, the acl that matched."""
+    return (message.startswith("No acl found for resource ") and ", authorized = " in message
+            or message.startswith("principal = ") and message.endswith(_SUPER_USER)
+            or message.startswith("operation = ") and " based on acl = " in message)
+
+
+_SUPER_USER = " is a super user, allowing operation without checking acls."
+
+
 def decision(message: str, file: str, line: int, time_ms: int, level: str) -> RequestLine | Unread | Passed:
     """The decision a line of ``kafka.authorizer.logger`` states."""
     if not message.startswith("Principal = "):
+        if _detail(message):
+            return Passed("(how AclAuthorizer decided)")
         return Unread("an authorizer line in none of Kafka's forms (not 'Principal = ...')")
     counts = [message.count(" is Allowed ") + message.count(" is Denied "), *(message.count(w) for w in _WORDS)]
     if max(counts) > 1:

@@ -96,3 +96,14 @@ def test_a_name_holding_the_lines_words_makes_it_ambiguous_not_guessed(principal
 def test_lines_in_none_of_the_forms_are_named(message):
     got = read(message)
     assert isinstance(got, Unread) and got.reason
+
+
+@pytest.mark.parametrize("message", [
+    # AclAuthorizer.authorizeAction's DEBUG lines (2.8.0 to 3.8.0), beside the decision's own
+    "No acl found for resource ResourcePattern(resourceType=TOPIC, name=t, patternType=LITERAL), authorized = false",
+    "principal = User:admin is a super user, allowing operation without checking acls.",
+    "operation = ALTER on resource = ResourcePattern(resourceType=TOPIC, name=t, patternType=LITERAL) from host = "
+    "10.0.0.5 is ALLOW based on acl = (principal=User:alice, host=*, operation=ALTER, permissionType=ALLOW)",
+])
+def test_how_acl_authorizer_decided_is_counted_not_kept(message):
+    assert read(message) == Passed("(how AclAuthorizer decided)")
