@@ -7,6 +7,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -92,6 +94,7 @@ def test_the_golden_lines_are_all_read():
 
 @fuzz_settings(300)
 @given(st.lists(damaged_message(), min_size=1, max_size=6))
+@pytest.mark.slow
 def test_fuzz_damaged_lines(messages):
     try:
         data = as_log(messages)
@@ -106,5 +109,6 @@ def test_fuzz_damaged_lines(messages):
 
 @fuzz_settings(200)
 @given(st.one_of(damaged(LOG), damaged(LOG), st.binary(max_size=4096)))
+@pytest.mark.slow
 def test_fuzz_damaged_files(data):
     read_bytes(data)
