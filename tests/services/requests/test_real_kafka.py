@@ -65,10 +65,9 @@ def _cluster(version: str, root: Path):  # type: ignore[no-untyped-def]
 
 
 def _changes(bootstrap: str) -> None:
-    from confluent_kafka import KafkaException, TopicPartition
-    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ElectionType,
-                                       NewPartitions, NewTopic, ScramCredentialInfo, ScramMechanism,
-                                       UserScramCredentialUpsertion)
+    from confluent_kafka import ElectionType, KafkaException, TopicPartition
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
+                                       NewTopic, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion)
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "who-asked"})
 
