@@ -66,10 +66,15 @@ def _cluster(version: str, root: Path):  # type: ignore[no-untyped-def]
 
 def _changes(bootstrap: str) -> None:
     from confluent_kafka import ElectionType, KafkaException, TopicPartition
+
+    from devtools.cluster.testing import wait_until
     from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
                                        NewTopic, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion)
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "who-asked"})
+    # a ZooKeeper-mode broker answers before it knows its controller: the client would wait for its next
+    # metadata refresh to send what only a controller takes
+    wait_until(lambda: admin.list_topics(timeout=5).controller_id >= 0, 60, "a controller")
 
     def done(futures: object) -> None:
         for f in (futures.values() if isinstance(futures, dict) else [futures]):  # type: ignore[attr-defined]
