@@ -109,8 +109,8 @@ def test_an_admins_changes_on_a_real_cluster(tmp_path, version, monkeypatch):
             return list(read_logs([logs], reading)), reading
         # the request log's line is written when the response is sent: wait for the last change's, the client's
         # (in KRaft the controller's line of the forwarded request comes first)
-        wait_until(lambda: any(r.api == "AlterUserScramCredentials" and not r.forwarded for r in read()[0]), 30,
-                   "the last change logged")
+        wait_until(lambda: any(r.log == REQUEST_LOGGER and r.api == "AlterUserScramCredentials" and not r.forwarded
+                               for r in read()[0]), 30, "the last change logged")
     records, reading = read()  # stopped: no line is being written
     assert reading.gaps == {}, [str(g) for g in reading.gaps.values()]
     requests = [r for r in records if r.log == REQUEST_LOGGER and not r.forwarded]
