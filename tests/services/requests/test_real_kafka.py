@@ -139,3 +139,36 @@ def test_an_admins_changes_on_a_real_cluster(tmp_path, version, monkeypatch):
         assert {"CreateTopics", "CreatePartitions", "IncrementalAlterConfigs"} <= {r.api for r in forwarded}
         assert {r.host for r in forwarded} == {None} and {r.software_name for r in forwarded} == {"unknown"}
         assert len(pairs(records)) >= 3 and disagreements(records) == []
+    _attributed(cluster, records, version)
+
+
+def _attributed(cluster, records, version: str) -> None:  # type: ignore[no-untyped-def]
+    """The cluster's own history (the KRaft node's metadata log; ZooKeeper's transaction log in ZooKeeper mode) beside
+    the request logs: every change to the topic is the admin's request that made it, named by API; everything else
+    the controller's own or the cluster's start; nothing unattributed."""
+    from dataclasses import replace
+
+    from services.kraft.offline import import_events
+    from services.requests.attribute import REQUEST, UNATTRIBUTED, AMBIGUOUS, attribute
+    from services.zookeeper.offline import import_zk_events
+
+    history = (import_zk_events([cluster.zookeeper.data_dir], "c") if version == "3.9"
+               else import_events([cluster.metadata_dir(1)]))
+    events = [replace(e, seq=i) for i, e in enumerate(history)]
+    by_seq = {e.seq: e for e in events}
+    got = attribute(events, records)
+    assert not [a.why for a in got if a.cause in (UNATTRIBUTED, AMBIGUOUS)]
+    mine = [(a, by_seq[a.seq].payload) for a in got
+            if "audited" in (getattr(by_seq[a.seq].payload, "topic", None), getattr(by_seq[a.seq].payload,
+                                                                                  "resource_name", None))]
+    asked = sorted((type(p).__name__, getattr(p, "partition", getattr(p, "value", None)), a.cause,
+                    a.requests[0][0].api if a.requests else None) for a, p in mine)
+    assert asked == sorted([
+        ("TopicChange", None, REQUEST, "CreateTopics"),
+        ("PartitionChange", 0, REQUEST, "CreateTopics"), ("PartitionChange", 1, REQUEST, "CreateTopics"),
+        ("PartitionChange", 2, REQUEST, "CreatePartitions"),
+        ("ConfigChange", "600000", REQUEST, "CreateTopics"),
+        ("ConfigChange", "1200000", REQUEST, "IncrementalAlterConfigs")]), asked
+    for a, _ in mine:  # the client's line first (its listener), then in KRaft the controller's of the forwarded one
+        assert [x.forwarded for x in a.requests[0]] == ([False] if version == "3.9" else [False, True])
+        assert a.requests[0][0].principal == "User:ANONYMOUS" and a.requests[0][0].client_id == "who-asked"
