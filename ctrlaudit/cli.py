@@ -47,6 +47,7 @@ MODULES: dict[str, dict[str, str]] = {
     "proofs": {"prove": "Prove an event, or the log's growth, to anyone.",
                "verify-proof": "Check a proof with public keys alone."},
     "witness": {"witness": "Co-sign checkpoints that extend the last one."},
+    "who": {"who": "Who asked for each change, from the request logs."},
 }
 SHORT_HELP = {command: short for commands in MODULES.values() for command, short in commands.items()}
 MODULE_OF = {command: module for module, commands in MODULES.items() for command in commands}

@@ -140,6 +140,54 @@ def test_an_admins_changes_on_a_real_cluster(tmp_path, version, monkeypatch):
         assert {r.host for r in forwarded} == {None} and {r.software_name for r in forwarded} == {"unknown"}
         assert len(pairs(records)) >= 3 and disagreements(records) == []
     _attributed(cluster, records, version)
+    _who(cluster, version, tmp_path)
+
+
+def _who(cluster, version: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`ctrlaudit who` over the cluster's history imported as an archive and the node's logs, as a user runs it."""
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[3]
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "ctrlaudit", *args], cwd=root, capture_output=True, text=True,
+                              timeout=300, env=dict(os.environ, PYTHONPATH=str(root)))
+
+    source = ["zk", str(cluster.zookeeper.data_dir), "--cluster-id", _server_log_cluster(cluster)] if version == "3.9" \
+        else ["kraft", str(cluster.metadata_dir(1))]
+    made = cli("import", *source, "--out", str(tmp_path / "archive"))
+    assert made.returncode == 0, made.stderr
+    (archive,) = [d for d in (tmp_path / "archive").iterdir() if d.is_dir()]
+    logs = str(cluster.nodes[1].logs_dir)
+    r = cli("who", str(archive), "--logs", logs, "--principal", "User:ANONYMOUS", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    apis = sorted(g[0]["api"] for c in got["changes"] for g in c["requests"][:1])
+    assert apis == sorted(["CreateTopics"] * 4 + ["CreatePartitions", "IncrementalAlterConfigs"]), apis
+    assert {c["cause"] for c in got["changes"]} == {"request"} and got["not_read"] == [] and got["clocks"] == []
+    text = cli("who", str(archive), "--logs", logs)
+    assert text.returncode == 0, text.stderr
+    assert "requested by User:ANONYMOUS from 127.0.0.1 (client id who-asked, " in text.stdout
+    assert ", CreatePartitions on listener PLAINTEXT (" in text.stdout and " 0 ambiguous, 0 unattributed; 0 denied" in text.stdout
+    none = cli("who", str(archive), "--logs", str(tmp_path / "archive"))  # no request log there: one line, exit 2
+    assert none.returncode == 2 and none.stderr.count("\n") == 1 and "no kafka-authorizer.log or kafka-request.log" \
+        in none.stderr, none
+    quiet = tmp_path / "quiet"  # the loggers left at Kafka's defaults: the request log empty
+    quiet.mkdir()
+    (quiet / "kafka-request.log").write_text("")
+    blind = cli("who", str(archive), "--logs", str(quiet))
+    assert blind.returncode == 0 and " 0 requested," in blind.stdout and "unattributed: no CreateTopics request " \
+        "naming topic audited" in blind.stdout, blind
+
+
+def _server_log_cluster(cluster) -> str:  # type: ignore[no-untyped-def]
+    from services.requests.files import cluster_of
+
+    found = cluster_of([cluster.nodes[1].logs_dir])
+    assert found is not None
+    return found
 
 
 def _attributed(cluster, records, version: str) -> None:  # type: ignore[no-untyped-def]
