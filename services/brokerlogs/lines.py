@@ -10,7 +10,7 @@ from __future__ import annotations
 import gzip
 import heapq
 import re
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -40,31 +40,39 @@ class LogLine:
 
 def log_files(paths: Sequence[Path], layout: Layout = KAFKA) -> list[list[Path]]:
     """The logs to read, one list per log (a directory's ``state-change.log`` with its rotated files, oldest
-    first). Directories are searched (not recursively beyond ``logs/``) for the LOG_NAMES; files are taken
-    as they are."""
+    first): `named_logs` of the LOG_NAMES."""
+    return [_in_order(fs, layout) for fs in named_logs(paths, LOG_NAMES, BadLogs)]
+
+
+def named_logs(paths: Sequence[Path], names: Sequence[str], refuse: Callable[[str], Exception]) -> list[list[Path]]:
+    """The files of each log named one of `names` (rotated ones too, `base_name`), one list per log in directory
+    and name order, each by its files' names, oldest first (`age`). Directories are searched (not recursively
+    beyond ``logs/``); files are taken as they are; `refuse(reason)` is raised for a path that is not there, or
+    when nothing is found."""
     found: list[Path] = []
     for p in paths:
         if p.is_dir():
             dirs = [p] + ([p / "logs"] if (p / "logs").is_dir() else [])
-            found += [f for d in dirs for f in sorted(d.iterdir()) if f.is_file() and _base(f) in LOG_NAMES]
+            found += [f for d in dirs for f in sorted(d.iterdir()) if f.is_file() and base_name(f, names) in names]
         elif p.is_file():
             found.append(p)
         else:
-            raise BadLogs(f"{p}: no such file or directory")
+            raise refuse(f"{p}: no such file or directory")
     if not found:
-        raise BadLogs("no state-change.log, controller.log or server.log (or rotated ones) in " +
-                      ", ".join(map(str, paths)))
+        listed = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+        raise refuse(f"no {listed} (or rotated ones) in " + ", ".join(map(str, paths)))
     groups: dict[tuple[Path, str], list[Path]] = {}
     for f in dict.fromkeys(found):
-        groups.setdefault((f.parent, _base(f)), []).append(f)
-    return [_in_order(fs, layout) for _, fs in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))]
+        groups.setdefault((f.parent, base_name(f, names)), []).append(f)
+    return [sorted(fs, key=lambda f: age(f, names)) for _, fs in sorted(groups.items(),
+                                                                      key=lambda kv: (str(kv[0][0]), kv[0][1]))]
 
 
 def _in_order(files: list[Path], layout: Layout) -> list[Path]:
     """One log's files oldest first by what they hold (the time of their first line), not by their names: a rotated
     file renamed, copied under another name or numbered by another scheme still comes in its place. Files with
     no line in the layout keep the place their names give (_age), among the others by it."""
-    by_name = sorted(files, key=_age)
+    by_name = sorted(files, key=lambda f: age(f, LOG_NAMES))
     if len(files) < 2:
         return by_name
     firsts = {f: _first_time(f, layout) for f in files}
@@ -96,15 +104,16 @@ def _first_time(f: Path, layout: Layout, head_lines: int = 1000) -> int | None:
 _UTC = ZoneInfo("UTC")
 
 
-def _base(f: Path) -> str:
+def base_name(f: Path, names: Sequence[str]) -> str:
+    """The log of `names` file `f` is of (``server.log.2026-11-20-03.gz`` is of ``server.log``), or its name."""
     name = f.name[:-3] if f.name.endswith(".gz") else f.name
-    return next((b for b in LOG_NAMES if name == b or name.startswith(b + ".")), name)
+    return next((b for b in names if name == b or name.startswith(b + ".")), name)
 
 
-def _age(f: Path) -> tuple[int, int, str]:
+def age(f: Path, names: Sequence[str]) -> tuple[int, int, str]:
     """Sort key, oldest first: dated suffixes in date order, numbered ones highest first, the live file last."""
     name = f.name[:-3] if f.name.endswith(".gz") else f.name
-    suffix = name[len(_base(f)) + 1:]
+    suffix = name[len(base_name(f, names)) + 1:]
     if not suffix:
         return (2, 0, "")
     if suffix.isdigit():

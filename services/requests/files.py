@@ -14,6 +14,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from services.brokerlogs.layout import KAFKA, Layout
+from services.brokerlogs.lines import named_logs
 from services.brokerlogs.offline import cluster_id_of_logs
 from services.requests.reader import UTC, BadRequestLogs, Reading, read_file
 from services.requests.record import RequestLine
@@ -23,23 +24,8 @@ LOG_NAMES = ("kafka-authorizer.log", "kafka-request.log")
 
 def log_files(paths: Sequence[Path]) -> list[list[Path]]:
     """The logs to read, one list per log (a directory's ``kafka-request.log`` with its rotated files, oldest
-    first). Directories are searched (and their ``logs/``) for LOG_NAMES; files are taken as they are."""
-    found: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            dirs = [p] + ([p / "logs"] if (p / "logs").is_dir() else [])
-            found += [f for d in dirs for f in sorted(d.iterdir()) if f.is_file() and _base(f) in LOG_NAMES]
-        elif p.is_file():
-            found.append(p)
-        else:
-            raise BadRequestLogs(f"{p}: no such file or directory")
-    if not found:
-        raise BadRequestLogs("no kafka-authorizer.log or kafka-request.log (or rotated ones) in " +
-                             ", ".join(map(str, paths)))
-    groups: dict[tuple[Path, str], list[Path]] = {}
-    for f in dict.fromkeys(found):
-        groups.setdefault((f.parent, _base(f)), []).append(f)
-    return [sorted(fs, key=_age) for _, fs in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))]
+    first): services.brokerlogs.lines.named_logs of the LOG_NAMES."""
+    return named_logs(paths, LOG_NAMES, BadRequestLogs)
 
 
 def cluster_of(paths: Sequence[Path]) -> str | None:
@@ -48,23 +34,6 @@ def cluster_of(paths: Sequence[Path]) -> str | None:
     beside = sorted({f.parent / "server.log" for log in log_files(paths) for f in log})
     found = [f for f in beside if f.is_file()]
     return cluster_id_of_logs(found) if found else None
-
-
-def _base(f: Path) -> str:
-    name = f.name[:-3] if f.name.endswith(".gz") else f.name
-    return next((b for b in LOG_NAMES if name == b or name.startswith(b + ".")), name)
-
-
-def _age(f: Path) -> tuple[int, int, str]:
-    """Oldest first: dated suffixes in date order (yyyy-MM-dd-HH sorts as text), numbered ones highest first, the
-    live file last."""
-    name = f.name[:-3] if f.name.endswith(".gz") else f.name
-    suffix = name[len(_base(f)) + 1:]
-    if not suffix:
-        return (2, 0, "")
-    if suffix.isdigit():
-        return (1, -int(suffix), "")
-    return (0, 0, suffix)
 
 
 def read_log(files: Iterable[Path], reading: Reading, tz: ZoneInfo = UTC,
