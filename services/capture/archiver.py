@@ -40,7 +40,7 @@ from schemas.archive.signed import TREE_DIR, load_verifiers
 from services.capture import connect
 from services.capture.checkpoint_shelf import CheckpointShelf
 from services.capture.security import ClientSecurity
-from services.capture.stall import Stall, group_progress
+from services.capture.stall import Stall, group_progress, group_served
 from services.capture.settings import Settings
 
 if TYPE_CHECKING:
@@ -188,6 +188,7 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True,
     """Consume until SIGTERM/SIGINT (or `idle_exit` seconds without a message). `trusted`: capture's checkpoints are
     stored only when signed by one of these keys (none given: when their roots match the archive's)."""
     from confluent_kafka import Consumer, KafkaError  # extra: capture
+    from confluent_kafka.admin import AdminClient  # extra: capture
 
     archive = Archive(settings.archive_dir, fsync=fsync, signers=settings.signers, shelf=CheckpointShelf(trusted))
     checkpoints = settings.checkpoints_topic
@@ -200,6 +201,7 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True,
         "client.id": "ctrlaudit-archiver",
     })
     consumer = Consumer(conf)
+    admin = AdminClient(connect.config(settings.bootstrap_servers, settings.security)[0])  # type: ignore[arg-type]
     # another archiver of the group commits only at its checkpoints: its offsets may rest for a flush interval
     stall = Stall(max(settings.archive_rejoin_seconds, 2 * settings.archive_flush_seconds))
     stop = {"now": False}
@@ -251,10 +253,11 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True,
             msgs = consumer.consume(10_000, timeout=0.5)
             access.check()  # refused credentials: one line (AccessDenied), not a retry loop
             if not msgs and stall.stalled(time.monotonic(), bool(consumer.assignment()),
-                                          partial(group_progress, consumer, settings.events_topic)):
-                log.warning("no partitions of %s assigned for %.0f s while the group's committed offsets stay "
-                            "behind the topic's end: rejoining the group with a new consumer",
-                            settings.events_topic, stall.after)
+                                          partial(group_progress, consumer, settings.events_topic),
+                                          partial(group_served, admin, settings.archive_group, settings.events_topic)):
+                log.warning("no partitions of %s assigned while events wait and nobody archives them (no member "
+                            "of the group holds them, or its committed offsets have not moved for %.0f s): "
+                            "rejoining the group with a new consumer", settings.events_topic, stall.after)
                 if pending:  # what this consumer read is fsynced; its successor skips it by seq
                     archive.checkpoint()
                     pending = False

@@ -8,7 +8,11 @@ confluentinc/librdkafka#3082, #3396.
 A consumer without partitions is also normal: another archiver of the group may hold them (a
 standby). So the archiver rejoins (closes its consumer and subscribes with a new one) only when
 nobody archives: the group's committed offsets lag behind the topic's end and have not moved for
-`after` seconds, or the group's offsets could not be read for that long.
+`after` seconds, or the group's offsets could not be read for that long. Sooner (`unserved_after`) when the
+group is settled (stable or empty) and no member holds any partition of the topic while events wait: then
+no standby is waiting for a busy archiver, and a rejoin cannot take partitions from anyone. Seen in CI
+against Kafka 3.9 (2026-11-29): an archiver that subscribed once the topic existed was assigned nothing
+for 60 s, and rejoining archived every event within a second.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient
 
 # partition -> (committed offset, or < 0 when none; low watermark; high watermark)
 Progress = dict[int, tuple[int, int, int]]
@@ -33,18 +38,29 @@ class Stall:
     """Fed once per poll loop; `stalled` says when to rejoin. Probes at most once per `after` seconds."""
 
     after: float
+    unserved_after: float = 10.0
     _since: float | None = None  # when the consumer was first seen without partitions
     _probed: float = 0.0
+    _asked: float = 0.0  # when `served` was last asked
     _seen: Progress | None = None  # the previous probe's answer (None: unreadable)
 
-    def stalled(self, now: float, assigned: bool, probe: Callable[[], Progress | None]) -> bool:
+    def stalled(self, now: float, assigned: bool, probe: Callable[[], Progress | None],
+                served: Callable[[], bool | None] = lambda: None) -> bool:
+        """`served`: does a member of the group hold the topic's partitions (None: not known, or the group
+        is rebalancing)?"""
         if assigned:
             self.reset()
             return False
         if self._since is None:
-            self._since = self._probed = now
+            self._since = self._probed = self._asked = now
             self._seen = probe()
             return False
+        if now - self._asked >= self.unserved_after:
+            self._asked = now
+            if served() is False:
+                seen = probe()
+                if seen is not None and lagging(seen):
+                    return True
         if now - self._probed < self.after:
             return False
         previous, self._seen, self._probed = self._seen, probe(), now
@@ -70,3 +86,18 @@ def group_progress(consumer: Consumer, topic: str, timeout: float = 5.0) -> Prog
                 for tp in committed}
     except Exception:  # KafkaException, a topic gone from the metadata: not known now, asked again later
         return None
+
+
+def group_served(admin: AdminClient, group: str, topic: str, timeout: float = 5.0) -> bool | None:
+    """Does a member of `group` hold a partition of `topic`? None while the group rebalances or when the
+    cluster does not answer: only a settled group (stable or empty) says no."""
+    from confluent_kafka import ConsumerGroupState  # extra: capture
+
+    try:
+        desc = admin.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout)
+    except Exception:  # KafkaException, a timeout, a coordinator loading: not known now, asked again later
+        return None
+    if any(tp.topic == topic for m in desc.members for tp in (m.assignment.topic_partitions if m.assignment else [])):
+        return True
+    settled = (ConsumerGroupState.STABLE, ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD)  # dead: no such group
+    return False if desc.state in settled else None

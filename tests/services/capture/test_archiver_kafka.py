@@ -185,3 +185,51 @@ def test_a_standby_archiver_whose_group_is_served_never_rejoins(kafka_cluster, t
         assert archiver.poll() is None
         assert REJOIN not in log.read_text()
         assert _archived(tmp_path / "archive") == []
+
+
+def test_a_consumer_that_never_joins_is_replaced_after_the_short_wait(kafka_cluster, tmp_path, monkeypatch):
+    """The first consumer's subscription is dropped (a stand-in for librdkafka staying in its group with nothing
+    assigned): nobody holds the partition while events wait, so the archiver rejoins after the short wait (10 s),
+    not the long one (an hour here)."""
+    import confluent_kafka
+    import confluent_kafka.admin
+
+    from services.capture.archiver import run
+    from services.capture.settings import Settings
+    from services.capture.stall import group_served
+
+    c, prefix, topic, group, events = _group_topic(kafka_cluster, "aru", 7, 120)
+    _produce(c, topic, events)
+    admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": c.bootstrap_servers})
+    assert group_served(admin, group, topic) is False  # no such group yet: nobody holds the partition
+    with _member_of(c, group, topic) as member:  # a group member holding it says yes
+        wait_until(lambda: member.assigned, 60, "the member to hold the partition")
+        assert group_served(admin, group, topic) is True
+    assert group_served(admin, group, topic) is False  # the member left: an empty group
+    made: list[object] = []
+
+    class DroppedFirstSubscription(confluent_kafka.Consumer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+        def subscribe(self, topics, *args, **kwargs):
+            if self is not made[0]:
+                super().subscribe(topics, *args, **kwargs)
+
+    monkeypatch.setattr(confluent_kafka, "Consumer", DroppedFirstSubscription)
+    settings = Settings(bootstrap_servers=c.bootstrap_servers, events_topic=topic, archive_group=group,
+                        archive_dir=str(tmp_path / "archive"), archive_flush_seconds=1, archive_rejoin_seconds=3600)
+    run(settings, idle_exit=25, fsync=False)  # without the short wait: 25 s idle, nothing archived, then exit
+    assert len(made) == 2, "the archiver did not rejoin"
+    got = _archived(tmp_path / "archive")
+    assert [(e.seq, e.event_id) for e in got] == [(e.seq, e.event_id) for e in events]
+
+
+@contextlib.contextmanager
+def _member_of(c, group: str, topic: str) -> Iterator[_Member]:
+    member = _Member(c.bootstrap_servers, group, topic, commits=False)
+    try:
+        yield member
+    finally:
+        member.close()

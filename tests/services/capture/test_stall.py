@@ -56,3 +56,27 @@ def test_partitions_assigned_reset_the_wait():
     assert _feed(stall, probe, [0, 5]) == [False, False]
     assert stall.stalled(8, True, probe) is False  # assigned: starts over
     assert _feed(stall, probe, [9, 18, 19]) == [False, False, True]
+
+
+def test_a_settled_group_where_nobody_holds_the_partitions_rejoins_after_the_short_wait():
+    stuck = {0: (-1001, 0, 40)}
+    probe, served = _Probe(*[stuck] * 5), _Probe(False, False)
+    stall = Stall(60, unserved_after=10)
+    assert [stall.stalled(t, False, probe, served) for t in (0, 5, 9.9, 10)] == [False, False, False, True]
+    assert served.calls == 1
+
+
+def test_nobody_holding_nothing_to_read_waits():
+    caught_up = {0: (40, 0, 40)}
+    probe, served = _Probe(*[caught_up] * 10), _Probe(*[False] * 10)
+    stall = Stall(60, unserved_after=10)
+    assert not any(stall.stalled(t, False, probe, served) for t in range(0, 60, 10))
+
+
+def test_a_held_or_rebalancing_or_unanswered_group_waits_for_the_long_wait():
+    stuck = {0: (3, 0, 40)}
+    for answer in (True, None):
+        probe, served = _Probe(*[stuck] * 10), _Probe(*[answer] * 10)
+        stall = Stall(30, unserved_after=10)
+        assert [stall.stalled(t, False, probe, served) for t in (0, 10, 20, 30)] == [False, False, False, True]
+        assert probe.calls == 2  # the short wait's probe is only asked when nobody holds the partitions
