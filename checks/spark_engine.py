@@ -6,8 +6,9 @@ The archive is read with Spark's Avro data source. pyspark 4.3's own spark-sql j
 `org.apache.spark.sql.avro.AvroFileFormat` (only the short name "avro" is unregistered), so it is
 addressed by class name and nothing is downloaded; older pysparks get
 `org.apache.spark:spark-avro_2.13:<version>` through spark.jars.packages (Maven Central).
-spark-avro turns the payload union into a struct member0..member8 (union order, see
-schemas/avro/controller_event.v1.avsc); FLAT_SELECT maps it onto schemas.archive.flat's columns.
+spark-avro turns the payload union into a struct member0..member9 (union order, see
+schemas/avro/controller_event.v2.avsc; v1 files are read as v2); FLAT_SELECT maps it onto schemas.archive.flat's
+columns.
 """
 from __future__ import annotations
 
@@ -50,11 +51,12 @@ from services.capture.connect import connect_timeout
 DIALECT = "spark"
 AVRO_CLASS = "org.apache.spark.sql.avro.AvroFileFormat"
 
-# payload union order of the v1 schema
+# payload union order of the schema (v2: v1's and ClientRequest)
 _M = {
     "ControllerChange": "payload.member0", "BrokerChange": "payload.member1", "TopicChange": "payload.member2",
     "PartitionChange": "payload.member3", "ConfigChange": "payload.member4", "FeatureLevelChange": "payload.member5",
     "OffsetSample": "payload.member6", "CaptureGap": "payload.member7", "UnknownRecord": "payload.member8",
+    "ClientRequest": "payload.member9",
 }
 _PC, _BC, _OS = _M["PartitionChange"], _M["BrokerChange"], _M["OffsetSample"]
 _STATE_FIELDS = (
@@ -103,6 +105,10 @@ def _flat_select() -> list[str]:
         **_fields(_M["CaptureGap"], gap_from="from_offset", gap_to="to_offset"),
         **_fields(_M["UnknownRecord"], unknown_api_key="api_key", unknown_version="version"),
         "reason": f"coalesce({_PC}.reason, {_M['CaptureGap']}.reason, {_M['UnknownRecord']}.reason)",
+        **_fields(_M["ClientRequest"], rq_principal="principal", rq_api="api", rq_client_id="client_id", rq_host="host",
+                  rq_listener="listener", rq_software_name="software_name", rq_software_version="software_version",
+                  rq_forwarded="forwarded", rq_outcome="outcome", rq_operation="operation", rq_resources="resources",
+                  rq_error_codes="error_codes", rq_body="body"),
     }
     for short, field in _STATE_FIELDS:
         exprs[f"b_{short}"] = f"{_PC}.before.{field}"

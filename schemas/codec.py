@@ -16,8 +16,8 @@ from fastavro.read import SchemaResolutionError
 from schemas import loader
 from schemas.errors import CodecError
 from schemas.events import (
-    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
-    ControllerEvent, ElectionType, FeatureLevelChange, LeaderRecoveryState, OffsetSample, PartitionChange,
+    CLIENT_REQUEST_FIELDS, BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ClientRequest, ConfigChange,
+    ConfigResourceType, ControllerChange, ControllerEvent, ElectionType, FeatureLevelChange, LeaderRecoveryState, OffsetSample, PartitionChange,
     PartitionChangeKind, PartitionState, ReplicaOffset, SourceKind, SourcePosition, TopicChange, TopicChangeKind,
     UnknownRecord,
 )
@@ -88,6 +88,9 @@ def _payload(p: Any) -> tuple[str, dict[str, Any]]:
             body = {"from_offset": p.from_offset, "to_offset": p.to_offset, "reason": p.reason}
         case UnknownRecord():
             body = {"api_key": p.api_key, "version": p.version, "data": p.data, "reason": p.reason}
+        case ClientRequest():
+            body = {name: getattr(p, name) for name in CLIENT_REQUEST_FIELDS}
+            body["resources"], body["error_codes"] = list(p.resources), list(p.error_codes)
         case _:
             raise TypeError(f"not a ControllerEvent payload: {type(p).__name__}")
     return NAMESPACE + type(p).__name__, body
@@ -174,6 +177,9 @@ def _payload_of(name: str, d: dict[str, Any]) -> Any:
             return CaptureGap(from_offset=d["from_offset"], to_offset=d["to_offset"], reason=d["reason"])
         case "UnknownRecord":
             return UnknownRecord(api_key=d["api_key"], version=d["version"], data=d["data"], reason=d["reason"])
+        case "ClientRequest":
+            return ClientRequest(**{**{name: d[name] for name in CLIENT_REQUEST_FIELDS},
+                                    "resources": tuple(d["resources"]), "error_codes": tuple(d["error_codes"])})
     raise CodecError(f"unknown payload type {name!r}")
 
 

@@ -1,4 +1,4 @@
-"""The Python model of `ControllerEvent` (schemas/avro/controller_event.v1.avsc).
+"""The Python model of `ControllerEvent` (schemas/avro/controller_event.v2.avsc, the newest version).
 
 Frozen, slotted dataclasses with tuples for lists, so an event (and every state it carries) can be
 shared between images without copying. Field names and meanings are exactly those of the Avro
@@ -19,6 +19,7 @@ class SourceKind(StrEnum):
     OFFSET_SAMPLER = "OFFSET_SAMPLER"
     SIMULATOR = "SIMULATOR"
     UNKNOWN = "UNKNOWN"
+    REQUEST_LOG = "REQUEST_LOG"  # v2: a node's authorizer or request log (ClientRequest)
 
 
 class BrokerChangeKind(StrEnum):
@@ -230,15 +231,48 @@ class UnknownRecord:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class ClientRequest:
+    """v2: what one line of a node's authorizer or request log says about a request that changes controller
+    state (services/requests). Evidence of who asked, not a change: the state model passes it through. None: the
+    line does not hold the value."""
+    log: str
+    form: str
+    level: str
+    principal: str
+    api: str | None = None
+    api_key: int | None = None
+    api_version: int | None = None
+    correlation_id: int | None = None
+    client_id: str | None = None
+    host: str | None = None
+    listener: str | None = None
+    security_protocol: str | None = None
+    software_name: str | None = None
+    software_version: str | None = None
+    connection: str | None = None
+    forwarded: bool | None = None
+    outcome: str | None = None
+    operation: str | None = None
+    resources: tuple[str, ...] = ()  # <Type>:<PATTERN>:<name>
+    rule: str | None = None
+    ref_count: int | None = None
+    error_codes: tuple[int, ...] = ()
+    body: str | None = None  # JSON, sorted keys
+
+
 Payload = Union[
     ControllerChange, BrokerChange, TopicChange, PartitionChange, ConfigChange,
-    FeatureLevelChange, OffsetSample, CaptureGap, UnknownRecord,
+    FeatureLevelChange, OffsetSample, CaptureGap, UnknownRecord, ClientRequest,
 ]
 
 PAYLOAD_TYPES: tuple[type, ...] = (
     ControllerChange, BrokerChange, TopicChange, PartitionChange, ConfigChange,
-    FeatureLevelChange, OffsetSample, CaptureGap, UnknownRecord,
+    FeatureLevelChange, OffsetSample, CaptureGap, UnknownRecord, ClientRequest,
 )
+
+# ClientRequest's fields in schema order (the Avro record's, the codec's)
+CLIENT_REQUEST_FIELDS: tuple[str, ...] = tuple(ClientRequest.__dataclass_fields__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,14 +55,24 @@ def released() -> tuple[SchemaVersion, ...]:
     return tuple(sorted(found, key=lambda s: s.version))
 
 
-# sha256 of the Parsing Canonical Form of controller_event.v1.avsc: the schema the hand-written encoder
-# (schemas/archive/fastencode.py) and the C decoder (schemas/archive/fastflat.py) are written for. A new release (v2)
-# changes current() and turns both fast paths off until they learn it.
-V1_CANONICAL_SHA256 = "393522a65eef32f1c35db1eb3b4e9374c488267fcf041fdb640d711766256ee4"
+# sha256 of the Parsing Canonical Form of each version the hand-written encoder (schemas/archive/fastencode.py, the
+# newest only) and the C decoder (schemas/archive/fastflat.py, each: v2 only appends to v1's union and enum) are
+# written for. A new release changes current() and turns both fast paths off until they learn it.
+FAST_CANONICAL_SHA256 = {
+    1: "393522a65eef32f1c35db1eb3b4e9374c488267fcf041fdb640d711766256ee4",
+    2: "903ef867f4b141d3bafb887241cec01d35de7384cf6f01cc77f2ec4a51f3c46c",
+}
 
 
-def current_is_v1() -> bool:
-    return hashlib.sha256(current().canonical.encode()).hexdigest() == V1_CANONICAL_SHA256
+def fast_version(canonical: str) -> int | None:
+    """The version a Parsing Canonical Form is, among those the fast paths are written for (None: another)."""
+    digest = hashlib.sha256(canonical.encode()).hexdigest()
+    return next((v for v, pinned in FAST_CANONICAL_SHA256.items() if pinned == digest), None)
+
+
+def current_is_fast() -> bool:
+    """Is this build's reader schema the newest one the fast paths are written for?"""
+    return fast_version(current().canonical) == max(FAST_CANONICAL_SHA256)
 
 
 def current() -> SchemaVersion:

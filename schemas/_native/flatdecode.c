@@ -63,6 +63,9 @@ typedef struct {
     const uint8_t *h_start, *h_end, *prev_p, *hash_p;
     int32_t prev_n, hash_n;
     int64_t seq;
+    /* the writer schema's version bounds what the record may hold: v1 has 9 payload branches and 7 source
+       kinds, v2 one more of each (ClientRequest, REQUEST_LOG, both appended) */
+    int n_payload, n_source_kind;
 } rd_t;
 
 #define REMAIN(r) ((int64_t)((r)->end - (r)->p))
@@ -254,6 +257,8 @@ enum {
     C_FEATURE, C_FEATURE_LEVEL, C_FEATURE_PREV_LEVEL,
     C_S_LEADER, C_S_LEADER_EPOCH, C_S_HW, C_S_HW_TIME, C_S_REPLICAS, C_S_LEOS,
     C_GAP_FROM, C_GAP_TO, C_UNKNOWN_API_KEY, C_UNKNOWN_VERSION, C_REASON,
+    C_RQ_PRINCIPAL, C_RQ_API, C_RQ_CLIENT_ID, C_RQ_HOST, C_RQ_LISTENER, C_RQ_SOFTWARE_NAME, C_RQ_SOFTWARE_VERSION,
+    C_RQ_FORWARDED, C_RQ_OUTCOME, C_RQ_OPERATION, C_RQ_RESOURCES, C_RQ_ERROR_CODES, C_RQ_BODY,
     NCOLS
 };
 
@@ -288,17 +293,21 @@ static const coldef_t COLDEFS[NCOLS] = {
     {"s_replicas", K_LI32}, {"s_leos", K_LI64},
     {"gap_from", K_I64}, {"gap_to", K_I64}, {"unknown_api_key", K_I32}, {"unknown_version", K_I32},
     {"reason", K_STR},
+    {"rq_principal", K_STR}, {"rq_api", K_STR}, {"rq_client_id", K_STR}, {"rq_host", K_STR},
+    {"rq_listener", K_STR}, {"rq_software_name", K_STR}, {"rq_software_version", K_STR},
+    {"rq_forwarded", K_BOOL}, {"rq_outcome", K_STR}, {"rq_operation", K_STR}, {"rq_resources", K_LSTR},
+    {"rq_error_codes", K_LI32}, {"rq_body", K_STR},
 };
 
-/* Enum symbols and union branches of v1, in schema order. */
+/* Enum symbols and union branches of v2, in schema order (v1's are their first ones). */
 typedef struct {
     const char *s;
     int32_t n;
 } sym_t;
 #define S(x) {x, (int32_t)sizeof(x) - 1}
-#define N_SOURCE_KIND 7
+#define N_SOURCE_KIND 8
 static const sym_t SOURCE_KIND[] = {S("KRAFT_LOG"), S("KRAFT_SNAPSHOT"), S("ZOOKEEPER"), S("BROKER_LOG"),
-                                          S("OFFSET_SAMPLER"), S("SIMULATOR"), S("UNKNOWN")};
+                                          S("OFFSET_SAMPLER"), S("SIMULATOR"), S("UNKNOWN"), S("REQUEST_LOG")};
 #define N_BROKER_CHANGE_KIND 7
 static const sym_t BROKER_CHANGE_KIND[] = {S("REGISTERED"), S("FENCED"), S("UNFENCED"), S("CONTROLLED_SHUTDOWN"),
                                                  S("UNREGISTERED"), S("UPDATED"), S("UNKNOWN")};
@@ -316,10 +325,10 @@ static const sym_t ELECTION[] = {S("NONE"), S("PREFERRED"), S("CLEAN"), S("UNCLE
 #define N_CONFIG_TYPE 6
 static const sym_t CONFIG_TYPE[] = {S("TOPIC"), S("BROKER"), S("BROKER_LOGGER"), S("CLIENT_METRICS"), S("GROUP"),
                                           S("UNKNOWN")};
-#define N_PAYLOAD 9
+#define N_PAYLOAD 10
 static const sym_t PAYLOAD[] = {S("ControllerChange"), S("BrokerChange"), S("TopicChange"), S("PartitionChange"),
                                       S("ConfigChange"), S("FeatureLevelChange"), S("OffsetSample"), S("CaptureGap"),
-                                      S("UnknownRecord")};
+                                      S("UnknownRecord"), S("ClientRequest")};
 
 /* A column under construction. `data`: values (I32/I64), value bits (BOOL) or int32 offsets
    (STR and lists, n+1 entries). `v`: characters (STR), child values (LI32/LI64) or child offsets
@@ -569,7 +578,7 @@ static inline void put_list_end(batch_t *b, int ci)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* the v1 record decoder                                                                       */
+/* the record decoder (v1 and v2)                                                             */
 
 static void rd_int_list(rd_t *r, batch_t *b, int ci) /* ci < 0: validate and drop */
 {
@@ -592,6 +601,36 @@ static void rd_int_list(rd_t *r, batch_t *b, int ci) /* ci < 0: validate and dro
     }
     if (c)
         put_list_end(b, ci);
+}
+
+/* an array of strings into an LSTR column */
+static void rd_str_list(rd_t *r, batch_t *b, int ci)
+{
+    col_t *c = &b->c[ci];
+    int64_t cnt;
+    while ((cnt = rd_block_count(r)) != 0) {
+        for (int64_t i = 0; i < cnt; i++) {
+            sv_t v = rd_str(r);
+            if (v.n > 0) {
+                vec_reserve(b, &c->v2, (size_t)v.n);
+                memcpy(c->v2.p + c->v2.len, v.p, (size_t)v.n);
+                c->v2.len += (size_t)v.n;
+            }
+            if (c->child_len == 0) { /* the child offsets start with 0 */
+                vec_reserve(b, &c->v, 8);
+                memset(c->v.p, 0, 4);
+                c->v.len = 4;
+            }
+            vec_reserve(b, &c->v, 4);
+            if (c->v2.len > INT32_MAX)
+                fail(b->e, E_LIMIT, "list column too long");
+            int32_t end = (int32_t)c->v2.len;
+            memcpy(c->v.p + c->v.len, &end, 4);
+            c->v.len += 4;
+            c->child_len++;
+        }
+    }
+    put_list_end(b, ci);
 }
 
 static void rd_str_list_drop(rd_t *r)
@@ -645,7 +684,7 @@ static void rd_record(rd_t *r, batch_t *b)
     put_rd_str(r, b, C_CLUSTER_ID);
     r->seq = rd_long(r);
     put_i64(b, C_SEQ, r->seq);
-    put_sym(b, C_SOURCE_KIND, SOURCE_KIND[rd_index(r, N_SOURCE_KIND, "enum SourceKind")]);
+    put_sym(b, C_SOURCE_KIND, SOURCE_KIND[rd_index(r, r->n_source_kind, "enum SourceKind")]);
     put_i32(b, C_SOURCE_NODE, rd_int(r));
     put_i64(b, C_SOURCE_OFFSET, rd_long(r));
     put_i32(b, C_SOURCE_INDEX, rd_int(r));
@@ -670,7 +709,7 @@ static void rd_record(rd_t *r, batch_t *b)
     r->hash_n = s.n;
     r->h_end = r->p;
 
-    int branch = rd_index(r, N_PAYLOAD, "payload union");
+    int branch = rd_index(r, r->n_payload, "payload union");
     put_sym(b, C_KIND, PAYLOAD[branch]);
     switch (branch) {
     case 0: /* ControllerChange */
@@ -803,6 +842,33 @@ static void rd_record(rd_t *r, batch_t *b)
         (void)rd_bytes(r); /* data */
         put_rd_str(r, b, C_REASON);
         break;
+    case 9: /* ClientRequest (v2) */
+        (void)rd_str(r); /* log */
+        (void)rd_str(r); /* form */
+        (void)rd_str(r); /* level */
+        put_rd_str(r, b, C_RQ_PRINCIPAL);
+        put_sv(b, C_RQ_API, rd_opt_str(r));
+        for (int i = 0; i < 3; i++) /* api_key, api_version, correlation_id */
+            if (rd_index(r, 2, "union"))
+                (void)rd_int(r);
+        put_sv(b, C_RQ_CLIENT_ID, rd_opt_str(r));
+        put_sv(b, C_RQ_HOST, rd_opt_str(r));
+        put_sv(b, C_RQ_LISTENER, rd_opt_str(r));
+        (void)rd_opt_str(r); /* security_protocol */
+        put_sv(b, C_RQ_SOFTWARE_NAME, rd_opt_str(r));
+        put_sv(b, C_RQ_SOFTWARE_VERSION, rd_opt_str(r));
+        (void)rd_opt_str(r); /* connection */
+        if (rd_index(r, 2, "union"))
+            put_bool(b, C_RQ_FORWARDED, rd_bool(r));
+        put_sv(b, C_RQ_OUTCOME, rd_opt_str(r));
+        put_sv(b, C_RQ_OPERATION, rd_opt_str(r));
+        rd_str_list(r, b, C_RQ_RESOURCES);
+        (void)rd_opt_str(r); /* rule */
+        if (rd_index(r, 2, "union"))
+            (void)rd_int(r); /* ref_count */
+        rd_int_list(r, b, C_RQ_ERROR_CODES);
+        put_sv(b, C_RQ_BODY, rd_opt_str(r));
+        break;
     }
     row_end(b);
 }
@@ -827,6 +893,7 @@ typedef struct {
     int64_t next_seq;   /* with verify: the seq the next record must carry */
     uint8_t head[64];   /* with verify: the hash its prev_hash must equal (head_n bytes) */
     int head_n;
+    int version; /* the writer schema's: 1 or 2 */
 } dec_t;
 
 static void dec_push_batch(dec_t *d)
@@ -1035,6 +1102,8 @@ static int decode_blocks(dec_t *d, const uint8_t *data, int64_t len, int64_t off
         batch_t *b = d->cur;
         int first_block = b->n == 0;
         rd_t r = {block, block + block_len, &d->e};
+        r.n_payload = d->version >= 2 ? N_PAYLOAD : N_PAYLOAD - 1;
+        r.n_source_kind = d->version >= 2 ? N_SOURCE_KIND : N_SOURCE_KIND - 1;
         for (int64_t i = 0; i < count; i++) {
             if (b->n == b->cap)
                 batch_grow(b, b->cap * 2);
@@ -1205,8 +1274,8 @@ static void dec_free(dec_t *d)
 }
 
 PyDoc_STRVAR(decode_doc,
-             "decode(data, offset, sync, deflate, batch_rows=2**21, chain=None, max_block=64 MiB) -> (batches, error)\n\n"
-             "Decode the blocks of a v1 container file starting at `offset` (after the header).\n"
+             "decode(data, offset, sync, deflate, batch_rows=2**21, chain=None, max_block=64 MiB, version=1) -> (batches, error)\n\n"
+             "Decode the blocks of a v1 or v2 (`version`: the writer schema's) container file starting at `offset`.\n"
              "chain=(first_seq, prev_hash: bytes): also verify every record's hash and its link\n"
              "(error kind 4, message 'missing:|reordered:|unchained:|altered:...').\n"
              "max_block: what a deflate block may inflate to (more is corrupt data).\n"
@@ -1224,7 +1293,9 @@ static PyObject *py_decode(PyObject *self, PyObject *args)
     long long first_seq = 0;
     const char *prev = NULL;
     Py_ssize_t prev_n = 0;
-    if (!PyArg_ParseTuple(args, "y*ny*p|LOL", &data, &offset, &sync, &deflate, &batch_rows, &chain, &max_block))
+    int version = 1;
+    if (!PyArg_ParseTuple(args, "y*ny*p|LOLi", &data, &offset, &sync, &deflate, &batch_rows, &chain, &max_block,
+                          &version))
         return NULL;
     if (chain != Py_None && (!PyArg_ParseTuple(chain, "Ly#", &first_seq, &prev, &prev_n) || prev_n > 64)) {
         if (!PyErr_Occurred())
@@ -1246,6 +1317,7 @@ static PyObject *py_decode(PyObject *self, PyObject *args)
         goto out;
     }
     d->batch_rows = batch_rows;
+    d->version = version;
     d->max_block = max_block > 0 && max_block < (1LL << 31) ? max_block : (1LL << 31);
     if (chain != Py_None) {
         d->verify = 1;

@@ -1,13 +1,13 @@
-"""The capture worker's ControllerEvent writer: schema v1's Avro binary encoding, spelled out by hand.
+"""The capture worker's ControllerEvent writer: the schema's Avro binary encoding, spelled out by hand.
 
 Why: fastavro's schemaless_writer needs the event as nested dicts (schemas.codec.to_avro, ~25 µs) and
 then costs ~50 µs per write of this schema (a union of nine records, six int arrays per partition
 state), which made the encode ~1/3 of the worker's CPU per event. This writer goes from the frozen
 dataclasses to bytes directly and reuses the bytes of values that repeat in a burst (replica lists,
-topic names, the cluster id). It writes exactly what fastavro writes for schema v1
+topic names, the cluster id). It writes exactly what fastavro writes for the current schema
 (tests/schemas/archive/test_fastencode.py compares byte for byte, every payload type); it is used only
-while this build's current schema has v1's Parsing Canonical Form (`AVAILABLE`), else the capture
-codec falls back to fastavro.
+while this build's current schema has the Parsing Canonical Form it was written for (`AVAILABLE`,
+loader.FAST_CANONICAL_SHA256), else the capture codec falls back to fastavro.
 
 `parts(event, seq, prev_hash)` returns the body split around the `hash` field: the chain hash covers
 head + b"\\x00" (hash = "") + tail, the events-topic value is head + string(hash) + tail.
@@ -20,11 +20,11 @@ from typing import Any
 
 from schemas import loader
 from schemas.events import (
-    BrokerChange, BrokerState, CaptureGap, ConfigChange, ControllerChange, ControllerEvent, FeatureLevelChange,
-    OffsetSample, PartitionChange, PartitionState, TopicChange, UnknownRecord,
+    BrokerChange, BrokerState, CaptureGap, ClientRequest, ConfigChange, ControllerChange, ControllerEvent,
+    FeatureLevelChange, OffsetSample, PartitionChange, PartitionState, TopicChange, UnknownRecord,
 )
 
-AVAILABLE = loader.current_is_v1()  # the pin is loader.V1_CANONICAL_SHA256, shared with the C decoder
+AVAILABLE = loader.current_is_fast()  # the pin is loader.FAST_CANONICAL_SHA256, shared with the C decoder
 
 # --- primitives ---------------------------------------------------------------------------------
 
@@ -230,7 +230,27 @@ def _payload(p: Any) -> bytes:
         data = bytes(p.data)
         return b"".join((_BRANCH["UnknownRecord"], long_(p.api_key), long_(p.version), long_(len(data)), data,
                          string(p.reason)))
+    if t is ClientRequest:
+        return _client_request(p)
     raise TypeError(f"not a ControllerEvent payload: {t.__name__}")
+
+
+def _opt_bool(v: bool | None) -> bytes:
+    return b"\x00" if v is None else b"\x02" + _bool(v)
+
+
+def _strings_array(t: tuple[str, ...]) -> bytes:
+    return b"\x00" if not t else long_(len(t)) + b"".join(map(string, t)) + b"\x00"
+
+
+def _client_request(p: ClientRequest) -> bytes:
+    return b"".join((
+        _BRANCH["ClientRequest"], string(p.log), string(p.form), string(p.level), string(p.principal),
+        _opt_string(p.api), _opt_long(p.api_key), _opt_long(p.api_version), _opt_long(p.correlation_id),
+        _opt_string(p.client_id), _opt_string(p.host), _opt_string(p.listener), _opt_string(p.security_protocol),
+        _opt_string(p.software_name), _opt_string(p.software_version), _opt_string(p.connection),
+        _opt_bool(p.forwarded), _opt_string(p.outcome), _opt_string(p.operation), _strings_array(p.resources),
+        _opt_string(p.rule), _opt_long(p.ref_count), int_array(tuple(p.error_codes)), _opt_string(p.body)))
 
 
 def parts(e: ControllerEvent, seq: int, prev_hash: str) -> tuple[bytes, bytes]:

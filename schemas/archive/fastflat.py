@@ -43,7 +43,7 @@ class Unsupported(Exception):
 
 @cache
 def _layout_ok() -> bool:
-    """The C decoder's columns are flat.py's, and this build's reader schema is v1."""
+    """The C decoder's columns are flat.py's, and this build's reader schema is the one it is written for."""
     if _native is None:
         return False
     kinds = {pa.int32(): _native.K_I32, pa.int64(): _native.K_I64, pa.bool_(): _native.K_BOOL,
@@ -52,7 +52,7 @@ def _layout_ok() -> bool:
     want = tuple((name, kinds.get(typ)) for name, typ, _ in flat.FLAT_COLUMNS)
     if tuple(_native.COLUMNS) != want:
         return False
-    return loader.current_is_v1()
+    return loader.current_is_fast()
 
 
 def available() -> bool:
@@ -63,16 +63,17 @@ def available() -> bool:
 
 
 @lru_cache(maxsize=64)
-def _is_v1(schema_json: bytes) -> bool:
-    """Whether a writer schema (the header's avro.schema) is exactly v1 for decoding purposes."""
+def _version(schema_json: bytes) -> int | None:
+    """Which version the C decoder knows a writer schema (the header's avro.schema) is exactly, for decoding
+    purposes (None: another; the Python path reads it)."""
     if b"logicalType" in schema_json:  # not in the canonical form, but fastavro would honour it
-        return False
+        return None
     try:
         parsed = fastavro.parse_schema(json.loads(schema_json), _write_hint=False)
         canonical = fastavro.schema.to_parsing_canonical_form(parsed)
     except Exception:  # noqa: BLE001 - anything odd: let the Python path judge the file
-        return False
-    return bool(canonical == loader.current().canonical)
+        return None
+    return loader.fast_version(canonical)
 
 
 def accepts(path: str | Path) -> bool:
@@ -93,7 +94,7 @@ def accepts(path: str | Path) -> bool:
                 want *= 4  # a header larger than what was read
     except OSError:
         return False
-    return meta.get("avro.codec", b"null") in CODECS and _is_v1(meta.get("avro.schema", b""))
+    return meta.get("avro.codec", b"null") in CODECS and _version(meta.get("avro.schema", b"")) is not None
 
 
 def chain_available() -> bool:
@@ -134,15 +135,17 @@ def _decode(path: Path, batch_rows: int, chain: tuple[int, bytes] | None) -> tup
     codec = meta.get("avro.codec", b"null")
     if codec not in CODECS:
         raise Unsupported(f"{path}: codec {codec!r}")
-    if not _is_v1(meta.get("avro.schema", b"")):
-        raise Unsupported(f"{path}: writer schema is not this build's v1 schema")
+    version = _version(meta.get("avro.schema", b""))
+    if version is None:
+        raise Unsupported(f"{path}: writer schema is not one the native decoder knows")
     digest = ""
     if chain is None:
-        batches, err = _native.decode(data, offset, sync, CODECS[codec], batch_rows, None, MAX_BLOCK_BYTES)
+        batches, err = _native.decode(data, offset, sync, CODECS[codec], batch_rows, None, MAX_BLOCK_BYTES, version)
     else:  # the file's sha256 in a thread while decoding (both release the GIL)
         with ThreadPoolExecutor(max_workers=1) as pool:
             sha = pool.submit(hashlib.sha256, data)
-            batches, err = _native.decode(data, offset, sync, CODECS[codec], batch_rows, chain, MAX_BLOCK_BYTES)
+            batches, err = _native.decode(data, offset, sync, CODECS[codec], batch_rows, chain, MAX_BLOCK_BYTES,
+                                          version)
             digest = sha.result().hexdigest()
     del data
     if err is not None:

@@ -104,9 +104,24 @@ OTHER = [
     ("unknown_version", pa.int32(), "UnknownRecord"),
     ("reason", pa.string(), "PartitionChange reason, CaptureGap/UnknownRecord reason"),
 ]
+REQUEST = [
+    ("rq_principal", pa.string(), "ClientRequest: who asked (User:alice)"),
+    ("rq_api", pa.string(), "Kafka's API name"),
+    ("rq_client_id", pa.string(), ""),
+    ("rq_host", pa.string(), "the client's address"),
+    ("rq_listener", pa.string(), ""),
+    ("rq_software_name", pa.string(), ""),
+    ("rq_software_version", pa.string(), ""),
+    ("rq_forwarded", pa.bool_(), "a controller's line of a request a broker forwarded"),
+    ("rq_outcome", pa.string(), "allowed/denied (the authorizer's); null on a request log line"),
+    ("rq_operation", pa.string(), "the ACL operation decided"),
+    ("rq_resources", pa.list_(pa.string()), "<Type>:<PATTERN>:<name>"),
+    ("rq_error_codes", INTS, "the response's non-zero error codes"),
+    ("rq_body", pa.string(), "the body's fields that change controller state, JSON"),
+]
 
 FLAT_COLUMNS: list[tuple[str, pa.DataType, str]] = (
-    ENVELOPE + TOPIC + PARTITION + CONTROLLER + BROKER + CONFIG + FEATURE + SAMPLE + OTHER
+    ENVELOPE + TOPIC + PARTITION + CONTROLLER + BROKER + CONFIG + FEATURE + SAMPLE + OTHER + REQUEST
 )
 ARROW_SCHEMA = pa.schema([(n, t) for n, t, _ in FLAT_COLUMNS])
 COLUMN_NAMES = [n for n, _, _ in FLAT_COLUMNS]
@@ -121,6 +136,7 @@ _NO_CONFIG = (None,) * len(CONFIG)
 _NO_FEATURE = (None,) * len(FEATURE)
 _NO_SAMPLE = (None,) * len(SAMPLE)
 _NO_OTHER = (None,) * len(OTHER)
+_NO_REQUEST = (None,) * len(REQUEST)
 
 
 def _state(s: dict[str, Any] | None) -> tuple[Any, ...]:
@@ -147,7 +163,7 @@ def flatten(r: dict[str, Any]) -> tuple[Any, ...]:
             env + (p["topic"], p["topic_id"], p["partition"], None)
             + _state(p["before"]) + _state(p["after"]) + (p["changes"], p["election"])
             + _NO_CONTROLLER + _NO_BROKER + _NO_CONFIG + _NO_FEATURE + _NO_SAMPLE
-            + (None, None, None, None, p["reason"])
+            + (None, None, None, None, p["reason"]) + _NO_REQUEST
         )
     if kind == "OffsetSample":
         reps = p["replicas"]
@@ -156,12 +172,12 @@ def flatten(r: dict[str, Any]) -> tuple[Any, ...]:
             + _NO_CONFIG + _NO_FEATURE
             + (p["leader"], p["leader_epoch"], p["high_watermark"], p["hw_time_ms"],
                [x["broker_id"] for x in reps], [x["log_end_offset"] for x in reps])
-            + _NO_OTHER
+            + _NO_OTHER + _NO_REQUEST
         )
     head = env + _NO_TOPIC + _NO_PARTITION
     if kind == "ControllerChange":
         cc = (p["leader_id"], p["epoch"], p["previous_leader_id"], p["previous_epoch"], p["voters"])
-        return head + cc + _NO_BROKER + _NO_CONFIG + _NO_FEATURE + _NO_SAMPLE + _NO_OTHER
+        return head + cc + _NO_BROKER + _NO_CONFIG + _NO_FEATURE + _NO_SAMPLE + _NO_OTHER + _NO_REQUEST
     if kind == "BrokerChange":
         b, a = p["before"], p["after"]
         cur = a if a is not None else b
@@ -170,24 +186,30 @@ def flatten(r: dict[str, Any]) -> tuple[Any, ...]:
             a["in_controlled_shutdown"] if a else None, cur["rack"] if cur else None,
             b["epoch"] if b else None, b["fenced"] if b else None,
         )
-        return env + _NO_TOPIC + _NO_PARTITION + _NO_CONTROLLER + br + _NO_CONFIG + _NO_FEATURE + _NO_SAMPLE + _NO_OTHER
+        return (env + _NO_TOPIC + _NO_PARTITION + _NO_CONTROLLER + br + _NO_CONFIG + _NO_FEATURE + _NO_SAMPLE
+                + _NO_OTHER + _NO_REQUEST)
     if kind == "TopicChange":
         return (
             env + (p["topic"], p["topic_id"], None, p["kind"]) + _NO_PARTITION + _NO_CONTROLLER + _NO_BROKER
-            + _NO_CONFIG + _NO_FEATURE + _NO_SAMPLE + _NO_OTHER
+            + _NO_CONFIG + _NO_FEATURE + _NO_SAMPLE + _NO_OTHER + _NO_REQUEST
         )
     if kind == "ConfigChange":
         cfg = (p["resource_type"], p["resource_name"], p["name"], p["value"], p["previous_value"])
-        return head + _NO_CONTROLLER + _NO_BROKER + cfg + _NO_FEATURE + _NO_SAMPLE + _NO_OTHER
+        return head + _NO_CONTROLLER + _NO_BROKER + cfg + _NO_FEATURE + _NO_SAMPLE + _NO_OTHER + _NO_REQUEST
     if kind == "FeatureLevelChange":
         feat = (p["feature"], p["level"], p["previous_level"])
-        return head + _NO_CONTROLLER + _NO_BROKER + _NO_CONFIG + feat + _NO_SAMPLE + _NO_OTHER
+        return head + _NO_CONTROLLER + _NO_BROKER + _NO_CONFIG + feat + _NO_SAMPLE + _NO_OTHER + _NO_REQUEST
     if kind == "CaptureGap":
         other = (p["from_offset"], p["to_offset"], None, None, p["reason"])
-        return head + _NO_CONTROLLER + _NO_BROKER + _NO_CONFIG + _NO_FEATURE + _NO_SAMPLE + other
+        return head + _NO_CONTROLLER + _NO_BROKER + _NO_CONFIG + _NO_FEATURE + _NO_SAMPLE + other + _NO_REQUEST
     if kind == "UnknownRecord":
         other = (None, None, p["api_key"], p["version"], p["reason"])
-        return head + _NO_CONTROLLER + _NO_BROKER + _NO_CONFIG + _NO_FEATURE + _NO_SAMPLE + other
+        return head + _NO_CONTROLLER + _NO_BROKER + _NO_CONFIG + _NO_FEATURE + _NO_SAMPLE + other + _NO_REQUEST
+    if kind == "ClientRequest":
+        rq = (p["principal"], p["api"], p["client_id"], p["host"], p["listener"], p["software_name"],
+              p["software_version"], p["forwarded"], p["outcome"], p["operation"], p["resources"], p["error_codes"],
+              p["body"])
+        return head + _NO_CONTROLLER + _NO_BROKER + _NO_CONFIG + _NO_FEATURE + _NO_SAMPLE + _NO_OTHER + rq
     raise ValueError(f"unknown payload type {name!r} at seq {r['seq']}")
 
 

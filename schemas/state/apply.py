@@ -16,8 +16,8 @@ from dataclasses import replace
 from immutables import Map
 
 from schemas.events import (
-    BrokerChange, BrokerChangeKind, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange, ControllerEvent,
-    FeatureLevelChange, OffsetSample, PartitionChange, TopicChange, TopicChangeKind, UnknownRecord,
+    BrokerChange, BrokerChangeKind, CaptureGap, ClientRequest, ConfigChange, ConfigResourceType, ControllerChange,
+    ControllerEvent, FeatureLevelChange, OffsetSample, PartitionChange, TopicChange, TopicChangeKind, UnknownRecord,
 )
 from schemas.state import rules
 from schemas.state.errors import ReplayError
@@ -90,6 +90,8 @@ def _apply_payload(image: ClusterImage, event: ControllerEvent, lenient: bool) -
             return replace(image, gaps=image.gaps + (seen,))
         case UnknownRecord():
             return replace(image, unknown_records=image.unknown_records + 1)
+        case ClientRequest():
+            return image  # evidence of who asked: the controller's own records are the changes
     if lenient:
         return image
     raise rules.error(event, f"unknown payload type {type(event.payload).__name__}")

@@ -13,8 +13,8 @@ from typing import Any
 from immutables import Map
 
 from schemas.events import (
-    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType, ControllerChange,
-    ControllerEvent, FeatureLevelChange, OffsetSample, PartitionChange, PartitionState, TopicChange,
+    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ClientRequest, ConfigChange, ConfigResourceType,
+    ControllerChange, ControllerEvent, FeatureLevelChange, OffsetSample, PartitionChange, PartitionState, TopicChange,
     TopicChangeKind, UnknownRecord,
 )
 from schemas.state import rules
@@ -290,6 +290,9 @@ class ImageBuilder:
     def _unknown_record(self, event: ControllerEvent, u: UnknownRecord, lenient: bool) -> None:
         self._unknown += 1
 
+    def _request(self, event: ControllerEvent, r: ClientRequest, lenient: bool) -> None:
+        pass  # evidence of who asked: the controller's own records are the changes
+
     # --- the immutable result --------------------------------------------------------------
 
     def apply(self) -> ClusterImage:
@@ -329,7 +332,7 @@ _HANDLERS: dict[type, Callable[[ImageBuilder, ControllerEvent, Any, bool], None]
     PartitionChange: ImageBuilder._partition, BrokerChange: ImageBuilder._broker, TopicChange: ImageBuilder._topic,
     ControllerChange: ImageBuilder._controller_change, ConfigChange: ImageBuilder._config,
     FeatureLevelChange: ImageBuilder._feature, OffsetSample: ImageBuilder._sample, CaptureGap: ImageBuilder._gap,
-    UnknownRecord: ImageBuilder._unknown_record,
+    UnknownRecord: ImageBuilder._unknown_record, ClientRequest: ImageBuilder._request,
 }
 
 

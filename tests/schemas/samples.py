@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from schemas import (
-    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ConfigChange, ConfigResourceType,
+    BrokerChange, BrokerChangeKind, BrokerState, CaptureGap, ClientRequest, ConfigChange, ConfigResourceType,
     ControllerChange, ControllerEvent, ElectionType, FeatureLevelChange, OffsetSample, PartitionChange, PartitionChangeKind, PartitionState, ReplicaOffset, SourceKind,
     SourcePosition, TopicChange, TopicChangeKind, UnknownRecord,
 )
@@ -41,6 +41,11 @@ PAYLOADS = {
     ),
     "CaptureGap": CaptureGap(from_offset=500, to_offset=899, reason="segment deleted before it was read"),
     "UnknownRecord": UnknownRecord(api_key=99, version=0, data=b"\x01\x63\x00", reason="unknown apiKey 99"),
+    "ClientRequest": ClientRequest(
+        log="kafka.authorizer.logger", form="standard-authorizer", level="INFO", principal="User:mallory",
+        api="DeleteTopics", api_key=20, host="10.0.9.9", outcome="denied", operation="DELETE",
+        resources=("Topic:LITERAL:orders", "Topic:LITERAL:pay:ments"), rule="DefaultDeny", ref_count=1,
+        error_codes=(29,), forwarded=True, body='{"topics": ["orders"]}'),
 }
 
 

@@ -6,7 +6,7 @@ import duckdb
 from schemas import codec
 
 from schemas.archive import flat
-from tests.schemas.samples import chained_history
+from tests.schemas.samples import PAYLOADS, chained_history
 
 
 def test_every_kind_flattens_to_the_full_width() -> None:
@@ -14,7 +14,7 @@ def test_every_kind_flattens_to_the_full_width() -> None:
     assert {len(r) for r in rows} == {len(flat.FLAT_COLUMNS)}
     table = flat.to_arrow(rows)
     assert table.schema == flat.ARROW_SCHEMA
-    assert table.num_rows == 9
+    assert table.num_rows == len(PAYLOADS)
 
 
 def test_columns_carry_the_payload_values() -> None:

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from schemas.event_ids import event_id
-from schemas.codec import encode
+from schemas.codec import HEADER_LEN, encode
 from schemas.events import (
     BrokerChange,
     BrokerChangeKind,
@@ -84,7 +84,8 @@ def test_same_seed_same_history_other_seed_other_history(tmp_path):
     assert a.chain_head_hash == b.chain_head_hash != c.chain_head_hash
 
 
-# sha256 of the encoded events of three histories with every breach injected twice, as c11d6dd made them
+# sha256 of the encoded events' Avro bodies (the single-object header names the writer schema, which a release
+# that only appends kinds changes: v2's bodies of these histories are v1's, byte for byte) of three histories with every breach injected twice, as c11d6dd made them
 # (before the simulator moved onto replay's image): a seed's history is its bench figures' and its tests'
 # input, so a change that alters it must mean to, and update these (and say so). The KRaft and ELR ones changed
 # when the breaches anchored to the specs joined the turns: a second unclean election is now laundered through
@@ -92,10 +93,10 @@ def test_same_seed_same_history_other_seed_other_history(tmp_path):
 # member behind the HW of its entry (ELR).
 _INJECT_TWICE = [(name, 500 + 150 * k) for k, name in enumerate(list(BREACHES) * 2)]
 _PINNED = [
-    (SimConfig(seed=31, events=6000), "fa0f0734c1970929f4ea4206c97ec07a6f5bb2cf4f9004853ce013379b773d9d"),
+    (SimConfig(seed=31, events=6000), "d44386e55e5b5b4f71acce041941f29f6ee9bcb906712930f71f09987a407215"),
     (SimConfig(seed=32, events=6000, elr=True, metadata_version=25),
-     "9482ce2565add88eb588db8f1f659214f884630b830821e8e4d6a860f2b2082a"),
-    (SimConfig(seed=33, events=6000, zookeeper=True), "dd8d1f80ecabd778cf167730f188a827b6972167495fd6cc7bd5d445ffea4fea"),
+     "08821cb90c332a501924f8b28c3ec4342037325adb216d12e88a13ac6dfaed1d"),
+    (SimConfig(seed=33, events=6000, zookeeper=True), "4e4166d6474790e403d27cf5cc9fef76508aa5834d469eae76269673861f4bf6"),
 ]
 
 
@@ -104,7 +105,7 @@ def test_a_seeds_history_is_the_one_pinned(cfg, digest):
     run = Simulation(cfg, _INJECT_TWICE)
     h = hashlib.sha256()
     for e in run.events():
-        h.update(encode(e))
+        h.update(encode(e)[HEADER_LEN:])
     assert len([b for b in run.breaches if b.setup_for is None]) == len(_INJECT_TWICE)
     assert h.hexdigest() == digest
 
