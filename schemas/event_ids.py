@@ -16,9 +16,21 @@ _OFFSET_NAMED = {SourceKind.KRAFT_LOG, SourceKind.KRAFT_SNAPSHOT, SourceKind.SIM
 def event_id(cluster_id: str, source: SourcePosition) -> str:
     """Derived from the cluster and the source position only: the same change read again, from
     another node's copy or from a copy at another path, gets the same id."""
+    if source.kind is SourceKind.REQUEST_LOG:
+        return _request_log_id(cluster_id, source)
     file = None if source.kind in _OFFSET_NAMED or source.file is None else PurePath(source.file).name
     # "|".join(str(v) ...) of the seven values, as an f-string (the capture worker computes one per event)
     key = f"{cluster_id}|{source.kind.value}|{source.offset}|{source.index}|{source.zxid}|{file}|{source.line}"
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def _request_log_id(cluster_id: str, source: SourcePosition) -> str:
+    """A node's request or authorizer log line: its node, its log (the file's name up to `.log`, so a rolled file,
+    `kafka-request.log.2026-11-20-03`, is the same log), its time (`offset`, ms) and its place among that log's
+    lines of the millisecond (`index`). Not the line number: it changes when the log rolls."""
+    name = PurePath(source.file or "").name
+    log = name[:name.index(".log") + 4] if ".log" in name else name
+    key = f"{cluster_id}|{source.kind.value}|{source.offset}|{source.index}|{source.node_id}|{log}"
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 

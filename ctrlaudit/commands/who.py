@@ -1,5 +1,6 @@
 """`ctrlaudit who`: who asked for each controller change of an archive, from the nodes' request and authorizer logs
-(services/requests/attribute.py says how a change is matched, and what it answers when it cannot be)."""
+given, or else from the requests the archive keeps (`ctrlaudit import requests`); services/requests/attribute.py
+says how a change is matched, and what it answers when it cannot be."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,11 +12,12 @@ from ctrlaudit.commands.output import FORCE, JSON_OUT, TIME_FORMAT, Output, Time
 from ctrlaudit.errors import UsageError, user_errors
 from schemas import times
 from schemas.archive.listing import iter_events
-from schemas.events import ControllerEvent
+from schemas.events import ClientRequest, ControllerEvent
 from services.requests.attribute import (
     AMBIGUOUS, REQUEST, UNATTRIBUTED, WINDOW_MS, Attribution, attribute, denied,
 )
 from services.requests.clocks import disagreements
+from services.requests.event import line_of
 from services.requests.files import cluster_of, read_logs
 from services.requests.reader import Reading
 from services.requests.record import RequestLine
@@ -66,9 +68,10 @@ def register(app: typer.Typer) -> None:
     def who(
         archive: Path = typer.Argument(..., help="One cluster's archive directory (verified whole before it is "
                                                  "read)."),
-        logs: list[Path] = typer.Option(..., "--logs", help="A broker's or controller's log directory (its "
+        logs: list[Path] = typer.Option([], "--logs", help="A broker's or controller's log directory (its "
                                         "kafka-request.log and kafka-authorizer.log, rotated ones too, and the "
-                                        "server.log that names its cluster); repeatable."),
+                                        "server.log that names its cluster); repeatable. Default: the requests the "
+                                        "archive keeps (ctrlaudit import requests)."),
         principal: str | None = typer.Option(None, "--principal", help="Only what this principal changed or "
                                                                        "tried (User:alice)."),
         from_time: str | None = typer.Option(None, "--from", help="Window start: ISO-8601 or epoch millis."),
@@ -90,11 +93,18 @@ def register(app: typer.Typer) -> None:
         events = list(iter_events(archive))
         if not events:
             raise UsageError(f"{archive}: no events")
-        theirs = cluster_of(logs)
-        if theirs is not None and theirs != events[0].cluster_id:
-            raise UsageError(f"the logs are of cluster {theirs}, the archive of {events[0].cluster_id}")
         reading = Reading()
-        lines = list(read_logs(logs, reading))
+        if logs:
+            theirs = cluster_of(logs)
+            if theirs is not None and theirs != events[0].cluster_id:
+                raise UsageError(f"the logs are of cluster {theirs}, the archive of {events[0].cluster_id}")
+            lines = list(read_logs(logs, reading))
+        else:
+            lines = [line_of(e) for e in events if isinstance(e.payload, ClientRequest)]
+            if not lines:
+                raise UsageError(f"{archive}: keeps no requests (ctrlaudit import requests LOGDIR... --out ARCHIVE "
+                                 "adds them) and no --logs given")
+            reading.kept = len(lines)
         by_seq = {e.seq: e for e in events}
         got = [a for a in attribute(events, lines, window, clock_skew)
                if (lo is None or a.event_time_ms >= lo) and (hi is None or a.event_time_ms <= hi)]

@@ -15,9 +15,10 @@ import pyarrow as pa
 INTS = pa.list_(pa.int32())
 
 # The layout version of a DuckDB store holding this table (its store_meta row), read by the replay store
-# and by `check STORE`. 2: chain_status and chain_gaps (what the load verified). A store of layout 1 is a
-# cache of its archive files: load them into a new store (`ctrlaudit load ARCHIVE --store NEW`).
-STORE_LAYOUT_VERSION = 2
+# and by `check STORE`. 2: chain_status and chain_gaps (what the load verified). 3: the ClientRequest columns
+# (rq_*). A store of an older layout is a cache of its archive files: load them into a new store
+# (`ctrlaudit load ARCHIVE --store NEW`).
+STORE_LAYOUT_VERSION = 3
 
 # (name, arrow type, meaning). Order is the row order of `flatten`.
 ENVELOPE = [

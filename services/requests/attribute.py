@@ -202,7 +202,7 @@ def attribute(events: Sequence[ControllerEvent], lines: Sequence[RequestLine], w
               f"{skew_ms} ms)")
     out = []
     for e in events:
-        if type(e.payload).__name__ in ("OffsetSample", "CaptureGap", "UnknownRecord"):
+        if type(e.payload).__name__ in ("OffsetSample", "CaptureGap", "UnknownRecord", "ClientRequest"):
             continue
         if e.bootstrap:
             out.append(Attribution(e.seq, e.event_time_ms, BOOTSTRAP, "the state the log or snapshot starts with"))

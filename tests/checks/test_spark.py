@@ -434,3 +434,23 @@ def test_an_engines_events_stay_its_own_when_another_engine_comes_and_goes(spark
     other.close()
     assert not gone.exists() and spark_engine.handoff.path.exists()
     assert len(spark_engine.clusters()) == len(list(d.glob("*.avro")))
+
+
+def test_every_payload_kind_reads_alike_through_spark_avro(spark, tmp_path):
+    """spark-avro's struct of the payload union, member by member (ClientRequest, v2's, included): every kind's
+    columns as the verified read makes them."""
+    from checks.inputs import archives_to_arrow
+    from checks.spark_engine import SparkEngine
+    from schemas.archive.writer import ArchiveWriter
+    from tests.schemas.samples import PAYLOADS, sample_event
+
+    events = [sample_event(kind, offset=1000 + i) for i, kind in enumerate(PAYLOADS)]
+    with ArchiveWriter(tmp_path, events[0].cluster_id, fsync=False) as writer:
+        for e in events:
+            writer.append(e)
+    archives = resolve([tmp_path]).archives
+    want = archives_to_arrow(archives).sort_by([("seq", "ascending")])
+    got = SparkEngine._read_files(spark, archives, dedupe=False).df.orderBy("seq").toArrow()
+    assert got.column("kind").to_pylist() == list(PAYLOADS)
+    for name in flat.COLUMN_NAMES:
+        assert got.column(name).to_pylist() == want.column(name).to_pylist(), name

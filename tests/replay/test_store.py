@@ -148,7 +148,7 @@ def test_store_of_another_layout_version_is_refused(tmp_path):
     con = duckdb.connect(str(path))
     con.execute("UPDATE store_meta SET value = '99' WHERE key = 'layout_version'")
     con.close()
-    with pytest.raises(LayoutVersionError, match="layout version 99 but this build reads version 2"):
+    with pytest.raises(LayoutVersionError, match="layout version 99 but this build reads version 3"):
         Store(path)
     other = tmp_path / "other.duckdb"
     con = duckdb.connect(str(other))

@@ -171,6 +171,7 @@ def _who(cluster, version: str, tmp_path: Path) -> None:  # type: ignore[no-unty
     assert text.returncode == 0, text.stderr
     assert "requested by User:ANONYMOUS from 127.0.0.1 (client id who-asked, " in text.stdout
     assert ", CreatePartitions on listener PLAINTEXT (" in text.stdout and " 0 ambiguous, 0 unattributed; 0 denied" in text.stdout
+    _kept(cli, archive, logs, got)
     none = cli("who", str(archive), "--logs", str(tmp_path / "archive"))  # no request log there: one line, exit 2
     assert none.returncode == 2 and none.stderr.count("\n") == 1 and "no kafka-authorizer.log or kafka-request.log" \
         in none.stderr, none
@@ -180,6 +181,34 @@ def _who(cluster, version: str, tmp_path: Path) -> None:  # type: ignore[no-unty
     blind = cli("who", str(archive), "--logs", str(quiet))
     assert blind.returncode == 0 and " 0 requested," in blind.stdout and "unattributed: no CreateTopics request " \
         "naming topic audited" in blind.stdout, blind
+
+
+def _kept(cli, archive: Path, logs: str, from_logs: dict) -> None:  # type: ignore[no-untyped-def]
+    """`ctrlaudit import requests` keeps the requests in the cluster's archive, after its history: it still verifies
+    and checks clean, `who` without --logs answers from it as from the logs, and importing again adds nothing."""
+    import json
+
+    assert cli("who", str(archive)).returncode == 2  # no requests kept yet, no --logs: one line, exit 2
+    made = cli("import", "requests", logs, "--out", str(archive.parent), "--json", "-")
+    assert made.returncode == 0, made.stderr
+    summary = json.loads(made.stdout)
+    assert summary["cluster_id"] == archive.name and summary["nodes"] == {logs: 1}, summary
+    assert summary["events"] == summary["requests"] > 0 and summary["not_read"] == [] and summary["clocks"] == []
+    assert summary["continued_after_seq"] is not None
+    again = cli("import", "requests", logs, "--out", str(archive.parent))
+    assert again.returncode == 0 and "already holds every request read" in again.stdout, again
+    assert cli("verify", str(archive)).returncode == 0
+    checked = cli("check", str(archive), "--json", "-")
+    assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
+    kept = cli("who", str(archive), "--principal", "User:ANONYMOUS", "--json", "-")
+    assert kept.returncode == 0, kept.stderr
+    got = json.loads(kept.stdout)
+
+    def answers(doc: dict) -> list:  # type: ignore[type-arg]
+        return [(c["seq"], c["cause"], [[(r["api"], r["principal"], r["host"], r["client_id"], r["forwarded"],
+                                          r["time"], Path(r["file"]).name, r["line"]) for r in g] for g in c["requests"]])
+                for c in doc["changes"]]
+    assert answers(got) == answers(from_logs) and got["denied"] == from_logs["denied"]
 
 
 def _server_log_cluster(cluster) -> str:  # type: ignore[no-untyped-def]

@@ -1,0 +1,79 @@
+"""`ctrlaudit import requests`: the nodes' request and authorizer logs -> ClientRequest events appended to their
+cluster's archive (the real-cluster proof is tests/services/requests/test_real_kafka.py); what it refuses, in one
+line each."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from schemas.archive.listing import iter_events
+from schemas.events import ClientRequest, SourceKind
+from tests.ctrlaudit.conftest import run
+from tests.services.requests.kafka_lines import completed, log4j, standard_authorizer
+
+CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
+CREATE = {"topics": [{"name": "orders", "numPartitions": 3, "replicationFactor": 2, "assignments": [],
+                      "configs": [{"name": "sasl.jaas.config", "value": "secret-in-clear"}]}],
+          "timeoutMs": 30000, "validateOnly": False}
+
+
+def node(root: Path, name: str, node_id: int | None, at: str = "2026-11-20 03:10:00,123") -> Path:
+    d = root / name
+    d.mkdir(parents=True)
+    server = [log4j(f"Cluster ID = {CLUSTER}", "kafka.server.KafkaServer", "INFO", at)]
+    if node_id is not None:
+        server += [log4j("KafkaConfig values: ", "org.apache.kafka.common.config.AbstractConfig", "INFO", at),
+                   "\tbroker.id = -1", f"\tnode.id = {node_id}", "\tnum.partitions = 1"]
+    (d / "server.log").write_text("\n".join(server) + "\n")
+    (d / "kafka-request.log").write_text(log4j(completed(19, "CREATE_TOPICS", 7, CREATE, {"topics": []}),
+                                               "kafka.request.logger", date=at) + "\n")
+    (d / "kafka-authorizer.log").write_text(log4j(standard_authorizer(
+        "User:mallory", False, "DELETE", "10.0.9.9", "Topic:LITERAL:orders", "DeleteTopics", "DefaultDeny"),
+        "kafka.authorizer.logger", "INFO", at) + "\n")
+    return d
+
+
+def test_each_line_becomes_an_event_of_its_node_once(tmp_path):
+    n1, n2 = node(tmp_path / "logs", "n1", 1), node(tmp_path / "logs", "n2", 2)
+    out = tmp_path / "archive"
+    done = run("import", "requests", str(n1), str(n2), "--out", str(out), "--json", str(tmp_path / "r.json"))
+    assert done.exit_code == 0, done.output
+    summary = json.loads((tmp_path / "r.json").read_text())
+    assert summary["cluster_id"] == CLUSTER and summary["events"] == 4 and summary["not_read"] == []
+    assert summary["nodes"] == {str(n1): 1, str(n2): 2}
+    events = list(iter_events(out / CLUSTER))
+    assert [(e.source.kind, e.source.node_id, e.payload.principal, e.payload.outcome) for e in events
+            if isinstance(e.payload, ClientRequest)] == [
+        (SourceKind.REQUEST_LOG, 1, "User:mallory", "denied"), (SourceKind.REQUEST_LOG, 1, "User:alice", None),
+        (SourceKind.REQUEST_LOG, 2, "User:mallory", "denied"), (SourceKind.REQUEST_LOG, 2, "User:alice", None)]
+    assert not any(b"secret-in-clear" in f.read_bytes() for f in (out / CLUSTER).glob("*.avro"))
+    again = run("import", "requests", str(n2), str(n1), "--out", str(out))
+    assert again.exit_code == 0 and "already holds every request read" in again.output, again.output
+    assert len(list(iter_events(out / CLUSTER))) == 4
+
+
+def test_a_directory_whose_node_nothing_states_is_refused_unless_given(tmp_path):
+    d = node(tmp_path, "n9", None)
+    out = tmp_path / "archive"
+    refused = run("import", "requests", str(d), "--out", str(out))
+    assert refused.exit_code == 2 and f"{d}: no node id" in refused.output and "--node-id" in refused.output
+    assert refused.output.strip().count("\n") == 0 and not out.exists()
+    done = run("import", "requests", str(d), "--out", str(out), "--node-id", f"{d}=9")
+    assert done.exit_code == 0, done.output
+    assert {e.source.node_id for e in iter_events(out / CLUSTER)} == {9}
+    bad = run("import", "requests", str(d), "--out", str(out), "--node-id", "9")
+    assert bad.exit_code == 2 and "--node-id '9': not DIR=ID" in bad.output
+
+
+def test_an_archive_that_does_not_verify_is_not_appended_to(tmp_path):
+    d = node(tmp_path, "n1", 1)
+    out = tmp_path / "archive"
+    assert run("import", "requests", str(d), "--out", str(out)).exit_code == 0
+    (f,) = (out / CLUSTER).glob("*.avro")
+    data = bytearray(f.read_bytes())
+    data[-40] ^= 1
+    f.write_bytes(bytes(data))
+    before = sorted(p.name for p in (out / CLUSTER).iterdir())
+    refused = run("import", "requests", str(node(tmp_path, "n2", 2)), "--out", str(out))
+    assert refused.exit_code == 2 and "not an intact archive to continue" in refused.output, refused.output
+    assert sorted(p.name for p in (out / CLUSTER).iterdir()) == before
