@@ -27,6 +27,11 @@ def _duck_distinct(arg: str) -> str:
     return f"list_distinct({arg})"
 
 
+# DuckDB: the elements of {0} not in {1}, and those in it, as comprehensions (why: "subset" below); the
+# shims that filter a list by another build on them
+_DUCK_NOT_IN = "[x__ for x__ in {0} if not list_contains({1}, x__)]"
+_DUCK_IN = "[x__ for x__ in {0} if list_contains({1}, x__)]"
+
 # name -> (duckdb template, spark template); {0}, {1} are the expanded arguments (a template may also be a
 # function of them).
 SHIMS: dict[str, tuple[str | Callable[..., str], str | Callable[..., str]]] = {
@@ -35,7 +40,7 @@ SHIMS: dict[str, tuple[str | Callable[..., str], str | Callable[..., str]]] = {
     # DuckDB spellings avoid list_distinct, list_has_all and list_intersect where they cost several times a
     # lambda over these short lists; results (NULLs included) are the same as theirs.
     "subset": (
-        "CASE WHEN {1} IS NOT NULL THEN len([x__ for x__ in {0} if not list_contains({1}, x__)]) = 0 END",
+        "CASE WHEN {1} IS NOT NULL THEN len(" + _DUCK_NOT_IN + ") = 0 END",
         "(size(array_except({0}, {1})) = 0)",
     ),
     "disjoint": ("(NOT list_has_any({0}, {1}))", "(size(array_intersect({0}, {1})) = 0)"),
@@ -45,14 +50,14 @@ SHIMS: dict[str, tuple[str | Callable[..., str], str | Callable[..., str]]] = {
     ),
     "union": ("list_sort(list_distinct(list_concat({0}, {1})))", "array_sort(array_union({0}, {1}))"),
     "except": (
-        "list_sort(list_distinct([x__ for x__ in {0} if not list_contains({1}, x__)]))",
+        "list_sort(list_distinct(" + _DUCK_NOT_IN + "))",
         "array_sort(array_except({0}, {1}))",
     ),
     # the elements of the first list not in the second, in order, duplicates kept; an element whose test is
     # NULL (the second list NULL) is left out on both engines
-    "not_in": ("[x__ for x__ in {0} if not list_contains({1}, x__)]", "filter({0}, x__ -> NOT array_contains({1}, x__))"),
+    "not_in": (_DUCK_NOT_IN, "filter({0}, x__ -> NOT array_contains({1}, x__))"),
     "intersect": (
-        "list_sort(list_distinct([x__ for x__ in {0} if list_contains({1}, x__)]))",
+        "list_sort(list_distinct(" + _DUCK_IN + "))",
         "array_sort(array_intersect({0}, {1}))",
     ),
     "distinct_size": (lambda a: f"len({_duck_distinct(a)})", "size(array_distinct({0}))"),

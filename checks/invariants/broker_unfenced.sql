@@ -23,19 +23,11 @@ runs AS (
          LEAD(event_time_ms) OVER (PARTITION BY cluster_id, broker_id ORDER BY seq) AS met_ms
   FROM edges
 ),
-ends AS (SELECT cluster_id, MAX(event_time_ms) AS last_ms FROM events GROUP BY cluster_id)
-SELECT cluster_id, met_seq AS seq, open_seq AS related_seq, 'broker_still_fenced' AS rule, 'violated' AS status,
-       CAST(NULL AS STRING) AS allowance,
+{include(overdue)}
+SELECT cluster_id, seq, related_seq, 'broker_still_fenced' AS rule, status, CAST(NULL AS STRING) AS allowance,
        concat('unfenced or unregistered within ', CAST({deadline_ms()} AS STRING), ' ms') AS expected,
-       concat('broker ', CAST(broker_id AS STRING), ': fenced for ', CAST(met_ms - open_ms AS STRING),
-              ' ms (from the related seq)') AS actual,
-       met_ms - open_ms AS magnitude
-FROM runs
-WHERE owed AND met_seq IS NOT NULL AND met_ms - open_ms > {deadline_ms()}
-UNION ALL
-SELECT /*+ BROADCAST(e) */ r.cluster_id, r.open_seq, CAST(NULL AS BIGINT), 'broker_still_fenced', 'pending', CAST(NULL AS STRING),
-       concat('unfenced or unregistered within ', CAST({deadline_ms()} AS STRING), ' ms'),
-       concat('broker ', CAST(r.broker_id AS STRING), ': still fenced at the end of the history'),
-       e.last_ms - r.open_ms
-FROM runs r JOIN ends e ON e.cluster_id = r.cluster_id
-WHERE r.owed AND r.met_seq IS NULL
+       concat('broker ', CAST(broker_id AS STRING),
+              CASE WHEN status = 'violated' THEN concat(': fenced for ', CAST(magnitude AS STRING), ' ms (from the related seq)')
+                   ELSE ': still fenced at the end of the history' END) AS actual,
+       magnitude
+FROM overdue

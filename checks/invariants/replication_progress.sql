@@ -52,21 +52,12 @@ runs AS (
          LEAD(event_time_ms) OVER (PARTITION BY cluster_id, topic, partition, replica ORDER BY seq) AS met_ms
   FROM edges
 ),
-ends AS (SELECT cluster_id, MAX(event_time_ms) AS last_ms FROM events GROUP BY cluster_id)
-SELECT cluster_id, met_seq AS seq, open_seq AS related_seq, 'replica_behind_hw' AS rule, 'violated' AS status,
-       CAST(NULL AS STRING) AS allowance,
+{include(overdue)}
+SELECT cluster_id, seq, related_seq, 'replica_behind_hw' AS rule, status, CAST(NULL AS STRING) AS allowance,
        concat('LEO reaches the HW sampled before within ', CAST({deadline_ms()} AS STRING), ' ms') AS expected,
        concat(topic, '-', CAST(partition AS STRING), ' replica ', CAST(replica AS STRING), ': LEO ',
-              CAST(leo AS STRING), ' below HW ', CAST(prev_hw AS STRING), ' for ', CAST(met_ms - open_ms AS STRING),
-              ' ms (from the related seq)') AS actual,
-       met_ms - open_ms AS magnitude
-FROM runs
-WHERE owed AND met_seq IS NOT NULL AND met_ms - open_ms > {deadline_ms()}
-UNION ALL
-SELECT /*+ BROADCAST(e) */ r.cluster_id, r.open_seq, CAST(NULL AS BIGINT), 'replica_behind_hw', 'pending', CAST(NULL AS STRING),
-       concat('LEO reaches the HW sampled before within ', CAST({deadline_ms()} AS STRING), ' ms'),
-       concat(r.topic, '-', CAST(r.partition AS STRING), ' replica ', CAST(r.replica AS STRING), ': LEO ',
-              CAST(r.leo AS STRING), ' below HW ', CAST(r.prev_hw AS STRING), ' at the end of the history'),
-       e.last_ms - r.open_ms
-FROM runs r JOIN ends e ON e.cluster_id = r.cluster_id
-WHERE r.owed AND r.met_seq IS NULL
+              CAST(leo AS STRING), ' below HW ', CAST(prev_hw AS STRING),
+              CASE WHEN status = 'violated' THEN concat(' for ', CAST(magnitude AS STRING), ' ms (from the related seq)')
+                   ELSE ' at the end of the history' END) AS actual,
+       magnitude
+FROM overdue

@@ -12,7 +12,9 @@ from pathlib import Path
 import typer
 
 from ctrlaudit.commands.keys import accidents_only, signed_lines, signers_of, trust_of
-from ctrlaudit.commands.options import COMMAND_CONFIG, SIGNING_KEY, TRUSTED_KEY, WITNESS_KEY, given_cluster_id
+from ctrlaudit.commands.options import (
+    COMMAND_CONFIG, SIGNING_KEY, TRUSTED_KEY, WITNESS_KEY, given_cluster_id, signing_key, trusted_keys,
+)
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs
 from ctrlaudit.errors import EXIT_FOUND, UsageError, user_errors
 from ctrlaudit.progress import bar
@@ -29,16 +31,13 @@ BOOTSTRAP = typer.Option(None, "--bootstrap-server",
                          help="Kafka bootstrap servers (env CTRLAUDIT_BOOTSTRAP_SERVERS); a cluster that does not "
                               "answer within CTRLAUDIT_CONNECT_TIMEOUT seconds (15) is an error.")
 EVENTS_TOPIC = typer.Option(None, "--topic", help="Events topic (env CTRLAUDIT_EVENTS_TOPIC, default ctrlaudit.events).")
-CAPTURE_SIGNING_KEY = typer.Option(
-    None, "--signing-key",
-    help="Sign checkpoints of the events' Merkle tree with this key file (ctrlaudit keygen) and publish them to the "
-         "checkpoints topic (env CTRLAUDIT_SIGNING_KEY; every CTRLAUDIT_SIGN_EVERY_EVENTS events, 10000, or "
-         "CTRLAUDIT_SIGN_EVERY_SECONDS, 60).", envvar="CTRLAUDIT_SIGNING_KEY")
-CHECKPOINT_KEY = typer.Option(
-    [], "--trusted-key",
-    help="Store capture's checkpoints only when signed by this public key (name+id+key or a file of them; "
-         "repeatable; env CTRLAUDIT_TRUSTED_KEY). Without it they are stored when their roots match the archive's.",
-    envvar="CTRLAUDIT_TRUSTED_KEY")
+CAPTURE_SIGNING_KEY = signing_key(
+    "Sign checkpoints of the events' Merkle tree with this key file (ctrlaudit keygen) and publish them to the "
+    "checkpoints topic (env CTRLAUDIT_SIGNING_KEY; every CTRLAUDIT_SIGN_EVERY_EVENTS events, 10000, or "
+    "CTRLAUDIT_SIGN_EVERY_SECONDS, 60).")
+CHECKPOINT_KEY = trusted_keys(
+    "Store capture's checkpoints only when signed by this public key (name+id+key or a file of them; "
+    "repeatable; env CTRLAUDIT_TRUSTED_KEY). Without it they are stored when their roots match the archive's.")
 
 
 def register(app: typer.Typer) -> None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import overload
+from typing import Any, overload
 
 import typer
 
@@ -29,15 +29,21 @@ def given_cluster_id(value: str | None, option: str = "--cluster-id") -> str | N
     None when not given (an empty one is refused, not taken as absent)."""
     return None if value is None else names.cluster_id(value, option)
 
-SIGNING_KEY = typer.Option(
-    None, "--signing-key",
-    help="Sign the archive's Merkle tree with this key file (ctrlaudit keygen) at every file it finishes "
-         "(env CTRLAUDIT_SIGNING_KEY).", envvar="CTRLAUDIT_SIGNING_KEY")
-TRUSTED_KEY = typer.Option(
-    [], "--trusted-key",
-    help="A log key to trust (name+id+key, or a file of them, one per line; repeatable; env "
-         "CTRLAUDIT_TRUSTED_KEY): every checkpoint must be signed by one and match the events.",
-    envvar="CTRLAUDIT_TRUSTED_KEY")
+
+def signing_key(help: str) -> Any:  # typer.Option's, which is Any
+    """--signing-key, also from CTRLAUDIT_SIGNING_KEY; `help` says what the command signs with it."""
+    return typer.Option(None, "--signing-key", help=help, envvar="CTRLAUDIT_SIGNING_KEY")
+
+
+def trusted_keys(help: str) -> Any:
+    """--trusted-key (repeatable), also from CTRLAUDIT_TRUSTED_KEY; `help` says what the command trusts them for."""
+    return typer.Option([], "--trusted-key", help=help, envvar="CTRLAUDIT_TRUSTED_KEY")
+
+
+SIGNING_KEY = signing_key("Sign the archive's Merkle tree with this key file (ctrlaudit keygen) at every file it "
+                          "finishes (env CTRLAUDIT_SIGNING_KEY).")
+TRUSTED_KEY = trusted_keys("A log key to trust (name+id+key, or a file of them, one per line; repeatable; env "
+                           "CTRLAUDIT_TRUSTED_KEY): every checkpoint must be signed by one and match the events.")
 WITNESS_KEY = typer.Option(
     [], "--witness-key",
     help="A witness key whose co-signature is required (as --trusted-key; repeatable; env CTRLAUDIT_WITNESS_KEY).",

@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.capture.kafka_protocol import PartitionInfo
+
 from .manager import ClusterError, KafkaCluster
 
 
@@ -18,14 +20,10 @@ def _ids(text: str) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class DescribedPartition:
-    """One partition line of ``kafka-topics --describe`` (leader -1 = ``none``)."""
+class DescribedPartition(PartitionInfo):
+    """One partition line of ``kafka-topics --describe`` (leader -1 = ``none``): what the capture's metadata
+    request gives of a partition, and its reassignment and ELRs."""
 
-    topic: str
-    partition: int
-    leader: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
     adding: tuple[int, ...] = ()
     removing: tuple[int, ...] = ()
     elr: tuple[int, ...] | None = None          # None: the tool's version does not print it

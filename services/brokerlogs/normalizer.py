@@ -202,15 +202,22 @@ class BrokerLogNormalizer(Normalizer):
             return None
         return known or stated or name  # ZooKeeper topics from before Kafka 2.8 have no id: the name serves
 
+    def _live_topic(self, name: str, stated: str | None) -> tuple[str | None, list[ControllerEvent]]:
+        """The id of a live topic (None: a line about a deleted incarnation), with the topic's creation when the line
+        is the first to name it."""
+        tid = self._topic_id(name, stated)
+        if tid is None:
+            return None, []
+        return tid, (self._topic(name, tid) if self.topic_id(name) is None else [])
+
     def _state(self, name: str, partition: int) -> PartitionState | None:
         tid = self.topic_id(name)
         return self.delta.partition(tid, partition) if tid is not None else None
 
     def _seen(self, s: Seen) -> list[ControllerEvent]:
-        tid = self._topic_id(s.topic, s.topic_id)
+        tid, out = self._live_topic(s.topic, s.topic_id)
         if tid is None:
-            return []
-        out = self._topic(s.topic, tid) if self.topic_id(s.topic) is None else []
+            return out
         key = (s.topic, s.partition)
         line = self._reading()
         node = node_of(line.message)
@@ -340,10 +347,9 @@ class BrokerLogNormalizer(Normalizer):
         return []
 
     def _assigned(self, a: Assigned) -> list[ControllerEvent]:
-        tid = self._topic_id(a.topic, a.topic_id)
+        tid, out = self._live_topic(a.topic, a.topic_id)
         if tid is None:
-            return []
-        out = self._topic(a.topic, tid) if self.topic_id(a.topic) is None else []
+            return out
         key = (a.topic, a.partition)
         self.assignments[key] = (a.replicas, a.adding, a.removing)
         current = self._state(*key)

@@ -758,11 +758,25 @@ def _min_isr(h: History, value: str, topic: str | None = None) -> None:
         h.config(ConfigResourceType.TOPIC, topic, "min.insync.replicas", value)
 
 
+def _elr_entered(c: str, min_isr: str) -> History:
+    """metadata.version 23, min.insync.replicas `min_isr`: t-0's ISR shrinks to [2], 4 going into the ELR."""
+    h = baseline(c, mv=23)
+    _min_isr(h, min_isr)
+    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
+    return h
+
+
+def _elected_from_elr(c: str, min_isr: str, elr: tuple[int, ...]) -> History:
+    """_elr_entered, then the ISR empties into the ELR (`elr`) and 4 is elected from it: legal."""
+    h = _elr_entered(c, min_isr)
+    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), leader=-1, isr=(), elr=elr)
+    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.ELR, leader=4, isr=(4,), elr=(2,))
+    return h
+
+
 @violates("isr_elr_sanity")
 def elr_kept_after_isr_recovers(c: str) -> History:
-    h = baseline(c, mv=23)
-    _min_isr(h, "2")
-    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))  # below min ISR: 4 into the ELR, legal
+    h = _elr_entered(c, "2")  # below min ISR: 4 into the ELR, legal
     h.change("t", 0, (K.ISR,), isr=(2, 3))  # |ISR| = 2 again, but the ELR is not cleared
     h.mark("elr_while_isr_at_min_isr")
     return h
@@ -780,9 +794,7 @@ def elr_at_topic_min_isr(c: str) -> History:
 
 @violates("isr_elr_sanity")
 def elr_kept_after_min_isr_lowered(c: str) -> History:
-    h = baseline(c, mv=23)
-    _min_isr(h, "2")
-    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
+    h = _elr_entered(c, "2")
     _min_isr(h, "1")  # Kafka clears every ELR on this change (ClearElrRecord); here t-0 keeps it
     h.change("t", 0, ())
     h.mark("elr_while_isr_at_min_isr")
@@ -809,9 +821,7 @@ def elr_leader_with_other_isr(c: str) -> History:
 
 @violates("isr_elr_sanity")
 def elr_leader_under_min_isr_config(c: str) -> History:
-    h = baseline(c, mv=23)
-    _min_isr(h, "3")
-    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
+    h = _elr_entered(c, "3")
     h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.ELR, leader=4, isr=(4, 2), elr=())
     h.mark("leader_from_elr_while_isr_not_empty")
     return h
@@ -821,9 +831,7 @@ def elr_leader_under_min_isr_config(c: str) -> History:
 def clean_elr_below_min_isr(c: str) -> History:
     """min.insync.replicas 2: the ISR drops to one member, the other goes to the ELR; it recovers and the
     ELR is cleared in the same change."""
-    h = baseline(c, mv=23)
-    _min_isr(h, "2")
-    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
+    h = _elr_entered(c, "2")
     h.change("t", 0, (K.ISR, K.ELR), isr=(2, 4), elr=())
     return h
 
@@ -831,12 +839,7 @@ def clean_elr_below_min_isr(c: str) -> History:
 @clean
 def clean_elr_election_with_empty_isr(c: str) -> History:
     """The last ISR member goes away: ISR empty, both in the ELR; an ELR member is elected (legal)."""
-    h = baseline(c, mv=23)
-    _min_isr(h, "2")
-    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
-    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.NONE, leader=-1, isr=(), elr=(4, 2))
-    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.ELR, leader=4, isr=(4,), elr=(2,))
-    return h
+    return _elected_from_elr(c, "2", elr=(4, 2))
 
 
 # --- committed data at elections (high_watermark_monotonic) ------------------------------------------

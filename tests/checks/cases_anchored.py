@@ -5,7 +5,7 @@ KRaft, ZooKeeper mode and a migration; each breaks exactly what it marks, the lo
 from __future__ import annotations
 
 from schemas.events import ConfigResourceType, ElectionType, LeaderRecoveryState, PartitionChangeKind
-from tests.checks.cases import _min_isr, _migrated, clean, violates, zk_baseline
+from tests.checks.cases import _elected_from_elr, _elr_entered, _min_isr, _migrated, clean, violates, zk_baseline
 from tests.checks.histories import History, baseline
 
 K = PartitionChangeKind
@@ -13,22 +13,24 @@ K = PartitionChangeKind
 
 # --- isr_elr_sanity: isr_empty_without_elr ------------------------------------------------------------
 
+def _isr_emptied(h: History, topic: str, p: int) -> History:
+    """`topic`-`p`'s last ISR member's broker goes and the ISR empties (leader -1): marked, as where no ELR can
+    exist."""
+    h.change(topic, p, (K.LEADER, K.ISR), leader=-1, isr=())
+    h.mark("isr_empty_without_elr")
+    return h
+
+
 @violates("isr_elr_sanity")
 def isr_emptied_at_mv21(c: str) -> History:
     """metadata.version 21 (3.9): no ELR, so Kafka keeps the last ISR member when its broker goes."""
-    h = baseline(c)
-    h.change("t", 1, (K.LEADER, K.ISR), leader=-1, isr=())
-    h.mark("isr_empty_without_elr")
-    return h
+    return _isr_emptied(baseline(c), "t", 1)
 
 
 @violates("isr_elr_sanity")
 def zk_isr_emptied(c: str) -> History:
     """ZooKeeper mode: ReplicaStateMachine keeps the last ISR member in the state znode."""
-    h = zk_baseline(c)
-    h.change("z", 0, (K.LEADER, K.ISR), leader=-1, isr=())
-    h.mark("isr_empty_without_elr")
-    return h
+    return _isr_emptied(zk_baseline(c), "z", 0)
 
 
 @violates("isr_elr_sanity")
@@ -36,9 +38,7 @@ def migrated_isr_emptied_before_elr(c: str) -> History:
     """After a ZooKeeper -> KRaft migration, KRaft at metadata.version 21 (migrations end on 3.x levels)."""
     h = _migrated(c)
     h.mv = 21
-    h.change("z", 0, (K.LEADER, K.ISR), leader=-1, isr=())
-    h.mark("isr_empty_without_elr")
-    return h
+    return _isr_emptied(h, "z", 0)
 
 
 @clean
@@ -53,9 +53,7 @@ def clean_last_isr_member_kept_at_mv21(c: str) -> History:
 def clean_empty_isr_where_elr_can_exist(c: str) -> History:
     """metadata.version 23 with min ISR 2: the ISR may empty into the ELR; and a KRaft history whose
     metadata.version is unknown is not judged (ELR may exist there)."""
-    h = baseline(c, mv=23)
-    _min_isr(h, "2")
-    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
+    h = _elr_entered(c, "2")
     h.change("t", 0, (K.LEADER, K.ISR, K.ELR), leader=-1, isr=(), elr=(4, 2))
     h.mv = None
     h.change("t", 1, (K.LEADER, K.ISR), leader=-1, isr=())
@@ -154,12 +152,7 @@ def elr_laundered_election_where_unclean_is_allowed(c: str) -> History:
 @clean
 def clean_elr_election_at_mv23(c: str) -> History:
     """The legal look-alike: the same steps where ELR exists (metadata.version 23, min ISR 3)."""
-    h = baseline(c, mv=23)
-    _min_isr(h, "3")
-    h.change("t", 0, (K.ISR, K.ELR), isr=(2,), elr=(4,))
-    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), leader=-1, isr=(), elr=(2, 4))
-    h.change("t", 0, (K.LEADER, K.ISR, K.ELR), ElectionType.ELR, leader=4, isr=(4,), elr=(2,))
-    return h
+    return _elected_from_elr(c, "3", elr=(2, 4))
 
 
 @violates("unclean_election_allowed")

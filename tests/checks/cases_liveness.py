@@ -14,15 +14,32 @@ SECOND, MINUTE, HOUR = 1000, 60_000, 3_600_000
 
 # --- leader_elected: no leader while an ISR or ELR member is live ------------------------------------------
 
+def _leaderless(h: History, topic: str, p: int, wait_ms: int, leader: int, late: bool = True) -> History:
+    """`topic`-`p` loses its leader and has `leader` elected `wait_ms` later (`late`: marked as too late)."""
+    h.change(topic, p, (K.LEADER,), leader=-1)
+    h.wait(wait_ms)
+    h.change(topic, p, (K.LEADER,), ElectionType.CLEAN, leader=leader)
+    if late:
+        h.mark("no_leader_while_member_live")
+    return h
+
+
 @violates("leader_elected")
 def leader_not_elected_in_time(c: str) -> History:
     """KRaft: t-1 loses its leader while its ISR member 3 is live, and gets it back 6 s later."""
-    h = baseline(c)
-    h.change("t", 1, (K.LEADER,), leader=-1)
-    h.wait(6 * SECOND)
-    h.change("t", 1, (K.LEADER,), ElectionType.CLEAN, leader=3)
-    h.mark("no_leader_while_member_live")
-    return h
+    return _leaderless(baseline(c), "t", 1, 6 * SECOND, leader=3)
+
+
+@violates("leader_elected")
+def zk_leader_not_elected_in_time(c: str) -> History:
+    """ZooKeeper mode: z-0 without a leader for 6 s while its ISR members are registered."""
+    return _leaderless(zk_baseline(c), "z", 0, 6 * SECOND, leader=1)
+
+
+@violates("leader_elected")
+def migrated_leader_not_elected_in_time(c: str) -> History:
+    """After a ZooKeeper -> KRaft migration: the brokers' ZooKeeper registrations still say who is live."""
+    return _leaderless(_migrated(c), "z", 0, 6 * SECOND, leader=2)
 
 
 @violates("leader_elected")
@@ -36,28 +53,6 @@ def leader_not_elected_after_member_unfenced(c: str) -> History:
     h.broker(3, BrokerChangeKind.UNFENCED, fenced=False)
     h.wait(6 * SECOND)
     h.change("t", 1, (K.LEADER,), ElectionType.CLEAN, leader=3)
-    h.mark("no_leader_while_member_live")
-    return h
-
-
-@violates("leader_elected")
-def zk_leader_not_elected_in_time(c: str) -> History:
-    """ZooKeeper mode: z-0 without a leader for 6 s while its ISR members are registered."""
-    h = zk_baseline(c)
-    h.change("z", 0, (K.LEADER,), leader=-1)
-    h.wait(6 * SECOND)
-    h.change("z", 0, (K.LEADER,), ElectionType.CLEAN, leader=1)
-    h.mark("no_leader_while_member_live")
-    return h
-
-
-@violates("leader_elected")
-def migrated_leader_not_elected_in_time(c: str) -> History:
-    """After a ZooKeeper -> KRaft migration: the brokers' ZooKeeper registrations still say who is live."""
-    h = _migrated(c)
-    h.change("z", 0, (K.LEADER,), leader=-1)
-    h.wait(6 * SECOND)
-    h.change("z", 0, (K.LEADER,), ElectionType.CLEAN, leader=2)
     h.mark("no_leader_while_member_live")
     return h
 
@@ -77,11 +72,7 @@ def clean_leaderless_while_members_down(c: str) -> History:
 
 @clean
 def clean_leader_elected_within_deadline(c: str) -> History:
-    h = baseline(c)
-    h.change("t", 1, (K.LEADER,), leader=-1)
-    h.wait(4 * SECOND)
-    h.change("t", 1, (K.LEADER,), ElectionType.CLEAN, leader=3)
-    return h
+    return _leaderless(baseline(c), "t", 1, 4 * SECOND, leader=3, late=False)
 
 
 # --- reassignment_completes ---------------------------------------------------------------------------
@@ -153,13 +144,21 @@ def clean_reassignment_open_at_the_end(c: str) -> History:
 
 # --- broker_unfenced ------------------------------------------------------------------------------------
 
+B = BrokerChangeKind
+
+
+def _broker_away(h: History, broker: int, gone: B, wait_ms: int, back: B, fenced_back: bool = False) -> History:
+    """`broker` changes to `gone` (fenced) and, `wait_ms` later, to `back` (fenced or not: `fenced_back`)."""
+    h.broker(broker, gone, fenced=True)
+    h.wait(wait_ms)
+    h.broker(broker, back, fenced=fenced_back)
+    return h
+
+
 @violates("broker_unfenced")
 def broker_fenced_too_long(c: str) -> History:
     """Broker 1 (no replica of anything by then) fenced for 11 minutes, then unfenced."""
-    h = baseline(c)
-    h.broker(1, BrokerChangeKind.FENCED, fenced=True)
-    h.wait(11 * MINUTE)
-    h.broker(1, BrokerChangeKind.UNFENCED, fenced=False)
+    h = _broker_away(baseline(c), 1, B.FENCED, 11 * MINUTE, B.UNFENCED)
     h.mark("broker_still_fenced")
     return h
 
@@ -167,31 +166,20 @@ def broker_fenced_too_long(c: str) -> History:
 @violates("broker_unfenced")
 def broker_registered_fenced_too_long(c: str) -> History:
     """A new broker registers (fenced) and is unfenced 11 minutes later."""
-    h = baseline(c)
-    h.broker(5, BrokerChangeKind.REGISTERED, fenced=True)
-    h.wait(11 * MINUTE)
-    h.broker(5, BrokerChangeKind.UNFENCED, fenced=False)
+    h = _broker_away(baseline(c), 5, B.REGISTERED, 11 * MINUTE, B.UNFENCED)
     h.mark("broker_still_fenced")
     return h
 
 
 @clean
 def clean_broker_unregistered_in_time(c: str) -> History:
-    h = baseline(c)
-    h.broker(1, BrokerChangeKind.FENCED, fenced=True)
-    h.wait(9 * MINUTE)
-    h.broker(1, BrokerChangeKind.UNREGISTERED, fenced=True)
-    return h
+    return _broker_away(baseline(c), 1, B.FENCED, 9 * MINUTE, B.UNREGISTERED, fenced_back=True)
 
 
 @clean
 def clean_zk_broker_gone_for_an_hour(c: str) -> History:
     """ZooKeeper mode has no fenced state: a broker gone for an hour owes nothing (its znode is gone)."""
-    h = zk_baseline(c)
-    h.broker(4, BrokerChangeKind.UNREGISTERED, fenced=True)
-    h.wait(HOUR)
-    h.broker(4, BrokerChangeKind.REGISTERED, fenced=False)
-    return h
+    return _broker_away(zk_baseline(c), 4, B.UNREGISTERED, HOUR, B.REGISTERED)
 
 
 # --- replication_progress -------------------------------------------------------------------------------
@@ -206,14 +194,21 @@ def _lagging_replica(h: History, topic: str, p: int, hws: tuple[int, int, int], 
     h.sample(topic, p, hws[2], leos[2])
 
 
+def _replica_3_lagging(c: str, leo: int, wait_ms: int, late: bool = False) -> History:
+    """KRaft: t-0's replica 3 (out of the ISR) at LEO `leo` in two samples while the HW is at 160, then caught up
+    `wait_ms` later (`late`: marked as too late)."""
+    h = baseline(c)
+    _lagging_replica(h, "t", 0, (160, 170, 180),
+                     [{2: 170, 4: 165, 3: leo}, {2: 175, 4: 172, 3: leo}, {2: 185, 4: 181, 3: 175}], wait_ms)
+    if late:
+        h.mark("replica_behind_hw")
+    return h
+
+
 @violates("replication_progress")
 def replica_stuck_behind_hw(c: str) -> History:
     """KRaft: t-0's replica 3 (out of the ISR) stays at LEO 150 for 6 minutes while the HW is at 160."""
-    h = baseline(c)
-    _lagging_replica(h, "t", 0, (160, 170, 180),
-                     [{2: 170, 4: 165, 3: 150}, {2: 175, 4: 172, 3: 150}, {2: 185, 4: 181, 3: 175}], 6 * MINUTE)
-    h.mark("replica_behind_hw")
-    return h
+    return _replica_3_lagging(c, 150, 6 * MINUTE, late=True)
 
 
 @violates("replication_progress")
@@ -229,19 +224,13 @@ def zk_replica_stuck_behind_hw(c: str) -> History:
 
 @clean
 def clean_replica_catches_up_in_time(c: str) -> History:
-    h = baseline(c)
-    _lagging_replica(h, "t", 0, (160, 170, 180),
-                     [{2: 170, 4: 165, 3: 150}, {2: 175, 4: 172, 3: 150}, {2: 185, 4: 181, 3: 175}], MINUTE)
-    return h
+    return _replica_3_lagging(c, 150, MINUTE)
 
 
 @clean
 def clean_replica_silent_is_no_evidence(c: str) -> History:
     """Replica 3 does not answer (LEO -1) for ten minutes: no evidence that it is behind."""
-    h = baseline(c)
-    _lagging_replica(h, "t", 0, (160, 170, 180),
-                     [{2: 170, 4: 165, 3: -1}, {2: 175, 4: 172, 3: -1}, {2: 185, 4: 181, 3: 175}], 10 * MINUTE)
-    return h
+    return _replica_3_lagging(c, -1, 10 * MINUTE)
 
 
 # --- controller_heartbeat -------------------------------------------------------------------------------

@@ -138,23 +138,26 @@ def _check_engine(eng, result, capsys, title):
     return rows
 
 
-def test_duckdb_detects_every_injected_breach(injected, capsys):
-    out, result = injected
+def _duck_checked(out, result, capsys, title, source_kind=None):
+    """_check_engine on DuckDB over the history `out`; `source_kind`: the only source its events may have."""
     eng = _duck(out)
     try:
-        rows = _check_engine(eng, result, capsys, f"DuckDB, {result.events} events, seed 4242")
+        if source_kind is not None:
+            assert eng.con.execute("SELECT DISTINCT source_kind FROM events").fetchall() == [(source_kind,)]
+        return _check_engine(eng, result, capsys, f"DuckDB, {title}{result.events} events, seed {result.config.seed}")
     finally:
         eng.close()
+
+
+def test_duckdb_detects_every_injected_breach(injected, capsys):
+    out, result = injected
+    rows = _duck_checked(out, result, capsys, "")
     _fired_at_injected(rows, result, NO_ELR_RULES["kraft"])
 
 
 def test_duckdb_detects_every_elr_breach(injected_elr, capsys):
     out, result = injected_elr
-    eng = _duck(out)
-    try:
-        rows = _check_engine(eng, result, capsys, f"DuckDB, ELR cluster, {result.events} events, seed 4243")
-    finally:
-        eng.close()
+    rows = _duck_checked(out, result, capsys, "ELR cluster, ")
     # Each KIP-966 / committed-data rule is what fired at >= 3 of the injected events.
     injected = {b.seq for b in result.breaches}
     for rule in ELR_RULES:
@@ -164,12 +167,7 @@ def test_duckdb_detects_every_elr_breach(injected_elr, capsys):
 
 def test_duckdb_detects_every_breach_in_a_zookeeper_mode_history(injected_zk, capsys):
     out, result = injected_zk
-    eng = _duck(out)
-    try:
-        assert eng.con.execute("SELECT DISTINCT source_kind FROM events").fetchall() == [("ZOOKEEPER",)]
-        rows = _check_engine(eng, result, capsys, f"DuckDB, ZooKeeper-mode history, {result.events} events, seed 4244")
-    finally:
-        eng.close()
+    rows = _duck_checked(out, result, capsys, "ZooKeeper-mode history, ", source_kind="ZOOKEEPER")
     _fired_at_injected(rows, result, NO_ELR_RULES["zookeeper"])
 
 

@@ -127,7 +127,12 @@ class Row:
     module: str = "ctrlaudit"  # python -m MODULE ARGS
 
 
-R = Row
+def setting(id: str, args: list[str], name: str, value: str, says: str = "") -> Row:
+    """A setting refused: CTRLAUDIT_<name>=<value>, exit 2, the line naming the variable followed by `says`."""
+    return Row(id, args, 2, f"CTRLAUDIT_{name}{says}", {f"CTRLAUDIT_{name}": value})
+
+
+R, S = Row, setting
 ROWS = [
     # the store: missing, damaged, a directory, unwritable, locked
     R("state-missing-store", ["state", "--store", "{root}/nope.duckdb"], 2, "nope.duckdb: no such store"),
@@ -210,40 +215,30 @@ ROWS = [
     R("check-hdfs-archive-with-duckdb", ["check", "hdfs:///archive"], 2,
       "ctrlaudit: error: hdfs:///archive: an archive on a Hadoop filesystem is checked with --engine spark"),
     # settings: one line naming the variable, the value and what it takes
-    R("connect-timeout-not-a-number", ["load", "--bootstrap-server", "127.0.0.1:1", "--store", "{here}/k.duckdb"],
-      2, "CTRLAUDIT_CONNECT_TIMEOUT='soon'", {"CTRLAUDIT_CONNECT_TIMEOUT": "soon"}),
-    R("connect-timeout-negative", ["archive", "--bootstrap-server", "127.0.0.1:1"], 2,
-      "CTRLAUDIT_CONNECT_TIMEOUT='-5': expected seconds", {"CTRLAUDIT_CONNECT_TIMEOUT": "-5"}),
-    R("connect-timeout-nan", ["archive", "--bootstrap-server", "127.0.0.1:1"], 2, "CTRLAUDIT_CONNECT_TIMEOUT='nan'",
-      {"CTRLAUDIT_CONNECT_TIMEOUT": "nan"}),
-    R("sample-interval-not-a-number", ["capture", "--metadata-dir", "{root}/meta/__cluster_metadata-0"], 2,
-      "CTRLAUDIT_SAMPLE_INTERVAL='abc'", {"CTRLAUDIT_SAMPLE_INTERVAL": "abc"}),
-    R("sample-interval-negative", ["capture", "--metadata-dir", "{root}/meta/__cluster_metadata-0"], 2,
-      "CTRLAUDIT_SAMPLE_INTERVAL=-1.0: expected seconds > 0", {"CTRLAUDIT_SAMPLE_INTERVAL": "-1"}),
-    R("flush-seconds-infinite", ["archive"], 2, "CTRLAUDIT_ARCHIVE_FLUSH_SECONDS='inf'",
-      {"CTRLAUDIT_ARCHIVE_FLUSH_SECONDS": "inf"}),
-    R("rejoin-seconds-not-a-number", ["archive"], 2, "CTRLAUDIT_ARCHIVE_REJOIN_SECONDS='abc'",
-      {"CTRLAUDIT_ARCHIVE_REJOIN_SECONDS": "abc"}),
-    R("rejoin-seconds-zero", ["archive"], 2, "CTRLAUDIT_ARCHIVE_REJOIN_SECONDS=0.0: expected seconds > 0",
-      {"CTRLAUDIT_ARCHIVE_REJOIN_SECONDS": "0"}),
-    R("replication-factor-zero", ["archive"], 2, "CTRLAUDIT_REPLICATION_FACTOR=0: expected a replication factor",
-      {"CTRLAUDIT_REPLICATION_FACTOR": "0"}),
-    R("web-port-out-of-range", ["archive"], 2, "CTRLAUDIT_WEB_PORT=70000: expected a port number",
-      {"CTRLAUDIT_WEB_PORT": "70000"}),
-    R("commit-gate-unknown", ["archive"], 2, "CTRLAUDIT_COMMIT_GATE='maybe': expected quorum or none",
-      {"CTRLAUDIT_COMMIT_GATE": "maybe"}),
-    R("bootstrap-servers-empty", ["archive"], 2, "CTRLAUDIT_BOOTSTRAP_SERVERS='' is empty",
-      {"CTRLAUDIT_BOOTSTRAP_SERVERS": ""}),
-    R("roles-unknown", ["archive", "--bootstrap-server", "127.0.0.1:1"], 2, "CTRLAUDIT_ROLES='normalise'",
-      {"CTRLAUDIT_ROLES": "normalise"}),
-    R("redact-pattern-not-a-regex", ["archive", "--bootstrap-server", "127.0.0.1:1"], 2,
-      "CTRLAUDIT_REDACT_PATTERNS: 're:([' is not a valid regex", {"CTRLAUDIT_REDACT_PATTERNS": "re:(["}),
-    R("import-redact-pattern-not-a-regex", ["import", "kraft", "{root}/meta/__cluster_metadata-0", "--out",
-                                             "{root}/imported"], 2,
-      "CTRLAUDIT_REDACT_PATTERNS: 're:*password' is not a valid regex", {"CTRLAUDIT_REDACT_PATTERNS": "re:*password"}),
-    R("lock-wait-not-a-number", ["state", "--store", "{store}"], 2, "CTRLAUDIT_LOCK_WAIT='forever'",
-      {"CTRLAUDIT_LOCK_WAIT": "forever"}),
-    R("lock-wait-nan", ["state", "--store", "{store}"], 2, "CTRLAUDIT_LOCK_WAIT='nan'", {"CTRLAUDIT_LOCK_WAIT": "nan"}),
+    S("connect-timeout-not-a-number", ["load", "--bootstrap-server", "127.0.0.1:1", "--store", "{here}/k.duckdb"],
+      "CONNECT_TIMEOUT", "soon", "='soon'"),
+    S("connect-timeout-negative", ["archive", "--bootstrap-server", "127.0.0.1:1"], "CONNECT_TIMEOUT", "-5",
+      "='-5': expected seconds"),
+    S("connect-timeout-nan", ["archive", "--bootstrap-server", "127.0.0.1:1"], "CONNECT_TIMEOUT", "nan", "='nan'"),
+    S("sample-interval-not-a-number", ["capture", "--metadata-dir", "{root}/meta/__cluster_metadata-0"],
+      "SAMPLE_INTERVAL", "abc", "='abc'"),
+    S("sample-interval-negative", ["capture", "--metadata-dir", "{root}/meta/__cluster_metadata-0"],
+      "SAMPLE_INTERVAL", "-1", "=-1.0: expected seconds > 0"),
+    S("flush-seconds-infinite", ["archive"], "ARCHIVE_FLUSH_SECONDS", "inf", "='inf'"),
+    S("rejoin-seconds-not-a-number", ["archive"], "ARCHIVE_REJOIN_SECONDS", "abc", "='abc'"),
+    S("rejoin-seconds-zero", ["archive"], "ARCHIVE_REJOIN_SECONDS", "0", "=0.0: expected seconds > 0"),
+    S("replication-factor-zero", ["archive"], "REPLICATION_FACTOR", "0", "=0: expected a replication factor"),
+    S("web-port-out-of-range", ["archive"], "WEB_PORT", "70000", "=70000: expected a port number"),
+    S("commit-gate-unknown", ["archive"], "COMMIT_GATE", "maybe", "='maybe': expected quorum or none"),
+    S("bootstrap-servers-empty", ["archive"], "BOOTSTRAP_SERVERS", "", "='' is empty"),
+    S("roles-unknown", ["archive", "--bootstrap-server", "127.0.0.1:1"], "ROLES", "normalise", "='normalise'"),
+    S("redact-pattern-not-a-regex", ["archive", "--bootstrap-server", "127.0.0.1:1"], "REDACT_PATTERNS", "re:([",
+      ": 're:([' is not a valid regex"),
+    S("import-redact-pattern-not-a-regex", ["import", "kraft", "{root}/meta/__cluster_metadata-0", "--out",
+                                             "{root}/imported"], "REDACT_PATTERNS", "re:*password",
+      ": 're:*password' is not a valid regex"),
+    S("lock-wait-not-a-number", ["state", "--store", "{store}"], "LOCK_WAIT", "forever", "='forever'"),
+    S("lock-wait-nan", ["state", "--store", "{store}"], "LOCK_WAIT", "nan", "='nan'"),
     # usage
     R("time-not-a-time", ["state", "--store", "{store}", "--time", "yesterday"], 2, "yesterday"),
     R("time-out-of-range", ["state", "--store", "{store}", "--time", "2026-13-45T00:00:00Z"], 2, "2026-13-45"),

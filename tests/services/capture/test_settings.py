@@ -37,20 +37,21 @@ def test_the_worker_refuses_an_unknown_role_in_one_line():
                                              "watch or both"]
 
 
-@pytest.mark.parametrize("name, value, says", [
-    ("SAMPLE_INTERVAL", "abc", "expected a number of seconds"),
-    ("SAMPLE_INTERVAL", "-3", "expected seconds > 0"),
-    ("REPLICATION_FACTOR", "1.5", "expected a whole number"),
-    ("REPLICATION_FACTOR", "0", "replication factor >= 1"),
-    ("WEB_PORT", "70000", "a port number"),
-    ("COMMIT_GATE", "sometimes", "expected quorum or none"),
-    ("CHECKPOINT_SECONDS", "-1", "seconds >= 0"),
-    ("BOOTSTRAP_SERVERS", " ", "is empty"),
-    ("SIGN_EVERY_EVENTS", "0", "a number of events >= 1"),
-    ("SIGN_EVERY_EVENTS", "1e4", "expected a whole number"),
-    ("SIGN_EVERY_SECONDS", "0", "seconds > 0"),
-    ("SIGN_EVERY_SECONDS", "nan", "a finite one"),
-])
+# each variable (after CTRLAUDIT_) with the values it refuses, and what its one line says of each
+REFUSED = {
+    "SAMPLE_INTERVAL": {"abc": "expected a number of seconds", "-3": "expected seconds > 0"},
+    "REPLICATION_FACTOR": {"1.5": "expected a whole number", "0": "replication factor >= 1"},
+    "WEB_PORT": {"70000": "a port number"},
+    "COMMIT_GATE": {"sometimes": "expected quorum or none"},
+    "CHECKPOINT_SECONDS": {"-1": "seconds >= 0"},
+    "BOOTSTRAP_SERVERS": {" ": "is empty"},
+    "SIGN_EVERY_EVENTS": {"0": "a number of events >= 1", "1e4": "expected a whole number"},
+    "SIGN_EVERY_SECONDS": {"0": "seconds > 0", "nan": "a finite one"},
+}
+
+
+@pytest.mark.parametrize("name, value, says", [(n, v, says) for n, refused in REFUSED.items()
+                                               for v, says in refused.items()])
 def test_settings_are_typed_and_checked(monkeypatch, name, value, says):
     from services.capture.settings import SettingsError
 
