@@ -11,6 +11,7 @@ password's length is kept, never it nor its salt; of an Envelope's forwarded req
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, cast
 
 from services.normalize.redaction import redact
 from services.requests.record import (AclChange, Body, ConfigSet, FeatureChange, QuotaChange, ScramChange,
@@ -31,22 +32,22 @@ class Malformed(Exception):
 
 # --- typed access to parsed JSON -----------------------------------------------------------------------------
 
-def obj(v: object, path: str) -> dict[str, object]:
-    if not isinstance(v, dict):
-        raise Malformed(path, "not an object")
+def _checked(v: object, path: str, ok: bool, what: str) -> Any:
+    if not ok:
+        raise Malformed(path, what)
     return v
+
+
+def obj(v: object, path: str) -> dict[str, object]:
+    return cast(dict[str, object], _checked(v, path, isinstance(v, dict), "not an object"))
 
 
 def items(v: object, path: str) -> list[object]:
-    if not isinstance(v, list):
-        raise Malformed(path, "not a list")
-    return v
+    return cast(list[object], _checked(v, path, isinstance(v, list), "not a list"))
 
 
 def text(v: object, path: str) -> str:
-    if not isinstance(v, str):
-        raise Malformed(path, "not a string")
-    return v
+    return cast(str, _checked(v, path, isinstance(v, str), "not a string"))
 
 
 def opt_text(v: object, path: str) -> str | None:
@@ -54,15 +55,12 @@ def opt_text(v: object, path: str) -> str | None:
 
 
 def number(v: object, path: str) -> int:
-    if not isinstance(v, int) or isinstance(v, bool) or not -(1 << 63) <= v < (1 << 63):
-        raise Malformed(path, "not an integer")
-    return v
+    ok = isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < (1 << 63)
+    return cast(int, _checked(v, path, ok, "not an integer"))
 
 
 def flag(v: object, path: str) -> bool:
-    if not isinstance(v, bool):
-        raise Malformed(path, "not a boolean")
-    return v
+    return cast(bool, _checked(v, path, isinstance(v, bool), "not a boolean"))
 
 
 def _opt_flag(o: dict[str, object], key: str, path: str) -> bool | None:
