@@ -2,37 +2,30 @@
 (from an incident) -> an archive; the nodes' authorizer and request logs (who asked) -> their cluster's archive."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
+from ctrlaudit.commands import import_requests
+from ctrlaudit.commands.import_common import append, cluster_named, import_summary, written_line
 from ctrlaudit.commands.keys import signers_of
-from ctrlaudit.commands.options import SIGNING_KEY, given_cluster_id
+from ctrlaudit.commands.options import SIGNING_KEY
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs
-from ctrlaudit.errors import UsageError, user_errors
+from ctrlaudit.errors import user_errors
 from ctrlaudit.progress import bar
-from schemas.archive.listing import iter_events
 from schemas.archive.note import Signer
-from schemas.events import ClientRequest
-from schemas.archive.writer import ArchiveWriter, after, continuation
+from schemas.archive.writer import continuation
 from services.brokerlogs.offline import cluster_id_of_logs, import_log_events, log_layout, zone
 from services.kraft.agreement import Agreement, compare, node_copies
 from services.kraft.offline import cluster_id_of, import_events, meta_places, metadata_dir, plan
 from services.normalize.imports import BadImport, ImportReport
 from services.normalize.migration_offline import import_migrated_events, migration_cluster_id
 from services.normalize.redaction import patterns
-from services.requests.clocks import disagreements
-from services.requests.event import request_events
-from services.requests.files import cluster_of, node_ids, read_logs
-from services.requests.reader import Reading
 from services.zookeeper.offline import cluster_id_of_zk, import_zk_events, plan_zk
 
 if TYPE_CHECKING:
-    from schemas.archive.manifest import FileManifest
-    from schemas.events import ControllerEvent
     from services.normalize.migration_offline import Cutover
 
 imports = typer.Typer(help="Turn controller state from elsewhere into an archive.", no_args_is_help=True,
@@ -79,7 +72,7 @@ def kraft(
     said = Output(json_path)
     for line in agreed.lines() if agreed is not None else ():
         said.say(line)
-    cluster = _cluster(cluster_id, lambda: cluster_id_of(paths), said,
+    cluster = cluster_named(cluster_id, lambda: cluster_id_of(paths), said,
                        "no meta.properties with a cluster.id in " + ", ".join(map(str, meta_places(paths)))
                        + " (Kafka keeps it in the log directory, beside __cluster_metadata-0: copy it too)")
     # Never over an existing archive: an import into a non-empty directory only appends what comes
@@ -89,8 +82,8 @@ def kraft(
     with bar("importing", total) as progress:
         events = import_events(paths, cluster, on_error=on_error.value, node_id=node_id, report=report,
                                progress=progress)
-        files, writer = _append(out, cluster, events, last, signers)
-    said.say(_written(cluster, f"{report.records:,} records from {len(report.files)} file(s)", report.events, files,
+        files, writer = append(out, cluster, events, last, signers)
+    said.say(written_line(cluster, f"{report.records:,} records from {len(report.files)} file(s)", report.events, files,
                       out, last, writer))
     for gap in report.gaps:
         said.say(f"capture gap: {gap}")
@@ -100,7 +93,7 @@ def kraft(
         said.say(f"not used as an image: {snapshot}: {why}")
     if report.aborted_transactions:
         said.say(f"{report.aborted_transactions} aborted metadata transaction(s) left out, as Kafka does")
-    said.json(lambda: _summary(cluster, out, report, files, last))
+    said.json(lambda: import_summary(cluster, out, report, files, last))
 
 
 def _agreed(paths: list[Path]) -> Agreement | None:
@@ -122,14 +115,14 @@ def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_
 
     zk_report, report = ImportReport(), ImportReport()
     said = Output(json_path)
-    cluster = _cluster(cluster_id, lambda: migration_cluster_id([Path(p) for p in paths],
+    cluster = cluster_named(cluster_id, lambda: migration_cluster_id([Path(p) for p in paths],
                                                                 [Path(p) for p in zookeeper_data]), said,
                        "neither a meta.properties beside the metadata log nor ZooKeeper's /cluster/id states it")
     last = continuation(out, cluster)
     cut: Cutover = {}  # the cutover, as import_migrated_events finds it
     events = import_migrated_events(paths, zookeeper_data, cluster, on_error.value, node_id, zk_report, report, cut)
-    files, writer = _append(out, cluster, events, last, signers)
-    said.say(_written(cluster, f"{zk_report.records:,} ZooKeeper transactions from {len(zk_report.files)} log(s) up "
+    files, writer = append(out, cluster, events, last, signers)
+    said.say(written_line(cluster, f"{zk_report.records:,} ZooKeeper transactions from {len(zk_report.files)} log(s) up "
                                f"to the KRaft controller's claim, then {report.records:,} metadata records from "
                                f"{len(report.files)} file(s)", zk_report.events + report.events, files, out, last, writer))
     n = cut["compared"]
@@ -142,7 +135,7 @@ def _migrated(paths: list[Path], zookeeper_data: list[Path], out: Path, cluster_
         said.say(f"capture gap: {gap}")
     if zk_report.partial_tail or report.partial_tail:
         said.say(f"stopped at an incomplete record: {zk_report.partial_tail or report.partial_tail}")
-    summary = _summary(cluster, out, report, files, last)
+    summary = import_summary(cluster, out, report, files, last)
     summary["zookeeper"] = {"transactions": zk_report.records, "files_read": zk_report.files,
                             "events": zk_report.events, "gaps": zk_report.gaps}
     summary["cutover"] = cut
@@ -169,19 +162,19 @@ def zk(
     report = ImportReport()
     files = plan_zk([Path(p) for p in paths])
     said = Output(json_path)
-    cluster = _cluster(cluster_id, lambda: cluster_id_of_zk([Path(p) for p in paths]), said,
+    cluster = cluster_named(cluster_id, lambda: cluster_id_of_zk([Path(p) for p in paths]), said,
                        "no /cluster/id znode in ZooKeeper's snapshots or first transaction log given")
     last = continuation(out, cluster)
     with bar("importing", sum(f.stat().st_size for f in files)) as progress:
         events = import_zk_events(paths, cluster, on_error=on_error.value, report=report, progress=progress)
-        written, writer = _append(out, cluster, events, last, signers)
-    said.say(_written(cluster, f"{report.records:,} transactions from {len(report.files)} log(s)", report.events,
+        written, writer = append(out, cluster, events, last, signers)
+    said.say(written_line(cluster, f"{report.records:,} transactions from {len(report.files)} log(s)", report.events,
                       written, out, last, writer))
     for gap in report.gaps:
         said.say(f"capture gap: {gap}")
     if report.partial_tail:
         said.say(f"stopped at an incomplete transaction: {report.partial_tail}")
-    said.json(lambda: _summary(cluster, out, report, written, last))
+    said.json(lambda: import_summary(cluster, out, report, written, last))
 
 
 @imports.command("logs", short_help="Brokers' state-change, controller and server logs -> an archive.")
@@ -212,12 +205,12 @@ def logs(
     lay = log_layout(log_pattern)
     report = ImportReport()
     said = Output(json_path)
-    cluster = _cluster(cluster_id, lambda: cluster_id_of_logs([Path(p) for p in paths], lay), said,
+    cluster = cluster_named(cluster_id, lambda: cluster_id_of_logs([Path(p) for p in paths], lay), said,
                        "no controller.log or server.log given states it")
     last = continuation(out, cluster)
     events = import_log_events(paths, cluster, tz=timezone, report=report, lay=lay)
-    written, writer = _append(out, cluster, events, last, signers)
-    said.say(_written(cluster, f"{report.records:,} log lines from {len(report.files)} file(s)", report.events,
+    written, writer = append(out, cluster, events, last, signers)
+    said.say(written_line(cluster, f"{report.records:,} log lines from {len(report.files)} file(s)", report.events,
                       written, out, last, writer))
     said.say(f"log times read as {timezone} time (log4j writes the brokers' local time without a zone; "
              "--log-timezone to say another)")
@@ -226,130 +219,12 @@ def logs(
         said.say(f"capture gap: {gap}")
     if len(report.gaps) > len(shown):
         said.say(f"... and {len(report.gaps) - len(shown):,} more capture gap(s): `ctrlaudit timeline` lists them")
-    said.json(lambda: _summary(cluster, out, report, written, last))
+    said.json(lambda: import_summary(cluster, out, report, written, last))
 
 
-@imports.command("requests", short_help="Nodes' authorizer and request logs (who asked) -> their cluster's archive.")
-@user_errors
-def requests(
-    paths: list[Path] = typer.Argument(..., help="Each broker's and controller's log directory: its kafka-request.log "
-                                                 "and kafka-authorizer.log (rotated and .gz ones too), and the "
-                                                 "server.log that names its cluster and node."),
-    out: Path = typer.Option(..., "--out", help="The archive directory: the requests are appended to their "
-                                                "cluster's history there (or begin one)."),
-    cluster_id: str | None = typer.Option(None, "--cluster-id", help="Default: the id the server.log beside the "
-                                                                     "logs states."),
-    node_id: list[str] = typer.Option([], "--node-id", help="DIR=ID: the node whose logs DIR holds, where its "
-                                                            "server.log does not say (repeatable)."),
-    timezone: str = typer.Option("UTC", "--log-timezone", "--timezone",
-                                 help="The zone of the nodes' clocks: log4j writes local time without one."),
-    signing_key: Path | None = SIGNING_KEY,
-    json_path: Path | None = JSON_OUT, force: bool = FORCE,
-) -> None:
-    """Keep who asked: every line of the nodes' authorizer and request logs about a request that changes controller
-    state (create, delete, grow topics; reassign; elect; configs; ACLs; SCRAM users; quotas; features) becomes a
-    ClientRequest event of the cluster's archive, after what it holds, chained and signed like the rest. Lines
-    already archived (an earlier import of the same logs, rolled or not) are not appended again."""
-
-    patterns()
-    signers = signers_of(signing_key)
-    tz = zone(timezone)
-    refuse_outputs({"--json": json_path}, force=force, inputs=paths, directories={"--out": out})
-    given = _node_ids(node_id)
-    said = Output(json_path)
-    cluster = _cluster(cluster_id, lambda: cluster_of(paths), said, "no server.log beside the logs states it")
-    nodes = node_ids(paths, given)
-    last = continuation(out, cluster)
-    known = ({e.event_id for e in iter_events(out / cluster) if isinstance(e.payload, ClientRequest)}
-             if last is not None else set())
-    reading = Reading()
-    lines = list(read_logs(paths, reading, tz))  # the kept ones: admin requests, not Produce or Fetch
-    events = list(request_events(cluster, lines, nodes, known))
-    written, writer = _append(out, cluster, events, None, signers)
-    said.say(_written(cluster, f"{reading.lines:,} log lines from {len(nodes)} node(s), {reading.kept:,} about "
-                               "requests that change controller state", len(events), written, out, last, writer)
-             if events or last is None else
-             f"cluster {cluster}: {out} already holds every request read ({reading.kept:,} of {reading.lines:,} "
-             "log lines)")
-    gaps = [str(g) for g in reading.gaps.values()]
-    for g in gaps:
-        said.say(f"not read: {g}")
-    clocks = [str(c) for c in disagreements(lines)]
-    for c in clocks:
-        said.say(f"clocks: {c}")
-    said.json(lambda: {"cluster_id": cluster, "out": str(out), "nodes": {str(d): n for d, n in nodes.items()},
-                       "lines": reading.lines, "requests": reading.kept, "events": len(events),
-                       "archive_files": [str(out / cluster / f.file) for f in written],
-                       "continued_after_seq": last.last_seq if last is not None else None,
-                       "not_read": gaps, "clocks": clocks})
-
-
-def _node_ids(given: list[str]) -> dict[Path, int]:
-    found: dict[Path, int] = {}
-    for g in given:
-        where, _, n = g.rpartition("=")
-        if not where or not n.lstrip("-").isdigit():
-            raise UsageError(f"--node-id {g!r}: not DIR=ID (e.g. logs/broker1=1)")
-        found[Path(where)] = int(n)
-    return found
+imports.command("requests", short_help="Nodes' authorizer and request logs (who asked) -> their cluster's archive.")(
+    import_requests.requests)
 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(imports, name="import")
-
-
-UNKNOWN_CLUSTER = "unknown-cluster"
-
-
-def _written(cluster: str, read: str, events: int, files: list[FileManifest], out: Path, last: FileManifest | None,
-             writer: ArchiveWriter) -> str:
-    """An import's line: what it read and what it wrote; over an archive that already holds all of it,
-    that it is up to date."""
-    signed = ""
-    if writer.checkpoints:
-        c = writer.checkpoints[-1].checkpoint
-        signed = f"; signed: checkpoint of {c.size:,} events ({writer.checkpoints[-1].path.name})"
-    new = writer.next_seq - last.last_seq - 1 if last is not None else -1
-    if last is None:
-        return f"cluster {cluster}: {read} -> {events:,} events in {len(files)} archive file(s) under {out}{signed}"
-    if new == 0:
-        return (f"cluster {cluster}: {out} already up to date: nothing new after seq {last.last_seq} ({read} read, "
-                f"{events:,} events, all archived)")
-    return (f"cluster {cluster}: {read} -> {events:,} events, {new:,} new after seq {last.last_seq}, appended in "
-            f"{len(files)} archive file(s) under {out}{signed}")
-
-
-def _cluster(given: str | None, found: Callable[[], str | None], said: Output, why: str) -> str:
-    """The archive's cluster id: --cluster-id, else the one the input states (`found()`), else unknown-cluster,
-    said in one WARNING line (`why`: where it was looked for)."""
-    cluster = given_cluster_id(given) or found()
-    if cluster is None:
-        said.say(f"WARNING cluster id unknown: {why}; the archive names it {UNKNOWN_CLUSTER} "
-                 "(--cluster-id names the cluster)")
-    return cluster or UNKNOWN_CLUSTER
-
-
-def _summary(cluster: str, out: Path, report: ImportReport, files: list[FileManifest],
-             last: FileManifest | None) -> dict[str, object]:
-    """An import as JSON: what was read, what was written, and what could not be (gaps)."""
-    return {"cluster_id": cluster, "out": str(out), "records": report.records,
-            "files_read": [str(f) for f in report.files], "events": report.events,
-            "archive_files": [str(out / cluster / f.file) for f in files],  # a manifest's file: its name there
-            "continued_after_seq": last.last_seq if last is not None else None,
-            "gaps": [str(g) for g in report.gaps], "partial_tail": report.partial_tail or None,
-            "aborted_transactions": report.aborted_transactions,
-            "not_used_as_image": dict(getattr(report, "passed_over", {}))}
-
-
-def _append(out: Path, cluster: str, events: Iterable[ControllerEvent],
-            last: FileManifest | None, signers: list[Signer]) -> tuple[list[FileManifest], ArchiveWriter]:
-    """Write an import's events into the archive directory: after the intact archive already there
-    (only what continues its chain), or into an empty one. Returns (files written, the writer)."""
-
-    if last is not None:
-        events = after(events, last, out / cluster)
-    with ArchiveWriter.resume(out, cluster, signers=signers) as writer:
-        for event in events:
-            writer.append(event)
-        files = writer.close()
-    return files, writer
