@@ -252,11 +252,13 @@ def run(settings: Settings, idle_exit: float | None = None, fsync: bool = True,
                     continue
             msgs = consumer.consume(10_000, timeout=0.5)
             access.check()  # refused credentials: one line (AccessDenied), not a retry loop
-            if not msgs and stall.stalled(time.monotonic(), bool(consumer.assignment()),
+            holds = any(tp.topic == settings.events_topic for tp in consumer.assignment()) if not msgs else True
+            if not msgs and stall.stalled(time.monotonic(), holds,
                                           partial(group_progress, consumer, settings.events_topic),
-                                          partial(group_served, admin, settings.archive_group, settings.events_topic)):
-                log.warning("no partitions of %s assigned while events wait and nobody archives them (no member "
-                            "of the group holds them, or its committed offsets have not moved for %.0f s): "
+                                          partial(group_served, admin, settings.archive_group, settings.events_topic,
+                                                  consumer.memberid())):
+                log.warning("no partitions of %s assigned while events wait and nobody archives them (the group "
+                            "gave them to no member, or its committed offsets have not moved for %.0f s): "
                             "rejoining the group with a new consumer", settings.events_topic, stall.after)
                 if pending:  # what this consumer read is fsynced; its successor skips it by seq
                     archive.checkpoint()

@@ -8,11 +8,13 @@ confluentinc/librdkafka#3082, #3396.
 A consumer without partitions is also normal: another archiver of the group may hold them (a
 standby). So the archiver rejoins (closes its consumer and subscribes with a new one) only when
 nobody archives: the group's committed offsets lag behind the topic's end and have not moved for
-`after` seconds, or the group's offsets could not be read for that long. Sooner (`unserved_after`) when the
-group is settled (stable or empty) and no member holds any partition of the topic while events wait: then
-no standby is waiting for a busy archiver, and a rejoin cannot take partitions from anyone. Seen in CI
-against Kafka 3.9 (2026-11-29): an archiver that subscribed once the topic existed was assigned nothing
-for 60 s, and rejoining archived every event within a second.
+`after` seconds, or the group's offsets could not be read for that long. Sooner (`unserved_after`) when this
+consumer has joined a stable group in which no member holds any partition of the topic while events wait:
+the join is over and gave nobody the topic, so no standby is waiting for a busy archiver and a rejoin takes
+partitions from no one. Seen in CI against Kafka 3.9 (2026-11-29): an archiver that subscribed once the
+topic existed was assigned nothing for 60 s, and rejoining archived every event within a second. A consumer
+still joining is left to join: on a loaded machine a first join (the offsets topic being created) takes
+longer than the short wait, and rejoining then would only start it over.
 """
 from __future__ import annotations
 
@@ -88,9 +90,10 @@ def group_progress(consumer: Consumer, topic: str, timeout: float = 5.0) -> Prog
         return None
 
 
-def group_served(admin: AdminClient, group: str, topic: str, timeout: float = 5.0) -> bool | None:
-    """Does a member of `group` hold a partition of `topic`? None while the group rebalances or when the
-    cluster does not answer: only a settled group (stable or empty) says no."""
+def group_served(admin: AdminClient, group: str, topic: str, member: str | None, timeout: float = 5.0) -> bool | None:
+    """Does a member of `group` hold a partition of `topic`? Only a stable group that `member` (this consumer's
+    member id) has joined says no: a consumer still joining is not assigned anything yet, and a group rebalancing
+    or a cluster that does not answer is not known (None)."""
     from confluent_kafka import ConsumerGroupState  # extra: capture
 
     try:
@@ -99,5 +102,5 @@ def group_served(admin: AdminClient, group: str, topic: str, timeout: float = 5.
         return None
     if any(tp.topic == topic for m in desc.members for tp in (m.assignment.topic_partitions if m.assignment else [])):
         return True
-    settled = (ConsumerGroupState.STABLE, ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD)  # dead: no such group
-    return False if desc.state in settled else None
+    joined = bool(member) and any(m.member_id == member for m in desc.members)
+    return False if joined and desc.state == ConsumerGroupState.STABLE else None
