@@ -49,6 +49,14 @@ elr_with_min_isr AS (
   SELECT e.*, r.value_asof AS min_isr, r.config_seq
   FROM elr_states e
   JOIN config_resolved r ON e.cluster_id = r.cluster_id AND e.seq = r.seq
+),
+disjoint_pairs AS (  -- the two pairs of lists that must be disjoint, each with its rule and the names its findings use
+  SELECT cluster_id, seq, 'isr_elr_overlap' AS rule, 'isr' AS left_name, a_isr AS left_list,
+         'elr' AS right_name, a_elr AS right_list
+  FROM st WHERE {size(a_elr)} > 0
+  UNION ALL
+  SELECT cluster_id, seq, 'adding_removing_overlap', 'adding', a_adding, 'removing', a_removing
+  FROM st WHERE {size(a_adding)} > 0 AND {size(a_removing)} > 0
 )
 SELECT cluster_id, seq, CAST(NULL AS BIGINT) AS related_seq, 'elr_not_subset_of_replicas' AS rule,
        'violated' AS status, CAST(NULL AS STRING) AS allowance,
@@ -57,17 +65,11 @@ SELECT cluster_id, seq, CAST(NULL AS BIGINT) AS related_seq, 'elr_not_subset_of_
        CAST({size({except(a_elr, a_replicas)})} AS BIGINT) AS magnitude
 FROM st WHERE {size(a_elr)} > 0 AND NOT {subset(a_elr, a_replicas)}
 UNION ALL
-SELECT cluster_id, seq, CAST(NULL AS BIGINT), 'isr_elr_overlap', 'violated', CAST(NULL AS STRING),
-       'isr ∩ elr = []',
-       concat('isr ', {show(a_isr)}, ', elr ', {show(a_elr)}),
-       CAST({size({intersect(a_isr, a_elr)})} AS BIGINT)
-FROM st WHERE {size(a_elr)} > 0 AND NOT {disjoint(a_isr, a_elr)}
-UNION ALL
-SELECT cluster_id, seq, CAST(NULL AS BIGINT), 'adding_removing_overlap', 'violated', CAST(NULL AS STRING),
-       'adding ∩ removing = []',
-       concat('adding ', {show(a_adding)}, ', removing ', {show(a_removing)}),
-       CAST({size({intersect(a_adding, a_removing)})} AS BIGINT)
-FROM st WHERE {size(a_adding)} > 0 AND {size(a_removing)} > 0 AND NOT {disjoint(a_adding, a_removing)}
+SELECT cluster_id, seq, CAST(NULL AS BIGINT), rule, 'violated', CAST(NULL AS STRING),
+       concat(left_name, ' ∩ ', right_name, ' = []'),
+       concat(left_name, ' ', {show(left_list)}, ', ', right_name, ' ', {show(right_list)}),
+       CAST({size({intersect(left_list, right_list)})} AS BIGINT)
+FROM disjoint_pairs WHERE NOT {disjoint(left_list, right_list)}
 UNION ALL
 SELECT cluster_id, seq, CAST(NULL AS BIGINT), 'adding_or_removing_not_in_replicas', 'violated', CAST(NULL AS STRING),
        concat('adding ∪ removing ⊆ replicas ', {show(a_replicas)}),

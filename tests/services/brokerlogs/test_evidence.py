@@ -3,6 +3,8 @@ and 3.9.2 in KRaft mode, written by the dev clusters of devtools.cluster): golde
 that loses a field fails here."""
 from __future__ import annotations
 
+import pytest
+
 from schemas.events import LeaderRecoveryState as R
 from services.brokerlogs.evidence import (
     Assigned, AssignmentReplayed, BrokerRegistered, ByTopicId, ConfigStated, ControllerElected, ElrEnabled,
@@ -207,83 +209,93 @@ def test_a_zookeeper_mode_brokers_own_registration():
                     "czxid (broker epoch): 4294967462") == [BrokerRegistered(1, 4294967462)]
 
 
-def test_kraft_lines_that_complete_a_leader_change_4_3_1():
-    """Lines of a real Kafka 4.3.1 KRaft cluster (the scenario of tests/services/test_real_history.py), verbatim."""
-    # PartitionChangeBuilder (no logIdent): the whole state an unclean election starts from, by topic id
-    said = evidence(
-        "Setting new leader for topicId IhzTmFiQQGSU4q43C-AQag, partition 0 to 3 using an unclean election. Previous "
-        "partition: PartitionRegistration(replicas=[2, 3], directories=[XqfWhv8NBUYvifeuqqufZA, "
-        "OhWVS3YuDIp13mbtCjZSbg], isr=[], removingReplicas=[], addingReplicas=[], elr=[2], lastKnownElr=[2], "
-        "leader=-1, leaderRecoveryState=RECOVERED, leaderEpoch=1, partitionEpoch=2), change record: "
-        "PartitionChangeRecord(partitionId=0, topicId="
-        "IhzTmFiQQGSU4q43C-AQag, isr=null, leader=-2, replicas=null, removingReplicas=null, addingReplicas=null, "
-        "leaderRecoveryState=-1, directories=null, eligibleLeaderReplicas=null, lastKnownElr=null)")
-    assert said == [ByTopicId("IhzTmFiQQGSU4q43C-AQag", Seen(
-        "", 0, 2, topic_id="IhzTmFiQQGSU4q43C-AQag", leader=-1, leader_epoch=1, isr=(), replicas=(2, 3), adding=(),
-        removing=(), elr=(2,), last_known_elr=(2,), recovery=R.RECOVERED))]
-    assert evidence("[QuorumController id=1] Successfully altered 2 out of 2 partition reassignment(s).") == [
-        KR, ReassignmentsAltered(2)]
-    assert evidence("[QuorumController id=1] Replayed ConfigRecord for ConfigResource(type=BROKER, name='') which set "
-                    "configuration min.insync.replicas to 1") == [
-        KR, ConfigStated("BROKER", "", "min.insync.replicas", "1")]
-    assert evidence("[QuorumController id=1] Replayed ConfigRecord for ConfigResource(type=BROKER, name='1') which set "
-                    "configuration follower.replication.throttled.rate to [hidden]") == [
-        KR, ConfigStated("BROKER", "1", "follower.replication.throttled.rate", "[hidden]")]
-    assert evidence("[Broker id=1] Creating new partition h-alpha-1 with topic id ueYvE2fiQO6mfk456VNcOA.") == [
-        ReplicaCreated("h-alpha", 1)]
-    assert evidence("[Broker id=1] Expected partition h-alpha-3 with topic id ueYvE2fiQO6mfk456VNcOA to exist, but it "
-                    "was missing. Creating...") == [ReplicaCreated("h-alpha", 3)]
+# Lines of real KRaft clusters, verbatim, and what each says: Kafka 4.3.1 (the scenario of
+# tests/services/test_real_history.py) and 3.9.2 (the same scenario), each kind of line side by side in the versions
+# that write it. test_fuzz damages these lines too.
+KRAFT_LINES = [
+    # PartitionChangeBuilder (no logIdent), 4.3.1: the whole state an unclean election starts from, by topic id
+    ("4.3.1",
+     "Setting new leader for topicId IhzTmFiQQGSU4q43C-AQag, partition 0 to 3 using an unclean election. Previous "
+     "partition: PartitionRegistration(replicas=[2, 3], directories=[XqfWhv8NBUYvifeuqqufZA, "
+     "OhWVS3YuDIp13mbtCjZSbg], isr=[], removingReplicas=[], addingReplicas=[], elr=[2], lastKnownElr=[2], "
+     "leader=-1, leaderRecoveryState=RECOVERED, leaderEpoch=1, partitionEpoch=2), change record: "
+     "PartitionChangeRecord(partitionId=0, topicId="
+     "IhzTmFiQQGSU4q43C-AQag, isr=null, leader=-2, replicas=null, removingReplicas=null, addingReplicas=null, "
+     "leaderRecoveryState=-1, directories=null, eligibleLeaderReplicas=null, lastKnownElr=null)",
+     [ByTopicId("IhzTmFiQQGSU4q43C-AQag", Seen(
+         "", 0, 2, topic_id="IhzTmFiQQGSU4q43C-AQag", leader=-1, leader_epoch=1, isr=(), replicas=(2, 3), adding=(),
+         removing=(), elr=(2,), last_known_elr=(2,), recovery=R.RECOVERED))]),
+    # 3.9's unclean election names no previous state: nothing
+    ("3.9.2", "Setting new leader for topicId DI__ZsxuT16nskfXCY25fA, partition 0 to 2 using an unclean election", []),
+    # 3.9.2: an assignment change without its partition epoch
+    ("3.9.2",
+     "[QuorumController id=1] Replayed partition assignment change PartitionChangeRecord(partitionId=0, topicId="
+     "nVS9HM2xS-SZbQSQHyfsAA, isr=null, leader=-2, replicas=[1, 2, 3], removingReplicas=null, addingReplicas="
+     "[2, 3], leaderRecoveryState=-1, directories=[L7vHWa8tTEDtvl6VtkPPog, cCTdMxp3ljqEsrxywMj5Rw, "
+     "xj5E1LnHPlNeLD10P8dfXA], eligibleLeaderReplicas=null, lastKnownElr=null) for topic h-grow",
+     [KR, AssignmentReplayed("h-grow", 0, numbered=False, replicas=(1, 2, 3), adding=(2, 3))]),
+    ("4.3.1", "[QuorumController id=1] Successfully altered 2 out of 2 partition reassignment(s).",
+     [KR, ReassignmentsAltered(2)]),
+    ("3.9.2", "[QuorumController id=3] Successfully altered 2 out of 2 partition reassignment(s).",
+     [KR, ReassignmentsAltered(2)]),
+    ("4.3.1", "[QuorumController id=1] Replayed ConfigRecord for ConfigResource(type=BROKER, name='') which set "
+              "configuration min.insync.replicas to 1",
+     [KR, ConfigStated("BROKER", "", "min.insync.replicas", "1")]),
+    ("4.3.1", "[QuorumController id=1] Replayed ConfigRecord for ConfigResource(type=BROKER, name='1') which set "
+              "configuration follower.replication.throttled.rate to [hidden]",
+     [KR, ConfigStated("BROKER", "1", "follower.replication.throttled.rate", "[hidden]")]),
+    ("3.9.2", "[QuorumController id=1] Replayed ConfigRecord for ConfigResource(type=TOPIC, name='h-alpha') "
+              "which set configuration min.insync.replicas to 2",
+     [KR, ConfigStated("TOPIC", "h-alpha", "min.insync.replicas", "2")]),
+    ("4.3.1", "[Broker id=1] Creating new partition h-alpha-1 with topic id ueYvE2fiQO6mfk456VNcOA.",
+     [ReplicaCreated("h-alpha", 1)]),
+    ("3.9.2", "[Broker id=1] Creating new partition h-alpha-1 with topic id CAs2jhGVQ-qiDKiALf53Vg.",
+     [ReplicaCreated("h-alpha", 1)]),
+    ("4.3.1", "[Broker id=1] Expected partition h-alpha-3 with topic id ueYvE2fiQO6mfk456VNcOA to exist, but it "
+              "was missing. Creating...",
+     [ReplicaCreated("h-alpha", 3)]),
+    ("3.9.2", "[Broker id=1] Expected partition h-alpha-4 with topic id CAs2jhGVQ-qiDKiALf53Vg to exist, but it "
+              "was missing. Creating...",
+     [ReplicaCreated("h-alpha", 4)]),
     # a broker's line of a change it lived (the previous leader and epoch before it), and of a replica it just made
-    assert evidence(
-        "[Broker id=1] Leader h-pinned-1 with topic id Some(HYtHGfsxRlqPkOrBuQIjMQ) starts at leader epoch 1 from "
-        "offset 0 with partition epoch 2, high watermark 0, ISR [1,3], adding replicas [] and removing replicas [] . "
-        "Previous leader Some(2) and previous leader epoch was 0.") == [
-        Seen("h-pinned", 1, 2, topic_id="HYtHGfsxRlqPkOrBuQIjMQ", leader=1, leader_epoch=1, isr=(1, 3), adding=(),
-             removing=(), prompt=True)]
-    assert evidence(
-        "[Broker id=3] Follower h-dirty2-0 starts at leader epoch 1 from offset 0 with partition epoch 2 and high "
-        "watermark 0. Current leader is -1. Previous leader Some(2) and previous leader epoch was 0.") == [
-        Seen("h-dirty2", 0, 2, leader=-1, leader_epoch=1, prompt=True)]
-    assert evidence(
-        "[Broker id=1] Follower h-alpha-0 starts at leader epoch 0 from offset 0 with partition epoch 0 and high "
-        "watermark 0. Current leader is 3. Previous leader None and previous leader epoch was -1.") == [
-        Seen("h-alpha", 0, 0, leader=3, leader_epoch=0)]
-    # Partition.makeLeader prints the ISR of a Scala Set: in its own order only up to four members
+    ("4.3.1",
+     "[Broker id=1] Leader h-pinned-1 with topic id Some(HYtHGfsxRlqPkOrBuQIjMQ) starts at leader epoch 1 from "
+     "offset 0 with partition epoch 2, high watermark 0, ISR [1,3], adding replicas [] and removing replicas [] . "
+     "Previous leader Some(2) and previous leader epoch was 0.",
+     [Seen("h-pinned", 1, 2, topic_id="HYtHGfsxRlqPkOrBuQIjMQ", leader=1, leader_epoch=1, isr=(1, 3), adding=(),
+           removing=(), prompt=True)]),
+    ("3.9.2",
+     "[Broker id=1] Leader h-pinned-1 with topic id Some(ONb9ad-ER92JU5mxNZuF0g) starts at leader epoch 1 from "
+     "offset 0 with partition epoch 2, high watermark 0, ISR [3,1], adding replicas [] and removing replicas [] . "
+     "Previous leader Some(2) and previous leader epoch was 0.",
+     [Seen("h-pinned", 1, 2, topic_id="ONb9ad-ER92JU5mxNZuF0g", leader=1, leader_epoch=1, isr=(3, 1), adding=(),
+           removing=(), prompt=True)]),
+    ("4.3.1",
+     "[Broker id=3] Follower h-dirty2-0 starts at leader epoch 1 from offset 0 with partition epoch 2 and high "
+     "watermark 0. Current leader is -1. Previous leader Some(2) and previous leader epoch was 0.",
+     [Seen("h-dirty2", 0, 2, leader=-1, leader_epoch=1, prompt=True)]),
+    ("4.3.1",
+     "[Broker id=1] Follower h-alpha-0 starts at leader epoch 0 from offset 0 with partition epoch 0 and high "
+     "watermark 0. Current leader is 3. Previous leader None and previous leader epoch was -1.",
+     [Seen("h-alpha", 0, 0, leader=3, leader_epoch=0)]),
+    # 3.9.2: a follower's line that names the new leader and epoch as the previous ones
+    ("3.9.2",
+     "[Broker id=3] Follower h-alpha-1 starts at leader epoch 1 from offset 0 with partition epoch 1 and high "
+     "watermark 0. Current leader is 2. Previous leader Some(2) and previous leader epoch was 1.",
+     [Seen("h-alpha", 1, 1, leader=2, leader_epoch=1, prompt=True)]),
+]
+
+
+@pytest.mark.parametrize(("version", "line", "said"), KRAFT_LINES,
+                         ids=[f"{version}-{i}" for i, (version, _, _) in enumerate(KRAFT_LINES)])
+def test_kraft_lines(version, line, said):
+    assert evidence(line) == said
+
+
+def test_a_kraft_leaders_isr_is_a_set_past_four_members():
+    """Partition.makeLeader (4.3.1) prints the ISR of a Scala Set: in its own order only up to four members."""
     five = ("[Broker id=1] Leader t-0 with topic id Some(HYtHGfsxRlqPkOrBuQIjMQ) starts at leader epoch 1 from "
             "offset 0 with partition epoch 2, high watermark 0, ISR [{isr}], adding replicas [] and removing "
             "replicas [] . Previous leader Some(2) and previous leader epoch was 0.")
     assert [s.isr_as_set for s in evidence(five.format(isr="1,3"))] == [False]
     assert [s.isr_as_set for s in evidence(five.format(isr="5,1,2,3,4"))] == [True]
-
-
-def test_kraft_lines_3_9_2():
-    """Lines of a real Kafka 3.9.2 KRaft cluster (the same scenario), verbatim: an assignment change without its
-    partition epoch; a follower's line that names the new leader and epoch as the previous ones."""
-    assert evidence(
-        "[QuorumController id=1] Replayed partition assignment change PartitionChangeRecord(partitionId=0, topicId="
-        "nVS9HM2xS-SZbQSQHyfsAA, isr=null, leader=-2, replicas=[1, 2, 3], removingReplicas=null, addingReplicas="
-        "[2, 3], leaderRecoveryState=-1, directories=[L7vHWa8tTEDtvl6VtkPPog, cCTdMxp3ljqEsrxywMj5Rw, "
-        "xj5E1LnHPlNeLD10P8dfXA], eligibleLeaderReplicas=null, lastKnownElr=null) for topic h-grow") == [
-        KR, AssignmentReplayed("h-grow", 0, numbered=False, replicas=(1, 2, 3), adding=(2, 3))]
-    assert evidence("[QuorumController id=3] Successfully altered 2 out of 2 partition reassignment(s).") == [
-        KR, ReassignmentsAltered(2)]
-    assert evidence("[QuorumController id=1] Replayed ConfigRecord for ConfigResource(type=TOPIC, name='h-alpha') "
-                    "which set configuration min.insync.replicas to 2") == [
-        KR, ConfigStated("TOPIC", "h-alpha", "min.insync.replicas", "2")]
-    assert evidence("[Broker id=1] Creating new partition h-alpha-1 with topic id CAs2jhGVQ-qiDKiALf53Vg.") == [
-        ReplicaCreated("h-alpha", 1)]
-    assert evidence("[Broker id=1] Expected partition h-alpha-4 with topic id CAs2jhGVQ-qiDKiALf53Vg to exist, but it "
-                    "was missing. Creating...") == [ReplicaCreated("h-alpha", 4)]
-    assert evidence(
-        "[Broker id=3] Follower h-alpha-1 starts at leader epoch 1 from offset 0 with partition epoch 1 and high "
-        "watermark 0. Current leader is 2. Previous leader Some(2) and previous leader epoch was 1.") == [
-        Seen("h-alpha", 1, 1, leader=2, leader_epoch=1, prompt=True)]
-    assert evidence(
-        "[Broker id=1] Leader h-pinned-1 with topic id Some(ONb9ad-ER92JU5mxNZuF0g) starts at leader epoch 1 from "
-        "offset 0 with partition epoch 2, high watermark 0, ISR [3,1], adding replicas [] and removing replicas [] . "
-        "Previous leader Some(2) and previous leader epoch was 0.") == [
-        Seen("h-pinned", 1, 2, topic_id="ONb9ad-ER92JU5mxNZuF0g", leader=1, leader_epoch=1, isr=(3, 1), adding=(),
-             removing=(), prompt=True)]
-    # 3.9's unclean election names no previous state: nothing
-    assert evidence("Setting new leader for topicId DI__ZsxuT16nskfXCY25fA, partition 0 to 2 using an unclean "
-                    "election") == []

@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 from services.brokerlogs.evidence import evidence
 from services.brokerlogs.offline import import_log_events
 from tests.fuzzing import damaged, fuzz_settings, only_contract_errors
+from tests.services.brokerlogs.test_evidence import KRAFT_LINES
 
 
 def _golden_messages() -> list[str]:
-    """The messages test_evidence.py reads (every string literal given to evidence())."""
+    """The messages test_evidence.py reads (every string literal given to evidence(), and its table's KRaft lines)."""
     tree = ast.parse((Path(__file__).parent / "test_evidence.py").read_text())
     found = []
     for node in ast.walk(tree):
@@ -30,7 +31,7 @@ def _golden_messages() -> list[str]:
                 found.append(ast.literal_eval(node.args[0]))
             except ValueError:
                 continue
-    return [m for m in found if isinstance(m, str)]
+    return [m for m in found if isinstance(m, str)] + [line for _, line, _ in KRAFT_LINES]
 
 
 MESSAGES = _golden_messages()
