@@ -77,7 +77,8 @@ def _clock(con: duckdb.DuckDBPyConnection, cluster_id: str) -> tuple[int, int | 
     n, first = con.execute("""
         SELECT count(*), min(seq) FROM (
             SELECT seq, event_time_ms < lag(event_time_ms) OVER (ORDER BY seq) AS back
-            FROM events WHERE cluster_id = ? AND source_kind <> 'OFFSET_SAMPLER') WHERE back""", [cluster_id]).fetchall()[0]
+            FROM events WHERE cluster_id = ? AND source_kind NOT IN ('OFFSET_SAMPLER', 'REQUEST_LOG'))
+        WHERE back""", [cluster_id]).fetchall()[0]
     return n, first
 
 

@@ -70,8 +70,8 @@ def opening(store: Store, b: Point, from_time: str | None) -> Point:
     start = parse_time(from_time) if from_time is not None else None
     con = store.con
     if start is not None:
-        before = _one(con.execute("SELECT max(seq) FROM events WHERE cluster_id = ? AND event_time_ms < ?",
-                                  [b.cluster_id, start]).fetchone())
+        before = _one(con.execute("SELECT max(seq) FROM events WHERE cluster_id = ? AND event_time_ms < ? "
+                                  "AND source_kind <> 'REQUEST_LOG'", [b.cluster_id, start]).fetchone())
         if before is not None:
             return replace(store.point(seq=before, cluster_id=b.cluster_id), event_time_ms=start)
     first = _one(con.execute("SELECT min(seq) FROM events WHERE cluster_id = ?", [b.cluster_id]).fetchone())

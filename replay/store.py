@@ -55,8 +55,10 @@ class Point:
 
     def describe(self) -> str:
         when = times.show(self.event_time_ms)
-        # An offset sample's source position is its sampling round (epoch millis), not a log offset.
-        where = "an offset sample" if self.source_kind == "OFFSET_SAMPLER" else f"offset {self.source_offset}"
+        # An offset sample's source position is its sampling round (epoch millis), a request log line's its time:
+        # neither is a log offset.
+        where = {"OFFSET_SAMPLER": "an offset sample", "REQUEST_LOG": "a request log line"}.get(
+            self.source_kind, f"offset {self.source_offset}")
         text = f"as of seq {self.seq} ({where}, {when}), {self.verified()}"
         for g in self.gaps:
             text += f"; WARNING {g.describe()}"
@@ -466,12 +468,14 @@ class Store:
             cond, args, what = "seq <= ?", [seq], f"seq {seq}"
         elif offset is not None:
             self._one_position_kind(cluster)
-            # Log positions only: offset samples' positions are sampling times, not log offsets.
-            cond, args, what = ("source_offset >= 0 AND source_offset <= ? AND source_kind <> 'OFFSET_SAMPLER'",
-                                [offset], f"offset {offset}")
+            # Log positions only: offset samples' positions are sampling times, request log lines' their times.
+            cond, args, what = ("source_offset >= 0 AND source_offset <= ? AND source_kind NOT IN ('OFFSET_SAMPLER', "
+                                "'REQUEST_LOG')", [offset], f"offset {offset}")
         elif time is not None:
             parsed = times.parse(time)
-            cond, args, what = "event_time_ms <= ?", [parsed.ms], f"time {time}"
+            # not the requests `import requests` appended after the history: their times are earlier than the
+            # controller's events before them in the chain, and would stand for the whole history
+            cond, args, what = "event_time_ms <= ? AND source_kind <> 'REQUEST_LOG'", [parsed.ms], f"time {time}"
         elif event_id is not None:
             cond, args, what = "event_id = ?", [event_id], f"event {event_id}"
         else:

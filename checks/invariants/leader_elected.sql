@@ -63,7 +63,8 @@ timed AS (
   JOIN events o ON o.cluster_id = r.cluster_id AND o.seq = r.open_seq
   LEFT JOIN events m ON m.cluster_id = r.cluster_id AND m.seq = r.met_seq
 ),
-ends AS (SELECT cluster_id, MAX(event_time_ms) AS last_ms FROM events GROUP BY cluster_id)
+ends AS (SELECT cluster_id, MAX(event_time_ms) AS last_ms FROM events WHERE source_kind <> 'REQUEST_LOG'
+         GROUP BY cluster_id)
 SELECT cluster_id, met_seq AS seq, open_seq AS related_seq, 'no_leader_while_member_live' AS rule,
        'violated' AS status, CAST(NULL AS STRING) AS allowance,
        concat('a leader within ', CAST({deadline_ms()} AS STRING), ' ms while an ISR or ELR member is live') AS expected,

@@ -77,3 +77,32 @@ def test_an_archive_that_does_not_verify_is_not_appended_to(tmp_path):
     refused = run("import", "requests", str(node(tmp_path, "n2", 2)), "--out", str(out))
     assert refused.exit_code == 2 and "not an intact archive to continue" in refused.output, refused.output
     assert sorted(p.name for p in (out / CLUSTER).iterdir()) == before
+
+
+def test_requests_appended_after_a_history_change_none_of_its_answers(tmp_path):
+    """The requests come after the history in the chain but carry their own, earlier or later, times: a point by
+    time or offset, the clock's note, the checks' findings (pending obligations are measured to the controller's
+    last event) are those of the history alone."""
+    import shutil
+
+    from replay.store import Store
+
+    alone, kept = tmp_path / "alone", tmp_path / "kept"
+    assert run("simulate", "--seed", "3", "--events", "2000", "--out", str(alone)).exit_code == 0
+    shutil.copytree(alone, kept)
+    during = node(tmp_path / "logs", "n1", 1, at="2025-01-01 00:00:30,000")  # inside the simulated history
+    later = node(tmp_path / "logs", "n2", 2, at="2025-01-02 00:00:00,000")  # a day after its last event
+    done = run("import", "requests", str(during), str(later), "--out", str(kept), "--cluster-id", "sim-3")
+    assert done.exit_code == 0, done.output
+    answers = []
+    for root in (alone, kept):
+        store_path = tmp_path / f"{root.name}.duckdb"
+        assert run("load", str(root / "sim-3"), "--store", str(store_path)).exit_code == 0
+        with Store(store_path) as store:
+            points = [store.point(time="2025-01-01T00:00:31Z"), store.point(offset=500)]
+            status_note = store.point(time="2025-01-01T00:00:31Z").note
+        csv = tmp_path / f"{root.name}.csv"
+        assert run("check", str(root / "sim-3"), "--csv", str(csv)).exit_code in (0, 1)
+        answers.append(([(p.seq, p.source_offset, p.event_time_ms) for p in points], status_note, csv.read_text()))
+    assert answers[0] == answers[1]
+    assert answers[0][2].count("\n") > 1  # the history has findings (pending obligations) to compare
