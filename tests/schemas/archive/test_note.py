@@ -106,7 +106,7 @@ def test_generate_key_and_cosign() -> None:
     # co-signing again replaces the witness's signature rather than adding a second one
     assert cosign_note(cosigned, Signer.parse(w_skey)).count("witness.example/w1") == 1
     # the seed stays out of reprs and logs
-    assert log_skey.rsplit("+", 1)[1] not in repr(Signer.parse(log_skey))
+    assert log_skey.split("+", 4)[4] not in repr(Signer.parse(log_skey))  # PRIVATE+KEY+name+hash+key: the key may hold "+"
 
 
 @pytest.mark.parametrize("vkey", [
