@@ -1,5 +1,5 @@
 """`ctrlaudit who`: who asked for each controller change of an archive, from the nodes' request and authorizer logs
-given, or else from the requests the archive keeps (`ctrlaudit import requests`); services/requests/attribute.py
+given, or else from the requests the archive keeps (`ctrlaudit import requests`); replay/attribution.py
 says how a change is matched, and what it answers when it cannot be."""
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from ctrlaudit.errors import UsageError, user_errors
 from schemas import times
 from schemas.archive.listing import iter_events
 from schemas.events import ClientRequest, ControllerEvent
-from services.requests.attribute import (
+from replay.attribution import (
     AMBIGUOUS, REQUEST, UNATTRIBUTED, WINDOW_MS, Attribution, attribute, denied,
 )
 from services.requests.clocks import disagreements
-from services.requests.event import line_of
+from schemas.requests.kept import line_of
 from services.requests.files import cluster_of, read_logs
 from services.requests.reader import Reading
-from services.requests.record import RequestLine
+from schemas.requests.record import RequestLine
 
 
 def _what(e: ControllerEvent) -> str:
