@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from schemas import times
 from schemas.events import (
     REDACTED, BrokerChange, BrokerChangeKind, ConfigChange, ControllerEvent, ElectionType, FeatureLevelChange,
     PartitionChange, PartitionChangeKind, TopicChange, TopicChangeKind,
@@ -315,6 +316,19 @@ def attribute(events: Sequence[ControllerEvent | Subject], lines: Sequence[Reque
                                    f"no {'/'.join(w.apis)} request naming {w.kind} {w.name} {window} in the logs read "
                                    "(not kept, the loggers not at DEBUG, or a tool that wrote ZooKeeper itself)"))
     return out
+
+
+def requested_by(principal: str, host: str | None, client_id: str | None, software_name: str | None,
+                 software_version: str | None, time_ms: int, node: int | None, api: str | None,
+                 listener: str | None) -> str:
+    """The sentence a person reads: "requested by User:alice from 10.0.3.7 (client id reassign-tool,
+    apache-kafka-java 4.3.1) at T, received by node 2: AlterPartitionReassignments on listener SASL_SSL"."""
+    software = (f", {software_name} {software_version or ''}".rstrip()
+                if software_name not in (None, "unknown") else "")
+    client = f" (client id {client_id}{software})" if client_id is not None else ""
+    received = f", received by node {node}" if node is not None and node >= 0 else ""
+    return (f"requested by {principal}{' from ' + host if host else ''}{client} at {times.show(time_ms)}{received}: "
+            f"{api}" + (f" on listener {listener}" if listener else ""))
 
 
 def denied(lines: Iterable[RequestLine]) -> list[RequestLine]:

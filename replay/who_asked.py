@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from schemas.times import show
 from replay.attribution import (
     BOOTSTRAP, CONTROLLER, NOT_CHANGES, REQUEST, SUBJECT_COLUMNS, Attribution, attribute, controller_reason,
-    subject_of_row, wanted,
+    requested_by, subject_of_row, wanted,
 )
 from schemas.requests.kept import body_of, resource_of
 from schemas.requests.record import RequestLine
@@ -125,20 +126,13 @@ def _row(cluster: str, a: Attribution, where: dict[int, tuple[int, int]]) -> lis
             [where[id(x)][0] for g in a.requests for x in g], [where[id(d)][0] for d in a.decisions], principals]
 
 
-def _software(name: str | None, version: str | None) -> str | None:
-    return None if name in (None, "unknown") else f"{name} {version or ''}".rstrip()
-
-
 def _text(r: Sequence[Any]) -> Asked:
     (seq, cause, why, api, principal, host, client, software, version, listener, at, node, request_seqs) = r
     if cause != REQUEST or principal is None:
         return Asked(cause, f"{cause}: {why}", request_seqs=tuple(request_seqs or ()))
-    soft = _software(software, version)
-    received = f", received by node {node}" if node is not None and node >= 0 else ""
-    client_part = f" (client id {client}{', ' + soft if soft else ''})" if client is not None else ""
-    text = (f"requested by {principal}{' from ' + host if host else ''}{client_part} at {show(at)}{received}: "
-            f"{api}" + (f" on listener {listener}" if listener else ""))
-    return Asked(cause, text, principal, host, client, soft, api, at, node, tuple(request_seqs or ()))
+    soft = None if software in (None, "unknown") else f"{software} {version or ''}".rstrip()
+    return Asked(cause, requested_by(principal, host, client, software, version, at, node, api, listener), principal,
+                 host, client, soft, api, at, node, tuple(request_seqs or ()))
 
 
 def asked(con: duckdb.DuckDBPyConnection, cluster: str, seqs: Iterable[int]) -> dict[int, Asked]:
@@ -165,33 +159,45 @@ def asked(con: duckdb.DuckDBPyConnection, cluster: str, seqs: Iterable[int]) -> 
         elif wanted(s) is None:
             found[s.seq] = Asked(CONTROLLER, f"controller: {controller_reason(s)}")
         elif not kept:
-            found[s.seq] = Asked(NOT_KEPT, "who asked: not known (the archive keeps no request logs; "
+            found[s.seq] = Asked(NOT_KEPT, "not known (the archive keeps no request logs; "
                                            "`ctrlaudit import requests` adds them)")
         else:  # a store loaded before this change's requests were matched: never a guess
-            found[s.seq] = Asked(NOT_KEPT, "who asked: not matched in this store (load the archive again)")
+            found[s.seq] = Asked(NOT_KEPT, "not matched in this store (load the archive into a new store)")
     return found
 
 
-def table(con: duckdb.DuckDBPyConnection, cluster: str, lo_ms: int | None = None,
-          hi_ms: int | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
+_S = pa.string()
+TABLE_SCHEMA = pa.schema([("seq", pa.int64()), ("time", _S), ("change", _S), ("topic", _S), ("partition", pa.int32()),
+                          ("resource", _S), ("cause", _S), ("principal", _S), ("host", _S), ("client_id", _S),
+                          ("software", _S), ("api", _S), ("request_time", _S), ("received_by", pa.int32()),
+                          ("request_seqs", pa.list_(pa.int64())), ("why", _S)])
+
+
+def table(con: duckdb.DuckDBPyConnection, cluster: str, after_seq: int | None = None,
+          to_seq: int | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Who changed what, the table an auditor reads: every change a request may have made, and every denied
-    attempt, in time order (columns, rows)."""
-    cols = ["seq", "time", "change", "topic", "partition", "resource", "cause", "principal", "host", "client_id",
-            "software", "api", "request_time", "received_by", "request_seqs", "why"]
-    rows = con.execute(f"""
+    attempt, in time order (columns, rows); within a window, the changes after `after_seq` up to `to_seq` and the
+    denied attempts between those two events' times."""
+    cols = TABLE_SCHEMA.names
+    rows = con.execute("""
         SELECT e.seq, e.event_time_ms, coalesce(array_to_string(e.changes, ','), e.topic_change, e.broker_change,
                e.config_name, e.feature, e.kind), e.topic, e."partition",
                coalesce(e.config_resource, CAST(e.broker_id AS VARCHAR), e.feature), a.cause, a.principal, a.host,
-               a.client_id, trim(coalesce(a.software_name, '') || ' ' || coalesce(a.software_version, '')), a.api,
+               a.client_id, nullif(trim(coalesce(a.software_name, '') || ' ' || coalesce(a.software_version, '')),
+                                   ''), a.api,
                a.request_time_ms, a.received_by, a.request_seqs, a.why
         FROM attributions a JOIN events e ON e.cluster_id = a.cluster_id AND e.seq = a.seq
-        WHERE a.cluster_id = $c AND ($lo IS NULL OR e.event_time_ms >= $lo) AND ($hi IS NULL OR e.event_time_ms <= $hi)
+        WHERE a.cluster_id = $c AND ($lo IS NULL OR e.seq > $lo) AND ($hi IS NULL OR e.seq <= $hi)
         UNION ALL
         SELECT seq, event_time_ms, 'denied ' || coalesce(rq_operation, ''), NULL, NULL,
                array_to_string(rq_resources, ','), 'denied', rq_principal, rq_host, rq_client_id, NULL, rq_api,
                event_time_ms, source_node, [seq], 'the authorizer denied it: nothing changed'
         FROM events WHERE cluster_id = $c AND kind = 'ClientRequest' AND rq_outcome = 'denied'
-          AND ($lo IS NULL OR event_time_ms >= $lo) AND ($hi IS NULL OR event_time_ms <= $hi)
-        ORDER BY 2, 1""", {"c": cluster, "lo": lo_ms, "hi": hi_ms}).fetchall()
+          -- a window that opens before the first event has no lower bound
+          AND event_time_ms >= coalesce((SELECT event_time_ms FROM events WHERE cluster_id = $c AND seq = $lo),
+                                        event_time_ms)
+          AND event_time_ms <= coalesce((SELECT event_time_ms FROM events WHERE cluster_id = $c AND seq = $hi),
+                                        event_time_ms)
+        ORDER BY 2, 1""", {"c": cluster, "lo": after_seq, "hi": to_seq}).fetchall()
     return cols, [(*r[:1], show(r[1]), *r[2:12], None if r[12] is None else show(r[12]), *r[13:]) for r in rows]
 
