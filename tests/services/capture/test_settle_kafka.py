@@ -24,7 +24,8 @@ def test_a_batch_waiting_for_a_stopped_follower_is_waited_for(kafka_cluster):
     c.create_topic(topic, 1, 3)
     client = ProtocolClient(c.bootstrap_servers)
     try:
-        wait_until(lambda: client.log_ends(topic) == (0, 0), 30, "the new topic's leader")
+        wait_until(lambda: len(client.partitions([topic])) == 1 and client.log_ends(topic) == (0, 0), 30,
+                   "the new topic's leader")
         (info,) = client.partitions([topic])
         controller = c.wait_for_controller()
         follower = next(r for r in info.replicas if r not in (info.leader, controller))

@@ -209,6 +209,31 @@ def _kept(cli, archive: Path, logs: str, from_logs: dict) -> None:  # type: igno
                                           r["time"], Path(r["file"]).name, r["line"]) for r in g] for g in c["requests"]])
                 for c in doc["changes"]]
     assert answers(got) == answers(from_logs) and got["denied"] == from_logs["denied"]
+    _stored(cli, archive, got)
+
+
+def _stored(cli, archive: Path, from_archive: dict) -> None:  # type: ignore[no-untyped-def]
+    """A store loaded from the archive says who asked as `who` does: in its table for auditors (export --table
+    attributions) and in `explain`, with the node that received the request."""
+    import json
+
+    store = str(archive.parent.parent / "who.duckdb")
+    assert cli("load", str(archive), "--store", store).returncode == 0
+    exported = archive.parent.parent / "who.json"
+    done = cli("export", "--store", store, "--table", "attributions", "--format", "json", "--out", str(exported))
+    assert done.returncode == 0, done.stderr
+    rows = {r["seq"]: r for r in map(json.loads, exported.read_text().splitlines())}
+    asked = {c["seq"]: c for c in from_archive["changes"] if c["cause"] == "request"}
+    assert asked and set(asked) <= set(rows)
+    for seq, c in asked.items():
+        first = c["requests"][0][0] if c["requests"] else c["decisions"][-1]
+        assert (rows[seq]["cause"], rows[seq]["principal"]) == ("request", first["principal"]), (rows[seq], c)
+    assert {r["cause"] for r in rows.values()} <= {"request", "controller", "denied"}, rows
+    seq = next(s for s, c in asked.items() if c["requests"] and c["requests"][0][0]["api"] == "CreatePartitions")
+    explained = cli("explain", "--store", store, "--seq", str(seq))
+    assert explained.returncode == 0, explained.stderr
+    assert "who asked:         requested by User:ANONYMOUS from 127.0.0.1 (client id who-asked, " in explained.stdout
+    assert "received by node 1: CreatePartitions on listener PLAINTEXT" in explained.stdout, explained.stdout
 
 
 def _server_log_cluster(cluster) -> str:  # type: ignore[no-untyped-def]
