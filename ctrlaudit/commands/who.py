@@ -120,8 +120,11 @@ def register(app: typer.Typer) -> None:
         refused = [d for d in denied(lines) if (principal is None or d.principal == principal)
                    and (lo is None or d.time_ms >= lo) and (hi is None or d.time_ms <= hi)]
         out = Output(json_path)
+        # lines the reader could not read are a gap of attribution: an unattributed change's request may be there
+        unread = (f" ({reading.not_read:,} log line(s) were not read, listed below: its request may be among them)"
+                  if reading.not_read else "")
         for a in got:
-            out.say(_line(a, by_seq[a.seq], node_of))
+            out.say(_line(a, by_seq[a.seq], node_of) + (unread if a.cause == UNATTRIBUTED else ""))
         for d in refused:
             out.say(f"denied: {d.principal}{' from ' + d.host if d.host else ''} {d.operation} on "
                     f"{', '.join(f'{r.type}:{r.name}' for r in d.resources)} ({d.api}) at {times.show(d.time_ms)}")

@@ -86,3 +86,20 @@ def test_the_report_says_who_changed_what(tmp_path: Path) -> None:
     done = run("report", "--store", str(bare), "--out", str(tmp_path / "bare.html"))
     assert done.exit_code == 0, done.output
     assert 'id="who-not-kept">Who asked is not known' in (tmp_path / "bare.html").read_text()
+
+
+def test_lines_not_read_are_a_gap_of_attribution_said_beside_each_unattributed_change(tmp_path: Path) -> None:
+    from tests.services.requests.kafka_lines import log4j
+
+    (tmp_path / "archive").mkdir()
+    write_archive_file(tmp_path / "archive" / "a.avro", history())
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "kafka-request.log").write_text(log4j('Completed request:{"isForwarded":false,"requestHeader":{',
+                                                  "kafka.request.logger") + "\n")
+    said = run("who", str(tmp_path / "archive"), "--logs", str(logs))
+    assert said.exit_code == 0, said.output
+    unattributed = [line for line in said.output.splitlines() if "unattributed: " in line]
+    assert unattributed and all(line.endswith("(1 log line(s) were not read, listed below: its request may be "
+                                              "among them)") for line in unattributed)
+    assert "not read: " in said.output and "kafka-request.log" in said.output
