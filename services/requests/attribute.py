@@ -120,6 +120,11 @@ def _controller_reason(e: ControllerEvent) -> str:
         changes = set(p.changes)
         if K.REASSIGNMENT_COMPLETE in changes:
             return "a reassignment completing once its new replicas caught up"
+        if K.LEADER in changes and p.after is not None and p.after.leader < 0:
+            return "the partition left without a leader by the controller (its replicas offline, or its topic being " \
+                   "deleted)"
+        if K.LEADER in changes and p.election in (ElectionType.NONE, ElectionType.UNKNOWN):
+            return "a leader change the controller made"
         if K.LEADER in changes:
             return f"a {p.election.value.lower().replace('_', ' ')} election the controller made"
         if changes <= _K_ALONE:

@@ -173,3 +173,16 @@ def test_a_forwarded_request_retried_after_not_controller_is_still_the_one_that_
     # with only the controllers' lines (the broker's log not read), one attempt that did not fail is enough
     (got,) = attribute([ev(0, pref)], bobs[1:] + mallorys)
     assert got.cause == REQUEST and got.requests[0][0].principal == "User:bob", got.why
+
+
+def test_a_leader_the_controller_took_away_is_said_so_not_called_an_election():
+    """ZooKeeper mode, on a real cluster: deleting a topic, the controller first takes its partitions offline
+    (leader -1, election NONE in the archive). The controller's, and said in words, not "a none election"."""
+    offline = PartitionChange("orders", "tid", 0, A, PartitionState((1, 2, 3), (3,), -1, 2, 2), (K.LEADER, K.ISR),
+                              ElectionType.NONE)
+    moved = PartitionChange("orders", "tid", 0, A, PartitionState((1, 2, 3), (2, 3), 2, 2, 2), (K.LEADER,),
+                            ElectionType.NONE)
+    got = attribute([ev(0, offline), ev(1, moved)], [])
+    assert [a.cause for a in got] == [CONTROLLER, CONTROLLER]
+    assert "none election" not in got[0].why and "without a leader" in got[0].why, got[0].why
+    assert "none election" not in got[1].why and "a leader change the controller made" in got[1].why, got[1].why
