@@ -228,7 +228,7 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
         _wait(lambda: "complete" in c.tool("reassign", "--bootstrap-server", bs(), "--reassignment-json-file",
                                            str(plan), "--verify", check=False).stdout, 60, "the reassignment")
         caught_up()
-        asked_by = _second_principal(c, topic, out, say, bs())
+        asked_by = _second_principal(c, topic, out, say)
         say(f"kill -9 the controller (node {controller}): a new controller epoch")
         c.kill_node(controller)
         c.wait_for_controller(exclude=controller)
@@ -262,7 +262,7 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
 SECOND = ("bob", "bob-secret")  # the demo's second principal: a PLAIN user of the SASL_SSL listener
 
 
-def _second_principal(c, topic: str, out: Path, say, plaintext: str) -> str | None:
+def _second_principal(c, topic: str, out: Path, say) -> str | None:
     """On a cluster with a SASL_SSL listener and a PLAIN user: that user alters the topic's retention with
     kafka-configs over SASL_SSL, as an operator on another team would. Returns the principal (None: no such
     listener, nothing done)."""
@@ -278,6 +278,15 @@ def _second_principal(c, topic: str, out: Path, say, plaintext: str) -> str | No
     c.tool("configs", "--bootstrap-server", c.sasl_ssl_bootstrap, "--command-config", str(conf), "--alter",
            "--entity-type", "topics", "--entity-name", topic, "--add-config", "retention.ms=86400000")
     return f"User:{user}"
+
+
+def who_asked(archive: Path, logs: tuple[Path, ...], principal: str) -> str:
+    """`ctrlaudit who` of the archive's cluster over the nodes' logs: what `principal` changed (printed, returned)."""
+    from schemas.archive import clusters
+
+    (cluster,) = clusters(archive)
+    return step(f"who asked: {principal}'s changes, from the nodes' request and authorizer logs", "who",
+                str(archive / cluster), *(a for d in logs for a in ("--logs", str(d))), "--principal", principal)
 
 
 def forensics(cap: Captured, out: Path) -> None:
@@ -300,12 +309,7 @@ def forensics(cap: Captured, out: Path) -> None:
     step("the invariant catalog over the whole history", "check", store, "--json", str(out / "check.json"),
          "--force", check=False)
     if cap.logs and cap.asked_by:
-        from schemas.archive import clusters
-
-        (cluster,) = clusters(cap.archive)
-        step(f"who asked: {cap.asked_by}'s changes, from the nodes' request and authorizer logs", "who",
-             str(cap.archive / cluster), *(a for d in cap.logs for a in ("--logs", str(d))), "--principal",
-             cap.asked_by)
+        who_asked(cap.archive, cap.logs, cap.asked_by)
     if cap.metadata_copy is not None:
         what = ("the copy of ZooKeeper's transaction log", "zk") if cap.zookeeper else ("the copied metadata log", "kraft")
         step(f"the same history offline: decode {what[0]} (what an operator does with a copy taken after an "
