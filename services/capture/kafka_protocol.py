@@ -127,6 +127,20 @@ class ProtocolClient:
                     out[(t.name, p.partition_index)] = (p.offset, getattr(p, "leader_epoch", -1), _now_ms())
         return out
 
+    def log_ends(self, topic: str, partition: int = 0) -> tuple[int, int] | None:
+        """(high watermark, log end offset) of `topic`'s `partition` on its leader; (0, 0) when the topic does not
+        exist; None when it cannot be told now (no leader, the leader not answering)."""
+        parts = [p for p in self.partitions([topic]) if p.partition == partition]
+        if not parts:
+            return 0, 0
+        leader = parts[0].leader
+        if leader < 0:
+            return None
+        tp = (topic, partition)
+        hw = self.latest_offsets(leader, [tp], CONSUMER_REPLICA_ID).get(tp)
+        leo = self.latest_offsets(leader, [tp], DEBUGGING_REPLICA_ID).get(tp)
+        return None if hw is None or leo is None else (hw[0], leo[0])
+
     def quorum_high_watermark(self) -> int:
         """The metadata quorum's high watermark (DescribeQuorum); raises what the client raises."""
         q = self.admin.describe_metadata_quorum()

@@ -14,7 +14,7 @@ import pytest
 from services.requests.clocks import disagreements, pairs
 from services.requests.files import read_logs
 from services.requests.reader import Reading
-from services.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER
+from schemas.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER
 from tests.services.requests.real_cluster import audited_cluster, cli, import_history, kept
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -138,7 +138,7 @@ def _attributed(cluster, records, version: str) -> None:  # type: ignore[no-unty
     from dataclasses import replace
 
     from services.kraft.offline import import_events
-    from services.requests.attribute import REQUEST, UNATTRIBUTED, AMBIGUOUS, attribute
+    from replay.attribution import REQUEST, UNATTRIBUTED, AMBIGUOUS, attribute
     from services.zookeeper.offline import import_zk_events
 
     history = (import_zk_events([cluster.zookeeper.data_dir], "c") if version == "3.9"

@@ -162,7 +162,7 @@ def _logged(c) -> bool:  # type: ignore[no-untyped-def]
     request log line is written when the response is sent."""
     from services.requests.files import read_logs
     from services.requests.reader import Reading
-    from services.requests.record import REQUEST_LOGGER
+    from schemas.requests.record import REQUEST_LOGGER
 
     lines = read_logs([n.logs_dir for n in c.nodes.values()], Reading())
     return any(r.log == REQUEST_LOGGER and r.api == "DeleteTopics" and r.principal == BOB and not r.forwarded
