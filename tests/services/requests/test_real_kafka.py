@@ -118,7 +118,7 @@ def _who(cluster, version: str, tmp_path: Path) -> None:  # type: ignore[no-unty
     text = cli("who", str(archive), "--logs", logs)
     assert text.returncode == 0, text.stderr
     assert "requested by User:ANONYMOUS from 127.0.0.1 (client id who-asked, " in text.stdout
-    assert ", CreatePartitions on listener PLAINTEXT (" in text.stdout and " 0 ambiguous, 0 unattributed; 0 denied" in text.stdout
+    assert " CreatePartitions on listener PLAINTEXT (" in text.stdout and " 0 ambiguous, 0 unattributed; 0 denied" in text.stdout
     kept(cli, archive, [logs], got, principal="User:ANONYMOUS")
     none = cli("who", str(archive), "--logs", str(tmp_path / "archive"))  # no request log there: one line, exit 2
     assert none.returncode == 2 and none.stderr.count("\n") == 1 and "no kafka-authorizer.log or kafka-request.log" \

@@ -244,9 +244,10 @@ def test_each_change_is_its_principals_request(run):
     assert {k for k in DID if k[1] not in ALTER_CONFIGS} <= seen, sorted(set(DID) - seen)
     assert any(k in seen for k in ((ORDERS, api) for api in ALTER_CONFIGS))
     assert any(k in seen for k in ((EVENTS, api) for api in ALTER_CONFIGS))
-    assert f"requested by {BOB} from 127.0.0.1 (client id " in run.text and ", ElectLeaders on listener SASL_SSL (" \
+    assert f"requested by {BOB} from 127.0.0.1 (client id " in run.text and " ElectLeaders on listener SASL_SSL (" \
         in run.text
     assert f"requested by {ALICE} from 127.0.0.1 (client id " in run.text
+    assert ", received by node " in run.text  # the node whose log has the client's line, kept with the request
 
 
 def test_what_the_controller_did_on_its_own_is_the_controllers(run):
