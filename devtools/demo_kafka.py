@@ -3,13 +3,14 @@
 start a 3-node KRaft Kafka from Maven jars -> start capture (`ctrlaudit capture`: the Faust worker
 tailing one node's __cluster_metadata-0, plus the offset sampler) and the archiver (`ctrlaudit
 archive`) -> drive a short incident with Kafka's own tools: mark A, kill -9 a broker (fencing, ISR
-shrink, leader moves), restart it, preferred election, move a replica, kill -9 the active controller
-(a new epoch), and a second principal, User:bob on the SASL_SSL listener, alters the topic's retention with
-kafka-configs; before each next step, wait until the archive shows what describe shows -> wait until
+shrink, leader moves), restart it, preferred election, move a replica, a second principal (User:bob on the
+SASL_SSL listener) alters the topic's retention with kafka-configs, kill -9 the active controller (a new
+epoch); before each next step, wait until the archive shows what describe shows -> wait until
 the archive holds the last change -> stop everything -> `verify` the
 archive, load it, and show the state at mark A and at the end, a diff, a timeline, an explanation and
-the invariant check; `who` names bob as the one who asked for the retention change, from the nodes' request
-logs (kafka.request.logger at DEBUG); last, `import kraft` decodes a copy of the node's metadata log offline. Everything
+the invariant check; `who` names bob as the one who asked for the retention change, from the nodes'
+request logs (kafka.request.logger at DEBUG); last, `import kraft` decodes a copy of the node's
+metadata log offline. Everything
 lands in demo-out/kraft/ (demo-out/zk/ with ``--zookeeper``), the demo ends with commands to try next on it,
 and the cluster is torn down.
 
@@ -340,10 +341,9 @@ def _certificates(d: Path):  # type: ignore[no-untyped-def]
 
 def main(argv: list[str] | None = None) -> None:
     from devtools.cluster import ClusterError
+    from devtools.cluster.config import SecureListeners
     from devtools.cluster.testing import running_cluster
     from devtools.cluster.zkmode import ZkKafkaCluster
-
-    from devtools.cluster.config import SecureListeners
 
     zk = "--zookeeper" in (sys.argv[1:] if argv is None else argv)
     out = fresh_folder("zk" if zk else "kraft")
