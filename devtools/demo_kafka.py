@@ -347,7 +347,8 @@ def main(argv: list[str] | None = None) -> None:
 
     zk = "--zookeeper" in (sys.argv[1:] if argv is None else argv)
     out = fresh_folder("zk" if zk else "kraft")
-    tls = _certificates(out.parent / "tls")  # the SASL_SSL listener's, for the second principal
+    # the SASL_SSL listener's, for the second principal; absolute: each broker runs in its own directory
+    tls = _certificates(out.parent.resolve() / "tls")
     secure = dict(secure=SecureListeners(tls.broker_keystore, tls.truststore, tls.password,
                                          plain_users=dict([SECOND])), request_logs=True)
     if zk:
