@@ -266,6 +266,9 @@ def test_what_the_controller_did_on_its_own_is_the_controllers(run):
             causes["broker"].add(c["cause"])
     assert causes["complete"] == {"controller"}, causes
     assert causes["isr"] <= {"controller"}, causes
+    if run.version == "3.9":  # the ZooKeeper-mode controller writes the reassignment's ISR steps one by one (KRaft
+        # completes it in one record)
+        assert causes["isr"], causes
     assert causes["broker"] and causes["broker"] <= {"controller", "bootstrap"}, causes
 
 
