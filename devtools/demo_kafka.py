@@ -3,11 +3,14 @@
 start a 3-node KRaft Kafka from Maven jars -> start capture (`ctrlaudit capture`: the Faust worker
 tailing one node's __cluster_metadata-0, plus the offset sampler) and the archiver (`ctrlaudit
 archive`) -> drive a short incident with Kafka's own tools: mark A, kill -9 a broker (fencing, ISR
-shrink, leader moves), restart it, preferred election, move a replica, kill -9 the active controller
-(a new epoch); before each next step, wait until the archive shows what describe shows -> wait until
+shrink, leader moves), restart it, preferred election, move a replica, a second principal (User:bob on the
+SASL_SSL listener) alters the topic's retention with kafka-configs, kill -9 the active controller (a new
+epoch); before each next step, wait until the archive shows what describe shows -> wait until
 the archive holds the last change -> stop everything -> `verify` the
 archive, load it, and show the state at mark A and at the end, a diff, a timeline, an explanation and
-the invariant check; last, `import kraft` decodes a copy of the node's metadata log offline. Everything
+the invariant check; `who` names bob as the one who asked for the retention change, from the nodes'
+request logs (kafka.request.logger at DEBUG); last, `import kraft` decodes a copy of the node's
+metadata log offline. Everything
 lands in demo-out/kraft/ (demo-out/zk/ with ``--zookeeper``), the demo ends with commands to try next on it,
 and the cluster is torn down.
 
@@ -51,6 +54,8 @@ class Captured:
     victim: int = -1       # the broker killed with -9 between marks A and B
     zookeeper: bool = False  # a ZooKeeper-mode cluster: offsets are zxids, the copy is ZooKeeper's data dir
     public_key: Path | None = None  # the public half of the key capture and the archiver signed with
+    logs: tuple[Path, ...] = ()  # the nodes' log directories, with their request logs (a cluster with request_logs)
+    asked_by: str | None = None  # the second principal who changed the topic over SASL_SSL (a secured cluster)
 
 
 def _wait(pred, timeout: float, what: str, step_s: float = 0.5):
@@ -224,6 +229,7 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
         _wait(lambda: "complete" in c.tool("reassign", "--bootstrap-server", bs(), "--reassignment-json-file",
                                            str(plan), "--verify", check=False).stdout, 60, "the reassignment")
         caught_up()
+        asked_by = _second_principal(c, topic, out, say)
         say(f"kill -9 the controller (node {controller}): a new controller epoch")
         c.kill_node(controller)
         c.wait_for_controller(exclude=controller)
@@ -249,8 +255,39 @@ def run_scenario(c, out: Path, say=print, topic: str = TOPIC, prefix: str = "ctr
         from devtools.cluster.testing import copy_node_metadata
         copy = copy_node_metadata(c, source, out / "metadata-copy")
         say(f"copied node {source}'s metadata log to {copy} (for the offline import)")
+    logs = tuple(n.logs_dir for n in c.nodes.values()) if c.settings.request_logs else ()
     return Captured(archive, mark_a.offset, mark_end.offset, events, moved, topic, mark_a.described, copy,
-                    mark_b.offset, mark_b.described, victim, zk, public)
+                    mark_b.offset, mark_b.described, victim, zk, public, logs, asked_by)
+
+
+SECOND = ("bob", "bob-secret")  # the demo's second principal: a PLAIN user of the SASL_SSL listener
+
+
+def _second_principal(c, topic: str, out: Path, say) -> str | None:
+    """On a cluster with a SASL_SSL listener and a PLAIN user: that user alters the topic's retention with
+    kafka-configs over SASL_SSL, as an operator on another team would. Returns the principal (None: no such
+    listener, nothing done)."""
+    sec = c.settings.secure
+    if sec is None or not sec.plain_users:
+        return None
+    user, password = next(iter(sec.plain_users.items()))
+    conf = out / f"{user}.properties"
+    conf.write_text("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config=org.apache.kafka.common."
+                    f'security.plain.PlainLoginModule required username="{user}" password="{password}";\n'
+                    f"ssl.truststore.location={sec.truststore}\nssl.truststore.password={sec.password}\n")
+    say(f"User:{user} (SASL_SSL, PLAIN) sets {topic}'s retention.ms with kafka-configs --command-config {conf.name}")
+    c.tool("configs", "--bootstrap-server", c.sasl_ssl_bootstrap, "--command-config", str(conf), "--alter",
+           "--entity-type", "topics", "--entity-name", topic, "--add-config", "retention.ms=86400000")
+    return f"User:{user}"
+
+
+def who_asked(archive: Path, logs: tuple[Path, ...], principal: str) -> str:
+    """`ctrlaudit who` of the archive's cluster over the nodes' logs: what `principal` changed (printed, returned)."""
+    from schemas.archive import clusters
+
+    (cluster,) = clusters(archive)
+    return step(f"who asked: {principal}'s changes, from the nodes' request and authorizer logs", "who",
+                str(archive / cluster), *(a for d in logs for a in ("--logs", str(d))), "--principal", principal)
 
 
 def forensics(cap: Captured, out: Path) -> None:
@@ -272,6 +309,8 @@ def forensics(cap: Captured, out: Path) -> None:
     # --force: a second run into the same directory replaces the demo's own reports
     step("the invariant catalog over the whole history", "check", store, "--json", str(out / "check.json"),
          "--force", check=False)
+    if cap.logs and cap.asked_by:
+        who_asked(cap.archive, cap.logs, cap.asked_by)
     if cap.metadata_copy is not None:
         what = ("the copy of ZooKeeper's transaction log", "zk") if cap.zookeeper else ("the copied metadata log", "kraft")
         step(f"the same history offline: decode {what[0]} (what an operator does with a copy taken after an "
@@ -286,13 +325,32 @@ def forensics(cap: Captured, out: Path) -> None:
               (proof, cap.public_key) if proof is not None and cap.public_key is not None else None)
 
 
+def _certificates(d: Path):  # type: ignore[no-untyped-def]
+    """The demos' certificates (devtools/cluster/tls.py: valid 7 days), made once and kept beside the demos' folders
+    for 6 days: making them is a dozen keytool runs, the slowest part of the second principal's step."""
+    from devtools.cluster.tls import DEFAULT_PASSWORD, TlsFiles, make_tls
+
+    kept = TlsFiles(d, DEFAULT_PASSWORD, d / "ca.pem", d / "truststore.p12", d / "broker.p12", d / "client.p12")
+    if kept.client_keystore.exists() and time.time() - kept.client_keystore.stat().st_mtime < 6 * 86400:
+        return kept
+    import shutil
+
+    shutil.rmtree(d, ignore_errors=True)  # expired, or cut short: keytool would not overwrite a store's entries
+    return make_tls(d)
+
+
 def main(argv: list[str] | None = None) -> None:
     from devtools.cluster import ClusterError
+    from devtools.cluster.config import SecureListeners
     from devtools.cluster.testing import running_cluster
     from devtools.cluster.zkmode import ZkKafkaCluster
 
     zk = "--zookeeper" in (sys.argv[1:] if argv is None else argv)
     out = fresh_folder("zk" if zk else "kraft")
+    # the SASL_SSL listener's, for the second principal; absolute: each broker runs in its own directory
+    tls = _certificates(out.parent.resolve() / "tls")
+    secure = dict(secure=SecureListeners(tls.broker_keystore, tls.truststore, tls.password,
+                                         plain_users=dict([SECOND])), request_logs=True)
     if zk:
         print("starting ZooKeeper and 3 ZooKeeper-mode brokers (Kafka 3.9 jars from Maven Central, cached in "
               ".kafka-cache/)...", flush=True)
@@ -300,8 +358,8 @@ def main(argv: list[str] | None = None) -> None:
         print("starting a 3-node KRaft cluster (Kafka 4.x jars from Maven Central, cached in .kafka-cache/)...",
               flush=True)
     try:
-        with (running_cluster(out / "cluster", "3.9", cluster_class=ZkKafkaCluster) if zk
-              else running_cluster(out / "cluster", "4.x")) as c:
+        with (running_cluster(out / "cluster", "3.9", cluster_class=ZkKafkaCluster, **secure) if zk
+              else running_cluster(out / "cluster", "4.x", **secure)) as c:
             cap = run_scenario(c, out, say=lambda s: print(s, flush=True))
     except ClusterError as exc:
         raise SystemExit(f"demo: {exc}") from None

@@ -182,8 +182,12 @@ def controller_reason(s: Subject) -> str:
     if s.kind == "PartitionChange":
         if K.REASSIGNMENT_COMPLETE in s.changes:
             return "a reassignment completing once its new replicas caught up"
+        election = s.election or "NONE"
+        if K.LEADER in s.changes and election in ("NONE", "UNKNOWN"):
+            return ("a leader change the controller made, no election (a leader going offline, or its topic being "
+                    "deleted)")
         if K.LEADER in s.changes:
-            return f"a {(s.election or 'NONE').lower().replace('_', ' ')} election the controller made"
+            return f"a {election.lower().replace('_', ' ')} election the controller made"
         if s.changes <= _K_ALONE:
             return "an ISR/ELR change a partition leader asked for (AlterPartition) or the controller made"
     return "a change the controller makes on its own"
@@ -244,6 +248,14 @@ def _created_by(requests: list[tuple[RequestLine, ...]], w: Wanted) -> list[tupl
     return fits
 
 
+def _failed(g: tuple[RequestLine, ...]) -> bool:
+    """Whether request `g` answered with an error: the answer its client got (the broker's line); without that line,
+    every controller's (a broker retries a forwarded request at another controller after a NOT_CONTROLLER: one of
+    them answered, the other's error the client never saw)."""
+    client = [x for x in g if not x.forwarded]
+    return any(x.error_codes for x in client) if client else all(x.error_codes for x in g)
+
+
 def _request_key(line: RequestLine) -> tuple[object, ...]:
     # a forwarded request's two lines (clocks.py pairs them the same way): one request
     return (line.principal, line.client_id, line.correlation_id, line.api)
@@ -281,7 +293,7 @@ def attribute(events: Sequence[ControllerEvent | Subject], lines: Sequence[Reque
         for x in sorted((x for x in near if x.log == REQUEST_LOGGER), key=lambda x: (bool(x.forwarded), x.time_ms)):
             grouped.setdefault(_request_key(x), []).append(x)
         requests = _created_by(sorted((tuple(g) for g in grouped.values()), key=lambda g: g[0].time_ms), w)
-        clean = [g for g in requests if not any(x.error_codes for x in g)]
+        clean = [g for g in requests if not _failed(g)]
         if len(requests) > 1 and len(clean) == 1:
             requests = clean  # the others answered with an error: they did not make it
         if len(requests) == 1:

@@ -95,10 +95,12 @@ def _cluster(ctx: typer.Context) -> tuple[KafkaCluster | ZkKafkaCluster, Options
     version = resolve_version(o.version or ("3.9" if o.mode is Mode.zk else "4.x"))
     directory = o.dir or REPO_ROOT / ".kafka-dev" / version
     if o.mode is Mode.zk:
-        if o.secure or o.segment_bytes:
-            raise _usage("--secure and --segment-bytes are KRaft-only")
+        if o.segment_bytes:
+            raise _usage("--segment-bytes is KRaft-only")
         directory = o.dir or REPO_ROOT / ".kafka-dev" / f"{version}-zk"
-        return ZkKafkaCluster(directory, version, base_port=o.base_port).adopt(), o, version, directory
+        zk_secure = _secure(directory) if o.secure else None
+        return (ZkKafkaCluster(directory, version, base_port=o.base_port, secure=zk_secure).adopt(), o, version,
+                directory)
     secure = _secure(directory) if o.secure else None
     return (KafkaCluster(directory, version, base_port=o.base_port, metadata_segment_bytes=o.segment_bytes,
                          secure=secure).adopt(), o, version, directory)

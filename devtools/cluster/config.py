@@ -51,9 +51,11 @@ def ports_for(base_port: int, node_id: int) -> tuple[int, int]:
 @dataclass(frozen=True)
 class SecureListeners:
     """A SASL_SSL listener (SCRAM-SHA-512 and PLAIN) and an SSL listener that requires a client certificate,
-    besides PLAINTEXT (inter-broker, and the tests' own tools) and CONTROLLER. The SCRAM users are added
-    when the storage is formatted (kafka-storage format --add-scram); the PLAIN users live in the
-    listener's JAAS config. No authorizer: any authenticated user may do anything."""
+    besides PLAINTEXT (inter-broker, and the tests' own tools) and, in KRaft, CONTROLLER. The SCRAM users are
+    added when the storage is formatted (kafka-storage format --add-scram; in ZooKeeper mode written to ZooKeeper
+    before the brokers start: devtools/cluster/zkmode.py); the PLAIN users live in the listener's JAAS config.
+    No authorizer unless the overrides set one (authorizer.class.name, super.users): then a principal may do
+    what its ACLs allow."""
 
     keystore: Path  # PKCS12, the brokers' key and certificate (devtools/cluster/tls.py)
     truststore: Path  # PKCS12, the CA that signs client certificates
@@ -68,14 +70,18 @@ def _jaas_quote(v: str) -> str:
     return f'"{v}"'
 
 
-def secure_properties(sec: SecureListeners, node: "NodeLayout") -> dict[str, object]:
+def secure_properties(sec: SecureListeners, node: "NodeLayout", *, kraft: bool = True) -> dict[str, object]:
+    """The secured listeners' properties; `kraft`: a combined node's, with its CONTROLLER listener (a ZooKeeper-mode
+    broker has none)."""
     plain = " ".join(f"user_{u}={_jaas_quote(p)}" for u, p in sec.plain_users.items())
+    controller = f"CONTROLLER://127.0.0.1:{node.controller_port}," if kraft else ""
     return {
-        "listeners": f"PLAINTEXT://127.0.0.1:{node.plaintext_port},CONTROLLER://127.0.0.1:{node.controller_port},"
+        "listeners": f"PLAINTEXT://127.0.0.1:{node.plaintext_port},{controller}"
                      f"SASL_SSL://127.0.0.1:{node.sasl_ssl_port},SSL://127.0.0.1:{node.ssl_port}",
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.plaintext_port},"
                                 f"SASL_SSL://127.0.0.1:{node.sasl_ssl_port},SSL://127.0.0.1:{node.ssl_port}",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL",
+        "listener.security.protocol.map": ("CONTROLLER:PLAINTEXT," if kraft else "")
+                                          + "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL",
         "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
         "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
             "org.apache.kafka.common.security.scram.ScramLoginModule required;",
@@ -97,6 +103,13 @@ def scram_format_args(sec: SecureListeners) -> list[str]:
     return [a for u, p in sec.scram_users.items() for a in ("--add-scram", f"SCRAM-SHA-512=[name={u},password={p}]")]
 
 
+def scram_zookeeper_args(zookeeper_connect: str, user: str, password: str) -> list[str]:
+    """kafka-configs arguments that write a SCRAM-SHA-512 credential to ZooKeeper (ZooKeeper mode: before the
+    brokers start, what Kafka's security docs say to do for the inter-broker or first admin user)."""
+    return ["--zookeeper", zookeeper_connect, "--alter", "--entity-type", "users", "--entity-name", user,
+            "--add-config", f"SCRAM-SHA-512=[password={password}]"]
+
+
 @dataclass
 class ClusterSettings:
     """Knobs of the dev cluster. Defaults favour fast failure detection in tests."""
@@ -116,6 +129,9 @@ class ClusterSettings:
     overrides: dict[str, str] = field(default_factory=dict)
     # SASL_SSL and mutual-TLS listeners besides PLAINTEXT (None: PLAINTEXT only)
     secure: SecureListeners | None = None
+    # Kafka's request and authorizer loggers at DEBUG into kafka-request.log and kafka-authorizer.log: who asked
+    # for each change (`ctrlaudit who`); False leaves them at the root logger's INFO (no request lines)
+    request_logs: bool = False
 
     @property
     def pre_4(self) -> bool:
@@ -217,6 +233,36 @@ def log4j1_properties() -> str:
     return "\n".join(out) + "\n"
 
 
+# Kafka's two loggers of who asked, with the files its own config/log4j2.yaml and config/log4j.properties give them
+REQUEST_LOGGERS = (("request", "kafka.request.logger", "kafka-request.log"),
+                   ("authorizer", "kafka.authorizer.logger", "kafka-authorizer.log"))
+
+
+def request_loggers_log4j2() -> str:
+    """The request and authorizer loggers at DEBUG into Kafka's own files and layout (config/log4j2.yaml's
+    RequestAppender, AuthorizerAppender), appended to `log4j2_properties`."""
+    out = []
+    for key, logger, fname in REQUEST_LOGGERS:
+        out += [f"appender.{key}.type = File", f"appender.{key}.name = {key}Appender",
+                f"appender.{key}.fileName = ${{sys:kafka.logs.dir}}/{fname}",
+                f"appender.{key}.layout.type = PatternLayout", f"appender.{key}.layout.pattern = {LOG_PATTERN}",
+                f"logger.{key}.name = {logger}", f"logger.{key}.level = DEBUG", f"logger.{key}.additivity = false",
+                f"logger.{key}.appenderRef.{key}.ref = {key}Appender"]
+    return "\n".join(out) + "\n"
+
+
+def request_loggers_log4j1() -> str:
+    """The same in log4j 1.x (config/log4j.properties' requestAppender, authorizerAppender)."""
+    out = []
+    for key, logger, fname in REQUEST_LOGGERS:
+        out += [f"log4j.appender.{key}Appender=org.apache.log4j.FileAppender",
+                f"log4j.appender.{key}Appender.File=${{kafka.logs.dir}}/{fname}",
+                f"log4j.appender.{key}Appender.layout=org.apache.log4j.PatternLayout",
+                f"log4j.appender.{key}Appender.layout.ConversionPattern={LOG_PATTERN}",
+                f"log4j.logger.{logger}=DEBUG, {key}Appender", f"log4j.additivity.{logger}=false"]
+    return "\n".join(out) + "\n"
+
+
 def tools_log4j2_properties() -> str:
     """Tools print their results on stdout; logging goes to stderr at WARN."""
     return "\n".join([
@@ -258,6 +304,8 @@ def zk_server_properties(s: ClusterSettings, node: NodeLayout, zookeeper_connect
         # the controller's preferred-leader rebalance would move leaders behind a scenario's back
         "auto.leader.rebalance.enable": "false",
     }
+    if s.secure is not None:
+        props.update(secure_properties(s.secure, node, kraft=False))
     props.update(s.overrides)
     return "".join(f"{k}={v}\n" for k, v in props.items())
 

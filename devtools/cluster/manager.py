@@ -72,12 +72,13 @@ class KafkaCluster:
     def __init__(self, directory: Path | str, version: str = "4.x", *, nodes: int = 3,
                  base_port: int = 19000, metadata_segment_bytes: int | None = None,
                  heap: str = "512m", overrides: dict[str, str] | None = None,
-                 secure: SecureListeners | None = None):
+                 secure: SecureListeners | None = None, request_logs: bool = False):
         self.dir = Path(directory).resolve()
         self.version = resolve_version(version)
         self.settings = ClusterSettings(
             version=self.version, nodes=nodes, base_port=base_port, heap=heap,
-            metadata_segment_bytes=metadata_segment_bytes, overrides=dict(overrides or {}), secure=secure)
+            metadata_segment_bytes=metadata_segment_bytes, overrides=dict(overrides or {}), secure=secure,
+            request_logs=request_logs)
         self.tools = KafkaTools(self.version, workdir=self.dir)
         self.procs: dict[int, subprocess.Popen] = {}
         self.paused: set[int] = set()
@@ -152,7 +153,10 @@ class KafkaCluster:
         return "log4j.properties" if self.settings.pre_4 else "log4j2.properties"
 
     def _node_log_config_text(self) -> str:
-        return config.log4j1_properties() if self.settings.pre_4 else config.log4j2_properties()
+        text = config.log4j1_properties() if self.settings.pre_4 else config.log4j2_properties()
+        if self.settings.request_logs:
+            text += config.request_loggers_log4j1() if self.settings.pre_4 else config.request_loggers_log4j2()
+        return text
 
     def start_node(self, node_id: int) -> None:
         n = self.layout(node_id)

@@ -155,10 +155,18 @@ class ZkKafkaCluster(KafkaCluster):
     def up(self, timeout: float = 90) -> "ZkKafkaCluster":
         self.format()
         self.zookeeper.start(self.tools.lib)
+        self._add_scram_users()
         for i in self.nodes:
             self.start_node(i)
         self.wait_ready(timeout=timeout)
         return self
+
+    def _add_scram_users(self) -> None:
+        """The secured listeners' SCRAM users, written to ZooKeeper before the brokers start (again on each start:
+        the same credential, a new salt)."""
+        sec = self.settings.secure
+        for user, password in (sec.scram_users.items() if sec is not None else ()):
+            self.tool("configs", *config.scram_zookeeper_args(self.zookeeper_connect, user, password))
 
     def down(self, *, graceful: bool = False, remove: bool = False) -> None:
         try:

@@ -7,6 +7,8 @@ kafka-topics --describe printed then, and the partition whose leader was killed 
 """
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -199,3 +201,35 @@ def test_readme_walkthrough_answers_who_led_and_why(demo, tmp_path, monkeypatch)
     # why: the controller fenced the killed broker, in the batch that moved the leader
     assert f"previous leader's broker: broker {cap.victim} fenced in the same metadata batch" in said["explain"]
     assert (tmp_path / "incident.html").stat().st_size > 100_000
+
+
+def test_the_second_principals_change_is_named_by_who(kafka_cluster, tmp_path, capsys):
+    """`make demo`'s second principal, in KRaft: User:bob on the SASL_SSL listener (PLAIN) alters a topic's retention
+    with kafka-configs (devtools.demo_kafka._second_principal) and the demo's `who` step names bob's request for that
+    change. On a one-node secured cluster of its own, started like the demo's (secure, request_logs): the session's
+    cluster has no SASL listener."""
+    from devtools.cluster.config import SecureListeners
+    from devtools.cluster.testing import running_cluster, wait_until
+    from devtools.cluster.tls import make_tls
+    from devtools.demo_kafka import SECOND, _second_principal, who_asked
+    from services.requests.files import read_logs
+    from services.requests.reader import Reading
+
+    tls = make_tls(tmp_path / "tls")
+    secure = SecureListeners(tls.broker_keystore, tls.truststore, tls.password, plain_users=dict([SECOND]))
+    said: list[str] = []
+    with running_cluster(tmp_path / "cluster", "4.x", nodes=1, heap="384m", secure=secure, request_logs=True) as c:
+        c.create_topic("demo-who", 1, 1)
+        asked_by = _second_principal(c, "demo-who", tmp_path, said.append)
+        logs = (c.nodes[1].logs_dir,)
+        wait_until(lambda: any(r.principal == asked_by and not r.forwarded and r.api and "AlterConfigs" in r.api
+                               for r in read_logs(list(logs), Reading())), 30, "bob's request logged")
+    assert asked_by == "User:bob" and said and "User:bob (SASL_SSL, PLAIN) sets demo-who's retention.ms" in said[0]
+    done = subprocess.run([sys.executable, "-m", "ctrlaudit", "import", "kraft", str(c.metadata_dir(1)), "--out",
+                           str(tmp_path / "archive")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    capsys.readouterr()
+    printed = who_asked(tmp_path / "archive", logs, asked_by)
+    asked = [line for line in printed.splitlines() if "ConfigChange demo-who retention.ms: requested by User:bob" in line]
+    assert len(asked) == 1 and "AlterConfigs on listener SASL_SSL (" in asked[0], printed
+    assert "1 changes: 1 requested," in printed and " 0 unattributed; 0 denied" in printed, printed

@@ -26,9 +26,16 @@ def demo(tmp_path_factory):
     from devtools.cluster.testing import running_cluster
     from devtools.cluster.zkmode import ZkKafkaCluster
 
+    from devtools.cluster.config import SecureListeners
+    from devtools.cluster.tls import make_tls
+    from devtools.demo_kafka import SECOND
+
     out = tmp_path_factory.mktemp("demo-zk")
     said: list[str] = []
-    with running_cluster(out / "cluster", "3.9", cluster_class=ZkKafkaCluster) as c:
+    tls = make_tls(out / "tls")  # as `make demo-zk` does: a SASL_SSL listener for the second principal
+    secure = SecureListeners(tls.broker_keystore, tls.truststore, tls.password, plain_users=dict([SECOND]))
+    with running_cluster(out / "cluster", "3.9", cluster_class=ZkKafkaCluster, secure=secure,
+                         request_logs=True) as c:
         cap = run_scenario(c, out, say=said.append, topic="demo-zk", prefix="demozk")
     store = Store(out / "s.duckdb")
     report = store.load([cap.archive])
@@ -82,7 +89,7 @@ def test_killed_leaders_partition_moved_and_the_controller_changed(demo):
 def test_forensics_steps_all_succeed_and_the_check_is_clean(demo, capsys, monkeypatch):
     from devtools.demo_kafka import forensics
 
-    cap, _, _, out, _ = demo
+    cap, _, _, out, said = demo
     monkeypatch.chdir(out)
     forensics(cap, out)  # raises SystemExit when a step fails
     printed = capsys.readouterr().out
@@ -96,6 +103,12 @@ def test_forensics_steps_all_succeed_and_the_check_is_clean(demo, capsys, monkey
     # signed by capture and the archiver with the demo's key; one event proven, the proof checked on its own
     assert "checkpoint(s) verified, seq 0.." in printed and ": OK: event" in printed
     assert run_handed_over(commands, out) == ["timeline", "explain", "state", "check", "verify-proof"]
+    # the second principal's change over SASL_SSL, named by `who` from the brokers' request logs
+    assert cap.asked_by == "User:bob" and any("User:bob (SASL_SSL, PLAIN) sets" in s for s in said), said
+    who = printed[printed.index("--principal User:bob"):]
+    asked = [line for line in who.splitlines() if f"ConfigChange {cap.topic} retention.ms: requested by User:bob" in line]
+    assert len(asked) == 1 and "AlterConfigs on listener SASL_SSL (" in asked[0], who[:3000]
+    assert " 0 unattributed; 0 denied" in who, who[:3000]
 
 
 def test_offline_import_of_zookeepers_log_ends_where_the_capture_ended(demo, tmp_path):

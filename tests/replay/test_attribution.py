@@ -152,3 +152,34 @@ def test_a_new_topics_partitions_are_its_create_and_later_ones_the_growths():
     # a topic created with the broker's default count (-1): which partitions it made, the logs do not say
     default = [req("CreateTopics", T0 - 10, body=Body(topics=("orders",), counts=(("orders", -1),))), lines[1]]
     assert [a.cause for a in attribute(events, default)] == [REQUEST, AMBIGUOUS, AMBIGUOUS, AMBIGUOUS]
+
+
+def test_a_forwarded_request_retried_after_not_controller_is_still_the_one_that_made_the_change():
+    """KRaft, on a real cluster: the broker forwarded bob's election to a controller that was no longer active (its
+    line: NOT_CONTROLLER, 41), then to the active one (its line: no error); the client got no error. mallory's
+    election of the same partition was refused (CLUSTER_AUTHORIZATION_FAILED, 31). The change is bob's: a request's
+    answer is the one its client got, not a forwarding attempt the broker retried."""
+    pref = PartitionChange("orders", "tid", 0, A, PartitionState((1, 2, 3), (1, 2, 3), 2, 2, 2), (K.LEADER,),
+                           ElectionType.PREFERRED)
+    body = Body(topics=("orders",), targets=(Target("orders", 0, None),), election_type="PREFERRED")
+    bobs = [req("ElectLeaders", T0 + 40, "User:bob", body, correlation=4),
+            req("ElectLeaders", T0 - 30, "User:bob", body, forwarded=True, correlation=4, errors=(41,)),
+            req("ElectLeaders", T0 + 20, "User:bob", body, forwarded=True, correlation=4)]
+    mallorys = [req("ElectLeaders", T0 - 900, "User:mallory", body, correlation=4, errors=(31,)),
+                req("ElectLeaders", T0 - 910, "User:mallory", body, forwarded=True, correlation=4, errors=(31,))]
+    (got,) = attribute([ev(0, pref)], bobs + mallorys)
+    assert got.cause == REQUEST, got.why
+    assert [[x.principal for x in g] for g in got.requests] == [["User:bob"] * 3]
+    # with only the controllers' lines (the broker's log not read), one attempt that did not fail is enough
+    (got,) = attribute([ev(0, pref)], bobs[1:] + mallorys)
+    assert got.cause == REQUEST and got.requests[0][0].principal == "User:bob", got.why
+
+
+def test_a_leader_the_controller_took_away_is_said_so_not_called_an_election():
+    """ZooKeeper mode, on a real cluster: deleting a topic, the controller first takes its partitions offline
+    (leader -1, election NONE in the archive). The controller's, and said in words, not "a none election"."""
+    offline = PartitionChange("orders", "tid", 0, A, PartitionState((1, 2, 3), (3,), -1, 2, 2), (K.LEADER, K.ISR),
+                              ElectionType.NONE)
+    got = attribute([ev(0, offline)], [])
+    assert [a.cause for a in got] == [CONTROLLER]
+    assert "none election" not in got[0].why and "a leader change the controller made, no election" in got[0].why

@@ -15,53 +15,13 @@ from services.requests.clocks import disagreements, pairs
 from services.requests.files import read_logs
 from services.requests.reader import Reading
 from schemas.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER
+from tests.services.requests.real_cluster import audited_cluster, cli, import_history, kept
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
-PATTERN = "[%d] %p %m (%c)%n"
-LOGGERS = (("request", REQUEST_LOGGER, "kafka-request.log"), ("authorizer", AUTHORIZER_LOGGER, "kafka-authorizer.log"))
-
-
-def log4j2_loggers() -> str:
-    """The two loggers at DEBUG into Kafka's own files (config/log4j2.yaml's RequestAppender, AuthorizerAppender)."""
-    out = []
-    for key, logger, fname in LOGGERS:
-        out += [f"appender.{key}.type = File", f"appender.{key}.name = {key}Appender",
-                f"appender.{key}.fileName = ${{sys:kafka.logs.dir}}/{fname}",
-                f"appender.{key}.layout.type = PatternLayout", f"appender.{key}.layout.pattern = {PATTERN}",
-                f"logger.{key}.name = {logger}", f"logger.{key}.level = DEBUG", f"logger.{key}.additivity = false",
-                f"logger.{key}.appenderRef.{key}.ref = {key}Appender"]
-    return "\n".join(out) + "\n"
-
-
-def log4j1_loggers() -> str:
-    """The same in log4j 1.x (config/log4j.properties' requestAppender, authorizerAppender)."""
-    out = []
-    for key, logger, fname in LOGGERS:
-        out += [f"log4j.appender.{key}Appender=org.apache.log4j.FileAppender",
-                f"log4j.appender.{key}Appender.File=${{kafka.logs.dir}}/{fname}",
-                f"log4j.appender.{key}Appender.layout=org.apache.log4j.PatternLayout",
-                f"log4j.appender.{key}Appender.layout.ConversionPattern={PATTERN}",
-                f"log4j.logger.{logger}=DEBUG, {key}Appender", f"log4j.additivity.{logger}=false"]
-    return "\n".join(out) + "\n"
-
 
 def _cluster(version: str, root: Path):  # type: ignore[no-untyped-def]
-    from devtools.cluster.manager import KafkaCluster
-    from devtools.cluster.zkmode import ZkKafkaCluster
-    from devtools.cluster.testing import running_cluster
-
-    base = ZkKafkaCluster if version == "3.9" else KafkaCluster
-
-    class Audited(base):  # type: ignore[misc, valid-type]
-        def _node_log_config_text(self) -> str:
-            extra = log4j1_loggers() if self.settings.pre_4 else log4j2_loggers()
-            return super()._node_log_config_text() + extra
-
-    authorizer = ("kafka.security.authorizer.AclAuthorizer" if version == "3.9"
-                  else "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
-    return running_cluster(root, version, cluster_class=Audited, nodes=1,
-                           overrides={"authorizer.class.name": authorizer, "super.users": "User:ANONYMOUS"})
+    return audited_cluster(version, root, nodes=1)
 
 
 def _changes(bootstrap: str) -> None:
@@ -146,20 +106,8 @@ def test_an_admins_changes_on_a_real_cluster(tmp_path, version, monkeypatch):
 def _who(cluster, version: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """`ctrlaudit who` over the cluster's history imported as an archive and the node's logs, as a user runs it."""
     import json
-    import subprocess
-    import sys
 
-    root = Path(__file__).resolve().parents[3]
-
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "ctrlaudit", *args], cwd=root, capture_output=True, text=True,
-                              timeout=300, env=dict(os.environ, PYTHONPATH=str(root)))
-
-    source = ["zk", str(cluster.zookeeper.data_dir), "--cluster-id", _server_log_cluster(cluster)] if version == "3.9" \
-        else ["kraft", str(cluster.metadata_dir(1))]
-    made = cli("import", *source, "--out", str(tmp_path / "archive"))
-    assert made.returncode == 0, made.stderr
-    (archive,) = [d for d in (tmp_path / "archive").iterdir() if d.is_dir()]
+    archive = import_history(cluster, version, tmp_path / "archive")
     logs = str(cluster.nodes[1].logs_dir)
     r = cli("who", str(archive), "--logs", logs, "--principal", "User:ANONYMOUS", "--json", "-")
     assert r.returncode == 0, r.stderr
@@ -172,7 +120,7 @@ def _who(cluster, version: str, tmp_path: Path) -> None:  # type: ignore[no-unty
     assert "requested by User:ANONYMOUS from 127.0.0.1 (client id who-asked, " in text.stdout
     assert ", received by node 1: CreatePartitions on listener PLAINTEXT (" in text.stdout
     assert " 0 ambiguous, 0 unattributed; 0 denied" in text.stdout
-    _kept(cli, archive, logs, got)
+    kept(cli, archive, [logs], got, principal="User:ANONYMOUS")
     none = cli("who", str(archive), "--logs", str(tmp_path / "archive"))  # no request log there: one line, exit 2
     assert none.returncode == 2 and none.stderr.count("\n") == 1 and "no kafka-authorizer.log or kafka-request.log" \
         in none.stderr, none
@@ -182,67 +130,6 @@ def _who(cluster, version: str, tmp_path: Path) -> None:  # type: ignore[no-unty
     blind = cli("who", str(archive), "--logs", str(quiet))
     assert blind.returncode == 0 and " 0 requested," in blind.stdout and "unattributed: no CreateTopics request " \
         "naming topic audited" in blind.stdout, blind
-
-
-def _kept(cli, archive: Path, logs: str, from_logs: dict) -> None:  # type: ignore[no-untyped-def]
-    """`ctrlaudit import requests` keeps the requests in the cluster's archive, after its history: it still verifies
-    and checks clean, `who` without --logs answers from it as from the logs, and importing again adds nothing."""
-    import json
-
-    assert cli("who", str(archive)).returncode == 2  # no requests kept yet, no --logs: one line, exit 2
-    made = cli("import", "requests", logs, "--out", str(archive.parent), "--json", "-")
-    assert made.returncode == 0, made.stderr
-    summary = json.loads(made.stdout)
-    assert summary["cluster_id"] == archive.name and summary["nodes"] == {logs: 1}, summary
-    assert summary["events"] == summary["requests"] > 0 and summary["not_read"] == [] and summary["clocks"] == []
-    assert summary["continued_after_seq"] is not None
-    again = cli("import", "requests", logs, "--out", str(archive.parent))
-    assert again.returncode == 0 and "already holds every request read" in again.stdout, again
-    assert cli("verify", str(archive)).returncode == 0
-    checked = cli("check", str(archive), "--json", "-")
-    assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
-    kept = cli("who", str(archive), "--principal", "User:ANONYMOUS", "--json", "-")
-    assert kept.returncode == 0, kept.stderr
-    got = json.loads(kept.stdout)
-
-    def answers(doc: dict) -> list:  # type: ignore[type-arg]
-        return [(c["seq"], c["cause"], [[(r["api"], r["principal"], r["host"], r["client_id"], r["forwarded"],
-                                          r["time"], Path(r["file"]).name, r["line"]) for r in g] for g in c["requests"]])
-                for c in doc["changes"]]
-    assert answers(got) == answers(from_logs) and got["denied"] == from_logs["denied"]
-    _stored(cli, archive, got)
-
-
-def _stored(cli, archive: Path, from_archive: dict) -> None:  # type: ignore[no-untyped-def]
-    """A store loaded from the archive says who asked as `who` does: in its table for auditors (export --table
-    attributions) and in `explain`, with the node that received the request."""
-    import json
-
-    store = str(archive.parent.parent / "who.duckdb")
-    assert cli("load", str(archive), "--store", store).returncode == 0
-    exported = archive.parent.parent / "who.json"
-    done = cli("export", "--store", store, "--table", "attributions", "--format", "json", "--out", str(exported))
-    assert done.returncode == 0, done.stderr
-    rows = {r["seq"]: r for r in map(json.loads, exported.read_text().splitlines())}
-    asked = {c["seq"]: c for c in from_archive["changes"] if c["cause"] == "request"}
-    assert asked and set(asked) <= set(rows)
-    for seq, c in asked.items():
-        first = c["requests"][0][0] if c["requests"] else c["decisions"][-1]
-        assert (rows[seq]["cause"], rows[seq]["principal"]) == ("request", first["principal"]), (rows[seq], c)
-    assert {r["cause"] for r in rows.values()} <= {"request", "controller", "denied"}, rows
-    seq = next(s for s, c in asked.items() if c["requests"] and c["requests"][0][0]["api"] == "CreatePartitions")
-    explained = cli("explain", "--store", store, "--seq", str(seq))
-    assert explained.returncode == 0, explained.stderr
-    assert "who asked:         requested by User:ANONYMOUS from 127.0.0.1 (client id who-asked, " in explained.stdout
-    assert "received by node 1: CreatePartitions on listener PLAINTEXT" in explained.stdout, explained.stdout
-
-
-def _server_log_cluster(cluster) -> str:  # type: ignore[no-untyped-def]
-    from services.requests.files import cluster_of
-
-    found = cluster_of([cluster.nodes[1].logs_dir])
-    assert found is not None
-    return found
 
 
 def _attributed(cluster, records, version: str) -> None:  # type: ignore[no-untyped-def]
