@@ -1,0 +1,129 @@
+"""The request log source: the nodes' ``kafka-request.log`` and ``kafka-authorizer.log`` followed
+(services/requests/follow.py) into the raw topic, so that the normalize agent appends each kept line's
+``ClientRequest`` event to the one chain.
+
+A kept line is an EVENT raw record holding its unchained event (as the offset sampler's), its base offset the line's
+place among its log's kept lines (``Position.seq``: the normalizer appends it only past the last one the events topic
+holds for that log, services/capture/logic.py). Lines not read are an EVENT raw record with no event and the reason:
+the normalizer sends it to the dead-letter topic (a CaptureGap is a stretch of controller state nobody read, which
+they are not). Every record carries the follower's position after it in a header, so a restarted worker resumes each
+log after the last record the raw topic holds for it (`last_positions`): nothing handed over twice, nothing skipped.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from schemas import codec as event_codec
+from schemas.raw import RawRecord
+from services.requests.files import LOG_NAMES, stated_node_id
+from services.requests.follow import Item, Kept, LogFollower, Lost, Position
+
+log = logging.getLogger(__name__)
+
+LOG_HEADER = "ctrlaudit-request-log"  # which log: {"cluster": ..., "node": ..., "log": ...}
+POSITION_HEADER = "ctrlaudit-request-position"  # the follower's Position after the record (Position.to_json)
+
+
+class _Message(Protocol):
+    headers: Sequence[tuple[str, bytes]]
+
+
+def log_key(cluster: str, node: int, name: str) -> bytes:
+    return json.dumps({"cluster": cluster, "node": node, "log": name}, sort_keys=True, separators=(",", ":")).encode()
+
+
+def to_raw(cluster: str, node: int, item: Item, now_ms: int) -> RawRecord:
+    p = item.position
+    if isinstance(item, Kept):
+        e = item.event
+        return RawRecord(cluster, node, "EVENT", p.offset, p.seq, p.seq, -1, e.event_time_ms, now_ms,
+                         event_codec.encode(e), item.line.file)
+    return RawRecord(cluster, node, "EVENT", p.offset, item.first_line, item.last_line, -1, now_ms, now_ms, b"",
+                     item.file, None, str(item))
+
+
+def headers(cluster: str, node: int, item: Item) -> list[tuple[str, bytes]]:
+    return [(LOG_HEADER, log_key(cluster, node, item.position.log)), (POSITION_HEADER, item.position.to_json())]
+
+
+async def last_positions(newest_first: AsyncIterator[_Message], wanted: Iterable[bytes]) -> dict[bytes, Position]:
+    """The position in the newest raw message of each log `wanted` (log_key) holds, reading back until each is found
+    or the topic's start; a position that does not read is passed over (an older one is taken)."""
+    left, found = set(wanted), {}
+    async for msg in newest_first:
+        h = dict(msg.headers or ())
+        key = h.get(LOG_HEADER)
+        if key not in left or POSITION_HEADER not in h:
+            continue
+        try:
+            found[key] = Position.from_json(h[POSITION_HEADER])
+        except ValueError as exc:
+            log.warning("request log source: a raw message's position is not read (%s): an older one is taken", exc)
+            continue
+        left.discard(key)
+        if not left:
+            break
+    return found
+
+
+def node_of(directory: Path, given: int | None, fallback: int) -> int | None:
+    """The node whose logs `directory` holds: given, else its server.log's node.id, else `fallback` (>= 0)."""
+    if given is not None:
+        return given
+    try:
+        n = stated_node_id(directory)
+    except Exception as exc:  # a server.log that cannot be read: said, and the fallback taken
+        log.warning("request log source: %s: %s", directory, exc)
+        n = None
+    return n if n is not None else (fallback if fallback >= 0 else None)
+
+
+async def run_requests(dirs: list[tuple[Path, int | None]], cluster: str, fallback_node: int,
+                       read_newest_first: Callable[[], AsyncIterator[_Message]],
+                       send: Callable[[RawRecord, list[tuple[str, bytes]]], Awaitable[Awaitable[object]]],
+                       poll_interval: float, stopped: Callable[[], bool] = lambda: False) -> None:
+    """Follow every log of `dirs` into `send` in order, a log's records delivered before it is polled again."""
+    nodes: dict[Path, int] = {}
+    while not stopped():
+        for d, given in dirs:
+            if d not in nodes:
+                n = node_of(d, given, fallback_node)
+                if n is not None:
+                    nodes[d] = n
+        if len(nodes) == len(dirs):
+            break
+        missing = [str(d) for d, _ in dirs if d not in nodes]
+        log.warning("request log source: no node id for %s yet (no server.log there states node.id): waiting "
+                    "(CTRLAUDIT_REQUEST_LOG_DIRS=DIR=ID says it)", ", ".join(missing))
+        await asyncio.sleep(10)
+    keys = {(d, name): log_key(cluster, nodes[d], name) for d, _ in dirs for name in LOG_NAMES}
+    resume = await last_positions(read_newest_first(), keys.values())
+    followers = [(nodes[d], LogFollower(d, name, nodes[d], cluster, resume.get(keys[(d, name)])))
+                 for d, _ in dirs for name in LOG_NAMES]
+    for node, f in followers:
+        p = f.pos
+        log.info("request log source: %s (node %d, cluster %s) %s", f.live, node, cluster,
+                 f"after line {p.line} of {p.file} ({p.seq} lines kept)" if p.ino else "from its start")
+    loop = asyncio.get_running_loop()
+    while not stopped():
+        busy = False
+        for node, f in followers:
+            items = await loop.run_in_executor(None, f.poll)
+            if not items:
+                continue
+            busy = True
+            now = int(time.time() * 1000)
+            futures = []
+            for item in items:
+                if isinstance(item, Lost):
+                    log.warning("request log of node %d: %s", node, item)
+                futures.append(await send(to_raw(cluster, node, item, now), headers(cluster, node, item)))
+            await asyncio.gather(*futures)
+        if not busy:
+            await asyncio.sleep(poll_interval)
