@@ -275,37 +275,43 @@ class LogFollower:
                 data = data[:cut]  # a partial last line waits for its newline
         if not data:
             return 0
-        fd, name, path = self.fh.fileno(), self.pos.file, str(self.fh.name)
         done = 0
         while done < len(data):
-            lines, seen, first = _Lines(data[done:]), _Seen(), self.pos.line
-
-            def after(k: int) -> int:  # the file's offset after the chunk's line k (1-based; 0: its start)
-                return start + done + (lines.ends[k - 1] if k else 0)
-
-            def gaps(current: int | None) -> None:
-                for line, reason in seen.found:
-                    # the position after the gap: after the line being read when the gap was found is that line's
-                    # own (a refused line) or else the one before (an earlier line found cut short by it)
-                    k = len(lines.ends) if current is None or line == current else len(lines.ends) - 1
-                    self._move(fd, after(k), first + k)
-                    out.append(Lost(name, line, line, reason, self.pos))
-                seen.found.clear()
-            try:
-                for r in read_lines(lines, path, seen, self.tz, self.layout, first):
-                    gaps(r.line)
-                    self._move(fd, after(len(lines.ends)), first + len(lines.ends))
-                    out.append(self._kept(r))
-                gaps(None)
-                self._move(fd, after(len(lines.ends)), first + len(lines.ends))
-                done = len(data)
-            except BadRequestLogs as exc:  # a NUL byte, or too much that is not UTF-8: that line is not read
-                gaps(first + len(lines.ends))
-                k = len(lines.ends)
-                self._move(fd, after(k), first + k)
-                out.append(Lost(name, first + k, first + k, str(exc).split(": ", 2)[-1], self.pos))
-                done += lines.ends[-1] if lines.ends else len(data)
+            done += self._parse(data, start, done, out)
         return len(data)
+
+    def _parse(self, data: bytes, start: int, done: int, out: list[Item]) -> int:
+        """Read `data[done:]` (the open file's bytes from `start`): its bytes read, all of them unless a line is
+        refused (a NUL byte, too much that is not UTF-8), which is named lost and read past."""
+        assert self.fh is not None
+        fd, name, path = self.fh.fileno(), self.pos.file, str(self.fh.name)
+        lines, seen, first = _Lines(data[done:]), _Seen(), self.pos.line
+
+        def after(k: int) -> int:  # the file's offset after the chunk's line k (1-based; 0: its start)
+            return start + done + (lines.ends[k - 1] if k else 0)
+
+        def gaps(current: int | None) -> None:
+            for line, reason in seen.found:
+                # the position after the gap: after the line being read when the gap was found if it is that line's
+                # own (a refused line), else after the one before (an earlier line found cut short by it)
+                k = len(lines.ends) if current is None or line == current else len(lines.ends) - 1
+                self._move(fd, after(k), first + k)
+                out.append(Lost(name, line, line, reason, self.pos))
+            seen.found.clear()
+        try:
+            for r in read_lines(lines, path, seen, self.tz, self.layout, first):
+                gaps(r.line)
+                self._move(fd, after(len(lines.ends)), first + len(lines.ends))
+                out.append(self._kept(r))
+            gaps(None)
+            self._move(fd, after(len(lines.ends)), first + len(lines.ends))
+            return len(data) - done
+        except BadRequestLogs as exc:
+            gaps(first + len(lines.ends))
+            k = len(lines.ends)
+            self._move(fd, after(k), first + k)
+            out.append(Lost(name, first + k, first + k, str(exc).split(": ", 2)[-1], self.pos))
+            return lines.ends[-1] if lines.ends else len(data) - done
 
     def _move(self, fd: int, offset: int, line: int) -> None:
         p = self.pos

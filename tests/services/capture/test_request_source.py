@@ -14,7 +14,7 @@ from schemas.events import ClientRequest, SourceKind
 from services.capture.logic import CaptureState, DeadLetter, Progress
 from services.capture.request_source import LOG_HEADER, headers, last_positions, log_key, run_requests, to_raw
 from services.capture.serializers import decode_raw, encode_raw
-from services.requests.follow import Kept, LogFollower, Lost
+from services.requests.follow import LogFollower, Lost
 from tests.services.requests.test_follow import NAME, append, fetch, grow
 
 CL = "c1"
