@@ -587,8 +587,13 @@ async def request_log_source() -> None:
     async def send(r: RawRecord, headers: list[tuple[str, bytes]]) -> Awaitable[RecordMetadata]:
         return await raw_topic.send(key=r.cluster_id.encode(), value=encode_raw(r), headers=headers)
 
+    async def streams() -> set[str]:
+        held, progress = await read_progress()
+        return set(progress.last) if held == cluster else set()
+
     await run_requests([(Path(d), n) for d, n in settings.request_logs], cluster, settings.node_id,
-                       lambda: read_backwards(settings.raw_topic), send, max(settings.poll_interval, 0.2))
+                       lambda: read_backwards(settings.raw_topic, window=1000), send,
+                       max(settings.poll_interval, 0.2), streams=streams)
 
 
 @app.task  # type: ignore[untyped-decorator]  # as kraft_source's

@@ -26,6 +26,9 @@ from services.requests.follow import Item, Kept, LogFollower, Lost, Position
 
 log = logging.getLogger(__name__)
 
+# raw messages read back for the logs' positions when the events topic holds no line of them (their first start; or
+# their lines not normalized yet, which are this close to the raw topic's end unless the normalizer lags this far)
+FIRST_START_SCAN = 20_000
 LOG_HEADER = "ctrlaudit-request-log"  # which log: {"cluster": ..., "node": ..., "log": ...}
 POSITION_HEADER = "ctrlaudit-request-position"  # the follower's Position after the record (Position.to_json)
 
@@ -52,11 +55,16 @@ def headers(cluster: str, node: int, item: Item) -> list[tuple[str, bytes]]:
     return [(LOG_HEADER, log_key(cluster, node, item.position.log)), (POSITION_HEADER, item.position.to_json())]
 
 
-async def last_positions(newest_first: AsyncIterator[_Message], wanted: Iterable[bytes]) -> dict[bytes, Position]:
-    """The position in the newest raw message of each log `wanted` (log_key) holds, reading back until each is found
-    or the topic's start; a position that does not read is passed over (an older one is taken)."""
+async def last_positions(newest_first: AsyncIterator[_Message], wanted: Iterable[bytes],
+                         limit: int | None = None) -> dict[bytes, Position]:
+    """The position in the newest raw message of each log `wanted` (log_key) holds, reading back until each is found,
+    the topic's start or `limit` messages; a position that does not read is passed over (an older one is taken)."""
     left, found = set(wanted), {}
+    n = 0
     async for msg in newest_first:
+        n += 1
+        if limit is not None and n > limit:
+            break
         h = dict(msg.headers or ())
         key = h.get(LOG_HEADER)
         if key not in left or POSITION_HEADER not in h:
@@ -87,8 +95,12 @@ def node_of(directory: Path, given: int | None, fallback: int) -> int | None:
 async def run_requests(dirs: list[tuple[Path, int | None]], cluster: str, fallback_node: int,
                        read_newest_first: Callable[[], AsyncIterator[_Message]],
                        send: Callable[[RawRecord, list[tuple[str, bytes]]], Awaitable[Awaitable[object]]],
-                       poll_interval: float, stopped: Callable[[], bool] = lambda: False) -> None:
-    """Follow every log of `dirs` into `send` in order, a log's records delivered before it is polled again."""
+                       poll_interval: float, stopped: Callable[[], bool] = lambda: False,
+                       streams: Callable[[], Awaitable[set[str]]] | None = None) -> None:
+    """Follow every log of `dirs` into `send` in order, a log's records delivered before it is polled again.
+    `streams`: the request log streams the events topic holds lines of (its last progress header); when it holds
+    none of these logs', the raw topic is read back only FIRST_START_SCAN messages for their positions (a first
+    start over a long raw topic of metadata batches would read it all), else to its start."""
     nodes: dict[Path, int] = {}
     while not stopped():
         for d, given in dirs:
@@ -103,7 +115,9 @@ async def run_requests(dirs: list[tuple[Path, int | None]], cluster: str, fallba
                     "(CTRLAUDIT_REQUEST_LOG_DIRS=DIR=ID says it)", ", ".join(missing))
         await asyncio.sleep(10)
     keys = {(d, name): log_key(cluster, nodes[d], name) for d, _ in dirs for name in LOG_NAMES}
-    resume = await last_positions(read_newest_first(), keys.values())
+    held = await streams() if streams is not None else None
+    known = held is None or any(f"requests:{nodes[d]}:{name}" in held for d, _ in dirs for name in LOG_NAMES)
+    resume = await last_positions(read_newest_first(), keys.values(), None if known else FIRST_START_SCAN)
     followers = [(nodes[d], LogFollower(d, name, nodes[d], cluster, resume.get(keys[(d, name)])))
                  for d, _ in dirs for name in LOG_NAMES]
     for node, f in followers:

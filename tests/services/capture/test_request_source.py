@@ -114,3 +114,36 @@ def test_run_resumes_after_the_raw_topics_last_record(tmp_path):
     asyncio.run(run(3))  # a restart: resumes after t2
     assert len(sent) == 3
     assert dict(sent[-1].headers)[LOG_HEADER] == log_key(CL, 1, NAME)
+
+
+def test_a_first_start_reads_back_only_so_far_a_known_log_to_the_start(tmp_path, monkeypatch):
+    (tmp_path / NAME).write_text(grow(1) + grow(2))
+    a, _ = items(tmp_path)
+    old = [Msg(headers(CL, 1, a))] + [Msg([]) for _ in range(50)]  # its record, then 50 metadata batches
+    key = log_key(CL, 1, NAME)
+    assert asyncio.run(last_positions(_newest_first(old), [key], limit=50)) == {}
+    assert asyncio.run(last_positions(_newest_first(old), [key], limit=51)) == {key: a.position}
+    import services.capture.request_source as source
+    monkeypatch.setattr(source, "FIRST_START_SCAN", 50)
+    sent: list = []
+
+    async def send(r, h):
+        sent.append(r)
+        fut = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut
+
+    def run(held: set[str]) -> list:
+        sent.clear()
+        calls = {"n": 0}
+
+        def stopped() -> bool:
+            calls["n"] += 1
+            return calls["n"] > 3
+
+        async def streams() -> set[str]:
+            return held
+        asyncio.run(run_requests([(tmp_path, 1)], CL, -1, lambda: _newest_first(old), send, 0.001, stopped, streams))
+        return [r.base_offset for r in sent if r.kind == "EVENT"]
+    assert run({"requests:1:kafka-request.log"}) == [2]  # the events topic holds its lines: found, resumed after t1
+    assert run({"kraft"}) == [1, 2]  # none of its lines: read back 50 only, a first start
