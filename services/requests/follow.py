@@ -10,8 +10,9 @@ or deleted before it was read).
 
 Log4j rolls a log by renaming the live file (``kafka-request.log.2026-11-29-23``, or a number) and opening a new
 one. The follower keeps the file it reads open: when the live name points to another file, it reads what is left
-of the old one (a last line without a newline too: nothing will finish it) and goes on with the new one from its
-start. A `Position` names its file by device, inode and a digest of its first bytes (an inode is reused once a file
+of the old one (a last line without a newline too: nothing will finish it), then the files rolled after it (found
+after it by name, the old one by its inode; opened at once, as log4j's numbered files are renamed at every roll),
+then the live one. A `Position` names its file by device, inode and a digest of its first bytes (an inode is reused once a file
 is deleted), so a follower resumed after a kill -9 finds the file it was in among the live and rotated ones, reads
 on from the byte after the last item it handed over, and then the newer files in order.
 
@@ -151,7 +152,7 @@ class LogFollower:
         self.tz, self.layout, self.clock = tz, layout, clock
         self.pos = resume if resume is not None else Position(name)
         self.fh: BinaryIO | None = None
-        self.pending: list[Path] = []  # rotated files to read after the one open (a resume in a rotated file)
+        self.pending: list[tuple[BinaryIO, str]] = []  # rolled files to read after the one open, and their names
         self._resumed = False
 
     @property
@@ -164,36 +165,73 @@ class LogFollower:
             self.fh = None
 
     def poll(self) -> list[Item]:
-        """What the files hold past the position now, in order (at most about CHUNK_BYTES of them)."""
+        """What the files hold past the position now, in order (about CHUNK_BYTES of them at most)."""
         out: list[Item] = []
         if not self._resumed:
             self._resumed = True
             self._resume(out)
-        for _ in range(4):  # a rotation: the old file's rest, then the new one's lines
+        budget = CHUNK_BYTES
+        while budget > 0:
             if self.fh is None and not self._next_file():
                 break
             assert self.fh is not None
             if self._truncated(out):
                 continue
-            if self._read(out, final=False):
-                break
+            n = self._read(out, final=False)
+            if n:
+                budget -= n
+                continue
             if not self._rotated():
                 break
-            self._read(out, final=True)  # the rest of a file nothing writes to any more
-            self.close()
+            budget -= self._read(out, final=True)  # the rest of a file nothing writes to any more
+            self._rolled_on()
         return out
 
     # --- files ---------------------------------------------------------------------------------
+
+    def _files(self) -> list[Path]:
+        """The log's files, oldest first by their names (the live one last); not the compressed ones."""
+        try:
+            return [f for f in named_logs([self.directory], (self.name,), BadRequestLogs)[0]
+                    if not f.name.endswith(".gz")]
+        except BadRequestLogs:
+            return []
+
+    def _open_all(self, files: list[Path]) -> list[tuple[BinaryIO, str]]:
+        """`files` opened now, so that a later rename (log4j's numbered files shift at every roll) changes nothing."""
+        out: list[tuple[BinaryIO, str]] = []
+        for f in files:
+            try:
+                out.append((open(f, "rb"), f.name))  # noqa: SIM115 - read in turn, closed after
+            except OSError:
+                continue
+        return out
+
+    def _rolled_on(self) -> None:
+        """The open file was rolled and is read to its end: the files rolled after it are read next, then the live
+        one. They are the ones after it by name (log4j's dated or numbered suffixes), found by its inode; when it is
+        gone already, those changed since it was."""
+        assert self.fh is not None
+        st = os.fstat(self.fh.fileno())
+        self.close()
+        for fh, _ in self.pending:
+            fh.close()
+        ids = []
+        for f in self._files():
+            try:
+                ids.append((f, f.stat()))
+            except OSError:
+                continue  # renamed or deleted since it was listed
+        at = next((i for i, (_, s) in enumerate(ids) if (s.st_dev, s.st_ino) == (st.st_dev, st.st_ino)), None)
+        newer = [f for f, _ in ids[at + 1:]] if at is not None else \
+            [f for f, s in ids if s.st_mtime_ns >= st.st_mtime_ns and s.st_ino != st.st_ino]
+        self.pending = self._open_all(newer)
 
     def _resume(self, out: list[Item]) -> None:
         p = self.pos
         if p.ino == 0:
             return  # nothing read yet: the live file from its start
-        try:
-            files = [f for f in named_logs([self.directory], (self.name,), BadRequestLogs)[0]
-                     if not f.name.endswith(".gz")]
-        except BadRequestLogs:
-            files = []
+        files = self._files()
         for i, f in enumerate(files):
             try:
                 st = f.stat()
@@ -205,7 +243,7 @@ class LogFollower:
             if _head(fh.fileno(), p.offset) != p.head:
                 fh.close()
                 continue
-            self.fh, self.pending = fh, files[i + 1:]
+            self.fh, self.pending = fh, self._open_all(files[i + 1:])
             self.pos = replace(p, file=f.name)
             log.info("request log %s: resumed in %s at line %d (byte %d)", self.live, f.name, p.line, p.offset)
             return
@@ -215,17 +253,13 @@ class LogFollower:
                         f"its lines after line {p.line} are lost; reading on at the start of {self.name}", self.pos))
 
     def _next_file(self) -> bool:
-        """Open the next file to read: a rotated one still pending, else the live one (from its start, unless it
+        """Open the next file to read: a rolled one still pending, else the live one (from its start, unless it
         is the one the position names: the first poll)."""
         p = self.pos
-        while self.pending:
-            f = self.pending.pop(0)
-            try:
-                self.fh = open(f, "rb")  # noqa: SIM115
-            except OSError:
-                continue
+        if self.pending:
+            self.fh, name = self.pending.pop(0)
             st = os.fstat(self.fh.fileno())
-            self.pos = replace(p, file=f.name, dev=st.st_dev, ino=st.st_ino, head="", offset=0, line=0)
+            self.pos = replace(p, file=name, dev=st.st_dev, ino=st.st_ino, head="", offset=0, line=0)
             return True
         try:
             fh = open(self.live, "rb")  # noqa: SIM115

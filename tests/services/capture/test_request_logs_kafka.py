@@ -1,5 +1,6 @@
 """Capture following a real node's request and authorizer logs: a 1-node Kafka 4.x KRaft cluster with both loggers at
-DEBUG, the normalize worker tailing its metadata log and following its logs (node id found in its server.log), an
+DEBUG, rolled by log4j every 256 KB (the request log every few seconds: every Fetch of the capture's own consumers), the
+normalize worker tailing its metadata log and following its logs (node id found in its server.log), an
 admin's changes made while the worker is killed with kill -9 twice and restarted. The archive then holds each request
 line the logs hold exactly once (the ids an import of the same logs gives), in the one chain with the controller's
 events; it verifies, and `ctrlaudit who` attributes the changes from it."""
@@ -16,12 +17,43 @@ from pathlib import Path
 
 import pytest
 
-from tests.services.requests.test_real_kafka import _cluster
+from tests.services.requests.test_real_kafka import LOGGERS, PATTERN
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[3]
 PY = sys.executable
+
+
+def rolling_loggers(size: str) -> str:
+    """The two loggers at DEBUG into Kafka's own files, each rolled by log4j2 once it holds `size` (renamed to
+    ``kafka-authorizer.log.<date and time>.<n>``, a new file opened), so that the logs roll while capture follows
+    them."""
+    out = []
+    for key, logger, fname in LOGGERS:
+        out += [f"appender.{key}.type = RollingFile", f"appender.{key}.name = {key}Appender",
+                f"appender.{key}.fileName = ${{sys:kafka.logs.dir}}/{fname}",
+                f"appender.{key}.filePattern = ${{sys:kafka.logs.dir}}/{fname}.%d{{yyyy-MM-dd-HH-mm-ss}}.%i",
+                f"appender.{key}.layout.type = PatternLayout", f"appender.{key}.layout.pattern = {PATTERN}",
+                f"appender.{key}.policies.type = Policies",
+                f"appender.{key}.policies.size.type = SizeBasedTriggeringPolicy",
+                f"appender.{key}.policies.size.size = {size}",
+                f"logger.{key}.name = {logger}", f"logger.{key}.level = DEBUG", f"logger.{key}.additivity = false",
+                f"logger.{key}.appenderRef.{key}.ref = {key}Appender"]
+    return "\n".join(out) + "\n"
+
+
+def _cluster(root: Path):  # type: ignore[no-untyped-def]
+    from devtools.cluster.manager import KafkaCluster
+    from devtools.cluster.testing import running_cluster
+
+    class Audited(KafkaCluster):
+        def _node_log_config_text(self) -> str:
+            return super()._node_log_config_text() + rolling_loggers("256KB")
+
+    return running_cluster(root, "4.x", cluster_class=Audited, nodes=1,
+                           overrides={"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                      "super.users": "User:ANONYMOUS"})
 
 
 def _admin(bootstrap: str):  # type: ignore[no-untyped-def]
@@ -59,7 +91,7 @@ def test_capture_follows_the_request_logs_through_kill_9(tmp_path, monkeypatch):
         monkeypatch.setenv("CTRLAUDIT_KAFKA_CACHE", "/work/main/.kafka-cache")
     work, prefix = tmp_path / "work", "req" + uuid.uuid4().hex[:6]
     work.mkdir()
-    with _cluster("4.x", tmp_path / "cluster") as c:
+    with _cluster(tmp_path / "cluster") as c:
         logs = c.nodes[1].logs_dir
         env = dict(os.environ, PYTHONPATH=str(ROOT), CTRLAUDIT_BOOTSTRAP_SERVERS=c.bootstrap_servers,
                    CTRLAUDIT_METADATA_DIR=str(c.metadata_dir(1)), CTRLAUDIT_REQUEST_LOG_DIRS=str(logs),
@@ -124,6 +156,7 @@ def test_capture_follows_the_request_logs_through_kill_9(tmp_path, monkeypatch):
         archive = _archive(work / "archive")
         (cluster,) = {e.cluster_id for e in archive}  # one chain: the controller's events and the requests
         offline = _offline(logs, cluster)  # every line the logs hold now, read as an import reads them
+        rolled = sorted(f.name for f in logs.glob("kafka-request.log.*"))
     requests = [e for e in archive if isinstance(e.payload, ClientRequest)]
     ids = [e.event_id for e in requests]
     assert len(ids) == len(set(ids)), "a request line archived twice"
@@ -137,6 +170,7 @@ def test_capture_follows_the_request_logs_through_kill_9(tmp_path, monkeypatch):
         ("CreateTopics", "kafka.request.logger"), ("AlterUserScramCredentials", "kafka.request.logger"),
         ("IncrementalAlterConfigs", "kafka.request.logger"), ("IncrementalAlterConfigs", "kafka.authorizer.logger")}
     assert [e.seq for e in archive] == list(range(len(archive)))
+    assert len(rolled) >= 3, rolled  # the request log rolled while capture followed it (and while it was down)
     assert any(e.source.kind.value == "KRAFT_LOG" for e in archive)
     log = worker_log.read_text(errors="replace")
     assert log.count(" lines kept)") == 4  # both logs resumed after the raw topic's last record, twice

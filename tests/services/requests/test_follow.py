@@ -150,3 +150,39 @@ def test_a_bad_position_is_one_line():
             assert str(exc).startswith("not a request log position")
         else:
             raise AssertionError(bad)
+
+
+def test_several_rolls_between_two_polls_are_read_in_order_dated(tmp_path):
+    live = tmp_path / NAME
+    live.write_text(grow(1))
+    f = follower(tmp_path)
+    assert topics(f.poll()) == ["t1"]
+    append(live, grow(2))
+    for n, t in ((1, 3), (2, 4), (3, 5)):  # three hourly rolls while the follower looked away
+        os.rename(live, tmp_path / f"{NAME}.2026-11-20-0{n}")
+        live.write_text(grow(t))
+    got = f.poll()
+    assert topics(got) == ["t2", "t3", "t4", "t5"] and not [i for i in got if isinstance(i, Lost)]
+    # (each file under the name it had when it was opened: the first, read through the handle kept open, as live)
+    assert [i.position.file for i in got] == [NAME, f"{NAME}.2026-11-20-02", f"{NAME}.2026-11-20-03", NAME]
+    append(live, grow(6))
+    assert topics(f.poll()) == ["t6"]
+
+
+def test_several_rolls_between_two_polls_are_read_in_order_numbered(tmp_path):
+    live = tmp_path / NAME
+    live.write_text(grow(1))
+    f = follower(tmp_path)
+    assert topics(f.poll()) == ["t1"]
+    append(live, grow(2))
+    for t in (3, 4, 5):  # log4j 1's size rolling: .1 the newest, every rolled file renamed at each roll
+        for k in (3, 2, 1):
+            if (tmp_path / f"{NAME}.{k}").exists():
+                os.rename(tmp_path / f"{NAME}.{k}", tmp_path / f"{NAME}.{k + 1}")
+        os.rename(live, tmp_path / f"{NAME}.1")
+        live.write_text(grow(t))
+    got = f.poll()
+    assert topics(got) == ["t2", "t3", "t4", "t5"] and not [i for i in got if isinstance(i, Lost)]
+    assert [i.position.file for i in got] == [NAME, f"{NAME}.2", f"{NAME}.1", NAME]  # (the names when opened)
+    resumed = follower(tmp_path, got[1].position)  # a restart in the file holding t3, now .2
+    assert topics(resumed.poll()) == ["t4", "t5"]
