@@ -16,6 +16,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 # raw messages read back for the logs' positions when the events topic holds no line of them (their first start; or
 # their lines not normalized yet, which are this close to the raw topic's end unless the normalizer lags this far)
 FIRST_START_SCAN = 20_000
+MARK_SECONDS = 60.0  # a log's position is sent at least this often when it moved with nothing kept (Mark)
 LOG_HEADER = "ctrlaudit-request-log"  # which log: {"cluster": ..., "node": ..., "log": ...}
 POSITION_HEADER = "ctrlaudit-request-position"  # the follower's Position after the record (Position.to_json)
 
@@ -41,8 +43,18 @@ def log_key(cluster: str, node: int, name: str) -> bytes:
     return json.dumps({"cluster": cluster, "node": node, "log": name}, sort_keys=True, separators=(",", ":")).encode()
 
 
-def to_raw(cluster: str, node: int, item: Item, now_ms: int) -> RawRecord:
+@dataclass(frozen=True)
+class Mark:
+    """Where a log is read up to, nothing kept since its last record: sent once MARK_SECONDS have passed, so that a
+    restart reads on from here, not from the last kept line (a quiet log's files may be rolled away and deleted by
+    then, and a busy one's Fetch lines read again)."""
+    position: Position
+
+
+def to_raw(cluster: str, node: int, item: Item | Mark, now_ms: int) -> RawRecord:
     p = item.position
+    if isinstance(item, Mark):  # no event, no reason: the normalizer passes it over
+        return RawRecord(cluster, node, "EVENT", p.offset, p.seq, p.seq, -1, now_ms, now_ms, b"", p.file)
     if isinstance(item, Kept):
         e = item.event
         return RawRecord(cluster, node, "EVENT", p.offset, p.seq, p.seq, -1, e.event_time_ms, now_ms,
@@ -51,7 +63,7 @@ def to_raw(cluster: str, node: int, item: Item, now_ms: int) -> RawRecord:
                      item.file, None, str(item))
 
 
-def headers(cluster: str, node: int, item: Item) -> list[tuple[str, bytes]]:
+def headers(cluster: str, node: int, item: Item | Mark) -> list[tuple[str, bytes]]:
     return [(LOG_HEADER, log_key(cluster, node, item.position.log)), (POSITION_HEADER, item.position.to_json())]
 
 
@@ -96,7 +108,8 @@ async def run_requests(dirs: list[tuple[Path, int | None]], cluster: str, fallba
                        read_newest_first: Callable[[], AsyncIterator[_Message]],
                        send: Callable[[RawRecord, list[tuple[str, bytes]]], Awaitable[Awaitable[object]]],
                        poll_interval: float, stopped: Callable[[], bool] = lambda: False,
-                       streams: Callable[[], Awaitable[set[str]]] | None = None) -> None:
+                       streams: Callable[[], Awaitable[set[str]]] | None = None,
+                       mark_seconds: float = MARK_SECONDS) -> None:
     """Follow every log of `dirs` into `send` in order, a log's records delivered before it is polled again.
     `streams`: the request log streams the events topic holds lines of (its last progress header); when it holds
     none of these logs', the raw topic is read back only FIRST_START_SCAN messages for their positions (a first
@@ -125,12 +138,16 @@ async def run_requests(dirs: list[tuple[Path, int | None]], cluster: str, fallba
         log.info("request log source: %s (node %d, cluster %s) %s", f.live, node, cluster,
                  f"after line {p.line} of {p.file} ({p.seq} lines kept)" if p.ino else "from its start")
     loop = asyncio.get_running_loop()
+    sent = [(f.pos, time.monotonic()) for _, f in followers]  # each log's last position sent, and when
     while not stopped():
         busy = False
-        for node, f in followers:
-            items = await loop.run_in_executor(None, f.poll)
+        for k, (node, f) in enumerate(followers):
+            items: list[Item | Mark] = list(await loop.run_in_executor(None, f.poll))
             if not items:
-                continue
+                last, at = sent[k]
+                if f.pos == last or time.monotonic() - at < mark_seconds:
+                    continue
+                items = [Mark(f.pos)]
             busy = True
             now = int(time.time() * 1000)
             futures = []
@@ -139,5 +156,6 @@ async def run_requests(dirs: list[tuple[Path, int | None]], cluster: str, fallba
                     log.warning("request log of node %d: %s", node, item)
                 futures.append(await send(to_raw(cluster, node, item, now), headers(cluster, node, item)))
             await asyncio.gather(*futures)
+            sent[k] = (items[-1].position, time.monotonic())
         if not busy:
             await asyncio.sleep(poll_interval)

@@ -147,3 +147,38 @@ def test_a_first_start_reads_back_only_so_far_a_known_log_to_the_start(tmp_path,
         return [r.base_offset for r in sent if r.kind == "EVENT"]
     assert run({"requests:1:kafka-request.log"}) == [2]  # the events topic holds its lines: found, resumed after t1
     assert run({"kraft"}) == [1, 2]  # none of its lines: read back 50 only, a first start
+
+
+def test_a_log_read_on_with_nothing_kept_is_marked_and_resumed_from_there(tmp_path):
+    live = tmp_path / NAME
+    live.write_text(grow(1) + fetch() * 3)
+    sent: list = []
+
+    async def send(r, h):
+        sent.append((r, Msg(h)))
+        fut = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut
+
+    def run(mark_seconds: float) -> None:
+        calls = {"n": 0}
+
+        def stopped() -> bool:
+            calls["n"] += 1
+            return calls["n"] > 4
+        asyncio.run(run_requests([(tmp_path, 1)], CL, -1, lambda: _newest_first([m for _, m in sent]), send, 0.001,
+                                 stopped, mark_seconds=mark_seconds))
+    run(3600)
+    assert [r.data != b"" for r, _ in sent] == [True]  # the kept line; no mark within the hour
+    run(0)  # a restart that marks at once: where the Fetch lines end, once
+    (mark, msg), = sent[1:]
+    assert mark.data == b"" and mark.reason is None and mark.position == live.stat().st_size
+    assert CaptureState(CL, 1).process(decode_raw(encode_raw(mark))) == []  # the normalizer passes it over
+    found = asyncio.run(last_positions(_newest_first([msg]), [log_key(CL, 1, NAME)]))
+    assert found[log_key(CL, 1, NAME)].offset == live.stat().st_size
+    live.unlink()  # the file rolled away and deleted while the worker was down: only what came after the mark
+    live.write_text(grow(2))  # may be lost, and is said so
+    run(3600)
+    lost, kept = (r for r, _ in sent[2:])
+    assert lost.reason.startswith(f"{NAME}:5..: not read: the file read up to line 4 ") and lost.base_offset == 5
+    assert kept.reason is None and kept.base_offset == 2
