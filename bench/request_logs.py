@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.results import append, machine  # noqa: E402
 from services.requests.reader import Reading, read_file  # noqa: E402
-from services.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER  # noqa: E402
+from schemas.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER  # noqa: E402
 from tests.services.requests.kafka_lines import (acl_authorizer, completed, log4j,  # noqa: E402
                                                  standard_authorizer)
 

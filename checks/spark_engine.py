@@ -108,7 +108,9 @@ def _flat_select() -> list[str]:
         **_fields(_M["ClientRequest"], rq_principal="principal", rq_api="api", rq_client_id="client_id", rq_host="host",
                   rq_listener="listener", rq_software_name="software_name", rq_software_version="software_version",
                   rq_forwarded="forwarded", rq_outcome="outcome", rq_operation="operation", rq_resources="resources",
-                  rq_error_codes="error_codes", rq_body="body"),
+                  rq_error_codes="error_codes", rq_body="body", rq_log="log",
+                  rq_correlation_id="correlation_id"),
+        "rq_line": f"CASE WHEN {_M['ClientRequest']} IS NOT NULL THEN source.line END",
     }
     for short, field in _STATE_FIELDS:
         exprs[f"b_{short}"] = f"{_PC}.before.{field}"

@@ -28,7 +28,7 @@ from plotly.io.json import to_json_plotly
 from plotly.offline import get_plotlyjs
 
 from checks.anchor_table import html_cell
-from replay import changes, formats
+from replay import changes, formats, who_asked
 from schemas import times
 from replay.incident import HEALTH, Incident
 from replay.store import Store
@@ -424,7 +424,31 @@ def render(store: Store, inc: Incident, judged: Verdict | None = None) -> str:
                          ", ".join(f"{k}: {n}" for k, n in totals.items()) or "No elections.",
                          {"elections": sum(totals.values())} | {f"election_{k}": n for k, n in totals.items()}, shaded=unknown, span=span))
 
-    return _page(inc, judged, parts, bad, lost, _drill_down(store, inc), get_plotlyjs(), unknown)
+    return _page(inc, judged, parts, bad, lost, _drill_down(store, inc), get_plotlyjs(), unknown, _who(store, inc))
+
+
+WHO_ROWS = 500  # the newest rows of who changed what shown; export --table attributions writes them all
+
+
+def _who(store: Store, inc: Incident) -> str:
+    """Who changed what in the window: each change a request may have made, with who asked, and each denied
+    attempt; or that the archive keeps no requests to tell."""
+    if not who_asked.has_requests(store.con, inc.a.cluster_id):
+        return ('<p id="who-not-kept">Who asked is not known: the archive keeps no request logs '
+                "(<code>ctrlaudit import requests</code> adds them).</p>")
+    cols, rows = who_asked.table(store.con, inc.a.cluster_id, inc.a.seq, inc.b.seq)
+    shown = rows[-WHO_ROWS:]
+    keep = ("seq", "time", "change", "topic", "partition", "resource", "cause", "principal", "host", "client_id",
+            "software", "why")
+    at = [cols.index(c) for c in keep]
+    body = "".join("<tr>" + "".join(f"<td>{html.escape('' if r[i] is None else str(r[i]))}</td>" for i in at)
+                   + "</tr>" for r in shown)
+    said = _part_of(len(shown), len(rows), "<p>No change a request makes, and no denied attempt, in the window.</p>",
+                    "", "", "<p>The {shown:,} newest of {total:,} rows (export --table attributions has them all).</p>")
+    if not rows:
+        return said
+    head = "".join(f"<th>{c.replace('_', ' ')}</th>" for c in keep)
+    return f'{said}<table id="who-changed-what"><tr>{head}</tr>{body}</table>'
 
 
 def _drill_down(store: Store, inc: Incident) -> str:
@@ -483,7 +507,7 @@ def _affected_heading(affected: int) -> str:
 
 
 def _page(inc: Incident, judged: Verdict | None, parts: list[str], bad: list[Violation],
-          lost: list[DataLoss], drill: str, plotlyjs: str, unknown: list[NotRead]) -> str:
+          lost: list[DataLoss], drill: str, plotlyjs: str, unknown: list[NotRead], who: str) -> str:
     checks = judged.checks if judged is not None else None
     notes = judged.notes if judged is not None else ()
     labels = "".join(f'<p class="verdict-note" role="note">{html.escape(n)}: {html.escape(detail)}</p>'
@@ -517,5 +541,6 @@ def _page(inc: Incident, judged: Verdict | None, parts: list[str], bad: list[Vio
             f'<h1>{html.escape(title)}</h1><p>cluster <span id="cluster">{html.escape(inc.a.cluster_id)}</span></p>'
             f'{labels}<script type="application/json" id="report-window">{_json_in_script(json.dumps(window))}</script>'
             f'<h2>Summary</h2><ul id="summary">{words}</ul><h2>Over time</h2>{"".join(parts)}{verdicts}'
+            f'<h2>Who changed what</h2><div id="who">{who}</div>'
             f'<h2>{_affected_heading(inc.affected_count)}</h2>'
             f'<div id="drill-down">{drill}</div><script>{_DRAW}</script></body></html>')

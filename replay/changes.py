@@ -5,12 +5,13 @@ topic's configs as of the change from the interval tables.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from schemas.events import PartitionState
 from replay.errors import StoreError
-from replay import gaps
+from replay import gaps, who_asked
+from replay.who_asked import Asked
 from replay.queries import KAFKA_DEFAULTS, MIN_ISR, UNCLEAN, configs_as_of, state_of
 from replay.store import Point, Store
 from schemas.times import show
@@ -44,6 +45,7 @@ class Change:
     source_kind: str = ""
     source_file: str = ""  # the file an import read it from (a broker log, a ZooKeeper log), if any
     source_node: int = -1
+    asked: Asked | None = None  # who asked for it (replay/who_asked.py)
 
     def diff(self) -> str:
         if self.after is None:
@@ -56,6 +58,11 @@ def _change(r: tuple[Any, ...]) -> Change:
     after = state_of(r[25:35]) if r[24] else None
     return Change(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], tuple(r[9] or ()), r[10] or "NONE",
                   r[11], bool(r[12]), before, after, r[35] or "", r[36] or "", -1 if r[37] is None else r[37])
+
+
+def _with_asked(store: Store, cluster: str, found: list[Change]) -> tuple[Change, ...]:
+    said = who_asked.asked(store.con, cluster, (c.seq for c in found))
+    return tuple(replace(c, asked=said.get(c.seq)) for c in found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +80,7 @@ def timeline(store: Store, point: Point, topic: str, partition: int, since_seq: 
         WHERE cluster_id = $c AND kind = 'PartitionChange' AND topic = $t AND "partition" = $p
           AND seq BETWEEN $f AND $s ORDER BY seq""",
         {"c": point.cluster_id, "t": topic, "p": partition, "f": since_seq, "s": point.seq}).fetchall()
-    found = tuple(_change(r) for r in rows)
+    found = _with_asked(store, point.cluster_id, [_change(r) for r in rows])
     if found:  # changes of the partition may be missing wherever a stretch was not read after its first one
         point = point.depending_on(gaps.between(store.con, point.cluster_id, found[0].seq, point.seq))
     return TimelineResult(point.about(topic, partition), topic, partition, found)
@@ -117,7 +124,7 @@ def explain(store: Store, *, seq: int | None = None, event_id: str | None = None
         raise StoreError(f"the event at {what} (seq {rows[0][1]}) is a {rows[0][0]}, not a partition change")
     r = store.con.execute(f"SELECT {_COLS} FROM events WHERE cluster_id = $c AND seq = $s",
                           {"c": cluster, "s": rows[0][1]}).fetchall()[0]
-    ch = _change(r)
+    ch = _with_asked(store, cluster, [_change(r)])[0]
     # The state before the change is the normalizer's fold: a stretch not read since the partition's previous
     # change may have changed it unseen.
     previous = store.con.execute("""SELECT max(seq) FROM events WHERE cluster_id = $c AND kind = 'PartitionChange'

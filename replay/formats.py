@@ -19,7 +19,7 @@ from typing import Any
 from rich.table import Table
 
 from schemas.events import PartitionState
-from replay.changes import Explanation, TimelineResult
+from replay.changes import Change, Explanation, TimelineResult
 from replay.queries import DiffResult, HealthResult, PartitionRow, StateResult
 from replay.store import Point
 from schemas.times import show
@@ -217,10 +217,12 @@ def to_csv(result: StateResult | DiffResult | TimelineResult | HealthResult) -> 
                 w.writerow([d.topic, d.partition, *cells(d.before), *cells(d.after), result.a.seq, result.b.seq])
         case TimelineResult():
             w.writerow(["seq", "offset", "time", "controller", "controller_epoch", "changes", "election",
-                        *state_cols, "change"])
+                        *state_cols, "change", "cause", "principal", "host", "client_id", "who_asked"])
             for c in result.changes:
+                a = c.asked
                 w.writerow([c.seq, c.source_offset, show(c.event_time_ms), c.controller_id, c.controller_epoch,
-                            ",".join(c.changes), c.election, *cells(c.after), c.diff()])
+                            ",".join(c.changes), c.election, *cells(c.after), c.diff(),
+                            *((a.cause, a.principal, a.host, a.client_id, a.text) if a else ("",) * 5)])
         case _:
             raise TypeError(f"no CSV rendering for {type(result).__name__}")
     return buf.getvalue()
@@ -259,12 +261,18 @@ def _broker(b: Any) -> str:
     return f"epoch {b.epoch} {' '.join(flags)}"
 
 
+# who asked, on a timeline's line: a request or what the logs cannot tell; the controller's own changes and an
+# archive without requests (every line alike) are said by explain
+_SAID_IN_TIMELINE = ("request", "ambiguous", "unattributed")
+
+
 def timeline_text(t: TimelineResult) -> str:
     lines = [f"# {t.topic}-{t.partition} {t.point.describe()}"]
     for c in t.changes:
         kinds = ",".join(c.changes) or "-"
         lines.append(f"seq {c.seq}\toffset {c.source_offset}\t{show(c.event_time_ms)}\tcontroller {c.controller_id}"
-                     f"/{c.controller_epoch}\t{kinds}\telection {c.election}\t{c.diff()}")
+                     f"/{c.controller_epoch}\t{kinds}\telection {c.election}\t{c.diff()}"
+                     + (f"\t{c.asked.text}" if c.asked is not None and c.asked.cause in _SAID_IN_TIMELINE else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -278,6 +286,7 @@ def explain_text(e: Explanation) -> str:
         f"  changes:           {', '.join(c.changes) or 'none (partition epoch only)'}",
         f"  change:            {c.diff()}",
         f"  election:          {c.election}",
+        *([f"  who asked:         {c.asked.text}"] if c.asked is not None else []),
         f"  previous leader:   {e.previous_leader if e.previous_leader is not None else '-'}",
         *([f"  previous leader's broker: {e.previous_leader_broker}"] if e.previous_leader_broker else []),
         f"  previous ISR:      {list(e.previous_isr) if e.previous_isr is not None else '-'}",
@@ -316,11 +325,20 @@ def state_table(result: StateResult | HealthResult) -> Table:
     return table
 
 
+def _who(c: Change) -> str:
+    """Who asked, in a table's cell: the principal of a request, else the cause."""
+    a = c.asked
+    return "" if a is None else (a.principal or a.cause)
+
+
 def timeline_table(t: TimelineResult) -> Table:
     table = Table(title=f"{t.topic}-{t.partition} {t.point.describe()}")
-    for col in ("seq", "offset", "time", "controller/epoch", "changes", "election", "before -> after"):
+    # a column of who asked when the history tells some of it (an archive that keeps requests)
+    who = any(c.asked is not None and c.asked.cause in _SAID_IN_TIMELINE for c in t.changes)
+    for col in ("seq", "offset", "time", "controller/epoch", "changes", "election", "before -> after",
+                *(("who asked",) if who else ())):
         table.add_column(col)
     for c in t.changes:
         table.add_row(str(c.seq), str(c.source_offset), show(c.event_time_ms), f"{c.controller_id}/{c.controller_epoch}",
-                      ",".join(c.changes), c.election, c.diff())
+                      ",".join(c.changes), c.election, c.diff(), *((_who(c),) if who else ()))
     return table

@@ -22,6 +22,7 @@ from schemas.archive.flat import FLAT_COLUMNS, STORE_LAYOUT_VERSION
 from schemas.archive.signatures import Trust
 from schemas.archive.verified import Gap, VerifiedRead
 from replay import chainstate, gaps, intervals, opening
+from replay import who_asked
 from replay.gaps import CaptureStretch
 from schemas import times
 from replay.errors import ChainFork, LayoutVersionError, StoreError
@@ -103,6 +104,7 @@ class LoadReport:
     store_seconds: float = 0.0
     read: Any = None  # the VerifiedRead (its chains, duplicates and skipped files)
     chains: dict[str, Any] = field(default_factory=dict)  # cluster -> chainstate.Status after the load
+    unread_requests: dict[str, list[int]] = field(default_factory=dict)  # cluster -> kept requests not read back
 
     @property
     def duplicates(self) -> int:
@@ -245,6 +247,7 @@ class Store:
         self.con.execute(_events_ddl())
         self.con.execute(intervals.DDL)
         self.con.execute(chainstate.DDL)
+        self.con.execute(who_asked.DDL)
         self.con.execute("""CREATE TABLE loaded_files (path VARCHAR, size BIGINT, events BIGINT, added BIGINT,
                             first_seq BIGINT, last_seq BIGINT, loaded_ms BIGINT)""")
         self.con.execute("COMMIT")
@@ -291,6 +294,10 @@ class Store:
             t = _time.perf_counter()
             report.chains = chainstate.record(con, read, sorted(run.clusters | set(read.chains)), allow_gaps)
             self._rebuild_intervals(run)
+            for cluster_id in sorted(run.clusters):  # requests and the changes they match may come in any load
+                unread = who_asked.rebuild(con, cluster_id)
+                if unread:
+                    report.unread_requests[cluster_id] = unread
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")

@@ -180,6 +180,9 @@ class PartitionChange:
     reason: str | None = None
 
 
+REDACTED = "[redacted]"  # the value the archive holds for a secret (`ConfigChange.redacted`), never the secret
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigChange:
     resource_type: ConfigResourceType

@@ -18,15 +18,22 @@ from enum import Enum
 from pathlib import Path
 from typing import cast
 
+import pyarrow as pa
 import typer
 
 from ctrlaudit.commands.options import CLUSTER, STORE
 from ctrlaudit.commands.output import (FORCE, JSON_OUT, Output, copy_to_stdout, into_place, is_stdout,
                                        refuse_outputs, store_files)
 from ctrlaudit.commands.query import _open
-from ctrlaudit.errors import reader_may_leave, user_errors
-from replay import chainstate
+from ctrlaudit.errors import UsageError, reader_may_leave, user_errors
+from replay import chainstate, who_asked
+from replay.store import Store
 from schemas.archive.verified import Gap
+
+
+class ExportTable(str, Enum):
+    events = "events"
+    attributions = "attributions"
 
 
 class ExportFormat(str, Enum):
@@ -48,9 +55,14 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", help="The file to write; '-' = standard output."),
         fmt: ExportFormat = typer.Option(ExportFormat.parquet, "--format", help="parquet | csv | json (one event "
                                                                                 "per line)"),
+        table: ExportTable = typer.Option(ExportTable.events, "--table", help="events: every event (the flat "
+                                          "layout); attributions: who changed what, each change a request may have "
+                                          "made and each denied attempt, with who asked (an archive that keeps "
+                                          "requests: ctrlaudit import requests)"),
         json_path: Path | None = JSON_OUT, force: bool = FORCE,
     ) -> None:
-        """Write the events table (one row per event, the flat layout of schemas/archive/flat.py, in seq order).
+        """Write the events table (one row per event, the flat layout of schemas/archive/flat.py, in seq order), or
+        who changed what (--table attributions, in time order).
 
         Seqs that are not verified data (a store loaded with --allow-gaps) are named: in Parquet in the file's
         key-value metadata (ctrlaudit.gaps, JSON); in CSV and JSON beside the file, in <out>.gaps.csv or
@@ -80,24 +92,44 @@ def register(app: typer.Typer) -> None:
                     tempfile.TemporaryDirectory(prefix="ctrlaudit-export-") as spool:
                 # DuckDB writes to a path only: standard output gets a copy of a file written aside
                 tmp = part or Path(spool) / f"events.{fmt.value}"
-                s.con.execute(f"COPY (SELECT * FROM events WHERE cluster_id = $c ORDER BY seq) TO {_sql_text(str(tmp))} "
-                              f"({options})", {"c": cluster_id})
+                if table is ExportTable.events:
+                    s.con.execute(f"COPY (SELECT * FROM events WHERE cluster_id = $c ORDER BY seq) TO "
+                                  f"{_sql_text(str(tmp))} ({options})", {"c": cluster_id})
+                else:
+                    n = _copy_attributions(s, cluster_id, tmp, options)
                 if gaps and sidecar is not None and fmt is not ExportFormat.parquet:
                     _write_gaps(sidecar, gaps, fmt)
                 if part is None:
                     with reader_may_leave():  # its reader gone, --json FILE is still written
                         copy_to_stdout(tmp)
         said = Output(json_path, stdout_taken=to_stdout)
-        said.say(f"wrote {'standard output' if to_stdout else out}: {n:,} events of cluster {cluster_id} "
-                 f"({fmt.value})" + (f", seq {first}..{last}" if n else ""))
+        said.say(f"wrote {'standard output' if to_stdout else out}: {n:,} "
+                 f"{'events' if table is ExportTable.events else 'changes and denied attempts'} of cluster "
+                 f"{cluster_id} ({fmt.value})" + (f", seq {first}..{last}" if n and table is ExportTable.events else ""))
         kept = ("the file's metadata, ctrlaudit.gaps" if fmt is ExportFormat.parquet
                 else None if sidecar is None else str(sidecar))
         for g in gaps:
             said.say(f"WARNING {g.describe()}" + (f" (listed in {kept})" if kept else ""))
-        said.json({"out": str(out), "events": n, "cluster_id": cluster_id, "format": fmt.value,
+        said.json({"out": str(out), "table": table.value, "rows": n, "events": n, "cluster_id": cluster_id, "format": fmt.value,
                    "verified_to": status.verified_to, "gaps": [_gap(g) for g in gaps],
                    "gaps_file": str(sidecar) if gaps and sidecar is not None and fmt is not ExportFormat.parquet
                    else None})
+
+
+def _copy_attributions(s: Store, cluster_id: str, path: Path, options: str) -> int:
+    """Who changed what (replay/who_asked.py) into `path`; its row count. An archive that keeps no requests has no
+    answer to give: refused, never an empty table that reads as "nobody asked"."""
+    if not who_asked.has_requests(s.con, cluster_id):
+        raise UsageError(f"cluster {cluster_id} keeps no requests: nothing tells who asked (ctrlaudit import requests "
+                         "LOGDIR... --out ARCHIVE adds them, then load the archive again)")
+    cols, rows = who_asked.table(s.con, cluster_id)
+    data = pa.Table.from_pylist([dict(zip(cols, r)) for r in rows], schema=who_asked.TABLE_SCHEMA)
+    s.con.register("who_asked_rows", data)
+    try:
+        s.con.execute(f"COPY (SELECT * FROM who_asked_rows) TO {_sql_text(str(path))} ({options})")
+    finally:
+        s.con.unregister("who_asked_rows")
+    return len(rows)
 
 
 def _sql_text(text: str) -> str:

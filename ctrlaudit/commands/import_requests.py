@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow.compute as pc
 import typer
 
 from ctrlaudit.commands.import_common import append, cluster_named, written_line
@@ -11,9 +12,8 @@ from ctrlaudit.commands.keys import signers_of
 from ctrlaudit.commands.options import SIGNING_KEY
 from ctrlaudit.commands.output import FORCE, JSON_OUT, Output, refuse_outputs
 from ctrlaudit.errors import UsageError, user_errors
-from schemas.archive.listing import iter_events
+from schemas.archive.verified import VerifiedRead
 from schemas.archive.writer import continuation
-from schemas.events import ClientRequest
 from services.brokerlogs.offline import zone
 from services.normalize.redaction import patterns
 from services.requests.clocks import disagreements
@@ -52,8 +52,7 @@ def requests(
     cluster = cluster_named(cluster_id, lambda: cluster_of(paths), said, "no server.log beside the logs states it")
     nodes = node_ids(paths, given)
     last = continuation(out, cluster)
-    known = ({e.event_id for e in iter_events(out / cluster) if isinstance(e.payload, ClientRequest)}
-             if last is not None else set())
+    known = _kept_ids(out / cluster) if last is not None else set()
     reading = Reading()
     lines = list(read_logs(paths, reading, tz))  # the kept ones: admin requests, not Produce or Fetch
     events = list(request_events(cluster, lines, nodes, known))
@@ -74,6 +73,15 @@ def requests(
                        "archive_files": [str(out / cluster / f.file) for f in written],
                        "continued_after_seq": last.last_seq if last is not None else None,
                        "not_read": gaps, "clocks": clocks})
+
+
+def _kept_ids(archive: Path) -> set[str]:
+    """The ids of the requests `archive` keeps, read through the verified flat decode (the C decoder's columns,
+    not an event object per record)."""
+    ids: set[str] = set()
+    for _, table in VerifiedRead([archive]):
+        ids.update(table.filter(pc.equal(table.column("kind"), "ClientRequest")).column("event_id").to_pylist())
+    return ids
 
 
 def _node_ids(given: list[str]) -> dict[Path, int]:

@@ -75,13 +75,16 @@ def register(app: typer.Typer) -> None:
         for cluster_id, stretches in unread.items():
             for line in gap_lines(stretches):
                 out.say(f"cluster {cluster_id}: {line}")
+        for cluster_id, seqs in report.unread_requests.items():
+            out.say(f"cluster {cluster_id}: WARNING {len(seqs)} kept request(s) this build cannot read back (seq "
+                    f"{', '.join(map(str, seqs[:5]))}{', ...' if len(seqs) > 5 else ''}): left out of who asked")
         left_out = [str(s) for s in (report.read.skipped if report.read else ())]
         for skipped in left_out:
             out.say(f"left out: {skipped}")
         out.json(lambda: {"store": str(store), "files": len(report.files), "events_read": report.events_read,
                           "events_added": report.events_added, "already_present": report.duplicates,
                           "seconds": round(seconds, 3), "chains": [asdict(c) for c in report.chains.values()],
-                          "left_out": left_out,
+                          "left_out": left_out, "unread_requests": report.unread_requests,
                           "capture_gaps": {c: [g.as_json() for g in st] for c, st in unread.items() if st}})
 
 

@@ -1,5 +1,5 @@
 """`ctrlaudit who`: who asked for each controller change of an archive, from the nodes' request and authorizer logs
-given, or else from the requests the archive keeps (`ctrlaudit import requests`); services/requests/attribute.py
+given, or else from the requests the archive keeps (`ctrlaudit import requests`); replay/attribution.py
 says how a change is matched, and what it answers when it cannot be."""
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from ctrlaudit.errors import UsageError, user_errors
 from schemas import times
 from schemas.archive.listing import iter_events
 from schemas.events import ClientRequest, ControllerEvent
-from services.requests.attribute import (
-    AMBIGUOUS, REQUEST, UNATTRIBUTED, WINDOW_MS, Attribution, attribute, denied,
+from replay.attribution import (
+    AMBIGUOUS, REQUEST, UNATTRIBUTED, WINDOW_MS, Attribution, attribute, denied, requested_by,
 )
 from services.requests.clocks import disagreements
-from services.requests.event import line_of
-from services.requests.files import cluster_of, read_logs
-from services.requests.reader import Reading
-from services.requests.record import RequestLine
+from schemas.requests.kept import line_of
+from services.requests.files import cluster_of, node_ids, read_logs
+from services.requests.reader import BadRequestLogs, Reading
+from schemas.requests.record import RequestLine
 
 
 def _what(e: ControllerEvent) -> str:
@@ -38,17 +38,16 @@ def _what(e: ControllerEvent) -> str:
     return f"{kind} {where}{'-' + str(part) if part is not None else ''}{' ' + name if name else ''}".rstrip()
 
 
-def _asked(r: RequestLine, decisions: tuple[RequestLine, ...]) -> str:
+def _asked(r: RequestLine, decisions: tuple[RequestLine, ...], node: int | None) -> str:
     host = r.host or next((d.host for d in decisions if d.principal == r.principal and d.host), None)
-    software = f", {r.software_name} {r.software_version}" if r.software_name not in (None, "unknown") else ""
-    return (f"requested by {r.principal}{' from ' + host if host else ''} (client id {r.client_id}{software}) "
-            f"at {times.show(r.time_ms)}, {r.api} on listener {r.listener} ({r.file}:{r.line})")
+    return (requested_by(r.principal, host, r.client_id, r.software_name, r.software_version, r.time_ms, node, r.api,
+                         r.listener) + f" ({r.file}:{r.line})")
 
 
-def _line(a: Attribution, e: ControllerEvent) -> str:
+def _line(a: Attribution, e: ControllerEvent, node_of: dict[int, int]) -> str:
     head = f"seq {a.seq} {times.show(a.event_time_ms)} {_what(e)}: "
     if a.cause == REQUEST and a.requests:
-        return head + _asked(a.requests[0][0], a.decisions)
+        return head + _asked(a.requests[0][0], a.decisions, node_of.get(id(a.requests[0][0])))
     return head + f"{a.cause}: {a.why}"
 
 
@@ -99,8 +98,15 @@ def register(app: typer.Typer) -> None:
             if theirs is not None and theirs != events[0].cluster_id:
                 raise UsageError(f"the logs are of cluster {theirs}, the archive of {events[0].cluster_id}")
             lines = list(read_logs(logs, reading))
+            try:
+                dirs = node_ids(logs)
+            except BadRequestLogs:  # a directory no server.log names: its lines' node is not said
+                dirs = {}
+            node_of = {id(r): dirs[Path(r.file).parent] for r in lines if Path(r.file).parent in dirs}
         else:
-            lines = [line_of(e) for e in events if isinstance(e.payload, ClientRequest)]
+            kept = [(line_of(e), e.source.node_id) for e in events if isinstance(e.payload, ClientRequest)]
+            lines = [r for r, _ in kept]
+            node_of = {id(r): n for r, n in kept}
             if not lines:
                 raise UsageError(f"{archive}: keeps no requests (ctrlaudit import requests LOGDIR... --out ARCHIVE "
                                  "adds them) and no --logs given")
@@ -115,7 +121,7 @@ def register(app: typer.Typer) -> None:
                    and (lo is None or d.time_ms >= lo) and (hi is None or d.time_ms <= hi)]
         out = Output(json_path)
         for a in got:
-            out.say(_line(a, by_seq[a.seq]))
+            out.say(_line(a, by_seq[a.seq], node_of))
         for d in refused:
             out.say(f"denied: {d.principal}{' from ' + d.host if d.host else ''} {d.operation} on "
                     f"{', '.join(f'{r.type}:{r.name}' for r in d.resources)} ({d.api}) at {times.show(d.time_ms)}")

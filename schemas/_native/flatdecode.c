@@ -63,6 +63,7 @@ typedef struct {
     const uint8_t *h_start, *h_end, *prev_p, *hash_p;
     int32_t prev_n, hash_n;
     int64_t seq;
+    int32_t line; /* the envelope's source line (-1: none), kept for a ClientRequest's rq_line */
     /* the writer schema's version bounds what the record may hold: v1 has 9 payload branches and 7 source
        kinds, v2 one more of each (ClientRequest, REQUEST_LOG, both appended) */
     int n_payload, n_source_kind;
@@ -259,6 +260,7 @@ enum {
     C_GAP_FROM, C_GAP_TO, C_UNKNOWN_API_KEY, C_UNKNOWN_VERSION, C_REASON,
     C_RQ_PRINCIPAL, C_RQ_API, C_RQ_CLIENT_ID, C_RQ_HOST, C_RQ_LISTENER, C_RQ_SOFTWARE_NAME, C_RQ_SOFTWARE_VERSION,
     C_RQ_FORWARDED, C_RQ_OUTCOME, C_RQ_OPERATION, C_RQ_RESOURCES, C_RQ_ERROR_CODES, C_RQ_BODY,
+    C_RQ_LOG, C_RQ_CORRELATION_ID, C_RQ_LINE,
     NCOLS
 };
 
@@ -296,7 +298,8 @@ static const coldef_t COLDEFS[NCOLS] = {
     {"rq_principal", K_STR}, {"rq_api", K_STR}, {"rq_client_id", K_STR}, {"rq_host", K_STR},
     {"rq_listener", K_STR}, {"rq_software_name", K_STR}, {"rq_software_version", K_STR},
     {"rq_forwarded", K_BOOL}, {"rq_outcome", K_STR}, {"rq_operation", K_STR}, {"rq_resources", K_LSTR},
-    {"rq_error_codes", K_LI32}, {"rq_body", K_STR},
+    {"rq_error_codes", K_LI32}, {"rq_body", K_STR}, {"rq_log", K_STR}, {"rq_correlation_id", K_I32},
+    {"rq_line", K_I32},
 };
 
 /* Enum symbols and union branches of v2, in schema order (v1's are their first ones). */
@@ -691,8 +694,11 @@ static void rd_record(rd_t *r, batch_t *b)
     if (rd_index(r, 2, "union"))
         (void)rd_long(r); /* zxid */
     put_sv(b, C_SOURCE_FILE, rd_opt_str(r));
-    if (rd_index(r, 2, "union"))
-        (void)rd_long(r); /* line */
+    r->line = -1;
+    if (rd_index(r, 2, "union")) {
+        int64_t line = rd_long(r);
+        r->line = line >= 0 && line <= INT32_MAX ? (int32_t)line : -1;
+    }
     put_i64(b, C_EVENT_TIME, rd_long(r));
     put_i64(b, C_CAPTURE_TIME, rd_long(r));
     put_i32(b, C_CONTROLLER_ID, rd_int(r));
@@ -843,14 +849,18 @@ static void rd_record(rd_t *r, batch_t *b)
         put_rd_str(r, b, C_REASON);
         break;
     case 9: /* ClientRequest (v2) */
-        (void)rd_str(r); /* log */
+        put_rd_str(r, b, C_RQ_LOG);
         (void)rd_str(r); /* form */
         (void)rd_str(r); /* level */
         put_rd_str(r, b, C_RQ_PRINCIPAL);
         put_sv(b, C_RQ_API, rd_opt_str(r));
-        for (int i = 0; i < 3; i++) /* api_key, api_version, correlation_id */
+        for (int i = 0; i < 2; i++) /* api_key, api_version */
             if (rd_index(r, 2, "union"))
                 (void)rd_int(r);
+        if (rd_index(r, 2, "union"))
+            put_i32(b, C_RQ_CORRELATION_ID, rd_int(r));
+        if (r->line >= 0)
+            put_i32(b, C_RQ_LINE, r->line);
         put_sv(b, C_RQ_CLIENT_ID, rd_opt_str(r));
         put_sv(b, C_RQ_HOST, rd_opt_str(r));
         put_sv(b, C_RQ_LISTENER, rd_opt_str(r));

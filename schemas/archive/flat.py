@@ -16,9 +16,10 @@ INTS = pa.list_(pa.int32())
 
 # The layout version of a DuckDB store holding this table (its store_meta row), read by the replay store
 # and by `check STORE`. 2: chain_status and chain_gaps (what the load verified). 3: the ClientRequest columns
-# (rq_*). A store of an older layout is a cache of its archive files: load them into a new store
+# (rq_*). 4: a request's log, correlation id and line, and the attributions table (replay/who_asked.py).
+# A store of an older layout is a cache of its archive files: load them into a new store
 # (`ctrlaudit load ARCHIVE --store NEW`).
-STORE_LAYOUT_VERSION = 3
+STORE_LAYOUT_VERSION = 4
 
 # (name, arrow type, meaning). Order is the row order of `flatten`.
 ENVELOPE = [
@@ -119,6 +120,9 @@ REQUEST = [
     ("rq_resources", pa.list_(pa.string()), "<Type>:<PATTERN>:<name>"),
     ("rq_error_codes", INTS, "the response's non-zero error codes"),
     ("rq_body", pa.string(), "the body's fields that change controller state, JSON"),
+    ("rq_log", pa.string(), "the logger: kafka.request.logger or kafka.authorizer.logger"),
+    ("rq_correlation_id", pa.int32(), "the client's correlation id (pairs a forwarded request's two lines)"),
+    ("rq_line", pa.int32(), "the line of source_file the request was read from"),
 ]
 
 FLAT_COLUMNS: list[tuple[str, pa.DataType, str]] = (
@@ -147,6 +151,11 @@ def _state(s: dict[str, Any] | None) -> tuple[Any, ...]:
         True, s["replicas"], s["isr"], s["adding_replicas"], s["removing_replicas"], s["elr"],
         s["last_known_elr"], s["leader"], s["leader_epoch"], s["partition_epoch"], s["leader_recovery_state"],
     )
+
+
+def _line(line: int | None) -> int | None:
+    """A source line as rq_line holds it: a line number beyond int32 (no log has one) is not known."""
+    return line if line is not None and 0 <= line <= 2**31 - 1 else None
 
 
 def flatten(r: dict[str, Any]) -> tuple[Any, ...]:
@@ -209,7 +218,7 @@ def flatten(r: dict[str, Any]) -> tuple[Any, ...]:
     if kind == "ClientRequest":
         rq = (p["principal"], p["api"], p["client_id"], p["host"], p["listener"], p["software_name"],
               p["software_version"], p["forwarded"], p["outcome"], p["operation"], p["resources"], p["error_codes"],
-              p["body"])
+              p["body"], p["log"], p["correlation_id"], _line(s["line"]))
         return head + _NO_CONTROLLER + _NO_BROKER + _NO_CONFIG + _NO_FEATURE + _NO_SAMPLE + _NO_OTHER + rq
     raise ValueError(f"unknown payload type {name!r} at seq {r['seq']}")
 

@@ -30,9 +30,10 @@ from services.capture.app import (
 from schemas.raw import RawRecord
 from services.capture.serializers import decode_event_record, decode_raw, encode_raw
 from services.capture.image_store import ImageStore
-from services.capture.logic import CaptureState, DeadLetter, Progress
+from services.capture.logic import CaptureState, DeadLetter, Progress, wait_settled
 from services.capture.security import aiokafka_kwargs
 from services.capture.produce import BatchSender, DeliveryFailed
+from services.capture.kafka_protocol import ProtocolClient
 from services.capture.request_source import run_requests
 from services.capture.sources import QuorumWatermark, run_source
 from services.kraft.live import KRaftTail
@@ -119,6 +120,29 @@ async def last_source_record(topic: str, cluster: str, window: int = 200) -> Raw
         return None
 
 
+def _events_settled() -> None:
+    """logic.wait_settled on the events topic: nothing a killed predecessor sent is still uncommitted."""
+    client = ProtocolClient(settings.bootstrap_servers, security, client_id="ctrlaudit-restart")
+
+    def log_ends() -> tuple[int, int] | None:
+        try:
+            return client.log_ends(settings.events_topic)
+        except Exception as exc:  # a broker down or a leader moving: not known now, asked again
+            log.debug("events topic's ends not read: %s", exc)
+            return None
+    try:
+        waited = wait_settled(log_ends)
+    finally:
+        client.close()
+    if waited:
+        log.warning("normalize: waited for %d message(s) of the events topic a previous worker sent to be "
+                    "committed before reading it back", waited)
+
+
+async def events_settled() -> None:
+    await asyncio.get_running_loop().run_in_executor(None, _events_settled)
+
+
 async def read_progress() -> tuple[str | None, Progress]:
     msg = await last_message(settings.events_topic)
     if msg is None:
@@ -193,8 +217,10 @@ class Pipeline:
                  checkpoint_seconds: float = 0, flush_events: Callable[[], Awaitable[None]] | None = None,
                  signer: CaptureSigner | None = None, publisher: Publisher | None = None,
                  signing_readers: tuple[Callable[[], AsyncGenerator[_Record, None]],
-                                        Callable[[int], AsyncGenerator[_Record, None]]] | None = None) -> None:
+                                        Callable[[int], AsyncGenerator[_Record, None]]] | None = None,
+                 settle: Callable[[], Awaitable[None]] | None = None) -> None:
         self.progress_reader = progress_reader
+        self.settle = settle  # before the events topic is read back: what a killed worker sent is committed
         self.raw_reader = raw_reader
         self.images = images
         self.checkpoint_seconds = checkpoint_seconds
@@ -228,6 +254,8 @@ class Pipeline:
                 await self.flush_events()
             except DeliveryFailed:
                 pass  # not written: the topic is read as it is
+        if self.settle is not None:
+            await self.settle()
         if self.signer is not None:
             # the tree of what the events topic holds, before anything more is sent; read anew every time, as the
             # progress below is: a tree restored earlier (by the timer, or a prepare cut short) may be behind it
@@ -430,7 +458,8 @@ pipeline = Pipeline(images=ImageStore(image_table), checkpoint_seconds=settings.
                     flush_events=events_sender.flush, signer=signer,
                     publisher=publisher,
                     signing_readers=(lambda: read_backwards(settings.checkpoints_topic),
-                                     lambda offset: read_records(settings.events_topic, offset)))
+                                     lambda offset: read_records(settings.events_topic, offset)),
+                    settle=events_settled)
 
 
 def forget_on_revoke(sender: Any, *args: Any, **kwargs: Any) -> None:

@@ -31,6 +31,7 @@ DEBUGGING_REPLICA_ID = -2  # ListOffsetsRequest.DEBUGGING_REPLICA_ID: answered f
 CONSUMER_REPLICA_ID = -1
 LATEST = -1  # ListOffsets' timestamp for the latest offset
 REQUEST_TIMEOUT_MS = 5000
+UNKNOWN_TOPIC_OR_PARTITION = 3  # Kafka's error code
 
 # (topic, partition) -> (offset, leader epoch or None, when it was read, ms)
 Offsets = dict[tuple[str, int], tuple[int, int | None, int]]
@@ -126,6 +127,21 @@ class ProtocolClient:
                 if p.error_code == 0:
                     out[(t.name, p.partition_index)] = (p.offset, getattr(p, "leader_epoch", -1), _now_ms())
         return out
+
+    def log_ends(self, topic: str, partition: int = 0) -> tuple[int, int] | None:
+        """(high watermark, log end offset) of `topic`'s `partition` on its leader; (0, 0) when the topic does not
+        exist; None when it cannot be told now (no leader, the leader not answering)."""
+        (t,) = self.admin.describe_topics([topic])
+        if t.get("error_code") == UNKNOWN_TOPIC_OR_PARTITION:
+            return 0, 0
+        leaders = [p["leader_id"] for p in t.get("partitions") or () if p["partition_index"] == partition]
+        if t.get("error_code") or not leaders or leaders[0] < 0:  # metadata not there yet, a leader moving
+            return None
+        leader = leaders[0]
+        tp = (topic, partition)
+        hw = self.latest_offsets(leader, [tp], CONSUMER_REPLICA_ID).get(tp)
+        leo = self.latest_offsets(leader, [tp], DEBUGGING_REPLICA_ID).get(tp)
+        return None if hw is None or leo is None else (hw[0], leo[0])
 
     def quorum_high_watermark(self) -> int:
         """The metadata quorum's high watermark (DescribeQuorum); raises what the client raises."""

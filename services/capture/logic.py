@@ -235,6 +235,41 @@ class CaptureState:
         return out
 
 
+# --- a killed worker's last sends ---------------------------------------------------------------
+
+SETTLE_SECONDS = 180.0  # longer than a follower takes to leave the ISR (replica.lag.time.max.ms, 30 s by default)
+
+
+class Unsettled(Exception):
+    """The events topic still holds messages its leader appended but did not commit."""
+
+
+def wait_settled(log_ends: Callable[[], tuple[int, int] | None], timeout_s: float = SETTLE_SECONDS,
+                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> int:
+    """Wait until the events topic's leader holds nothing uncommitted (high watermark = log end offset); gives how
+    many messages were waited for. A worker killed while its last batch waited for acks=all (a follower slow or
+    gone, not yet out of the ISR) left that batch in the leader's log: it is committed when the ISR catches up or
+    shrinks, and a successor that read the topic's end before then would send its events again. So the
+    successor reads the topic only once nothing is pending: the batch is then in the topic, or gone with a
+    leader change. `log_ends` gives (high watermark, log end offset), None when not known now."""
+    deadline = clock() + timeout_s
+    waited, last = 0, None
+    while True:
+        ends = log_ends()
+        if ends is not None:
+            hw, leo = ends
+            if hw >= leo:
+                return waited
+            waited = max(waited, leo - hw)
+        last = ends
+        if clock() >= deadline:
+            raise Unsettled("the events topic's leader holds " + (
+                f"{last[1] - last[0]} message(s) not committed (high watermark {last[0]}, log end {last[1]})"
+                if last is not None else "an end it did not tell") + f" after {timeout_s:.0f} s: not read back "
+                "until they are committed or dropped, so that nothing is sent twice")
+        sleep(0.5)
+
+
 # --- offset samples -----------------------------------------------------------------------------
 
 def hw_within_isr(sample: OffsetSample, isr: Iterable[int]) -> bool:

@@ -37,9 +37,9 @@ from functools import lru_cache
 from hashlib import sha256
 
 from schemas.errors import ContractError
+from schemas.events import REDACTED
 from services.normalize.password_configs import PASSWORD_CONFIGS
 
-REDACTED = "[redacted]"
 ENV = "CTRLAUDIT_REDACT_PATTERNS"
 FALLBACK_SUFFIXES = ("password", "passphrase", "secret", ".key", ".token", "credentials", "jaas.config")
 _LISTENER_PREFIX = "listener.name."

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from services.requests.apis import CHANGING_OPERATIONS, KEY_OF, enum_name
-from services.requests.record import AUTHORIZER_LOGGER, RequestLine, Resource
+from schemas.requests.record import AUTHORIZER_LOGGER, RequestLine, Resource
 
 FORMS = ("acl-authorizer", "standard-authorizer", "simple-acl")
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from services.normalize.redaction import redact
-from services.requests.record import (AclChange, Body, ConfigSet, FeatureChange, QuotaChange, ScramChange,
+from schemas.requests.record import (AclChange, Body, ConfigSet, FeatureChange, QuotaChange, ScramChange,
                                       Target)
 
 TOPIC = 2  # ConfigResource.Type.TOPIC's id: the resource of a CreateTopics' configs

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from services.requests.record import REQUEST_LOGGER, Body, RequestLine
+from schemas.requests.record import REQUEST_LOGGER, Body, RequestLine
 
 TOLERANCE_MS = 100  # the controller's line may follow the broker's by the time its answer's send takes to complete
 _Key = tuple[str, str | None, int | None, str | None, int | None, Body | None]

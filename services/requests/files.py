@@ -18,7 +18,7 @@ from services.brokerlogs.layout import KAFKA, Layout
 from services.brokerlogs.lines import BadLogs, named_logs, text_lines
 from services.brokerlogs.offline import cluster_id_of_logs
 from services.requests.reader import UTC, BadRequestLogs, Reading, read_file
-from services.requests.record import RequestLine
+from schemas.requests.record import RequestLine
 
 LOG_NAMES = ("kafka-authorizer.log", "kafka-request.log")
 

@@ -39,7 +39,7 @@ from services.brokerlogs.layout import KAFKA, Layout
 from services.brokerlogs.lines import named_logs
 from services.requests.event import to_event
 from services.requests.reader import UTC, BadRequestLogs, Reading, read_lines
-from services.requests.record import RequestLine
+from schemas.requests.record import RequestLine
 
 log = logging.getLogger(__name__)
 

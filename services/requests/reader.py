@@ -30,7 +30,7 @@ from schemas.errors import ContractError
 from services.brokerlogs.layout import KAFKA, Layout
 from services.requests.apis import KEPT, KEY_OF
 from services.requests.authorizer import Passed, Unread, api_of, decision
-from services.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER, RequestLine
+from schemas.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER, RequestLine
 from services.requests.requestlog import api_key_of, completed
 
 # Kafka's largest admin requests (a reassignment of every partition of a large cluster, a CreateTopics of

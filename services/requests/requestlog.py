@@ -16,7 +16,7 @@ import re
 from services.requests.apis import KEPT, enum_name
 from services.requests.authorizer import Passed, Unread
 from services.requests.body import Malformed, body, error_codes, flag, number, obj, opt_text, text
-from services.requests.record import REQUEST_LOGGER, RequestLine
+from schemas.requests.record import REQUEST_LOGGER, RequestLine
 
 FORM = "request-json"
 PREFIX = "Completed request:"

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from immutables import Map
 
 from tests.archive_files import write_archive_file as write_events
-from schemas.archive.flat import FLAT_COLUMNS
+from schemas.archive.flat import FLAT_COLUMNS, STORE_LAYOUT_VERSION
 from schemas.state.delta import fold
 from replay.errors import LayoutVersionError, StoreError
 from replay.queries import image_at
@@ -148,7 +148,8 @@ def test_store_of_another_layout_version_is_refused(tmp_path):
     con = duckdb.connect(str(path))
     con.execute("UPDATE store_meta SET value = '99' WHERE key = 'layout_version'")
     con.close()
-    with pytest.raises(LayoutVersionError, match="layout version 99 but this build reads version 3"):
+    with pytest.raises(LayoutVersionError,
+                       match=f"layout version 99 but this build reads version {STORE_LAYOUT_VERSION}"):
         Store(path)
     other = tmp_path / "other.duckdb"
     con = duckdb.connect(str(other))

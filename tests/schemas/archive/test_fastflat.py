@@ -160,10 +160,18 @@ def test_nulls_and_edges(tmp_path: Path) -> None:
                                            before=BrokerState(4, 9, fenced=False, rack="r2"), after=None)),
         replace(base, payload=BrokerChange(broker_id=5, kind=BrokerChangeKind.UNKNOWN, before=None, after=None)),
         replace(base, cluster_id="ü-\U0001f600-cluster", payload=replace(pc, topic="tøpic-\u4e2d")),
+        # a request's correlation id and its log line (the envelope's), kept; a line beyond int32 is not known
+        replace(base, payload=replace(PAYLOADS["ClientRequest"], correlation_id=42),
+                source=SourcePosition(SourceKind.REQUEST_LOG, offset=5, file="kafka-request.log", line=7)),
+        replace(base, payload=replace(PAYLOADS["ClientRequest"], correlation_id=None),
+                source=SourcePosition(SourceKind.REQUEST_LOG, offset=5, file="kafka-request.log", line=2**40)),
     ]
     path = tmp_path / "edges.avro"
     container.write_events(path, events)
-    assert_same(path)
+    table = assert_same(path)
+    assert table.column("rq_correlation_id").to_pylist()[-2:] == [42, None]
+    assert table.column("rq_line").to_pylist()[-2:] == [7, None]
+    assert table.column("rq_log").to_pylist()[-1] == "kafka.authorizer.logger"
 
 
 @native

@@ -243,3 +243,36 @@ def test_raw_records_of_the_first_raw_schema_still_read():
     fastavro.schemaless_writer(out, fastavro.parse_schema(codec._RAW_V1_JSON),
                                {k: getattr(r, k) for k in codec._RAW_FIELDS})
     assert old.fingerprint != RAW_SCHEMA.fingerprint and decode_raw(out.getvalue()) == r
+
+
+class _Clock:
+    """A clock that moves only when slept on."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.now += s
+
+
+def test_a_successor_reads_the_events_topic_only_once_a_killed_workers_last_batch_is_committed():
+    clock = _Clock()
+    # the batch a killed worker sent waits in the leader's log for a follower: committed at t = 2 s
+    ends = lambda: (0, 5) if clock.now < 2 else (5, 5)  # noqa: E731
+    assert logic.wait_settled(ends, 60, clock.sleep, clock) == 5 and clock.now >= 2
+    clock.now = 0.0
+    assert logic.wait_settled(lambda: (7, 7), 60, clock.sleep, clock) == 0 and clock.now == 0  # nothing pending
+
+
+def test_ends_not_known_are_asked_again_and_a_leader_that_never_commits_is_one_line():
+    clock = _Clock()
+    answers = iter([None, None, (3, 3)])
+    assert logic.wait_settled(lambda: next(answers), 60, clock.sleep, clock) == 0 and clock.now == 1.0
+    with pytest.raises(logic.Unsettled, match=r"holds 2 message\(s\) not committed \(high watermark 3, log end 5\) "
+                                              r"after 10 s"):
+        logic.wait_settled(lambda: (3, 5), 10, clock.sleep, clock)
+    with pytest.raises(logic.Unsettled, match="an end it did not tell after 10 s"):
+        logic.wait_settled(lambda: None, 10, clock.sleep, clock)

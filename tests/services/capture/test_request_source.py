@@ -51,7 +51,7 @@ def test_two_logs_are_two_streams(tmp_path):
     (tmp_path / NAME).write_text(grow(1))
     auth = LogFollower(tmp_path, "kafka-authorizer.log", 1, CL, None, clock=lambda: 1.0)
     from tests.services.requests.kafka_lines import log4j, standard_authorizer
-    from services.requests.record import AUTHORIZER_LOGGER
+    from schemas.requests.record import AUTHORIZER_LOGGER
     (tmp_path / "kafka-authorizer.log").write_text(log4j(standard_authorizer(
         "User:a", True, "ALTER", "10.0.0.5", "Topic:LITERAL:t1", "CreatePartitions", "SuperUser"),
         AUTHORIZER_LOGGER) + "\n")

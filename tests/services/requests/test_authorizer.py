@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from services.requests.authorizer import Passed, Unread, decision
-from services.requests.record import AUTHORIZER_LOGGER, RequestLine, Resource
+from schemas.requests.record import AUTHORIZER_LOGGER, RequestLine, Resource
 from tests.services.requests.kafka_lines import (acl_authorizer, matching_acl, simple_acl,
                                                  standard_authorizer)
 

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from schemas import codec
 from schemas.archive import fastencode
 from schemas.events import SourceKind
-from services.requests.event import body_json, body_of, line_of, request_events, to_event
-from services.requests.record import (AUTHORIZER_LOGGER, REQUEST_LOGGER, AclChange, Body, ConfigSet, FeatureChange,
+from schemas.requests.kept import body_json, body_of, line_of
+from services.requests.event import request_events, to_event
+from schemas.requests.record import (AUTHORIZER_LOGGER, REQUEST_LOGGER, AclChange, Body, ConfigSet, FeatureChange,
                                       QuotaChange, RequestLine, Resource, ScramChange, Target)
 
 text = st.text(max_size=12)

@@ -11,7 +11,7 @@ from services.normalize.imports import BadImport
 from services.requests.clocks import disagreements, pairs
 from services.requests.files import cluster_of, log_files, read_logs
 from services.requests.reader import BadRequestLogs, Reading
-from services.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER
+from schemas.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER
 from tests.services.requests.kafka_lines import acl_authorizer, completed, log4j
 
 GROW = {"topics": [{"name": "t", "count": 6, "assignments": None}], "timeoutMs": 1, "validateOnly": False}

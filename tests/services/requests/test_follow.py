@@ -10,7 +10,7 @@ from services.requests.event import request_events
 from services.requests.files import read_logs
 from services.requests.follow import Kept, LogFollower, Lost, Position
 from services.requests.reader import Reading
-from services.requests.record import REQUEST_LOGGER
+from schemas.requests.record import REQUEST_LOGGER
 from tests.services.requests.kafka_lines import completed, log4j
 
 NAME = "kafka-request.log"

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from services.normalize.redaction import REDACTED, is_sensitive
 from services.requests.reader import Reading, read_file
-from services.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER
+from schemas.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER
 from tests.fuzzing import damaged, fuzz_settings, only_contract_errors
 from tests.services.requests.kafka_lines import (acl_authorizer, completed, log4j, matching_acl, simple_acl,
                                                  standard_authorizer)

@@ -11,7 +11,7 @@ import pytest
 from services.brokerlogs.layout import layout
 from services.requests import reader
 from services.requests.reader import BadRequestLogs, Reading, read_file
-from services.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER
+from schemas.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER
 from tests.services.requests.kafka_lines import (AT_MS, acl_authorizer, completed, log4j, simple_acl,
                                                  standard_authorizer)
 

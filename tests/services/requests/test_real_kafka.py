@@ -14,7 +14,7 @@ import pytest
 from services.requests.clocks import disagreements, pairs
 from services.requests.files import read_logs
 from services.requests.reader import Reading
-from services.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER
+from schemas.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -170,7 +170,8 @@ def _who(cluster, version: str, tmp_path: Path) -> None:  # type: ignore[no-unty
     text = cli("who", str(archive), "--logs", logs)
     assert text.returncode == 0, text.stderr
     assert "requested by User:ANONYMOUS from 127.0.0.1 (client id who-asked, " in text.stdout
-    assert ", CreatePartitions on listener PLAINTEXT (" in text.stdout and " 0 ambiguous, 0 unattributed; 0 denied" in text.stdout
+    assert ", received by node 1: CreatePartitions on listener PLAINTEXT (" in text.stdout
+    assert " 0 ambiguous, 0 unattributed; 0 denied" in text.stdout
     _kept(cli, archive, logs, got)
     none = cli("who", str(archive), "--logs", str(tmp_path / "archive"))  # no request log there: one line, exit 2
     assert none.returncode == 2 and none.stderr.count("\n") == 1 and "no kafka-authorizer.log or kafka-request.log" \
@@ -209,6 +210,31 @@ def _kept(cli, archive: Path, logs: str, from_logs: dict) -> None:  # type: igno
                                           r["time"], Path(r["file"]).name, r["line"]) for r in g] for g in c["requests"]])
                 for c in doc["changes"]]
     assert answers(got) == answers(from_logs) and got["denied"] == from_logs["denied"]
+    _stored(cli, archive, got)
+
+
+def _stored(cli, archive: Path, from_archive: dict) -> None:  # type: ignore[no-untyped-def]
+    """A store loaded from the archive says who asked as `who` does: in its table for auditors (export --table
+    attributions) and in `explain`, with the node that received the request."""
+    import json
+
+    store = str(archive.parent.parent / "who.duckdb")
+    assert cli("load", str(archive), "--store", store).returncode == 0
+    exported = archive.parent.parent / "who.json"
+    done = cli("export", "--store", store, "--table", "attributions", "--format", "json", "--out", str(exported))
+    assert done.returncode == 0, done.stderr
+    rows = {r["seq"]: r for r in map(json.loads, exported.read_text().splitlines())}
+    asked = {c["seq"]: c for c in from_archive["changes"] if c["cause"] == "request"}
+    assert asked and set(asked) <= set(rows)
+    for seq, c in asked.items():
+        first = c["requests"][0][0] if c["requests"] else c["decisions"][-1]
+        assert (rows[seq]["cause"], rows[seq]["principal"]) == ("request", first["principal"]), (rows[seq], c)
+    assert {r["cause"] for r in rows.values()} <= {"request", "controller", "denied"}, rows
+    seq = next(s for s, c in asked.items() if c["requests"] and c["requests"][0][0]["api"] == "CreatePartitions")
+    explained = cli("explain", "--store", store, "--seq", str(seq))
+    assert explained.returncode == 0, explained.stderr
+    assert "who asked:         requested by User:ANONYMOUS from 127.0.0.1 (client id who-asked, " in explained.stdout
+    assert "received by node 1: CreatePartitions on listener PLAINTEXT" in explained.stdout, explained.stdout
 
 
 def _server_log_cluster(cluster) -> str:  # type: ignore[no-untyped-def]
@@ -226,7 +252,7 @@ def _attributed(cluster, records, version: str) -> None:  # type: ignore[no-unty
     from dataclasses import replace
 
     from services.kraft.offline import import_events
-    from services.requests.attribute import REQUEST, UNATTRIBUTED, AMBIGUOUS, attribute
+    from replay.attribution import REQUEST, UNATTRIBUTED, AMBIGUOUS, attribute
     from services.zookeeper.offline import import_zk_events
 
     history = (import_zk_events([cluster.zookeeper.data_dir], "c") if version == "3.9"

@@ -7,7 +7,7 @@ import pytest
 
 from services.normalize.redaction import REDACTED
 from services.requests.authorizer import Passed, Unread
-from services.requests.record import (REQUEST_LOGGER, AclChange, Body, ConfigSet, FeatureChange, QuotaChange,
+from schemas.requests.record import (REQUEST_LOGGER, AclChange, Body, ConfigSet, FeatureChange, QuotaChange,
                                       RequestLine, ScramChange, Target)
 from services.requests.requestlog import completed as read_line
 from tests.services.requests.kafka_lines import completed

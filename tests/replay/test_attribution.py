@@ -1,4 +1,4 @@
-"""Attribution (services/requests/attribute.py): each change matched to the request that made it, the
+"""Attribution (replay/attribution.py): each change matched to the request that made it, the
 controller's own changes said as such, and the rest said unattributed or ambiguous, never guessed."""
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from schemas.events import (
     BrokerChange, BrokerChangeKind, ConfigChange, ConfigResourceType, ControllerEvent, ElectionType, PartitionChange,
     PartitionChangeKind as K, PartitionState, SourceKind, SourcePosition, TopicChange, TopicChangeKind,
 )
-from services.requests.attribute import (
+from replay.attribution import (
     AMBIGUOUS, BOOTSTRAP, CONTROLLER, REQUEST, UNATTRIBUTED, attribute, denied,
 )
-from services.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER, Body, ConfigSet, RequestLine, Resource, Target
+from schemas.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER, Body, ConfigSet, RequestLine, Resource, Target
 
 T0 = 1_800_000_000_000
 A = PartitionState((1, 2, 3), (1, 2, 3), 1, 1, 1)

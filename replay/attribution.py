@@ -25,13 +25,15 @@ Denied requests change nothing; `denied` lists them, as an auditor wants to see 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
+from schemas import times
 from schemas.events import (
-    BrokerChange, BrokerChangeKind, ConfigChange, ControllerChange, ControllerEvent, ElectionType, FeatureLevelChange,
+    REDACTED, BrokerChange, BrokerChangeKind, ConfigChange, ControllerEvent, ElectionType, FeatureLevelChange,
     PartitionChange, PartitionChangeKind, TopicChange, TopicChangeKind,
 )
-from services.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER, RequestLine
+from schemas.requests.record import AUTHORIZER_LOGGER, REQUEST_LOGGER, RequestLine
 
 REQUEST, AMBIGUOUS, CONTROLLER, UNATTRIBUTED, BOOTSTRAP = "request", "ambiguous", "controller", "unattributed", "bootstrap"
 WINDOW_MS = 60_000  # a request's changes are written within milliseconds; a minute leaves room for a slow controller
@@ -42,6 +44,67 @@ AFTER_MS = 5_000  # a request log line follows the commit by the response's way 
 CONFIG_TYPE_IDS = {"TOPIC": 2, "BROKER": 4, "BROKER_LOGGER": 8, "CLIENT_METRICS": 16, "GROUP": 32}
 K = PartitionChangeKind
 _K_ALONE = {K.ISR, K.ELR, K.LEADER_EPOCH, K.RECOVERY_STATE}  # what a leader's AlterPartition or the controller changes
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """What attribution reads of a change: its place and its payload's fields, as the flat table's columns name
+    them (schemas/archive/flat.py), so a change is judged alike from an archive's event (`subject_of`) and from a
+    store's row (`subject_of_row`)."""
+    seq: int
+    event_time_ms: int
+    kind: str  # the payload's type: PartitionChange, TopicChange, ...
+    bootstrap: bool = False
+    topic: str | None = None
+    partition: int | None = None
+    topic_change: str | None = None
+    changes: frozenset[str] = frozenset()
+    election: str | None = None
+    config_type: str | None = None
+    config_resource: str | None = None
+    config_name: str | None = None
+    config_value: str | None = None
+    config_redacted: bool = False
+    broker_id: int | None = None
+    broker_change: str | None = None
+    feature: str | None = None
+    feature_level: int | None = None
+    feature_prev_level: int | None = None
+
+
+# the payload kinds that are not changes: nothing to attribute
+NOT_CHANGES = frozenset({"OffsetSample", "CaptureGap", "UnknownRecord", "ClientRequest"})
+# the columns `subject_of_row` reads, in its order
+SUBJECT_COLUMNS = ("seq", "event_time_ms", "kind", "bootstrap", "topic", '"partition"', "topic_change", "changes",
+                   "election", "config_type", "config_resource", "config_name", "config_value", "broker_id",
+                   "broker_change", "feature", "feature_level", "feature_prev_level")
+
+
+def subject_of(e: ControllerEvent) -> Subject:
+    p = e.payload
+    base = Subject(e.seq, e.event_time_ms, type(p).__name__, e.bootstrap)
+    if isinstance(p, TopicChange):
+        return replace(base, topic=p.topic, topic_change=p.kind.value)
+    if isinstance(p, PartitionChange):
+        return replace(base, topic=p.topic, partition=p.partition, changes=frozenset(c.value for c in p.changes),
+                       election=p.election.value)
+    if isinstance(p, ConfigChange):
+        return replace(base, config_type=p.resource_type.value, config_resource=p.resource_name, config_name=p.name,
+                       config_value=p.value, config_redacted=p.redacted)
+    if isinstance(p, BrokerChange):
+        return replace(base, broker_id=p.broker_id, broker_change=p.kind.value)
+    if isinstance(p, FeatureLevelChange):
+        return replace(base, feature=p.feature, feature_level=p.level, feature_prev_level=p.previous_level)
+    return base
+
+
+def subject_of_row(r: Sequence[Any]) -> Subject:
+    """A change from a store row of SUBJECT_COLUMNS (a redacted value is the archive's "[redacted]")."""
+    (seq, at, kind, bootstrap, topic, partition, topic_change, changes, election, config_type, config_resource,
+     config_name, config_value, broker_id, broker_change, feature, level, prev_level) = r
+    return Subject(seq, at, kind, bool(bootstrap), topic, partition, topic_change, frozenset(changes or ()), election,
+                   config_type, config_resource, config_name, config_value, config_value == REDACTED, broker_id,
+                   broker_change, feature, level, prev_level)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,61 +131,60 @@ class Attribution:
     decisions: tuple[RequestLine, ...] = ()  # the authorizer's lines that allowed them
 
 
-def wanted(e: ControllerEvent) -> Wanted | None:
-    """The request that would have caused `e`; None when `e` is not a change anyone asks for (a sample, a gap, a
-    record the decoder does not know) or is one only the controller makes."""
-    p = e.payload
-    if isinstance(p, TopicChange):
-        api = "CreateTopics" if p.kind is TopicChangeKind.CREATED else "DeleteTopics"
-        return Wanted((api,), "topic", p.topic)
-    if isinstance(p, PartitionChange):
-        return _partition(p)
-    if isinstance(p, ConfigChange):
-        apis = ("AlterConfigs", "IncrementalAlterConfigs") + (("CreateTopics",) if p.resource_type == "TOPIC" else ())
-        return Wanted(apis, "config", p.resource_name, config_type=CONFIG_TYPE_IDS.get(p.resource_type.value, -1),
-                      config=(p.name, None if p.redacted else p.value))
-    if isinstance(p, BrokerChange):
-        if p.kind is BrokerChangeKind.UNREGISTERED:
-            return Wanted(("UnregisterBroker",), "broker", str(p.broker_id),
+def wanted(s: Subject) -> Wanted | None:
+    """The request that would have caused change `s`; None when `s` is not a change anyone asks for (a sample, a
+    gap, a record the decoder does not know) or is one only the controller makes."""
+    if s.kind == "TopicChange":
+        api = "CreateTopics" if s.topic_change == TopicChangeKind.CREATED else "DeleteTopics"
+        return Wanted((api,), "topic", s.topic or "")
+    if s.kind == "PartitionChange":
+        return _partition(s)
+    if s.kind == "ConfigChange":
+        apis = ("AlterConfigs", "IncrementalAlterConfigs") + (("CreateTopics",) if s.config_type == "TOPIC" else ())
+        return Wanted(apis, "config", s.config_resource or "", config_type=CONFIG_TYPE_IDS.get(s.config_type or "", -1),
+                      config=(s.config_name or "", None if s.config_redacted else s.config_value))
+    if s.kind == "BrokerChange":
+        if s.broker_change == BrokerChangeKind.UNREGISTERED:
+            return Wanted(("UnregisterBroker",), "broker", str(s.broker_id),
                           controller="a broker's registration ends when it shuts down or its session expires")
         return None
-    if isinstance(p, FeatureLevelChange) and p.previous_level is not None:
-        return Wanted(("UpdateFeatures",), "feature", p.feature)
+    if s.kind == "FeatureLevelChange" and s.feature_prev_level is not None:
+        return Wanted(("UpdateFeatures",), "feature", s.feature or "")
     return None
 
 
-def _partition(p: PartitionChange) -> Wanted | None:
-    changes = set(p.changes)
+def _partition(s: Subject) -> Wanted | None:
+    changes, topic = s.changes, s.topic or ""
     if K.CREATE in changes:  # which of the two, by the partition counts the requests ask for (`_created_by`)
-        return Wanted(("CreateTopics", "CreatePartitions"), "topic", p.topic, p.partition)
+        return Wanted(("CreateTopics", "CreatePartitions"), "topic", topic, s.partition)
     if K.DELETE in changes:
-        return Wanted(("DeleteTopics",), "topic", p.topic, p.partition)
+        return Wanted(("DeleteTopics",), "topic", topic, s.partition)
     if changes & {K.REASSIGNMENT_START, K.REASSIGNMENT_CANCEL}:
-        return Wanted(("AlterPartitionReassignments",), "topic", p.topic, p.partition)
-    if K.LEADER in changes and p.election is ElectionType.PREFERRED:
-        return Wanted(("ElectLeaders",), "topic", p.topic, p.partition,
+        return Wanted(("AlterPartitionReassignments",), "topic", topic, s.partition)
+    if K.LEADER in changes and s.election == ElectionType.PREFERRED:
+        return Wanted(("ElectLeaders",), "topic", topic, s.partition,
                       controller="the controller's automatic preferred-leader rebalance")
-    if K.LEADER in changes and p.election is ElectionType.UNCLEAN:
-        return Wanted(("ElectLeaders",), "topic", p.topic, p.partition,
+    if K.LEADER in changes and s.election == ElectionType.UNCLEAN:
+        return Wanted(("ElectLeaders",), "topic", topic, s.partition,
                       controller="an unclean election the controller made (unclean.leader.election.enable)")
     return None
 
 
-def _controller_reason(e: ControllerEvent) -> str:
-    p = e.payload
-    if isinstance(p, ControllerChange):
+def controller_reason(s: Subject) -> str:
+    """Why the controller made change `s` on its own (one `wanted` gives no request for)."""
+    if s.kind == "ControllerChange":
         return "a controller election"
-    if isinstance(p, FeatureLevelChange):
-        return f"{p.feature} {p.level}: the level the cluster was formatted with, written at its first start"
-    if isinstance(p, BrokerChange):
-        return f"broker {p.broker_id} {p.kind.value.lower().replace('_', ' ')}: the broker's own lifecycle"
-    if isinstance(p, PartitionChange):
-        changes = set(p.changes)
-        if K.REASSIGNMENT_COMPLETE in changes:
+    if s.kind == "FeatureLevelChange":
+        return f"{s.feature} {s.feature_level}: the level the cluster was formatted with, written at its first start"
+    if s.kind == "BrokerChange":
+        return (f"broker {s.broker_id} {(s.broker_change or 'changed').lower().replace('_', ' ')}: the broker's own "
+                "lifecycle")
+    if s.kind == "PartitionChange":
+        if K.REASSIGNMENT_COMPLETE in s.changes:
             return "a reassignment completing once its new replicas caught up"
-        if K.LEADER in changes:
-            return f"a {p.election.value.lower().replace('_', ' ')} election the controller made"
-        if changes <= _K_ALONE:
+        if K.LEADER in s.changes:
+            return f"a {(s.election or 'NONE').lower().replace('_', ' ')} election the controller made"
+        if s.changes <= _K_ALONE:
             return "an ISR/ELR change a partition leader asked for (AlterPartition) or the controller made"
     return "a change the controller makes on its own"
 
@@ -187,29 +249,30 @@ def _request_key(line: RequestLine) -> tuple[object, ...]:
     return (line.principal, line.client_id, line.correlation_id, line.api)
 
 
-def attribute(events: Sequence[ControllerEvent], lines: Sequence[RequestLine], window_ms: int = WINDOW_MS,
+def attribute(events: Sequence[ControllerEvent | Subject], lines: Sequence[RequestLine], window_ms: int = WINDOW_MS,
               skew_ms: int = 0, after_ms: int = AFTER_MS) -> list[Attribution]:
     """Each change in `events` attributed (the module's doc says how); `lines` of any nodes, in any order."""
     by_api: dict[str, list[RequestLine]] = {}
     for line in lines:
         if line.api is not None and (line.log == REQUEST_LOGGER or line.outcome == "allowed"):
             by_api.setdefault(line.api, []).append(line)
+    subjects = [x if isinstance(x, Subject) else subject_of(x) for x in events]
     # the controller's first activation writes the cluster's formatted state (metadata.version's first level and,
     # from 4.0, what comes with it: other features, the cluster's min.insync.replicas) in one batch, one append time
-    activation = {e.event_time_ms for e in events if isinstance(e.payload, FeatureLevelChange)
-                  and e.payload.feature == "metadata.version" and e.payload.previous_level is None}
+    activation = {s.event_time_ms for s in subjects if s.kind == "FeatureLevelChange"
+                  and s.feature == "metadata.version" and s.feature_prev_level is None}
     window = (f"logged from {window_ms + skew_ms} ms before it to {after_ms + skew_ms} ms after (clock skew "
               f"{skew_ms} ms)")
     out = []
-    for e in events:
-        if type(e.payload).__name__ in ("OffsetSample", "CaptureGap", "UnknownRecord", "ClientRequest"):
+    for e in subjects:
+        if e.kind in NOT_CHANGES:
             continue
         if e.bootstrap:
             out.append(Attribution(e.seq, e.event_time_ms, BOOTSTRAP, "the state the log or snapshot starts with"))
             continue
         w = wanted(e)
         if w is None:
-            out.append(Attribution(e.seq, e.event_time_ms, CONTROLLER, _controller_reason(e)))
+            out.append(Attribution(e.seq, e.event_time_ms, CONTROLLER, controller_reason(e)))
             continue
         lo, hi = e.event_time_ms - window_ms - skew_ms, e.event_time_ms + after_ms + skew_ms
         near = [x for api in w.apis for x in by_api.get(api, ()) if lo <= x.time_ms <= hi and _names(x, w)]
@@ -253,6 +316,19 @@ def attribute(events: Sequence[ControllerEvent], lines: Sequence[RequestLine], w
                                    f"no {'/'.join(w.apis)} request naming {w.kind} {w.name} {window} in the logs read "
                                    "(not kept, the loggers not at DEBUG, or a tool that wrote ZooKeeper itself)"))
     return out
+
+
+def requested_by(principal: str, host: str | None, client_id: str | None, software_name: str | None,
+                 software_version: str | None, time_ms: int, node: int | None, api: str | None,
+                 listener: str | None) -> str:
+    """The sentence a person reads: "requested by User:alice from 10.0.3.7 (client id reassign-tool,
+    apache-kafka-java 4.3.1) at T, received by node 2: AlterPartitionReassignments on listener SASL_SSL"."""
+    software = (f", {software_name} {software_version or ''}".rstrip()
+                if software_name not in (None, "unknown") else "")
+    client = f" (client id {client_id}{software})" if client_id is not None else ""
+    received = f", received by node {node}" if node is not None and node >= 0 else ""
+    return (f"requested by {principal}{' from ' + host if host else ''}{client} at {times.show(time_ms)}{received}: "
+            f"{api}" + (f" on listener {listener}" if listener else ""))
 
 
 def denied(lines: Iterable[RequestLine]) -> list[RequestLine]:
