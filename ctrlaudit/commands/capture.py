@@ -63,6 +63,11 @@ def register(app: typer.Typer) -> None:
                                          help="Give up after a process fails this many times in a row, "
                                               "each within a minute of starting."),
         signing_key: Path | None = CAPTURE_SIGNING_KEY,
+        request_log_dir: list[str] = typer.Option(
+            [], "--request-log-dir",
+            help="DIR or DIR=ID: a node's log directory whose kafka-request.log and kafka-authorizer.log are followed "
+                 "into the chain as ClientRequest events (who asked); its node id as the server.log there states it, "
+                 "or ID (repeatable; env CTRLAUDIT_REQUEST_LOG_DIRS, comma-separated)."),
     ) -> None:
         """Start the capture worker (Faust) with the KRaft source (or the ZooKeeper source) for a cluster, and
         the watch worker.
@@ -106,6 +111,8 @@ def register(app: typer.Typer) -> None:
         if signing_key is not None:  # read now: a key that cannot be used is one line, not a worker restarted
             signers_of(signing_key)
             env["CTRLAUDIT_SIGNING_KEY"] = str(signing_key.resolve())
+        if request_log_dir:
+            env["CTRLAUDIT_REQUEST_LOG_DIRS"] = ",".join(_request_log_dir(d) for d in request_log_dir)
         _check_access(env)
         # no web server in any worker: two workers cannot both bind its port
         worker = [sys.executable, "-m", "services.capture", "worker", "-l", loglevel, "--without-web"]
@@ -207,6 +214,21 @@ def register(app: typer.Typer) -> None:
                           "signatures_checked": trust is not None,
                           "chains": [asdict(c) for c in read.chains.values()],
                           "signed": [asdict(s) | {"unsigned": s.unsigned} for s in read.signed.values()]})
+
+
+def _request_log_dir(given: str) -> str:
+    """--request-log-dir DIR or DIR=ID as the setting holds it (an absolute DIR); UsageError, one line, otherwise."""
+    where, eq, n = given.rpartition("=")
+    if not eq:
+        where, n = given, ""
+    elif not n.isdigit():
+        raise UsageError(f"--request-log-dir {given!r}: not DIR or DIR=ID (a node id >= 0)")
+    d = Path(where)
+    if not d.is_dir():
+        raise UsageError(f"--request-log-dir {given!r}: {where} is not a directory")
+    if "," in str(d.resolve()):
+        raise UsageError(f"--request-log-dir {given!r}: a directory whose path holds a comma cannot be given")
+    return f"{d.resolve()}={n}" if n else str(d.resolve())
 
 
 def _check_access(env_or_settings: dict[str, str] | Settings) -> None:

@@ -5,6 +5,7 @@
 * ``watch``: events topic -> alerts topic (checks.live.LiveChecker: the catalog's invariants per event;
   its state is rebuilt from the events topic when a worker starts).
 * ``kraft_source`` (task): the metadata-directory tailer, when CTRLAUDIT_METADATA_DIR is set.
+* ``request_log_source`` (task): the nodes' request and authorizer logs, when CTRLAUDIT_REQUEST_LOG_DIRS is set.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from schemas.events import ControllerEvent
 from services.capture import checkpoint, logic
 from checks.live import LiveChecker
-from schemas.errors import CodecError
+from schemas.errors import CodecError, ContractError
 from services.capture.app import (
     alerts_topic, app, checkpoints_topic, dead_letter_topic, events_topic, image_table, raw_topic, security, settings,
     watch_topic,
@@ -33,9 +34,11 @@ from services.capture.logic import CaptureState, DeadLetter, Progress, wait_sett
 from services.capture.security import aiokafka_kwargs
 from services.capture.produce import BatchSender, DeliveryFailed
 from services.capture.kafka_protocol import ProtocolClient
+from services.capture.request_source import run_requests
 from services.capture.sources import QuorumWatermark, run_source
 from services.kraft.live import KRaftTail
 from services.kraft.offline import cluster_id_of
+from services.requests.files import cluster_of
 from services.zookeeper.watch import LIVE, ZooKeeperWatch, to_raw
 
 if TYPE_CHECKING:
@@ -107,7 +110,7 @@ async def last_source_record(topic: str, cluster: str, window: int = 200) -> Raw
                         r = decode_raw(msg.value)
                     except Exception:
                         continue
-                    if r.cluster_id == cluster and r.kind != "EVENT":
+                    if r.cluster_id == cluster and r.kind != "EVENT":  # (the sampler's, the request logs')
                         found = r
                 if not msgs or msgs[-1].offset >= hi - 1:
                     break
@@ -576,7 +579,7 @@ async def kraft_source() -> None:
     if not settings.metadata_dir or "normalize" not in ROLES:
         return
     directory = Path(settings.metadata_dir)
-    cluster = settings.cluster_id or cluster_id_of([directory]) or "unknown-cluster"
+    cluster = capture_cluster_id()
     resume = await last_source_record(settings.raw_topic, cluster)
     tail = KRaftTail(directory, cluster, settings.node_id, resume)
     gate = QuorumWatermark(settings.bootstrap_servers, security) if settings.commit_gate == "quorum" else None
@@ -586,6 +589,40 @@ async def kraft_source() -> None:
         return await raw_topic.send(key=r.cluster_id.encode(), value=encode_raw(r))
 
     await run_source(tail, send, gate, settings.poll_interval, lambda: False)
+
+
+def capture_cluster_id() -> str:
+    """The cluster the KRaft source files its records under (one chain for it and the request logs)."""
+    if settings.cluster_id:
+        return settings.cluster_id
+    if settings.metadata_dir:
+        return cluster_id_of([Path(settings.metadata_dir)]) or "unknown-cluster"
+    try:
+        return cluster_of([Path(d) for d, _ in settings.request_logs]) or "unknown-cluster"
+    except ContractError as exc:  # no logs there yet, or logs of two clusters
+        log.warning("request log source: cluster id not found beside the logs (%s)", exc)
+        return "unknown-cluster"
+
+
+@app.task  # type: ignore[untyped-decorator]  # as kraft_source's
+async def request_log_source() -> None:
+    """Follow CTRLAUDIT_REQUEST_LOG_DIRS' request and authorizer logs into the raw topic, each log resuming after
+    the raw topic's last record of it (services/capture/request_source.py; the normalize worker's job)."""
+    if not settings.request_log_dirs or "normalize" not in ROLES:
+        return
+    await declare_topics()
+    cluster = settings.cluster_id or await asyncio.get_running_loop().run_in_executor(None, capture_cluster_id)
+
+    async def send(r: RawRecord, headers: list[tuple[str, bytes]]) -> Awaitable[RecordMetadata]:
+        return await raw_topic.send(key=r.cluster_id.encode(), value=encode_raw(r), headers=headers)
+
+    async def streams() -> set[str]:
+        held, progress = await read_progress()
+        return set(progress.last) if held == cluster else set()
+
+    await run_requests([(Path(d), n) for d, n in settings.request_logs], cluster, settings.node_id,
+                       lambda: read_backwards(settings.raw_topic, window=1000), send,
+                       max(settings.poll_interval, 0.2), streams=streams)
 
 
 @app.task  # type: ignore[untyped-decorator]  # as kraft_source's

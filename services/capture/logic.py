@@ -24,6 +24,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import PurePath
 
 from schemas import codec as event_codec
 from schemas import loader
@@ -47,6 +48,14 @@ KRAFT, SAMPLER = "kraft", "sampler"
 
 def stream_of(event: ControllerEvent) -> str:
     return SAMPLER if event.source.kind is SourceKind.OFFSET_SAMPLER else KRAFT
+
+
+def request_stream(event: ControllerEvent) -> str:
+    """The stream of a followed request log line's event (services/requests/follow.py): its node's log. Its position
+    is the line's place among the log's kept lines (the raw record's base offset, Position.seq), not in the event:
+    the event's time and place may repeat (a clock stepped back), a log's seq never does."""
+    name = PurePath(event.source.file or "").name
+    return f"requests:{event.source.node_id}:{name[:name.index('.log') + 4] if '.log' in name else name}"
 
 
 def position_key(event: ControllerEvent) -> tuple[int, int, int]:
@@ -179,6 +188,13 @@ class CaptureState:
             case "GAP":
                 return [n.gap(raw.base_offset, raw.last_offset, raw.reason or "not read", raw.append_time_ms)]
             case "EVENT":
+                if not raw.data and raw.reason:
+                    # lines of a node's request or authorizer log that were not read (services/requests/follow.py):
+                    # a CaptureGap is a stretch of the controller's state nobody read, which these are not, so they
+                    # are said on the dead-letter topic, not in the chain
+                    raise DeadLetter(f"request log of node {raw.node_id}: {raw.reason}")
+                if not raw.data and raw.file:
+                    return []  # a request log's position with no line kept since (request_source.Mark)
                 try:
                     event = event_codec.decode(raw.data)
                 except CodecError as exc:
@@ -205,9 +221,11 @@ class CaptureState:
             raise DeadLetter(f"raw record of cluster {raw.cluster_id!r} given to {self.cluster_id!r}")
         out = []
         progress, last, append = self.progress, self.progress.last, self.chain.append
-        for e in self.unchained(raw):
+        events = self.unchained(raw)
+        followed = raw.kind == "EVENT" and len(events) == 1 and events[0].source.kind is SourceKind.REQUEST_LOG
+        for e in events:
             # Progress.is_new and .advance, the stream and position computed once
-            stream, key = stream_of(e), position_key(e)
+            stream, key = (request_stream(e), (raw.base_offset, 1, 0)) if followed else (stream_of(e), position_key(e))
             was = last.get(stream)
             if was is None or key > was:
                 e, value = append(e, owned=True)  # unchained() made it for this call

@@ -68,6 +68,9 @@ class Settings:
     metadata_dir: str = field(default_factory=lambda: _env("METADATA_DIR", ""))
     zookeeper: str = field(default_factory=lambda: _env("ZOOKEEPER", ""))  # HOST:PORT[/chroot] of a ZooKeeper-mode cluster
     cluster_id: str = field(default_factory=lambda: _env("CLUSTER_ID", ""))
+    # nodes' log directories whose kafka-request.log and kafka-authorizer.log are followed (services/requests/
+    # follow.py), comma-separated: DIR (its node id as the server.log there states it, else NODE_ID) or DIR=ID
+    request_log_dirs: str = field(default_factory=lambda: _env("REQUEST_LOG_DIRS", ""))
     node_id: int = field(default_factory=lambda: _int("NODE_ID", "-1"))
     poll_interval: float = field(default_factory=lambda: _float("POLL_INTERVAL", "0.05"))
     commit_gate: str = field(default_factory=lambda: _env("COMMIT_GATE", "quorum"))  # quorum | none
@@ -111,6 +114,7 @@ class Settings:
         if not self.bootstrap_servers.strip():
             raise SettingsError(f"{ENV_PREFIX}BOOTSTRAP_SERVERS={self.bootstrap_servers!r} is empty: expected HOST:PORT[,HOST:PORT...]")
         self.role_set  # noqa: B018 - validates CTRLAUDIT_ROLES
+        self.request_logs  # noqa: B018 - validates CTRLAUDIT_REQUEST_LOG_DIRS
         if self.redact_patterns:
             compile_patterns(self.redact_patterns)
 
@@ -121,6 +125,23 @@ class Settings:
         if unknown or not roles:
             raise SettingsError(f"CTRLAUDIT_ROLES={self.roles!r}: expected normalize, watch or both")
         return roles
+
+    @property
+    def request_logs(self) -> list[tuple[str, int | None]]:
+        """REQUEST_LOG_DIRS as (directory, node id given or None), in order."""
+        out: list[tuple[str, int | None]] = []
+        for item in (i.strip() for i in self.request_log_dirs.split(",")):
+            if not item:
+                continue
+            where, eq, n = item.rpartition("=")
+            if not eq:
+                out.append((item, None))
+            elif where and n.strip().isdigit():
+                out.append((where.strip(), int(n)))
+            else:
+                raise SettingsError(f"CTRLAUDIT_REQUEST_LOG_DIRS={self.request_log_dirs!r}: {item!r} is not DIR or "
+                                    "DIR=ID (a node id >= 0)")
+        return out
 
     @property
     def security(self) -> ClientSecurity:

@@ -68,7 +68,7 @@ def node_ids(paths: Sequence[Path], given: Mapping[Path, int] | None = None) -> 
     for d in sorted({f.parent for log in log_files(paths) for f in log}):
         n = given.get(d.resolve())
         if n is None:
-            n = _stated_node_id(d)
+            n = stated_node_id(d)
         if n is None:
             raise BadRequestLogs(f"{d}: no node id: no server.log there states node.id or broker.id (KafkaConfig "
                                  f"values at a start); say it with --node-id {d}=ID")
@@ -76,7 +76,8 @@ def node_ids(paths: Sequence[Path], given: Mapping[Path, int] | None = None) -> 
     return found
 
 
-def _stated_node_id(d: Path) -> int | None:
+def stated_node_id(d: Path) -> int | None:
+    """The node id the newest KafkaConfig dump in `d`'s server.log states (node.id, else broker.id), or None."""
     for f in reversed(named_logs([d], ("server.log",), BadRequestLogs)[0] if (d / "server.log").is_file() else []):
         ids: dict[str, int] = {}
         try:

@@ -112,12 +112,20 @@ def read_file(path: Path, reading: Reading, tz: ZoneInfo = UTC, layout: Layout =
         raise BadRequestLogs(f"{f}: cannot be read: {exc}") from None
 
 
+def read_lines(fh: IO[bytes], f: str, reading: Reading, tz: ZoneInfo = UTC, layout: Layout = KAFKA,
+               first_line: int = 0) -> Iterator[RequestLine]:
+    """The requests the lines of `fh` state, numbered after `first_line`: a stretch of a file being followed
+    (services/requests/follow.py), whole lines only. Not refused for holding no line in the layout: a stretch of
+    a log in the layout may hold none."""
+    return _lines(fh, f, reading, _Clock(layout, tz), layout, first_line, whole=False)
+
+
 def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Clock,
-           layout: Layout) -> Iterator[RequestLine]:
+           layout: Layout, first_line: int = 0, whole: bool = True) -> Iterator[RequestLine]:
     regex, start, end = layout.regex, layout.start, layout.end
     invalid, first_text, in_layout = 0, 0, False
     opened = 0  # the line that opened in the layout and has not closed (0: none)
-    n = 0
+    n = first_line
     readline, passed = fh.readline, reading.passed
     while raw := readline(MAX_LINE_BYTES + 1):
         n += 1
@@ -200,7 +208,7 @@ def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Cloc
             reading.gap(f, n, got.reason)
     if opened:
         reading.gap(f, opened, "a line cut short (it opens in the log4j layout, does not close): the file's last")
-    if first_text and not in_layout:
+    if whole and first_text and not in_layout:
         raise BadRequestLogs(f"{f}: line {first_text}: not read: no line in the log4j layout {layout.pattern!r}; "
                              "give the nodes' layout with --log-pattern (log4j's ConversionPattern)")
 
