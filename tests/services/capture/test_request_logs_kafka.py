@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.services.requests.test_real_kafka import LOGGERS, PATTERN
+from devtools.cluster.config import LOG_PATTERN as PATTERN, REQUEST_LOGGERS as LOGGERS
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
