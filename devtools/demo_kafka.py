@@ -296,6 +296,10 @@ def forensics(cap: Captured, out: Path) -> None:
     trust = ["--trusted-key", str(cap.public_key)] if cap.public_key else []
     step("is the archive complete and untampered? (chain, manifests, and every signed checkpoint against the "
          "public key)", "verify", str(cap.archive), *trust)
+    if cap.logs and cap.public_key is not None:
+        step("keep who asked: the nodes' request and authorizer logs, appended to the history, chained and signed",
+             "import", "requests", *map(str, cap.logs), "--out", str(cap.archive), "--signing-key",
+             str(cap.public_key.with_suffix("")))
     step("load it into the embedded store", "load", str(cap.archive), "--store", store)
     step("the state at mark A, as kafka-topics --describe printed it then", "state", "--store", store,
          "--offset", str(cap.mark_a), "--topic", cap.topic)

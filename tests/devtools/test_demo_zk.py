@@ -109,6 +109,13 @@ def test_forensics_steps_all_succeed_and_the_check_is_clean(demo, capsys, monkey
     asked = [line for line in who.splitlines() if f"ConfigChange {cap.topic} retention.ms: requested by User:bob" in line]
     assert len(asked) == 1 and "AlterConfigs on listener SASL_SSL (" in asked[0], who[:3000]
     assert " 0 unattributed; 0 denied" in who, who[:3000]
+    # kept in the archive by the demo (import requests), so the store says it too, as an auditor reads it
+    from replay import who_asked
+    from replay.store import Store
+    with Store(out / "demo.duckdb", read_only=True) as s:
+        cols, rows = who_asked.table(s.con, s.cluster())
+    bob = [dict(zip(cols, r)) for r in rows if r[cols.index("principal")] == "User:bob"]
+    assert [(r["change"], r["resource"], r["cause"]) for r in bob] == [("retention.ms", cap.topic, "request")], rows
 
 
 def test_offline_import_of_zookeepers_log_ends_where_the_capture_ended(demo, tmp_path):
