@@ -603,7 +603,7 @@ class SparkEngine:
         its first missing source position and its partition's next change (one pass over the events, the gaps
         broadcast), handed to replay.gaps in a DuckDB table of their own."""
         cols = ", ".join(gaps.STRETCH_COLUMNS)
-        found = self.spark.sql(f"SELECT {cols} FROM events WHERE kind = 'CaptureGap'").collect()
+        found = self.spark.sql(f"SELECT {cols} FROM events WHERE kind = 'CaptureGap' {gaps.STATE_GAP}").collect()
         if not found:
             return []
         held = [(r["cluster_id"], r["seq"], r["gap_from"] if r["gap_from"] is not None else -1, r["source_kind"],

@@ -262,8 +262,12 @@ def _request_key(line: RequestLine) -> tuple[object, ...]:
 
 
 def attribute(events: Sequence[ControllerEvent | Subject], lines: Sequence[RequestLine], window_ms: int = WINDOW_MS,
-              skew_ms: int = 0, after_ms: int = AFTER_MS) -> list[Attribution]:
-    """Each change in `events` attributed (the module's doc says how); `lines` of any nodes, in any order."""
+              skew_ms: int = 0, after_ms: int = AFTER_MS, unread: Sequence[str] = ()) -> list[Attribution]:
+    """Each change in `events` attributed (the module's doc says how); `lines` of any nodes, in any order. `unread`:
+    the stretches of the logs that were not read (gaps of attribution), said beside each unattributed change, whose
+    request may be among them."""
+    not_read = (f"; {len(unread)} stretch(es) of the logs not read ({unread[0]}{', ...' if len(unread) > 1 else ''}): "
+                "its request may be among them") if unread else ""
     by_api: dict[str, list[RequestLine]] = {}
     for line in lines:
         if line.api is not None and (line.log == REQUEST_LOGGER or line.outcome == "allowed"):
@@ -326,7 +330,8 @@ def attribute(events: Sequence[ControllerEvent | Subject], lines: Sequence[Reque
         else:
             out.append(Attribution(e.seq, e.event_time_ms, UNATTRIBUTED,
                                    f"no {'/'.join(w.apis)} request naming {w.kind} {w.name} {window} in the logs read "
-                                   "(not kept, the loggers not at DEBUG, or a tool that wrote ZooKeeper itself)"))
+                                   "(not kept, the loggers not at DEBUG, or a tool that wrote ZooKeeper itself)"
+                                   + not_read))
     return out
 
 

@@ -28,6 +28,10 @@ from schemas.gap_reasons import partitions_of
 _KIND_POSITIONS = {"ZOOKEEPER": "zxids", "KRAFT_LOG": "offsets", "KRAFT_SNAPSHOT": "offsets",
                    "BROKER_LOG": "log records"}
 
+# the CaptureGaps that are stretches of the controller's state: not a request log's lines not read (source REQUEST_LOG,
+# services/requests/event.py gap_events), which leave who asked unknown and the state all read
+STATE_GAP = "AND source_kind <> 'REQUEST_LOG'"
+
 
 @dataclass(frozen=True, slots=True)
 class CaptureStretch:
@@ -98,7 +102,8 @@ def stretches(con: duckdb.DuckDBPyConnection, cluster_id: str, *, up_to_seq: int
                                          AND ((e.kind <> 'CaptureGap' AND e.source_offset < g.gap_from)
                                               OR (e.kind = 'CaptureGap' AND e.source_offset = g.gap_from
                                                   AND e.gap_from = e.source_offset AND e.gap_to = -1))) AS before
-                               FROM events g WHERE cluster_id = ? AND kind = 'CaptureGap' {cond} ORDER BY seq""",
+                               FROM events g WHERE cluster_id = ? AND kind = 'CaptureGap' {STATE_GAP} {cond}
+                               ORDER BY seq""",
                            [cluster_id, *args]).fetchall()
     if not gap_rows:
         return []

@@ -20,6 +20,7 @@ from schemas.fastbuild import int_tuples, objects
 from schemas.state.image import (
     CaptureGapSeen, ClusterImage, ControllerImage, Provenance, TopicImage, TopicsImage,
 )
+from replay.gaps import STATE_GAP
 from replay.store import Point, Store
 
 _AT = "cluster_id = $c AND from_seq <= $s AND (to_seq IS NULL OR to_seq > $s)"
@@ -344,7 +345,7 @@ def image_at(store: Store, point: Point) -> ClusterImage:
         brokers[b] = BrokerState(b, e, f, cs, inc, rack)
     gaps = tuple(CaptureGapSeen(*g) for g in con.execute(
         "SELECT seq, gap_from, gap_to, reason FROM events WHERE cluster_id = $c AND seq <= $s AND kind = 'CaptureGap' "
-        "ORDER BY seq", params).fetchall())
+        f"{STATE_GAP} ORDER BY seq", params).fetchall())
     unknown = con.execute("SELECT count(*) FROM events WHERE cluster_id = $c AND seq <= $s AND kind = 'UnknownRecord'",
                           params).fetchall()[0][0]
     prov = con.execute("""SELECT seq, event_id, source_offset, source_index, event_time_ms, controller_id,

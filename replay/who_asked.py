@@ -105,7 +105,10 @@ def rebuild(con: duckdb.DuckDBPyConnection, cluster: str) -> list[int]:
     subjects += [subject_of_row(r) for r in con.execute(
         f"SELECT {', '.join(SUBJECT_COLUMNS)} FROM events WHERE cluster_id = $c AND kind = 'FeatureLevelChange' "
         "AND feature = 'metadata.version' AND feature_prev_level IS NULL AND bootstrap", {"c": cluster}).fetchall()]
-    rows = [_row(cluster, a, where) for a in attribute(subjects, lines) if a.cause != BOOTSTRAP]
+    # the stretches of the logs not read (gap_events): gaps of attribution
+    not_read = [r[0] for r in con.execute("SELECT reason FROM events WHERE cluster_id = $c AND kind = 'CaptureGap' "
+                                          "AND source_kind = 'REQUEST_LOG' ORDER BY seq", {"c": cluster}).fetchall()]
+    rows = [_row(cluster, a, where) for a in attribute(subjects, lines, unread=not_read) if a.cause != BOOTSTRAP]
     if rows:
         con.executemany("INSERT INTO attributions VALUES (" + ", ".join("?" * 16) + ")", rows)
     return unread

@@ -88,7 +88,8 @@ breaks AS (
   WHERE n_diff > 0
 ),
 gap_seqs AS (
-  SELECT cluster_id, seq FROM events WHERE kind = 'CaptureGap'
+  -- a request log's lines not read (source REQUEST_LOG) leave who asked unknown, not the state
+  SELECT cluster_id, seq FROM events WHERE kind = 'CaptureGap' AND source_kind <> 'REQUEST_LOG'
 ),
 breaks_judged AS (  -- few rows on either side: a plain range join
   SELECT /*+ BROADCAST(g) */ b.cluster_id, b.seq, b.p_seq, b.rule, b.expected, b.actual, b.n_diff,

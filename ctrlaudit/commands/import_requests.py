@@ -17,7 +17,7 @@ from schemas.archive.writer import continuation
 from services.brokerlogs.offline import zone
 from services.normalize.redaction import patterns
 from services.requests.clocks import disagreements
-from services.requests.event import request_events
+from services.requests.event import gap_events, request_events
 from services.requests.files import cluster_of, node_ids, read_logs
 from services.requests.reader import Reading
 
@@ -56,6 +56,8 @@ def requests(
     reading = Reading()
     lines = list(read_logs(paths, reading, tz))  # the kept ones: admin requests, not Produce or Fetch
     events = list(request_events(cluster, lines, nodes, known))
+    # the lines not read: gaps of attribution, kept after the requests
+    events += gap_events(cluster, reading.gaps.values(), nodes, known)
     written, writer = append(out, cluster, events, None, signers)
     said.say(written_line(cluster, f"{reading.lines:,} log lines from {len(nodes)} node(s), {reading.kept:,} about "
                                "requests that change controller state", len(events), written, out, last, writer)
@@ -76,11 +78,12 @@ def requests(
 
 
 def _kept_ids(archive: Path) -> set[str]:
-    """The ids of the requests `archive` keeps, read through the verified flat decode (the C decoder's columns,
+    """The ids of the requests (and gaps of their logs) `archive` keeps, read through the verified flat decode (the C decoder's columns,
     not an event object per record)."""
     ids: set[str] = set()
     for _, table in VerifiedRead([archive]):
-        ids.update(table.filter(pc.equal(table.column("kind"), "ClientRequest")).column("event_id").to_pylist())
+        kept = pc.equal(table.column("source_kind"), "REQUEST_LOG")  # requests and the gaps among them
+        ids.update(table.filter(kept).column("event_id").to_pylist())
     return ids
 
 

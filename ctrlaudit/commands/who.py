@@ -12,7 +12,7 @@ from ctrlaudit.commands.output import FORCE, JSON_OUT, TIME_FORMAT, Output, Time
 from ctrlaudit.errors import UsageError, user_errors
 from schemas import times
 from schemas.archive.listing import iter_events
-from schemas.events import ClientRequest, ControllerEvent
+from schemas.events import CaptureGap, ClientRequest, ControllerEvent, SourceKind
 from replay.attribution import (
     AMBIGUOUS, REQUEST, UNATTRIBUTED, WINDOW_MS, Attribution, attribute, denied, requested_by,
 )
@@ -112,7 +112,11 @@ def register(app: typer.Typer) -> None:
                                  "adds them) and no --logs given")
             reading.kept = len(lines)
         by_seq = {e.seq: e for e in events}
-        got = [a for a in attribute(events, lines, window, clock_skew)
+        # the lines not read, as the reader found them or as the archive keeps them: gaps of attribution
+        unread = [str(g) for g in reading.gaps.values()] if logs else [
+            e.payload.reason for e in events
+            if isinstance(e.payload, CaptureGap) and e.source.kind is SourceKind.REQUEST_LOG]
+        got = [a for a in attribute(events, lines, window, clock_skew, unread=unread)
                if (lo is None or a.event_time_ms >= lo) and (hi is None or a.event_time_ms <= hi)]
         if principal is not None:
             got = [a for a in got if any(r.principal == principal for g in a.requests for r in g)
@@ -120,20 +124,18 @@ def register(app: typer.Typer) -> None:
         refused = [d for d in denied(lines) if (principal is None or d.principal == principal)
                    and (lo is None or d.time_ms >= lo) and (hi is None or d.time_ms <= hi)]
         out = Output(json_path)
-        # lines the reader could not read are a gap of attribution: an unattributed change's request may be there
-        unread = (f" ({reading.not_read:,} log line(s) were not read, listed below: its request may be among them)"
-                  if reading.not_read else "")
         for a in got:
-            out.say(_line(a, by_seq[a.seq], node_of) + (unread if a.cause == UNATTRIBUTED else ""))
+            out.say(_line(a, by_seq[a.seq], node_of))
         for d in refused:
             out.say(f"denied: {d.principal}{' from ' + d.host if d.host else ''} {d.operation} on "
                     f"{', '.join(f'{r.type}:{r.name}' for r in d.resources)} ({d.api}) at {times.show(d.time_ms)}")
         counts = {c: sum(1 for a in got if a.cause == c) for c in (REQUEST, AMBIGUOUS, UNATTRIBUTED)}
         out.say(f"{len(got)} changes: {counts[REQUEST]} requested, {len(got) - sum(counts.values())} the "
                 f"controller's own or the cluster's start, {counts[AMBIGUOUS]} ambiguous, {counts[UNATTRIBUTED]} "
-                f"unattributed; {len(refused)} denied; {reading.kept} request lines read, {reading.not_read} not read")
-        for g in reading.gaps.values():
-            out.say(f"not read: {g}")
+                f"unattributed; {len(refused)} denied; {reading.kept} request lines read, "
+                + (f"{reading.not_read} not read" if logs else f"{len(unread)} stretch(es) of the logs not read"))
+        for u in unread:
+            out.say(f"not read: {u}")
         clocks = [str(x) for x in disagreements(lines)]
         for c in clocks:
             out.say(f"clocks: {c}")
@@ -141,5 +143,5 @@ def register(app: typer.Typer) -> None:
                   "clock_skew_ms": clock_skew, "changes": [_record(a) for a in got],
                   "denied": [{"principal": d.principal, "host": d.host, "operation": d.operation, "api": d.api,
                               "time": times.show(d.time_ms), "file": d.file, "line": d.line} for d in refused],
-                  "not_read": [str(g) for g in reading.gaps.values()],
+                  "not_read": unread,
                   "clocks": clocks})

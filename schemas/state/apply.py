@@ -17,7 +17,8 @@ from immutables import Map
 
 from schemas.events import (
     BrokerChange, BrokerChangeKind, CaptureGap, ClientRequest, ConfigChange, ConfigResourceType, ControllerChange,
-    ControllerEvent, FeatureLevelChange, OffsetSample, PartitionChange, TopicChange, TopicChangeKind, UnknownRecord,
+    ControllerEvent, FeatureLevelChange, OffsetSample, PartitionChange, SourceKind, TopicChange, TopicChangeKind,
+    UnknownRecord,
 )
 from schemas.state import rules
 from schemas.state.errors import ReplayError
@@ -86,6 +87,8 @@ def _apply_payload(image: ClusterImage, event: ControllerEvent, lenient: bool) -
         case OffsetSample():
             return image  # samples feed the HW checks; the controller's view does not change
         case CaptureGap() as gap:
+            if event.source.kind is SourceKind.REQUEST_LOG:
+                return image  # lines of a request log not read: who asked may be there, the state is all read
             seen = CaptureGapSeen(event.seq, gap.from_offset, gap.to_offset, gap.reason)
             return replace(image, gaps=image.gaps + (seen,))
         case UnknownRecord():

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from schemas.event_ids import event_id
-from schemas.events import ClientRequest, ControllerEvent, SourceKind, SourcePosition
+from schemas.events import CaptureGap, ClientRequest, ControllerEvent, SourceKind, SourcePosition
 from schemas.requests.kept import SAME, body_json, resource_text
 from schemas.requests.record import RequestLine
+from services.requests.reader import Gap
 
 
 def to_event(cluster_id: str, node_id: int, r: RequestLine, place: int, capture_time_ms: int) -> ControllerEvent:
@@ -42,5 +43,31 @@ def request_events(cluster_id: str, lines: Iterable[RequestLine], node_of: Mappi
         place = seen.get(key, 0)
         seen[key] = place + 1
         e = to_event(cluster_id, node, r, place, now)
+        if e.event_id not in known:
+            yield e
+
+
+def gap_events(cluster_id: str, gaps: Iterable[Gap], node_of: Mapping[Path, int],
+               known: set[str] = frozenset(),  # type: ignore[assignment]
+               clock: Any = time.time) -> Iterator[ControllerEvent]:
+    """Each stretch of a log the reader could not read (reader.Gap: one file, one reason) as a CaptureGap of source
+    REQUEST_LOG: a gap of attribution, kept in the chain so that `who` from the archive says who asked may be in it.
+    It is not a stretch of the controller's state nobody read (replay/gaps.py, the image and the checks pass it
+    over). Its place: its node and log, the time of the last line read before it (`offset`; -1: none) and a
+    negative `index`, its place among that log's gaps after that line, so its id is none of a line's and the same
+    when the logs are imported again; less those whose ids are in `known`."""
+    now = int(clock() * 1000)
+    seen: dict[tuple[int, str, int], int] = {}
+    for g in gaps:
+        node = node_of[Path(g.file).parent]
+        name = Path(g.file).name
+        key = (node, name[:name.index(".log") + 4] if ".log" in name else name, g.after_ms)
+        place = seen.get(key, 0)
+        seen[key] = place + 1
+        source = SourcePosition(SourceKind.REQUEST_LOG, g.after_ms, -1 - place, node, None, name, g.first_line)
+        lines = f"line {g.first_line}" if g.count == 1 else f"{g.count} lines, {g.first_line} to {g.last_line}"
+        payload = CaptureGap(g.first_line, g.last_line, f"{name}: {lines} not read: {g.reason}")
+        e = ControllerEvent(event_id(cluster_id, source), cluster_id, 0, source, max(g.after_ms, 0), now, -1, -1,
+                            payload)
         if e.event_id not in known:
             yield e

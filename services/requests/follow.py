@@ -134,8 +134,8 @@ class _Seen(Reading):
     """A Reading that also keeps each gap as the reader finds it, in order."""
     found: list[tuple[int, str]] = field(default_factory=list)
 
-    def gap(self, file: str, line: int, reason: str) -> None:
-        super().gap(file, line, reason)
+    def gap(self, file: str, line: int, reason: str, after_ms: int = -1) -> None:
+        super().gap(file, line, reason, after_ms)
         self.found.append((line, reason))
 
 

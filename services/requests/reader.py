@@ -55,6 +55,7 @@ class Gap:
     count: int
     first_line: int
     last_line: int
+    after_ms: int = -1  # the time of the last line read before its first one in its file (-1: none)
 
     def __str__(self) -> str:
         more = f" ({self.count} lines, the last line {self.last_line})" if self.count > 1 else ""
@@ -70,10 +71,10 @@ class Reading:
     other_loggers: int = 0
     gaps: dict[tuple[str, str], Gap] = field(default_factory=dict)
 
-    def gap(self, file: str, line: int, reason: str) -> None:
+    def gap(self, file: str, line: int, reason: str, after_ms: int = -1) -> None:
         g = self.gaps.get((file, reason))
         if g is None:
-            self.gaps[(file, reason)] = Gap(file, reason, 1, line, line)
+            self.gaps[(file, reason)] = Gap(file, reason, 1, line, line, after_ms)
         else:
             g.count += 1
             g.last_line = line
@@ -126,13 +127,17 @@ def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Cloc
     invalid, first_text, in_layout = 0, 0, False
     opened = 0  # the line that opened in the layout and has not closed (0: none)
     n = first_line
+    last_at = -1  # the time of the last line read: where a gap after it is in time
+
+    def gap(line: int, reason: str) -> None:
+        reading.gap(f, line, reason, last_at)
     readline, passed = fh.readline, reading.passed
     while raw := readline(MAX_LINE_BYTES + 1):
         n += 1
         if len(raw) > MAX_LINE_BYTES:
             while (rest := readline(MAX_LINE_BYTES + 1)) and not rest.endswith(b"\n"):
                 pass  # read past, not held
-            reading.gap(f, n, f"a line longer than {MAX_LINE_BYTES} bytes (an enormous request), not held")
+            gap(n, f"a line longer than {MAX_LINE_BYTES} bytes (an enormous request), not held")
             continue  # not held, so not judged: a file of one enormous line is not refused as another layout's
         if b"\x00" in raw:
             raise BadRequestLogs(f"{f}: line {n}: not a text log: a NUL byte")
@@ -154,17 +159,17 @@ def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Cloc
             first_text = first_text or n
             if start is not None and start.match(text):
                 if opened:
-                    reading.gap(f, opened, "a line cut short (it opens in the log4j layout, does not close)")
+                    gap(opened, "a line cut short (it opens in the log4j layout, does not close)")
                 opened = n
             elif opened and (end is None or end.search(text)):
                 if text.endswith((f"({AUTHORIZER_LOGGER})", f"({REQUEST_LOGGER})")):
-                    reading.gap(f, opened, "a message on several lines (a name holding a line break)")
+                    gap(opened, "a message on several lines (a name holding a line break)")
                 opened = 0
             continue  # a stack trace's line, or a message's middle
         in_layout = True
         first_text = first_text or n
         if opened:
-            reading.gap(f, opened, "a line cut short (it opens in the log4j layout, does not close)")
+            gap(opened, "a line cut short (it opens in the log4j layout, does not close)")
             opened = 0
         reading.lines += 1
         logger = m.group("logger")
@@ -175,9 +180,10 @@ def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Cloc
                 name = f"#{key}"
                 passed[name] = passed.get(name, 0) + 1
                 continue
-            at = _time(clock, m, reading, f, n)
+            at = _time(clock, m, reading, f, n, last_at)
             if at is None:
                 continue
+            last_at = at
             level = m.group("level")
             got = completed(message, f, n, at, level)
             if isinstance(got, RequestLine) and level and level != "DEBUG":
@@ -188,9 +194,10 @@ def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Cloc
             if api is not None and api not in KEY_OF:
                 passed[api] = passed.get(api, 0) + 1
                 continue
-            at = _time(clock, m, reading, f, n)
+            at = _time(clock, m, reading, f, n, last_at)
             if at is None:
                 continue
+            last_at = at
             level = m.group("level")
             got = decision(message, f, n, at, level)
             if isinstance(got, RequestLine) and level and level != _DECISION_LEVEL[got.outcome or ""]:
@@ -205,17 +212,17 @@ def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Cloc
         elif isinstance(got, Passed):
             passed[got.api] = passed.get(got.api, 0) + 1
         else:
-            reading.gap(f, n, got.reason)
+            gap(n, got.reason)
     if opened:
-        reading.gap(f, opened, "a line cut short (it opens in the log4j layout, does not close): the file's last")
+        gap(opened, "a line cut short (it opens in the log4j layout, does not close): the file's last")
     if whole and first_text and not in_layout:
         raise BadRequestLogs(f"{f}: line {first_text}: not read: no line in the log4j layout {layout.pattern!r}; "
                              "give the nodes' layout with --log-pattern (log4j's ConversionPattern)")
 
 
-def _time(clock: _Clock, m: re.Match[str], reading: Reading, f: str, n: int) -> int | None:
+def _time(clock: _Clock, m: re.Match[str], reading: Reading, f: str, n: int, last_at: int) -> int | None:
     try:
         return clock.ms(m)
     except (ValueError, OverflowError):  # a date no calendar has (month 13), or past datetime's years
-        reading.gap(f, n, "a line whose date no calendar has")
+        reading.gap(f, n, "a line whose date no calendar has", last_at)
         return None

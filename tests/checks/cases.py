@@ -223,6 +223,18 @@ def lost_event(c: str) -> History:
     return h
 
 
+@violates("state_continuity")
+def lost_event_across_a_request_log_gap(c: str) -> History:
+    """Lines of a request log not read are a gap of attribution: they excuse no break of the controller's state."""
+    h = baseline(c)
+    from dataclasses import replace
+
+    h.request_log_gap()
+    h.change("t", 0, (K.ISR,), before=replace(h.parts[("t", 0)], isr=(2,)), isr=(2, 4))
+    h.mark("before_differs_from_previous_after")
+    return h
+
+
 @violates("distinct_replicas")
 def duplicate_replica(c: str) -> History:
     h = baseline(c)

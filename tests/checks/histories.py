@@ -144,6 +144,18 @@ class History:
     def gap(self) -> int:
         return self._emit(CaptureGap(5, 9, "segment deleted before it was read"))
 
+    def request_log_gap(self) -> int:
+        """Lines of a node's request log not read (ctrlaudit import requests): who asked is unknown there, the
+        controller's state is not."""
+        n = len(self.events)
+        src = SourcePosition(SourceKind.REQUEST_LOG, offset=1_700_000_000_000 + n, index=-1, node_id=1,
+                             file="kafka-request.log", line=7)
+        self.events.append(ControllerEvent(
+            event_id=event_id(self.cluster, src), cluster_id=self.cluster, seq=n, source=src,
+            event_time_ms=src.offset, capture_time_ms=src.offset, controller_id=-1, controller_epoch=-1,
+            payload=CaptureGap(7, 7, "kafka-request.log: line 7 not read: a line cut short")))
+        return n
+
     # --- output ---------------------------------------------------------------------------------
     def chained(self) -> list[ControllerEvent]:
         chain = Chain(self.cluster)

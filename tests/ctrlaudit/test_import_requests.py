@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from schemas.archive.listing import iter_events
-from schemas.events import ClientRequest, SourceKind
+from schemas.events import CaptureGap, ClientRequest, SourceKind
 from tests.ctrlaudit.conftest import run
 from tests.services.requests.kafka_lines import completed, log4j, standard_authorizer
 
@@ -85,12 +85,16 @@ def test_requests_appended_after_a_history_change_none_of_its_answers(tmp_path):
     last event) are those of the history alone."""
     import shutil
 
+    from replay import gaps, queries
     from replay.store import Store
 
     alone, kept = tmp_path / "alone", tmp_path / "kept"
     assert run("simulate", "--seed", "3", "--events", "2000", "--out", str(alone)).exit_code == 0
     shutil.copytree(alone, kept)
     during = node(tmp_path / "logs", "n1", 1, at="2025-01-01 00:00:30,000")  # inside the simulated history
+    with open(during / "kafka-request.log", "a") as f:  # a line not read: a gap of attribution, not of state
+        f.write(log4j('Completed request:{"isForwarded":false,"requestHeader":{', "kafka.request.logger",
+                      date="2025-01-01 00:00:31,000") + "\n")
     later = node(tmp_path / "logs", "n2", 2, at="2025-01-02 00:00:00,000")  # a day after its last event
     done = run("import", "requests", str(during), str(later), "--out", str(kept), "--cluster-id", "sim-3")
     assert done.exit_code == 0, done.output
@@ -101,8 +105,37 @@ def test_requests_appended_after_a_history_change_none_of_its_answers(tmp_path):
         with Store(store_path) as store:
             points = [store.point(time="2025-01-01T00:00:31Z"), store.point(offset=500)]
             status_note = store.point(time="2025-01-01T00:00:31Z").note
+            stretches = gaps.stretches(store.con, "sim-3")
+            state = queries.state_as_of(store, store.point()).partitions
         csv = tmp_path / f"{root.name}.csv"
         assert run("check", str(root / "sim-3"), "--csv", str(csv)).exit_code in (0, 1)
-        answers.append(([(p.seq, p.source_offset, p.event_time_ms) for p in points], status_note, csv.read_text()))
+        answers.append(([(p.seq, p.source_offset, p.event_time_ms, p.gaps, p.uncertain) for p in points], status_note,
+                        csv.read_text(), stretches, state))
     assert answers[0] == answers[1]
+    (gap,) = [e.payload.reason for e in iter_events(kept / "sim-3") if isinstance(e.payload, CaptureGap)]
+    assert gap.startswith("kafka-request.log: line 2 not read: a request log line not in the JSON form")
     assert answers[0][2].count("\n") > 1  # the history has findings (pending obligations) to compare
+
+
+def test_lines_not_read_are_kept_as_gaps_of_attribution_and_who_says_them(tmp_path):
+    n1 = node(tmp_path / "logs", "n1", 1)
+    with open(n1 / "kafka-request.log", "a") as f:
+        f.write(log4j('Completed request:{"isForwarded":false,"requestHeader":{', "kafka.request.logger") + "\n")
+        f.write(log4j(completed(20, "DELETE_TOPICS", 6, {"topicNames": ["orders"], "timeoutMs": 30000},
+                                {"responses": []}, correlation=9), "kafka.request.logger") + "\n")
+    out = tmp_path / "archive"
+    done = run("import", "requests", str(n1), "--out", str(out), "--json", str(tmp_path / "r.json"))
+    assert done.exit_code == 0, done.output
+    summary = json.loads((tmp_path / "r.json").read_text())
+    assert summary["events"] == 4 and len(summary["not_read"]) == 1, summary
+    (gap,) = [e for e in iter_events(out / CLUSTER) if isinstance(e.payload, CaptureGap)]
+    assert (gap.source.kind, gap.source.node_id, gap.source.file, gap.source.line, gap.source.index) == (
+        SourceKind.REQUEST_LOG, 1, "kafka-request.log", 2, -1)
+    assert gap.source.offset == 1_795_144_200_123  # the time of the line read before it
+    assert gap.payload.reason.startswith("kafka-request.log: line 2 not read: ")
+    again = run("import", "requests", str(n1), "--out", str(out))
+    assert again.exit_code == 0 and "already holds every request read" in again.output, again.output
+    said = run("who", str(out / CLUSTER), "--json", str(tmp_path / "who.json"))
+    assert said.exit_code == 0, said.output
+    assert json.loads((tmp_path / "who.json").read_text())["not_read"] == [gap.payload.reason]
+    assert f"not read: {gap.payload.reason}" in said.output

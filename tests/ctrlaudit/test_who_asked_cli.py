@@ -100,6 +100,6 @@ def test_lines_not_read_are_a_gap_of_attribution_said_beside_each_unattributed_c
     said = run("who", str(tmp_path / "archive"), "--logs", str(logs))
     assert said.exit_code == 0, said.output
     unattributed = [line for line in said.output.splitlines() if "unattributed: " in line]
-    assert unattributed and all(line.endswith("(1 log line(s) were not read, listed below: its request may be "
-                                              "among them)") for line in unattributed)
+    assert unattributed and all("; 1 stretch(es) of the logs not read (" in line and "kafka-request.log:1: not read: "
+                                in line and line.endswith("): its request may be among them") for line in unattributed)
     assert "not read: " in said.output and "kafka-request.log" in said.output

@@ -151,3 +151,21 @@ def test_an_ambiguous_change_names_every_candidate(tmp_path: Path) -> None:
         principals = s.con.execute("SELECT principals FROM attributions WHERE seq = 0").fetchall()[0][0]
     assert said[0].cause == AMBIGUOUS and said[0].principal is None and "the logs do not tell which" in said[0].text
     assert principals == ["User:alice", "User:bob"]
+
+
+def test_a_kept_stretch_of_the_logs_not_read_is_said_beside_each_unattributed_change(tmp_path: Path) -> None:
+    from services.requests.event import gap_events
+    from services.requests.reader import Gap
+
+    h = history()
+    kept = requests(len(h))
+    (gap,) = gap_events(CLUSTER, [Gap("/logs/n1/kafka-request.log", "a line cut short", 2, 7, 8, T0 - 5)],
+                        {Path("/logs/n1"): 1})
+    with loaded(tmp_path, h, [*kept, replace(gap, seq=len(h) + len(kept))]) as s:
+        said = who_asked.asked(s.con, CLUSTER, range(5))
+        stretches = s.con.execute("SELECT count(*) FROM events WHERE kind = 'CaptureGap'").fetchall()[0][0]
+    assert stretches == 1
+    assert said[4].cause == UNATTRIBUTED and said[4].text.endswith(
+        "; 1 stretch(es) of the logs not read (kafka-request.log: 2 lines, 7 to 8 not read: a line cut short): its "
+        "request may be among them")
+    assert said[1].cause == REQUEST  # a change a request was found for stands

@@ -91,3 +91,15 @@ def test_builder_on_error_matches_apply_on_error():
 
 def test_empty_builder_returns_base():
     assert ImageBuilder(IMAGE1).apply() is IMAGE1
+
+
+def test_a_request_logs_gap_is_not_a_gap_of_the_state_a_state_gap_is():
+    from schemas.events import CaptureGap, SourceKind, SourcePosition
+
+    n = len(DELTA1)
+    gap = ev(n, CaptureGap(7, 9, "kafka-request.log: 3 lines, 7 to 9 not read: a line cut short"))
+    of_requests = replace(gap, source=SourcePosition(SourceKind.REQUEST_LOG, 5, -1, 1, None, "kafka-request.log", 7))
+    for events in ([*DELTA1, of_requests], [*DELTA1, gap]):
+        assert fold(events) == replay(events)  # the delta and the pure apply alike
+    assert fold([*DELTA1, of_requests]).gaps == IMAGE1.gaps and len(fold([*DELTA1, gap]).gaps) == len(IMAGE1.gaps) + 1
+    assert replace(fold([*DELTA1, of_requests]), provenance=IMAGE1.provenance) == IMAGE1
