@@ -29,7 +29,7 @@ from pathlib import PurePath
 from schemas import codec as event_codec
 from schemas import loader
 from schemas.errors import CodecError
-from schemas.events import ControllerEvent, OffsetSample, SourceKind
+from schemas.events import CaptureGap, ControllerEvent, OffsetSample, SourceKind
 from schemas.archive.chain import Chain
 from schemas.raw import RawRecord
 from services.capture.serializers import decode_raw
@@ -48,6 +48,14 @@ KRAFT, SAMPLER = "kraft", "sampler"
 
 def stream_of(event: ControllerEvent) -> str:
     return SAMPLER if event.source.kind is SourceKind.OFFSET_SAMPLER else KRAFT
+
+
+def _followed_key(raw: RawRecord, event: ControllerEvent) -> tuple[int, int, int]:
+    """A followed log's order: its kept line `seq` (the raw record's base offset), then the stretches lost after it,
+    in their order (the raw record's position: request_source.to_raw)."""
+    if isinstance(event.payload, CaptureGap):
+        return (raw.base_offset, 2, raw.position)
+    return (raw.base_offset, 1, 0)
 
 
 def request_stream(event: ControllerEvent) -> str:
@@ -189,9 +197,8 @@ class CaptureState:
                 return [n.gap(raw.base_offset, raw.last_offset, raw.reason or "not read", raw.append_time_ms)]
             case "EVENT":
                 if not raw.data and raw.reason:
-                    # lines of a node's request or authorizer log that were not read (services/requests/follow.py):
-                    # a CaptureGap is a stretch of the controller's state nobody read, which these are not, so they
-                    # are said on the dead-letter topic, not in the chain
+                    # lines of a node's request or authorizer log not read, as an earlier build sent them (now
+                    # their CaptureGap is in the record, request_source.to_raw): said on the dead-letter topic
                     raise DeadLetter(f"request log of node {raw.node_id}: {raw.reason}")
                 if not raw.data and raw.file:
                     return []  # a request log's position with no line kept since (request_source.Mark)
@@ -225,7 +232,7 @@ class CaptureState:
         followed = raw.kind == "EVENT" and len(events) == 1 and events[0].source.kind is SourceKind.REQUEST_LOG
         for e in events:
             # Progress.is_new and .advance, the stream and position computed once
-            stream, key = (request_stream(e), (raw.base_offset, 1, 0)) if followed else (stream_of(e), position_key(e))
+            stream, key = (request_stream(e), _followed_key(raw, e)) if followed else (stream_of(e), position_key(e))
             was = last.get(stream)
             if was is None or key > was:
                 e, value = append(e, owned=True)  # unchained() made it for this call

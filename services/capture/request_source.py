@@ -4,9 +4,9 @@
 
 A kept line is an EVENT raw record holding its unchained event (as the offset sampler's), its base offset the line's
 place among its log's kept lines (``Position.seq``: the normalizer appends it only past the last one the events topic
-holds for that log, services/capture/logic.py). Lines not read are an EVENT raw record with no event and the reason:
-the normalizer sends it to the dead-letter topic (a CaptureGap is a stretch of controller state nobody read, which
-they are not). Every record carries the follower's position after it in a header, so a restarted worker resumes each
+holds for that log, services/capture/logic.py). Lines not read are an EVENT raw record holding their CaptureGap of
+source REQUEST_LOG (a gap of attribution, which the image and the checks pass over), its position the stretch's
+place among those since the log's last kept line. Every record carries the follower's position after it in a header, so a restarted worker resumes each
 log after the last record the raw topic holds for it (`last_positions`): nothing handed over twice, nothing skipped.
 """
 from __future__ import annotations
@@ -59,8 +59,10 @@ def to_raw(cluster: str, node: int, item: Item | Mark, now_ms: int) -> RawRecord
         e = item.event
         return RawRecord(cluster, node, "EVENT", p.offset, p.seq, p.seq, -1, e.event_time_ms, now_ms,
                          event_codec.encode(e), item.line.file)
-    return RawRecord(cluster, node, "EVENT", p.offset, item.first_line, item.last_line, -1, now_ms, now_ms, b"",
-                     item.file, None, str(item))
+    # lines lost: their CaptureGap, after the log's kept line `seq`, its `lost`-th stretch since (the normalizer's order)
+    assert item.event is not None  # the follower makes each Lost with its event
+    return RawRecord(cluster, node, "EVENT", p.lost, p.seq, p.seq, -1, item.event.event_time_ms, now_ms,
+                     event_codec.encode(item.event), item.file)
 
 
 def headers(cluster: str, node: int, item: Item | Mark) -> list[tuple[str, bytes]]:

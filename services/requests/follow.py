@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import BinaryIO
 from zoneinfo import ZoneInfo
 
-from schemas.events import ControllerEvent
+from schemas.event_ids import event_id
+from schemas.events import CaptureGap, ControllerEvent, SourceKind, SourcePosition
 from services.brokerlogs.layout import KAFKA, Layout
 from services.brokerlogs.lines import named_logs
 from services.requests.event import to_event
@@ -61,6 +62,7 @@ class Position:
     seq: int = 0  # the log's lines kept so far (its events' order for the normalizer)
     ms: int = -1  # the last kept line's time, and how many kept lines had that millisecond
     count: int = 0
+    lost: int = 0  # the stretches named lost since the last kept line (their order for the normalizer)
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":")).encode()
@@ -74,7 +76,7 @@ class Position:
         except (TypeError, ValueError, UnicodeDecodeError) as exc:
             raise ValueError(f"not a request log position: {exc}") from None
         if not all(isinstance(getattr(p, f), int) and not isinstance(getattr(p, f), bool)
-                   for f in ("dev", "ino", "offset", "line", "seq", "ms", "count")) or \
+                   for f in ("dev", "ino", "offset", "line", "seq", "ms", "count", "lost")) or \
                 not all(isinstance(getattr(p, f), str) for f in ("log", "file", "head")):
             raise ValueError("not a request log position: a field of another type")
         return p
@@ -96,6 +98,7 @@ class Lost:
     last_line: int
     reason: str
     position: Position
+    event: ControllerEvent | None = None  # its CaptureGap (a gap of attribution, lost_event) for the chain
 
     def __str__(self) -> str:
         if self.first_line < 0:
@@ -108,6 +111,17 @@ class Lost:
 
 
 Item = Kept | Lost
+
+
+def lost_event(cluster_id: str, node_id: int, lost: Lost, now_ms: int) -> ControllerEvent:
+    """Lines lost to the follower as a CaptureGap of source REQUEST_LOG (a gap of attribution, as import's gap_events
+    make): in the log's order after its kept line `seq` (`offset`), the `lost`-th stretch since (`index` -lost, so its
+    id is no line's), noticed at `now_ms`."""
+    p = lost.position
+    source = SourcePosition(SourceKind.REQUEST_LOG, p.seq, -p.lost, node_id, None, Path(lost.file).name,
+                            lost.first_line if lost.first_line > 0 else None)
+    return ControllerEvent(event_id(cluster_id, source), cluster_id, 0, source, now_ms, now_ms, -1, -1,
+                           CaptureGap(lost.first_line, lost.last_line, str(lost)))
 
 
 class _Lines(io.BytesIO):
@@ -248,9 +262,9 @@ class LogFollower:
             log.info("request log %s: resumed in %s at line %d (byte %d)", self.live, f.name, p.line, p.offset)
             return
         self.pos = replace(p, file=self.name, dev=0, ino=0, head="", offset=0, line=0)
-        out.append(Lost(p.file, p.line + 1, -1, f"the file read up to line {p.line} (byte {p.offset}, inode {p.ino}) "
-                        "is gone or was rewritten before the rest was read (rotated away, compressed or deleted): "
-                        f"its lines after line {p.line} are lost; reading on at the start of {self.name}", self.pos))
+        out.append(self._lost(p.file, p.line + 1, -1, f"the file read up to line {p.line} (byte {p.offset}, inode "
+                              f"{p.ino}) is gone or was rewritten before the rest was read (rotated away, compressed or "
+                              f"deleted): its lines after line {p.line} are lost; reading on at the start of {self.name}"))
 
     def _next_file(self) -> bool:
         """Open the next file to read: a rolled one still pending, else the live one (from its start, unless it
@@ -289,9 +303,9 @@ class LogFollower:
         if os.fstat(fd).st_size >= p.offset and _head(fd, p.offset) == p.head:
             return False
         self.pos = replace(p, head="", offset=0, line=0)
-        out.append(Lost(p.file, p.line + 1, -1, f"the file was truncated or rewritten under the follower (read up "
-                        f"to line {p.line}, byte {p.offset}): what it held after that is lost; reading on at its "
-                        "start", self.pos))
+        out.append(self._lost(p.file, p.line + 1, -1, f"the file was truncated or rewritten under the follower (read "
+                              f"up to line {p.line}, byte {p.offset}): what it held after that is lost; reading on at "
+                              "its start"))
         return True
 
     # --- lines ---------------------------------------------------------------------------------
@@ -330,7 +344,7 @@ class LogFollower:
                 # own (a refused line), else after the one before (an earlier line found cut short by it)
                 k = len(lines.ends) if current is None or line == current else len(lines.ends) - 1
                 self._move(fd, after(k), first + k)
-                out.append(Lost(name, line, line, reason, self.pos))
+                out.append(self._lost(name, line, line, reason))
             seen.found.clear()
         try:
             for r in read_lines(lines, path, seen, self.tz, self.layout, first):
@@ -344,7 +358,7 @@ class LogFollower:
             gaps(first + len(lines.ends))
             k = len(lines.ends)
             self._move(fd, after(k), first + k)
-            out.append(Lost(name, first + k, first + k, str(exc).split(": ", 2)[-1], self.pos))
+            out.append(self._lost(name, first + k, first + k, str(exc).split(": ", 2)[-1]))
             return lines.ends[-1] if lines.ends else len(data) - done
 
     def _move(self, fd: int, offset: int, line: int) -> None:
@@ -352,8 +366,13 @@ class LogFollower:
         head = p.head if p.offset >= HEAD_BYTES else _head(fd, offset)
         self.pos = replace(p, offset=offset, line=line, head=head)
 
+    def _lost(self, file: str, first: int, last: int, reason: str) -> Lost:
+        self.pos = replace(self.pos, lost=self.pos.lost + 1)
+        lost = Lost(file, first, last, reason, self.pos)
+        return replace(lost, event=lost_event(self.cluster_id, self.node_id, lost, int(self.clock() * 1000)))
+
     def _kept(self, r: RequestLine) -> Kept:
         p = self.pos
         place = p.count if r.time_ms == p.ms else 0
-        self.pos = replace(p, seq=p.seq + 1, ms=r.time_ms, count=place + 1)
+        self.pos = replace(p, seq=p.seq + 1, ms=r.time_ms, count=place + 1, lost=0)
         return Kept(to_event(self.cluster_id, self.node_id, r, place, int(self.clock() * 1000)), r, self.pos)

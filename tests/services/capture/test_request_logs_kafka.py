@@ -170,6 +170,8 @@ def test_capture_follows_the_request_logs_through_kill_9(tmp_path, monkeypatch):
         ("CreateTopics", "kafka.request.logger"), ("AlterUserScramCredentials", "kafka.request.logger"),
         ("IncrementalAlterConfigs", "kafka.request.logger"), ("IncrementalAlterConfigs", "kafka.authorizer.logger")}
     assert [e.seq for e in archive] == list(range(len(archive)))
+    assert not [e for e in archive if type(e.payload).__name__ == "CaptureGap"
+                and e.source.kind.value == "REQUEST_LOG"]  # no line lost, none said lost
     assert len(rolled) >= 3, rolled  # the request log rolled while capture followed it (and while it was down)
     assert any(e.source.kind.value == "KRAFT_LOG" for e in archive)
     log = worker_log.read_text(errors="replace")

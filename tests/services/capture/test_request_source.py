@@ -1,7 +1,7 @@
 """The request log source without Kafka: followed lines become EVENT raw records the normalizer appends to the one
 chain once each (a re-read after a restart adds nothing, a log's clock stepping back loses nothing), lines not read
-go to the dead-letter topic with the reason, and a restarted source resumes each log from the raw topic's newest
-record of it."""
+are a CaptureGap of source REQUEST_LOG in the chain, once each too, and a restarted source resumes each log from the
+raw topic's newest record of it."""
 from __future__ import annotations
 
 import asyncio
@@ -14,7 +14,7 @@ from schemas.events import ClientRequest, SourceKind
 from services.capture.logic import CaptureState, DeadLetter, Progress
 from services.capture.request_source import LOG_HEADER, headers, last_positions, log_key, run_requests, to_raw
 from services.capture.serializers import decode_raw, encode_raw
-from services.requests.follow import LogFollower, Lost
+from services.requests.follow import LogFollower
 from tests.services.requests.test_follow import NAME, append, fetch, grow
 
 CL = "c1"
@@ -61,13 +61,34 @@ def test_two_logs_are_two_streams(tmp_path):
     assert sorted(state.progress.last) == ["requests:1:kafka-authorizer.log", "requests:1:kafka-request.log"]
 
 
-def test_a_line_not_read_goes_to_the_dead_letter_topic_with_its_reason(tmp_path):
-    (tmp_path / NAME).write_bytes(b"[2026-11-20 03:10:00,200] DEBUG x\x00 (kafka.request.logger)\n" + grow(1).encode())
+def test_lines_not_read_are_gaps_of_attribution_in_the_chain_once_each(tmp_path):
+    from schemas.events import CaptureGap
+
+    nul = b"[2026-11-20 03:10:00,200] DEBUG x\x00 (kafka.request.logger)\n"
+    (tmp_path / NAME).write_bytes(nul + nul + grow(1).encode() + nul)
     got = items(tmp_path)
-    assert isinstance(got[0], Lost)
+    assert [type(i).__name__ for i in got] == ["Lost", "Lost", "Kept", "Lost"]
+    state = CaptureState(CL, 1)
+    out = [e for i in got for e, _, _ in state.process(raw(i))]
+    assert [type(e.payload).__name__ for e in out] == ["CaptureGap", "CaptureGap", "ClientRequest", "CaptureGap"]
+    gaps = [e for e in out if isinstance(e.payload, CaptureGap)]
+    assert all(e.source.kind is SourceKind.REQUEST_LOG for e in gaps) and len({e.event_id for e in out}) == 4
+    assert [(e.payload.from_offset, e.payload.reason) for e in gaps] == [
+        (1, f"{NAME}:1: not read: not a text log: a NUL byte"), (2, f"{NAME}:2: not read: not a text log: a NUL byte"),
+        (4, f"{NAME}:4: not read: not a text log: a NUL byte")]
+    # handed over again (a restart that resumed before them): nothing added, in the worker or in its successor
+    assert [e for i in got for e in state.process(raw(i))] == []
+    fresh = CaptureState(CL, 1, Progress.from_header(Progress(3, out[-1].hash, dict(state.progress.last)).header()))
+    assert [e for i in got for e in fresh.process(raw(i))] == []
+
+
+def test_a_lost_line_as_an_earlier_build_sent_it_goes_to_the_dead_letter_topic(tmp_path):
+    from schemas.raw import RawRecord
+
+    old = RawRecord(CL, 1, "EVENT", 10, 1, 1, -1, 5, 5, b"", NAME, None, f"{NAME}:1: not read: a NUL byte")
     with pytest.raises(DeadLetter) as dead:
-        CaptureState(CL, 1).process(raw(got[0]))
-    assert dead.value.reason == f"request log of node 1: {got[0]}" and "NUL byte" in dead.value.reason
+        CaptureState(CL, 1).process(decode_raw(encode_raw(old)))
+    assert dead.value.reason == f"request log of node 1: {NAME}:1: not read: a NUL byte"
 
 
 @dataclass
@@ -180,5 +201,7 @@ def test_a_log_read_on_with_nothing_kept_is_marked_and_resumed_from_there(tmp_pa
     live.write_text(grow(2))  # may be lost, and is said so
     run(3600)
     lost, kept = (r for r, _ in sent[2:])
-    assert lost.reason.startswith(f"{NAME}:5..: not read: the file read up to line 4 ") and lost.base_offset == 5
+    gap = CaptureState(CL, 1).unchained(lost)[0].payload
+    assert gap.reason.startswith(f"{NAME}:5..: not read: the file read up to line 4 ") and gap.from_offset == 5
+    assert (lost.base_offset, lost.position) == (1, 1)  # after the log's kept line 1, its first stretch lost since
     assert kept.reason is None and kept.base_offset == 2
