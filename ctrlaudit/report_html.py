@@ -435,7 +435,7 @@ def _who(store: Store, inc: Incident) -> str:
     attempt; or that the archive keeps no requests to tell."""
     if not who_asked.has_requests(store.con, inc.a.cluster_id):
         return ('<p id="who-not-kept">Who asked is not known: the archive keeps no request logs '
-                "(<code>ctrlaudit import requests</code> adds them).</p>")
+                "(ctrlaudit import requests adds them).</p>")
     cols, rows = who_asked.table(store.con, inc.a.cluster_id, inc.a.seq, inc.b.seq)
     shown = rows[-WHO_ROWS:]
     keep = ("seq", "time", "change", "topic", "partition", "resource", "cause", "principal", "host", "client_id",

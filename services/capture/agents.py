@@ -124,14 +124,8 @@ def _events_settled() -> None:
     """logic.wait_settled on the events topic: nothing a killed predecessor sent is still uncommitted."""
     client = ProtocolClient(settings.bootstrap_servers, security, client_id="ctrlaudit-restart")
 
-    def log_ends() -> tuple[int, int] | None:
-        try:
-            return client.log_ends(settings.events_topic)
-        except Exception as exc:  # a broker down or a leader moving: not known now, asked again
-            log.debug("events topic's ends not read: %s", exc)
-            return None
     try:
-        waited = wait_settled(log_ends)
+        waited = wait_settled(lambda: client.log_ends(settings.events_topic))
     finally:
         client.close()
     if waited:

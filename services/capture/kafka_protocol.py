@@ -130,7 +130,15 @@ class ProtocolClient:
 
     def log_ends(self, topic: str, partition: int = 0) -> tuple[int, int] | None:
         """(high watermark, log end offset) of `topic`'s `partition` on its leader; (0, 0) when the topic does not
-        exist; None when it cannot be told now (no leader, the leader not answering)."""
+        exist; None when it cannot be told now (no leader, a broker not answering: asked again later)."""
+        try:
+            return self._log_ends(topic, partition)
+        except Exception as exc:  # a broker down or paused, a leader moving
+            log.debug("log ends of %s-%d not read: %s", topic, partition, exc)
+            self.close()  # a new connection at the next call
+            return None
+
+    def _log_ends(self, topic: str, partition: int) -> tuple[int, int] | None:
         (t,) = self.admin.describe_topics([topic])
         if t.get("error_code") == UNKNOWN_TOPIC_OR_PARTITION:
             return 0, 0

@@ -35,13 +35,17 @@ def test_a_batch_waiting_for_a_stopped_follower_is_waited_for(kafka_cluster):
             p = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "1"})
             p.produce(topic, b"the killed worker's last batch", partition=0)
             assert p.flush(30) == 0
-            hw, leo = client.log_ends(topic)
-            assert (hw, leo) == (0, 1)  # in the leader's log, not committed: a consumer's end is still 0
+            # (a request that meets the stopped broker times out: not known, asked again)
+            ends = wait_until(lambda: client.log_ends(topic), 60, "the topic's ends")
+            assert ends == (0, 1)  # in the leader's log, not committed: a consumer's end is still 0
             resumed.start()
             assert wait_settled(lambda: client.log_ends(topic), 120) == 1
         finally:
             resumed.cancel()
             c.resume_node(follower)
+            # the shared cluster as it was: the stopped broker back in the partition's ISR (caught up, unfenced)
+            wait_until(lambda: follower in next((p.isr for p in client.partitions([topic])), ()), 120,
+                       "the resumed broker back in the ISR")
         consumer = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": topic})
         try:
             assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (0, 1)
