@@ -417,12 +417,15 @@ class Pipeline:
         return await dead_letter_topic.send(key=key, value=value, headers={REASON_HEADER: reason.encode()})
 
     @staticmethod
-    async def _send_alert(alert: dict[str, Any]) -> Awaitable[RecordMetadata]:
+    async def _send_alert(alert: dict[str, Any]) -> RecordMetadata:
         # allowed ones (a controlled shutdown's ISR shrink, a KIP-966 recovery) are routine: debug, not info
         (log.debug if alert["allowed"] else log.warning)(
             "alert %s (%s, %s) at seq %s: expected %s, actual %s", alert["invariant"], alert["rule"], alert["status"],
             alert["seq"], alert["expected"], alert["actual"])
-        return await alerts_topic.send(key=alert["cluster_id"].encode(), value=alert)
+        # force, and waited for: an alert attached to its event's offset commit (Faust's default) was lost once when
+        # the group rebalanced between the two, the offset committed and the alert never sent (a successor
+        # re-observes the events below that offset without alerting again)
+        return await (await alerts_topic.send(key=alert["cluster_id"].encode(), value=alert, force=True))
 
 
 async def _publish_checkpoint(key: bytes, note: bytes, headers: list[tuple[str, bytes]]) -> object:
