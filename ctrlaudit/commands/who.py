@@ -11,7 +11,7 @@ import typer
 from ctrlaudit.commands.output import FORCE, JSON_OUT, TIME_FORMAT, Output, TimeFormat, refuse_outputs, use_time_format
 from ctrlaudit.errors import UsageError, user_errors
 from schemas import times
-from schemas.archive.listing import iter_events
+from schemas.archive.listing import clusters, iter_events, list_files
 from schemas.events import CaptureGap, ClientRequest, ControllerEvent, SourceKind
 from replay.attribution import (
     AMBIGUOUS, REQUEST, UNATTRIBUTED, WINDOW_MS, Attribution, attribute, denied, requested_by,
@@ -61,12 +61,29 @@ def _record(a: Attribution) -> dict[str, Any]:
             "requests": [[line(r) for r in g] for g in a.requests], "decisions": [line(d) for d in a.decisions]}
 
 
+def cluster_directory(given: Path) -> Path:
+    """The one cluster's directory `given` names: that directory, or an archive root holding a single cluster
+    (what `import requests --out` and `capture` write to); a file or a root of several clusters is refused."""
+    if given.is_file():
+        raise UsageError(f"{given}: a file; give its cluster's directory ({given.parent})")
+    if not given.is_dir():
+        raise UsageError(f"{given}: no such directory")
+    if list_files(given):
+        return given
+    held = clusters(given)
+    if len(held) == 1:
+        return given / held[0]
+    if held:
+        raise UsageError(f"{given}: holds {len(held)} clusters ({', '.join(held)}): give one's directory")
+    raise UsageError(f"{given}: no events")
+
+
 def register(app: typer.Typer) -> None:
     @app.command("who")
     @user_errors
     def who(
-        archive: Path = typer.Argument(..., help="One cluster's archive directory (verified whole before it is "
-                                                 "read)."),
+        archive: Path = typer.Argument(..., help="One cluster's archive directory, or an archive root holding one "
+                                                 "cluster (verified whole before it is read)."),
         logs: list[Path] = typer.Option([], "--logs", help="A broker's or controller's log directory (its "
                                         "kafka-request.log and kafka-authorizer.log, rotated ones too, and the "
                                         "server.log that names its cluster); repeatable. Default: the requests the "
@@ -89,6 +106,7 @@ def register(app: typer.Typer) -> None:
         hi = times.parse_time(to_time) if to_time else None
         if lo is not None and hi is not None and hi < lo:
             raise UsageError(f"--to {to_time} is before --from {from_time}")
+        archive = cluster_directory(archive)
         events = list(iter_events(archive))
         if not events:
             raise UsageError(f"{archive}: no events")

@@ -139,3 +139,22 @@ def test_lines_not_read_are_kept_as_gaps_of_attribution_and_who_says_them(tmp_pa
     assert said.exit_code == 0, said.output
     assert json.loads((tmp_path / "who.json").read_text())["not_read"] == [gap.payload.reason]
     assert f"not read: {gap.payload.reason}" in said.output
+
+
+def test_who_reads_the_archive_import_wrote_to_and_refuses_a_file_or_a_choice_of_clusters(tmp_path):
+    """`import requests --out ARCHIVE` then `who ARCHIVE`: the root of one cluster is read as that cluster; a file
+    of it, or a root of two clusters, is refused in one line saying what to give instead."""
+    out = tmp_path / "archive"
+    assert run("import", "requests", str(node(tmp_path / "logs", "n1", 1)), "--out", str(out)).exit_code == 0
+    by_root, by_cluster = run("who", str(out)), run("who", str(out / CLUSTER))
+    assert by_root.exit_code == by_cluster.exit_code == 0, by_root.output
+    assert by_root.output == by_cluster.output and "User:mallory" in by_root.output
+    (file,) = (out / CLUSTER).glob("*.avro")
+    refused = run("who", str(file))
+    assert refused.exit_code == 2
+    assert refused.output.strip().splitlines() == [
+        f"ctrlaudit: error: {file}: a file; give its cluster's directory ({out / CLUSTER})"]
+    assert run("simulate", "--seed", "1", "--events", "50", "--out", str(out)).exit_code == 0
+    two = run("who", str(out))
+    assert two.exit_code == 2 and two.output.strip().splitlines() == [
+        f"ctrlaudit: error: {out}: holds 2 clusters ({CLUSTER}, sim-1): give one's directory"], two.output
