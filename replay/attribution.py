@@ -335,14 +335,19 @@ def attribute(events: Sequence[ControllerEvent | Subject], lines: Sequence[Reque
     return out
 
 
+def software(name: str | None, version: str | None) -> str | None:
+    """The client's software as said ("apache-kafka-java 4.3.1"); None when the request did not name it (Kafka
+    writes "unknown" for a client older than KIP-511)."""
+    return None if name in (None, "unknown") else f"{name} {version or ''}".rstrip()
+
+
 def requested_by(principal: str, host: str | None, client_id: str | None, software_name: str | None,
                  software_version: str | None, time_ms: int, node: int | None, api: str | None,
                  listener: str | None) -> str:
     """The sentence a person reads: "requested by User:alice from 10.0.3.7 (client id reassign-tool,
     apache-kafka-java 4.3.1) at T, received by node 2: AlterPartitionReassignments on listener SASL_SSL"."""
-    software = (f", {software_name} {software_version or ''}".rstrip()
-                if software_name not in (None, "unknown") else "")
-    client = f" (client id {client_id}{software})" if client_id is not None else ""
+    named = software(software_name, software_version)
+    client = f" (client id {client_id}{', ' + named if named else ''})" if client_id is not None else ""
     received = f", received by node {node}" if node is not None and node >= 0 else ""
     return (f"requested by {principal}{' from ' + host if host else ''}{client} at {times.show(time_ms)}{received}: "
             f"{api}" + (f" on listener {listener}" if listener else ""))

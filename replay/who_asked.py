@@ -24,6 +24,7 @@ from replay.attribution import (
     BOOTSTRAP, CONTROLLER, NOT_CHANGES, REQUEST, SUBJECT_COLUMNS, Attribution, attribute, controller_reason,
     requested_by, subject_of_row, wanted,
 )
+from replay.attribution import software as software_of
 from schemas.requests.kept import body_of, resource_of
 from schemas.requests.record import RequestLine
 
@@ -117,25 +118,21 @@ def rebuild(con: duckdb.DuckDBPyConnection, cluster: str) -> list[int]:
 def _row(cluster: str, a: Attribution, where: dict[int, tuple[int, int]]) -> list[Any]:
     first = a.requests[0][0] if a.requests else (a.decisions[-1] if a.decisions else None)
     principals = sorted({g[0].principal for g in a.requests} or {d.principal for d in a.decisions})
-    one = a.cause == REQUEST and first is not None
-    host = None
-    if one and first is not None:
-        host = first.host or next((d.host for d in a.decisions if d.principal == first.principal and d.host), None)
-    return [cluster, a.seq, a.cause, a.why, first.api if one and first else None,
-            first.principal if one and first else None, host, first.client_id if one and first else None,
-            first.software_name if one and first else None, first.software_version if one and first else None,
-            first.listener if one and first else None, first.time_ms if one and first else None,
-            where[id(first)][1] if one and first else None,
-            [where[id(x)][0] for g in a.requests for x in g], [where[id(d)][0] for d in a.decisions], principals]
+    seqs = [[where[id(x)][0] for g in a.requests for x in g], [where[id(d)][0] for d in a.decisions], principals]
+    if a.cause != REQUEST or first is None:
+        return [cluster, a.seq, a.cause, a.why, *[None] * 9, *seqs]
+    # the request log's line may lack the host the authorizer's decision on it names
+    host = first.host or next((d.host for d in a.decisions if d.principal == first.principal and d.host), None)
+    return [cluster, a.seq, a.cause, a.why, first.api, first.principal, host, first.client_id, first.software_name,
+            first.software_version, first.listener, first.time_ms, where[id(first)][1], *seqs]
 
 
 def _text(r: Sequence[Any]) -> Asked:
     (seq, cause, why, api, principal, host, client, software, version, listener, at, node, request_seqs) = r
     if cause != REQUEST or principal is None:
         return Asked(cause, f"{cause}: {why}", request_seqs=tuple(request_seqs or ()))
-    soft = None if software in (None, "unknown") else f"{software} {version or ''}".rstrip()
     return Asked(cause, requested_by(principal, host, client, software, version, at, node, api, listener), principal,
-                 host, client, soft, api, at, node, tuple(request_seqs or ()))
+                 host, client, software_of(software, version), api, at, node, tuple(request_seqs or ()))
 
 
 def asked(con: duckdb.DuckDBPyConnection, cluster: str, seqs: Iterable[int]) -> dict[int, Asked]:
@@ -186,14 +183,13 @@ def table(con: duckdb.DuckDBPyConnection, cluster: str, after_seq: int | None = 
         SELECT e.seq, e.event_time_ms, coalesce(array_to_string(e.changes, ','), e.topic_change, e.broker_change,
                e.config_name, e.feature, e.kind), e.topic, e."partition",
                coalesce(e.config_resource, CAST(e.broker_id AS VARCHAR), e.feature), a.cause, a.principal, a.host,
-               a.client_id, nullif(trim(coalesce(a.software_name, '') || ' ' || coalesce(a.software_version, '')),
-                                   ''), a.api,
+               a.client_id, a.software_name, a.software_version, a.api,
                a.request_time_ms, a.received_by, a.request_seqs, a.why
         FROM attributions a JOIN events e ON e.cluster_id = a.cluster_id AND e.seq = a.seq
         WHERE a.cluster_id = $c AND ($lo IS NULL OR e.seq > $lo) AND ($hi IS NULL OR e.seq <= $hi)
         UNION ALL
         SELECT seq, event_time_ms, 'denied ' || coalesce(rq_operation, ''), NULL, NULL,
-               array_to_string(rq_resources, ','), 'denied', rq_principal, rq_host, rq_client_id, NULL, rq_api,
+               array_to_string(rq_resources, ','), 'denied', rq_principal, rq_host, rq_client_id, NULL, NULL, rq_api,
                event_time_ms, source_node, [seq], 'the authorizer denied it: nothing changed'
         FROM events WHERE cluster_id = $c AND kind = 'ClientRequest' AND rq_outcome = 'denied'
           -- a window that opens before the first event has no lower bound
@@ -202,5 +198,6 @@ def table(con: duckdb.DuckDBPyConnection, cluster: str, after_seq: int | None = 
           AND event_time_ms <= coalesce((SELECT event_time_ms FROM events WHERE cluster_id = $c AND seq = $hi),
                                         event_time_ms)
         ORDER BY 2, 1""", {"c": cluster, "lo": after_seq, "hi": to_seq}).fetchall()
-    return cols, [(*r[:1], show(r[1]), *r[2:12], None if r[12] is None else show(r[12]), *r[13:]) for r in rows]
+    return cols, [(r[0], show(r[1]), *r[2:10], software_of(r[10], r[11]), r[12], None if r[13] is None else show(r[13]),
+                   *r[14:]) for r in rows]
 

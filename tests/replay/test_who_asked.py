@@ -44,8 +44,9 @@ def requests(first_seq: int) -> list[ControllerEvent]:
                          software_version="4.3.1")),
              (3, req("CreateTopics", T0 - 20, body=Body(topics=("orders",)), forwarded=True)),
              (3, allowed("CreateTopics", T0 - 21, Resource("Topic", "LITERAL", "orders"))),
-             (2, req("AlterPartitionReassignments", T0 + 1_990, "User:bob",
-                     Body(targets=(Target("orders", 0, (2, 3, 4)),)), correlation=11)),
+             (2, replace(req("AlterPartitionReassignments", T0 + 1_990, "User:bob",  # a client before KIP-511
+                             Body(targets=(Target("orders", 0, (2, 3, 4)),)), correlation=11),
+                         software_name="unknown", software_version="unknown")),
              (1, allowed("DeleteTopics", T0 + 2_500, Resource("Topic", "LITERAL", "orders"), "User:mallory",
                          outcome="denied"))]
     return [replace(to_event(CLUSTER, node, r, place, T0 + 9_000), seq=first_seq + place)
@@ -108,6 +109,8 @@ def test_the_auditors_table_lists_changes_and_denied_attempts(tmp_path: Path) ->
         (0, REQUEST, "User:alice"), (1, REQUEST, "User:alice"), (3, REQUEST, "User:bob"),
         (9, "denied", "User:mallory"), (4, UNATTRIBUTED, None)]
     assert got[3]["resource"] == "Topic:LITERAL:orders" and got[3]["received_by"] == 1
+    # the software as explain says it: a client that did not name its own has none
+    assert [r["software"] for r in got[:3]] == ["apache-kafka-java 4.3.1"] * 2 + [None]
 
 
 def test_without_kept_requests_nobody_is_named_and_nothing_is_guessed(tmp_path: Path) -> None:
