@@ -43,6 +43,23 @@ UTC = ZoneInfo("UTC")
 _DECISION_LEVEL = {"allowed": "DEBUG", "denied": "INFO"}
 
 
+def _completed(message: str, file: str, line: int, time_ms: int, level: str) -> RequestLine | Unread | Passed:
+    """A request log line, read only at the level Kafka writes it."""
+    got = completed(message, file, line, time_ms, level)
+    if isinstance(got, RequestLine) and level and level != "DEBUG":
+        return Unread(f"a request log line at {level} (Kafka logs a completed request at DEBUG)")
+    return got
+
+
+def _decision(message: str, file: str, line: int, time_ms: int, level: str) -> RequestLine | Unread | Passed:
+    """An authorizer line, read only at the level Kafka writes its decision (TRACE: how it decided, passed)."""
+    got = decision(message, file, line, time_ms, level)
+    if isinstance(got, RequestLine) and level and level != _DECISION_LEVEL[got.outcome or ""]:
+        return Passed("(trace)") if level == "TRACE" else Unread(
+            f"an authorizer decision at {level} (Kafka logs an allowed one at DEBUG, a denied one at INFO)")
+    return got
+
+
 class BadRequestLogs(ContractError):
     """A file that is not a Kafka log4j text log: one line naming file and line."""
 
@@ -180,32 +197,22 @@ def _lines(fh: IO[bytes] | gzip.GzipFile, f: str, reading: Reading, clock: _Cloc
                 name = f"#{key}"
                 passed[name] = passed.get(name, 0) + 1
                 continue
-            at = _time(clock, m, reading, f, n, last_at)
-            if at is None:
-                continue
-            last_at = at
-            level = m.group("level")
-            got = completed(message, f, n, at, level)
-            if isinstance(got, RequestLine) and level and level != "DEBUG":
-                got = Unread(f"a request log line at {level} (Kafka logs a completed request at DEBUG)")
+            read_message = _completed
         elif logger == AUTHORIZER_LOGGER:
             message = m.group("message")
             api = api_of(message)
             if api is not None and api not in KEY_OF:
                 passed[api] = passed.get(api, 0) + 1
                 continue
-            at = _time(clock, m, reading, f, n, last_at)
-            if at is None:
-                continue
-            last_at = at
-            level = m.group("level")
-            got = decision(message, f, n, at, level)
-            if isinstance(got, RequestLine) and level and level != _DECISION_LEVEL[got.outcome or ""]:
-                got = Passed("(trace)") if level == "TRACE" else Unread(
-                    f"an authorizer decision at {level} (Kafka logs an allowed one at DEBUG, a denied one at INFO)")
+            read_message = _decision
         else:
             reading.other_loggers += 1
             continue
+        at = _time(clock, m, reading, f, n, last_at)
+        if at is None:
+            continue
+        last_at = at
+        got = read_message(message, f, n, at, m.group("level"))
         if isinstance(got, RequestLine):
             reading.kept += 1
             yield got
