@@ -11,6 +11,7 @@ setup function makes what it needs).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -367,6 +368,39 @@ def test_ctrl_c_during_a_load_into_a_new_store_leaves_no_store(big, tmp_path):
     assert done.returncode == 130, done.stderr
     assert done.stderr.strip().splitlines() == ["ctrlaudit: error: interrupted"]
     assert not list(tmp_path.iterdir())  # neither the store nor its .wal
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("after_s", [1.5, 4.0])  # here: while it reads the logs; while it writes the archive
+def test_ctrl_c_during_an_import_of_requests_exits_130_and_loses_nothing(tmp_path, after_s):
+    """Interrupted: one line, 130; the archive's files as they were, and those the import finished after them
+    continue the chain (it verifies); the same import made again appends the rest, each line once."""
+    from schemas.archive.listing import iter_events
+    from tests.ctrlaudit.test_import_requests import node
+    from tests.services.requests.kafka_lines import log4j, standard_authorizer
+
+    out = tmp_path / "archive"
+    assert ctrlaudit("import", "requests", str(node(tmp_path / "logs", "n1", 1)), "--out", str(out)).returncode == 0
+    before = digest(out)
+    busy = node(tmp_path / "logs", "n2", 2)
+    with open(busy / "kafka-authorizer.log", "a") as f:  # a create allowed per line: about 6 s to import here
+        for second in range(BUSY_SECONDS):
+            line = log4j(standard_authorizer("User:alice", True, "CREATE", "10.0.3.7", "Topic:LITERAL:orders",
+                                             "CreateTopics", "ALLOW from an ACL"), "kafka.authorizer.logger",
+                         date=f"2026-11-20 04:{second // 60:02d}:{second % 60:02d},000")
+            f.write((line + "\n") * BUSY_LINES_PER_SECOND)
+    done = _interrupt_after(["import", "requests", str(busy), "--out", str(out)], after_s)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.strip().splitlines() == ["ctrlaudit: error: interrupted"]
+    assert before.items() <= digest(out).items()
+    assert ctrlaudit("verify", str(out)).returncode == 0
+    again = ctrlaudit("import", "requests", str(busy), "--out", str(out), timeout=300)
+    assert again.returncode == 0, again.stderr
+    ids = [e.event_id for d in out.iterdir() for e in iter_events(d)]
+    assert len(ids) == len(set(ids)) == 2 + 2 + BUSY_SECONDS * BUSY_LINES_PER_SECOND  # each node's two, the busy
+
+
+BUSY_SECONDS, BUSY_LINES_PER_SECOND = 60, 2_000
 
 
 # --- bugs and the debug switch (ctrlaudit/errors.py), on a command made to fail --------------------
