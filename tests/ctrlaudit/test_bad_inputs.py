@@ -11,7 +11,6 @@ setup function makes what it needs).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import signal
