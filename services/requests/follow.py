@@ -10,11 +10,11 @@ or deleted before it was read).
 
 Log4j rolls a log by renaming the live file (``kafka-request.log.2026-11-29-23``, or a number) and opening a new
 one. The follower keeps the file it reads open: when the live name points to another file, it reads what is left
-of the old one (a last line without a newline too: nothing will finish it), then the files rolled after it (found
-after it by name, the old one by its inode; opened at once, as log4j's numbered files are renamed at every roll),
-then the live one. A `Position` names its file by device, inode and a digest of its first bytes (an inode is reused once a file
-is deleted), so a follower resumed after a kill -9 finds the file it was in among the live and rotated ones, reads
-on from the byte after the last item it handed over, and then the newer files in order.
+of the old one under its new name (a last line without a newline too: nothing will finish it), then the files
+rolled after it (found after it by name, the old one by its inode; opened at once, as log4j's numbered files are
+renamed at every roll), then the live one. A `Position` names its file by device, inode and a digest of its first
+bytes (an inode is reused once a file is deleted), so a follower resumed after a kill -9 finds the file it was in
+among the live and rotated ones, reads on from the byte after the last item it handed over, and then the newer files in order.
 
 `Position.seq` counts a log's kept lines; the capture's normalizer appends a line's event only when its seq is past
 the last one the events topic holds for that log (services/capture/logic.py), so a line handed over twice (a
@@ -191,6 +191,8 @@ class LogFollower:
             assert self.fh is not None
             if self._truncated(out):
                 continue
+            if self.pos.file == self.name:
+                self._named_now()
             n = self._read(out, final=False)
             if n:
                 budget -= n
@@ -240,6 +242,26 @@ class LogFollower:
         newer = [f for f, _ in ids[at + 1:]] if at is not None else \
             [f for f, s in ids if s.st_mtime_ns >= st.st_mtime_ns and s.st_ino != st.st_ino]
         self.pending = self._open_all(newer)
+
+    def _named_now(self) -> None:
+        """The open file's name since log4j renamed it at a roll: the lines read from it now are in that file (kept
+        as it was named when it is gone already)."""
+        assert self.fh is not None
+        st = os.fstat(self.fh.fileno())
+        try:
+            live = os.stat(self.live)
+            if (live.st_dev, live.st_ino) == (st.st_dev, st.st_ino):
+                return  # still the live file
+        except FileNotFoundError:
+            pass  # renamed, the new one not made yet
+        for f in self._files():
+            try:
+                s = f.stat()
+            except OSError:
+                continue
+            if (s.st_dev, s.st_ino) == (st.st_dev, st.st_ino):
+                self.pos = replace(self.pos, file=f.name)
+                return
 
     def _resume(self, out: list[Item]) -> None:
         p = self.pos
@@ -332,7 +354,8 @@ class LogFollower:
         """Read `data[done:]` (the open file's bytes from `start`): its bytes read, all of them unless a line is
         refused (a NUL byte, too much that is not UTF-8), which is named lost and read past."""
         assert self.fh is not None
-        fd, name, path = self.fh.fileno(), self.pos.file, str(self.fh.name)
+        fd, name = self.fh.fileno(), self.pos.file
+        path = str(self.directory / name)  # its name now, not when it was opened (a roll renames the live file)
         lines, seen, first = _Lines(data[done:]), _Seen(), self.pos.line
 
         def after(k: int) -> int:  # the file's offset after the chunk's line k (1-based; 0: its start)

@@ -62,7 +62,8 @@ def test_a_rotation_is_followed_the_old_files_rest_first(tmp_path):
     assert topics(f.poll()) == ["t1"]
     append(live, grow(2))
     os.rename(live, tmp_path / f"{NAME}.2026-11-20-03")  # log4j's hourly roll
-    assert topics(f.poll()) == ["t2"]  # the renamed file's rest, read through the file kept open
+    (rest,) = f.poll()  # the renamed file's rest, read through the file kept open, under its name now
+    assert topics([rest]) == ["t2"] and rest.event.source.file == rest.position.file == f"{NAME}.2026-11-20-03"
     append(tmp_path / f"{NAME}.2026-11-20-03", grow(9)[:30])  # (a partial line: waits, the new file is not there)
     assert f.poll() == []
     live.write_text(grow(3))
@@ -163,8 +164,12 @@ def test_several_rolls_between_two_polls_are_read_in_order_dated(tmp_path):
         live.write_text(grow(t))
     got = f.poll()
     assert topics(got) == ["t2", "t3", "t4", "t5"] and not [i for i in got if isinstance(i, Lost)]
-    # (each file under the name it had when it was opened: the first, read through the handle kept open, as live)
-    assert [i.position.file for i in got] == [NAME, f"{NAME}.2026-11-20-02", f"{NAME}.2026-11-20-03", NAME]
+    # each line named by the file that holds it now: the first read through the handle kept open, renamed since
+    names = [f"{NAME}.2026-11-20-01", f"{NAME}.2026-11-20-02", f"{NAME}.2026-11-20-03", NAME]
+    assert [i.position.file for i in got] == [i.event.source.file for i in got] == [Path(i.line.file).name for i in got] \
+        == names
+    assert [(tmp_path / i.event.source.file).read_text().splitlines()[i.event.source.line - 1] for i in got] == [
+        grow(t).rstrip("\n") for t in (2, 3, 4, 5)]
     append(live, grow(6))
     assert topics(f.poll()) == ["t6"]
 
@@ -183,6 +188,7 @@ def test_several_rolls_between_two_polls_are_read_in_order_numbered(tmp_path):
         live.write_text(grow(t))
     got = f.poll()
     assert topics(got) == ["t2", "t3", "t4", "t5"] and not [i for i in got if isinstance(i, Lost)]
-    assert [i.position.file for i in got] == [NAME, f"{NAME}.2", f"{NAME}.1", NAME]  # (the names when opened)
+    assert [i.position.file for i in got] == [i.event.source.file for i in got] == [
+        f"{NAME}.3", f"{NAME}.2", f"{NAME}.1", NAME]  # the names now
     resumed = follower(tmp_path, got[1].position)  # a restart in the file holding t3, now .2
     assert topics(resumed.poll()) == ["t4", "t5"]
