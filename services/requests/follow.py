@@ -286,7 +286,8 @@ class LogFollower:
         self.pos = replace(p, file=self.name, dev=0, ino=0, head="", offset=0, line=0)
         out.append(self._lost(p.file, p.line + 1, -1, f"the file read up to line {p.line} (byte {p.offset}, inode "
                               f"{p.ino}) is gone or was rewritten before the rest was read (rotated away, compressed or "
-                              f"deleted): its lines after line {p.line} are lost; reading on at the start of {self.name}"))
+                              f"deleted): any lines it held after line {p.line}, and those of any file rolled after it, "
+                              f"are not read; reading on at the start of {self.name}"))
 
     def _next_file(self) -> bool:
         """Open the next file to read: a rolled one still pending, else the live one (from its start, unless it
