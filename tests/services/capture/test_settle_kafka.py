@@ -40,12 +40,19 @@ def _one_try(c, client: ProtocolClient) -> bool:
         p = Producer({"bootstrap.servers": c.nodes[info.leader].bootstrap, "acks": "1"})
         p.produce(topic, b"the killed worker's last batch", partition=0)
         assert p.flush(30) == 0
-        ends = near.log_ends(topic)
-        if ends in (None, (1, 1)):
-            return False  # not read, or already committed without the follower: the window was missed
-        assert ends == (0, 1)  # in the leader's log, not committed: a consumer's end is still 0
+        readings: list[tuple[int, int] | None] = []
+
+        def ends() -> tuple[int, int] | None:
+            readings.append(near.log_ends(topic))
+            return readings[-1]
         resumed.start()
-        assert wait_settled(lambda: client.log_ends(topic), 120) == 1
+        waited = wait_settled(ends, 120)
+        known = [r for r in readings if r is not None]
+        if known[0] == (1, 1):
+            return False  # already committed without the follower when first read: the window was missed
+        # seen in the leader's log, not committed (a consumer's end still 0), and waited for until it was
+        assert (known[0], known[-1], waited) == ((0, 1), (1, 1), 1), readings
+        assert set(known) == {(0, 1), (1, 1)}, readings
     finally:
         resumed.cancel()
         c.resume_node(follower)
