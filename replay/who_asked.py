@@ -118,13 +118,13 @@ def rebuild(con: duckdb.DuckDBPyConnection, cluster: str) -> list[int]:
 def _row(cluster: str, a: Attribution, where: dict[int, tuple[int, int]]) -> list[Any]:
     first = a.requests[0][0] if a.requests else (a.decisions[-1] if a.decisions else None)
     principals = sorted({g[0].principal for g in a.requests} or {d.principal for d in a.decisions})
-    seqs = [[where[id(x)][0] for g in a.requests for x in g], [where[id(d)][0] for d in a.decisions], principals]
+    evidence = [[where[id(x)][0] for g in a.requests for x in g], [where[id(d)][0] for d in a.decisions], principals]
     if a.cause != REQUEST or first is None:
-        return [cluster, a.seq, a.cause, a.why, *[None] * 9, *seqs]
+        return [cluster, a.seq, a.cause, a.why, *[None] * 9, *evidence]
     # the request log's line may lack the host the authorizer's decision on it names
     host = first.host or next((d.host for d in a.decisions if d.principal == first.principal and d.host), None)
     return [cluster, a.seq, a.cause, a.why, first.api, first.principal, host, first.client_id, first.software_name,
-            first.software_version, first.listener, first.time_ms, where[id(first)][1], *seqs]
+            first.software_version, first.listener, first.time_ms, where[id(first)][1], *evidence]
 
 
 def _text(r: Sequence[Any]) -> Asked:
