@@ -20,7 +20,9 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import time
 import zlib
 from typing import Any
@@ -47,6 +49,20 @@ def _archived_hashes(directory: Path, start: int) -> Iterator[str]:
     for _, table in VerifiedRead([directory]):
         first = table.column("seq")[0].as_py() if table.num_rows else start
         yield from table.column("hash").to_pylist()[max(0, start - first):]
+
+
+@contextlib.contextmanager
+def _held_off() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held off (in the main thread, where Python handles them) while a finished file and its
+    manifest are put in place: a file without its manifest would stop the next writer, which never overwrites."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    was = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, was)
 
 
 class ArchiveExists(ContractError):
@@ -343,9 +359,6 @@ class ArchiveWriter:
         if f.final.exists():  # never replace a finished file: an archive is only ever appended to
             f.part.unlink(missing_ok=True)
             raise ArchiveExists(f"{f.final}: already exists; an archive file is never overwritten")
-        os.replace(f.part, f.final)
-        if self.fsync:
-            fsync_dir(self.dir)
         manifest = FileManifest(
             file=f.final.name, cluster_id=self.cluster_id, count=f.count,
             first_seq=f.first_seq, last_seq=f.last_seq,
@@ -355,7 +368,11 @@ class ArchiveWriter:
             sha256=f.sha.hexdigest(), size_bytes=f.size, prev_hash=f.prev_hash, chain_head_hash=f.last_hash,
             schema_version=self._schema.version, schema_fingerprint=self._schema.fingerprint_hex, codec=self.codec,
         )
-        write_manifest(f.final, manifest, fsync=self.fsync)
+        with _held_off():
+            os.replace(f.part, f.final)
+            if self.fsync:
+                fsync_dir(self.dir)
+            write_manifest(f.final, manifest, fsync=self.fsync)
         self._file = None
         self.files.append(manifest)
         if self._log is not None:

@@ -305,10 +305,14 @@ def test_the_table_has_one_row_per_id():
     assert len({r.id for r in ROWS}) == len(ROWS)
 
 
-def _interrupt_after(args: list[str], seconds: float) -> subprocess.CompletedProcess:
+def _interrupt_after(args: list[str], seconds: float, when: Callable[[], bool] = lambda: True
+                     ) -> subprocess.CompletedProcess:
+    """Ctrl-C after `seconds`, or later, at the first moment `when` holds (polled every 5 ms)."""
     proc = subprocess.Popen([sys.executable, "-m", "ctrlaudit", *args], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     time.sleep(seconds)
+    while not when() and proc.poll() is None:
+        time.sleep(0.005)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
@@ -370,12 +374,12 @@ def test_ctrl_c_during_a_load_into_a_new_store_leaves_no_store(big, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("after_s", [1.5, 4.0])  # here: while it reads the logs; while it writes the archive
-def test_ctrl_c_during_an_import_of_requests_exits_130_and_loses_nothing(tmp_path, after_s):
+@pytest.mark.parametrize("phase", ["reading", "writing"])
+def test_ctrl_c_during_an_import_of_requests_exits_130_and_loses_nothing(tmp_path, phase):
     """Interrupted: one line, 130; the archive's files as they were, and those the import finished after them
     continue the chain (it verifies); the same import made again appends the rest, each line once."""
     from schemas.archive.listing import iter_events
-    from tests.ctrlaudit.test_import_requests import node
+    from tests.ctrlaudit.test_import_requests import CLUSTER, node
     from tests.services.requests.kafka_lines import log4j, standard_authorizer
 
     out = tmp_path / "archive"
@@ -388,10 +392,19 @@ def test_ctrl_c_during_an_import_of_requests_exits_130_and_loses_nothing(tmp_pat
                                              "CreateTopics", "ALLOW from an ACL"), "kafka.authorizer.logger",
                          date=f"2026-11-20 04:{second // 60:02d}:{second % 60:02d},000")
             f.write((line + "\n") * BUSY_LINES_PER_SECOND)
-    done = _interrupt_after(["import", "requests", str(busy), "--out", str(out)], after_s)
+
+    def writing() -> bool:  # a new archive file being written (the writer's .part, renamed once whole)
+        return any((out / CLUSTER).glob("*.part"))
+    if phase == "reading":  # two seconds in: still reading (about 4 s of 6 here), nothing written yet
+        done = _interrupt_after(["import", "requests", str(busy), "--out", str(out)], 2.0)
+    else:
+        done = _interrupt_after(["import", "requests", str(busy), "--out", str(out)], 0, writing)
     assert done.returncode == 130, done.stderr
     assert done.stderr.strip().splitlines() == ["ctrlaudit: error: interrupted"]
     assert before.items() <= digest(out).items()
+    assert not writing()  # no unfinished file left behind
+    if phase == "reading":
+        assert digest(out) == before
     assert ctrlaudit("verify", str(out)).returncode == 0
     again = ctrlaudit("import", "requests", str(busy), "--out", str(out), timeout=300)
     assert again.returncode == 0, again.stderr

@@ -221,3 +221,45 @@ def test_fsync_path_and_wrong_cluster(tmp_path):
     with pytest.raises(ValueError, match="cluster"):
         write(tmp_path / "x", [ControllerEvent("a", "other", 0, SourcePosition(SourceKind.UNKNOWN, 1), 1, 1, 1, 1,
                                                FeatureLevelChange("f", 1))])
+
+
+_INTERRUPTED_AT_THE_RENAME = """
+import os, signal, sys, time
+from pathlib import Path
+sys.path.insert(0, os.getcwd())
+from schemas.archive import ArchiveWriter
+from schemas.events import FeatureLevelChange
+from tests.schemas.archive.test_writer import ev
+real = os.replace
+def replace(a, b):  # Ctrl-C the moment the finished file has its name, before its manifest is written
+    real(a, b)
+    if str(b).endswith(".avro"):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)  # where the KeyboardInterrupt lands unless it is held off
+        print("past the rename", flush=True)
+os.replace = replace
+try:
+    with ArchiveWriter(Path(sys.argv[1]), "c1", max_events_per_file=2) as w:
+        for i in range(5):
+            w.append(ev(i, FeatureLevelChange("f", i)))
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_ctrl_c_as_a_finished_file_is_named_comes_after_its_manifest(tmp_path):
+    """A file without its manifest would stop the next writer (a finished file is never overwritten), so Ctrl-C is
+    held off from the rename to the manifest: the archive is then the first file, whole, and the writer resumes."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _INTERRUPTED_AT_THE_RENAME, str(tmp_path)], capture_output=True,
+                          text=True, cwd=Path(__file__).resolve().parents[3], timeout=60)
+    assert done.stdout.split() == ["past", "the", "rename", "interrupted"], done.stdout + done.stderr
+    (only,) = list_files(tmp_path / "c1")
+    assert only[1].count == 2 and sorted(p.name for p in (tmp_path / "c1").iterdir()) == [
+        only[0].name, only[0].name + ".manifest.json"]
+    with ArchiveWriter.resume(tmp_path, "c1") as w:
+        for i in range(2, 5):
+            w.append(ev(i, FeatureLevelChange("f", i)))
+    assert verified_read([tmp_path / "c1"]).chains["c1"].events == 5
