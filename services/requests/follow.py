@@ -14,7 +14,8 @@ of the old one under its new name (a last line without a newline too: nothing wi
 rolled after it (found after it by name, the old one by its inode; opened at once, as log4j's numbered files are
 renamed at every roll), then the live one. A `Position` names its file by device, inode and a digest of its first
 bytes (an inode is reused once a file is deleted), so a follower resumed after a kill -9 finds the file it was in
-among the live and rotated ones, reads on from the byte after the last item it handed over, and then the newer files in order.
+among the live and rotated ones, reads on from the byte after the last item it handed over, and then the newer
+files in order.
 
 `Position.seq` counts a log's kept lines; the capture's normalizer appends a line's event only when its seq is past
 the last one the events topic holds for that log (services/capture/logic.py), so a line handed over twice (a
@@ -232,12 +233,7 @@ class LogFollower:
         self.close()
         for fh, _ in self.pending:
             fh.close()
-        ids = []
-        for f in self._files():
-            try:
-                ids.append((f, f.stat()))
-            except OSError:
-                continue  # renamed or deleted since it was listed
+        ids = self._stats()
         at = next((i for i, (_, s) in enumerate(ids) if (s.st_dev, s.st_ino) == (st.st_dev, st.st_ino)), None)
         newer = [f for f, _ in ids[at + 1:]] if at is not None else \
             [f for f, s in ids if s.st_mtime_ns >= st.st_mtime_ns and s.st_ino != st.st_ino]
@@ -254,14 +250,19 @@ class LogFollower:
                 return  # still the live file
         except FileNotFoundError:
             pass  # renamed, the new one not made yet
+        now = next((f.name for f, s in self._stats() if (s.st_dev, s.st_ino) == (st.st_dev, st.st_ino)), None)
+        if now is not None:
+            self.pos = replace(self.pos, file=now)
+
+    def _stats(self) -> list[tuple[Path, os.stat_result]]:
+        """The log's files (`_files`) with their stat, less those renamed or deleted since they were listed."""
+        out = []
         for f in self._files():
             try:
-                s = f.stat()
+                out.append((f, f.stat()))
             except OSError:
                 continue
-            if (s.st_dev, s.st_ino) == (st.st_dev, st.st_ino):
-                self.pos = replace(self.pos, file=f.name)
-                return
+        return out
 
     def _resume(self, out: list[Item]) -> None:
         p = self.pos
